@@ -1,0 +1,16 @@
+# fastnn.h -> lua/fastnn/cdef.lua: drop preprocessor lines and FNN_API so LuaJIT's ffi.cdef reads it as is.
+file(STRINGS ${HEADER} lines)
+set(body "")
+set(in_cplusplus FALSE)
+foreach(line IN LISTS lines)
+  if(line MATCHES "^#" OR line MATCHES "^extern \"C\"")
+    continue()
+  endif()
+  if(line MATCHES "^}$")   # the closing brace of extern "C"
+    continue()
+  endif()
+  string(REPLACE "FNN_API " "" line "${line}")
+  string(APPEND body "${line}\n")
+endforeach()
+file(WRITE ${OUT}.tmp "-- generated from core/include/fastnn.h by cmake/gen_cdef.cmake; do not edit\nreturn [==[\n${body}]==]\n")
+file(RENAME ${OUT}.tmp ${OUT})

@@ -1,0 +1,161 @@
+/* alloc.c: every buffer comes from here. Live bytes are counted per device
+ * type (Lua reads the counter through a pointer to decide when to collect);
+ * large CPU buffers are cached by size so a training loop that frees and
+ * re-allocates the same activations does not page-fault each step.
+ * Also the backend table and refcounted storages. */
+#include "internal.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile int64_t live_bytes[2];
+static volatile int64_t peak_bytes[2];
+
+const volatile int64_t *fnn_live_bytes_ptr(int device_type) {
+    return &live_bytes[device_type == FNN_DEVICE_CUDA ? 1 : 0];
+}
+int64_t fnn_live_bytes(int device_type) { return *fnn_live_bytes_ptr(device_type); }
+int64_t fnn_peak_bytes(int device_type) { return peak_bytes[device_type == FNN_DEVICE_CUDA ? 1 : 0]; }
+
+static void count(int type, int64_t delta) {
+    int i = type == FNN_DEVICE_CUDA ? 1 : 0;
+    int64_t now = __atomic_add_fetch(&live_bytes[i], delta, __ATOMIC_RELAXED);
+    int64_t peak = __atomic_load_n(&peak_bytes[i], __ATOMIC_RELAXED);
+    while (now > peak && !__atomic_compare_exchange_n(&peak_bytes[i], &peak, now, true,
+                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+}
+
+/* ---- CPU buffer cache: exact-size buckets for buffers >= CACHE_MIN ---- */
+#define CACHE_MIN (64 * 1024)
+#define CACHE_SLOTS 64
+#define CACHE_MAX_BYTES ((int64_t)512 << 20)
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { void *p; size_t bytes; } cache[CACHE_SLOTS];
+static int64_t cached_bytes;
+
+static void *cpu_alloc(int ordinal, size_t bytes) {
+    (void)ordinal;
+    if (bytes >= CACHE_MIN) {
+        pthread_mutex_lock(&cache_lock);
+        for (int i = 0; i < CACHE_SLOTS; i++) {
+            if (cache[i].p && cache[i].bytes == bytes) {
+                void *p = cache[i].p;
+                cache[i].p = NULL;
+                cached_bytes -= (int64_t)bytes;
+                pthread_mutex_unlock(&cache_lock);
+                return p;
+            }
+        }
+        pthread_mutex_unlock(&cache_lock);
+    }
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;
+    return p;
+}
+
+static void cpu_free(int ordinal, void *p, size_t bytes) {
+    (void)ordinal;
+    if (bytes >= CACHE_MIN && (int64_t)bytes <= CACHE_MAX_BYTES / 8) {
+        pthread_mutex_lock(&cache_lock);
+        for (int i = 0; i < CACHE_SLOTS && cached_bytes + (int64_t)bytes <= CACHE_MAX_BYTES; i++) {
+            if (!cache[i].p) {
+                cache[i].p = p;
+                cache[i].bytes = bytes;
+                cached_bytes += (int64_t)bytes;
+                pthread_mutex_unlock(&cache_lock);
+                return;
+            }
+        }
+        pthread_mutex_unlock(&cache_lock);
+    }
+    free(p);
+}
+
+void fnn_empty_cache(void) {
+    pthread_mutex_lock(&cache_lock);
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        free(cache[i].p);
+        cache[i].p = NULL;
+    }
+    cached_bytes = 0;
+    pthread_mutex_unlock(&cache_lock);
+}
+
+static int cpu_copy(void *dst, int dst_device, const void *src, int src_device, size_t bytes) {
+    (void)dst_device; (void)src_device;
+    memcpy(dst, src, bytes);
+    return FNN_STATUS_OK;
+}
+static int cpu_count(void) { return 1; }
+
+static const fnn_backend cpu_backend = {
+    .name = "cpu", .device_count = cpu_count, .alloc = cpu_alloc, .free = cpu_free, .copy = cpu_copy,
+};
+static const fnn_backend *backends[2] = {&cpu_backend, NULL};
+
+void fnn_register_backend(int device_type, const fnn_backend *b) {
+    if (device_type >= 0 && device_type < 2) backends[device_type] = b;
+}
+const fnn_backend *fnn_backend_for(int device) {
+    int type = fnn_device_type_of(device);
+    return type >= 0 && type < 2 ? backends[type] : NULL;
+}
+
+const char *fnn_device_name(int device, char *buf, int len) {
+    if (fnn_device_type_of(device) == FNN_DEVICE_CPU) snprintf(buf, (size_t)len, "cpu");
+    else snprintf(buf, (size_t)len, "cuda:%d", fnn_device_ordinal(device));
+    return buf;
+}
+
+void *fnn_alloc(int device, int64_t bytes) {
+    const fnn_backend *b = fnn_backend_for(device);
+    char name[32];
+    if (!b) {
+        FNN_FAIL(FNN_STATUS_DEVICE, "alloc: device %s is not available in this build",
+                 fnn_device_name(device, name, sizeof name));
+        return NULL;
+    }
+    /* refuse absurd sizes before asking the OS: 2^40 bytes is far past any machine here */
+    if (bytes < 0 || bytes > ((int64_t)1 << 40)) {
+        FNN_FAIL(FNN_STATUS_OOM, "alloc: cannot allocate %lld bytes on %s", (long long)bytes,
+                 fnn_device_name(device, name, sizeof name));
+        return NULL;
+    }
+    void *p = b->alloc(fnn_device_ordinal(device), (size_t)bytes);
+    if (!p) {
+        FNN_FAIL(FNN_STATUS_OOM, "alloc: out of memory allocating %lld bytes on %s (%lld live)",
+                 (long long)bytes, fnn_device_name(device, name, sizeof name),
+                 (long long)fnn_live_bytes(fnn_device_type_of(device)));
+        return NULL;
+    }
+    count(fnn_device_type_of(device), bytes);
+    return p;
+}
+
+void fnn_free(int device, void *p, int64_t bytes) {
+    if (!p) return;
+    const fnn_backend *b = fnn_backend_for(device);
+    if (b) b->free(fnn_device_ordinal(device), p, (size_t)bytes);
+    count(fnn_device_type_of(device), -bytes);
+}
+
+fnn_storage *fnn_storage_new(int device, int64_t bytes) {
+    fnn_storage *s = malloc(sizeof *s);
+    if (!s) { FNN_FAIL(FNN_STATUS_OOM, "alloc: out of memory"); return NULL; }
+    s->data = fnn_alloc(device, bytes);
+    if (!s->data) { free(s); return NULL; }
+    atomic_init(&s->refcount, 1);
+    s->device = device;
+    s->bytes = bytes;
+    return s;
+}
+
+void fnn_storage_retain(fnn_storage *s) { atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed); }
+
+void fnn_storage_release(fnn_storage *s) {
+    if (!s) return;
+    if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) == 1) {
+        fnn_free(s->device, s->data, s->bytes);
+        free(s);
+    }
+}

@@ -1,0 +1,163 @@
+/* engine.c: backward. Orders the graph topologically from the root (Kahn's
+ * algorithm over consumer counts), runs each rule once, accumulates fan-out,
+ * checks gradients in anomaly mode, accumulates into Param leaves, and frees
+ * each node's saved tensors as soon as its rule has run. */
+#include "../internal.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { fnn_node **v; size_t len, cap; } node_list;
+
+static int push(node_list *l, fnn_node *n) {
+    if (l->len == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        fnn_node **v = realloc(l->v, cap * sizeof *v);
+        FNN_CHECK(v != NULL, FNN_STATUS_OOM, "backward: out of memory ordering the graph");
+        l->v = v; l->cap = cap;
+    }
+    l->v[l->len++] = n;
+    return FNN_STATUS_OK;
+}
+
+/* accumulate g into *acc (g is consumed) */
+static int accumulate(fnn_tensor *acc, fnn_tensor *g) {
+    if (acc->ndim < 0) { *acc = *g; fnn_tensor_init(g); return FNN_STATUS_OK; }
+    fnn_tensor sum;
+    int rc = fnn_add(&sum, acc, g);
+    fnn_tensor_clear(g);
+    if (rc) return rc;
+    fnn_tensor_clear(acc);
+    *acc = sum;
+    return FNN_STATUS_OK;
+}
+
+static int check_finite(const fnn_node *n, const fnn_tensor *g, int k) {
+    fnn_tensor tmp;
+    int rc;
+    const float *d = fnn_contiguous_data(g, &tmp, &rc);
+    if (rc) return rc;
+    int64_t count = fnn_tensor_numel(g);
+    for (int64_t i = 0; i < count; i++) {
+        if (!isfinite(d[i])) {
+            fnn_set_error(FNN_STATUS_ARG, __FILE__, __LINE__,
+                          "anomaly: %s produced %s at element %lld of %s in the gradient for input %d",
+                          n->op->info.name, isnan(d[i]) ? "nan" : "inf", (long long)i + 1,
+                          fnn_shape_of(g).s, k + 1);
+            fnn_tensor_clear(&tmp);
+            return FNN_STATUS_ARG;
+        }
+    }
+    fnn_tensor_clear(&tmp);
+    return FNN_STATUS_OK;
+}
+
+int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
+    FNN_TRY(fnn_check_input("backward", root));
+    FNN_CHECK(root->node != NULL, FNN_STATUS_GRAPH,
+              "backward: tensor %s has no graph (it was not computed from a Param, or under no_grad)",
+              fnn_shape_of(root).s);
+    if (grad) {
+        FNN_TRY(fnn_check_input("backward", grad));
+        FNN_CHECK(fnn_same_shape(root, grad), FNN_STATUS_SHAPE,
+                  "backward: gradient %s does not match tensor %s", fnn_shape_of(grad).s, fnn_shape_of(root).s);
+    } else {
+        FNN_CHECK(fnn_tensor_numel(root) == 1, FNN_STATUS_SHAPE,
+                  "backward: tensor %s is not a scalar; pass a gradient of the same shape (y:backward(grad))",
+                  fnn_shape_of(root).s);
+    }
+    fnn_node *start = root->node;
+    FNN_CHECK(!start->freed, FNN_STATUS_GRAPH,
+              "backward: the graph of %s was already freed by an earlier backward; run the forward again",
+              start->op->info.name);
+
+    /* 1. find every node and count its consumers */
+    node_list all = {0}, stack = {0}, ready = {0};
+    int rc = FNN_STATUS_OK;
+    if ((rc = push(&stack, start))) goto done;
+    start->visited = 1;
+    start->pending = 0;
+    while (stack.len) {
+        fnn_node *n = stack.v[--stack.len];
+        if ((rc = push(&all, n))) goto done;
+        if (n->freed && !n->is_leaf) {
+            rc = FNN_FAIL(FNN_STATUS_GRAPH, "backward: part of the graph (%s) was already freed by an earlier "
+                          "backward; run the forward again", n->op->info.name);
+            goto done;
+        }
+        for (int i = 0; i < n->n_inputs; i++) {
+            fnn_node *nx = n->next[i];
+            if (!nx) continue;
+            if (!nx->visited) { nx->visited = 1; nx->pending = 0; if ((rc = push(&stack, nx))) goto done; }
+            nx->pending++;
+        }
+    }
+
+    /* 2. seed the root's gradient */
+    fnn_tensor seed;
+    if (grad) rc = fnn_tensor_ref(&seed, grad);
+    else rc = fnn_ones(&seed, root->ndim, root->shape);
+    if (rc) goto done;
+    if (seed.node) { fnn_node_release(seed.node); seed.node = NULL; }
+    fnn_tensor_clear(&start->grad);
+    start->grad = seed;
+
+    /* 3. run rules in topological order */
+    int was_enabled = fnn_grad_enabled();
+    fnn_set_grad_enabled(0);
+    if ((rc = push(&ready, start))) goto restore;
+    while (ready.len) {
+        fnn_node *n = ready.v[--ready.len];
+        if (n->is_leaf) {
+            if (!n->frozen && n->grad.ndim >= 0) {
+                fnn_tensor g;
+                if ((rc = fnn_sum_to_shape(&g, &n->grad, n->value.ndim, n->value.shape))) goto restore;
+                fnn_tensor_clear(&n->grad);
+                if ((rc = accumulate(&n->leaf_grad, &g))) goto restore;
+            }
+            fnn_tensor_clear(&n->grad);
+            continue;
+        }
+        fnn_tensor dins_local[4], *dins = n->n_inputs <= 4 ? dins_local : malloc(sizeof(fnn_tensor) * (size_t)n->n_inputs);
+        if (!dins) { rc = FNN_FAIL(FNN_STATUS_OOM, "backward: out of memory"); goto restore; }
+        for (int i = 0; i < n->n_inputs; i++) fnn_tensor_init(&dins[i]);
+        if (n->grad.ndim >= 0) {
+            if (!n->op->backward)
+                rc = FNN_FAIL(FNN_STATUS_INTERNAL, "backward: %s has no backward rule (please report)", n->op->info.name);
+            else
+                rc = n->op->backward(n, &n->grad, dins);
+        }
+        for (int i = 0; i < n->n_inputs && !rc; i++) {
+            fnn_node *nx = n->next[i];
+            if (!nx || dins[i].ndim < 0) continue;
+            if (dins[i].ndim != n->in_ndim[i] ||
+                memcmp(dins[i].shape, n->in_shape[i], sizeof(int64_t) * (size_t)dins[i].ndim) != 0) {
+                rc = FNN_FAIL(FNN_STATUS_INTERNAL, "backward: %s gave a gradient %s for input %d of shape %s (please report)",
+                              n->op->info.name, fnn_shape_of(&dins[i]).s, i + 1, fnn_shape_dims(n->in_ndim[i], n->in_shape[i]).s);
+                break;
+            }
+            if (fnn_anomaly_enabled() && (rc = check_finite(n, &dins[i], i))) break;
+            rc = accumulate(&nx->grad, &dins[i]);
+        }
+        for (int i = 0; i < n->n_inputs; i++) fnn_tensor_clear(&dins[i]);
+        if (dins != dins_local) free(dins);
+        if (rc) goto restore;
+        /* this node is done: free what it saved */
+        fnn_tensor_clear(&n->grad);
+        for (int i = 0; i < FNN_NODE_SAVED; i++) fnn_tensor_clear(&n->saved[i]);
+        n->freed = 1;
+        for (int i = 0; i < n->n_inputs; i++) {
+            fnn_node *nx = n->next[i];
+            if (nx && --nx->pending == 0 && (rc = push(&ready, nx))) goto restore;
+        }
+    }
+restore:
+    fnn_set_grad_enabled(was_enabled);
+done:
+    for (size_t i = 0; i < all.len; i++) {
+        all.v[i]->visited = 0;
+        if (rc) fnn_tensor_clear(&all.v[i]->grad);
+    }
+    free(all.v); free(stack.v); free(ready.v);
+    return rc;
+}

@@ -1,0 +1,266 @@
+/* fastnn.h: the one public C ABI of fastnn-lua.
+ *
+ * Tensors are immutable float32 arrays. A tensor is a small header (shape,
+ * strides, offset) over a refcounted storage; tensors of at most
+ * FNN_INLINE_FLOATS elements keep their data inline in the header, so a tiny
+ * result costs no allocation. The caller owns the header memory (a stack
+ * variable in C, GC-managed cdata in Lua); every op writes its result into an
+ * empty header passed first, and fnn_tensor_clear() drops what a header holds.
+ *
+ *     fnn_tensor a, b, c;
+ *     fnn_tensor_init(&a); fnn_tensor_init(&b); fnn_tensor_init(&c);
+ *     int64_t shape[2] = {2, 3};
+ *     if (fnn_randn(&a, 2, shape) || fnn_ones(&b, 2, shape) || fnn_add(&c, &a, &b))
+ *         fprintf(stderr, "%s\n", fnn_last_error());
+ *     fnn_tensor_clear(&a); fnn_tensor_clear(&b); fnn_tensor_clear(&c);
+ *
+ * Every entry point returns FNN_STATUS_OK (0) or a negative fnn_status and
+ * leaves a message in a thread-local slot (fnn_last_error). On failure the
+ * output header is left empty. Dimensions are 0-based in C; messages print
+ * them 1-based, as Lua users see them. Index values (gather/scatter indices,
+ * class ids, argmax results) are 1-based floats, as Lua users see them.
+ *
+ * The build strips '#' lines and FNN_API from this file into
+ * lua/fastnn/cdef.lua, so nothing here may need the preprocessor to parse.
+ */
+#ifndef FASTNN_H
+#define FASTNN_H
+#include <stdint.h>
+#include <stddef.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+#ifndef FNN_API
+#define FNN_API __attribute__((visibility("default")))
+#endif
+
+/* ---- version and errors: core/error.c ---- */
+FNN_API const char *fnn_version(void);
+
+typedef enum fnn_status {
+    FNN_STATUS_OK = 0, FNN_STATUS_SHAPE = -1, FNN_STATUS_ARG = -2, FNN_STATUS_OOM = -3,
+    FNN_STATUS_DEVICE = -4, FNN_STATUS_IO = -5, FNN_STATUS_INTERNAL = -6, FNN_STATUS_GRAPH = -7
+} fnn_status;
+
+FNN_API const char *fnn_last_error(void);        /* thread-local; valid until the next failing call */
+FNN_API const char *fnn_last_error_where(void);  /* C file:line of the last error, for bug reports */
+FNN_API int fnn_last_status(void);
+
+/* ---- types ---- */
+enum { FNN_MAX_DIMS = 8, FNN_INLINE_FLOATS = 16 };
+typedef enum fnn_device_type { FNN_DEVICE_CPU = 0, FNN_DEVICE_CUDA = 1 } fnn_device_type;
+
+typedef struct fnn_storage fnn_storage;  /* opaque, refcounted buffer on one device */
+typedef struct fnn_node fnn_node;        /* opaque, refcounted autograd node (also a Param leaf) */
+
+typedef struct fnn_tensor {
+    int32_t ndim;                    /* -1: empty header (holds nothing) */
+    int32_t device;                  /* fnn_device_type * 256 + ordinal */
+    int64_t shape[8];
+    int64_t stride[8];               /* in elements; 0 along broadcast (expanded) dims */
+    int64_t offset;                  /* in elements, into storage or small */
+    fnn_storage *storage;            /* NULL: data is small[] */
+    fnn_node *node;                  /* NULL: plain data */
+    int32_t output_index;            /* which output of node this tensor is */
+    int32_t freed;                   /* 1 after fnn_tensor_free: every op refuses it */
+    float small[16];                 /* inline data when storage is NULL */
+} fnn_tensor;
+
+/* ---- tensor lifecycle: core/tensor.c ---- */
+FNN_API void fnn_tensor_init(fnn_tensor *t);             /* make an empty header */
+FNN_API void fnn_tensor_clear(fnn_tensor *t);            /* drop storage and node; header becomes empty */
+FNN_API void fnn_tensor_free(fnn_tensor *t);             /* drop the data now; later ops refuse t */
+FNN_API int fnn_tensor_ref(fnn_tensor *out, const fnn_tensor *t);   /* out shares t (one more reference) */
+FNN_API int fnn_tensor_needs_clear(const fnn_tensor *t); /* 1 when t holds a storage or node */
+FNN_API int64_t fnn_tensor_numel(const fnn_tensor *t);
+FNN_API int fnn_tensor_is_contiguous(const fnn_tensor *t);
+FNN_API const float *fnn_tensor_data(const fnn_tensor *t); /* first element (CPU only), honours offset */
+FNN_API const void *fnn_tensor_storage_id(const fnn_tensor *t); /* identifies the buffer (views share it) */
+FNN_API int fnn_tensor_shape_str(const fnn_tensor *t, char *buf, int len); /* "[2,3]" */
+
+/* creation: shape is ndim sizes; data is copied */
+FNN_API int fnn_tensor_from_data(fnn_tensor *out, int ndim, const int64_t *shape, const float *data);
+FNN_API int fnn_tensor_from_doubles(fnn_tensor *out, int ndim, const int64_t *shape, const double *data);
+FNN_API int fnn_empty(fnn_tensor *out, int ndim, const int64_t *shape);   /* uninitialised; for loaders */
+FNN_API float *fnn_tensor_mutable_data(fnn_tensor *t);   /* only for a tensor just made by fnn_empty */
+FNN_API int fnn_full(fnn_tensor *out, int ndim, const int64_t *shape, double value);
+FNN_API int fnn_zeros(fnn_tensor *out, int ndim, const int64_t *shape);
+FNN_API int fnn_ones(fnn_tensor *out, int ndim, const int64_t *shape);
+FNN_API int fnn_arange(fnn_tensor *out, double start, double stop, double step);
+FNN_API int fnn_linspace(fnn_tensor *out, double start, double stop, int64_t n);
+FNN_API int fnn_eye(fnn_tensor *out, int64_t n, int64_t m);
+FNN_API int fnn_rand(fnn_tensor *out, int ndim, const int64_t *shape);      /* U[0,1) */
+FNN_API int fnn_randn(fnn_tensor *out, int ndim, const int64_t *shape);     /* N(0,1) */
+FNN_API int fnn_uniform(fnn_tensor *out, int ndim, const int64_t *shape, double lo, double hi);
+FNN_API int fnn_normal(fnn_tensor *out, int ndim, const int64_t *shape, double mean, double std);
+FNN_API int fnn_bernoulli(fnn_tensor *out, int ndim, const int64_t *shape, double p); /* 1 with prob p */
+FNN_API int fnn_randperm(fnn_tensor *out, int64_t n);   /* 1-based permutation as floats */
+FNN_API void fnn_manual_seed(uint64_t seed);             /* this thread's random source */
+FNN_API double fnn_random_uniform(void);                 /* one U[0,1) draw from it */
+
+/* reading values */
+FNN_API int fnn_item(const fnn_tensor *t, double *value);                  /* one-element tensor */
+FNN_API int fnn_copy_to_floats(const fnn_tensor *t, float *dst, int64_t n); /* row-major, n = numel */
+FNN_API int fnn_get(const fnn_tensor *t, const int64_t *index, double *value); /* 0-based index */
+
+/* ---- memory: core/alloc.c ---- */
+FNN_API const volatile int64_t *fnn_live_bytes_ptr(int device_type); /* read by Lua without a call */
+FNN_API int64_t fnn_live_bytes(int device_type);
+FNN_API int64_t fnn_peak_bytes(int device_type);
+FNN_API void fnn_empty_cache(void);                      /* give cached CPU buffers back to the OS */
+
+/* ---- threads: core/threads.c ---- */
+FNN_API void fnn_set_num_threads(int n);   /* OpenBLAS and the core's kernels together */
+FNN_API int fnn_get_num_threads(void);
+
+/* ---- elementwise: core/ops/elementwise.c ---- */
+/* binary: a, b broadcast (NumPy rules) -> broadcast shape */
+FNN_API int fnn_add(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+FNN_API int fnn_sub(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+FNN_API int fnn_mul(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+FNN_API int fnn_div(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+FNN_API int fnn_pow(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+FNN_API int fnn_maximum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+FNN_API int fnn_minimum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+/* comparisons: -> 1.0 / 0.0, not differentiable */
+FNN_API int fnn_eq(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+FNN_API int fnn_ne(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+FNN_API int fnn_lt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+FNN_API int fnn_le(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+FNN_API int fnn_gt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+FNN_API int fnn_ge(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+/* with a number on the right (s) or left (rsub, rdiv, rpow: s op a) */
+FNN_API int fnn_add_scalar(fnn_tensor *out, const fnn_tensor *a, double s);
+FNN_API int fnn_mul_scalar(fnn_tensor *out, const fnn_tensor *a, double s);
+FNN_API int fnn_rsub_scalar(fnn_tensor *out, const fnn_tensor *a, double s);
+FNN_API int fnn_rdiv_scalar(fnn_tensor *out, const fnn_tensor *a, double s);
+FNN_API int fnn_pow_scalar(fnn_tensor *out, const fnn_tensor *a, double s);
+FNN_API int fnn_rpow_scalar(fnn_tensor *out, const fnn_tensor *a, double s);
+/* unary: x -> same shape */
+FNN_API int fnn_neg(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_abs(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_exp(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_log(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_sqrt(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_rsqrt(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_sin(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_cos(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_tanh(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_sigmoid(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_relu(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_gelu(fnn_tensor *out, const fnn_tensor *x);       /* exact, erf */
+FNN_API int fnn_gelu_tanh(fnn_tensor *out, const fnn_tensor *x);  /* tanh approximation */
+FNN_API int fnn_silu(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_softplus(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_clamp(fnn_tensor *out, const fnn_tensor *x, double lo, double hi); /* +-inf: no bound */
+/* where: cond != 0 picks a, else b; all three broadcast */
+FNN_API int fnn_where(fnn_tensor *out, const fnn_tensor *cond, const fnn_tensor *a, const fnn_tensor *b);
+
+/* ---- reduction: core/ops/reduction.c ----
+ * dim >= 0 reduces that dim (keepdim keeps it as size 1); dim = -1 reduces everything to a scalar [] */
+FNN_API int fnn_sum(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim);
+FNN_API int fnn_mean(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim);
+FNN_API int fnn_prod(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim);
+FNN_API int fnn_var(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, int unbiased);
+FNN_API int fnn_std(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, int unbiased);
+FNN_API int fnn_norm(fnn_tensor *out, const fnn_tensor *x, double p, int dim, int keepdim);
+FNN_API int fnn_logsumexp(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim);
+/* max/min: values (differentiable; ties split the gradient evenly when dim = -1, as PyTorch)
+ * and 1-based indices (indices may be NULL) */
+FNN_API int fnn_max(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int dim, int keepdim);
+FNN_API int fnn_min(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int dim, int keepdim);
+FNN_API int fnn_argmax(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim);
+FNN_API int fnn_argmin(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim);
+FNN_API int fnn_softmax(fnn_tensor *out, const fnn_tensor *x, int dim);
+FNN_API int fnn_log_softmax(fnn_tensor *out, const fnn_tensor *x, int dim);
+
+/* ---- linalg: core/ops/linalg.c ---- */
+/* matmul: 1-D..N-D with batch broadcasting, PyTorch rules */
+FNN_API int fnn_matmul(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
+FNN_API int fnn_bmm(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);   /* [B,n,k]x[B,k,m] */
+FNN_API int fnn_outer(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b); /* [n]x[m] -> [n,m] */
+/* linear: x [..., in], w [out, in], b [out] or NULL -> [..., out] */
+FNN_API int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b);
+
+/* ---- shape: core/ops/shape.c (views share storage; no copies) ---- */
+FNN_API int fnn_reshape(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape); /* one -1 allowed; copies only when not viewable */
+FNN_API int fnn_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape);    /* refuses when a copy would be needed */
+FNN_API int fnn_transpose(fnn_tensor *out, const fnn_tensor *x, int d1, int d2);
+FNN_API int fnn_permute(fnn_tensor *out, const fnn_tensor *x, int ndim, const int *dims);
+FNN_API int fnn_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape);  /* -1 keeps a size */
+FNN_API int fnn_narrow(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t start, int64_t length); /* start 0-based */
+FNN_API int fnn_select(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t index);         /* index 0-based; drops dim */
+FNN_API int fnn_squeeze(fnn_tensor *out, const fnn_tensor *x, int dim);  /* dim = -1: every size-1 dim */
+FNN_API int fnn_unsqueeze(fnn_tensor *out, const fnn_tensor *x, int dim);
+FNN_API int fnn_flatten(fnn_tensor *out, const fnn_tensor *x, int start_dim, int end_dim);
+FNN_API int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim);
+FNN_API int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim);
+FNN_API int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *repeats);
+/* pad: pads[2*i], pads[2*i+1] = before/after for the LAST npairs dims, last dim first (PyTorch F.pad order) */
+FNN_API int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pads, double value);
+FNN_API int fnn_tril(fnn_tensor *out, const fnn_tensor *x, int64_t k);
+FNN_API int fnn_triu(fnn_tensor *out, const fnn_tensor *x, int64_t k);
+
+/* ---- index: core/ops/index.c (index tensors hold 1-based ids as floats) ---- */
+FNN_API int fnn_index_select(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index); /* index 1-D */
+FNN_API int fnn_gather(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index);
+FNN_API int fnn_scatter_add(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index, const fnn_tensor *src);
+FNN_API int fnn_masked_fill(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *mask, double value);
+
+/* ---- loss: core/ops/loss.c (fused, for speed and numerical safety) ---- */
+/* cross_entropy: logits [N, C], targets [N] 1-based ids -> scalar mean */
+FNN_API int fnn_cross_entropy(fnn_tensor *out, const fnn_tensor *logits, const fnn_tensor *targets);
+FNN_API int fnn_mse_loss(fnn_tensor *out, const fnn_tensor *pred, const fnn_tensor *target); /* mean */
+
+/* ---- op registry: core/registry.c ---- */
+typedef struct fnn_op_info {
+    const char *name;        /* as bound in Lua: "add", "gelu", ... */
+    const char *family;      /* file in core/ops/ */
+    int differentiable;      /* 1: has a backward rule */
+    int has_cuda;            /* 1: the CUDA backend implements it */
+} fnn_op_info;
+FNN_API int fnn_op_count(void);
+FNN_API const fnn_op_info *fnn_op_at(int i);
+
+/* ---- autograd: core/autograd/ ---- */
+FNN_API int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad); /* grad NULL: root must be scalar */
+FNN_API int fnn_grad_enabled(void);                 /* per thread */
+FNN_API void fnn_set_grad_enabled(int on);
+FNN_API int fnn_anomaly_enabled(void);              /* per thread */
+FNN_API void fnn_set_anomaly_enabled(int on);
+FNN_API int fnn_detach(fnn_tensor *out, const fnn_tensor *x);
+FNN_API const char *fnn_grad_fn_name(const fnn_tensor *x); /* NULL for plain data */
+FNN_API void fnn_node_release(fnn_node *n);
+FNN_API int64_t fnn_live_nodes(void);               /* for leak specs */
+
+/* Param: a trainable leaf that owns its value and accumulates its gradient */
+FNN_API fnn_node *fnn_param_new(const fnn_tensor *value);  /* NULL + error on failure */
+FNN_API int fnn_param_tensor(fnn_tensor *out, fnn_node *p); /* frozen: detached */
+FNN_API int fnn_param_grad(fnn_tensor *out, fnn_node *p);   /* no gradient yet: out left empty, returns 0 */
+FNN_API void fnn_param_zero_grad(fnn_node *p);
+FNN_API int fnn_param_set(fnn_node *p, const fnn_tensor *value);  /* same shape */
+FNN_API void fnn_param_set_frozen(fnn_node *p, int frozen);
+FNN_API int fnn_param_frozen(fnn_node *p);
+FNN_API int fnn_param_set_grad(fnn_node *p, const fnn_tensor *grad); /* for clipping and data parallel */
+
+/* ---- optim: core/optim.c (fused update per parameter, in place on the Param's value) ---- */
+FNN_API int fnn_optim_sgd(fnn_node *p, fnn_tensor *momentum_buf, double lr, double momentum,
+                          double dampening, double weight_decay, int nesterov, int first_step);
+/* adam / adamw (decoupled = 1): m, v state tensors shaped like p (made by the caller with fnn_zeros) */
+FNN_API int fnn_optim_adam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, double lr, double beta1,
+                           double beta2, double eps, double weight_decay, int decoupled, int64_t step);
+FNN_API int fnn_grad_all_finite(fnn_node *p);       /* 1 when p has no gradient or a finite one */
+FNN_API double fnn_grad_sq_norm(fnn_node *p);
+FNN_API int fnn_grad_scale(fnn_node *p, double s);
+
+/* ---- data: core/data.c ---- */
+/* read a gzipped (or plain) IDX file of unsigned bytes, scaled by `scale` -> [dims...] */
+FNN_API int fnn_read_idx(fnn_tensor *out, const char *path, double scale);
+/* gather rows: x [N, ...], ids 1-based -> [n, ...] (no autograd; batching) */
+FNN_API int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t *ids);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,164 @@
+/* internal.h: what core/ and cuda/ share and users never see: storage and
+ * node layouts, the error macros, the backend table, op definitions, and the
+ * helpers every op family uses (shape checks, broadcasting, output making). */
+#ifndef FASTNN_INTERNAL_H
+#define FASTNN_INTERNAL_H
+#include "fastnn.h"
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors ---- */
+int fnn_set_error(int status, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define FNN_FAIL(status, ...) fnn_set_error((status), __FILE__, __LINE__, __VA_ARGS__)
+#define FNN_CHECK(cond, status, ...) \
+    do { if (!(cond)) return FNN_FAIL((status), __VA_ARGS__); } while (0)
+/* an invariant of the core itself; reaching it is a bug */
+#define FNN_ASSERT(cond) FNN_CHECK(cond, FNN_STATUS_INTERNAL, \
+    "internal error: %s failed (please report)", #cond)
+#define FNN_TRY(call) do { int rc_ = (call); if (rc_ != FNN_STATUS_OK) return rc_; } while (0)
+
+/* a shape as text, "[2,3]", in a struct so it can sit inside a format call */
+typedef struct { char s[112]; } fnn_shape_text;
+fnn_shape_text fnn_shape_of(const fnn_tensor *t);
+fnn_shape_text fnn_shape_dims(int ndim, const int64_t *shape);
+
+/* ---- devices ---- */
+static inline int fnn_device_type_of(int device) { return device >> 8; }
+static inline int fnn_device_ordinal(int device) { return device & 255; }
+static inline int fnn_make_device(int type, int ordinal) { return type * 256 + ordinal; }
+const char *fnn_device_name(int device, char *buf, int len);
+
+/* ---- storage: one refcounted buffer on one device ---- */
+struct fnn_storage {
+    atomic_long refcount;
+    int device;
+    int64_t bytes;
+    float *data;
+};
+fnn_storage *fnn_storage_new(int device, int64_t bytes);   /* NULL + error (OOM) */
+void fnn_storage_retain(fnn_storage *s);
+void fnn_storage_release(fnn_storage *s);
+
+/* ---- backends: a table of function pointers per device type ---- */
+enum { FNN_BIN_ADD, FNN_BIN_SUB, FNN_BIN_MUL, FNN_BIN_DIV };
+typedef struct fnn_backend {
+    const char *name;
+    int (*device_count)(void);
+    void *(*alloc)(int ordinal, size_t bytes);            /* NULL on failure */
+    void (*free)(int ordinal, void *p, size_t bytes);
+    /* bytes between devices; either side may be the CPU */
+    int (*copy)(void *dst, int dst_device, const void *src, int src_device, size_t bytes);
+    int (*fill)(int ordinal, float *y, int64_t n, float value);
+    /* y[i] = a op b over shape, a/b strides 0 where broadcast, y contiguous */
+    int (*binary)(int ordinal, int op, float *y, const float *a, const int64_t *astride,
+                  const float *b, const int64_t *bstride, int ndim, const int64_t *shape);
+    /* row-major batched C = alpha op(A) op(B) + beta C */
+    int (*gemm)(int ordinal, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                const float *a, int lda, int64_t stride_a, const float *b, int ldb, int64_t stride_b,
+                float beta, float *c, int ldc, int64_t stride_c, int batch);
+} fnn_backend;
+void fnn_register_backend(int device_type, const fnn_backend *b);
+const fnn_backend *fnn_backend_for(int device);  /* NULL when that device type is not built */
+
+/* ---- allocation: counted per device type ---- */
+void *fnn_alloc(int device, int64_t bytes);       /* NULL + error (OOM) */
+void fnn_free(int device, void *p, int64_t bytes);
+
+/* ---- tensor helpers ---- */
+static inline float *fnn_data(const fnn_tensor *t) {
+    float *base = t->storage ? t->storage->data : (float *)t->small;
+    return base + t->offset;
+}
+int64_t fnn_numel_of(int ndim, const int64_t *shape);
+void fnn_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
+/* make out a new contiguous tensor of this shape on this device (inline when small, CPU only) */
+int fnn_new_output(fnn_tensor *out, int device, int ndim, const int64_t *shape);
+/* out := a view of x's data (shares storage, no node) with given shape/strides/offset */
+int fnn_make_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape,
+                  const int64_t *stride, int64_t offset);
+/* the usable-input check every op runs first: not empty, not freed */
+int fnn_check_input(const char *op, const fnn_tensor *t);
+int fnn_check_same_device(const char *op, const fnn_tensor *a, const fnn_tensor *b);
+/* copy x into a fresh contiguous tensor (no node) */
+int fnn_materialize(fnn_tensor *out, const fnn_tensor *x);
+/* borrow x's data contiguous: *tmp is filled only when a copy was needed (clear it after) */
+const float *fnn_contiguous_data(const fnn_tensor *x, fnn_tensor *tmp, int *rc);
+/* normalise a 0-based dim (negative counts from the end) and check it */
+int fnn_wrap_dim(const char *op, const fnn_tensor *x, int dim, int ndim_plus, int *out_dim);
+/* NumPy broadcasting: shape of a op b */
+int fnn_broadcast_shapes(const char *op, int na, const int64_t *sa, int nb, const int64_t *sb,
+                         int *nout, int64_t *out);
+/* strides of t seen through the broadcast shape (0 along broadcast dims) */
+void fnn_broadcast_strides(const fnn_tensor *t, int nout, const int64_t *out_shape, int64_t *stride);
+/* sum g down to shape (undo broadcasting) */
+int fnn_sum_to_shape(fnn_tensor *out, const fnn_tensor *g, int ndim, const int64_t *shape);
+static inline bool fnn_same_shape(const fnn_tensor *a, const fnn_tensor *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim; i++) if (a->shape[i] != b->shape[i]) return false;
+    return true;
+}
+
+/* ---- random: per-thread source ---- */
+uint64_t fnn_random_u64(void);
+float fnn_random_float(void);     /* U[0,1) */
+float fnn_random_normal(void);    /* N(0,1) */
+
+/* ---- threads ---- */
+int fnn_threads_for(int64_t work);  /* how many threads a loop of this much work should use */
+
+/* ---- autograd ---- */
+typedef int (*fnn_backward_fn)(fnn_node *n, const fnn_tensor *dout, fnn_tensor *dins);
+typedef struct fnn_op_def {
+    fnn_op_info info;
+    fnn_backward_fn backward;   /* NULL: not differentiable */
+} fnn_op_def;
+#define FNN_NODE_SAVED 4
+#define FNN_NODE_ATTRS 8
+struct fnn_node {
+    atomic_long refcount;
+    const fnn_op_def *op;
+    int n_inputs;
+    fnn_node **next;            /* next[k]: node of input k, NULL for plain data (owned refs) */
+    int *in_ndim;               /* shape of input k */
+    int64_t (*in_shape)[FNN_MAX_DIMS];
+    fnn_tensor saved[FNN_NODE_SAVED];   /* detached tensors the rule needs */
+    double attr[FNN_NODE_ATTRS];        /* numbers the rule needs (dims, scalars) */
+    int64_t iattr[FNN_NODE_ATTRS];
+    int out_ndim;
+    int64_t out_shape[FNN_MAX_DIMS];
+    /* backward-time state */
+    fnn_tensor grad;            /* gradient flowing into this node's output */
+    int pending;                /* consumers not yet processed */
+    int visited;
+    int freed;                  /* 1 once backward has run through it */
+    /* leaves (Param) only */
+    int is_leaf, frozen;
+    fnn_tensor value, leaf_grad;
+};
+/* true when an op on these inputs must record a node */
+bool fnn_needs_node(int n, const fnn_tensor *const *inputs);
+/* attach a new node for op to out, taking edges from inputs; returns the node (to save
+ * tensors and attributes into) or NULL with an error set */
+fnn_node *fnn_attach_node(fnn_tensor *out, const fnn_op_def *op, int n, const fnn_tensor *const *inputs);
+/* keep a detached reference of t in n->saved[slot] */
+int fnn_save(fnn_node *n, int slot, const fnn_tensor *t);
+void fnn_node_retain(fnn_node *n);
+
+/* ---- registry: family tables (NULL-terminated arrays of op definitions) ---- */
+extern const fnn_op_def *const fnn_ops_elementwise[];
+extern const fnn_op_def *const fnn_ops_reduction[];
+extern const fnn_op_def *const fnn_ops_linalg[];
+extern const fnn_op_def *const fnn_ops_shape[];
+extern const fnn_op_def *const fnn_ops_index[];
+extern const fnn_op_def *const fnn_ops_loss[];
+
+#ifdef __cplusplus
+}
+#endif
+#endif

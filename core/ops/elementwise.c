@@ -1,0 +1,364 @@
+/* elementwise.c: binary ops with NumPy broadcasting (add sub mul div pow
+ * maximum minimum, comparisons eq ne lt le gt ge), ops with a number
+ * (add_scalar mul_scalar rsub_scalar rdiv_scalar pow_scalar rpow_scalar),
+ * unary ops (neg abs exp log sqrt rsqrt sin cos tanh sigmoid relu gelu
+ * gelu_tanh silu softplus clamp) and where.
+ *
+ * One driver (map) broadcasts up to three inputs to the output shape and runs
+ * a row kernel over it; each op is a row expression for its forward and one
+ * for each input's gradient, so the rules read like a table. */
+#include "../internal.h"
+#include <math.h>
+#include <string.h>
+
+/* a row kernel: y[i] = EXPR(a, b, c) with a = x0[i*s0], b = x1[i*s1], c = x2[i*s2];
+ * k0, k1 are the op's numbers (the scalar of add_scalar, clamp's bounds) */
+typedef void (*row_fn)(float *y, const float *x0, int64_t s0, const float *x1, int64_t s1,
+                       const float *x2, int64_t s2, int64_t n, float k0, float k1);
+
+#define ROW(name, EXPR)                                                                               \
+    static void name##_row(float *y, const float *x0, int64_t s0, const float *x1, int64_t s1,        \
+                           const float *x2, int64_t s2, int64_t n, float k0, float k1) {              \
+        (void)k0; (void)k1;                                                                           \
+        if (s0 == 1 && s1 == 1 && s2 == 1)                                                            \
+            for (int64_t i = 0; i < n; i++) { float a = x0[i], b = x1[i], c = x2[i]; (void)b; (void)c; y[i] = (EXPR); } \
+        else                                                                                          \
+            for (int64_t i = 0; i < n; i++) {                                                         \
+                float a = x0[i * s0], b = x1[i * s1], c = x2[i * s2]; (void)b; (void)c; y[i] = (EXPR); \
+            }                                                                                         \
+    }
+
+/* ================= the broadcast driver ================= */
+
+/* merge neighbouring dims that are contiguous in every operand */
+static int coalesce(int ndim, int64_t *shape, int64_t (*s)[FNN_MAX_DIMS]) {
+    if (ndim == 0) return 0;
+    int out = 0;
+    for (int i = 1; i < ndim; i++) {
+        bool merge = true;
+        for (int k = 0; k < 3; k++) merge = merge && s[k][out] == s[k][i] * shape[i];
+        out += !merge;
+        shape[out] = merge ? shape[out] * shape[i] : shape[i];
+        for (int k = 0; k < 3; k++) s[k][out] = s[k][i];
+    }
+    return out + 1;
+}
+
+static void map_run(row_fn row, float *y, const float *const *x, int64_t (*s)[FNN_MAX_DIMS], int ndim,
+                    int64_t *shape, float k0, float k1) {
+    ndim = coalesce(ndim, shape, s);
+    if (ndim == 0) { row(y, x[0], 1, x[1], 1, x[2], 1, 1, k0, k1); return; }
+    int64_t inner = shape[ndim - 1], rows = fnn_numel_of(ndim - 1, shape);
+    if (inner == 0 || rows == 0) return;
+    if (rows == 1) { row(y, x[0], s[0][0], x[1], s[1][0], x[2], s[2][0], inner, k0, k1); return; }
+    int threads = fnn_threads_for(rows * inner);
+    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t rem = r, o[3] = {0, 0, 0};
+        for (int d = ndim - 2; d >= 0; d--) {
+            int64_t i = rem % shape[d];
+            rem /= shape[d];
+            for (int k = 0; k < 3; k++) o[k] += i * s[k][d];
+        }
+        row(y + r * inner, x[0] + o[0], s[0][ndim - 1], x[1] + o[1], s[1][ndim - 1], x[2] + o[2],
+            s[2][ndim - 1], inner, k0, k1);
+    }
+}
+
+/* out = row(ins...) over the broadcast shape of the nin inputs (no node) */
+static int map(const char *name, fnn_tensor *out, int nin, const fnn_tensor *const *ins, row_fn row,
+               float k0, float k1) {
+    int ndim = 0;
+    int64_t shape[FNN_MAX_DIMS];
+    for (int k = 0; k < nin; k++) {
+        FNN_TRY(fnn_check_input(name, ins[k]));
+        if (k == 0) { ndim = ins[0]->ndim; memcpy(shape, ins[0]->shape, sizeof shape); continue; }
+        FNN_TRY(fnn_check_same_device(name, ins[0], ins[k]));
+        if (ndim != ins[k]->ndim || memcmp(shape, ins[k]->shape, sizeof(int64_t) * (size_t)ndim) != 0)
+            FNN_TRY(fnn_broadcast_shapes(name, ndim, shape, ins[k]->ndim, ins[k]->shape, &ndim, shape));
+    }
+    FNN_CHECK(fnn_device_type_of(ins[0]->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "%s: not implemented on cuda yet", name);
+    int64_t s[3][FNN_MAX_DIMS];
+    const float *x[3];
+    for (int k = 0; k < 3; k++) {
+        const fnn_tensor *t = ins[k < nin ? k : 0];
+        fnn_broadcast_strides(t, ndim, shape, s[k]);
+        x[k] = fnn_data(t);
+    }
+    FNN_TRY(fnn_new_output(out, ins[0]->device, ndim, shape));
+    int64_t run_shape[FNN_MAX_DIMS];
+    memcpy(run_shape, shape, sizeof run_shape);
+    map_run(row, fnn_data(out), x, s, ndim, run_shape, k0, k1);
+    return FNN_STATUS_OK;
+}
+
+/* the gradient for input k: out = row(ins...) summed back to input k's shape */
+static int grad_map(fnn_node *n, int k, fnn_tensor *din, int nin, const fnn_tensor *const *ins, row_fn row,
+                    float k0, float k1) {
+    if (!n->next[k]) return FNN_STATUS_OK;
+    fnn_tensor full;
+    FNN_TRY(map(n->op->info.name, &full, nin, ins, row, k0, k1));
+    int rc = fnn_sum_to_shape(din, &full, n->in_ndim[k], n->in_shape[k]);
+    fnn_tensor_clear(&full);
+    return rc;
+}
+
+/* run an op's forward through map and record its node, saving its inputs (and the output when
+ * save_out) for the rule; nums go to attr[0..1] */
+static int apply(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tensor *const *ins, row_fn row,
+                 float k0, float k1, bool save_out) {
+    FNN_TRY(map(def->info.name, out, nin, ins, row, k0, k1));
+    if (!def->backward || !fnn_needs_node(nin, ins)) return FNN_STATUS_OK;
+    fnn_node *n = fnn_attach_node(out, def, nin, ins);
+    bool ok = n != NULL;
+    for (int k = 0; ok && k < nin; k++) ok = fnn_save(n, k, ins[k]) == FNN_STATUS_OK;
+    if (ok && save_out) ok = fnn_save(n, nin, out) == FNN_STATUS_OK;
+    if (!ok) { fnn_tensor_clear(out); return fnn_last_status(); }
+    n->attr[0] = k0;
+    n->attr[1] = k1;
+    return FNN_STATUS_OK;
+}
+
+/* the gradient itself is needed in rules: saved[] hold inputs, g is the incoming gradient */
+#define G(n, g) ((const fnn_tensor *const[]){(g), &(n)->saved[0], &(n)->saved[1], &(n)->saved[2]})
+
+/* ================= binary ops ================= */
+ROW(add, a + b)
+ROW(sub, a - b)
+ROW(mul, a * b)
+ROW(div, a / b)
+ROW(pow, powf(a, b))
+ROW(maximum, (a > b || isnan(a)) ? a : b)
+ROW(minimum, (a < b || isnan(a)) ? a : b)
+ROW(copy, a)
+ROW(neg, -a)
+
+/* gradient rows: a = g, b = saved[0] (first input), c = saved[1] (second input) */
+ROW(g_times_c, a * c)                         /* mul: d/dx0 */
+ROW(g_times_b, a * b)                         /* mul: d/dx1 */
+ROW(g_over_c, a / c)                          /* div: d/dx0 */
+ROW(div_d1, -a * b / (c * c))                 /* div: d/dx1 */
+ROW(pow_d0, a * c * powf(b, c - 1.0f))
+ROW(pow_d1, b > 0 ? a * powf(b, c) * logf(b) : 0.0f)
+ROW(max_d0, b > c ? a : (b == c ? 0.5f * a : 0.0f))   /* ties split evenly, as PyTorch */
+ROW(max_d1, c > b ? a : (b == c ? 0.5f * a : 0.0f))
+ROW(min_d0, b < c ? a : (b == c ? 0.5f * a : 0.0f))
+ROW(min_d1, c < b ? a : (b == c ? 0.5f * a : 0.0f))
+
+static int add_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    FNN_TRY(grad_map(n, 0, &din[0], 1, G(n, g), copy_row, 0, 0));
+    return grad_map(n, 1, &din[1], 1, G(n, g), copy_row, 0, 0);
+}
+static int sub_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    FNN_TRY(grad_map(n, 0, &din[0], 1, G(n, g), copy_row, 0, 0));
+    return grad_map(n, 1, &din[1], 1, G(n, g), neg_row, 0, 0);
+}
+static int mul_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), g_times_c_row, 0, 0));
+    return grad_map(n, 1, &din[1], 2, G(n, g), g_times_b_row, 0, 0);
+}
+static int div_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), g_over_c_row, 0, 0));
+    return grad_map(n, 1, &din[1], 3, G(n, g), div_d1_row, 0, 0);
+}
+static int pow_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), pow_d0_row, 0, 0));
+    return grad_map(n, 1, &din[1], 3, G(n, g), pow_d1_row, 0, 0);
+}
+static int maximum_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), max_d0_row, 0, 0));
+    return grad_map(n, 1, &din[1], 3, G(n, g), max_d1_row, 0, 0);
+}
+static int minimum_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), min_d0_row, 0, 0));
+    return grad_map(n, 1, &din[1], 3, G(n, g), min_d1_row, 0, 0);
+}
+
+static const fnn_op_def ADD = {{"add", "elementwise", 1, 1}, add_backward};
+static const fnn_op_def SUB = {{"sub", "elementwise", 1, 1}, sub_backward};
+static const fnn_op_def MUL = {{"mul", "elementwise", 1, 1}, mul_backward};
+static const fnn_op_def DIV = {{"div", "elementwise", 1, 1}, div_backward};
+static const fnn_op_def POW = {{"pow", "elementwise", 1, 0}, pow_backward};
+static const fnn_op_def MAXIMUM = {{"maximum", "elementwise", 1, 0}, maximum_backward};
+static const fnn_op_def MINIMUM = {{"minimum", "elementwise", 1, 0}, minimum_backward};
+
+/* add, sub, mul, div also run on a GPU through the backend table */
+static int binary(const fnn_op_def *def, int backend_op, row_fn row, fnn_tensor *out, const fnn_tensor *a,
+                  const fnn_tensor *b) {
+    const fnn_tensor *ins[2] = {a, b};
+    if (a && b && a->ndim >= 0 && b->ndim >= 0 && fnn_device_type_of(a->device) != FNN_DEVICE_CPU &&
+        a->device == b->device && backend_op >= 0) {
+        const char *name = def->info.name;
+        FNN_TRY(fnn_check_input(name, a));
+        FNN_TRY(fnn_check_input(name, b));
+        int ndim;
+        int64_t shape[FNN_MAX_DIMS], as[FNN_MAX_DIMS], bs[FNN_MAX_DIMS];
+        FNN_TRY(fnn_broadcast_shapes(name, a->ndim, a->shape, b->ndim, b->shape, &ndim, shape));
+        fnn_broadcast_strides(a, ndim, shape, as);
+        fnn_broadcast_strides(b, ndim, shape, bs);
+        const fnn_backend *be = fnn_backend_for(a->device);
+        FNN_CHECK(be && be->binary, FNN_STATUS_DEVICE, "%s: not implemented on this device", name);
+        FNN_TRY(fnn_new_output(out, a->device, ndim, shape));
+        int rc = be->binary(fnn_device_ordinal(a->device), backend_op, fnn_data(out), fnn_data(a), as,
+                            fnn_data(b), bs, ndim, shape);
+        if (rc) { fnn_tensor_clear(out); return rc; }
+        if (fnn_needs_node(2, ins)) {
+            fnn_node *n = fnn_attach_node(out, def, 2, ins);
+            if (!n || fnn_save(n, 0, a) || fnn_save(n, 1, b)) { fnn_tensor_clear(out); return fnn_last_status(); }
+        }
+        return FNN_STATUS_OK;
+    }
+    return apply(def, out, 2, ins, row, 0, 0, false);
+}
+
+int fnn_add(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&ADD, FNN_BIN_ADD, add_row, out, a, b); }
+int fnn_sub(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&SUB, FNN_BIN_SUB, sub_row, out, a, b); }
+int fnn_mul(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MUL, FNN_BIN_MUL, mul_row, out, a, b); }
+int fnn_div(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&DIV, FNN_BIN_DIV, div_row, out, a, b); }
+int fnn_pow(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&POW, -1, pow_row, out, a, b); }
+int fnn_maximum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MAXIMUM, -1, maximum_row, out, a, b); }
+int fnn_minimum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MINIMUM, -1, minimum_row, out, a, b); }
+
+/* ---- comparisons: 1.0 / 0.0, no gradient ---- */
+ROW(eq, a == b ? 1.0f : 0.0f)
+ROW(ne, a != b ? 1.0f : 0.0f)
+ROW(lt, a < b ? 1.0f : 0.0f)
+ROW(le, a <= b ? 1.0f : 0.0f)
+ROW(gt, a > b ? 1.0f : 0.0f)
+ROW(ge, a >= b ? 1.0f : 0.0f)
+static const fnn_op_def EQ = {{"eq", "elementwise", 0, 0}, NULL};
+static const fnn_op_def NE = {{"ne", "elementwise", 0, 0}, NULL};
+static const fnn_op_def LT = {{"lt", "elementwise", 0, 0}, NULL};
+static const fnn_op_def LE = {{"le", "elementwise", 0, 0}, NULL};
+static const fnn_op_def GT = {{"gt", "elementwise", 0, 0}, NULL};
+static const fnn_op_def GE = {{"ge", "elementwise", 0, 0}, NULL};
+int fnn_eq(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&EQ, -1, eq_row, out, a, b); }
+int fnn_ne(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&NE, -1, ne_row, out, a, b); }
+int fnn_lt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&LT, -1, lt_row, out, a, b); }
+int fnn_le(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&LE, -1, le_row, out, a, b); }
+int fnn_gt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&GT, -1, gt_row, out, a, b); }
+int fnn_ge(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&GE, -1, ge_row, out, a, b); }
+
+/* ================= with a number (k0 = s) ================= */
+ROW(add_s, a + k0)
+ROW(mul_s, a * k0)
+ROW(rsub_s, k0 - a)
+ROW(rdiv_s, k0 / a)
+ROW(pow_s, powf(a, k0))
+ROW(rpow_s, powf(k0, a))
+ROW(g_times_k, a * k0)
+ROW(rdiv_s_d, -a * k0 / (b * b))
+ROW(pow_s_d, a * k0 * powf(b, k0 - 1.0f))
+ROW(rpow_s_d, a * c * logf(k0))               /* c = saved output k0^x */
+
+static int add_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), copy_row, 0, 0); }
+static int mul_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), g_times_k_row, (float)n->attr[0], 0); }
+static int rsub_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), neg_row, 0, 0); }
+static int rdiv_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), rdiv_s_d_row, (float)n->attr[0], 0); }
+static int pow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), pow_s_d_row, (float)n->attr[0], 0); }
+static int rpow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 3, G(n, g), rpow_s_d_row, (float)n->attr[0], 0); }
+
+static const fnn_op_def ADD_S = {{"add_scalar", "elementwise", 1, 0}, add_s_backward};
+static const fnn_op_def MUL_S = {{"mul_scalar", "elementwise", 1, 0}, mul_s_backward};
+static const fnn_op_def RSUB_S = {{"rsub_scalar", "elementwise", 1, 0}, rsub_s_backward};
+static const fnn_op_def RDIV_S = {{"rdiv_scalar", "elementwise", 1, 0}, rdiv_s_backward};
+static const fnn_op_def POW_S = {{"pow_scalar", "elementwise", 1, 0}, pow_s_backward};
+static const fnn_op_def RPOW_S = {{"rpow_scalar", "elementwise", 1, 0}, rpow_s_backward};
+
+static int scalar_op(const fnn_op_def *def, row_fn row, fnn_tensor *out, const fnn_tensor *a, double s, bool save_out) {
+    const fnn_tensor *ins[1] = {a};
+    return apply(def, out, 1, ins, row, (float)s, 0, save_out);
+}
+int fnn_add_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&ADD_S, add_s_row, out, a, s, false); }
+int fnn_mul_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&MUL_S, mul_s_row, out, a, s, false); }
+int fnn_rsub_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&RSUB_S, rsub_s_row, out, a, s, false); }
+int fnn_rdiv_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&RDIV_S, rdiv_s_row, out, a, s, false); }
+int fnn_pow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&POW_S, pow_s_row, out, a, s, false); }
+int fnn_rpow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&RPOW_S, rpow_s_row, out, a, s, true); }
+
+/* ================= unary: forward row (a = x) and gradient row (a = g, b = x, c = y) ================= */
+static inline float sigmoidf(float x) { return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x)); }
+static inline float softplusf(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+static inline float gelu_tanhf(float x) {
+    const float k = 0.7978845608028654f; /* sqrt(2/pi) */
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+static inline float gelu_tanh_grad(float x) {
+    const float k = 0.7978845608028654f;
+    float u = k * (x + 0.044715f * x * x * x), t = tanhf(u);
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+#define UNARY(name, FWD, GRAD, DIFF)                                                                  \
+    ROW(name##_f, FWD)                                                                                \
+    ROW(name##_g, GRAD)                                                                               \
+    static int name##_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {                   \
+        return grad_map(n, 0, &din[0], 3, G(n, g), name##_g_row, (float)n->attr[0], (float)n->attr[1]); \
+    }                                                                                                 \
+    static const fnn_op_def UNARY_##name = {{#name, "elementwise", DIFF, 0}, name##_backward};
+
+/*     op         forward y(a)                               gradient dx(a = g, b = x, c = y) */
+UNARY(neg,       -a,                                        -a, 1)
+UNARY(abs,       fabsf(a),                                  b > 0 ? a : (b < 0 ? -a : 0.0f), 1)
+UNARY(exp,       expf(a),                                   a * c, 1)
+UNARY(log,       logf(a),                                   a / b, 1)
+UNARY(sqrt,      sqrtf(a),                                  a * 0.5f / c, 1)
+UNARY(rsqrt,     1.0f / sqrtf(a),                           a * -0.5f * c * c * c, 1)
+UNARY(sin,       sinf(a),                                   a * cosf(b), 1)
+UNARY(cos,       cosf(a),                                   -a * sinf(b), 1)
+UNARY(tanh,      tanhf(a),                                  a * (1.0f - c * c), 1)
+UNARY(sigmoid,   sigmoidf(a),                               a * c * (1.0f - c), 1)
+UNARY(relu,      a > 0 ? a : 0.0f,                          b > 0 ? a : 0.0f, 1)
+UNARY(gelu,      0.5f * a * (1.0f + erff(a * 0.70710678f)),
+                 a * (0.5f * (1.0f + erff(b * 0.70710678f)) + b * 0.3989422804f * expf(-0.5f * b * b)), 1)
+UNARY(gelu_tanh, gelu_tanhf(a),                             a * gelu_tanh_grad(b), 1)
+UNARY(silu,      a * sigmoidf(a),                           a * (sigmoidf(b) * (1.0f + b * (1.0f - sigmoidf(b)))), 1)
+UNARY(softplus,  softplusf(a),                              a * sigmoidf(b), 1)
+UNARY(clamp,     a < k0 ? k0 : (a > k1 ? k1 : a),           (b >= k0 && b <= k1) ? a : 0.0f, 1)
+
+static int unary(const fnn_op_def *def, row_fn row, fnn_tensor *out, const fnn_tensor *x, float k0, float k1) {
+    const fnn_tensor *ins[1] = {x};
+    return apply(def, out, 1, ins, row, k0, k1, true);
+}
+int fnn_neg(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_neg, neg_f_row, out, x, 0, 0); }
+int fnn_abs(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_abs, abs_f_row, out, x, 0, 0); }
+int fnn_exp(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_exp, exp_f_row, out, x, 0, 0); }
+int fnn_log(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_log, log_f_row, out, x, 0, 0); }
+int fnn_sqrt(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_sqrt, sqrt_f_row, out, x, 0, 0); }
+int fnn_rsqrt(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_rsqrt, rsqrt_f_row, out, x, 0, 0); }
+int fnn_sin(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_sin, sin_f_row, out, x, 0, 0); }
+int fnn_cos(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_cos, cos_f_row, out, x, 0, 0); }
+int fnn_tanh(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_tanh, tanh_f_row, out, x, 0, 0); }
+int fnn_sigmoid(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_sigmoid, sigmoid_f_row, out, x, 0, 0); }
+int fnn_relu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_relu, relu_f_row, out, x, 0, 0); }
+int fnn_gelu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_gelu, gelu_f_row, out, x, 0, 0); }
+int fnn_gelu_tanh(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_gelu_tanh, gelu_tanh_f_row, out, x, 0, 0); }
+int fnn_silu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_silu, silu_f_row, out, x, 0, 0); }
+int fnn_softplus(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_softplus, softplus_f_row, out, x, 0, 0); }
+int fnn_clamp(fnn_tensor *out, const fnn_tensor *x, double lo, double hi) {
+    FNN_CHECK(!(lo > hi), FNN_STATUS_ARG, "clamp: min %g is greater than max %g", lo, hi);
+    return unary(&UNARY_clamp, clamp_f_row, out, x, (float)lo, (float)hi);
+}
+
+/* ================= where: cond != 0 picks a, else b ================= */
+ROW(where, a != 0 ? b : c)
+ROW(where_d1, b != 0 ? a : 0.0f)     /* a = g, b = cond */
+ROW(where_d2, b != 0 ? 0.0f : a)
+static int where_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    FNN_TRY(grad_map(n, 1, &din[1], 2, G(n, g), where_d1_row, 0, 0));
+    return grad_map(n, 2, &din[2], 2, G(n, g), where_d2_row, 0, 0);
+}
+static const fnn_op_def WHERE = {{"where", "elementwise", 1, 0}, where_backward};
+int fnn_where(fnn_tensor *out, const fnn_tensor *cond, const fnn_tensor *a, const fnn_tensor *b) {
+    const fnn_tensor *ins[3] = {cond, a, b};
+    return apply(&WHERE, out, 3, ins, where_row, 0, 0, false);
+}
+
+const fnn_op_def *const fnn_ops_elementwise[] = {
+    &ADD, &SUB, &MUL, &DIV, &POW, &MAXIMUM, &MINIMUM, &EQ, &NE, &LT, &LE, &GT, &GE,
+    &ADD_S, &MUL_S, &RSUB_S, &RDIV_S, &POW_S, &RPOW_S,
+    &UNARY_neg, &UNARY_abs, &UNARY_exp, &UNARY_log, &UNARY_sqrt, &UNARY_rsqrt, &UNARY_sin, &UNARY_cos,
+    &UNARY_tanh, &UNARY_sigmoid, &UNARY_relu, &UNARY_gelu, &UNARY_gelu_tanh, &UNARY_silu, &UNARY_softplus,
+    &UNARY_clamp, &WHERE, NULL,
+};

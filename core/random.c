@@ -1,0 +1,45 @@
+/* random.c: the per-thread random source (xoshiro256**, seeded by splitmix64),
+ * so every draw (init, dropout, shuffling, sampling) is reproducible per thread. */
+#include "internal.h"
+#include <math.h>
+
+static _Thread_local uint64_t state[4];
+static _Thread_local int seeded;
+static _Thread_local int has_spare;
+static _Thread_local float spare;
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void fnn_manual_seed(uint64_t seed) {
+    for (int i = 0; i < 4; i++) state[i] = splitmix64(&seed);
+    seeded = 1;
+    has_spare = 0;
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t fnn_random_u64(void) {
+    if (!seeded) fnn_manual_seed(0x5eed);
+    uint64_t r = rotl(state[1] * 5, 7) * 9, t = state[1] << 17;
+    state[2] ^= state[0]; state[3] ^= state[1]; state[1] ^= state[2]; state[0] ^= state[3];
+    state[2] ^= t; state[3] = rotl(state[3], 45);
+    return r;
+}
+
+float fnn_random_float(void) { return (float)(fnn_random_u64() >> 40) * (1.0f / 16777216.0f); }
+double fnn_random_uniform(void) { return (double)(fnn_random_u64() >> 11) * (1.0 / 9007199254740992.0); }
+
+float fnn_random_normal(void) {   /* Box-Muller, two draws per pair */
+    if (has_spare) { has_spare = 0; return spare; }
+    double u1 = fnn_random_uniform(), u2 = fnn_random_uniform();
+    if (u1 < 1e-300) u1 = 1e-300;
+    double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
+    spare = (float)(r * sin(th));
+    has_spare = 1;
+    return (float)(r * cos(th));
+}

@@ -1,0 +1,346 @@
+/* tensor.c: tensor headers (lifecycle, views), creation ops, reading values,
+ * and the shape helpers every op family uses (dims, broadcasting, outputs). */
+#include "internal.h"
+#include <math.h>
+#include <string.h>
+
+/* ---- lifecycle ---- */
+void fnn_tensor_init(fnn_tensor *t) {
+    memset(t, 0, sizeof *t);
+    t->ndim = -1;
+}
+
+void fnn_tensor_clear(fnn_tensor *t) {
+    if (!t) return;
+    fnn_storage_release(t->storage);
+    if (t->node) fnn_node_release(t->node);
+    fnn_tensor_init(t);
+}
+
+void fnn_tensor_free(fnn_tensor *t) {
+    if (!t || t->ndim < 0) return;
+    fnn_storage_release(t->storage);
+    t->storage = NULL;
+    if (t->node) fnn_node_release(t->node);
+    t->node = NULL;
+    t->freed = 1;
+}
+
+int fnn_tensor_needs_clear(const fnn_tensor *t) { return t->storage != NULL || t->node != NULL; }
+
+int fnn_tensor_ref(fnn_tensor *out, const fnn_tensor *t) {
+    FNN_TRY(fnn_check_input("ref", t));
+    memcpy(out, t, sizeof *out);
+    if (out->storage) fnn_storage_retain(out->storage);
+    if (out->node) fnn_node_retain(out->node);
+    return FNN_STATUS_OK;
+}
+
+int64_t fnn_numel_of(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+int64_t fnn_tensor_numel(const fnn_tensor *t) { return t->ndim < 0 ? 0 : fnn_numel_of(t->ndim, t->shape); }
+
+void fnn_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) { stride[i] = s; s *= shape[i] > 0 ? shape[i] : 1; }
+}
+
+int fnn_tensor_is_contiguous(const fnn_tensor *t) {
+    int64_t s = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->stride[i] != s) return 0;
+        s *= t->shape[i];
+    }
+    return 1;
+}
+
+const float *fnn_tensor_data(const fnn_tensor *t) {
+    if (t->ndim < 0 || t->freed) return NULL;
+    return fnn_data(t);
+}
+const void *fnn_tensor_storage_id(const fnn_tensor *t) { return t->storage ? (const void *)t->storage : (const void *)t; }
+
+int fnn_check_input(const char *op, const fnn_tensor *t) {
+    FNN_CHECK(t != NULL, FNN_STATUS_ARG, "%s: expected a tensor, got nil", op);
+    FNN_CHECK(!t->freed, FNN_STATUS_ARG, "%s: tensor was freed", op);
+    FNN_CHECK(t->ndim >= 0 && t->ndim <= FNN_MAX_DIMS, FNN_STATUS_ARG, "%s: tensor is empty (never set)", op);
+    return FNN_STATUS_OK;
+}
+
+int fnn_check_same_device(const char *op, const fnn_tensor *a, const fnn_tensor *b) {
+    if (a->device == b->device) return FNN_STATUS_OK;
+    char da[32], db[32];
+    return FNN_FAIL(FNN_STATUS_DEVICE, "%s: tensors on different devices (%s %s and %s %s); move one with :to()",
+                    op, fnn_shape_of(a).s, fnn_device_name(a->device, da, 32),
+                    fnn_shape_of(b).s, fnn_device_name(b->device, db, 32));
+}
+
+int fnn_new_output(fnn_tensor *out, int device, int ndim, const int64_t *shape) {
+    FNN_CHECK(ndim >= 0 && ndim <= FNN_MAX_DIMS, FNN_STATUS_SHAPE,
+              "tensor: %d dims, at most %d supported", ndim, FNN_MAX_DIMS);
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        FNN_CHECK(shape[i] >= 0, FNN_STATUS_SHAPE, "tensor: negative size %lld in %s",
+                  (long long)shape[i], fnn_shape_dims(ndim, shape).s);
+        FNN_CHECK(shape[i] == 0 || n <= ((int64_t)1 << 40) / shape[i], FNN_STATUS_OOM,
+                  "tensor: %s is too large to allocate", fnn_shape_dims(ndim, shape).s);
+        n *= shape[i];
+    }
+    fnn_tensor_init(out);
+    if (fnn_device_type_of(device) != FNN_DEVICE_CPU || n > FNN_INLINE_FLOATS) {
+        fnn_storage *s = fnn_storage_new(device, n * (int64_t)sizeof(float));
+        if (!s) return fnn_last_status();
+        out->storage = s;
+    }
+    out->ndim = ndim;
+    out->device = device;
+    memcpy(out->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    fnn_contiguous_strides(ndim, shape, out->stride);
+    return FNN_STATUS_OK;
+}
+
+int fnn_make_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape,
+                  const int64_t *stride, int64_t offset) {
+    fnn_tensor_init(out);
+    out->ndim = ndim;
+    out->device = x->device;
+    memcpy(out->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    memcpy(out->stride, stride, sizeof(int64_t) * (size_t)ndim);
+    out->offset = offset;
+    out->storage = x->storage;
+    if (out->storage) fnn_storage_retain(out->storage);
+    else memcpy(out->small, x->small, sizeof out->small);  /* inline data is copied: tensors are immutable */
+    return FNN_STATUS_OK;
+}
+
+/* ---- strided copy: coalesce dims, then an inner loop over the last one ---- */
+static void strided_copy(float *dst, const float *src, int ndim, const int64_t *shape, const int64_t *stride) {
+    if (ndim == 0) { dst[0] = src[0]; return; }
+    int64_t n = fnn_numel_of(ndim, shape);
+    if (n == 0) return;
+    int64_t inner = shape[ndim - 1], is = stride[ndim - 1];
+    int64_t idx[FNN_MAX_DIMS] = {0};
+    for (int64_t done = 0; done < n; done += inner) {
+        int64_t off = 0;
+        for (int d = 0; d < ndim - 1; d++) off += idx[d] * stride[d];
+        const float *s = src + off;
+        if (is == 1) memcpy(dst + done, s, sizeof(float) * (size_t)inner);
+        else for (int64_t i = 0; i < inner; i++) dst[done + i] = s[i * is];
+        for (int d = ndim - 2; d >= 0; d--) { if (++idx[d] < shape[d]) break; idx[d] = 0; }
+    }
+}
+
+int fnn_materialize(fnn_tensor *out, const fnn_tensor *x) {
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "contiguous: not implemented on cuda for non-contiguous tensors yet");
+    FNN_TRY(fnn_new_output(out, x->device, x->ndim, x->shape));
+    strided_copy(fnn_data(out), fnn_data(x), x->ndim, x->shape, x->stride);
+    return FNN_STATUS_OK;
+}
+
+const float *fnn_contiguous_data(const fnn_tensor *x, fnn_tensor *tmp, int *rc) {
+    fnn_tensor_init(tmp);
+    *rc = FNN_STATUS_OK;
+    if (fnn_tensor_is_contiguous(x)) return fnn_data(x);
+    *rc = fnn_materialize(tmp, x);
+    return *rc ? NULL : fnn_data(tmp);
+}
+
+/* ---- dims and broadcasting ---- */
+int fnn_wrap_dim(const char *op, const fnn_tensor *x, int dim, int ndim_plus, int *out_dim) {
+    int n = x->ndim + ndim_plus;
+    int d = dim < 0 ? dim + n : dim;
+    if (d < 0 || d >= n || n == 0)
+        return FNN_FAIL(FNN_STATUS_ARG, "%s: dim %d out of range for %s (dims are 1..%d or -%d..-1)",
+                        op, dim >= 0 ? dim + 1 : dim, fnn_shape_of(x).s, n, n);
+    *out_dim = d;
+    return FNN_STATUS_OK;
+}
+
+int fnn_broadcast_shapes(const char *op, int na, const int64_t *sa, int nb, const int64_t *sb,
+                         int *nout, int64_t *out) {
+    int n = na > nb ? na : nb;
+    for (int i = 0; i < n; i++) {
+        int64_t x = i < n - na ? 1 : sa[i - (n - na)];
+        int64_t y = i < n - nb ? 1 : sb[i - (n - nb)];
+        if (x != y && x != 1 && y != 1)
+            return FNN_FAIL(FNN_STATUS_SHAPE, "%s: shapes %s and %s do not broadcast (dim %d: %lld vs %lld)",
+                            op, fnn_shape_dims(na, sa).s, fnn_shape_dims(nb, sb).s, i + 1,
+                            (long long)x, (long long)y);
+        out[i] = x == 1 ? y : x;
+    }
+    *nout = n;
+    return FNN_STATUS_OK;
+}
+
+void fnn_broadcast_strides(const fnn_tensor *t, int nout, const int64_t *out_shape, int64_t *stride) {
+    int lead = nout - t->ndim;
+    for (int i = 0; i < nout; i++) {
+        if (i < lead) stride[i] = 0;
+        else stride[i] = (t->shape[i - lead] == 1 && out_shape[i] != 1) ? 0 : t->stride[i - lead];
+    }
+}
+
+int fnn_sum_to_shape(fnn_tensor *out, const fnn_tensor *g, int ndim, const int64_t *shape) {
+    if (g->ndim == ndim && memcmp(g->shape, shape, sizeof(int64_t) * (size_t)ndim) == 0)
+        return fnn_tensor_ref(out, g);
+    /* sum over leading dims and over dims where shape has 1 */
+    fnn_tensor cur, next;
+    FNN_TRY(fnn_tensor_ref(&cur, g));
+    int lead = g->ndim - ndim;
+    for (int i = 0; i < lead; i++) {
+        int rc = fnn_sum(&next, &cur, 0, 0);
+        fnn_tensor_clear(&cur);
+        if (rc) return rc;
+        cur = next;
+    }
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == 1 && cur.shape[i] != 1) {
+            int rc = fnn_sum(&next, &cur, i, 1);
+            fnn_tensor_clear(&cur);
+            if (rc) return rc;
+            cur = next;
+        }
+    }
+    *out = cur;
+    return FNN_STATUS_OK;
+}
+
+/* ---- creation ---- */
+int fnn_empty(fnn_tensor *out, int ndim, const int64_t *shape) {
+    return fnn_new_output(out, fnn_make_device(FNN_DEVICE_CPU, 0), ndim, shape);
+}
+
+float *fnn_tensor_mutable_data(fnn_tensor *t) { return (t->ndim < 0 || t->freed) ? NULL : fnn_data(t); }
+
+int fnn_tensor_from_data(fnn_tensor *out, int ndim, const int64_t *shape, const float *data) {
+    FNN_TRY(fnn_empty(out, ndim, shape));
+    memcpy(fnn_data(out), data, sizeof(float) * (size_t)fnn_numel_of(ndim, shape));
+    return FNN_STATUS_OK;
+}
+
+int fnn_tensor_from_doubles(fnn_tensor *out, int ndim, const int64_t *shape, const double *data) {
+    FNN_TRY(fnn_empty(out, ndim, shape));
+    float *y = fnn_data(out);
+    int64_t n = fnn_numel_of(ndim, shape);
+    for (int64_t i = 0; i < n; i++) y[i] = (float)data[i];
+    return FNN_STATUS_OK;
+}
+
+int fnn_full(fnn_tensor *out, int ndim, const int64_t *shape, double value) {
+    FNN_TRY(fnn_empty(out, ndim, shape));
+    float *y = fnn_data(out), v = (float)value;
+    int64_t n = fnn_numel_of(ndim, shape);
+    for (int64_t i = 0; i < n; i++) y[i] = v;
+    return FNN_STATUS_OK;
+}
+int fnn_zeros(fnn_tensor *out, int ndim, const int64_t *shape) { return fnn_full(out, ndim, shape, 0.0); }
+int fnn_ones(fnn_tensor *out, int ndim, const int64_t *shape) { return fnn_full(out, ndim, shape, 1.0); }
+
+int fnn_arange(fnn_tensor *out, double start, double stop, double step) {
+    FNN_CHECK(step != 0 && isfinite(step) && isfinite(start) && isfinite(stop), FNN_STATUS_ARG,
+              "arange: step must be a finite non-zero number (got start %g, stop %g, step %g)", start, stop, step);
+    double count = ceil((stop - start) / step);
+    int64_t n = count > 0 ? (int64_t)count : 0;
+    FNN_TRY(fnn_empty(out, 1, &n));
+    float *y = fnn_data(out);
+    for (int64_t i = 0; i < n; i++) y[i] = (float)(start + (double)i * step);
+    return FNN_STATUS_OK;
+}
+
+int fnn_linspace(fnn_tensor *out, double start, double stop, int64_t n) {
+    FNN_CHECK(n >= 0, FNN_STATUS_ARG, "linspace: number of points must be >= 0, got %lld", (long long)n);
+    FNN_TRY(fnn_empty(out, 1, &n));
+    float *y = fnn_data(out);
+    for (int64_t i = 0; i < n; i++)
+        y[i] = n == 1 ? (float)start : (float)(start + (stop - start) * (double)i / (double)(n - 1));
+    return FNN_STATUS_OK;
+}
+
+int fnn_eye(fnn_tensor *out, int64_t n, int64_t m) {
+    int64_t shape[2] = {n, m < 0 ? n : m};
+    FNN_TRY(fnn_zeros(out, 2, shape));
+    float *y = fnn_data(out);
+    for (int64_t i = 0; i < shape[0] && i < shape[1]; i++) y[i * shape[1] + i] = 1.0f;
+    return FNN_STATUS_OK;
+}
+
+int fnn_uniform(fnn_tensor *out, int ndim, const int64_t *shape, double lo, double hi) {
+    FNN_TRY(fnn_empty(out, ndim, shape));
+    float *y = fnn_data(out);
+    int64_t n = fnn_numel_of(ndim, shape);
+    for (int64_t i = 0; i < n; i++) y[i] = (float)(lo + (hi - lo) * fnn_random_float());
+    return FNN_STATUS_OK;
+}
+int fnn_rand(fnn_tensor *out, int ndim, const int64_t *shape) { return fnn_uniform(out, ndim, shape, 0, 1); }
+
+int fnn_normal(fnn_tensor *out, int ndim, const int64_t *shape, double mean, double std) {
+    FNN_TRY(fnn_empty(out, ndim, shape));
+    float *y = fnn_data(out);
+    int64_t n = fnn_numel_of(ndim, shape);
+    for (int64_t i = 0; i < n; i++) y[i] = (float)(mean + std * fnn_random_normal());
+    return FNN_STATUS_OK;
+}
+int fnn_randn(fnn_tensor *out, int ndim, const int64_t *shape) { return fnn_normal(out, ndim, shape, 0, 1); }
+
+int fnn_bernoulli(fnn_tensor *out, int ndim, const int64_t *shape, double p) {
+    FNN_CHECK(p >= 0 && p <= 1, FNN_STATUS_ARG, "bernoulli: p must be in [0, 1], got %g", p);
+    FNN_TRY(fnn_empty(out, ndim, shape));
+    float *y = fnn_data(out);
+    int64_t n = fnn_numel_of(ndim, shape);
+    for (int64_t i = 0; i < n; i++) y[i] = fnn_random_uniform() < p ? 1.0f : 0.0f;
+    return FNN_STATUS_OK;
+}
+
+int fnn_randperm(fnn_tensor *out, int64_t n) {
+    FNN_CHECK(n >= 0, FNN_STATUS_ARG, "randperm: n must be >= 0, got %lld", (long long)n);
+    FNN_TRY(fnn_empty(out, 1, &n));
+    float *y = fnn_data(out);
+    for (int64_t i = 0; i < n; i++) y[i] = (float)(i + 1);
+    for (int64_t i = n - 1; i > 0; i--) {   /* Fisher-Yates */
+        int64_t j = (int64_t)(fnn_random_u64() % (uint64_t)(i + 1));
+        float t = y[i]; y[i] = y[j]; y[j] = t;
+    }
+    return FNN_STATUS_OK;
+}
+
+/* ---- reading values ---- */
+static int to_host(const char *op, const fnn_tensor *t) {
+    FNN_TRY(fnn_check_input(op, t));
+    FNN_CHECK(fnn_device_type_of(t->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "%s: tensor %s is on a GPU; move it with :to('cpu') first", op, fnn_shape_of(t).s);
+    return FNN_STATUS_OK;
+}
+
+int fnn_item(const fnn_tensor *t, double *value) {
+    FNN_TRY(to_host("item", t));
+    FNN_CHECK(fnn_tensor_numel(t) == 1, FNN_STATUS_SHAPE,
+              "item: tensor %s has %lld elements, expected exactly 1", fnn_shape_of(t).s,
+              (long long)fnn_tensor_numel(t));
+    *value = fnn_data(t)[0];
+    return FNN_STATUS_OK;
+}
+
+int fnn_copy_to_floats(const fnn_tensor *t, float *dst, int64_t n) {
+    FNN_TRY(to_host("to_table", t));
+    FNN_CHECK(n == fnn_tensor_numel(t), FNN_STATUS_ARG, "to_table: buffer of %lld for %lld elements",
+              (long long)n, (long long)fnn_tensor_numel(t));
+    strided_copy(dst, fnn_data(t), t->ndim, t->shape, t->stride);
+    return FNN_STATUS_OK;
+}
+
+int fnn_get(const fnn_tensor *t, const int64_t *index, double *value) {
+    FNN_TRY(to_host("get", t));
+    int64_t off = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        FNN_CHECK(index[d] >= 0 && index[d] < t->shape[d], FNN_STATUS_ARG,
+                  "get: index %lld out of range 1..%lld in dim %d of %s", (long long)index[d] + 1,
+                  (long long)t->shape[d], d + 1, fnn_shape_of(t).s);
+        off += index[d] * t->stride[d];
+    }
+    *value = fnn_data(t)[off];
+    return FNN_STATUS_OK;
+}
