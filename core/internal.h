@@ -64,6 +64,9 @@ typedef struct fnn_backend {
                 float beta, float *c, int ldc, int64_t stride_c, int batch);
 } fnn_backend;
 void fnn_register_backend(int device_type, const fnn_backend *b);
+#ifdef FASTNN_WITH_CUDA
+void fnn_cuda_register(void);   /* cuda/backend.cu: registers the CUDA backend table */
+#endif
 const fnn_backend *fnn_backend_for(int device);  /* NULL when that device type is not built */
 
 /* ---- allocation: counted per device type ---- */
@@ -157,6 +160,7 @@ extern const fnn_op_def *const fnn_ops_linalg[];
 extern const fnn_op_def *const fnn_ops_shape[];
 extern const fnn_op_def *const fnn_ops_index[];
 extern const fnn_op_def *const fnn_ops_loss[];
+extern const fnn_op_def *const fnn_ops_device[];
 
 #ifdef __cplusplus
 }

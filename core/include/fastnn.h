@@ -109,6 +109,14 @@ FNN_API int64_t fnn_live_bytes(int device_type);
 FNN_API int64_t fnn_peak_bytes(int device_type);
 FNN_API void fnn_empty_cache(void);                      /* give cached CPU buffers back to the OS */
 
+/* ---- devices: core/device.c (the CUDA backend registers itself from cuda/ when built) ---- */
+FNN_API int fnn_cuda_built(void);                     /* 1 when built with -DFASTNN_CUDA=ON */
+FNN_API int fnn_device_count(int device_type);        /* 0 when that backend is absent or has no device */
+/* copy x to device (fnn_device_type * 256 + ordinal); differentiable (gradient copied back) */
+FNN_API int fnn_to_device(fnn_tensor *out, const fnn_tensor *x, int device);
+FNN_API int fnn_cuda_memory_stats(int64_t *live, int64_t *cached);
+FNN_API void fnn_cuda_empty_cache(void);
+
 /* ---- threads: core/threads.c ---- */
 FNN_API void fnn_set_num_threads(int n);   /* OpenBLAS and the core's kernels together */
 FNN_API int fnn_get_num_threads(void);
