@@ -1,0 +1,66 @@
+/* common.cuh: what every cuda/*.cu file shares: the core's internal header
+ * (seen from C++), FNN_CUDA_CHECK, launch sizes, and the launchers each file
+ * contributes to the backend table that backend.cu registers.
+ *
+ * defines: FNN_CUDA_CHECK, fnn_cuda_blocks, fnn_cuda_use_device,
+ *          fnn_cuda_binary (elementwise.cu), fnn_cuda_gemm (linalg.cu) */
+#ifndef FASTNN_CUDA_COMMON_CUH
+#define FASTNN_CUDA_COMMON_CUH
+
+/* internal.h takes atomic_long from C11 <stdatomic.h>, which C++17 lacks.
+ * cuda/ never touches the refcounts, so a type of the same size and alignment
+ * keeps the struct layouts identical to what the C core sees. */
+#include <atomic>
+typedef std::atomic<long> atomic_long;
+static_assert(sizeof(atomic_long) == sizeof(long) && alignof(atomic_long) == alignof(long),
+              "atomic_long must match the C11 layout");
+#include "internal.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+/* ---- errors: a CUDA or cuBLAS status becomes an fnn status + message, never an abort ---- */
+static inline int fnn_cuda_status(const char *op, const char *call, cudaError_t e, const char *file, int line) {
+    (void)cudaGetLastError();   /* clear a non-sticky error so the next call starts clean */
+    int status = e == cudaErrorMemoryAllocation ? FNN_STATUS_OOM : FNN_STATUS_DEVICE;
+    return fnn_set_error(status, file, line, "%s: CUDA error: %s (%s in %s)", op, cudaGetErrorString(e),
+                         cudaGetErrorName(e), call);
+}
+static inline int fnn_cuda_status(const char *op, const char *call, cublasStatus_t s, const char *file, int line) {
+    int status = s == CUBLAS_STATUS_ALLOC_FAILED ? FNN_STATUS_OOM : FNN_STATUS_DEVICE;
+    return fnn_set_error(status, file, line, "%s: cuBLAS error: %s (%s in %s)", op, cublasGetStatusString(s),
+                         cublasGetStatusName(s), call);
+}
+static inline bool fnn_cuda_ok(cudaError_t e) { return e == cudaSuccess; }
+static inline bool fnn_cuda_ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
+
+/* FNN_CUDA_CHECK("matmul", cublasSgemm(...)): return the mapped status from the
+ * enclosing function when the call fails. op names the fastnn op for the message. */
+#define FNN_CUDA_CHECK(op, call)                                                      \
+    do {                                                                              \
+        auto e_ = (call);                                                             \
+        if (!fnn_cuda_ok(e_)) return fnn_cuda_status((op), #call, e_, __FILE__, __LINE__); \
+    } while (0)
+
+/* ---- launches: 256 threads per block, grid-stride loops cover the rest ---- */
+enum { FNN_CUDA_THREADS = 256 };
+static inline unsigned fnn_cuda_blocks(int64_t n) {
+    int64_t b = (n + FNN_CUDA_THREADS - 1) / FNN_CUDA_THREADS;
+    /* beyond ~1M blocks the grid-stride loop does the work; keeps the grid size in range */
+    return (unsigned)(b < 1 ? 1 : b > (1 << 20) ? (1 << 20) : b);
+}
+
+/* make ordinal the calling thread's current device (every entry starts with it) */
+static inline int fnn_cuda_use_device(const char *op, int ordinal) {
+    FNN_CUDA_CHECK(op, cudaSetDevice(ordinal));
+    return FNN_STATUS_OK;
+}
+
+/* ---- launchers the backend table points at (signatures as in struct fnn_backend) ---- */
+int fnn_cuda_binary(int ordinal, int op, float *y, const float *a, const int64_t *astride, const float *b,
+                    const int64_t *bstride, int ndim, const int64_t *shape);
+int fnn_cuda_gemm(int ordinal, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                  int lda, int64_t stride_a, const float *b, int ldb, int64_t stride_b, float beta, float *c,
+                  int ldc, int64_t stride_c, int batch);
+
+#endif

@@ -1,0 +1,48 @@
+-- fastnn.C: the one place that declares the C ABI to LuaJIT and loads libfastnn.
+-- Every other module does `local C = require 'fastnn.C'`.
+local ffi = require 'ffi'
+
+-- Lua reads three header fields under other names, so the methods t:shape(),
+-- t:stride() and t:device() are not shadowed by the fields (FFI fields win over
+-- __index). Only names change; the layout is the header's own.
+local cdef = require('fastnn.cdef'):gsub('(typedef struct fnn_tensor {.-} fnn_tensor;)', function(body)
+   return (body:gsub('int64_t shape%[', 'int64_t shape_['):gsub('int64_t stride%[', 'int64_t stride_[')
+               :gsub('int32_t device;', 'int32_t device_;'))
+end)
+ffi.cdef(cdef)
+
+-- where libfastnn is: $FASTNN_LIB, a path set by a host (FASTNN_LIB_PATH global),
+-- the build tree beside these sources, the installed library, then the loader's search
+local function candidates()
+   local list = {}
+   local env = os.getenv('FASTNN_LIB')
+   if env and env ~= '' then list[#list + 1] = env end
+   if rawget(_G, 'FASTNN_LIB_PATH') then list[#list + 1] = rawget(_G, 'FASTNN_LIB_PATH') end
+   local here = debug.getinfo(1, 'S').source:match('^@(.*)/fastnn/C%.lua$')
+   if here then
+      list[#list + 1] = here .. '/../build/libfastnn.so'
+      list[#list + 1] = here .. '/../../../lib/libfastnn.so.0'     -- <prefix>/share/lua/5.1 -> <prefix>/lib
+      list[#list + 1] = here .. '/../../../lib/x86_64-linux-gnu/libfastnn.so.0'
+   end
+   list[#list + 1] = 'fastnn'
+   return list
+end
+
+local function file_exists(path)
+   local f = io.open(path, 'rb')
+   if f then f:close() return true end
+   return false
+end
+
+local tried = {}
+for _, path in ipairs(candidates()) do
+   if path == 'fastnn' or file_exists(path) then
+      local ok, lib = pcall(ffi.load, path)
+      if ok then return lib end
+      tried[#tried + 1] = path .. ' (' .. tostring(lib) .. ')'
+   else
+      tried[#tried + 1] = path .. ' (missing)'
+   end
+end
+error('fastnn: cannot load libfastnn; build it (cmake --build build) or set FASTNN_LIB. Tried:\n  '
+      .. table.concat(tried, '\n  '), 2)

@@ -1,0 +1,95 @@
+-- fastnn: a deep-learning framework in the shape of Torch7 on a C core.
+--   local fnn = require 'fastnn'
+--   local y = fnn.randn(2, 3):matmul(fnn.ones(3, 4))
+local ffi = require 'ffi'
+local fnn_tensor = require 'fastnn.tensor'
+local C = fnn_tensor.C
+
+local fnn = {}
+fnn._VERSION = ffi.string(C.fnn_version())
+fnn.Tensor = fnn_tensor.Tensor
+
+local function merge(mod)
+   for k, v in pairs(mod) do
+      if type(v) == 'function' and not k:match('^_') then fnn[k] = v end
+   end
+end
+
+for _, name in ipairs{'zeros', 'ones', 'full', 'rand', 'randn', 'empty', 'arange', 'linspace', 'eye',
+                      'randperm', 'manual_seed', 'tensor', 'zeros_like', 'ones_like', 'full_like',
+                      'rand_like', 'randn_like', 'is_tensor', 'shape_str', 'collect', 'set_gc_threshold'} do
+   fnn[name] = fnn_tensor[name]
+end
+
+-- op families: one Lua file per C family, found through the core's own registry
+local families = {}
+for i = 0, C.fnn_op_count() - 1 do
+   families[ffi.string(C.fnn_op_at(i).family)] = true
+end
+fnn.op_families = families
+for family in pairs(families) do
+   local modname = family == 'device' and 'fastnn.device' or ('fastnn.ops.' .. family)
+   if package.searchpath(modname, package.path) then merge(require(modname)) end
+end
+
+local autograd = require 'fastnn.autograd'
+merge(autograd)
+fnn.Param = autograd.Param
+
+-- the registry as Lua data: {name, family, differentiable, has_cuda}
+function fnn.ops()
+   local list = {}
+   for i = 0, C.fnn_op_count() - 1 do
+      local info = C.fnn_op_at(i)
+      list[#list + 1] = {name = ffi.string(info.name), family = ffi.string(info.family),
+                         differentiable = info.differentiable ~= 0, has_cuda = info.has_cuda ~= 0}
+   end
+   return list
+end
+
+function fnn.set_num_threads(n)
+   if type(n) ~= 'number' or n < 1 then error('set_num_threads: expected a positive count', 2) end
+   C.fnn_set_num_threads(n)
+end
+function fnn.get_num_threads() return C.fnn_get_num_threads() end
+function fnn.live_bytes(device) return tonumber(C.fnn_live_bytes(device == 'cuda' and 1 or 0)) end
+function fnn.peak_bytes(device) return tonumber(C.fnn_peak_bytes(device == 'cuda' and 1 or 0)) end
+function fnn.empty_cache() C.fnn_empty_cache() end
+
+-- try_ forms: the same call, returning nil, message instead of raising
+local function strip_where(msg)
+   if type(msg) ~= 'string' then return msg end
+   return (msg:gsub('^[^:\n]+:%d+: ', ''))
+end
+local function make_try(f)
+   return function(...)
+      local r = {pcall(f, ...)}
+      if r[1] then return unpack(r, 2, table.maxn(r)) end
+      return nil, strip_where(r[2])
+   end
+end
+fnn._make_try = make_try
+local function add_tries(t)
+   local names = {}
+   for k, v in pairs(t) do
+      if type(v) == 'function' and type(k) == 'string' and not k:match('^try_') and not k:match('^__') then
+         names[#names + 1] = k
+      end
+   end
+   for _, k in ipairs(names) do t['try_' .. k] = make_try(t[k]) end
+end
+add_tries(fnn.Tensor)
+add_tries(fnn)
+
+-- sub-modules load on first use: fnn.nn, fnn.optim, fnn.data, fnn.init, fnn.cuda
+local submodules = {nn = true, optim = true, data = true, init = true, cuda = true, serialize = true}
+setmetatable(fnn, {__index = function(t, k)
+   if submodules[k] then
+      local m = require('fastnn.' .. k)
+      rawset(t, k, m)
+      return m
+   end
+end})
+
+package.loaded.fastnn = fnn
+return fnn

@@ -1,0 +1,57 @@
+-- fastnn.ops.elementwise: bindings for core/ops/elementwise.c.
+-- The pattern every op binding follows: a fresh header, one C call, `fail()`
+-- raising the core's message at the caller's line, `done()` adding the
+-- finalizer when the result holds memory. (+ - * / ^ and unary minus live in
+-- tensor.lua because LuaJIT locks a metatype once it is set.)
+local fnn_tensor = require 'fastnn.tensor'
+local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
+local new, done, fail, as_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.as_tensor
+local M = {}
+
+-- unary: x -> same shape
+for _, name in ipairs{'neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid',
+                      'relu', 'silu', 'softplus'} do
+   local cfn = C['fnn_' .. name]
+   Tensor[name] = function(x)
+      local out = new()
+      if cfn(out, x) ~= 0 then fail() end
+      return done(out)
+   end
+end
+
+-- gelu: exact (erf) by default, {approximate = 'tanh'} for the tanh form
+function Tensor.gelu(x, opts)
+   local out = new()
+   local tanh_form = type(opts) == 'table' and opts.approximate == 'tanh'
+   if (tanh_form and C.fnn_gelu_tanh(out, x) or C.fnn_gelu(out, x)) ~= 0 then fail() end
+   return done(out)
+end
+
+-- clamp(min, max): nil means no bound on that side
+function Tensor.clamp(x, lo, hi)
+   local out = new()
+   if C.fnn_clamp(out, x, lo or -math.huge, hi or math.huge) ~= 0 then fail() end
+   return done(out)
+end
+
+-- binary with broadcasting; numbers are accepted as 0-dim tensors
+for _, name in ipairs{'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge'} do
+   local cfn = C['fnn_' .. name]
+   Tensor[name] = function(a, b)
+      local out = new()
+      if cfn(out, as_tensor(name, a, 1), as_tensor(name, b, 2)) ~= 0 then fail() end
+      return done(out)
+   end
+end
+
+-- where(cond, a, b): cond ~= 0 picks a, else b (all three broadcast)
+function M.where(cond, a, b)
+   local out = new()
+   if C.fnn_where(out, as_tensor('where', cond, 1), as_tensor('where', a, 2), as_tensor('where', b, 3)) ~= 0 then
+      fail()
+   end
+   return done(out)
+end
+Tensor.where = function(cond, a, b) return M.where(cond, a, b) end
+
+return M

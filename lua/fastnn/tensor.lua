@@ -1,0 +1,498 @@
+-- fastnn.tensor: the tensor handle. A tensor is an `fnn_tensor` header that
+-- lives in GC-managed cdata; C ops fill a fresh header passed first. A header
+-- that holds a storage or a graph node gets a finalizer; a tiny result with
+-- inline data gets none, so a small op costs one allocation and one C call.
+--
+-- This module holds the metatype, the helpers every op binding uses (new,
+-- done, fail, dim and shape conversion), creation, inspection and printing.
+local ffi = require 'ffi'
+local C = require 'fastnn.C'
+
+local M = {}
+local Tensor = {}          -- methods, shared by every tensor
+M.Tensor, M.C = Tensor, C
+
+local T = ffi.typeof('fnn_tensor')
+M.ctype = T
+local ffi_gc, ffi_string, istype = ffi.gc, ffi.string, ffi.istype
+local clear = C.fnn_tensor_clear
+local floor, huge = math.floor, math.huge
+
+-- ---------------------------------------------------------------------------
+-- results, errors and memory pressure
+
+-- The Lua GC does not see C buffers: when the core's live bytes grow past a
+-- threshold since the last collection, collect (torch7's heap tracking).
+local live_cpu = C.fnn_live_bytes_ptr(0)
+local MIN_THRESHOLD = 64 * 1024 * 1024
+local threshold = MIN_THRESHOLD
+local function collect()
+   collectgarbage()
+   local now = tonumber(live_cpu[0])
+   threshold = math.max(MIN_THRESHOLD, now * 1.4)
+end
+M.collect = collect
+function M.set_gc_threshold(bytes) MIN_THRESHOLD = bytes; threshold = bytes end
+
+local function new() return T(-1) end
+
+-- a filled header becomes a tensor; only headers that hold something get a finalizer
+local function done(out)
+   if out.storage ~= nil or out.node ~= nil then
+      ffi_gc(out, clear)
+      if live_cpu[0] > threshold then collect() end
+   end
+   return out
+end
+
+-- raise the core's message at the user's line (1 fail, 2 the binding, 3 the caller)
+local function fail()
+   error(ffi_string(C.fnn_last_error()), 3)
+end
+
+M.new, M.done, M.fail = new, done, fail
+function M.is_tensor(x) return istype(T, x) end
+function M.last_error() return ffi_string(C.fnn_last_error()) end
+
+-- ---------------------------------------------------------------------------
+-- shapes and dims
+
+local shape_buf = ffi.new('int64_t[8]')
+M.shape_buf = shape_buf
+
+local function shape_str(t)
+   local parts = {}
+   for i = 0, t.ndim - 1 do parts[#parts + 1] = tostring(tonumber(t.shape_[i])) end
+   return '[' .. table.concat(parts, ',') .. ']'
+end
+M.shape_str = shape_str
+Tensor.shape_str = shape_str
+
+-- sizes as varargs or one table -> shape_buf, ndim; `allow_infer` lets one -1 through
+local function parse_shape(op, allow_infer, first, ...)
+   local n, list
+   if type(first) == 'table' then
+      list, n = first, #first
+   else
+      n = select('#', first, ...)
+      if n == 1 and first == nil then n = 0 end
+      list = {first, ...}
+   end
+   if n > 8 then error(('%s: %d dims, at most 8 supported'):format(op, n), 3) end
+   for i = 1, n do
+      local v = list[i]
+      if type(v) ~= 'number' or v ~= floor(v) or (v < 0 and not (allow_infer and v == -1)) then
+         error(('%s: size %d is %s, expected a non-negative integer'):format(op, i, tostring(v)), 3)
+      end
+      shape_buf[i - 1] = v
+   end
+   return n, shape_buf
+end
+M.parse_shape = parse_shape
+
+-- a 1-based (or negative) Lua dim -> 0-based C dim, checked; `extra` admits ndim+extra dims (unsqueeze)
+local function cdim(op, t, d, extra)
+   local n = t.ndim + (extra or 0)
+   if type(d) ~= 'number' or d ~= floor(d) or d == 0 or d > n or d < -n then
+      error(('%s: dim %s out of range for %s (dims are 1..%d or -%d..-1)'):format(
+         op, tostring(d), shape_str(t), n, n), 3)
+   end
+   if d < 0 then return d + n end
+   return d - 1
+end
+M.cdim = cdim
+
+-- a tensor argument, or a number turned into a 0-d tensor
+local function as_tensor(op, x, pos)
+   if istype(T, x) then return x end
+   if type(x) == 'number' then
+      local out = new()
+      if C.fnn_full(out, 0, shape_buf, x) ~= 0 then fail() end
+      return done(out)
+   end
+   error(('%s: argument %d is a %s, expected a tensor or a number'):format(op, pos, type(x)), 3)
+end
+M.as_tensor = as_tensor
+
+-- ---------------------------------------------------------------------------
+-- creation
+
+local function creator(op, cfn)
+   return function(...)
+      local n, shape = parse_shape(op, false, ...)
+      local out = new()
+      if cfn(out, n, shape) ~= 0 then fail() end
+      return done(out)
+   end
+end
+M.zeros = creator('zeros', C.fnn_zeros)
+M.ones = creator('ones', C.fnn_ones)
+M.rand = creator('rand', C.fnn_rand)
+M.randn = creator('randn', C.fnn_randn)
+M.empty = creator('empty', C.fnn_empty)
+
+function M.full(shape, value)
+   if type(value) ~= 'number' then
+      error(('full: value is a %s, expected a number'):format(type(value)), 2)
+   end
+   local n, buf = parse_shape('full', false, shape)
+   local out = new()
+   if C.fnn_full(out, n, buf, value) ~= 0 then fail() end
+   return done(out)
+end
+
+function M.arange(a, b, step)
+   if b == nil then a, b = 0, a end
+   step = step or 1
+   for i, v in ipairs{a, b, step} do
+      if type(v) ~= 'number' then
+         error(('arange: argument %d is a %s, expected a number'):format(i, type(v)), 2)
+      end
+   end
+   local out = new()
+   if C.fnn_arange(out, a, b, step) ~= 0 then fail() end
+   return done(out)
+end
+
+function M.linspace(a, b, n)
+   local out = new()
+   if type(a) ~= 'number' or type(b) ~= 'number' or type(n) ~= 'number' then
+      error('linspace: expected (start, stop, count) numbers', 2)
+   end
+   if C.fnn_linspace(out, a, b, n) ~= 0 then fail() end
+   return done(out)
+end
+
+function M.eye(n, m)
+   if type(n) ~= 'number' or n < 0 or (m ~= nil and (type(m) ~= 'number' or m < 0)) then
+      error('eye: expected (n[, m]) non-negative sizes', 2)
+   end
+   local out = new()
+   if C.fnn_eye(out, n, m or -1) ~= 0 then fail() end
+   return done(out)
+end
+
+function M.randperm(n)
+   local out = new()
+   if type(n) ~= 'number' then error('randperm: expected a count', 2) end
+   if C.fnn_randperm(out, n) ~= 0 then fail() end
+   return done(out)
+end
+
+function M.manual_seed(seed)
+   if type(seed) ~= 'number' then error('manual_seed: expected a number', 2) end
+   C.fnn_manual_seed(seed)
+end
+
+-- *_like: same shape
+local function like(maker)
+   return function(t, ...)
+      if not istype(T, t) then error('expected a tensor, got ' .. type(t), 2) end
+      return maker(t:shape(), ...)
+   end
+end
+M.zeros_like, M.ones_like = like(M.zeros), like(M.ones)
+M.rand_like, M.randn_like = like(M.rand), like(M.randn)
+M.full_like = like(M.full)
+
+-- fnn.tensor(nested_table) or fnn.tensor(flat_table, shape) or fnn.tensor(number)
+local function nested_shape(data)
+   local dims, cur = {}, data
+   while type(cur) == 'table' do
+      dims[#dims + 1] = #cur
+      cur = cur[1]
+   end
+   return dims
+end
+
+function M.tensor(data, shape)
+   if istype(T, data) then return data end
+   local out = new()
+   if type(data) == 'number' then
+      if C.fnn_full(out, 0, shape_buf, data) ~= 0 then fail() end
+      return done(out)
+   end
+   if type(data) ~= 'table' then
+      error(('tensor: expected a table of numbers, got a %s'):format(type(data)), 2)
+   end
+   local values, count = nil, 0
+   local ndim, dims
+   if shape ~= nil then
+      ndim = parse_shape('tensor', false, shape)
+      local want = 1
+      for i = 0, ndim - 1 do want = want * tonumber(shape_buf[i]) end
+      if #data ~= want then
+         error(('tensor: %d values for shape %s (%d elements)'):format(#data, M.dims_str(shape), want), 2)
+      end
+      values = ffi.new('double[?]', math.max(want, 1))
+      for i = 1, want do
+         local v = data[i]
+         if type(v) ~= 'number' then
+            error(('tensor: element %d is a %s, expected a number'):format(i, type(v)), 2)
+         end
+         values[i - 1] = v
+      end
+   else
+      dims = nested_shape(data)
+      ndim = #dims
+      if ndim > 8 then error(('tensor: %d levels of nesting, at most 8 dims'):format(ndim), 2) end
+      local total = 1
+      for i = 1, ndim do total = total * dims[i] end
+      values = ffi.new('double[?]', math.max(total, 1))
+      local path = {}
+      local function walk(t, level)
+         if #t ~= dims[level] then
+            error(('tensor: ragged nested table: row [%s] has %d elements, expected %d'):format(
+               table.concat(path, ']['), #t, dims[level]), 0)
+         end
+         for i = 1, #t do
+            path[level] = i
+            local v = t[i]
+            if level < ndim then
+               if type(v) ~= 'table' then
+                  error(('tensor: ragged nested table: element [%s] is a %s, expected a table of %d'):format(
+                     table.concat(path, '][', 1, level), type(v), dims[level + 1]), 0)
+               end
+               walk(v, level + 1)
+            else
+               if type(v) ~= 'number' then
+                  error(('tensor: element [%s] is a %s, expected a number'):format(
+                     table.concat(path, '][', 1, level), type(v)), 0)
+               end
+               values[count] = v
+               count = count + 1
+            end
+         end
+         path[level] = nil
+      end
+      local ok, err = pcall(walk, data, 1)
+      if not ok then error(err, 2) end
+      for i = 1, ndim do shape_buf[i - 1] = dims[i] end
+   end
+   if C.fnn_tensor_from_doubles(out, ndim, shape_buf, values) ~= 0 then fail() end
+   return done(out)
+end
+
+function M.dims_str(list)
+   local parts = {}
+   for i = 1, #list do parts[i] = tostring(list[i]) end
+   return '[' .. table.concat(parts, ',') .. ']'
+end
+
+-- ---------------------------------------------------------------------------
+-- inspection
+
+local function check_usable(op, t)
+   if not istype(T, t) then error(('%s: expected a tensor, got a %s'):format(op, type(t)), 3) end
+   if t.freed ~= 0 then error(op .. ': tensor was freed', 3) end
+end
+
+function Tensor.dim(t) return t.ndim end
+function Tensor.numel(t) return tonumber(C.fnn_tensor_numel(t)) end
+function Tensor.shape(t)
+   local s = {}
+   for i = 0, t.ndim - 1 do s[i + 1] = tonumber(t.shape_[i]) end
+   return s
+end
+function Tensor.size(t, d)
+   if d == nil then return t:shape() end
+   return tonumber(t.shape_[cdim('size', t, d)])
+end
+function Tensor.stride(t, d)
+   if d == nil then
+      local s = {}
+      for i = 0, t.ndim - 1 do s[i + 1] = tonumber(t.stride_[i]) end
+      return s
+   end
+   return tonumber(t.stride_[cdim('stride', t, d)])
+end
+function Tensor.is_contiguous(t) return C.fnn_tensor_is_contiguous(t) == 1 end
+function Tensor.storage_id(t) return tonumber(ffi.cast('intptr_t', C.fnn_tensor_storage_id(t))) end
+function Tensor.is_freed(t) return t.freed ~= 0 end
+
+local item_buf = ffi.new('double[1]')
+function Tensor.item(t)
+   if C.fnn_item(t, item_buf) ~= 0 then fail() end
+   return item_buf[0]
+end
+
+-- values in row-major order as a flat float array (a temporary buffer)
+local function flat_values(op, t)
+   check_usable(op, t)
+   local n = t:numel()
+   local buf = ffi.new('float[?]', math.max(n, 1))
+   if C.fnn_copy_to_floats(t, buf, n) ~= 0 then fail() end
+   return buf, n
+end
+
+function Tensor.to_table(t)
+   local buf = flat_values('to_table', t)
+   if t.ndim == 0 then return buf[0] end
+   local pos = 0
+   local function build(level)
+      local r = {}
+      local size = tonumber(t.shape_[level])
+      for i = 1, size do
+         if level == t.ndim - 1 then
+            r[i] = buf[pos]; pos = pos + 1
+         else
+            r[i] = build(level + 1)
+         end
+      end
+      return r
+   end
+   return build(0)
+end
+
+-- the values as a flat Lua array (row-major)
+function Tensor.to_flat(t)
+   local buf, n = flat_values('to_flat', t)
+   local r = {}
+   for i = 1, n do r[i] = buf[i - 1] end
+   return r
+end
+
+function Tensor.free(t) C.fnn_tensor_free(t) end
+
+function Tensor.device_name(t)
+   local dev = t.device__
+   if bit.rshift(dev, 8) == 0 then return 'cpu' end
+   return 'cuda:' .. bit.band(dev, 255)
+end
+
+-- ---------------------------------------------------------------------------
+-- printing, in the style of PyTorch (values) and Torch7 (a trailer with shape and device)
+
+local function format_numbers(buf, n)
+   local all_int, max_abs, min_abs = true, 0, huge
+   for i = 0, n - 1 do
+      local v = buf[i]
+      if v == v and v ~= huge and v ~= -huge then
+         if v ~= floor(v) then all_int = false end
+         local a = math.abs(v)
+         if a > max_abs then max_abs = a end
+         if a > 0 and a < min_abs then min_abs = a end
+      end
+   end
+   local fmt
+   if all_int and max_abs < 1e8 then fmt = '%.0f.'
+   elseif max_abs >= 1e5 or min_abs < 1e-4 then fmt = '%.4e'
+   else fmt = '%.4f' end
+   return function(v)
+      if v ~= v then return 'nan' end
+      if v == huge then return 'inf' end
+      if v == -huge then return '-inf' end
+      return (fmt:format(v))
+   end
+end
+
+local EDGE = 3
+function Tensor.__tostring(t)
+   if not istype(T, t) then return tostring(t) end
+   if t.freed ~= 0 then return '[fnn.Tensor (freed)]' end
+   if t.ndim < 0 then return '[fnn.Tensor (empty)]' end
+   local trailer = ('[fnn.Tensor of shape %s on %s%s]'):format(shape_str(t), t:device_name(),
+      t.node ~= nil and (', grad_fn=' .. ffi_string(C.fnn_grad_fn_name(t))) or '')
+   if t:device_name() ~= 'cpu' then return trailer end
+   local buf, n = flat_values('tostring', t)
+   local fmt = format_numbers(buf, n)
+   if t.ndim == 0 then return fmt(buf[0]) .. '\n' .. trailer end
+   local summarize = n > 1000
+   local strides, width = {}, 1
+   local s = 1
+   for d = t.ndim - 1, 0, -1 do strides[d] = s; s = s * tonumber(t.shape_[d]) end
+   for i = 0, n - 1 do width = math.max(width, #fmt(buf[i])) end
+   local function rec(level, base, indent)
+      local size = tonumber(t.shape_[level])
+      local items = {}
+      local idx = {}
+      if summarize and size > 2 * EDGE then
+         for i = 0, EDGE - 1 do idx[#idx + 1] = i end
+         idx[#idx + 1] = false
+         for i = size - EDGE, size - 1 do idx[#idx + 1] = i end
+      else
+         for i = 0, size - 1 do idx[#idx + 1] = i end
+      end
+      for _, i in ipairs(idx) do
+         if i == false then
+            items[#items + 1] = '...'
+         elseif level == t.ndim - 1 then
+            local str = fmt(buf[base + i])
+            items[#items + 1] = (' '):rep(width - #str) .. str
+         else
+            items[#items + 1] = rec(level + 1, base + i * strides[level], indent .. ' ')
+         end
+      end
+      if level == t.ndim - 1 then return '[' .. table.concat(items, ', ') .. ']' end
+      local sep = ',' .. ('\n'):rep(t.ndim - 1 - level) .. indent .. ' '
+      return '[' .. table.concat(items, sep) .. ']'
+   end
+   return 'tensor(' .. rec(0, 0, '       ') .. ')\n' .. trailer
+end
+
+-- ---------------------------------------------------------------------------
+-- the metatype: methods by name, t[i] indexes dim 1, #t is the size of dim 1
+
+local get_index = ffi.new('int64_t[8]')
+local mt = {}
+M.mt = mt
+mt.__index = function(t, k)
+   local m = Tensor[k]
+   if m ~= nil then return m end
+   if type(k) == 'number' then
+      if t.ndim == 0 then error('index: cannot index a 0-dim tensor; use :item()', 2) end
+      local size = tonumber(t.shape_[0])
+      if k ~= floor(k) or k < -size or k == 0 or k > size then
+         error(('index: %s out of range 1..%d for %s'):format(tostring(k), size, shape_str(t)), 2)
+      end
+      if k < 0 then k = k + size + 1 end
+      if t.ndim == 1 then
+         get_index[0] = k - 1
+         if C.fnn_get(t, get_index, item_buf) ~= 0 then fail() end
+         return item_buf[0]
+      end
+      return t:select(1, k)
+   end
+   return nil
+end
+mt.__len = function(t)
+   if t.ndim == 0 then error('#: a 0-dim tensor has no length; use :item()', 2) end
+   return tonumber(t.shape_[0])
+end
+mt.__tostring = Tensor.__tostring
+-- arithmetic operators (with numbers on either side); named methods are in ops/elementwise.lua
+local function arith(name, tt, ts, st)
+   local what = name .. ': expected a tensor or a number, got a '
+   return function(a, b)
+      local out = new()
+      local rc
+      if type(b) == 'number' then
+         if not istype(T, a) then error(what .. type(a), 2) end
+         rc = ts(out, a, b)
+      elseif type(a) == 'number' then
+         if not istype(T, b) then error(what .. type(b), 2) end
+         rc = st(out, b, a)
+      else
+         if not istype(T, a) then error(what .. type(a), 2) end
+         if not istype(T, b) then error(what .. type(b), 2) end
+         rc = tt(out, a, b)
+      end
+      if rc ~= 0 then fail() end
+      return done(out)
+   end
+end
+mt.__add = arith('add', C.fnn_add, C.fnn_add_scalar, C.fnn_add_scalar)
+mt.__sub = arith('sub', C.fnn_sub, function(o, a, s) return C.fnn_add_scalar(o, a, -s) end, C.fnn_rsub_scalar)
+mt.__mul = arith('mul', C.fnn_mul, C.fnn_mul_scalar, C.fnn_mul_scalar)
+mt.__div = arith('div', C.fnn_div, function(o, a, s) return C.fnn_mul_scalar(o, a, 1 / s) end, C.fnn_rdiv_scalar)
+mt.__pow = arith('pow', C.fnn_pow, C.fnn_pow_scalar, C.fnn_rpow_scalar)
+mt.__unm = function(a)
+   local out = new()
+   if C.fnn_neg(out, a) ~= 0 then fail() end
+   return done(out)
+end
+Tensor.add, Tensor.sub, Tensor.mul, Tensor.div, Tensor.pow = mt.__add, mt.__sub, mt.__mul, mt.__div, mt.__pow
+M.arith = arith
+ffi.metatype(T, mt)
+
+return M

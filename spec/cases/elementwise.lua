@@ -1,0 +1,56 @@
+-- Gradcheck cases for core/ops/elementwise.c, one per registered op.
+-- A case: op (the registry name), inputs (a function returning the input
+-- tensors; each is differentiated), fn (the computation, may add views,
+-- broadcasting or extra non-differentiated arguments), optional atol/rtol.
+-- Inputs live in [-2, 2] away from kinks (abs, relu, clamp bounds, ties).
+local fnn = require 'fastnn'
+
+-- values in [lo, hi] kept at least `gap` away from each point in `avoid`
+local function away(shape, lo, hi, avoid, gap)
+   local t = fnn.rand(shape) * (hi - lo) + lo
+   local v = t:to_flat()
+   for i = 1, #v do
+      for _, k in ipairs(avoid or {}) do
+         if math.abs(v[i] - k) < gap then v[i] = k + (v[i] >= k and gap or -gap) end
+      end
+   end
+   return fnn.tensor(v, shape)
+end
+local function u(shape) return away(shape, -2, 2) end
+local function pos(shape) return away(shape, 0.5, 2) end
+local function kinkless(shape) return away(shape, -2, 2, {0}, 0.1) end
+
+return {
+   {op = 'add', inputs = function() return u{2, 3}, u{3} end, fn = function(a, b) return a + b end},
+   {op = 'sub', inputs = function() return u{2, 1}, u{1, 3} end, fn = function(a, b) return a - b end},
+   {op = 'mul', inputs = function() return u{3, 2}, u{3, 2} end, fn = function(a, b) return a:t() * b:t() end},
+   {op = 'div', inputs = function() return u{2, 3}, pos{3} end, fn = function(a, b) return a / b end},
+   {op = 'pow', inputs = function() return pos{2, 3}, u{2, 3} end, fn = function(a, b) return a ^ b end},
+   {op = 'maximum', inputs = function() return u{2, 3}, u{2, 3} end, fn = function(a, b) return a:maximum(b) end},
+   {op = 'minimum', inputs = function() return u{2, 3}, u{3} end, fn = function(a, b) return a:minimum(b) end},
+   {op = 'add_scalar', inputs = function() return u{4} end, fn = function(a) return a + 3 end},
+   {op = 'mul_scalar', inputs = function() return u{4} end, fn = function(a) return 2.5 * a end},
+   {op = 'rsub_scalar', inputs = function() return u{4} end, fn = function(a) return 1 - a end},
+   {op = 'rdiv_scalar', inputs = function() return pos{4} end, fn = function(a) return 2 / a end},
+   {op = 'pow_scalar', inputs = function() return pos{4} end, fn = function(a) return a ^ 3 end},
+   {op = 'rpow_scalar', inputs = function() return u{4} end, fn = function(a) return 2 ^ a end},
+   {op = 'neg', inputs = function() return u{2, 2} end, fn = function(a) return -a end},
+   {op = 'abs', inputs = function() return kinkless{2, 3} end, fn = function(a) return a:abs() end},
+   {op = 'exp', inputs = function() return u{2, 3} end, fn = function(a) return a:exp() end},
+   {op = 'log', inputs = function() return pos{2, 3} end, fn = function(a) return a:log() end},
+   {op = 'sqrt', inputs = function() return pos{2, 3} end, fn = function(a) return a:sqrt() end},
+   {op = 'rsqrt', inputs = function() return pos{2, 3} end, fn = function(a) return a:rsqrt() end},
+   {op = 'sin', inputs = function() return u{2, 3} end, fn = function(a) return a:sin() end},
+   {op = 'cos', inputs = function() return u{2, 3} end, fn = function(a) return a:cos() end},
+   {op = 'tanh', inputs = function() return u{2, 3} end, fn = function(a) return a:tanh() end},
+   {op = 'sigmoid', inputs = function() return u{2, 3} end, fn = function(a) return a:sigmoid() end},
+   {op = 'relu', inputs = function() return kinkless{2, 3} end, fn = function(a) return a:relu() end},
+   {op = 'gelu', inputs = function() return u{2, 3} end, fn = function(a) return a:gelu() end},
+   {op = 'gelu_tanh', inputs = function() return u{2, 3} end, fn = function(a) return a:gelu{approximate = 'tanh'} end},
+   {op = 'silu', inputs = function() return u{2, 3} end, fn = function(a) return a:silu() end},
+   {op = 'softplus', inputs = function() return u{2, 3} end, fn = function(a) return a:softplus() end},
+   {op = 'clamp', inputs = function() return away({2, 3}, -2, 2, {-1, 1}, 0.1) end,
+    fn = function(a) return a:clamp(-1, 1) end},
+   {op = 'where', inputs = function() return u{2, 3}, u{3} end,
+    fn = function(a, b) return fnn.where(fnn.tensor{{1, 0, 1}, {0, 0, 1}}, a, b) end},
+}
