@@ -117,7 +117,7 @@ void *fnn_alloc(int device, int64_t bytes) {
     }
     /* refuse absurd sizes before asking the OS: 2^40 bytes is far past any machine here */
     if (bytes < 0 || bytes > ((int64_t)1 << 40)) {
-        FNN_FAIL(FNN_STATUS_OOM, "alloc: cannot allocate %lld bytes on %s", (long long)bytes,
+        FNN_FAIL(FNN_STATUS_OOM, "alloc: %lld bytes on %s is too large to allocate", (long long)bytes,
                  fnn_device_name(device, name, sizeof name));
         return NULL;
     }

@@ -74,8 +74,11 @@ static int map(const char *name, fnn_tensor *out, int nin, const fnn_tensor *con
         FNN_TRY(fnn_check_input(name, ins[k]));
         if (k == 0) { ndim = ins[0]->ndim; memcpy(shape, ins[0]->shape, sizeof shape); continue; }
         FNN_TRY(fnn_check_same_device(name, ins[0], ins[k]));
-        if (ndim != ins[k]->ndim || memcmp(shape, ins[k]->shape, sizeof(int64_t) * (size_t)ndim) != 0)
-            FNN_TRY(fnn_broadcast_shapes(name, ndim, shape, ins[k]->ndim, ins[k]->shape, &ndim, shape));
+        if (ndim != ins[k]->ndim || memcmp(shape, ins[k]->shape, sizeof(int64_t) * (size_t)ndim) != 0) {
+            int64_t so_far[FNN_MAX_DIMS];
+            memcpy(so_far, shape, sizeof so_far);
+            FNN_TRY(fnn_broadcast_shapes(name, ndim, so_far, ins[k]->ndim, ins[k]->shape, &ndim, shape));
+        }
     }
     FNN_CHECK(fnn_device_type_of(ins[0]->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
               "%s: not implemented on cuda yet", name);

@@ -355,7 +355,7 @@ end
 function Tensor.free(t) C.fnn_tensor_free(t) end
 
 function Tensor.device_name(t)
-   local dev = t.device__
+   local dev = t.device_
    if bit.rshift(dev, 8) == 0 then return 'cpu' end
    return 'cuda:' .. bit.band(dev, 255)
 end
