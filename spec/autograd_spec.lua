@@ -1,0 +1,169 @@
+-- The autograd engine: fan-out, broadcasting, frozen params, no_grad,
+-- anomaly detection, freeing the graph, and its errors.
+local fnn = require 'fastnn'
+local Param = fnn.Param
+
+local function approx(expected, t, tol)
+   local got = t:to_flat()
+   assert.equals(#expected, #got)
+   for i = 1, #expected do
+      assert.is_true(math.abs(expected[i] - got[i]) <= (tol or 1e-5),
+         ('element %d: expected %.7g got %.7g'):format(i, expected[i], got[i]))
+   end
+end
+
+describe('backward', function()
+   it('accumulates a tensor used several times (fan-out)', function()
+      local p = Param(fnn.tensor{1, 2, 3})
+      local x = p:tensor()
+      local y = x * x + x * 3          -- dy/dx = 2x + 3
+      y:backward(fnn.ones(3))
+      approx({5, 7, 9}, p:grad())
+   end)
+
+   it('sums gradients back over broadcast dims', function()
+      local p = Param(fnn.tensor{1, 2, 3})              -- [3]
+      local q = Param(fnn.tensor{{1}, {2}})             -- [2,1]
+      local y = p:tensor() * q:tensor()                 -- [2,3]
+      y:backward(fnn.ones(2, 3))
+      approx({3, 3, 3}, p:grad())                       -- sum over rows of q
+      approx({6, 6}, q:grad())                          -- sum over p
+      assert.same({2, 1}, q:grad():shape())
+   end)
+
+   it('accumulates over several backward passes until zero_grad', function()
+      local p = Param(fnn.tensor{2})
+      for _ = 1, 3 do (p:tensor() * 5):backward(fnn.ones(1)) end
+      approx({15}, p:grad())
+      p:zero_grad()
+      assert.is_nil(p:grad())
+   end)
+
+   it('names the op that made a tensor, nil for plain data', function()
+      local p = Param(fnn.ones(2))
+      assert.equals('mul_scalar', (p:tensor() * 2):grad_fn())
+      assert.equals('exp', p:tensor():exp():grad_fn())
+      assert.equals('Param', p:tensor():grad_fn())
+      assert.is_nil(fnn.ones(2):grad_fn())
+      assert.is_nil(p:tensor():detach():grad_fn())
+   end)
+
+   it('refuses a non-scalar without a gradient, and a tensor without a graph', function()
+      local p = Param(fnn.ones(2, 2))
+      local ok, err = pcall(function() (p:tensor() * 2):backward() end)
+      assert.is_false(ok)
+      assert.matches('backward: tensor %[2,2%] is not a scalar; pass a gradient of the same shape', err)
+      ok, err = pcall(function() fnn.ones(3):backward(fnn.ones(3)) end)
+      assert.matches('backward: tensor %[3%] has no graph', err)
+      ok, err = pcall(function() (p:tensor() * 2):backward(fnn.ones(3)) end)
+      assert.matches('backward: gradient %[3%] does not match tensor %[2,2%]', err)
+   end)
+
+   it('refuses a second backward through a freed graph', function()
+      local p = Param(fnn.tensor{1, 2})
+      local y = p:tensor():exp() * 2
+      y:backward(fnn.ones(2))
+      local ok, err = pcall(function() y:backward(fnn.ones(2)) end)
+      assert.is_false(ok)
+      assert.matches('already freed by an earlier backward', err)
+   end)
+end)
+
+describe('Param', function()
+   it('frozen params hand out detached tensors: no node, no gradient', function()
+      local w = Param(fnn.tensor{1, 2}):freeze()
+      local b = Param(fnn.tensor{1, 1})
+      assert.is_true(w:frozen())
+      assert.is_nil(w:tensor():grad_fn())
+      local y = w:tensor() * b:tensor()
+      y:backward(fnn.ones(2))
+      assert.is_nil(w:grad())
+      approx({1, 2}, b:grad())
+      w:unfreeze()
+      assert.equals('Param', w:tensor():grad_fn())
+   end)
+
+   it('set replaces the value and refuses another shape', function()
+      local p = Param(fnn.zeros(2))
+      p:set(fnn.tensor{3, 4})
+      approx({3, 4}, p:tensor())
+      local ok, err = pcall(function() p:set(fnn.zeros(3)) end)
+      assert.matches('Param:set: new value %[3%], param is %[2%]', err)
+   end)
+
+   it('owns a copy: changing the source tensor later is impossible, and views work', function()
+      local src = fnn.tensor{{1, 2}, {3, 4}}
+      local p = Param(src)
+      approx({1, 2, 3, 4}, p:tensor())
+      assert.are_not.equal(src:storage_id(), p:tensor():storage_id())
+   end)
+end)
+
+describe('grad modes', function()
+   it('no_grad builds no node and restores the mode, even after an error', function()
+      local p = Param(fnn.ones(2))
+      local y = fnn.no_grad(function() return p:tensor() * 2 end)
+      assert.is_nil(y:grad_fn())
+      assert.is_true(fnn.is_grad_enabled())
+      local ok = pcall(fnn.no_grad, function() error('boom') end)
+      assert.is_false(ok)
+      assert.is_true(fnn.is_grad_enabled())
+      fnn.no_grad(function()
+         fnn.no_grad(function() end)
+         assert.is_false(fnn.is_grad_enabled())     -- nested: still off inside the outer
+      end)
+      assert.is_true(fnn.is_grad_enabled())
+   end)
+
+   it('detect_anomaly names the op, the element, the shape and the input', function()
+      local p = Param(fnn.tensor{1, 0, 2})
+      local y = p:tensor():log()                      -- d/dx log at 0 is inf
+      local ok, err = pcall(fnn.detect_anomaly, function() y:backward(fnn.ones(3)) end)
+      assert.is_false(ok)
+      assert.matches('anomaly: log produced inf at element 2 of %[3%] in the gradient for input 1', err)
+      local q = Param(fnn.tensor{4})
+      local z = q:tensor():sqrt() * fnn.tensor{0 / 0}
+      ok, err = pcall(fnn.detect_anomaly, function() z:backward(fnn.ones(1)) end)
+      assert.matches('anomaly: mul produced nan at element 1 of %[1%] in the gradient for input 1', err)
+      assert.is_false(fnn.gradients_are_finite({q}))
+   end)
+
+   it('without anomaly mode a non-finite gradient is stored, and gradients_are_finite says so', function()
+      local p = Param(fnn.tensor{0, 1})
+      p:tensor():log():backward(fnn.ones(2))
+      assert.is_false(fnn.gradients_are_finite({p}))
+      p:zero_grad()
+      assert.is_true(fnn.gradients_are_finite({p}))
+   end)
+end)
+
+describe('graph memory', function()
+   it('frees saved tensors when the loss is dropped, returning live bytes and nodes', function()
+      collectgarbage(); collectgarbage()
+      local p = Param(fnn.randn(256, 256))
+      collectgarbage(); collectgarbage()
+      local bytes0, nodes0 = fnn.live_bytes(), fnn.live_nodes()
+      do
+         local x = p:tensor()
+         local y = (x:exp() * x + x:tanh()) * 2
+         assert.is_true(fnn.live_bytes() > bytes0 + 4 * 256 * 256 * 3)
+         assert.is_true(fnn.live_nodes() > nodes0)
+         y = nil
+         x = nil
+      end
+      collectgarbage(); collectgarbage()
+      assert.equals(bytes0, fnn.live_bytes())
+      assert.equals(nodes0, fnn.live_nodes())
+   end)
+
+   it('backward frees saved tensors as it goes', function()
+      local p = Param(fnn.randn(128, 128))
+      collectgarbage(); collectgarbage()
+      local y = p:tensor():exp():tanh():sigmoid()
+      local before = fnn.live_bytes()
+      y:backward(fnn.ones(128, 128))
+      collectgarbage(); collectgarbage()
+      -- what is left: y itself and p's gradient, not the saved intermediates
+      assert.is_true(fnn.live_bytes() <= before)
+   end)
+end)

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages fastnn-lua needs, only those missing (needs root or sudo).
+set -euo pipefail
+PKGS="build-essential cmake pkg-config luajit libluajit-5.1-dev libopenblas-dev lua-busted luarocks
+      libcurl4-openssl-dev zlib1g-dev dataset-fashion-mnist"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds fastnn-lua and runs every spec (one ctest entry per spec file), then
+# prints one line: "N passed, N failed" counted over all specs.
+# With nvcc on the machine it also builds the CUDA backend (-DFASTNN_CUDA=ON)
+# so GPU code never rots; the GPU parity spec runs on a GPU machine (spec/gpu/check.sh).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+JOBS=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >build/cmake.log 2>&1 || { mkdir -p build; cmake -S . -B build -DCMAKE_BUILD_TYPE=Release; } || exit 1
+cmake --build build -j"$JOBS" || exit 1
+cuda_failed=0
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="$PATH:/usr/local/cuda/bin"
+  echo "== CUDA build (-DFASTNN_CUDA=ON)"
+  if ! { cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DFASTNN_CUDA=ON >/dev/null && cmake --build build-cuda -j"$JOBS"; }; then
+    echo "CUDA build FAILED"
+    cuda_failed=1
+  fi
+fi
+echo "== specs"
+(cd build && ctest -j"$JOBS" --output-on-failure) 
+log=build/Testing/Temporary/LastTest.log
+passed=0; failed=0
+if [ -f "$log" ]; then
+  # busted prints "<n> successes / <n> failures / <n> errors / <n> pending" per spec file
+  read -r passed failed < <(grep -aE '^[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$log" |
+    awk '{p += $1; f += $4 + $7 + $10} END {print p + 0, f + 0}')
+  # a spec file that crashed before printing its summary counts as one failure
+  crashed=$(grep -acE '^Test Failed\.|^"[^"]+" end time' "$log" >/dev/null; grep -ac 'Test Failed' "$log")
+  summaries=$(grep -acE '^[0-9]+ success(es)? / ' "$log")
+  files=$(ls spec/*_spec.lua | wc -l)
+  [ "$summaries" -lt "$files" ] && failed=$((failed + files - summaries))
+fi
+failed=$((failed + cuda_failed))
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
