@@ -1,1 +1,194 @@
-/* host.c */
+/* host.c: make `require 'fastnn'` work in a lua_State, and Ctrl-C as a Lua error.
+ *
+ * defines: fastnn_lua_open (module path + library path for lua/fastnn/C.lua),
+ *          fastnn_lua_catch_sigint, fastnn_interrupted (see fastnn_host.h).
+ * No mutable state in C except the SIGINT flag and target state, which a signal handler
+ * must reach and which are atomics; fastnn_lua_open itself may run in many threads at once.
+ */
+#define _GNU_SOURCE
+#include "fastnn_host.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef FASTNN_SOURCE_LUA_DIR
+#define FASTNN_SOURCE_LUA_DIR ""
+#endif
+#ifndef FASTNN_BUILD_LIB_DIR
+#define FASTNN_BUILD_LIB_DIR ""
+#endif
+#ifndef FASTNN_INSTALL_LUA_DIR
+#define FASTNN_INSTALL_LUA_DIR "/usr/local/share/lua/5.1"
+#endif
+#ifndef FASTNN_INSTALL_LIB_DIR
+#define FASTNN_INSTALL_LIB_DIR "/usr/local/lib"
+#endif
+
+enum { PATH_LEN = PATH_MAX + 64 };
+
+typedef struct host_paths {
+    char lua_dir[PATH_LEN];  /* "" when package.path is left alone */
+    char lib[PATH_LEN];      /* "" when C.lua searches by itself */
+} host_paths;
+
+/* ---- file system helpers ---- */
+
+static int is_dir(const char *p) { struct stat st; return p[0] && stat(p, &st) == 0 && S_ISDIR(st.st_mode); }
+static int is_file(const char *p) { struct stat st; return p[0] && stat(p, &st) == 0 && S_ISREG(st.st_mode); }
+
+/* Copy a + b into out (PATH_LEN bytes); 0 when it did not fit. */
+static int join(char *out, const char *a, const char *b) {
+    int n = snprintf(out, PATH_LEN, "%s%s", a, b);
+    return n > 0 && n < PATH_LEN;
+}
+
+/* The directory of the running program, resolved (no trailing '/'); "" when unknown. */
+static void program_dir(char *out) {
+    char buf[PATH_LEN];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    out[0] = '\0';
+    if (n <= 0) return;
+    buf[n] = '\0';
+    char *slash = strrchr(buf, '/');
+    if (!slash) return;
+    *slash = '\0';
+    if (!realpath(buf[0] ? buf : "/", out)) out[0] = '\0';
+}
+
+/* 1 when the program runs from inside the build tree it was compiled in. */
+static int in_build_tree(const char *prog_dir) {
+    char build[PATH_LEN];
+    if (!prog_dir[0] || !FASTNN_BUILD_LIB_DIR[0] || !realpath(FASTNN_BUILD_LIB_DIR, build)) return 0;
+    size_t n = strlen(build);
+    return strncmp(prog_dir, build, n) == 0 && (prog_dir[n] == '\0' || prog_dir[n] == '/');
+}
+
+/* Fill p with the module dir and library file, in the order fastnn_host.h documents. */
+static void resolve(host_paths *p) {
+    char prog[PATH_LEN], cand[PATH_LEN];
+    program_dir(prog);
+    int build_tree = in_build_tree(prog);
+    p->lua_dir[0] = p->lib[0] = '\0';
+
+    /* Lua modules: a dir that holds fastnn/ */
+    const char *env = getenv("FASTNN_LUA_DIR");
+    if (env && env[0]) {
+        join(p->lua_dir, env, "");
+    } else {
+        const char *dirs[4] = { build_tree ? FASTNN_SOURCE_LUA_DIR : "", FASTNN_INSTALL_LUA_DIR, NULL,
+                                FASTNN_SOURCE_LUA_DIR };
+        char rel[PATH_LEN];
+        dirs[2] = (prog[0] && join(rel, prog, "/../share/lua/5.1")) ? rel : "";
+        for (int i = 0; i < 4; i++) {
+            if (dirs[i][0] && join(cand, dirs[i], "/fastnn") && is_dir(cand)) {
+                join(p->lua_dir, dirs[i], "");
+                break;
+            }
+        }
+    }
+
+    /* the library; $FASTNN_LIB needs nothing from us, C.lua reads it first */
+    const char *libs[5][2] = {
+        { build_tree ? FASTNN_BUILD_LIB_DIR : "", "/libfastnn.so" },
+        { FASTNN_INSTALL_LIB_DIR, "/libfastnn.so.0" },
+        { prog, "/../lib/lua/5.1/libfastnn.so" },
+        { prog, "/../lib/libfastnn.so.0" },
+        { FASTNN_BUILD_LIB_DIR, "/libfastnn.so" },
+    };
+    for (int i = 0; i < 5; i++) {
+        if (libs[i][0][0] && join(cand, libs[i][0], libs[i][1]) && is_file(cand)) {
+            if (!realpath(cand, p->lib)) join(p->lib, cand, "");
+            break;
+        }
+    }
+}
+
+/* Runs under lua_cpcall, so a memory error cannot escape to a host outside pcall. */
+static int open_protected(lua_State *L) {
+    const host_paths *p = (const host_paths *)lua_touserdata(L, 1);
+    lua_getglobal(L, "package");
+    if (!lua_istable(L, -1)) return luaL_error(L, "fastnn_lua_open: call luaL_openlibs first");
+    if (p->lua_dir[0]) {
+        lua_getfield(L, -1, "path");
+        const char *old = lua_tostring(L, -1);
+        lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", p->lua_dir, p->lua_dir);
+        const char *prefix = lua_tostring(L, -1);
+        if (old && strncmp(old, prefix, strlen(prefix)) == 0) {
+            lua_pop(L, 2);                        /* opened before: keep it as it is */
+        } else {
+            lua_pushstring(L, old ? old : "");
+            lua_concat(L, 2);
+            lua_setfield(L, -3, "path");
+            lua_pop(L, 1);
+        }
+    }
+    if (p->lib[0]) {
+        lua_pushstring(L, p->lib);
+        lua_setglobal(L, "FASTNN_LIB_PATH");
+    }
+    return 0;
+}
+
+int fastnn_lua_open(lua_State *L) {
+    if (!L) return -1;
+    host_paths *p = malloc(sizeof *p);           /* 8 KiB: keep it off small thread stacks */
+    if (!p) return -1;
+    resolve(p);
+    int rc = lua_cpcall(L, open_protected, p);
+    if (rc != 0) lua_pop(L, 1);                  /* the error message */
+    free(p);
+    return rc == 0 ? 0 : -1;
+}
+
+/* ---- Ctrl-C ---- */
+
+static atomic_int interrupt_pending;             /* a Ctrl-C not yet handled */
+static _Atomic(lua_State *) sigint_state;        /* the state the hook goes to */
+
+/* Runs at the next safe point of the state after a Ctrl-C: drop the hook, raise. */
+static void interrupt_hook(lua_State *L, lua_Debug *ar) {
+    (void)ar;
+    lua_sethook(L, NULL, 0, 0);
+    if (atomic_exchange(&interrupt_pending, 0)) luaL_error(L, "interrupted");
+}
+
+/* Async-signal-safe: atomics, lua_sethook (as luajit.c does), signal and raise. */
+static void on_sigint(int sig) {
+    if (atomic_exchange(&interrupt_pending, 1)) {   /* second Ctrl-C: the default action */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    lua_State *L = atomic_load(&sigint_state);
+    if (L) lua_sethook(L, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+void fastnn_lua_catch_sigint(lua_State *L, int on) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    if (on && L) {
+        atomic_store(&sigint_state, L);
+        sa.sa_handler = on_sigint;
+        sa.sa_flags = SA_RESTART;                 /* blocking reads go on; the hook fires after */
+        sigaction(SIGINT, &sa, NULL);
+    } else {
+        sa.sa_handler = SIG_DFL;
+        sigaction(SIGINT, &sa, NULL);
+        lua_State *old = atomic_exchange(&sigint_state, NULL);
+        if (old && atomic_exchange(&interrupt_pending, 0)) lua_sethook(old, NULL, 0, 0);
+    }
+}
+
+int fastnn_interrupted(void) {
+    return atomic_exchange(&interrupt_pending, 0);
+}

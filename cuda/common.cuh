@@ -1,4 +1,4 @@
-/* common.cuh: what every cuda/*.cu file shares: the core's internal header
+/* common.cuh: what every .cu file in cuda/ shares: the core's internal header
  * (seen from C++), FNN_CUDA_CHECK, launch sizes, and the launchers each file
  * contributes to the backend table that backend.cu registers.
  *

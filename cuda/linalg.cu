@@ -33,7 +33,7 @@ int fnn_cuda_gemm(int ordinal, int trans_a, int trans_b, int m, int n, int k, fl
     FNN_ASSERT(ordinal >= 0 && ordinal < 256 && m >= 0 && n >= 0 && k >= 0 && batch >= 0);
     if (m == 0 || n == 0 || batch == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("matmul", ordinal));
-    cublasHandle_t h;
+    cublasHandle_t h = NULL;
     FNN_TRY(handle_for(ordinal, &h));
     if (k == 0) {
         /* nothing of A or B is read: C = beta C. Give cuBLAS the smallest legal

@@ -1,8 +1,324 @@
-/* index.c: STUB, being written. */
+/* index.c: ops driven by index tensors (index_select gather scatter_add) and
+ * by a mask (masked_fill).
+ *
+ * Index tensors hold 1-based ids as floats, as Lua users see them; the kernels
+ * convert each one when they load it and check it is a whole number inside
+ * 1..size, naming the 1-based value, the range, the dim and the shape. Index
+ * and mask tensors are never differentiated: nodes take edges only from the
+ * data inputs, and keep the index or mask as a saved tensor for the rule. */
 #include "../internal.h"
+#include <math.h>
+#include <string.h>
 
-int fnn_index_select(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "index_select: not implemented yet"); }
-int fnn_gather(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "gather: not implemented yet"); }
-int fnn_scatter_add(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index, const fnn_tensor *src) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "scatter_add: not implemented yet"); }
-int fnn_masked_fill(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *mask, double value) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "masked_fill: not implemented yet"); }
-const fnn_op_def *const fnn_ops_index[] = {NULL};
+/* ================= helpers ================= */
+
+static int cpu_only(const char *op, const fnn_tensor *x) {
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "%s: not implemented on cuda yet", op);
+    return FNN_STATUS_OK;
+}
+
+/* a 1-based id as stored -> 0-based position in 0..size-1, or an error naming it */
+static inline int load_index(const char *op, float v, int64_t size, int dim, const fnn_tensor *x, int64_t *pos) {
+    if (!(v >= 1.0f && v <= (float)size) || v != floorf(v)) {
+        if (v == floorf(v) || isnan(v) || isinf(v))
+            return FNN_FAIL(FNN_STATUS_ARG, "%s: index %g outside 1..%lld in dim %d of %s", op, (double)v,
+                            (long long)size, dim + 1, fnn_shape_of(x).s);
+        return FNN_FAIL(FNN_STATUS_ARG, "%s: index %g is not a whole number (dim %d of %s)", op, (double)v, dim + 1,
+                        fnn_shape_of(x).s);
+    }
+    *pos = (int64_t)v - 1;
+    /* float rounding at the top of a huge dim: keep the position inside it */
+    if (*pos >= size) return FNN_FAIL(FNN_STATUS_ARG, "%s: index %g outside 1..%lld in dim %d of %s", op, (double)v,
+                                      (long long)size, dim + 1, fnn_shape_of(x).s);
+    return FNN_STATUS_OK;
+}
+
+/* attach def's node with edges from the data inputs only; on failure out is cleared */
+static int record(const fnn_op_def *def, fnn_tensor *out, int n, const fnn_tensor *const *ins, const fnn_tensor *keep,
+                  int dim) {
+    if (!fnn_needs_node(n, ins)) return FNN_STATUS_OK;
+    fnn_node *nd = fnn_attach_node(out, def, n, ins);
+    if (!nd || fnn_save(nd, 0, keep) != FNN_STATUS_OK) { fnn_tensor_clear(out); return fnn_last_status(); }
+    nd->iattr[0] = dim;
+    return FNN_STATUS_OK;
+}
+
+/* outer, size, inner of x around dim (x seen as [outer, size, inner]) */
+static void split_at(const fnn_tensor *x, int d, int64_t *outer, int64_t *inner) {
+    *outer = fnn_numel_of(d, x->shape);
+    *inner = fnn_numel_of(x->ndim - d - 1, x->shape + d + 1);
+}
+
+/* ================= index_select ================= */
+
+/* y [outer, m, inner] = x [outer, n, inner] at rows ids[0..m-1] (0-based) */
+static void index_select_forward_cpu(float *y, const float *x, const int64_t *ids, int64_t outer, int64_t n,
+                                     int64_t m, int64_t inner) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < m; j++)
+            memcpy(y + (o * m + j) * inner, x + (o * n + ids[j]) * inner, sizeof(float) * (size_t)inner);
+}
+
+/* dx [outer, n, inner] += g [outer, m, inner] at rows ids (repeated ids add up) */
+static void index_select_backward_cpu(float *dx, const float *g, const int64_t *ids, int64_t outer, int64_t n,
+                                      int64_t m, int64_t inner) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < m; j++) {
+            float *dst = dx + (o * n + ids[j]) * inner;
+            const float *src = g + (o * m + j) * inner;
+            for (int64_t i = 0; i < inner; i++) dst[i] += src[i];
+        }
+}
+
+/* the ids of a 1-D (or 0-D) index tensor as 0-based positions checked against dim d of x
+ * (x may be a shape-only header), in a buffer from fnn_alloc: free it with free_ids */
+static int64_t *load_ids(const char *op, const fnn_tensor *index, const fnn_tensor *x, int d, int *rc) {
+    int64_t m = fnn_tensor_numel(index), st = index->ndim == 1 ? index->stride[0] : 0;
+    int64_t *ids = fnn_alloc(fnn_make_device(FNN_DEVICE_CPU, 0), (m > 0 ? m : 1) * (int64_t)sizeof(int64_t));
+    if (!ids) { *rc = fnn_last_status(); return NULL; }
+    const float *iv = fnn_data(index);
+    *rc = FNN_STATUS_OK;
+    for (int64_t j = 0; j < m && !*rc; j++) *rc = load_index(op, iv[j * st], x->shape[d], d, x, &ids[j]);
+    return ids;
+}
+static void free_ids(int64_t *ids, const fnn_tensor *index) {
+    int64_t m = fnn_tensor_numel(index);
+    fnn_free(fnn_make_device(FNN_DEVICE_CPU, 0), ids, (m > 0 ? m : 1) * (int64_t)sizeof(int64_t));
+}
+
+/* x [s...] with only its shape, for rules that check ids against the input's shape */
+static fnn_tensor shape_only(const fnn_node *n, int k) {
+    fnn_tensor t;
+    fnn_tensor_init(&t);
+    t.ndim = n->in_ndim[k];
+    memcpy(t.shape, n->in_shape[k], sizeof(int64_t) * (size_t)t.ndim);
+    return t;
+}
+
+/* dx = zeros of x's shape with each row of g added back at its id */
+static int index_select_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    int d = (int)n->iattr[0], rc;
+    const fnn_tensor *index = &n->saved[0];
+    fnn_tensor xs = shape_only(n, 0), gtmp;
+    fnn_tensor_init(&gtmp);
+    int64_t *ids = load_ids("index_select", index, &xs, d, &rc);
+    if (!ids) return rc;
+    const float *gd = rc ? NULL : fnn_contiguous_data(g, &gtmp, &rc);
+    if (!rc) rc = fnn_zeros(&din[0], xs.ndim, xs.shape);
+    if (!rc) {
+        int64_t outer, inner;
+        split_at(&xs, d, &outer, &inner);
+        index_select_backward_cpu(fnn_data(&din[0]), gd, ids, outer, xs.shape[d], fnn_tensor_numel(index), inner);
+    }
+    free_ids(ids, index);
+    fnn_tensor_clear(&gtmp);
+    return rc;
+}
+static const fnn_op_def INDEX_SELECT = {{"index_select", "index", 1, 0}, index_select_backward};
+
+/* index_select: x [.., n, ..], index [m] of ids in 1..n -> [.., m, ..] */
+int fnn_index_select(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) {
+    const char *op = "index_select";
+    FNN_TRY(fnn_check_input(op, x));
+    FNN_TRY(fnn_check_input(op, index));
+    int d, rc;
+    FNN_TRY(fnn_wrap_dim(op, x, dim, 0, &d));
+    FNN_CHECK(index->ndim <= 1, FNN_STATUS_SHAPE, "%s: index must be 1-D, got %s for input %s", op,
+              fnn_shape_of(index).s, fnn_shape_of(x).s);
+    FNN_TRY(fnn_check_same_device(op, x, index));
+    FNN_TRY(cpu_only(op, x));
+    fnn_tensor xtmp;
+    fnn_tensor_init(&xtmp);
+    int64_t *ids = load_ids(op, index, x, d, &rc);
+    if (!ids) return rc;
+    const float *xd = rc ? NULL : fnn_contiguous_data(x, &xtmp, &rc);
+    int64_t m = fnn_tensor_numel(index), shape[FNN_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[d] = m;
+    if (!rc) rc = fnn_new_output(out, x->device, x->ndim, shape);
+    if (!rc) {
+        int64_t outer, inner;
+        split_at(x, d, &outer, &inner);
+        index_select_forward_cpu(fnn_data(out), xd, ids, outer, x->shape[d], m, inner);
+        const fnn_tensor *ins[1] = {x};
+        rc = record(&INDEX_SELECT, out, 1, ins, index, d);
+    }
+    free_ids(ids, index);
+    fnn_tensor_clear(&xtmp);
+    return rc;
+}
+
+/* ================= gather, scatter_add ================= */
+
+/* the shared loop of gather and scatter_add: for every position p of index [s...]
+ * (row-major), with q = p but q[dim] = index[p] - 1:
+ *   gather:      y[p] = x[q]              (y contiguous like index)
+ *   scatter_add: x[q] += src[p]           (x the output, contiguous) */
+static int index_walk(const char *op, bool scatter, float *x, const int64_t *xs, const fnn_tensor *xshape,
+                      const fnn_tensor *index, float *y, const int64_t *ys, int d) {
+    int ndim = index->ndim;
+    int64_t n = fnn_tensor_numel(index);
+    if (n == 0) return FNN_STATUS_OK;
+    const float *iv = fnn_data(index);
+    int64_t idx[FNN_MAX_DIMS] = {0};
+    for (int64_t k = 0; k < n; k++) {
+        int64_t ioff = 0, xoff = 0, yoff = 0;
+        for (int i = 0; i < ndim; i++) {
+            ioff += idx[i] * index->stride[i];
+            yoff += idx[i] * ys[i];
+            if (i != d) xoff += idx[i] * xs[i];
+        }
+        int64_t pos = 0;
+        FNN_TRY(load_index(op, iv[ioff], xshape->shape[d], d, xshape, &pos));
+        xoff += pos * xs[d];
+        if (scatter) x[xoff] += y[yoff];
+        else y[yoff] = x[xoff];
+        for (int i = ndim - 1; i >= 0; i--) { if (++idx[i] < index->shape[i]) break; idx[i] = 0; }
+    }
+    return FNN_STATUS_OK;
+}
+
+/* index [s...] against x (and src): same ndim; index fits in x outside dim (and in src everywhere) */
+static int check_index_shape(const char *op, const fnn_tensor *x, const fnn_tensor *index, const fnn_tensor *src,
+                             int d) {
+    FNN_CHECK(index->ndim == x->ndim, FNN_STATUS_SHAPE, "%s: index %s must have as many dims as input %s", op,
+              fnn_shape_of(index).s, fnn_shape_of(x).s);
+    for (int i = 0; i < x->ndim; i++) {
+        FNN_CHECK(i == d || index->shape[i] <= x->shape[i], FNN_STATUS_SHAPE,
+                  "%s: index %s is larger than input %s in dim %d (only dim %d may differ)", op,
+                  fnn_shape_of(index).s, fnn_shape_of(x).s, i + 1, d + 1);
+    }
+    if (src) {
+        FNN_CHECK(src->ndim == x->ndim, FNN_STATUS_SHAPE, "%s: src %s must have as many dims as input %s", op,
+                  fnn_shape_of(src).s, fnn_shape_of(x).s);
+        for (int i = 0; i < x->ndim; i++)
+            FNN_CHECK(index->shape[i] <= src->shape[i], FNN_STATUS_SHAPE,
+                      "%s: index %s is larger than src %s in dim %d", op, fnn_shape_of(index).s, fnn_shape_of(src).s,
+                      i + 1);
+    }
+    return FNN_STATUS_OK;
+}
+
+/* dx = zeros of x's shape with g added at the gathered positions */
+static int gather_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    int d = (int)n->iattr[0];
+    fnn_tensor xs = shape_only(n, 0), gtmp;
+    FNN_TRY(fnn_zeros(&din[0], xs.ndim, xs.shape));
+    int rc;
+    const float *gd = fnn_contiguous_data(g, &gtmp, &rc);
+    if (!rc) {
+        int64_t gs[FNN_MAX_DIMS];
+        fnn_contiguous_strides(g->ndim, g->shape, gs);
+        rc = index_walk("gather", true, fnn_data(&din[0]), din[0].stride, &xs, &n->saved[0], (float *)gd, gs, d);
+    }
+    fnn_tensor_clear(&gtmp);
+    if (rc) fnn_tensor_clear(&din[0]);
+    return rc;
+}
+static const fnn_op_def GATHER = {{"gather", "index", 1, 0}, gather_backward};
+
+/* gather: x [s...], index [t...] (same ndim, t <= s outside dim) -> [t...], y[p] = x[p with dim = index[p]] */
+int fnn_gather(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) {
+    const char *op = "gather";
+    FNN_TRY(fnn_check_input(op, x));
+    FNN_TRY(fnn_check_input(op, index));
+    int d;
+    FNN_TRY(fnn_wrap_dim(op, x, dim, 0, &d));
+    FNN_TRY(check_index_shape(op, x, index, NULL, d));
+    FNN_TRY(fnn_check_same_device(op, x, index));
+    FNN_TRY(cpu_only(op, x));
+    FNN_TRY(fnn_new_output(out, x->device, index->ndim, index->shape));
+    int rc = index_walk(op, false, (float *)fnn_data(x), x->stride, x, index, fnn_data(out), out->stride, d);
+    if (rc) { fnn_tensor_clear(out); return rc; }
+    const fnn_tensor *ins[1] = {x};
+    return record(&GATHER, out, 1, ins, index, d);
+}
+
+/* dx = g; dsrc = gather(g, dim, index), zero-padded to src's shape where index is smaller */
+static int scatter_add_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    int d = (int)n->iattr[0];
+    const fnn_tensor *index = &n->saved[0];
+    if (n->next[0]) FNN_TRY(fnn_tensor_ref(&din[0], g));
+    if (!n->next[1]) return FNN_STATUS_OK;
+    fnn_tensor part;
+    FNN_TRY(fnn_gather(&part, g, d, index));
+    int nd = n->in_ndim[1];
+    int64_t pads[2 * FNN_MAX_DIMS];
+    bool same = true;
+    for (int i = 0; i < nd; i++) {
+        pads[2 * (nd - 1 - i)] = 0;
+        pads[2 * (nd - 1 - i) + 1] = n->in_shape[1][i] - index->shape[i];
+        same = same && index->shape[i] == n->in_shape[1][i];
+    }
+    if (same) { din[1] = part; return FNN_STATUS_OK; }
+    int rc = fnn_pad(&din[1], &part, nd, pads, 0.0);
+    fnn_tensor_clear(&part);
+    return rc;
+}
+static const fnn_op_def SCATTER_ADD = {{"scatter_add", "index", 1, 0}, scatter_add_backward};
+
+/* scatter_add: x [s...], index [t...], src [u...] (t <= u, t <= s outside dim) -> [s...]:
+ * a copy of x with src[p] added at p with dim = index[p] */
+int fnn_scatter_add(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index, const fnn_tensor *src) {
+    const char *op = "scatter_add";
+    FNN_TRY(fnn_check_input(op, x));
+    FNN_TRY(fnn_check_input(op, index));
+    FNN_TRY(fnn_check_input(op, src));
+    int d;
+    FNN_TRY(fnn_wrap_dim(op, x, dim, 0, &d));
+    FNN_TRY(check_index_shape(op, x, index, src, d));
+    FNN_TRY(fnn_check_same_device(op, x, index));
+    FNN_TRY(fnn_check_same_device(op, x, src));
+    FNN_TRY(cpu_only(op, x));
+    FNN_TRY(fnn_materialize(out, x));
+    int rc = index_walk(op, true, fnn_data(out), out->stride, x, index, (float *)fnn_data(src), src->stride, d);
+    if (rc) { fnn_tensor_clear(out); return rc; }
+    const fnn_tensor *ins[2] = {x, src};
+    return record(&SCATTER_ADD, out, 2, ins, index, d);
+}
+
+/* ================= masked_fill ================= */
+
+/* y [s...] = mask != 0 ? value : x, mask broadcast to x's shape */
+static void masked_fill_forward_cpu(float *y, const float *x, const int64_t *xs, const float *m, const int64_t *ms,
+                                    int ndim, const int64_t *shape, float value) {
+    int64_t n = fnn_numel_of(ndim, shape);
+    int64_t idx[FNN_MAX_DIMS] = {0};
+    for (int64_t k = 0; k < n; k++) {
+        int64_t xoff = 0, moff = 0;
+        for (int i = 0; i < ndim; i++) { xoff += idx[i] * xs[i]; moff += idx[i] * ms[i]; }
+        y[k] = m[moff] != 0.0f ? value : x[xoff];
+        for (int i = ndim - 1; i >= 0; i--) { if (++idx[i] < shape[i]) break; idx[i] = 0; }
+    }
+}
+
+/* dx = g with zeros where the mask is set (those places no longer depend on x) */
+static int masked_fill_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    return fnn_masked_fill(&din[0], g, &n->saved[0], 0.0);
+}
+static const fnn_op_def MASKED_FILL = {{"masked_fill", "index", 1, 0}, masked_fill_backward};
+
+/* masked_fill: x [s...], mask broadcastable to [s...] -> [s...] with value where mask != 0 */
+int fnn_masked_fill(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *mask, double value) {
+    const char *op = "masked_fill";
+    FNN_TRY(fnn_check_input(op, x));
+    FNN_TRY(fnn_check_input(op, mask));
+    int nb;
+    int64_t bshape[FNN_MAX_DIMS];
+    FNN_TRY(fnn_broadcast_shapes(op, x->ndim, x->shape, mask->ndim, mask->shape, &nb, bshape));
+    FNN_CHECK(nb == x->ndim && memcmp(bshape, x->shape, sizeof(int64_t) * (size_t)nb) == 0, FNN_STATUS_SHAPE,
+              "%s: mask %s does not broadcast to input %s (it would make %s)", op, fnn_shape_of(mask).s,
+              fnn_shape_of(x).s, fnn_shape_dims(nb, bshape).s);
+    FNN_TRY(fnn_check_same_device(op, x, mask));
+    FNN_TRY(cpu_only(op, x));
+    int64_t ms[FNN_MAX_DIMS];
+    fnn_broadcast_strides(mask, x->ndim, x->shape, ms);
+    FNN_TRY(fnn_new_output(out, x->device, x->ndim, x->shape));
+    masked_fill_forward_cpu(fnn_data(out), fnn_data(x), x->stride, fnn_data(mask), ms, x->ndim, x->shape,
+                            (float)value);
+    const fnn_tensor *ins[1] = {x};
+    return record(&MASKED_FILL, out, 1, ins, mask, 0);
+}
+
+const fnn_op_def *const fnn_ops_index[] = {&INDEX_SELECT, &GATHER, &SCATTER_ADD, &MASKED_FILL, NULL};

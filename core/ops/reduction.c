@@ -1,17 +1,665 @@
-/* reduction.c: STUB, being written. */
+/* reduction.c: reductions over one dim or over everything (sum mean prod var
+ * std norm logsumexp max min argmax argmin) and softmax / log_softmax along
+ * one dim.
+ *
+ * A reduction sees its input as [outer, red, inner]: the dims before the
+ * reduced one, the reduced one, the dims after it (dim = -1: [1, numel, 1]).
+ * The outer dims may stay strided (an offset per outer index); the inner dims
+ * must coalesce into one stride, else the input is copied contiguous once. The
+ * output is contiguous [outer, inner] (keepdim only changes its shape).
+ *
+ * Each op is a line kernel (one output from `red` values at a stride) and,
+ * beside it, a gradient line kernel (`red` gradients from one output's
+ * gradient). sum has kernels of its own: autograd calls it on every step to
+ * undo broadcasting (fnn_sum_to_shape), so reducing the first or the last dim
+ * of a contiguous tensor must be fast. Sums accumulate in double. */
 #include "../internal.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
-int fnn_sum(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "sum: not implemented yet"); }
-int fnn_mean(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "mean: not implemented yet"); }
-int fnn_prod(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "prod: not implemented yet"); }
-int fnn_var(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, int unbiased) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "var: not implemented yet"); }
-int fnn_std(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, int unbiased) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "std: not implemented yet"); }
-int fnn_norm(fnn_tensor *out, const fnn_tensor *x, double p, int dim, int keepdim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "norm: not implemented yet"); }
-int fnn_logsumexp(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "logsumexp: not implemented yet"); }
-int fnn_max(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int dim, int keepdim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "max: not implemented yet"); }
-int fnn_min(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int dim, int keepdim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "min: not implemented yet"); }
-int fnn_argmax(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "argmax: not implemented yet"); }
-int fnn_argmin(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "argmin: not implemented yet"); }
-int fnn_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "softmax: not implemented yet"); }
-int fnn_log_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "log_softmax: not implemented yet"); }
-const fnn_op_def *const fnn_ops_reduction[] = {NULL};
+/* ================= geometry ================= */
+
+typedef struct {
+    const float *base;
+    int64_t outer, red, inner;                        /* input [outer, red, inner] -> output [outer, inner] */
+    int64_t sr, si;                                   /* strides of the reduced dim and of the inner dims */
+    int nouter;                                       /* outer dims after coalescing */
+    int64_t oshape[FNN_MAX_DIMS], ostride[FNN_MAX_DIMS];
+    fnn_tensor tmp;                                   /* a contiguous copy, when x's layout needed one */
+} geom;
+
+/* drop size-1 dims and merge neighbours that step as one; returns the dims left */
+static int coalesce_dims(int n, const int64_t *shape, const int64_t *stride, int64_t *cs, int64_t *cst) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (shape[i] == 1) continue;
+        if (k > 0 && cst[k - 1] == stride[i] * shape[i]) { cs[k - 1] *= shape[i]; cst[k - 1] = stride[i]; }
+        else { cs[k] = shape[i]; cst[k] = stride[i]; k++; }
+    }
+    return k;
+}
+
+/* see x as [outer, red, inner] around dim d (d < 0: everything); clear g->tmp after use */
+static int geom_init(geom *g, const fnn_tensor *x, int d) {
+    memset(g, 0, sizeof *g);
+    fnn_tensor_init(&g->tmp);
+    g->outer = g->inner = g->sr = g->si = 1;
+    g->base = fnn_data(x);
+    if (fnn_tensor_numel(x) == 0) {   /* nothing is read: only the sizes matter */
+        if (d < 0) g->red = 0;
+        else {
+            g->outer = fnn_numel_of(d, x->shape);
+            g->red = x->shape[d];
+            g->inner = fnn_numel_of(x->ndim - d - 1, x->shape + d + 1);
+        }
+        return FNN_STATUS_OK;
+    }
+    const fnn_tensor *src = x;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int64_t cs[FNN_MAX_DIMS], cst[FNN_MAX_DIMS];
+        g->base = fnn_data(src);
+        if (d < 0) {
+            int k = coalesce_dims(src->ndim, src->shape, src->stride, cs, cst);
+            if (k <= 1) {
+                g->red = k ? cs[0] : 1;
+                g->sr = k ? cst[0] : 1;
+                return FNN_STATUS_OK;
+            }
+        } else {
+            int k = coalesce_dims(src->ndim - d - 1, src->shape + d + 1, src->stride + d + 1, cs, cst);
+            if (k <= 1) {
+                g->inner = k ? cs[0] : 1;
+                g->si = k ? cst[0] : 1;
+                g->red = src->shape[d];
+                g->sr = src->stride[d];
+                g->nouter = coalesce_dims(d, src->shape, src->stride, g->oshape, g->ostride);
+                g->outer = fnn_numel_of(g->nouter, g->oshape);
+                return FNN_STATUS_OK;
+            }
+        }
+        FNN_TRY(fnn_materialize(&g->tmp, x));   /* a contiguous copy always coalesces */
+        src = &g->tmp;
+    }
+    fnn_tensor_clear(&g->tmp);
+    return FNN_FAIL(FNN_STATUS_INTERNAL, "reduction: layout of %s did not coalesce (please report)",
+                    fnn_shape_of(x).s);
+}
+
+/* element offset of outer index o */
+static inline int64_t outer_off(const geom *g, int64_t o) {
+    if (g->nouter == 1) return o * g->ostride[0];
+    int64_t off = 0;
+    for (int k = g->nouter - 1; k >= 0; k--) {
+        int64_t i = o % g->oshape[k];
+        o /= g->oshape[k];
+        off += i * g->ostride[k];
+    }
+    return off;
+}
+
+/* sizes of [outer, red, inner] for a contiguous tensor of this shape (backward rules) */
+static void split_shape(int nd, const int64_t *shape, int d, int64_t *O, int64_t *R, int64_t *I) {
+    if (d < 0) { *O = 1; *R = fnn_numel_of(nd, shape); *I = 1; return; }
+    *O = fnn_numel_of(d, shape);
+    *R = shape[d];
+    *I = fnn_numel_of(nd - d - 1, shape + d + 1);
+}
+
+/* the output shape: dim d removed (kept as 1 with keepdim); d < 0: [] (or all ones) */
+static void reduced_shape(const fnn_tensor *x, int d, int keepdim, int *ndim, int64_t *shape) {
+    int k = 0;
+    for (int i = 0; i < x->ndim; i++) {
+        if (d < 0 || i == d) { if (keepdim) shape[k++] = 1; }
+        else shape[k++] = x->shape[i];
+    }
+    *ndim = k;
+}
+
+/* checks every reduction runs first; dim -1 (or 0 on a scalar) means everything -> *d = -1 */
+static int prelude(const char *name, const fnn_tensor *x, int dim, int *d) {
+    FNN_TRY(fnn_check_input(name, x));
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "%s: not implemented on cuda yet", name);
+    if (dim == -1 || (x->ndim == 0 && dim == 0)) { *d = -1; return FNN_STATUS_OK; }
+    return fnn_wrap_dim(name, x, dim, 0, d);
+}
+
+/* record the node of a one-input reduction: saved[0] = x (when save_x), saved[1] = extra;
+ * iattr[0] = dim (-1: all), iattr[1] = keepdim, attr[0..1] = the op's numbers */
+static int record(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, bool save_x,
+                  const fnn_tensor *extra, int d, int keepdim, double k0, double k1) {
+    const fnn_tensor *ins[1] = {x};
+    if (!def->backward || !fnn_needs_node(1, ins)) return FNN_STATUS_OK;
+    fnn_node *n = fnn_attach_node(out, def, 1, ins);
+    if (!n || (save_x && fnn_save(n, 0, x)) || (extra && fnn_save(n, 1, extra))) {
+        fnn_tensor_clear(out);
+        return fnn_last_status();
+    }
+    n->iattr[0] = d;
+    n->iattr[1] = keepdim;
+    n->attr[0] = k0;
+    n->attr[1] = k1;
+    return FNN_STATUS_OK;
+}
+
+/* ================= drivers ================= */
+
+/* a line kernel: n values at stride s -> *y (and a 1-based *idx when idx != NULL); k = op numbers */
+typedef void (*line_fn)(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx);
+/* a gradient line kernel: dx[r*s] for r < n from the output gradient g and output y (or index) */
+typedef void (*grad_fn)(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
+
+/* [outer, red, inner] -> y [outer, inner], one line kernel call per output */
+static void run_lines(const geom *g, line_fn f, const double *k, float *y, float *idx) {
+    int64_t nout = g->outer * g->inner;
+    int threads = fnn_threads_for(nout * (g->red > 0 ? g->red : 1));
+    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int64_t p = 0; p < nout; p++) {
+        int64_t o = p / g->inner, i = p - o * g->inner;
+        f(g->base + outer_off(g, o) + i * g->si, g->red, g->sr, k, y + p, idx ? idx + p : NULL);
+    }
+}
+
+/* din [outer, red, inner] from dout [outer, inner]; x = saved[0] and y = saved[1] made contiguous
+ * when the kernel reads them */
+static int grad_lines(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, grad_fn f, bool use_x, bool use_y) {
+    if (!n->next[0]) return FNN_STATUS_OK;
+    int nd = n->in_ndim[0];
+    const int64_t *shape = n->in_shape[0];
+    int64_t O, R, I;
+    split_shape(nd, shape, (int)n->iattr[0], &O, &R, &I);
+    fnn_tensor tg, tx, ty;
+    fnn_tensor_init(&tx);
+    fnn_tensor_init(&ty);
+    int rc = FNN_STATUS_OK;
+    const float *x = NULL, *y = NULL, *g = fnn_contiguous_data(dout, &tg, &rc);
+    if (!rc && use_x) x = fnn_contiguous_data(&n->saved[0], &tx, &rc);
+    if (!rc && use_y) y = fnn_contiguous_data(&n->saved[1], &ty, &rc);
+    if (!rc) rc = fnn_new_output(din, dout->device, nd, shape);
+    if (!rc) {
+        float *dx = fnn_data(din);
+        const double *k = n->attr;
+        int threads = fnn_threads_for(O * R * I);
+        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (int64_t p = 0; p < O * I; p++) {
+            int64_t o = p / I, i = p - o * I, at = o * R * I + i;
+            f(dx + at, x ? x + at : NULL, R, I, g[p], y ? y[p] : 0.0f, k);
+        }
+    }
+    fnn_tensor_clear(&tg);
+    fnn_tensor_clear(&tx);
+    fnn_tensor_clear(&ty);
+    return rc;
+}
+
+/* ================= sum, mean ================= */
+
+enum { SUM_BLOCK = 256, SUM_PARTS = 64, SUM_PART_MIN = 65536 };
+
+/* x [n] at stride s -> sum in double. A contiguous run is added in 16 float lanes over
+ * blocks of 256 (vectorizes; each lane adds only 16 values) and the blocks in double. */
+static double line_sum(const float *x, int64_t n, int64_t s) {
+    double total = 0;
+    int64_t i = 0;
+    if (s == 1) {
+        for (; i + 256 <= n; i += 256) {
+            float lane[16] = {0};
+            for (int j = 0; j < 256; j += 16)
+                for (int k = 0; k < 16; k++) lane[k] += x[i + j + k];
+            double b = 0;
+            for (int k = 0; k < 16; k++) b += lane[k];
+            total += b;
+        }
+        for (; i < n; i++) total += x[i];
+    } else {
+        for (; i < n; i++) total += x[i * s];
+    }
+    return total;
+}
+
+/* [outer, red, inner] -> y [outer, inner] = scale * sum over red */
+static void sum_run(const geom *g, float *y, double scale) {
+    int64_t O = g->outer, R = g->red, I = g->inner;
+    if (O * I == 0) return;
+    int threads = fnn_threads_for(O * R * I);
+    if (O == 1 && I == 1 && threads > 1 && R >= 2 * SUM_PART_MIN) {
+        /* one long line: a fixed split (the result does not depend on the thread count), parts added in order */
+        int parts = R / SUM_PART_MIN < SUM_PARTS ? (int)(R / SUM_PART_MIN) : SUM_PARTS;
+        int64_t chunk = (R + parts - 1) / parts;
+        double part[SUM_PARTS];
+        #pragma omp parallel for num_threads(threads) schedule(static)
+        for (int p = 0; p < parts; p++) {
+            int64_t lo = p * chunk, hi = lo + chunk < R ? lo + chunk : R;
+            part[p] = lo < hi ? line_sum(g->base + lo * g->sr, hi - lo, g->sr) : 0.0;
+        }
+        double t = 0;
+        for (int p = 0; p < parts; p++) t += part[p];
+        y[0] = (float)(t * scale);
+        return;
+    }
+    if (I == 1) {   /* reduce the last dim: one line per output */
+        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (int64_t o = 0; o < O; o++) y[o] = (float)(line_sum(g->base + outer_off(g, o), R, g->sr) * scale);
+        return;
+    }
+    /* reduce a leading dim: SUM_BLOCK outputs at a time, adding whole rows (unit-stride reads) */
+    int64_t nblk = (I + SUM_BLOCK - 1) / SUM_BLOCK;
+    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int64_t p = 0; p < O * nblk; p++) {
+        int64_t o = p / nblk, i0 = (p - o * nblk) * SUM_BLOCK;
+        int m = (int)(I - i0 < SUM_BLOCK ? I - i0 : SUM_BLOCK);
+        double acc[SUM_BLOCK];
+        for (int j = 0; j < m; j++) acc[j] = 0;
+        const float *src = g->base + outer_off(g, o) + i0 * g->si;
+        int64_t si = g->si;
+        for (int64_t r = 0; r < R; r++) {
+            const float *row = src + r * g->sr;
+            if (si == 1) for (int j = 0; j < m; j++) acc[j] += row[j];
+            else for (int j = 0; j < m; j++) acc[j] += row[j * si];
+        }
+        float *dst = y + o * I + i0;
+        for (int j = 0; j < m; j++) dst[j] = (float)(acc[j] * scale);
+    }
+}
+
+/* sum/mean backward: dx [outer, red, inner] = dout [outer, inner] (/ red for mean, attr[0] = 1) */
+static int sum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    if (!n->next[0]) return FNN_STATUS_OK;
+    int nd = n->in_ndim[0];
+    int64_t O, R, I;
+    split_shape(nd, n->in_shape[0], (int)n->iattr[0], &O, &R, &I);
+    fnn_tensor tg;
+    int rc;
+    const float *g = fnn_contiguous_data(dout, &tg, &rc);
+    if (!rc) rc = fnn_new_output(din, dout->device, nd, n->in_shape[0]);
+    if (!rc) {
+        float *dx = fnn_data(din);
+        float scale = n->attr[0] != 0 ? (float)(1.0 / (double)R) : 1.0f;
+        int threads = fnn_threads_for(O * R * I);
+        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (int64_t row = 0; row < O * R; row++) {
+            const float *gr = g + (row / (R > 0 ? R : 1)) * I;
+            float *d = dx + row * I;
+            for (int64_t i = 0; i < I; i++) d[i] = gr[i] * scale;
+        }
+    }
+    fnn_tensor_clear(&tg);
+    return rc;
+}
+
+static const fnn_op_def SUM = {{"sum", "reduction", 1, 0}, sum_backward};
+static const fnn_op_def MEAN = {{"mean", "reduction", 1, 0}, sum_backward};
+
+/* sum and mean: x any shape -> reduced shape (sum of none = 0, mean of none = nan) */
+static int sum_mean(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, bool mean) {
+    int d, ondim;
+    int64_t oshape[FNN_MAX_DIMS];
+    FNN_TRY(prelude(def->info.name, x, dim, &d));
+    reduced_shape(x, d, keepdim, &ondim, oshape);
+    geom g;
+    FNN_TRY(geom_init(&g, x, d));
+    int rc = fnn_new_output(out, x->device, ondim, oshape);
+    if (!rc) sum_run(&g, fnn_data(out), mean ? 1.0 / (double)g.red : 1.0);   /* 1/0 = inf: 0 * inf = nan */
+    fnn_tensor_clear(&g.tmp);
+    if (rc) return rc;
+    return record(def, out, x, false, NULL, d, keepdim, mean ? 1 : 0, 0);
+}
+
+int fnn_sum(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { return sum_mean(&SUM, out, x, dim, keepdim, false); }
+int fnn_mean(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { return sum_mean(&MEAN, out, x, dim, keepdim, true); }
+
+/* ================= the other reductions: line kernels and their gradients ================= */
+
+/* one reduction through run_lines; saves x when save_x and the output when save_out */
+static int reduce(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, line_fn f,
+                  double k0, double k1, bool save_x, bool save_out) {
+    int d, ondim;
+    int64_t oshape[FNN_MAX_DIMS];
+    FNN_TRY(prelude(def->info.name, x, dim, &d));
+    reduced_shape(x, d, keepdim, &ondim, oshape);
+    geom g;
+    FNN_TRY(geom_init(&g, x, d));
+    int rc = fnn_new_output(out, x->device, ondim, oshape);
+    double k[2] = {k0, k1};
+    if (!rc) run_lines(&g, f, k, fnn_data(out), NULL);
+    fnn_tensor_clear(&g.tmp);
+    if (rc) return rc;
+    return record(def, out, x, save_x, save_out ? out : NULL, d, keepdim, k0, k1);
+}
+
+/* ---- prod: product of none = 1 ---- */
+static void prod_line(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx) {
+    (void)k; (void)idx;
+    double p = 1;
+    for (int64_t r = 0; r < n; r++) p *= x[r * s];
+    *y = (float)p;
+}
+/* d prod / dx_r = product of the others: exact with one zero in the line, all zero with two */
+static void prod_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k) {
+    (void)y; (void)k;
+    int64_t zeros = 0, at = 0;
+    double p = 1;
+    for (int64_t r = 0; r < n; r++) {
+        float v = x[r * s];
+        if (v == 0) { zeros++; at = r; }
+        else p *= v;
+    }
+    for (int64_t r = 0; r < n; r++) dx[r * s] = zeros == 0 ? (float)(g * (p / x[r * s])) : 0.0f;
+    if (zeros == 1) dx[at * s] = (float)(g * p);
+}
+static int prod_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, prod_grad, true, false); }
+static const fnn_op_def PROD = {{"prod", "reduction", 1, 0}, prod_backward};
+int fnn_prod(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
+    return reduce(&PROD, out, x, dim, keepdim, prod_line, 0, 0, true, false);
+}
+
+/* ---- var, std: two passes in double; k[0] = ddof (1 unbiased), k[1] = 1 for std ---- */
+static void var_line(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx) {
+    (void)idx;
+    double m = line_sum(x, n, s) / (double)n, ss = 0;
+    for (int64_t r = 0; r < n; r++) { double dv = x[r * s] - m; ss += dv * dv; }
+    double v = (double)n - k[0] > 0 ? ss / ((double)n - k[0]) : NAN;   /* none, or one unbiased: nan */
+    *y = (float)(k[1] != 0 ? sqrt(v) : v);
+}
+/* var: 2 (x - mean) / (n - ddof); std: (x - mean) / ((n - ddof) std), 0 where std = 0 */
+static void var_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k) {
+    double m = line_sum(x, n, s) / (double)n, div = (double)n - k[0];
+    double c = k[1] != 0 ? (y != 0 ? g / (div * y) : 0.0) : 2.0 * g / div;
+    for (int64_t r = 0; r < n; r++) dx[r * s] = (float)(c * (x[r * s] - m));
+}
+static int var_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, var_grad, true, false); }
+static int std_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, var_grad, true, true); }
+static const fnn_op_def VAR = {{"var", "reduction", 1, 0}, var_backward};
+static const fnn_op_def STD = {{"std", "reduction", 1, 0}, std_backward};
+int fnn_var(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, int unbiased) {
+    return reduce(&VAR, out, x, dim, keepdim, var_line, unbiased ? 1 : 0, 0, true, false);
+}
+int fnn_std(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, int unbiased) {
+    return reduce(&STD, out, x, dim, keepdim, var_line, unbiased ? 1 : 0, 1, true, true);
+}
+
+/* ---- norm: (sum |x|^p)^(1/p); p = inf: max |x|, -inf: min |x|, 0: count of non-zeros ---- */
+static void norm_line(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx) {
+    (void)idx;
+    double p = k[0], acc = 0;
+    if (p == 2) {
+        for (int64_t r = 0; r < n; r++) { double v = x[r * s]; acc += v * v; }
+        acc = sqrt(acc);
+    } else if (p == 1) {
+        for (int64_t r = 0; r < n; r++) acc += fabs((double)x[r * s]);
+    } else if (isinf(p)) {
+        acc = p > 0 ? 0.0 : INFINITY;
+        for (int64_t r = 0; r < n; r++) {
+            double a = fabs((double)x[r * s]);
+            if (isnan(a)) { acc = a; break; }
+            acc = p > 0 ? (a > acc ? a : acc) : (a < acc ? a : acc);
+        }
+    } else if (p == 0) {
+        for (int64_t r = 0; r < n; r++) acc += x[r * s] != 0;
+    } else {
+        for (int64_t r = 0; r < n; r++) acc += pow(fabs((double)x[r * s]), p);
+        acc = pow(acc, 1.0 / p);
+    }
+    *y = (float)acc;
+}
+/* sign(x) (|x| / norm)^(p-1); inf norms: split evenly among the |x| that reach the norm; 0 where x = 0 or norm = 0 */
+static void norm_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k) {
+    double p = k[0];
+    if (p == 0 || y == 0) { for (int64_t r = 0; r < n; r++) dx[r * s] = 0.0f; return; }
+    if (isinf(p)) {
+        int64_t ties = 0;
+        for (int64_t r = 0; r < n; r++) ties += fabsf(x[r * s]) == y;
+        float share = ties ? g / (float)ties : 0.0f;
+        for (int64_t r = 0; r < n; r++) {
+            float v = x[r * s];
+            dx[r * s] = fabsf(v) == y ? (v > 0 ? share : -share) : 0.0f;
+        }
+        return;
+    }
+    for (int64_t r = 0; r < n; r++) {
+        double v = x[r * s], a = fabs(v), t;
+        if (v == 0) t = 0;
+        else if (p == 2) t = g * v / y;
+        else if (p == 1) t = v > 0 ? g : -g;
+        else t = copysign(g * pow(a / y, p - 1), v);
+        dx[r * s] = (float)t;
+    }
+}
+static int norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, norm_grad, true, true); }
+static const fnn_op_def NORM = {{"norm", "reduction", 1, 0}, norm_backward};
+int fnn_norm(fnn_tensor *out, const fnn_tensor *x, double p, int dim, int keepdim) {
+    FNN_CHECK(!isnan(p), FNN_STATUS_ARG, "norm: p must be a number or +-inf, got nan");
+    return reduce(&NORM, out, x, dim, keepdim, norm_line, p, 0, true, true);
+}
+
+/* ---- logsumexp: m + log(sum exp(x - m)), m = max (stable); of none = -inf ---- */
+static void lse_line(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx) {
+    (void)k; (void)idx;
+    float m = -INFINITY;
+    for (int64_t r = 0; r < n; r++) {
+        float v = x[r * s];
+        if (isnan(v)) { *y = v; return; }
+        if (v > m) m = v;
+    }
+    if (isinf(m)) { *y = m; return; }   /* all -inf (or none): -inf; any +inf: +inf */
+    double acc = 0;
+    for (int64_t r = 0; r < n; r++) acc += exp((double)x[r * s] - m);
+    *y = (float)(m + log(acc));
+}
+/* softmax of the line times g (0 when the result was -inf) */
+static void lse_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k) {
+    (void)k;
+    for (int64_t r = 0; r < n; r++) dx[r * s] = (isinf(y) && y < 0) ? 0.0f : g * expf(x[r * s] - y);
+}
+static int lse_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, lse_grad, true, true); }
+static const fnn_op_def LOGSUMEXP = {{"logsumexp", "reduction", 1, 0}, lse_backward};
+int fnn_logsumexp(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
+    return reduce(&LOGSUMEXP, out, x, dim, keepdim, lse_line, 0, 0, true, true);
+}
+
+/* ================= max, min, argmax, argmin ================= */
+
+/* the first largest (smallest) value and its 1-based position; a nan wins, as PyTorch */
+static void max_line(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx) {
+    (void)k;
+    float best = x[0];
+    int64_t at = 0;
+    for (int64_t r = 1; r < n && !isnan(best); r++) {
+        float v = x[r * s];
+        if (v > best || isnan(v)) { best = v; at = r; }
+    }
+    *y = best;
+    if (idx) *idx = (float)(at + 1);
+}
+static void min_line(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx) {
+    (void)k;
+    float best = x[0];
+    int64_t at = 0;
+    for (int64_t r = 1; r < n && !isnan(best); r++) {
+        float v = x[r * s];
+        if (v < best || isnan(v)) { best = v; at = r; }
+    }
+    *y = best;
+    if (idx) *idx = (float)(at + 1);
+}
+/* along a dim: all of g to the selected (first) position; y holds its 1-based index */
+static void pick_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k) {
+    (void)x; (void)k;
+    for (int64_t r = 0; r < n; r++) dx[r * s] = 0.0f;
+    int64_t at = (int64_t)y - 1;
+    if (at >= 0 && at < n) dx[at * s] = g;
+}
+/* over everything: g split evenly among the elements equal to the result y */
+static void ties_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k) {
+    (void)k;
+    int64_t ties = 0;
+    for (int64_t r = 0; r < n; r++) ties += x[r * s] == y;
+    float share = ties ? g / (float)ties : 0.0f;
+    for (int64_t r = 0; r < n; r++) dx[r * s] = x[r * s] == y ? share : 0.0f;
+}
+/* saved[0] = x, saved[1] = the indices (along a dim) or the value (over everything) */
+static int extreme_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    bool all = n->iattr[0] < 0;
+    return grad_lines(n, g, din, all ? ties_grad : pick_grad, all, true);
+}
+static const fnn_op_def MAX = {{"max", "reduction", 1, 0}, extreme_backward};
+static const fnn_op_def MIN = {{"min", "reduction", 1, 0}, extreme_backward};
+static const fnn_op_def ARGMAX = {{"argmax", "reduction", 0, 0}, NULL};
+static const fnn_op_def ARGMIN = {{"argmin", "reduction", 0, 0}, NULL};
+
+/* values and 1-based indices of the max (min); refuses to reduce over no elements */
+static int extreme(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *idx, const fnn_tensor *x,
+                   int dim, int keepdim, int *d_out) {
+    int d, ondim;
+    int64_t oshape[FNN_MAX_DIMS];
+    FNN_TRY(prelude(name, x, dim, &d));
+    reduced_shape(x, d, keepdim, &ondim, oshape);
+    geom g;
+    FNN_TRY(geom_init(&g, x, d));
+    if (g.red == 0) {
+        fnn_tensor_clear(&g.tmp);
+        if (d < 0)
+            return FNN_FAIL(FNN_STATUS_SHAPE, "%s: tensor %s has no elements to reduce", name, fnn_shape_of(x).s);
+        return FNN_FAIL(FNN_STATUS_SHAPE, "%s: dim %d of %s has size 0, nothing to reduce", name, d + 1,
+                        fnn_shape_of(x).s);
+    }
+    int rc = fnn_new_output(vals, x->device, ondim, oshape);
+    if (!rc) {
+        rc = fnn_new_output(idx, x->device, ondim, oshape);
+        if (rc) fnn_tensor_clear(vals);
+    }
+    if (!rc) run_lines(&g, is_max ? max_line : min_line, NULL, fnn_data(vals), fnn_data(idx));
+    fnn_tensor_clear(&g.tmp);
+    *d_out = d;
+    return rc;
+}
+
+static int maxmin(const fnn_op_def *def, fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int dim,
+                  int keepdim) {
+    fnn_tensor idx;
+    int d;
+    FNN_TRY(extreme(def->info.name, def == &MAX, values, &idx, x, dim, keepdim, &d));
+    int rc = record(def, values, x, true, d < 0 ? values : &idx, d, keepdim, 0, 0);
+    if (rc) { fnn_tensor_clear(&idx); return rc; }
+    if (indices) *indices = idx;
+    else fnn_tensor_clear(&idx);
+    return FNN_STATUS_OK;
+}
+int fnn_max(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int dim, int keepdim) {
+    return maxmin(&MAX, values, indices, x, dim, keepdim);
+}
+int fnn_min(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int dim, int keepdim) {
+    return maxmin(&MIN, values, indices, x, dim, keepdim);
+}
+
+static int arg_extreme(const char *name, bool is_max, fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
+    fnn_tensor vals;
+    int d;
+    FNN_TRY(extreme(name, is_max, &vals, out, x, dim, keepdim, &d));
+    fnn_tensor_clear(&vals);
+    return FNN_STATUS_OK;
+}
+int fnn_argmax(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { return arg_extreme("argmax", true, out, x, dim, keepdim); }
+int fnn_argmin(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { return arg_extreme("argmin", false, out, x, dim, keepdim); }
+
+/* ================= softmax, log_softmax ================= */
+
+/* x [n] at stride xs -> y [n] at stride ys: softmax (log_softmax when lg), shifted by the max
+ * so no exp overflows; a nan, or a line of -inf only, gives nan, as PyTorch */
+static void softmax_line(float *y, int64_t ys, const float *x, int64_t xs, int64_t n, bool lg) {
+    float m = -INFINITY;
+    for (int64_t r = 0; r < n; r++) { float v = x[r * xs]; m = v > m ? v : m; }
+    if (m == -INFINITY) m = 0;
+    double sum = 0;
+    if (lg) {
+        for (int64_t r = 0; r < n; r++) sum += expf(x[r * xs] - m);
+        float shift = m + (float)log(sum);
+        for (int64_t r = 0; r < n; r++) y[r * ys] = x[r * xs] - shift;
+    } else {
+        for (int64_t r = 0; r < n; r++) { float e = expf(x[r * xs] - m); y[r * ys] = e; sum += e; }
+        float inv = (float)(1.0 / sum);
+        for (int64_t r = 0; r < n; r++) y[r * ys] *= inv;
+    }
+}
+/* softmax: dx = y (g - sum g y); log_softmax: dx = g - exp(y) sum g */
+static void softmax_grad_line(float *dx, const float *g, const float *y, int64_t n, int64_t s, bool lg) {
+    double dot = 0;
+    if (lg) {
+        for (int64_t r = 0; r < n; r++) dot += g[r * s];
+        for (int64_t r = 0; r < n; r++) dx[r * s] = g[r * s] - expf(y[r * s]) * (float)dot;
+    } else {
+        for (int64_t r = 0; r < n; r++) dot += (double)g[r * s] * y[r * s];
+        for (int64_t r = 0; r < n; r++) dx[r * s] = y[r * s] * (g[r * s] - (float)dot);
+    }
+}
+
+/* saved[1] = y; iattr[0] = dim (-1 on a scalar), iattr[2] = 1 for log_softmax */
+static int softmax_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    if (!n->next[0]) return FNN_STATUS_OK;
+    int nd = n->in_ndim[0];
+    int64_t O, R, I;
+    split_shape(nd, n->in_shape[0], (int)n->iattr[0], &O, &R, &I);
+    bool lg = n->iattr[2] != 0;
+    fnn_tensor tg, ty;
+    fnn_tensor_init(&ty);
+    int rc;
+    const float *g = fnn_contiguous_data(dout, &tg, &rc), *y = NULL;
+    if (!rc) y = fnn_contiguous_data(&n->saved[1], &ty, &rc);
+    if (!rc) rc = fnn_new_output(din, dout->device, nd, n->in_shape[0]);
+    if (!rc) {
+        float *dx = fnn_data(din);
+        int threads = fnn_threads_for(O * R * I);
+        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (int64_t p = 0; p < O * I; p++) {
+            int64_t o = p / I, i = p - o * I, at = o * R * I + i;
+            softmax_grad_line(dx + at, g + at, y + at, R, I, lg);
+        }
+    }
+    fnn_tensor_clear(&tg);
+    fnn_tensor_clear(&ty);
+    return rc;
+}
+static const fnn_op_def SOFTMAX = {{"softmax", "reduction", 1, 0}, softmax_backward};
+static const fnn_op_def LOG_SOFTMAX = {{"log_softmax", "reduction", 1, 0}, softmax_backward};
+
+/* x any shape -> same shape, normalised along dim (negative counts from the end) */
+static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, bool lg) {
+    const char *name = def->info.name;
+    FNN_TRY(fnn_check_input(name, x));
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "%s: not implemented on cuda yet", name);
+    int d = -1;   /* a scalar is one line of one */
+    if (!(x->ndim == 0 && (dim == 0 || dim == -1))) FNN_TRY(fnn_wrap_dim(name, x, dim, 0, &d));
+    geom g;
+    FNN_TRY(geom_init(&g, x, d));
+    int rc = fnn_new_output(out, x->device, x->ndim, x->shape);
+    if (!rc) {
+        float *y = fnn_data(out);
+        int64_t O = g.outer, R = g.red, I = g.inner;
+        int threads = fnn_threads_for(O * R * I);
+        if (I == 1 && g.sr == 1 && g.nouter <= 1) {
+            /* the common case: rows of a contiguous tensor, no index arithmetic */
+            int64_t os = g.nouter ? g.ostride[0] : 0;
+            #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+            for (int64_t o = 0; o < O; o++) softmax_line(y + o * R, 1, g.base + o * os, 1, R, lg);
+        } else {
+            #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+            for (int64_t p = 0; p < O * I; p++) {
+                int64_t o = p / I, i = p - o * I;
+                softmax_line(y + o * R * I + i, I, g.base + outer_off(&g, o) + i * g.si, g.sr, R, lg);
+            }
+        }
+    }
+    fnn_tensor_clear(&g.tmp);
+    if (rc) return rc;
+    FNN_TRY(record(def, out, x, false, out, d, 0, 0, 0));
+    if (out->node) out->node->iattr[2] = lg;
+    return FNN_STATUS_OK;
+}
+int fnn_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&SOFTMAX, out, x, dim, false); }
+int fnn_log_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&LOG_SOFTMAX, out, x, dim, true); }
+
+const fnn_op_def *const fnn_ops_reduction[] = {
+    &SUM, &MEAN, &PROD, &VAR, &STD, &NORM, &LOGSUMEXP, &MAX, &MIN, &ARGMAX, &ARGMIN, &SOFTMAX, &LOG_SOFTMAX, NULL,
+};

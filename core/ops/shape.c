@@ -1,21 +1,678 @@
-/* shape.c: STUB, being written. */
+/* shape.c: views (reshape view transpose permute expand narrow select squeeze
+ * unsqueeze flatten) and copies (contiguous cat stack repeat pad tril triu).
+ *
+ * A view is a new header over the same storage (fnn_make_view) with its own
+ * shape, strides and offset; it costs no copy and works on any device. Every
+ * op still records a node, so gradients flow back through views. The rules
+ * are short because each undoes its forward with another op of this family:
+ * reshape <-> reshape, transpose <-> transpose, permute <-> inverse permute,
+ * expand <-> sum_to_shape, narrow/select <-> pad with zeros, pad <-> pad with
+ * the negated widths, cat <-> narrow, stack <-> select, tril/triu <-> same
+ * mask; repeat sums the repeated blocks back with a kernel of its own. */
 #include "../internal.h"
+#include <string.h>
 
-int fnn_reshape(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "reshape: not implemented yet"); }
-int fnn_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "view: not implemented yet"); }
-int fnn_transpose(fnn_tensor *out, const fnn_tensor *x, int d1, int d2) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "transpose: not implemented yet"); }
-int fnn_permute(fnn_tensor *out, const fnn_tensor *x, int ndim, const int *dims) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "permute: not implemented yet"); }
-int fnn_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "expand: not implemented yet"); }
-int fnn_narrow(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t start, int64_t length) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "narrow: not implemented yet"); }
-int fnn_select(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t index) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "select: not implemented yet"); }
-int fnn_squeeze(fnn_tensor *out, const fnn_tensor *x, int dim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "squeeze: not implemented yet"); }
-int fnn_unsqueeze(fnn_tensor *out, const fnn_tensor *x, int dim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "unsqueeze: not implemented yet"); }
-int fnn_flatten(fnn_tensor *out, const fnn_tensor *x, int start_dim, int end_dim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "flatten: not implemented yet"); }
-int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "contiguous: not implemented yet"); }
-int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "cat: not implemented yet"); }
-int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "stack: not implemented yet"); }
-int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *repeats) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "repeat: not implemented yet"); }
-int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pads, double value) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "pad: not implemented yet"); }
-int fnn_tril(fnn_tensor *out, const fnn_tensor *x, int64_t k) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "tril: not implemented yet"); }
-int fnn_triu(fnn_tensor *out, const fnn_tensor *x, int64_t k) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "triu: not implemented yet"); }
-const fnn_op_def *const fnn_ops_shape[] = {NULL};
+/* ================= helpers ================= */
+
+static int cpu_only(const char *op, const fnn_tensor *x) {
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "%s: not implemented on cuda yet", op);
+    return FNN_STATUS_OK;
+}
+
+static int check_ndim(const char *op, int ndim) {
+    FNN_CHECK(ndim >= 0 && ndim <= FNN_MAX_DIMS, FNN_STATUS_SHAPE, "%s: %d dims, at most %d supported", op, ndim,
+              FNN_MAX_DIMS);
+    return FNN_STATUS_OK;
+}
+
+/* attach def's node to out when any input needs one; on failure out is cleared.
+ * *node (when not NULL) gets the node, or NULL when none was needed. */
+static int record(const fnn_op_def *def, fnn_tensor *out, int n, const fnn_tensor *const *ins, fnn_node **node) {
+    if (node) *node = NULL;
+    if (!fnn_needs_node(n, ins)) return FNN_STATUS_OK;
+    fnn_node *nd = fnn_attach_node(out, def, n, ins);
+    if (!nd) { fnn_tensor_clear(out); return fnn_last_status(); }
+    if (node) *node = nd;
+    return FNN_STATUS_OK;
+}
+
+/* dst[i] = src[i] over shape, both strided (in elements); rows of the last dim run in parallel.
+ * shape [d0..dn-1], dst strides ds, src strides ss */
+static void copy_nd(float *dst, const int64_t *ds, const float *src, const int64_t *ss, int ndim,
+                    const int64_t *shape) {
+    int64_t n = fnn_numel_of(ndim, shape);
+    if (n == 0) return;
+    if (ndim == 0) { dst[0] = src[0]; return; }
+    int64_t inner = shape[ndim - 1], di = ds[ndim - 1], si = ss[ndim - 1], rows = n / inner;
+    int threads = fnn_threads_for(n);
+    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t rem = r, doff = 0, soff = 0;
+        for (int d = ndim - 2; d >= 0; d--) {
+            int64_t i = rem % shape[d];
+            rem /= shape[d];
+            doff += i * ds[d];
+            soff += i * ss[d];
+        }
+        float *y = dst + doff;
+        const float *x = src + soff;
+        if (di == 1 && si == 1) memcpy(y, x, sizeof(float) * (size_t)inner);
+        else for (int64_t i = 0; i < inner; i++) y[i * di] = x[i * si];
+    }
+}
+
+/* ================= reshape, view, flatten ================= */
+
+/* the requested shape with its one -1 filled in, or an error naming both shapes and counts */
+static int infer_shape(const char *op, const fnn_tensor *x, int ndim, const int64_t *req, int64_t *shape) {
+    FNN_TRY(check_ndim(op, ndim));
+    int64_t numel = fnn_tensor_numel(x), known = 1;
+    int infer = -1;
+    for (int i = 0; i < ndim; i++) {
+        if (req[i] == -1) {
+            FNN_CHECK(infer < 0, FNN_STATUS_SHAPE, "%s: only one size may be -1, got %s", op,
+                      fnn_shape_dims(ndim, req).s);
+            infer = i;
+        } else {
+            FNN_CHECK(req[i] >= 0, FNN_STATUS_SHAPE, "%s: invalid size %lld in %s", op, (long long)req[i],
+                      fnn_shape_dims(ndim, req).s);
+            known *= req[i];
+        }
+        shape[i] = req[i];
+    }
+    if (infer >= 0) {
+        FNN_CHECK(known != 0, FNN_STATUS_SHAPE,
+                  "%s: cannot reshape %s (%lld elements) into %s: the -1 is ambiguous next to a size 0", op,
+                  fnn_shape_of(x).s, (long long)numel, fnn_shape_dims(ndim, req).s);
+        FNN_CHECK(numel % known == 0, FNN_STATUS_SHAPE,
+                  "%s: cannot reshape %s (%lld elements) into %s (%lld is not a multiple of %lld)", op,
+                  fnn_shape_of(x).s, (long long)numel, fnn_shape_dims(ndim, req).s, (long long)numel,
+                  (long long)known);
+        shape[infer] = numel / known;
+    } else {
+        FNN_CHECK(known == numel, FNN_STATUS_SHAPE, "%s: cannot reshape %s (%lld elements) into %s (%lld elements)",
+                  op, fnn_shape_of(x).s, (long long)numel, fnn_shape_dims(ndim, req).s, (long long)known);
+    }
+    return FNN_STATUS_OK;
+}
+
+/* strides that show x's elements in row-major order as `shape`, when x's layout allows it
+ * (PyTorch's computeStride: walk x's dims from the last, in chunks that are contiguous
+ * among themselves, and lay the new dims over each chunk). false: a copy is needed. */
+static bool view_strides(const fnn_tensor *x, int ndim, const int64_t *shape, int64_t *stride) {
+    if (x->ndim == 0 || fnn_tensor_numel(x) == 0) {
+        fnn_contiguous_strides(ndim, shape, stride);
+        return true;
+    }
+    int view_d = ndim - 1;
+    int64_t chunk_base = x->stride[x->ndim - 1], tensor_numel = 1, view_numel = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        tensor_numel *= x->shape[d];
+        if (d == 0 || (x->shape[d - 1] != 1 && x->stride[d - 1] != tensor_numel * chunk_base)) {
+            while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+                stride[view_d] = view_numel * chunk_base;
+                view_numel *= shape[view_d];
+                view_d--;
+            }
+            if (view_numel != tensor_numel) return false;
+            if (d > 0) { chunk_base = x->stride[d - 1]; tensor_numel = 1; view_numel = 1; }
+        }
+    }
+    return view_d == -1;
+}
+
+/* dx = reshape(g, x's shape): the rule of every op that only re-labels elements */
+static int reshape_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    return fnn_reshape(&din[0], g, n->in_ndim[0], n->in_shape[0]);
+}
+
+static const fnn_op_def RESHAPE = {{"reshape", "shape", 1, 0}, reshape_backward};
+static const fnn_op_def VIEW = {{"view", "shape", 1, 0}, reshape_backward};
+static const fnn_op_def FLATTEN = {{"flatten", "shape", 1, 0}, reshape_backward};
+static const fnn_op_def SQUEEZE = {{"squeeze", "shape", 1, 0}, reshape_backward};
+static const fnn_op_def UNSQUEEZE = {{"unsqueeze", "shape", 1, 0}, reshape_backward};
+
+/* x -> shape (already checked to hold numel(x) elements): a view when the strides allow,
+ * else (allow_copy) a contiguous copy; the node is def's either way */
+static int reshape_to(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape,
+                      bool allow_copy) {
+    const char *op = def->info.name;
+    int64_t stride[FNN_MAX_DIMS];
+    if (view_strides(x, ndim, shape, stride)) {
+        FNN_TRY(fnn_make_view(out, x, ndim, shape, stride, x->offset));
+    } else {
+        if (!allow_copy) {
+            int64_t xs[FNN_MAX_DIMS];
+            memcpy(xs, x->stride, sizeof xs);
+            return FNN_FAIL(FNN_STATUS_SHAPE,
+                            "%s: cannot view %s (strides %s) as %s without a copy; use reshape, or contiguous first",
+                            op, fnn_shape_of(x).s, fnn_shape_dims(x->ndim, xs).s, fnn_shape_dims(ndim, shape).s);
+        }
+        FNN_TRY(cpu_only(op, x));
+        fnn_tensor dense;
+        FNN_TRY(fnn_materialize(&dense, x));
+        fnn_contiguous_strides(ndim, shape, stride);
+        int rc = fnn_make_view(out, &dense, ndim, shape, stride, 0);
+        fnn_tensor_clear(&dense);
+        FNN_TRY(rc);
+    }
+    const fnn_tensor *ins[1] = {x};
+    return record(def, out, 1, ins, NULL);
+}
+
+/* reshape: x [any] -> shape with one -1 inferred; a view when possible */
+int fnn_reshape(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) {
+    FNN_TRY(fnn_check_input("reshape", x));
+    int64_t s[FNN_MAX_DIMS];
+    FNN_TRY(infer_shape("reshape", x, ndim, shape, s));
+    return reshape_to(&RESHAPE, out, x, ndim, s, true);
+}
+
+/* view: as reshape, but never copies */
+int fnn_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) {
+    FNN_TRY(fnn_check_input("view", x));
+    int64_t s[FNN_MAX_DIMS];
+    FNN_TRY(infer_shape("view", x, ndim, shape, s));
+    return reshape_to(&VIEW, out, x, ndim, s, false);
+}
+
+/* flatten: [a, b, c, d] with start 1, end 2 -> [a, b*c, d]; a scalar becomes [1] */
+int fnn_flatten(fnn_tensor *out, const fnn_tensor *x, int start_dim, int end_dim) {
+    FNN_TRY(fnn_check_input("flatten", x));
+    int64_t shape[FNN_MAX_DIMS];
+    if (x->ndim == 0) {
+        shape[0] = 1;
+        return reshape_to(&FLATTEN, out, x, 1, shape, true);
+    }
+    int s, e;
+    FNN_TRY(fnn_wrap_dim("flatten", x, start_dim, 0, &s));
+    FNN_TRY(fnn_wrap_dim("flatten", x, end_dim, 0, &e));
+    FNN_CHECK(s <= e, FNN_STATUS_ARG, "flatten: start dim %d comes after end dim %d for %s", s + 1, e + 1,
+              fnn_shape_of(x).s);
+    int nd = 0;
+    for (int i = 0; i < s; i++) shape[nd++] = x->shape[i];
+    shape[nd++] = fnn_numel_of(e - s + 1, x->shape + s);
+    for (int i = e + 1; i < x->ndim; i++) shape[nd++] = x->shape[i];
+    return reshape_to(&FLATTEN, out, x, nd, shape, true);
+}
+
+/* squeeze: drops size-1 dims (dim = -1: all of them; a given dim of another size stays, as PyTorch) */
+int fnn_squeeze(fnn_tensor *out, const fnn_tensor *x, int dim) {
+    FNN_TRY(fnn_check_input("squeeze", x));
+    int d = -1;
+    if (dim != -1) FNN_TRY(fnn_wrap_dim("squeeze", x, dim, 0, &d));
+    int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < x->ndim; i++) {
+        bool drop = x->shape[i] == 1 && (d < 0 || d == i);
+        if (drop) continue;
+        shape[nd] = x->shape[i];
+        stride[nd++] = x->stride[i];
+    }
+    FNN_TRY(fnn_make_view(out, x, nd, shape, stride, x->offset));
+    const fnn_tensor *ins[1] = {x};
+    return record(&SQUEEZE, out, 1, ins, NULL);
+}
+
+/* unsqueeze: inserts a size-1 dim at dim (0..ndim) */
+int fnn_unsqueeze(fnn_tensor *out, const fnn_tensor *x, int dim) {
+    FNN_TRY(fnn_check_input("unsqueeze", x));
+    int d;
+    FNN_TRY(fnn_wrap_dim("unsqueeze", x, dim, 1, &d));
+    FNN_TRY(check_ndim("unsqueeze", x->ndim + 1));
+    int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
+    for (int i = 0, j = 0; i <= x->ndim; i++) {
+        if (i == d) {
+            shape[i] = 1;
+            /* any stride works for size 1; this one keeps a contiguous tensor contiguous */
+            stride[i] = d < x->ndim ? x->shape[d] * x->stride[d] : 1;
+            continue;
+        }
+        shape[i] = x->shape[j];
+        stride[i] = x->stride[j++];
+    }
+    FNN_TRY(fnn_make_view(out, x, x->ndim + 1, shape, stride, x->offset));
+    const fnn_tensor *ins[1] = {x};
+    return record(&UNSQUEEZE, out, 1, ins, NULL);
+}
+
+/* ================= contiguous ================= */
+
+/* the gradient passes through unchanged */
+static int contiguous_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    (void)n;
+    return fnn_tensor_ref(&din[0], g);
+}
+static const fnn_op_def CONTIGUOUS = {{"contiguous", "shape", 1, 0}, contiguous_backward};
+
+/* contiguous: x -> same values in row-major order; x itself (one more reference) when already so */
+int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) {
+    FNN_TRY(fnn_check_input("contiguous", x));
+    if (fnn_tensor_is_contiguous(x)) return fnn_tensor_ref(out, x);
+    FNN_TRY(cpu_only("contiguous", x));
+    FNN_TRY(fnn_materialize(out, x));
+    const fnn_tensor *ins[1] = {x};
+    return record(&CONTIGUOUS, out, 1, ins, NULL);
+}
+
+/* ================= transpose, permute ================= */
+
+/* dx = transpose(g, d1, d2): a swap is its own inverse */
+static int transpose_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    return fnn_transpose(&din[0], g, (int)n->iattr[0], (int)n->iattr[1]);
+}
+static const fnn_op_def TRANSPOSE = {{"transpose", "shape", 1, 0}, transpose_backward};
+
+/* transpose: swaps dims d1 and d2 (a view) */
+int fnn_transpose(fnn_tensor *out, const fnn_tensor *x, int d1, int d2) {
+    FNN_TRY(fnn_check_input("transpose", x));
+    int a, b;
+    FNN_TRY(fnn_wrap_dim("transpose", x, d1, 0, &a));
+    FNN_TRY(fnn_wrap_dim("transpose", x, d2, 0, &b));
+    int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    memcpy(stride, x->stride, sizeof stride);
+    shape[a] = x->shape[b]; shape[b] = x->shape[a];
+    stride[a] = x->stride[b]; stride[b] = x->stride[a];
+    FNN_TRY(fnn_make_view(out, x, x->ndim, shape, stride, x->offset));
+    const fnn_tensor *ins[1] = {x};
+    fnn_node *n;
+    FNN_TRY(record(&TRANSPOSE, out, 1, ins, &n));
+    if (n) { n->iattr[0] = a; n->iattr[1] = b; }
+    return FNN_STATUS_OK;
+}
+
+/* dx = permute(g, inverse): output dim i came from input dim dims[i], so it goes back there */
+static int permute_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    int inv[FNN_MAX_DIMS];
+    for (int i = 0; i < n->in_ndim[0]; i++) inv[n->iattr[i]] = i;
+    return fnn_permute(&din[0], g, n->in_ndim[0], inv);
+}
+static const fnn_op_def PERMUTE = {{"permute", "shape", 1, 0}, permute_backward};
+
+/* permute: output dim i is input dim dims[i] (a view) */
+int fnn_permute(fnn_tensor *out, const fnn_tensor *x, int ndim, const int *dims) {
+    FNN_TRY(fnn_check_input("permute", x));
+    FNN_CHECK(ndim == x->ndim, FNN_STATUS_ARG, "permute: %d dims given for %s, which has %d", ndim,
+              fnn_shape_of(x).s, x->ndim);
+    int d[FNN_MAX_DIMS];
+    bool seen[FNN_MAX_DIMS] = {false};
+    int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
+    for (int i = 0; i < ndim; i++) {
+        FNN_TRY(fnn_wrap_dim("permute", x, dims[i], 0, &d[i]));
+        FNN_CHECK(!seen[d[i]], FNN_STATUS_ARG, "permute: dim %d appears twice; dims must be a permutation of 1..%d for %s",
+                  d[i] + 1, ndim, fnn_shape_of(x).s);
+        seen[d[i]] = true;
+        shape[i] = x->shape[d[i]];
+        stride[i] = x->stride[d[i]];
+    }
+    FNN_TRY(fnn_make_view(out, x, ndim, shape, stride, x->offset));
+    const fnn_tensor *ins[1] = {x};
+    fnn_node *n;
+    FNN_TRY(record(&PERMUTE, out, 1, ins, &n));
+    if (n) for (int i = 0; i < ndim; i++) n->iattr[i] = d[i];
+    return FNN_STATUS_OK;
+}
+
+/* ================= expand ================= */
+
+/* dx = g summed over the new leading dims and over the size-1 dims that were expanded */
+static int expand_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    return fnn_sum_to_shape(&din[0], g, n->in_ndim[0], n->in_shape[0]);
+}
+static const fnn_op_def EXPAND = {{"expand", "shape", 1, 0}, expand_backward};
+
+/* expand: size-1 dims (and new leading dims) repeat with stride 0; -1 keeps a size */
+int fnn_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) {
+    FNN_TRY(fnn_check_input("expand", x));
+    FNN_TRY(check_ndim("expand", ndim));
+    FNN_CHECK(ndim >= x->ndim, FNN_STATUS_SHAPE, "expand: cannot expand %s to %s (fewer dims)", fnn_shape_of(x).s,
+              fnn_shape_dims(ndim, shape).s);
+    int lead = ndim - x->ndim;
+    int64_t s[FNN_MAX_DIMS], st[FNN_MAX_DIMS];
+    for (int i = 0; i < ndim; i++) {
+        if (i < lead) {
+            FNN_CHECK(shape[i] >= 0, FNN_STATUS_SHAPE, "expand: cannot expand %s to %s (size %lld in new dim %d)",
+                      fnn_shape_of(x).s, fnn_shape_dims(ndim, shape).s, (long long)shape[i], i + 1);
+            s[i] = shape[i];
+            st[i] = 0;
+            continue;
+        }
+        int64_t have = x->shape[i - lead], want = shape[i] == -1 ? have : shape[i];
+        FNN_CHECK(want == have || (have == 1 && want >= 0), FNN_STATUS_SHAPE,
+                  "expand: cannot expand %s to %s (dim %d has size %lld; only size-1 dims expand)",
+                  fnn_shape_of(x).s, fnn_shape_dims(ndim, shape).s, i + 1, (long long)have);
+        s[i] = want;
+        st[i] = want == have ? x->stride[i - lead] : 0;
+    }
+    FNN_TRY(fnn_make_view(out, x, ndim, s, st, x->offset));
+    const fnn_tensor *ins[1] = {x};
+    return record(&EXPAND, out, 1, ins, NULL);
+}
+
+/* ================= narrow, select ================= */
+
+/* zeros of the input shape with g placed at [start, start + g.shape[dim]) along dim (a pad) */
+static int embed_along(fnn_tensor *out, const fnn_tensor *g, int ndim, const int64_t *in_shape, int dim,
+                       int64_t start) {
+    int64_t pads[2 * FNN_MAX_DIMS] = {0};
+    int pair = ndim - 1 - dim;   /* F.pad order: the last dim first */
+    pads[2 * pair] = start;
+    pads[2 * pair + 1] = in_shape[dim] - start - g->shape[dim];
+    return fnn_pad(out, g, ndim - dim, pads, 0.0);
+}
+
+static int narrow_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    return embed_along(&din[0], g, n->in_ndim[0], n->in_shape[0], (int)n->iattr[0], n->iattr[1]);
+}
+static const fnn_op_def NARROW = {{"narrow", "shape", 1, 0}, narrow_backward};
+
+/* narrow: x [.., n, ..] -> [.., length, ..], elements start .. start+length-1 of dim (0-based) */
+int fnn_narrow(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t start, int64_t length) {
+    FNN_TRY(fnn_check_input("narrow", x));
+    int d;
+    FNN_TRY(fnn_wrap_dim("narrow", x, dim, 0, &d));
+    int64_t size = x->shape[d];
+    FNN_CHECK(start >= 0 && length >= 0 && start <= size && length <= size - start, FNN_STATUS_ARG,
+              "narrow: start %lld and length %lld out of range for dim %d of %s (positions 1..%lld)",
+              (long long)start + 1, (long long)length, d + 1, fnn_shape_of(x).s, (long long)size);
+    int64_t shape[FNN_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[d] = length;
+    FNN_TRY(fnn_make_view(out, x, x->ndim, shape, x->stride, x->offset + start * x->stride[d]));
+    const fnn_tensor *ins[1] = {x};
+    fnn_node *n;
+    FNN_TRY(record(&NARROW, out, 1, ins, &n));
+    if (n) { n->iattr[0] = d; n->iattr[1] = start; }
+    return FNN_STATUS_OK;
+}
+
+/* dx = zeros with g placed at position index of dim */
+static int select_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    int d = (int)n->iattr[0];
+    fnn_tensor g1;
+    FNN_TRY(fnn_unsqueeze(&g1, g, d));
+    int rc = embed_along(&din[0], &g1, n->in_ndim[0], n->in_shape[0], d, n->iattr[1]);
+    fnn_tensor_clear(&g1);
+    return rc;
+}
+static const fnn_op_def SELECT = {{"select", "shape", 1, 0}, select_backward};
+
+/* select: x [.., n, ..] -> [.., ..], position index of dim (0-based; negative counts from the end) */
+int fnn_select(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t index) {
+    FNN_TRY(fnn_check_input("select", x));
+    int d;
+    FNN_TRY(fnn_wrap_dim("select", x, dim, 0, &d));
+    int64_t size = x->shape[d], i = index < 0 ? index + size : index;
+    FNN_CHECK(i >= 0 && i < size, FNN_STATUS_ARG, "select: index %lld out of range for dim %d of %s (positions 1..%lld)",
+              (long long)(index >= 0 ? index + 1 : index), d + 1, fnn_shape_of(x).s, (long long)size);
+    int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
+    for (int k = 0, j = 0; k < x->ndim; k++) {
+        if (k == d) continue;
+        shape[j] = x->shape[k];
+        stride[j++] = x->stride[k];
+    }
+    FNN_TRY(fnn_make_view(out, x, x->ndim - 1, shape, stride, x->offset + i * x->stride[d]));
+    const fnn_tensor *ins[1] = {x};
+    fnn_node *n;
+    FNN_TRY(record(&SELECT, out, 1, ins, &n));
+    if (n) { n->iattr[0] = d; n->iattr[1] = i; }
+    return FNN_STATUS_OK;
+}
+
+/* ================= cat, stack ================= */
+
+/* dx_k = narrow(g, dim, offset_k, size_k): each input gets its own slice back */
+static int cat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    int d = (int)n->iattr[0];
+    int64_t off = 0;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int64_t len = n->in_shape[k][d];
+        if (n->next[k]) FNN_TRY(fnn_narrow(&din[k], g, d, off, len));
+        off += len;
+    }
+    return FNN_STATUS_OK;
+}
+static const fnn_op_def CAT = {{"cat", "shape", 1, 0}, cat_backward};
+
+/* cat: n tensors equal outside dim -> one with the sizes along dim added */
+int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
+    FNN_CHECK(n >= 1 && xs != NULL, FNN_STATUS_ARG, "cat: expected at least one tensor, got %d", n);
+    for (int k = 0; k < n; k++) FNN_TRY(fnn_check_input("cat", xs[k]));
+    const fnn_tensor *x0 = xs[0];
+    int d;
+    FNN_TRY(fnn_wrap_dim("cat", x0, dim, 0, &d));
+    int64_t shape[FNN_MAX_DIMS];
+    memcpy(shape, x0->shape, sizeof shape);
+    shape[d] = 0;
+    for (int k = 0; k < n; k++) {
+        const fnn_tensor *x = xs[k];
+        FNN_TRY(fnn_check_same_device("cat", x0, x));
+        bool ok = x->ndim == x0->ndim;
+        for (int i = 0; ok && i < x->ndim; i++) ok = i == d || x->shape[i] == x0->shape[i];
+        FNN_CHECK(ok, FNN_STATUS_SHAPE, "cat: shapes %s (tensor 1) and %s (tensor %d) differ outside dim %d",
+                  fnn_shape_of(x0).s, fnn_shape_of(x).s, k + 1, d + 1);
+        shape[d] += x->shape[d];
+    }
+    FNN_TRY(cpu_only("cat", x0));
+    FNN_TRY(fnn_new_output(out, x0->device, x0->ndim, shape));
+    int64_t off = 0;
+    for (int k = 0; k < n; k++) {
+        copy_nd(fnn_data(out) + off * out->stride[d], out->stride, fnn_data(xs[k]), xs[k]->stride, x0->ndim,
+                xs[k]->shape);
+        off += xs[k]->shape[d];
+    }
+    fnn_node *nd;
+    FNN_TRY(record(&CAT, out, n, xs, &nd));
+    if (nd) nd->iattr[0] = d;
+    return FNN_STATUS_OK;
+}
+
+/* dx_k = select(g, dim, k) */
+static int stack_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    for (int k = 0; k < n->n_inputs; k++)
+        if (n->next[k]) FNN_TRY(fnn_select(&din[k], g, (int)n->iattr[0], k));
+    return FNN_STATUS_OK;
+}
+static const fnn_op_def STACK = {{"stack", "shape", 1, 0}, stack_backward};
+
+/* stack: n tensors of one shape [s...] -> [.., n, ..] with the new dim at dim (0..ndim) */
+int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
+    FNN_CHECK(n >= 1 && xs != NULL, FNN_STATUS_ARG, "stack: expected at least one tensor, got %d", n);
+    for (int k = 0; k < n; k++) FNN_TRY(fnn_check_input("stack", xs[k]));
+    const fnn_tensor *x0 = xs[0];
+    int d;
+    FNN_TRY(fnn_wrap_dim("stack", x0, dim, 1, &d));
+    FNN_TRY(check_ndim("stack", x0->ndim + 1));
+    for (int k = 1; k < n; k++) {
+        FNN_TRY(fnn_check_same_device("stack", x0, xs[k]));
+        FNN_CHECK(fnn_same_shape(x0, xs[k]), FNN_STATUS_SHAPE, "stack: shapes %s (tensor 1) and %s (tensor %d) differ",
+                  fnn_shape_of(x0).s, fnn_shape_of(xs[k]).s, k + 1);
+    }
+    FNN_TRY(cpu_only("stack", x0));
+    int64_t shape[FNN_MAX_DIMS];
+    for (int i = 0, j = 0; i <= x0->ndim; i++) shape[i] = i == d ? n : x0->shape[j++];
+    FNN_TRY(fnn_new_output(out, x0->device, x0->ndim + 1, shape));
+    int64_t ds[FNN_MAX_DIMS];   /* out's strides without the new dim */
+    for (int i = 0, j = 0; i <= x0->ndim; i++) if (i != d) ds[j++] = out->stride[i];
+    for (int k = 0; k < n; k++)
+        copy_nd(fnn_data(out) + k * out->stride[d], ds, fnn_data(xs[k]), xs[k]->stride, x0->ndim, x0->shape);
+    fnn_node *nd;
+    FNN_TRY(record(&STACK, out, n, xs, &nd));
+    if (nd) nd->iattr[0] = d;
+    return FNN_STATUS_OK;
+}
+
+/* ================= repeat ================= */
+
+/* the input seen with the output's ndim: size 1 and stride 0 in the new leading dims */
+static void repeat_source(const fnn_tensor *x, int ndim, const int64_t *xshape, const int64_t *xstride,
+                          int64_t *s, int64_t *st) {
+    int lead = ndim - x->ndim;
+    for (int i = 0; i < ndim; i++) {
+        s[i] = i < lead ? 1 : xshape[i - lead];
+        st[i] = i < lead ? 0 : xstride[i - lead];
+    }
+}
+
+/* y [r0*s0, r1*s1, ...] (contiguous) from x [s0, s1, ...]: y[i] = x[i mod s];
+ * add = 1 runs it the other way, dx[i mod s] += g[i], with x the gradient buffer */
+static void repeat_kernel(float *y, float *x, const int64_t *st, const int64_t *s, int ndim, const int64_t *shape,
+                          bool add) {
+    int64_t n = fnn_numel_of(ndim, shape);
+    if (n == 0) return;
+    if (ndim == 0) { if (add) x[0] += y[0]; else y[0] = x[0]; return; }
+    int64_t inner = shape[ndim - 1], rows = n / inner, si = s[ndim - 1], sti = st[ndim - 1];
+    int64_t idx[FNN_MAX_DIMS] = {0};
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t off = 0;
+        for (int d = 0; d < ndim - 1; d++) off += (idx[d] % s[d]) * st[d];
+        float *yr = y + r * inner, *xr = x + off;
+        if (add) for (int64_t j = 0; j < inner; j++) xr[(j % si) * sti] += yr[j];
+        else for (int64_t j = 0; j < inner; j++) yr[j] = xr[(j % si) * sti];
+        for (int d = ndim - 2; d >= 0; d--) { if (++idx[d] < shape[d]) break; idx[d] = 0; }
+    }
+}
+
+/* dx = sum of g over the repeated blocks: dx[i] += g[j] for each j with j mod s = i */
+static int repeat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    FNN_TRY(cpu_only("repeat", g));
+    fnn_tensor tmp;
+    int rc;
+    const float *gd = fnn_contiguous_data(g, &tmp, &rc);
+    if (rc) return rc;
+    rc = fnn_zeros(&din[0], n->in_ndim[0], n->in_shape[0]);
+    if (rc == FNN_STATUS_OK) {
+        int64_t s[FNN_MAX_DIMS], st[FNN_MAX_DIMS], cs[FNN_MAX_DIMS];
+        fnn_contiguous_strides(din[0].ndim, din[0].shape, cs);
+        repeat_source(&din[0], g->ndim, din[0].shape, cs, s, st);
+        repeat_kernel((float *)gd, fnn_data(&din[0]), st, s, g->ndim, g->shape, true);
+    }
+    fnn_tensor_clear(&tmp);
+    return rc;
+}
+static const fnn_op_def REPEAT = {{"repeat", "shape", 1, 0}, repeat_backward};
+
+/* repeat (Torch semantics): x [s...] tiled repeats[i] times along each dim -> [r0*s0, ...];
+ * more counts than dims add leading dims */
+int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *repeats) {
+    FNN_TRY(fnn_check_input("repeat", x));
+    FNN_TRY(check_ndim("repeat", ndim));
+    FNN_CHECK(ndim >= x->ndim, FNN_STATUS_ARG, "repeat: %d repeat counts for %s; need at least %d (one per dim)",
+              ndim, fnn_shape_of(x).s, x->ndim);
+    int64_t s[FNN_MAX_DIMS], st[FNN_MAX_DIMS], shape[FNN_MAX_DIMS];
+    repeat_source(x, ndim, x->shape, x->stride, s, st);
+    for (int i = 0; i < ndim; i++) {
+        FNN_CHECK(repeats[i] >= 0, FNN_STATUS_ARG, "repeat: count %lld for dim %d of %s must be >= 0",
+                  (long long)repeats[i], i + 1, fnn_shape_of(x).s);
+        shape[i] = repeats[i] * s[i];
+    }
+    FNN_TRY(cpu_only("repeat", x));
+    FNN_TRY(fnn_new_output(out, x->device, ndim, shape));
+    repeat_kernel(fnn_data(out), fnn_data(x), st, s, ndim, shape, false);
+    const fnn_tensor *ins[1] = {x};
+    return record(&REPEAT, out, 1, ins, NULL);
+}
+
+/* ================= pad ================= */
+
+/* dx = pad(g, -pads): padding is cropped back off and cropping is filled back with zeros */
+static int pad_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    int npairs = (int)n->iattr[0];
+    int64_t neg[2 * FNN_MAX_DIMS];
+    for (int i = 0; i < 2 * npairs; i++)
+        neg[i] = -(1 + i < FNN_NODE_ATTRS ? n->iattr[1 + i] : (int64_t)n->attr[1 + i - FNN_NODE_ATTRS]);
+    return fnn_pad(&din[0], g, npairs, neg, 0.0);
+}
+static const fnn_op_def PAD = {{"pad", "shape", 1, 0}, pad_backward};
+
+/* pad: x [.., n] -> [.., before + n + after] for each of the last npairs dims (last dim first,
+ * F.pad order), new places filled with value; negative widths crop */
+int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pads, double value) {
+    FNN_TRY(fnn_check_input("pad", x));
+    FNN_CHECK(npairs >= 0 && npairs <= x->ndim, FNN_STATUS_ARG, "pad: %d (before, after) pairs for %s, which has %d dims",
+              npairs, fnn_shape_of(x).s, x->ndim);
+    int64_t shape[FNN_MAX_DIMS], src_start[FNN_MAX_DIMS] = {0}, dst_start[FNN_MAX_DIMS] = {0}, len[FNN_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    memcpy(len, x->shape, sizeof len);
+    for (int i = 0; i < npairs; i++) {
+        int d = x->ndim - 1 - i;
+        int64_t before = pads[2 * i], after = pads[2 * i + 1];
+        shape[d] = x->shape[d] + before + after;
+        FNN_CHECK(shape[d] >= 0, FNN_STATUS_ARG, "pad: padding (%lld, %lld) leaves dim %d of %s with size %lld",
+                  (long long)before, (long long)after, d + 1, fnn_shape_of(x).s, (long long)shape[d]);
+        /* the part of x that survives a crop, and where it lands */
+        src_start[d] = before < 0 ? -before : 0;
+        dst_start[d] = before > 0 ? before : 0;
+        len[d] = x->shape[d] - src_start[d] - (after < 0 ? -after : 0);
+        if (len[d] < 0) len[d] = 0;
+    }
+    FNN_TRY(cpu_only("pad", x));
+    FNN_TRY(fnn_new_output(out, x->device, x->ndim, shape));
+    float *y = fnn_data(out), v = (float)value;
+    int64_t n = fnn_tensor_numel(out);
+    for (int64_t i = 0; i < n; i++) y[i] = v;
+    int64_t soff = 0, doff = 0;
+    for (int d = 0; d < x->ndim; d++) { soff += src_start[d] * x->stride[d]; doff += dst_start[d] * out->stride[d]; }
+    copy_nd(y + doff, out->stride, fnn_data(x) + soff, x->stride, x->ndim, len);
+    const fnn_tensor *ins[1] = {x};
+    fnn_node *nd;
+    FNN_TRY(record(&PAD, out, 1, ins, &nd));
+    if (nd) {
+        /* iattr holds npairs and up to 7 widths; more pairs than that are kept in attr[] */
+        nd->iattr[0] = npairs;
+        for (int i = 0; i < 2 * npairs; i++) {
+            if (1 + i < FNN_NODE_ATTRS) nd->iattr[1 + i] = pads[i];
+            else nd->attr[1 + i - FNN_NODE_ATTRS] = (double)pads[i];
+        }
+    }
+    return FNN_STATUS_OK;
+}
+
+/* ================= tril, triu ================= */
+
+/* y [..., r, c] = x where the (row, col) pair is kept, else 0:
+ * tril keeps col - row <= k, triu keeps col - row >= k */
+static int tri(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int64_t k, bool upper) {
+    const char *op = def->info.name;
+    FNN_TRY(fnn_check_input(op, x));
+    FNN_CHECK(x->ndim >= 2, FNN_STATUS_SHAPE, "%s: needs at least 2 dims, got %s", op, fnn_shape_of(x).s);
+    FNN_TRY(cpu_only(op, x));
+    fnn_tensor tmp;
+    int rc;
+    const float *xd = fnn_contiguous_data(x, &tmp, &rc);
+    if (rc) return rc;
+    rc = fnn_new_output(out, x->device, x->ndim, x->shape);
+    if (rc) { fnn_tensor_clear(&tmp); return rc; }
+    int64_t rows = x->shape[x->ndim - 2], cols = x->shape[x->ndim - 1];
+    int64_t batch = rows > 0 && cols > 0 ? fnn_tensor_numel(x) / (rows * cols) : 0;
+    float *y = fnn_data(out);
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++) {
+                int64_t at = (b * rows + i) * cols + j;
+                bool keep = upper ? j - i >= k : j - i <= k;
+                y[at] = keep ? xd[at] : 0.0f;
+            }
+    fnn_tensor_clear(&tmp);
+    const fnn_tensor *ins[1] = {x};
+    fnn_node *nd;
+    FNN_TRY(record(def, out, 1, ins, &nd));
+    if (nd) nd->iattr[0] = k;
+    return FNN_STATUS_OK;
+}
+
+/* dx = the same mask applied to g */
+static int tril_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_tril(&din[0], g, n->iattr[0]); }
+static int triu_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_triu(&din[0], g, n->iattr[0]); }
+static const fnn_op_def TRIL = {{"tril", "shape", 1, 0}, tril_backward};
+static const fnn_op_def TRIU = {{"triu", "shape", 1, 0}, triu_backward};
+
+int fnn_tril(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIL, out, x, k, false); }
+int fnn_triu(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIU, out, x, k, true); }
+
+const fnn_op_def *const fnn_ops_shape[] = {
+    &RESHAPE, &VIEW, &TRANSPOSE, &PERMUTE, &EXPAND, &NARROW, &SELECT, &SQUEEZE, &UNSQUEEZE, &FLATTEN,
+    &CONTIGUOUS, &CAT, &STACK, &REPEAT, &PAD, &TRIL, &TRIU, NULL,
+};
