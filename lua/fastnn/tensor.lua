@@ -34,7 +34,7 @@ end
 M.collect = collect
 function M.set_gc_threshold(bytes) MIN_THRESHOLD = bytes; threshold = bytes end
 
-local function new() return T(-1) end
+local function new() return T() end   -- zero-filled; C fills every field (T(-1) would not compile)
 
 -- a filled header becomes a tensor; only headers that hold something get a finalizer
 local function done(out)
