@@ -2,6 +2,7 @@
  * and the shape helpers every op family uses (dims, broadcasting, outputs). */
 #include "internal.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- lifecycle ---- */
@@ -305,6 +306,63 @@ int fnn_randperm(fnn_tensor *out, int64_t n) {
         float t = y[i]; y[i] = y[j]; y[j] = t;
     }
     return FNN_STATUS_OK;
+}
+
+/* orthogonal: Householder QR in doubles of a [max, min] Gaussian matrix; Q's columns are
+ * scaled by sign(diag R) so the result is uniformly distributed, then transposed if rows < cols */
+int fnn_orthogonal(fnn_tensor *out, int64_t rows, int64_t cols, double gain) {
+    FNN_CHECK(rows > 0 && cols > 0 && rows * cols <= ((int64_t)1 << 26), FNN_STATUS_ARG,
+              "orthogonal: shape [%lld,%lld] must be non-empty and at most 2^26 elements",
+              (long long)rows, (long long)cols);
+    int64_t m = rows > cols ? rows : cols, n = rows > cols ? cols : rows;  /* m >= n */
+    double *a = malloc(sizeof(double) * (size_t)(m * n)), *v = malloc(sizeof(double) * (size_t)m);
+    double *q = calloc((size_t)(m * n), sizeof(double)), *diag = malloc(sizeof(double) * (size_t)n);
+    if (!a || !v || !q || !diag) {
+        free(a); free(v); free(q); free(diag);
+        return FNN_FAIL(FNN_STATUS_OOM, "orthogonal: out of memory for [%lld,%lld]", (long long)rows, (long long)cols);
+    }
+    for (int64_t i = 0; i < m * n; i++) a[i] = fnn_random_normal();       /* a: m x n, row-major */
+    for (int64_t i = 0; i < n; i++) q[i * n + i] = 1.0;                   /* q starts as I (m x n) */
+    /* reflections H_k = I - 2 v v^T / (v^T v) zeroing a's column k below the diagonal */
+    double *vs = malloc(sizeof(double) * (size_t)(m * n));
+    if (!vs) { free(a); free(v); free(q); free(diag); return FNN_FAIL(FNN_STATUS_OOM, "orthogonal: out of memory"); }
+    for (int64_t k = 0; k < n; k++) {
+        double norm = 0;
+        for (int64_t i = k; i < m; i++) norm += a[i * n + k] * a[i * n + k];
+        norm = sqrt(norm);
+        double alpha = a[k * n + k] > 0 ? -norm : norm;
+        for (int64_t i = 0; i < m; i++) v[i] = i < k ? 0 : a[i * n + k];
+        v[k] -= alpha;
+        double vv = 0;
+        for (int64_t i = k; i < m; i++) vv += v[i] * v[i];
+        for (int64_t i = 0; i < m; i++) vs[k * m + i] = vv > 0 ? v[i] / sqrt(vv) : 0;
+        for (int64_t j = k; j < n; j++) {             /* a = H a */
+            double d = 0;
+            for (int64_t i = k; i < m; i++) d += vs[k * m + i] * a[i * n + j];
+            for (int64_t i = k; i < m; i++) a[i * n + j] -= 2 * d * vs[k * m + i];
+        }
+        diag[k] = a[k * n + k];
+    }
+    for (int64_t k = n - 1; k >= 0; k--) {            /* q = H_0 ... H_{n-1} [I; 0] */
+        for (int64_t j = 0; j < n; j++) {
+            double d = 0;
+            for (int64_t i = k; i < m; i++) d += vs[k * m + i] * q[i * n + j];
+            for (int64_t i = k; i < m; i++) q[i * n + j] -= 2 * d * vs[k * m + i];
+        }
+    }
+    int64_t shape[2] = {rows, cols};
+    int rc = fnn_empty(out, 2, shape);
+    if (!rc) {
+        float *y = fnn_data(out);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double val = gain * q[i * n + j] * (diag[j] < 0 ? -1.0 : 1.0);
+                if (rows >= cols) y[i * cols + j] = (float)val;
+                else y[j * cols + i] = (float)val;
+            }
+    }
+    free(a); free(v); free(q); free(diag); free(vs);
+    return rc;
 }
 
 /* ---- reading values ---- */

@@ -95,6 +95,8 @@ FNN_API int fnn_uniform(fnn_tensor *out, int ndim, const int64_t *shape, double 
 FNN_API int fnn_normal(fnn_tensor *out, int ndim, const int64_t *shape, double mean, double std);
 FNN_API int fnn_bernoulli(fnn_tensor *out, int ndim, const int64_t *shape, double p); /* 1 with prob p */
 FNN_API int fnn_randperm(fnn_tensor *out, int64_t n);   /* 1-based permutation as floats */
+/* a (semi-)orthogonal [rows, cols] matrix times gain (QR of a Gaussian matrix, signs fixed as PyTorch) */
+FNN_API int fnn_orthogonal(fnn_tensor *out, int64_t rows, int64_t cols, double gain);
 FNN_API void fnn_manual_seed(uint64_t seed);             /* this thread's random source */
 FNN_API double fnn_random_uniform(void);                 /* one U[0,1) draw from it */
 

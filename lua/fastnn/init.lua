@@ -82,10 +82,11 @@ add_tries(fnn.Tensor)
 add_tries(fnn)
 
 -- sub-modules load on first use: fnn.nn, fnn.optim, fnn.data, fnn.init, fnn.cuda
-local submodules = {nn = true, optim = true, data = true, init = true, cuda = true, serialize = true}
+local submodules = {nn = 'fastnn.nn', optim = 'fastnn.optim', data = 'fastnn.data', init = 'fastnn.initializers',
+                    cuda = 'fastnn.cuda', serialize = 'fastnn.serialize'}
 setmetatable(fnn, {__index = function(t, k)
    if submodules[k] then
-      local m = require('fastnn.' .. k)
+      local m = require(submodules[k])
       rawset(t, k, m)
       return m
    end
