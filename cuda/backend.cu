@@ -89,7 +89,12 @@ static void *cuda_alloc(int ordinal, size_t bytes) {
             }
         }
     }
-    p.live[blk] = size;
+    try {
+        p.live[blk] = size;
+    } catch (...) {   /* host out of memory for the bookkeeping: no exception may reach C */
+        cudaFree(blk);
+        return NULL;
+    }
     live_bytes += (int64_t)size;
     return blk;
 }
@@ -104,8 +109,14 @@ static void cuda_free(int ordinal, void *ptr, size_t bytes) {
     size_t size = it->second;
     p.live.erase(it);
     live_bytes -= (int64_t)size;
-    p.free_lists[size].push_back(ptr);
-    cached_bytes += (int64_t)size;
+    try {
+        p.free_lists[size].push_back(ptr);
+        cached_bytes += (int64_t)size;
+    } catch (...) {   /* no room to remember it: give it straight back */
+        cudaSetDevice(ordinal);
+        cudaFree(ptr);
+        (void)cudaGetLastError();
+    }
 }
 
 int fnn_cuda_memory_stats(int64_t *live, int64_t *cached) {
