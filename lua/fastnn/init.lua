@@ -32,6 +32,8 @@ for family in pairs(families) do
    if package.searchpath(modname, package.path) then merge(require(modname)) end
 end
 
+fnn.Device = require('fastnn.device').Device
+
 local autograd = require 'fastnn.autograd'
 merge(autograd)
 fnn.Param = autograd.Param

@@ -37,10 +37,19 @@ function M.set_gc_threshold(bytes) MIN_THRESHOLD = bytes; threshold = bytes end
 local function new() return T() end   -- zero-filled; C fills every field (T(-1) would not compile)
 
 -- a filled header becomes a tensor; only headers that hold something get a finalizer
+local live_gpu = C.fnn_live_bytes_ptr(1)
+local gpu_threshold = 256 * 1024 * 1024
+local function collect_gpu()
+   collectgarbage()
+   C.fnn_cuda_empty_cache()
+   gpu_threshold = math.max(256 * 1024 * 1024, tonumber(live_gpu[0]) * 1.4)
+end
+
 local function done(out)
    if out.storage ~= nil or out.node ~= nil then
       ffi_gc(out, clear)
       if live_cpu[0] > threshold then collect() end
+      if live_gpu[0] > gpu_threshold then collect_gpu() end
    end
    return out
 end
