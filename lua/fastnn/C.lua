@@ -12,7 +12,8 @@ end)
 ffi.cdef(cdef)
 
 -- where libfastnn is: $FASTNN_LIB, a path set by a host (FASTNN_LIB_PATH global),
--- the build tree beside these sources, the installed library, then the loader's search
+-- the build tree beside these sources, the installed library (cmake or LuaRocks layout),
+-- package.cpath, then the loader's search
 local function candidates()
    local list = {}
    local env = os.getenv('FASTNN_LIB')
@@ -23,7 +24,10 @@ local function candidates()
       list[#list + 1] = here .. '/../build/libfastnn.so'
       list[#list + 1] = here .. '/../../../lib/libfastnn.so.0'     -- <prefix>/share/lua/5.1 -> <prefix>/lib
       list[#list + 1] = here .. '/../../../lib/x86_64-linux-gnu/libfastnn.so.0'
+      list[#list + 1] = here .. '/../../../lib/lua/5.1/libfastnn.so'  -- LuaRocks: <tree>/share/lua/5.1
    end
+   local on_cpath = package.searchpath('libfastnn', package.cpath)      -- LuaRocks' deploy dir
+   if on_cpath then list[#list + 1] = on_cpath end
    list[#list + 1] = 'fastnn'
    return list
 end
