@@ -1,0 +1,68 @@
+-- fastnn.ops.index: bindings for core/ops/index.c. Ids are 1-based, as users
+-- see them, and reach C as they are (the kernels convert and bounds-check
+-- them); a Lua table of ids becomes a tensor here.
+local fnn_tensor = require 'fastnn.tensor'
+local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
+local new, done, fail, cdim, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.cdim,
+   fnn_tensor.is_tensor
+local M = {}
+
+-- a tensor of ids, from a tensor or a Lua table (errors at the user's line: 3)
+local function ids_arg(op, what, ids)
+   if is_tensor(ids) then return ids end
+   if type(ids) == 'table' then
+      local ok, t = pcall(fnn_tensor.tensor, ids)
+      if not ok then error(('%s: %s: %s'):format(op, what, (tostring(t):gsub('^[^:\n]+:%d+: ', ''))), 3) end
+      return t
+   end
+   error(('%s: %s is a %s, expected a tensor or a table of 1-based ids'):format(op, what, type(ids)), 3)
+end
+
+local function check_tensor(op, t, what)
+   if not is_tensor(t) then error(('%s: %s is a %s, expected a tensor'):format(op, what, type(t)), 3) end
+end
+
+-- index_select(dim, ids): the positions ids (1-D, 1-based) of dim, in that order
+function Tensor.index_select(x, dim, ids)
+   check_tensor('index_select', x, 'input')
+   local d = cdim('index_select', x, dim)
+   local index = ids_arg('index_select', 'ids', ids)
+   local out = new()
+   if C.fnn_index_select(out, x, d, index) ~= 0 then fail() end
+   return done(out)
+end
+
+-- gather(dim, index): out[p] = x[p with dim replaced by index[p]]; index has x's ndim
+function Tensor.gather(x, dim, index)
+   check_tensor('gather', x, 'input')
+   local d = cdim('gather', x, dim)
+   local idx = ids_arg('gather', 'index', index)
+   local out = new()
+   if C.fnn_gather(out, x, d, idx) ~= 0 then fail() end
+   return done(out)
+end
+
+-- scatter_add(dim, index, src): a copy of x with src[p] added at p with dim replaced by index[p]
+function Tensor.scatter_add(x, dim, index, src)
+   check_tensor('scatter_add', x, 'input')
+   local d = cdim('scatter_add', x, dim)
+   local idx = ids_arg('scatter_add', 'index', index)
+   check_tensor('scatter_add', src, 'src')
+   local out = new()
+   if C.fnn_scatter_add(out, x, d, idx, src) ~= 0 then fail() end
+   return done(out)
+end
+
+-- masked_fill(mask, value): value where mask ~= 0 (mask broadcasts to x's shape)
+function Tensor.masked_fill(x, mask, value)
+   check_tensor('masked_fill', x, 'input')
+   check_tensor('masked_fill', mask, 'mask')
+   if type(value) ~= 'number' then
+      error(('masked_fill: value is a %s, expected a number'):format(type(value)), 2)
+   end
+   local out = new()
+   if C.fnn_masked_fill(out, x, mask, value) ~= 0 then fail() end
+   return done(out)
+end
+
+return M
