@@ -1,0 +1,208 @@
+-- data.DataLoader(dataset, batch_size): batches of a dataset.
+--   local loader = data.DataLoader(ds, 128):shuffle(true):drop_last(false):seed(7)
+--   for batch, i in loader:iter() do model(batch.inputs) ... batch.targets ... batch:labels() end
+--   loader:len()  --> number of batches per pass
+-- Each iter() is one pass over the data. With shuffle, each iter() draws a new
+-- permutation: from the loader's own stream when seed(n) was given (so a new
+-- loader with the same seed repeats the sequence of epochs), otherwise from
+-- fastnn's random source (reproducible under fnn.manual_seed).
+-- A batch is {inputs = tensor [B, ...], targets = tensor [B, ...], size = B}
+-- and batch:labels() gives the targets as a Lua array of 1-based class ids.
+-- Datasets, fastest first:
+--   take(n, ids)  (TensorDataset): one C call per tensor gathers the rows
+--   write(i, input_slot, target_slot) with fields input_shape and target_shape
+--       (per-item shapes, target_shape {} for a scalar, nil for none): slots are
+--       float* into the batch buffer, item-sized, row-major, written at [0 .. numel-1]
+--   get(i) -> input, target (tensors, numbers or nested tables), stacked per batch
+local ffi = require 'ffi'
+local bit = require 'bit'
+local fnn_tensor = require 'fastnn.tensor'
+local C = fnn_tensor.C
+local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
+local floor = math.floor
+
+local DataLoader = {}
+DataLoader.__index = DataLoader
+
+setmetatable(DataLoader, {__call = function(_, ds, batch_size)
+   if type(ds) ~= 'table' or type(ds.len) ~= 'function' then
+      error('DataLoader: expected a dataset (a table with len() and get(i), write(...) or take(...))', 2)
+   end
+   if not (ds.take or ds.write or ds.get) then
+      error('DataLoader: the dataset has none of take(n, ids), write(i, in, tgt) and get(i)', 2)
+   end
+   batch_size = batch_size or 1
+   if type(batch_size) ~= 'number' or batch_size < 1 or batch_size ~= floor(batch_size) then
+      error(('DataLoader: batch size is %s, expected a positive integer'):format(tostring(batch_size)), 2)
+   end
+   return setmetatable({dataset = ds, batch_size = batch_size, _shuffle = false, _drop_last = false,
+                        _rng = nil, _device = nil}, DataLoader)
+end})
+
+function DataLoader:shuffle(on)
+   self._shuffle = on == nil or on and true or false
+   return self
+end
+
+function DataLoader:drop_last(on)
+   self._drop_last = on == nil or on and true or false
+   return self
+end
+
+-- splitmix64: a small, good generator over uint64 cdata (wraps mod 2^64)
+local function seed_state(n)
+   local s = ffi.new('uint64_t[1]')
+   s[0] = ffi.cast('uint64_t', n) * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL
+   return s
+end
+local function next_u64(s)
+   local z = s[0] + 0x9E3779B97F4A7C15ULL
+   s[0] = z
+   z = bit.bxor(z, bit.rshift(z, 30)) * 0xBF58476D1CE4E5B9ULL
+   z = bit.bxor(z, bit.rshift(z, 27)) * 0x94D049BB133111EBULL
+   return bit.bxor(z, bit.rshift(z, 31))
+end
+
+function DataLoader:seed(n)
+   if type(n) ~= 'number' then error('DataLoader:seed: expected a number', 2) end
+   self._rng = seed_state(n)
+   return self
+end
+
+-- batches are moved to device d (what Tensor:to accepts)
+function DataLoader:to_device(d)
+   self._device = d
+   return self
+end
+
+function DataLoader:len()
+   local n, b = self.dataset:len(), self.batch_size
+   if self._drop_last then return floor(n / b) end
+   return floor((n + b - 1) / b)
+end
+
+-- batch:labels(): targets as a Lua array of 1-based ids
+local Batch = {}
+Batch.__index = Batch
+function Batch:labels()
+   local t = self.targets
+   if t == nil then error('labels: this batch has no targets', 2) end
+   local n = t:numel()
+   local buf = ffi.new('float[?]', math.max(n, 1))
+   if C.fnn_copy_to_floats(t, buf, n) ~= 0 then fail() end
+   local out = {}
+   for i = 1, n do out[i] = floor(buf[i - 1] + 0.5) end
+   return out
+end
+
+-- ---------------------------------------------------------------------------
+-- the order of one pass: an int64_t buffer of 1-based ids, shuffled in place
+
+local function order_of(self, n)
+   local ids = ffi.new('int64_t[?]', math.max(n, 1))
+   for i = 0, n - 1 do ids[i] = i + 1 end
+   if self._shuffle and n > 1 then
+      local s = self._rng
+      if s == nil then   -- one fresh stream per pass from fastnn's random source
+         s = seed_state(floor(C.fnn_random_uniform() * 2^52))
+      end
+      for i = n - 1, 1, -1 do
+         local j = tonumber(next_u64(s) % (i + 1))
+         ids[i], ids[j] = ids[j], ids[i]
+      end
+   end
+   return ids
+end
+
+-- ---------------------------------------------------------------------------
+-- the slower dataset forms
+
+local shape_buf = ffi.new('int64_t[8]')
+
+-- stack a Lua list of items (tensors, numbers or nested tables) along a new dim 1
+local function stack_items(items, n)
+   local first = items[1]
+   if istype(first) then
+      local arr = ffi.new('const fnn_tensor *[?]', n)
+      for i = 1, n do
+         if not istype(items[i]) then error(('DataLoader: item %d is a %s, item 1 a tensor'):format(i, type(items[i])), 0) end
+         arr[i - 1] = items[i]
+      end
+      local out = new()
+      if C.fnn_stack(out, n, arr, 0) ~= 0 then error(fnn_tensor.last_error(), 0) end
+      return done(out)
+   end
+   return fnn_tensor.tensor(items)
+end
+
+local function batch_by_get(ds, n, ids)
+   local xs, ys = {}, {}
+   for k = 1, n do xs[k], ys[k] = ds:get(tonumber(ids[k - 1])) end
+   return stack_items(xs, n), ys[1] ~= nil and stack_items(ys, n) or nil
+end
+
+local function numel_of(shape)
+   local e = 1
+   for i = 1, #shape do e = e * shape[i] end
+   return e
+end
+
+local function empty_batch(n, shape)
+   shape_buf[0] = n
+   for i = 1, #shape do shape_buf[i] = shape[i] end
+   local out = new()
+   if C.fnn_empty(out, #shape + 1, shape_buf) ~= 0 then fail() end
+   return done(out)
+end
+
+local function batch_by_write(ds, n, ids)
+   local ishape, tshape = ds.input_shape, ds.target_shape
+   if type(ishape) ~= 'table' then
+      error('DataLoader: a dataset with write() needs input_shape (the shape of one item)', 0)
+   end
+   local x = empty_batch(n, ishape)
+   local xp, xe = C.fnn_tensor_mutable_data(x), numel_of(ishape)
+   local y, yp, ye
+   if tshape ~= nil then
+      y = empty_batch(n, tshape)
+      yp, ye = C.fnn_tensor_mutable_data(y), numel_of(tshape)
+   end
+   for k = 0, n - 1 do
+      ds:write(tonumber(ids[k]), xp + k * xe, yp and (yp + k * ye) or nil)
+   end
+   return x, y
+end
+
+-- ---------------------------------------------------------------------------
+
+-- iter(): an iterator over one pass, yielding batch, batch_index
+function DataLoader:iter()
+   local ds, b = self.dataset, self.batch_size
+   local n = ds:len()
+   local ids = order_of(self, n)
+   local limit = self._drop_last and floor(n / b) * b or n
+   local make = ds.take and function(m, at) return ds:take(m, at) end
+      or ds.write and function(m, at) return batch_by_write(ds, m, at) end
+      or function(m, at) return batch_by_get(ds, m, at) end
+   local device = self._device
+   local pos, index = 0, 0
+   return function()
+      if pos >= limit then return nil end
+      local m = math.min(b, limit - pos)
+      local x, y = make(m, ids + pos)
+      if device ~= nil then
+         x = x:to(device)
+         if y ~= nil then y = y:to(device) end
+      end
+      pos = pos + m
+      index = index + 1
+      return setmetatable({inputs = x, targets = y, size = m}, Batch), index
+   end
+end
+
+function DataLoader:__tostring()
+   return ('data.DataLoader(%d items, batch %d%s%s)'):format(self.dataset:len(), self.batch_size,
+      self._shuffle and ', shuffled' or '', self._drop_last and ', drop_last' or '')
+end
+
+return DataLoader

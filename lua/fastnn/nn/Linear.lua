@@ -1,0 +1,62 @@
+-- nn.Linear(in, out, {bias = true}): y = x w^T + b over the last dim.
+-- weight Param [out, in], bias Param [out]; both drawn from U(-1/sqrt(in), 1/sqrt(in))
+-- (PyTorch's default: kaiming_uniform with a = sqrt(5), and the same bound for the bias).
+-- x [..., in] -> [..., out]
+local fnn_tensor = require 'fastnn.tensor'
+local nn = require 'fastnn.nn'
+local C = fnn_tensor.C
+local new, done, fail, istype, parse_shape = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail,
+   fnn_tensor.is_tensor, fnn_tensor.parse_shape
+local fnn_linear = C.fnn_linear
+local Param = nn.Param
+
+local Linear = nn.Module:extend('Linear')
+
+local function uniform(shape, bound)
+   local n, buf = parse_shape('Linear', false, shape)
+   local out = new()
+   if C.fnn_uniform(out, n, buf, -bound, bound) ~= 0 then fail() end
+   return done(out)
+end
+
+function Linear:__init(inputs, outputs, opts)
+   for i, v in ipairs{inputs, outputs} do
+      if type(v) ~= 'number' or v < 0 or v ~= math.floor(v) then
+         error(('nn.Linear: size %d is %s, expected a non-negative integer (Linear(in, out, {bias}))'):format(
+            i, tostring(v)), 3)
+      end
+   end
+   local bias = true
+   if type(opts) == 'table' then
+      if opts.bias ~= nil then bias = opts.bias end
+   elseif type(opts) == 'boolean' then
+      bias = opts
+   elseif opts ~= nil then
+      error(('nn.Linear: options must be a table like {bias = false}, got a %s'):format(type(opts)), 3)
+   end
+   self.inputs, self.outputs = inputs, outputs
+   local bound = inputs > 0 and 1 / math.sqrt(inputs) or 0
+   self.weight = Param(uniform({outputs, inputs}, bound))
+   if bias then self.bias = Param(uniform({outputs}, bound)) end
+end
+
+function Linear:forward(x)
+   if not istype(x) then
+      error(('Linear(%d -> %d): input is a %s, expected a tensor'):format(self.inputs, self.outputs, type(x)), 2)
+   end
+   local nd = x.ndim
+   if nd < 1 or x.shape_[nd - 1] ~= self.inputs then
+      error(('Linear(%d -> %d): input %s has %d features in its last dim'):format(
+            self.inputs, self.outputs, fnn_tensor.shape_str(x), nd < 1 and 0 or tonumber(x.shape_[nd - 1])), 2)
+   end
+   local b = self.bias
+   local out = new()
+   if fnn_linear(out, x, self.weight:tensor(), b and b:tensor() or nil) ~= 0 then fail() end
+   return done(out)
+end
+
+function Linear:__tostring()
+   return ('nn.Linear(%d -> %d%s)'):format(self.inputs, self.outputs, self.bias and '' or ', no bias')
+end
+
+return Linear

@@ -1,0 +1,344 @@
+-- optim.Optimizer: the base every optimizer extends. It parses the call forms,
+-- keeps parameter groups and per-parameter state, and leaves the arithmetic to
+-- each class's `update` (one fused C call per parameter).
+--   optim.Adam(params, 1e-3, {weight_decay = 1e-4})
+--   optim.Adam(params, {lr = 1e-3})
+--   optim.Adam{lr = 1e-3}                       -- unbound; opt:bind(params) later
+--   optim.SGD({ {params = a, lr = 0.1}, {params = b} }, {lr = 0.01, momentum = 0.9})
+-- params: a list of nn.Param, a module (its parameters()), or named {name, p} pairs.
+-- A class declares `defaults` (PyTorch's option names and values), `state_tensors`
+-- (names of its per-parameter state tensors), and implements
+-- `update(p, group, st)` where st.step already counts this step.
+local fnn_tensor = require 'fastnn.tensor'
+local autograd = require 'fastnn.autograd'
+local C = fnn_tensor.C
+local new, done, fail = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
+local Param = autograd.Param
+local is_param = Param.is_param
+
+local Optimizer = {}
+Optimizer.__index = Optimizer
+Optimizer._name = 'Optimizer'
+Optimizer.defaults = {}
+Optimizer.state_tensors = {}
+
+local function param_list(what, params)
+   return require('fastnn.optim')._param_list(what, params)
+end
+
+-- sorted option names, for messages and printing
+local function option_names(defaults)
+   local names = {}
+   for k in pairs(defaults) do names[#names + 1] = k end
+   table.sort(names)
+   return names
+end
+
+local function copy_value(v)
+   if type(v) == 'table' then
+      local c = {}
+      for k, x in pairs(v) do c[k] = x end
+      return c
+   end
+   return v
+end
+
+-- options = defaults <- opts, refusing names the class does not have
+local function merge_options(cls, base, opts, allow_params)
+   local out = {}
+   for k, v in pairs(base) do out[k] = copy_value(v) end
+   if opts ~= nil then
+      for k, v in pairs(opts) do
+         if not (allow_params and k == 'params') then
+            if cls.defaults[k] == nil then
+               error(("optim.%s: unknown option '%s' (options: %s)"):format(cls._name, tostring(k),
+                     table.concat(option_names(cls.defaults), ', ')), 0)
+            end
+            out[k] = copy_value(v)
+         end
+      end
+   end
+   cls.check_options(cls, out)
+   return out
+end
+
+local function strip_where(msg)
+   if type(msg) ~= 'string' then return msg end
+   return (msg:gsub('^[^:\n]+:%d+: ', ''))
+end
+
+-- the constructor: Class(params, lr, opts) | Class(params, opts) | Class(opts)
+local function build(cls, params, lr, opts)
+   if type(lr) == 'table' and opts == nil then lr, opts = nil, lr end
+   if lr ~= nil and type(lr) ~= 'number' then
+      error(('optim.%s: lr is a %s, expected a number'):format(cls._name, type(lr)), 0)
+   end
+   if opts ~= nil and type(opts) ~= 'table' then
+      error(('optim.%s: options must be a table, got a %s'):format(cls._name, type(opts)), 0)
+   end
+   -- a table with option keys and no array part is the unbound form
+   local unbound = params == nil
+   if type(params) == 'table' and not is_param(params) and params.parameters == nil
+      and #params == 0 and next(params) ~= nil and lr == nil and opts == nil then
+      opts, params, unbound = params, nil, true
+   end
+   local self = setmetatable({}, cls)
+   local base = merge_options(cls, cls.defaults, opts)
+   if lr ~= nil then
+      base.lr = lr
+      cls.check_options(cls, base)
+   end
+   self.options = base           -- what a group without its own value gets
+   self.groups = {}
+   self._state = {}              -- Param -> {step = n, <state tensors>}
+   self._steps = 0
+   if not unbound then self:_bind(params) end
+   return self
+end
+
+local function construct(cls, ...)
+   local ok, r = pcall(build, cls, ...)
+   if not ok then error(strip_where(r), 2) end
+   return r
+end
+
+function Optimizer:extend(name, defaults, state_tensors)
+   local cls = {}
+   cls.__index = cls
+   cls.__tostring = rawget(self, '__tostring')
+   cls._name = name
+   cls.defaults = {}
+   for k, v in pairs(self.defaults) do cls.defaults[k] = v end
+   for k, v in pairs(defaults or {}) do cls.defaults[k] = v end
+   cls.state_tensors = state_tensors or self.state_tensors
+   return setmetatable(cls, {__index = self, __call = construct})
+end
+
+-- validate option values; classes add their own checks
+function Optimizer.check_options(cls, o)
+   if o.lr ~= nil and (type(o.lr) ~= 'number' or o.lr < 0) then
+      error(('optim.%s: invalid learning rate %s'):format(cls._name, tostring(o.lr)), 0)
+   end
+   if o.weight_decay ~= nil and (type(o.weight_decay) ~= 'number' or o.weight_decay < 0) then
+      error(('optim.%s: invalid weight_decay %s'):format(cls._name, tostring(o.weight_decay)), 0)
+   end
+end
+
+-- bind(params): add parameters (a list, a module, or a list of groups)
+function Optimizer:bind(params)
+   local ok, r = pcall(self._bind, self, params)
+   if not ok then error(strip_where(r), 2) end
+   return r
+end
+
+function Optimizer:_bind(params)
+   local cls = getmetatable(self)
+   local first = type(params) == 'table' and params[1]
+   local is_groups = type(first) == 'table' and not is_param(first) and first.params ~= nil
+   local specs = is_groups and params or {{params = params}}
+   local seen = {}
+   for _, g in ipairs(self.groups) do
+      for _, p in ipairs(g.params) do seen[p] = true end
+   end
+   for gi, spec in ipairs(specs) do
+      local group = merge_options(cls, self.options, spec, true)
+      group.params = param_list(('optim.%s group %d'):format(cls._name, gi), spec.params)
+      for _, p in ipairs(group.params) do
+         if seen[p] then
+            error(('optim.%s: a parameter appears twice'):format(cls._name), 0)
+         end
+         seen[p] = true
+      end
+      self.groups[#self.groups + 1] = group
+   end
+   return self
+end
+
+-- a reusable header for asking whether a param has a gradient (no allocation)
+local grad_probe = new()
+local fnn_param_grad, fnn_tensor_clear, fnn_param_frozen = C.fnn_param_grad, C.fnn_tensor_clear, C.fnn_param_frozen
+
+local function has_grad(p)
+   local node = p.node
+   if fnn_param_frozen(node) ~= 0 then return false end
+   if fnn_param_grad(grad_probe, node) ~= 0 then fail() end
+   local has = grad_probe.ndim >= 0
+   fnn_tensor_clear(grad_probe)
+   return has
+end
+
+-- a zero tensor shaped (and placed) like p's value: fresh storage the kernels update in place
+function Optimizer.zeros_like_param(p)
+   local t = p:tensor()
+   local out = new()
+   if C.fnn_zeros(out, t.ndim, t.shape_) ~= 0 then fail() end
+   out = done(out)
+   if t.device_ ~= 0 then
+      local moved = new()
+      if C.fnn_to_device(moved, out, t.device_) ~= 0 then fail() end
+      out = done(moved)
+   end
+   return out
+end
+
+-- step(closure): one update of every parameter that has a gradient (frozen ones are skipped).
+-- closure, when given, is called first (grad on) and its result returned.
+function Optimizer:step(closure)
+   local loss
+   if closure ~= nil then loss = autograd.enable_grad(closure) end
+   local state = self._state
+   for _, group in ipairs(self.groups) do
+      local params = group.params
+      for i = 1, #params do
+         local p = params[i]
+         if has_grad(p) then
+            local st = state[p]
+            if st == nil then
+               st = {step = 0}
+               state[p] = st
+            end
+            st.step = st.step + 1
+            self:update(p, group, st)
+         end
+      end
+   end
+   self._steps = self._steps + 1
+   return loss
+end
+
+function Optimizer:update()
+   error(('optim.%s: update is not defined'):format(self._name), 2)
+end
+
+function Optimizer:zero_grad()
+   for _, group in ipairs(self.groups) do
+      local params = group.params
+      for i = 1, #params do C.fnn_param_zero_grad(params[i].node) end
+   end
+end
+
+function Optimizer:parameters()
+   local out = {}
+   for _, group in ipairs(self.groups) do
+      for _, p in ipairs(group.params) do out[#out + 1] = p end
+   end
+   return out
+end
+
+function Optimizer:gradients_are_finite()
+   return autograd.gradients_are_finite(self:parameters())
+end
+
+-- the learning rate of the first group (the default when unbound)
+function Optimizer:lr()
+   local g = self.groups[1]
+   return g and g.lr or self.options.lr
+end
+
+-- set_lr(lr): every group (schedules call this each step)
+function Optimizer:set_lr(lr)
+   if type(lr) ~= 'number' or lr < 0 then
+      error(('optim.%s: set_lr: invalid learning rate %s'):format(self._name, tostring(lr)), 2)
+   end
+   self.options.lr = lr
+   for _, g in ipairs(self.groups) do g.lr = lr end
+   return self
+end
+
+function Optimizer:steps() return self._steps end
+
+-- state(): plain tables. {steps = n, groups = {options per group},
+-- params = {[i] = {step = n, <state tensor name> = tensor}}} with i the position
+-- in parameters(). Tensors are the live ones; load_state copies what it is given.
+function Optimizer:state()
+   local s = {steps = self._steps, groups = {}, params = {}}
+   for gi, g in ipairs(self.groups) do
+      local opts = {}
+      for k, v in pairs(g) do
+         if k ~= 'params' then opts[k] = copy_value(v) end
+      end
+      s.groups[gi] = opts
+   end
+   for i, p in ipairs(self:parameters()) do
+      local st = self._state[p]
+      local e = {step = st and st.step or 0}
+      if st then
+         for _, name in ipairs(self.state_tensors) do e[name] = st[name] end
+      end
+      s.params[i] = e
+   end
+   return s
+end
+
+-- an own copy of t, since the kernels update state tensors in place
+local function fresh_copy(t)
+   local out = new()
+   if C.fnn_mul_scalar(out, t, 1) ~= 0 then fail() end
+   return done(out)
+end
+
+-- load_state(s): refuses (leaving this optimizer unchanged) a state for another
+-- parameter count or with a mis-shaped tensor
+function Optimizer:load_state(s)
+   local name = self._name
+   if type(s) ~= 'table' or type(s.params) ~= 'table' then
+      error(('optim.%s: load_state: expected a table from state()'):format(name), 2)
+   end
+   local params = self:parameters()
+   if #s.params ~= #params then
+      error(('optim.%s: load_state: state has %d parameters, this optimizer has %d'):format(
+         name, #s.params, #params), 2)
+   end
+   if s.groups and #s.groups ~= #self.groups then
+      error(('optim.%s: load_state: state has %d groups, this optimizer has %d'):format(
+         name, #s.groups, #self.groups), 2)
+   end
+   local new_state = {}
+   for i, p in ipairs(params) do
+      local e = s.params[i]
+      if type(e) ~= 'table' or type(e.step) ~= 'number' then
+         error(('optim.%s: load_state: entry %d is not a {step = n, ...} table'):format(name, i), 2)
+      end
+      if e.step > 0 then
+         local st = {step = e.step}
+         local want = fnn_tensor.shape_str(p:tensor())
+         for _, tn in ipairs(self.state_tensors) do
+            local t = e[tn]
+            if t ~= nil then
+               if not fnn_tensor.is_tensor(t) then
+                  error(('optim.%s: load_state: %s of parameter %d is a %s, expected a tensor'):format(
+                     name, tn, i, type(t)), 2)
+               end
+               if fnn_tensor.shape_str(t) ~= want then
+                  error(('optim.%s: load_state: %s of parameter %d is %s, the parameter is %s'):format(
+                     name, tn, i, fnn_tensor.shape_str(t), want), 2)
+               end
+               st[tn] = fresh_copy(t:detach())
+            end
+         end
+         new_state[p] = st
+      end
+   end
+   self._state = new_state
+   self._steps = s.steps or self._steps
+   if s.groups then
+      for gi, g in ipairs(self.groups) do
+         for k, v in pairs(s.groups[gi]) do
+            if self.defaults[k] ~= nil then g[k] = copy_value(v) end
+         end
+      end
+   end
+   return self
+end
+
+function Optimizer:__tostring()
+   local parts = {}
+   for _, k in ipairs(option_names(self.defaults)) do
+      local v = self.options[k]
+      if type(v) == 'table' then v = '{' .. table.concat(v, ', ') .. '}' end
+      parts[#parts + 1] = k .. '=' .. tostring(v)
+   end
+   return ('optim.%s(%s; %d parameters)'):format(self._name, table.concat(parts, ', '), #self:parameters())
+end
+
+return Optimizer

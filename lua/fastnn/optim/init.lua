@@ -1,0 +1,78 @@
+-- fastnn.optim: optimizers and gradient utilities.
+--   local opt = optim.Adam(model:parameters(), 1e-3)
+--   loss:backward(); optim.clip_grad_norm(model:parameters(), 1.0); opt:step(); opt:zero_grad()
+-- Optimizer classes live one per file in lua/fastnn/optim/<Name>.lua and load on
+-- first use. Every update runs in C, fused per parameter (core/optim.c).
+local fnn_tensor = require 'fastnn.tensor'
+local C = fnn_tensor.C
+local Param = require('fastnn.autograd').Param
+
+local optim = {}
+
+-- a list of Params from: a module, one Param, a list of Params, or named {name, p} pairs
+local function param_list(what, params)
+   if Param.is_param(params) then return {params} end
+   if type(params) ~= 'table' then
+      error(('%s: expected a list of nn.Param or a module, got a %s'):format(what, type(params)), 3)
+   end
+   if type(params.parameters) == 'function' then return params:parameters() end
+   local out = {}
+   for i, p in ipairs(params) do
+      if type(p) == 'table' and not Param.is_param(p) and Param.is_param(p[2]) then p = p[2] end
+      if not Param.is_param(p) then
+         error(('%s: element %d of the parameter list is a %s, expected an nn.Param'):format(what, i, type(p)), 3)
+      end
+      out[i] = p
+   end
+   return out
+end
+optim._param_list = param_list
+
+-- clip_grad_norm(params, max_norm): scales every gradient by max_norm / norm
+-- when the global L2 norm over all of them exceeds max_norm (PyTorch's
+-- clip_grad_norm_, with its 1e-6 guard). Returns the norm before clipping.
+function optim.clip_grad_norm(params, max_norm)
+   local list = param_list('clip_grad_norm', params)
+   if type(max_norm) ~= 'number' or max_norm < 0 then
+      error(('clip_grad_norm: max_norm is %s, expected a non-negative number'):format(tostring(max_norm)), 2)
+   end
+   local sq = 0
+   for i = 1, #list do sq = sq + C.fnn_grad_sq_norm(list[i].node) end
+   local norm = math.sqrt(sq)
+   local coef = max_norm / (norm + 1e-6)
+   if coef < 1 then
+      for i = 1, #list do
+         if C.fnn_grad_scale(list[i].node, coef) ~= 0 then fnn_tensor.fail() end
+      end
+   end
+   return norm
+end
+
+-- clip_grad_value(params, v): clamps every gradient element into [-v, v]
+function optim.clip_grad_value(params, value)
+   local list = param_list('clip_grad_value', params)
+   if type(value) ~= 'number' or value < 0 then
+      error(('clip_grad_value: value is %s, expected a non-negative number'):format(tostring(value)), 2)
+   end
+   for i = 1, #list do
+      local g = list[i]:grad()
+      if g then list[i]:set_grad(g:clamp(-value, value)) end
+   end
+end
+
+function optim.gradients_are_finite(params)
+   return require('fastnn.autograd').gradients_are_finite(param_list('gradients_are_finite', params))
+end
+
+-- classes by name, loaded on first use
+setmetatable(optim, {__index = function(t, name)
+   if type(name) ~= 'string' or not name:match('^%a[%w_]*$') then return nil end
+   local modname = 'fastnn.optim.' .. name
+   if not package.loaded[modname] and not package.searchpath(modname, package.path) then return nil end
+   local cls = require(modname)
+   rawset(t, name, cls)
+   return cls
+end})
+
+package.loaded['fastnn.optim'] = optim
+return optim
