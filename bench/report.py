@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""report.py: the side-by-side table of bench/run.sh, made from measure.py's log.
+
+    report.py --log FILE [--note JOB=TEXT ...] [--meta KEY=VALUE ...]
+
+The log (measure.py --log) holds every attempt of every job with its exit code
+and full output; the last attempt of each (job, rep) is the one measure.py
+kept. Values are the median over reps. A job that printed `NOTYET <reason>`
+(or `NOTYET <metric>: <reason>` for one metric) shows as "not yet" with the
+reason; a job that failed shows its exit code and last line; a job that did
+not run shows its --note (for example "not run with --quick").
+"""
+import argparse
+import re
+import statistics
+
+# (label, metric, unit, fastnn job, fastnn RESULT name, reference job, reference RESULT name, kind, target)
+#   kind 'le': time ratio fastnn/reference must be <= target
+#   kind 'ge': throughput ratio fastnn/reference must be >= target
+#   kind 'acc': fastnn accuracy must be >= reference accuracy - target (points)
+#   kind 'info': ratio shown, no target
+ROWS = [
+    ("tiny_ops (a) add [16], no_grad", "add_us_per_op", "us", "fnn_tiny_ops", "tiny_ops",
+     "torch_tiny_ops", "tiny_ops", "le", 0.2),
+    ("tiny_ops (b) MLP 32-32-32-1 SGD step", "mlp_us_per_step", "us", "fnn_tiny_ops", "tiny_ops",
+     "torch_tiny_ops", "tiny_ops", "le", 0.35),
+    ("mlp_fmnist epoch", "sec_per_epoch", "s", "fnn_mlp_fmnist", "mlp_fmnist",
+     "torch_mlp_fmnist", "mlp_fmnist", "le", 0.8),
+    ("mlp_fmnist test accuracy", "test_acc", "%", "fnn_mlp_fmnist", "mlp_fmnist",
+     "torch_mlp_fmnist", "mlp_fmnist", "acc", 1.5),
+    ("cnn_fmnist step", "ms_per_step", "ms", "fnn_cnn_fmnist", "cnn_fmnist",
+     "torch_cnn_fmnist", "cnn_fmnist", "le", 1.0),
+    ("cnn_fmnist step vs torch im2col (CNN_MKLDNN=0)", "ms_per_step", "ms", "fnn_cnn_fmnist", "cnn_fmnist",
+     "torch_cnn_fmnist_im2col", "cnn_fmnist", "info", None),
+    ("char_gpt step", "ms_per_step", "ms", "fnn_char_gpt", "char_gpt",
+     "torch_char_gpt", "char_gpt", "le", 1.0),
+    ("lstm_seq step", "ms_per_step", "ms", "fnn_lstm_seq", "lstm_seq",
+     "torch_lstm_seq", "lstm_seq", "le", 1.0),
+    ("sgemm n=1024, 1 thread (vs raw OpenBLAS)", "gflops", "GFLOP/s", "fnn_sgemm", "sgemm_fastnn_t1_n1024",
+     "blas_sgemm_t1", "sgemm_t1_n1024", "ge", 0.9),
+    ("sgemm n=1024, 2 threads (vs raw OpenBLAS)", "gflops", "GFLOP/s", "fnn_sgemm", "sgemm_fastnn_t2_n1024",
+     "blas_sgemm_t2", "sgemm_t2_n1024", "ge", 0.9),
+]
+
+METRICS = {row[1] for row in ROWS}
+
+HEAD = re.compile(r"^=== (\S+) rep=(\d+) attempt=(\d+) rc=(-?\d+) wall=([\d.]+)s "
+                  r"foreign_cpu=([\d.]+) canary_ns=([\d.]+)/([\d.]+)( CONTAMINATED)?$")
+
+
+def parse_log(path):
+    """-> {job: {rep: attempt}} with attempt = dict(rc, out, foreign, canary, contaminated)"""
+    runs = {}
+    cur = None
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = HEAD.match(line.rstrip("\n"))
+            if m:
+                job, rep = m.group(1), int(m.group(2))
+                cur = {"rc": int(m.group(4)), "wall": float(m.group(5)), "foreign": float(m.group(6)),
+                       "canary": (float(m.group(7)), float(m.group(8))),
+                       "contaminated": bool(m.group(9)), "lines": []}
+                runs.setdefault(job, {})[rep] = cur      # a later attempt replaces an earlier one
+            elif cur is not None:
+                cur["lines"].append(line.rstrip("\n"))
+    return runs
+
+
+def results_of(lines):
+    """RESULT lines -> {(name, metric): value}"""
+    res = {}
+    for line in lines:
+        if line.startswith("RESULT "):
+            toks = line.split()
+            name, rest = toks[1], toks[2:]
+            for i in range(0, len(rest) - 1, 2):
+                if "=" in rest[i]:
+                    m, v = rest[i].split("=", 1)
+                    try:
+                        res[(name, m)] = float(v)
+                    except ValueError:
+                        pass
+    return res
+
+
+class Job:
+    def __init__(self, name, reps, note):
+        self.name, self.reps, self.note = name, reps or {}, note
+
+    def values(self, rname, metric):
+        vals = []
+        for rep in sorted(self.reps):
+            v = results_of(self.reps[rep]["lines"]).get((rname, metric))
+            if v is not None:
+                vals.append(v)
+        return vals
+
+    def median(self, rname, metric):
+        vals = self.values(rname, metric)
+        return statistics.median(vals) if vals else None
+
+    def why_missing(self, metric):
+        """text for a cell without a value"""
+        if not self.reps:
+            return self.note or "not run"
+        last = self.reps[max(self.reps)]
+        generic = None
+        for line in last["lines"]:
+            if line.startswith("NOTYET"):
+                reason = line[len("NOTYET"):].strip()
+                m = re.match(r"^(\w+): (.*)$", reason)
+                if m and m.group(1) == metric:
+                    return "not yet: " + m.group(2)
+                if not (m and m.group(1) in METRICS):     # a reason for another metric
+                    generic = generic or reason
+        if generic:
+            return "not yet: " + generic
+        if last["rc"] != 0:
+            tail = [l for l in last["lines"] if l.strip() and not l.startswith("RESULT ")]
+            msg = tail[-1].strip() if tail else ""
+            for l in tail:          # the first Lua error line is more telling than a traceback's end
+                if re.search(r"(error|luajit:|Error)", l):
+                    msg = l.strip()
+                    break
+            return f"error (exit {last['rc']}): {msg[:160]}"
+        return "no result"
+
+    def headers(self):
+        out = []
+        for rep in sorted(self.reps):
+            out += [l for l in self.reps[rep]["lines"] if l.startswith("# ")]
+        return out
+
+
+def fmt(v, unit):
+    if v is None:
+        return None
+    if unit == "s":
+        return f"{v:.3f} s"
+    if unit == "%":
+        return f"{v:.2f} %"
+    if unit == "GFLOP/s":
+        return f"{v:.1f} GFLOP/s"
+    if abs(v) >= 100:
+        return f"{v:.1f} {unit}"
+    return f"{v:.3g} {unit}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--note", action="append", default=[], help="JOB=TEXT for a job that did not run")
+    ap.add_argument("--meta", action="append", default=[], help="KEY=VALUE for the header")
+    ap.add_argument("--workloads", default="", help="the workloads of this run, space-separated")
+    a = ap.parse_args()
+    notes = dict(n.split("=", 1) for n in a.note)
+    meta = dict(m.split("=", 1) for m in a.meta)
+    runs = parse_log(a.log)
+    jobs = {}
+
+    def job(name):
+        if name not in jobs:
+            jobs[name] = Job(name, runs.get(name), notes.get(name))
+        return jobs[name]
+
+    # ---- header: versions, machine, threads ----
+    torch_ver = None
+    blas_cfg = None
+    for jn in runs:
+        for h in job(jn).headers():
+            m = re.match(r"^# \w+: torch (\S+), intra-op threads (\d+), OPENBLAS_NUM_THREADS=(\S+), "
+                         r"mkldnn enabled=(\w+), python (\S+)", h)
+            if m and not torch_ver:
+                torch_ver = (f"PyTorch {m.group(1)} (python {m.group(5)}): torch.set_num_threads({m.group(2)}), "
+                             f"OPENBLAS_NUM_THREADS={m.group(3)}")
+            m = re.match(r"^# (.*) \| core=(\S+) \| openblas threads=(\d+)", h)
+            if m and not blas_cfg:
+                blas_cfg = f"OpenBLAS {m.group(1).split()[1] if len(m.group(1).split()) > 1 else m.group(1)} core={m.group(2)}"
+    if not torch_ver:
+        torch_ver = meta.get("torch", "PyTorch: not run")
+    probes = job("blas_sgemm_t1")
+    clock = probes.median("cpu_clock", "ghz")
+    fma1, fma2 = probes.median("fma_peak_t1", "gflops"), probes.median("fma_peak_t2", "gflops")
+
+    lines = []
+    lines.append(f"Machine: {meta.get('cpu', '?')}, {meta.get('cores', '?')} cores"
+                 + (f", {clock:.2f} GHz (measured)" if clock else "")
+                 + (f", FMA peak {fma1:.0f} / {fma2:.0f} GFLOP/s on 1 / 2 threads" if fma1 and fma2 else "")
+                 + (f"; {blas_cfg}" if blas_cfg else ""))
+    lines.append(f"Reference: {torch_ver}.")
+    lines.append(f"fastnn: {meta.get('fastnn', '?')}.")
+    lines.append(f"Run: {meta.get('date', '?')}, git {meta.get('git', '?')}, reps={meta.get('reps', '?')}"
+                 f"{' (--quick)' if meta.get('quick') == '1' else ''}, medians over reps; "
+                 f"command: `{meta.get('command', 'bench/run.sh')}`.")
+    lines.append("")
+    lines.append("| workload | metric | fastnn | PyTorch | ratio | target | pass | fastnn peak RSS | PyTorch peak RSS | RSS pass |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+
+    selected = set(a.workloads.split()) if a.workloads else None
+    summary = {"pass": 0, "fail": 0, "open": 0}
+    for (label, metric, unit, fj, fr, rj, rr, kind, target) in ROWS:
+        wl = fr if not fr.startswith("sgemm") else "sgemm"
+        if selected is not None and wl not in selected:
+            continue
+        F, R = job(fj), job(rj)
+        fv, rv = F.median(fr, metric), R.median(rr, metric)
+        fcell = fmt(fv, unit) or F.why_missing(metric)
+        rcell = fmt(rv, unit) or R.why_missing(metric)
+        ratio, tcell, pcell = "", "", ""
+        if kind == "le":
+            tcell = f"<= {target}"
+        elif kind == "ge":
+            tcell = f">= {target}"
+        elif kind == "acc":
+            tcell = f">= PyTorch - {target} pts"
+        else:
+            tcell = "(side figure)"
+        if fv is not None and rv is not None and rv != 0:
+            if kind == "acc":
+                ratio = f"{fv - rv:+.2f} pts"
+                ok = fv >= rv - target
+            else:
+                r = fv / rv
+                ratio = f"{r:.3f}"
+                ok = (r <= target) if kind == "le" else (r >= target) if kind == "ge" else None
+            pcell = "" if ok is None else ("pass" if ok else "FAIL")
+        elif kind != "info":
+            if fv is None:
+                pcell = "ERROR" if fcell.startswith("error") else "not yet" if fcell.startswith("not yet") else "not run"
+            else:
+                pcell = "no reference"
+        if pcell == "pass":
+            summary["pass"] += 1
+        elif pcell in ("FAIL", "ERROR"):
+            summary["fail"] += 1
+        elif kind != "info":
+            summary["open"] += 1
+        # peak resident memory of each side's process, median over reps
+        fm = F.median(wl + "_rss", "max_rss_mb")
+        rm = R.median((wl if not rj.startswith("blas_") else "sgemm_peak") + "_rss", "max_rss_mb")
+        if fv is None:
+            fm = None            # a run that measured nothing says nothing about memory
+        if rv is None:
+            rm = None
+        fmc = f"{fm:.0f} MB" if fm is not None else ""
+        rmc = f"{rm:.0f} MB" if rm is not None else ""
+        mpass = ""
+        if fm is not None and rm is not None and not rj.startswith("blas_"):
+            mpass = "pass" if fm <= rm else "FAIL"
+        elif rj.startswith("blas_"):
+            mpass = "n/a (raw C)"
+        lines.append(f"| {label} | {metric} | {fcell} | {rcell} | {ratio} | {tcell} | {pcell} | "
+                     f"{fmc} | {rmc} | {mpass} |")
+
+    # ---- footer: noise and what each side ran ----
+    canaries = [c for j in runs.values() for r in j.values() for c in r["canary"]]
+    contaminated = sum(1 for j in runs.values() for r in j.values() if r["contaminated"])
+    lines.append("")
+    lines.append(f"Targets: {summary['pass']} pass, {summary['fail']} fail or error, {summary['open']} open "
+                 "(not yet / not run). Ratios are fastnn / PyTorch for times (lower is better) and "
+                 "fastnn / raw OpenBLAS for GFLOP/s (higher is better); peak RSS is the largest "
+                 "process of each job (getrusage), which must not exceed PyTorch's.")
+    if canaries:
+        lines.append(f"Noise: host-speed canary {min(canaries):.0f}-{max(canaries):.0f} ns/iter "
+                     f"(~25 calm); {contaminated} run(s) kept while marked CONTAMINATED by measure.py.")
+    lines.append(f"Full outputs: {meta.get('log', a.log)}")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

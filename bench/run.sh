@@ -1,0 +1,155 @@
+#!/bin/bash
+# bench/run.sh: fastnn-lua side by side with PyTorch on the perf-anchor workloads
+# (../shared/bench/WORKLOADS.md), in one interleaved, noise-guarded run.
+#
+#   bench/run.sh                  # every workload, 3 interleaved reps (takes a while)
+#   bench/run.sh --quick          # 1 rep of tiny_ops, mlp_fmnist, sgemm; no idle wait (< 2 min)
+#   bench/run.sh --reps 5 char_gpt lstm_seq    # a subset (mlp_fmnist cnn_fmnist char_gpt lstm_seq tiny_ops sgemm)
+#
+# It builds the project (cmake Release into build/, or into $FASTNN_BUILD), builds
+# the OpenBLAS probe sgemm_peak from the shared reference, then runs, through
+# ../shared/bench/measure.py, for each workload the fastnn job (bench/<w>.lua) and
+# the PyTorch reference job (../shared/bench/reference/<w>.py) alternately, each
+# wrapped in bench/rss.py for its peak resident memory. It prints the table
+# (fastnn median, PyTorch median, ratio, target, pass/fail, peak RSS of each side)
+# and writes it to bench/results/latest.md; full outputs go to bench/results/*.log.
+#
+# Threads: PyTorch runs in the anchor setup (torch.set_num_threads(2), OPENBLAS_NUM_THREADS=1);
+# fastnn runs fnn.set_num_threads(2), one setting for OpenBLAS and the core's kernels.
+# BENCH_THREADS changes both. PYTHON picks the python that has torch; without torch
+# the table says so and the fastnn side still runs. Other knobs: FASTNN_BUILD (build
+# dir), SHARED_BENCH (the shared bench dir), MEASURE_ARGS (extra measure.py flags).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SHARED=${SHARED_BENCH:-$(cd "$(dirname "$0")/../../shared/bench" 2>/dev/null && pwd || true)}
+if [ -z "$SHARED" ] || [ ! -f "$SHARED/measure.py" ]; then
+  echo "bench/run.sh: cannot find ../shared/bench/measure.py beside the repository (set SHARED_BENCH)" >&2
+  exit 2
+fi
+
+QUICK=0
+REPS=3
+REPS_SET=0
+WANT=()
+EXTRA=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --reps) REPS=$2; REPS_SET=1; shift ;;
+    --reps=*) REPS=${1#--reps=}; REPS_SET=1 ;;
+    --no-wait) EXTRA+=(--no-wait) ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    mlp_fmnist|cnn_fmnist|char_gpt|lstm_seq|tiny_ops|sgemm) WANT+=("$1") ;;
+    *) echo "bench/run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+ALL=(tiny_ops mlp_fmnist cnn_fmnist char_gpt lstm_seq sgemm)
+if [ "$QUICK" = 1 ]; then
+  [ "$REPS_SET" = 1 ] || REPS=1
+  [ ${#WANT[@]} -gt 0 ] || WANT=(tiny_ops mlp_fmnist sgemm)
+  EXTRA+=(--no-wait --retries 0)      # --quick trades the noise guard for a bounded run time
+fi
+[ ${#WANT[@]} -gt 0 ] || WANT=("${ALL[@]}")
+# shellcheck disable=SC2206
+EXTRA+=(${MEASURE_ARGS:-})
+
+# ---- pythons: one for the harness (measure.py, rss.py, report.py), one with torch ----
+HPY=/usr/bin/python3
+[ -x "$HPY" ] || HPY=$(command -v python3)
+has_torch() { "$1" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' 2>/dev/null; }
+PY=
+if [ -n "${PYTHON:-}" ]; then PY=$PYTHON
+elif command -v python3 >/dev/null && has_torch "$(command -v python3)"; then PY=$(command -v python3)
+elif has_torch /usr/bin/python3; then PY=/usr/bin/python3
+fi
+if [ -n "$PY" ] && ! has_torch "$PY"; then PY=; fi
+
+# ---- build ----
+BUILD=${FASTNN_BUILD:-$ROOT/build}
+case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+RESULTS=$ROOT/bench/results
+mkdir -p "$RESULTS" "$BUILD/bench"
+STAMP=$(date +%Y%m%d_%H%M%S)
+LOG=$RESULTS/run_$STAMP.log
+echo "# building fastnn into $BUILD"
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$RESULTS/build_$STAMP.log" 2>&1 \
+    || { tail -20 "$RESULTS/build_$STAMP.log"; echo "bench/run.sh: cmake configure failed" >&2; exit 1; }
+fi
+cmake --build "$BUILD" -j"$(nproc)" >>"$RESULTS/build_$STAMP.log" 2>&1 \
+  || { grep -E 'error' "$RESULTS/build_$STAMP.log" | head -20; echo "bench/run.sh: build failed" >&2; exit 1; }
+BUILD_TYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
+LIB=$BUILD/libfastnn.so
+gcc -O2 -o "$BUILD/bench/sgemm_peak" "$SHARED/reference/sgemm_peak.c" -lopenblas -lpthread
+
+# the launcher once it runs scripts, else plain luajit on the source tree; both load $LIB
+export FASTNN_LIB=$LIB
+export LUA_PATH="$ROOT/lua/?.lua;$ROOT/lua/?/init.lua;;"
+if [ -x "$BUILD/fastnn-lua" ] && [ "$("$BUILD/fastnn-lua" -e 'print("fastnn-ok")' 2>/dev/null)" = fastnn-ok ]; then
+  LUA=("$BUILD/fastnn-lua"); LUA_DESC="build/fastnn-lua"
+else
+  LUA=("$(command -v luajit)"); LUA_DESC="luajit $(luajit -v 2>/dev/null | awk '{print $2}') (launcher not ready)"
+fi
+
+T=${BENCH_THREADS:-2}
+q() { printf '%q ' "$@"; }
+jobs=()
+notes=()
+FNN_ENV=(env -u OPENBLAS_NUM_THREADS "BENCH_THREADS=$T")
+TORCH_ENV=(env "BENCH_THREADS=$T" "OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}")
+for w in "${WANT[@]}"; do
+  if [ -f "$ROOT/bench/$w.lua" ]; then
+    jobs+=("fnn_$w=$(q "${FNN_ENV[@]}" "$HPY" "$ROOT/bench/rss.py" "$w" "${LUA[@]}" "$ROOT/bench/$w.lua")")
+  else
+    notes+=(--note "fnn_$w=not yet: no bench/$w.lua")
+  fi
+  case "$w" in
+    sgemm)
+      probes=(); [ "$QUICK" = 1 ] && probes=(--sgemm-only)
+      jobs+=("blas_sgemm_t1=$(q env OPENBLAS_NUM_THREADS=1 "$HPY" "$ROOT/bench/rss.py" sgemm_peak "$BUILD/bench/sgemm_peak" "${probes[@]}")")
+      jobs+=("blas_sgemm_t2=$(q env OPENBLAS_NUM_THREADS=2 "$HPY" "$ROOT/bench/rss.py" sgemm_peak "$BUILD/bench/sgemm_peak" --sgemm-only)") ;;
+    *)
+      if [ -n "$PY" ]; then
+        jobs+=("torch_$w=$(q "${TORCH_ENV[@]}" "$HPY" "$ROOT/bench/rss.py" --cwd "$SHARED/reference" "$w" "$PY" "$w.py")")
+        if [ "$w" = cnn_fmnist ] && [ "$QUICK" = 0 ]; then
+          jobs+=("torch_cnn_fmnist_im2col=$(q "${TORCH_ENV[@]}" CNN_MKLDNN=0 "$HPY" "$ROOT/bench/rss.py" --cwd "$SHARED/reference" "$w" "$PY" "$w.py")")
+        fi
+      else
+        notes+=(--note "torch_$w=PyTorch missing (no python3 with torch; pip install torch numpy)")
+      fi ;;
+  esac
+done
+for w in "${ALL[@]}"; do
+  case " ${WANT[*]} " in *" $w "*) ;; *)
+    notes+=(--note "fnn_$w=not run (--quick or not selected)" --note "torch_$w=not run")
+    [ "$w" = sgemm ] && notes+=(--note "blas_sgemm_t1=not run" --note "blas_sgemm_t2=not run") ;;
+  esac
+done
+notes+=(--note "torch_cnn_fmnist_im2col=not run (full runs only)")
+
+CPU="$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1) (family $(lscpu | sed -n 's/^CPU family:[[:space:]]*//p' | head -1), model $(lscpu | sed -n 's/^Model:[[:space:]]*//p' | head -1))"
+CORES=$(nproc)
+GIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)
+if [ -n "$(git -C "$ROOT" status --porcelain -- . 2>/dev/null)" ]; then GIT="$GIT+dirty"; fi
+CMD=bench/run.sh
+if [ "$QUICK" = 1 ]; then CMD="$CMD --quick"; fi
+if [ "$REPS_SET" = 1 ]; then CMD="$CMD --reps $REPS"; fi
+if [ ${#WANT[@]} -lt ${#ALL[@]} ] && [ "$QUICK" = 0 ]; then CMD="$CMD ${WANT[*]}"; fi
+echo "# $(date -Is) $CMD: reps=$REPS, workloads: ${WANT[*]}; torch python: ${PY:-none}; fastnn via $LUA_DESC, $LIB ($BUILD_TYPE)"
+echo "# log: $LOG"
+"$HPY" "$SHARED/measure.py" --reps "$REPS" --log "$LOG" "${EXTRA[@]}" "${jobs[@]}" | tee "$RESULTS/measure_$STAMP.out"
+
+TABLE=$RESULTS/run_$STAMP.md
+"$HPY" "$ROOT/bench/report.py" --log "$LOG" --workloads "${WANT[*]}" "${notes[@]}" \
+  --meta "cpu=$CPU" --meta "cores=$CORES" --meta "reps=$REPS" --meta "quick=$QUICK" \
+  --meta "date=$(date -Is)" --meta "git=$GIT" --meta "command=$CMD" --meta "log=${LOG#"$ROOT"/}" \
+  --meta "torch=PyTorch: ${PY:-missing (no python3 with torch)}" \
+  --meta "fastnn=fastnn $(sed -n 's/^project(fastnn_lua VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt") ($BUILD_TYPE build), fnn.set_num_threads($T): one setting for OpenBLAS (pthreads) and the core's OpenMP kernels; run with $LUA_DESC" \
+  >"$TABLE"
+cp "$TABLE" "$RESULTS/latest.md"
+echo
+cat "$TABLE"
+echo
+echo "# table written to bench/results/latest.md"
