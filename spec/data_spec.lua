@@ -199,6 +199,31 @@ describe('data.FashionMnist', function()
       check_split('test', 10000)
    end)
 
+   it('looks in $FASTNN_DATA/fashion-mnist first (plain IDX files accepted)', function()
+      -- two 28x28 images (all 0 and all 255) and labels {3, 0}, written as plain IDX files
+      local root = os.tmpname()
+      os.remove(root)
+      assert(os.execute(('mkdir -p %q'):format(root .. '/fashion-mnist')))
+      local function be32(v)
+         return string.char(math.floor(v / 16777216) % 256, math.floor(v / 65536) % 256,
+                            math.floor(v / 256) % 256, v % 256)
+      end
+      local f = assert(io.open(root .. '/fashion-mnist/t10k-images-idx3-ubyte', 'wb'))
+      f:write(be32(0x803), be32(2), be32(28), be32(28), string.rep('\0', 784), string.rep('\255', 784))
+      f:close()
+      f = assert(io.open(root .. '/fashion-mnist/t10k-labels-idx1-ubyte', 'wb'))
+      f:write(be32(0x801), be32(2), string.char(3, 0))
+      f:close()
+      local code = ('package.path = %q; '):format(package.path)
+                .. "local d = require('fastnn').data.FashionMnist.load('test'); "
+                .. "io.write(d:len(), ' ', d.inputs:max():item(), ' ', table.concat(d.targets:to_flat(), ','))"
+      local p = io.popen(('FASTNN_DATA=%q luajit -e %q 2>&1'):format(root, code))
+      local out = p:read('*a')
+      p:close()
+      os.execute(('rm -rf %q'):format(root))
+      assert.equals('2 1 4,1', out)
+   end)
+
    it('names the path and the Debian package when the files are missing', function()
       local saved = data.FashionMnist.SYSTEM_DIR
       data.FashionMnist.SYSTEM_DIR = '/nonexistent/fashion-mnist'
