@@ -11,6 +11,12 @@ local cdef = require('fastnn.cdef'):gsub('(typedef struct fnn_tensor {.-} fnn_te
 end)
 ffi.cdef(cdef)
 
+-- OpenMP workers of the core must sleep, not spin, between loops: a spinning
+-- worker steals a core from OpenBLAS (or from anyone else) on a 2-core machine.
+-- libgomp reads this once, when libfastnn (its first user) is loaded below.
+ffi.cdef[[int setenv(const char *name, const char *value, int overwrite);]]
+ffi.C.setenv('OMP_WAIT_POLICY', 'PASSIVE', 0)
+
 -- where libfastnn is: $FASTNN_LIB, a path set by a host (FASTNN_LIB_PATH global),
 -- the build tree beside these sources, the installed library (cmake or LuaRocks layout),
 -- package.cpath, then the loader's search
