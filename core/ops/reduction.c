@@ -10,9 +10,16 @@
  *
  * Each op is a line kernel (one output from `red` values at a stride) and,
  * beside it, a gradient line kernel (`red` gradients from one output's
- * gradient). sum has kernels of its own: autograd calls it on every step to
- * undo broadcasting (fnn_sum_to_shape), so reducing the first or the last dim
- * of a contiguous tensor must be fast. Sums accumulate in double. */
+ * gradient). Lines at a large stride (reducing a leading dim) are first
+ * copied into contiguous rows by a tiled transpose, since walking them
+ * directly costs a cache line per element.
+ *
+ * sum and softmax have kernels of their own. Autograd calls sum on every step
+ * to undo broadcasting (fnn_sum_to_shape): it adds whole rows into a block of
+ * double accumulators when a leading dim is reduced, and runs 16 float lanes
+ * per line otherwise. softmax / log_softmax work a row at a time (along the
+ * last dim) or on column blocks (along a leading dim), with an inlined exp so
+ * the loops vectorize. Sums accumulate in double. */
 #include "../internal.h"
 #include <math.h>
 #include <stdlib.h>
@@ -25,6 +32,7 @@ typedef struct {
     int64_t outer, red, inner;                        /* input [outer, red, inner] -> output [outer, inner] */
     int64_t sr, si;                                   /* strides of the reduced dim and of the inner dims */
     int nouter;                                       /* outer dims after coalescing */
+    bool swapped;                                     /* a single outer dim is read as the inner dim */
     int64_t oshape[FNN_MAX_DIMS], ostride[FNN_MAX_DIMS];
     fnn_tensor tmp;                                   /* a contiguous copy, when x's layout needed one */
 } geom;
@@ -75,9 +83,19 @@ static int geom_init(geom *g, const fnn_tensor *x, int d) {
                 g->sr = src->stride[d];
                 g->nouter = coalesce_dims(d, src->shape, src->stride, g->oshape, g->ostride);
                 g->outer = fnn_numel_of(g->nouter, g->oshape);
+                /* one outer dim that steps closer than the reduced dim (a transposed input): read it
+                 * as the inner dim instead; the output order is the same and memory is walked in order */
+                if (g->inner == 1 && g->nouter == 1 && llabs(g->ostride[0]) < llabs(g->sr)) {
+                    g->inner = g->outer;
+                    g->si = g->ostride[0];
+                    g->outer = 1;
+                    g->nouter = 0;
+                    g->swapped = true;
+                }
                 return FNN_STATUS_OK;
             }
         }
+        if (attempt) break;
         FNN_TRY(fnn_materialize(&g->tmp, x));   /* a contiguous copy always coalesces */
         src = &g->tmp;
     }
@@ -96,6 +114,61 @@ static inline int64_t outer_off(const geom *g, int64_t o) {
         off += i * g->ostride[k];
     }
     return off;
+}
+
+/* the geometry of a contiguous [O, R, I] array (what backward rules read) */
+static void geom_contig(geom *g, const float *data, int64_t O, int64_t R, int64_t I) {
+    memset(g, 0, sizeof *g);
+    fnn_tensor_init(&g->tmp);
+    g->base = data;
+    g->outer = O; g->red = R; g->inner = I;
+    g->sr = I; g->si = 1;
+    g->nouter = 1; g->oshape[0] = O; g->ostride[0] = R * I;
+}
+
+/* a line along the reduced dim that is strided while its neighbours share cache lines reads
+ * badly (one cache line per element): such lines are copied into contiguous rows first */
+static inline bool wants_rows(const geom *g) { return g->inner > 1 && g->sr != 1 && g->red > 1; }
+
+enum { TILE = 16 };
+
+/* [outer, red, inner] view -> rows [outer * inner, red] (row o*I + i), a tiled transpose so that
+ * both the reads and the writes stay in cache */
+static void gather_rows(float *rows, const geom *g) {
+    int64_t O = g->outer, R = g->red, I = g->inner;
+    int64_t tr = (R + TILE - 1) / TILE, ti = (I + TILE - 1) / TILE;
+    int threads = fnn_threads_for(O * R * I);
+    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int64_t t = 0; t < O * tr * ti; t++) {
+        int64_t o = t / (tr * ti), rest = t - o * tr * ti;
+        int64_t r0 = (rest / ti) * TILE, i0 = (rest % ti) * TILE;
+        int64_t r1 = r0 + TILE < R ? r0 + TILE : R, i1 = i0 + TILE < I ? i0 + TILE : I;
+        const float *src = g->base + outer_off(g, o);
+        float *dst = rows + o * I * R;
+        for (int64_t i = i0; i < i1; i++)
+            for (int64_t r = r0; r < r1; r++) dst[i * R + r] = src[r * g->sr + i * g->si];
+    }
+}
+
+/* rows [outer * inner, red] -> y [outer, red, inner] contiguous (the inverse of gather_rows) */
+static void scatter_rows(float *y, const float *rows, int64_t O, int64_t R, int64_t I) {
+    int64_t tr = (R + TILE - 1) / TILE, ti = (I + TILE - 1) / TILE;
+    int threads = fnn_threads_for(O * R * I);
+    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int64_t t = 0; t < O * tr * ti; t++) {
+        int64_t o = t / (tr * ti), rest = t - o * tr * ti;
+        int64_t r0 = (rest / ti) * TILE, i0 = (rest % ti) * TILE;
+        int64_t r1 = r0 + TILE < R ? r0 + TILE : R, i1 = i0 + TILE < I ? i0 + TILE : I;
+        const float *src = rows + o * I * R;
+        float *dst = y + o * R * I;
+        for (int64_t r = r0; r < r1; r++)
+            for (int64_t i = i0; i < i1; i++) dst[r * I + i] = src[i * R + r];
+    }
+}
+
+/* a temporary CPU buffer of n floats (counted like any tensor); clear it after use */
+static int scratch(fnn_tensor *t, int64_t n) {
+    return fnn_new_output(t, fnn_make_device(FNN_DEVICE_CPU, 0), 1, &n);
 }
 
 /* sizes of [outer, red, inner] for a contiguous tensor of this shape (backward rules) */
@@ -151,14 +224,25 @@ typedef void (*line_fn)(const float *x, int64_t n, int64_t s, const double *k, f
 typedef void (*grad_fn)(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
 
 /* [outer, red, inner] -> y [outer, inner], one line kernel call per output */
-static void run_lines(const geom *g, line_fn f, const double *k, float *y, float *idx) {
-    int64_t nout = g->outer * g->inner;
-    int threads = fnn_threads_for(nout * (g->red > 0 ? g->red : 1));
+static int run_lines(const geom *g, line_fn f, const double *k, float *y, float *idx) {
+    int64_t nout = g->outer * g->inner, R = g->red;
+    int threads = fnn_threads_for(nout * (R > 0 ? R : 1));
+    if (wants_rows(g)) {
+        fnn_tensor buf;
+        FNN_TRY(scratch(&buf, nout * R));
+        float *rows = fnn_data(&buf);
+        gather_rows(rows, g);
+        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (int64_t p = 0; p < nout; p++) f(rows + p * R, R, 1, k, y + p, idx ? idx + p : NULL);
+        fnn_tensor_clear(&buf);
+        return FNN_STATUS_OK;
+    }
     #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
     for (int64_t p = 0; p < nout; p++) {
         int64_t o = p / g->inner, i = p - o * g->inner;
-        f(g->base + outer_off(g, o) + i * g->si, g->red, g->sr, k, y + p, idx ? idx + p : NULL);
+        f(g->base + outer_off(g, o) + i * g->si, R, g->sr, k, y + p, idx ? idx + p : NULL);
     }
+    return FNN_STATUS_OK;
 }
 
 /* din [outer, red, inner] from dout [outer, inner]; x = saved[0] and y = saved[1] made contiguous
@@ -177,10 +261,28 @@ static int grad_lines(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, grad
     if (!rc && use_x) x = fnn_contiguous_data(&n->saved[0], &tx, &rc);
     if (!rc && use_y) y = fnn_contiguous_data(&n->saved[1], &ty, &rc);
     if (!rc) rc = fnn_new_output(din, dout->device, nd, shape);
-    if (!rc) {
+    const double *k = n->attr;
+    int threads = fnn_threads_for(O * R * I);
+    if (!rc && I > 1 && R > 1) {
+        /* lines at stride I: work on rows (x gathered, dx scattered back) */
+        fnn_tensor bx, bd;
+        fnn_tensor_init(&bx);
+        fnn_tensor_init(&bd);
+        rc = scratch(&bd, O * R * I);
+        if (!rc && use_x) rc = scratch(&bx, O * R * I);
+        if (!rc) {
+            float *xr = use_x ? fnn_data(&bx) : NULL, *dr = fnn_data(&bd);
+            if (use_x) { geom gx; geom_contig(&gx, x, O, R, I); gather_rows(xr, &gx); }
+            #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+            for (int64_t p = 0; p < O * I; p++)
+                f(dr + p * R, xr ? xr + p * R : NULL, R, 1, g[p], y ? y[p] : 0.0f, k);
+            scatter_rows(fnn_data(din), dr, O, R, I);
+        }
+        fnn_tensor_clear(&bx);
+        fnn_tensor_clear(&bd);
+        if (rc) fnn_tensor_clear(din);
+    } else if (!rc) {
         float *dx = fnn_data(din);
-        const double *k = n->attr;
-        int threads = fnn_threads_for(O * R * I);
         #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
         for (int64_t p = 0; p < O * I; p++) {
             int64_t o = p / I, i = p - o * I, at = o * R * I + i;
@@ -195,7 +297,7 @@ static int grad_lines(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, grad
 
 /* ================= sum, mean ================= */
 
-enum { SUM_BLOCK = 256, SUM_PARTS = 64, SUM_PART_MIN = 65536 };
+enum { SUM_BLOCK = 512, SUM_PARTS = 64, SUM_PART_MIN = 65536 };
 
 /* x [n] at stride s -> sum in double. A contiguous run is added in 16 float lanes over
  * blocks of 256 (vectorizes; each lane adds only 16 values) and the blocks in double. */
@@ -218,17 +320,82 @@ static double line_sum(const float *x, int64_t n, int64_t s) {
     return total;
 }
 
+/* x [n], y [n] contiguous -> sum of x*y in double, in float lanes over blocks as line_sum */
+static double line_dot(const float *x, const float *y, int64_t n) {
+    double total = 0;
+    int64_t i = 0;
+    for (; i + 256 <= n; i += 256) {
+        float lane[16] = {0};
+        for (int j = 0; j < 256; j += 16)
+            for (int k = 0; k < 16; k++) lane[k] += x[i + j + k] * y[i + j + k];
+        double b = 0;
+        for (int k = 0; k < 16; k++) b += lane[k];
+        total += b;
+    }
+    for (; i < n; i++) total += (double)x[i] * y[i];
+    return total;
+}
+
+/* float <-> its bits, for the masks below */
+static inline int32_t f2bits(float f) { int32_t b; memcpy(&b, &f, sizeof b); return b; }
+static inline float bits2f(int32_t b) { float f; memcpy(&f, &b, sizeof f); return f; }
+
+/* e^x in float without a call or a branch, so the loops around it vectorize (glibc's expf is a
+ * call, and GCC will not if-convert float compares under the default -ftrapping-math, hence the
+ * bit masks). Cephes' range reduction and polynomial: relative error below 1e-7 on [-87, 0].
+ * x < -87.3 (-inf included) gives 0, x > 88 is clamped (callers pass x - max <= 0), nan stays nan. */
+static inline float fast_expf(float x) {
+    int32_t lo = -(int32_t)(x < -87.3f), hi = -(int32_t)(x > 88.0f), nan = -(int32_t)(x != x);
+    float xc = bits2f((f2bits(x) & ~lo & ~hi & ~nan) | (f2bits(-87.3f) & lo) | (f2bits(88.0f) & hi));
+    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;   /* round (1.5 * 2^23 trick) */
+    float r = xc - n * 0.693359375f + n * 2.12194440e-4f;                 /* x - n ln2, ln2 in two parts */
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    float res = p * bits2f(((int32_t)n + 127) << 23);                   /* times 2^n */
+    return bits2f((f2bits(res) & ~lo & ~nan) | (f2bits(x) & nan));
+}
+
+/* x [n] contiguous -> the largest value (nan ignored; -inf when n = 0), in 16 independent lanes */
+static float line_max(const float *x, int64_t n) {
+    float lane[16];
+    for (int k = 0; k < 16; k++) lane[k] = -INFINITY;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; k++) lane[k] = x[i + k] > lane[k] ? x[i + k] : lane[k];
+    float m = -INFINITY;
+    for (int k = 0; k < 16; k++) m = lane[k] > m ? lane[k] : m;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+/* x [n] contiguous -> sum of exp(x - m) in double (exps computed 256 at a time, vectorized) */
+static double sum_exp(const float *x, int64_t n, float m) {
+    double total = 0;
+    float e[256];
+    for (int64_t i0 = 0; i0 < n; i0 += 256) {
+        int k = n - i0 < 256 ? (int)(n - i0) : 256;
+        for (int j = 0; j < k; j++) e[j] = fast_expf(x[i0 + j] - m);
+        total += line_sum(e, k, 1);
+    }
+    return total;
+}
+
 /* [outer, red, inner] -> y [outer, inner] = scale * sum over red */
 static void sum_run(const geom *g, float *y, double scale) {
     int64_t O = g->outer, R = g->red, I = g->inner;
     if (O * I == 0) return;
     int threads = fnn_threads_for(O * R * I);
-    if (O == 1 && I == 1 && threads > 1 && R >= 2 * SUM_PART_MIN) {
-        /* one long line: a fixed split (the result does not depend on the thread count), parts added in order */
+    if (O == 1 && I == 1 && R >= 2 * SUM_PART_MIN) {
+        /* one long line: a fixed split, parts added in order (the same bits whatever the thread count) */
         int parts = R / SUM_PART_MIN < SUM_PARTS ? (int)(R / SUM_PART_MIN) : SUM_PARTS;
         int64_t chunk = (R + parts - 1) / parts;
         double part[SUM_PARTS];
-        #pragma omp parallel for num_threads(threads) schedule(static)
+        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
         for (int p = 0; p < parts; p++) {
             int64_t lo = p * chunk, hi = lo + chunk < R ? lo + chunk : R;
             part[p] = lo < hi ? line_sum(g->base + lo * g->sr, hi - lo, g->sr) : 0.0;
@@ -238,9 +405,12 @@ static void sum_run(const geom *g, float *y, double scale) {
         y[0] = (float)(t * scale);
         return;
     }
-    if (I == 1) {   /* reduce the last dim: one line per output */
+    if (I == 1 || llabs(g->sr) <= llabs(g->si)) {   /* the reduced dim steps closest: one line per output */
         #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (int64_t o = 0; o < O; o++) y[o] = (float)(line_sum(g->base + outer_off(g, o), R, g->sr) * scale);
+        for (int64_t p = 0; p < O * I; p++) {
+            int64_t o = p / I, i = p - o * I;
+            y[p] = (float)(line_sum(g->base + outer_off(g, o) + i * g->si, R, g->sr) * scale);
+        }
         return;
     }
     /* reduce a leading dim: SUM_BLOCK outputs at a time, adding whole rows (unit-stride reads) */
@@ -253,8 +423,14 @@ static void sum_run(const geom *g, float *y, double scale) {
         for (int j = 0; j < m; j++) acc[j] = 0;
         const float *src = g->base + outer_off(g, o) + i0 * g->si;
         int64_t si = g->si;
-        for (int64_t r = 0; r < R; r++) {
-            const float *row = src + r * g->sr;
+        int64_t r = 0, sr = g->sr;
+        if (si == 1)   /* four rows added in float, then into double: fewer conversions, still exact enough */
+            for (; r + 4 <= R; r += 4) {
+                const float *r0 = src + r * sr, *r1 = r0 + sr, *r2 = r1 + sr, *r3 = r2 + sr;
+                for (int j = 0; j < m; j++) acc[j] += (double)((r0[j] + r1[j]) + (r2[j] + r3[j]));
+            }
+        for (; r < R; r++) {
+            const float *row = src + r * sr;
             if (si == 1) for (int j = 0; j < m; j++) acc[j] += row[j];
             else for (int j = 0; j < m; j++) acc[j] += row[j * si];
         }
@@ -322,7 +498,7 @@ static int reduce(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, i
     FNN_TRY(geom_init(&g, x, d));
     int rc = fnn_new_output(out, x->device, ondim, oshape);
     double k[2] = {k0, k1};
-    if (!rc) run_lines(&g, f, k, fnn_data(out), NULL);
+    if (!rc && (rc = run_lines(&g, f, k, fnn_data(out), NULL))) fnn_tensor_clear(out);
     fnn_tensor_clear(&g.tmp);
     if (rc) return rc;
     return record(def, out, x, save_x, save_out ? out : NULL, d, keepdim, k0, k1);
@@ -444,13 +620,14 @@ static void lse_line(const float *x, int64_t n, int64_t s, const double *k, floa
     }
     if (isinf(m)) { *y = m; return; }   /* all -inf (or none): -inf; any +inf: +inf */
     double acc = 0;
-    for (int64_t r = 0; r < n; r++) acc += exp((double)x[r * s] - m);
+    if (s == 1) acc = sum_exp(x, n, m);
+    else for (int64_t r = 0; r < n; r++) acc += fast_expf(x[r * s] - m);
     *y = (float)(m + log(acc));
 }
 /* softmax of the line times g (0 when the result was -inf) */
 static void lse_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k) {
     (void)k;
-    for (int64_t r = 0; r < n; r++) dx[r * s] = (isinf(y) && y < 0) ? 0.0f : g * expf(x[r * s] - y);
+    for (int64_t r = 0; r < n; r++) dx[r * s] = (isinf(y) && y < 0) ? 0.0f : g * fast_expf(x[r * s] - y);
 }
 static int lse_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, lse_grad, true, true); }
 static const fnn_op_def LOGSUMEXP = {{"logsumexp", "reduction", 1, 0}, lse_backward};
@@ -529,7 +706,10 @@ static int extreme(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *
         rc = fnn_new_output(idx, x->device, ondim, oshape);
         if (rc) fnn_tensor_clear(vals);
     }
-    if (!rc) run_lines(&g, is_max ? max_line : min_line, NULL, fnn_data(vals), fnn_data(idx));
+    if (!rc && (rc = run_lines(&g, is_max ? max_line : min_line, NULL, fnn_data(vals), fnn_data(idx)))) {
+        fnn_tensor_clear(vals);
+        fnn_tensor_clear(idx);
+    }
     fnn_tensor_clear(&g.tmp);
     *d_out = d;
     return rc;
@@ -565,33 +745,134 @@ int fnn_argmin(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { ret
 
 /* ================= softmax, log_softmax ================= */
 
-/* x [n] at stride xs -> y [n] at stride ys: softmax (log_softmax when lg), shifted by the max
- * so no exp overflows; a nan, or a line of -inf only, gives nan, as PyTorch */
-static void softmax_line(float *y, int64_t ys, const float *x, int64_t xs, int64_t n, bool lg) {
-    float m = -INFINITY;
-    for (int64_t r = 0; r < n; r++) { float v = x[r * xs]; m = v > m ? v : m; }
+/* one row x [n] -> y [n] (y may be x): softmax, or log_softmax when lg. Shifted by the max so no
+ * exp overflows; every loop vectorizes (fast_expf), so a row costs a few passes in cache.
+ * A nan, or a row of -inf only, gives nan, as PyTorch. */
+static void softmax_row(float *y, const float *x, int64_t n, bool lg) {
+    float m = line_max(x, n);
     if (m == -INFINITY) m = 0;
-    double sum = 0;
     if (lg) {
-        for (int64_t r = 0; r < n; r++) sum += expf(x[r * xs] - m);
-        float shift = m + (float)log(sum);
-        for (int64_t r = 0; r < n; r++) y[r * ys] = x[r * xs] - shift;
+        float ls = (float)log(sum_exp(x, n, m));   /* (x - m) - ls, not x - (m + ls): keeps precision for large m */
+        for (int64_t r = 0; r < n; r++) y[r] = (x[r] - m) - ls;
     } else {
-        for (int64_t r = 0; r < n; r++) { float e = expf(x[r * xs] - m); y[r * ys] = e; sum += e; }
-        float inv = (float)(1.0 / sum);
-        for (int64_t r = 0; r < n; r++) y[r * ys] *= inv;
+        for (int64_t r = 0; r < n; r++) y[r] = fast_expf(x[r] - m);
+        float inv = (float)(1.0 / line_sum(y, n, 1));
+        for (int64_t r = 0; r < n; r++) y[r] *= inv;
     }
 }
-/* softmax: dx = y (g - sum g y); log_softmax: dx = g - exp(y) sum g */
-static void softmax_grad_line(float *dx, const float *g, const float *y, int64_t n, int64_t s, bool lg) {
-    double dot = 0;
+/* one row: softmax dx = y (g - sum g y); log_softmax dx = g - exp(y) sum g (dx may be g) */
+static void softmax_grad_row(float *dx, const float *g, const float *y, int64_t n, bool lg) {
     if (lg) {
-        for (int64_t r = 0; r < n; r++) dot += g[r * s];
-        for (int64_t r = 0; r < n; r++) dx[r * s] = g[r * s] - expf(y[r * s]) * (float)dot;
+        float total = (float)line_sum(g, n, 1);
+        for (int64_t r = 0; r < n; r++) dx[r] = g[r] - fast_expf(y[r]) * total;
     } else {
-        for (int64_t r = 0; r < n; r++) dot += (double)g[r * s] * y[r * s];
-        for (int64_t r = 0; r < n; r++) dx[r * s] = y[r * s] * (g[r * s] - (float)dot);
+        float dot = (float)line_dot(g, y, n);
+        for (int64_t r = 0; r < n; r++) dx[r] = y[r] * (g[r] - dot);
     }
+}
+
+enum { COL_BLOCK = 256 };
+
+/* [outer, red, inner] view with unit inner stride -> y [outer, red, inner], normalised along red,
+ * COL_BLOCK columns at a time: every pass reads whole row pieces in order (no transposes) */
+static void softmax_cols(float *y, const geom *g, bool lg) {
+    int64_t O = g->outer, R = g->red, I = g->inner, sr = g->sr, nblk = (I + COL_BLOCK - 1) / COL_BLOCK;
+    int threads = fnn_threads_for(O * R * I);
+    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int64_t t = 0; t < O * nblk; t++) {
+        int64_t o = t / nblk, i0 = (t - o * nblk) * COL_BLOCK;
+        int m = (int)(I - i0 < COL_BLOCK ? I - i0 : COL_BLOCK);
+        const float *src = g->base + outer_off(g, o) + i0;
+        float *dst = y + o * R * I + i0;
+        float mx[COL_BLOCK], fac[COL_BLOCK];
+        double sm[COL_BLOCK];
+        for (int j = 0; j < m; j++) { mx[j] = -INFINITY; sm[j] = 0; }
+        for (int64_t r = 0; r < R; r++) {
+            const float *row = src + r * sr;
+            for (int j = 0; j < m; j++) {   /* a mask, not a select: see fast_expf */
+                int32_t gt = -(int32_t)(row[j] > mx[j]);
+                mx[j] = bits2f((f2bits(row[j]) & gt) | (f2bits(mx[j]) & ~gt));
+            }
+        }
+        for (int j = 0; j < m; j++) if (mx[j] == -INFINITY) mx[j] = 0;
+        if (lg) {
+            for (int64_t r = 0; r < R; r++) {
+                const float *row = src + r * sr;
+                for (int j = 0; j < m; j++) sm[j] += fast_expf(row[j] - mx[j]);
+            }
+            for (int j = 0; j < m; j++) fac[j] = (float)log(sm[j]);
+            for (int64_t r = 0; r < R; r++) {
+                const float *row = src + r * sr;
+                float *out = dst + r * I;
+                for (int j = 0; j < m; j++) out[j] = (row[j] - mx[j]) - fac[j];
+            }
+        } else {
+            for (int64_t r = 0; r < R; r++) {
+                const float *row = src + r * sr;
+                float *out = dst + r * I;
+                for (int j = 0; j < m; j++) { float e = fast_expf(row[j] - mx[j]); out[j] = e; sm[j] += e; }
+            }
+            for (int j = 0; j < m; j++) fac[j] = (float)(1.0 / sm[j]);
+            for (int64_t r = 0; r < R; r++) {
+                float *out = dst + r * I;
+                for (int j = 0; j < m; j++) out[j] *= fac[j];
+            }
+        }
+    }
+}
+
+/* the backward of softmax_cols: g, y, dx contiguous [O, R, I], COL_BLOCK columns at a time */
+static void softmax_grad_cols(float *dx, const float *g, const float *y, int64_t O, int64_t R, int64_t I, bool lg) {
+    int64_t nblk = (I + COL_BLOCK - 1) / COL_BLOCK;
+    int threads = fnn_threads_for(O * R * I);
+    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int64_t t = 0; t < O * nblk; t++) {
+        int64_t o = t / nblk, i0 = (t - o * nblk) * COL_BLOCK, at = o * R * I + i0;
+        int m = (int)(I - i0 < COL_BLOCK ? I - i0 : COL_BLOCK);
+        double acc[COL_BLOCK];
+        float fac[COL_BLOCK];
+        for (int j = 0; j < m; j++) acc[j] = 0;
+        for (int64_t r = 0; r < R; r++) {
+            const float *gr = g + at + r * I, *yr = y + at + r * I;
+            if (lg) for (int j = 0; j < m; j++) acc[j] += gr[j];
+            else for (int j = 0; j < m; j++) acc[j] += gr[j] * yr[j];
+        }
+        for (int j = 0; j < m; j++) fac[j] = (float)acc[j];
+        for (int64_t r = 0; r < R; r++) {
+            const float *gr = g + at + r * I, *yr = y + at + r * I;
+            float *d = dx + at + r * I;
+            if (lg) for (int j = 0; j < m; j++) d[j] = gr[j] - fast_expf(yr[j]) * fac[j];
+            else for (int j = 0; j < m; j++) d[j] = yr[j] * (gr[j] - fac[j]);
+        }
+    }
+}
+
+/* [outer, red, inner] view -> y [outer, red, inner] contiguous, normalised along red */
+static int softmax_run(const geom *g, float *y, bool lg) {
+    int64_t O = g->outer, R = g->red, I = g->inner, rows = O * I;
+    if (R == 0 || rows == 0) return FNN_STATUS_OK;
+    int threads = fnn_threads_for(rows * R);
+    if (I == 1 && g->sr == 1) {   /* rows of a contiguous tensor: the common case, no copy */
+        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (int64_t o = 0; o < O; o++) softmax_row(y + o * R, g->base + outer_off(g, o), R, lg);
+        return FNN_STATUS_OK;
+    }
+    if (I == 1 || g->swapped) {   /* strided rows (in y's order when swapped): gather them into y, work in place */
+        gather_rows(y, g);
+        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (int64_t p = 0; p < rows; p++) softmax_row(y + p * R, y + p * R, R, lg);
+        return FNN_STATUS_OK;
+    }
+    if (g->si == 1) { softmax_cols(y, g, lg); return FNN_STATUS_OK; }   /* along a leading dim */
+    fnn_tensor buf;   /* inner dims at a stride: rows in a buffer, then back */
+    FNN_TRY(scratch(&buf, rows * R));
+    float *b = fnn_data(&buf);
+    gather_rows(b, g);
+    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int64_t p = 0; p < rows; p++) softmax_row(b + p * R, b + p * R, R, lg);
+    scatter_rows(y, b, O, R, I);
+    fnn_tensor_clear(&buf);
+    return FNN_STATUS_OK;
 }
 
 /* saved[1] = y; iattr[0] = dim (-1 on a scalar), iattr[2] = 1 for log_softmax */
@@ -607,14 +888,16 @@ static int softmax_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din
     const float *g = fnn_contiguous_data(dout, &tg, &rc), *y = NULL;
     if (!rc) y = fnn_contiguous_data(&n->saved[1], &ty, &rc);
     if (!rc) rc = fnn_new_output(din, dout->device, nd, n->in_shape[0]);
-    if (!rc) {
+    int threads = fnn_threads_for(O * R * I);
+    if (!rc && (I == 1 || R <= 1)) {
         float *dx = fnn_data(din);
-        int threads = fnn_threads_for(O * R * I);
         #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (int64_t p = 0; p < O * I; p++) {
+        for (int64_t p = 0; p < O * I; p++) {   /* I == 1: rows; R == 1: lines of one */
             int64_t o = p / I, i = p - o * I, at = o * R * I + i;
-            softmax_grad_line(dx + at, g + at, y + at, R, I, lg);
+            softmax_grad_row(dx + at, g + at, y + at, R, lg);
         }
+    } else if (!rc) {   /* along a leading dim: column blocks */
+        softmax_grad_cols(fnn_data(din), g, y, O, R, I, lg);
     }
     fnn_tensor_clear(&tg);
     fnn_tensor_clear(&ty);
@@ -634,23 +917,7 @@ static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tens
     geom g;
     FNN_TRY(geom_init(&g, x, d));
     int rc = fnn_new_output(out, x->device, x->ndim, x->shape);
-    if (!rc) {
-        float *y = fnn_data(out);
-        int64_t O = g.outer, R = g.red, I = g.inner;
-        int threads = fnn_threads_for(O * R * I);
-        if (I == 1 && g.sr == 1 && g.nouter <= 1) {
-            /* the common case: rows of a contiguous tensor, no index arithmetic */
-            int64_t os = g.nouter ? g.ostride[0] : 0;
-            #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-            for (int64_t o = 0; o < O; o++) softmax_line(y + o * R, 1, g.base + o * os, 1, R, lg);
-        } else {
-            #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-            for (int64_t p = 0; p < O * I; p++) {
-                int64_t o = p / I, i = p - o * I;
-                softmax_line(y + o * R * I + i, I, g.base + outer_off(&g, o) + i * g.si, g.sr, R, lg);
-            }
-        }
-    }
+    if (!rc && (rc = softmax_run(&g, fnn_data(out), lg))) fnn_tensor_clear(out);
     fnn_tensor_clear(&g.tmp);
     if (rc) return rc;
     FNN_TRY(record(def, out, x, false, out, d, 0, 0, 0));

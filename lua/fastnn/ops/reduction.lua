@@ -1,0 +1,117 @@
+-- fastnn.ops.reduction: bindings for core/ops/reduction.c.
+--   x:sum(dim, keepdim)   mean prod logsumexp likewise; no dim: over everything -> 0-dim tensor
+--   x:var(dim, keepdim, {unbiased = false}) / x:var{unbiased = false}; std likewise (unbiased by default)
+--   x:norm(p, dim, keepdim)   p = 2 by default; 1, math.huge (or 'inf'), -math.huge, 0, any p
+--   x:max(dim, keepdim) -> values, indices (1-based); x:max() -> one value; x:max(y) = maximum(x, y)
+--   x:argmax(dim, keepdim) -> 1-based indices; with no dim the flat 1-based index (0-dim)
+--   x:softmax(dim), x:log_softmax(dim)   dim defaults to the last
+-- Dims are 1-based (negative counts from the end) and converted here; each
+-- function is also fnn.<name>(x, ...).
+local fnn_tensor = require 'fastnn.tensor'
+local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
+local new, done, fail, cdim, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.cdim,
+   fnn_tensor.is_tensor
+local M = {}
+
+local function flag(v) return (v and v ~= 0) and 1 or 0 end
+-- raised at the user's line: 1 here, 2 the method, 3 its caller
+local function not_tensor(op, x)
+   error(('%s: expected a tensor, got a %s'):format(op, type(x)), 3)
+end
+
+-- sum, mean, prod, logsumexp: (dim, keepdim); no dim reduces everything (C dim -1)
+for _, name in ipairs{'sum', 'mean', 'prod', 'logsumexp'} do
+   local cfn = C['fnn_' .. name]
+   Tensor[name] = function(x, dim, keepdim)
+      if not is_tensor(x) then not_tensor(name, x) end
+      local d = dim == nil and -1 or cdim(name, x, dim)
+      local out = new()
+      if cfn(out, x, d, flag(keepdim)) ~= 0 then fail() end
+      return done(out)
+   end
+end
+
+-- var, std: (dim, keepdim, opts), (dim, opts) or (opts); opts.unbiased defaults to true
+for _, name in ipairs{'var', 'std'} do
+   local cfn = C['fnn_' .. name]
+   Tensor[name] = function(x, dim, keepdim, opts)
+      if not is_tensor(x) then not_tensor(name, x) end
+      if type(dim) == 'table' then dim, keepdim, opts = nil, nil, dim
+      elseif type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
+      local unbiased = not (opts and opts.unbiased == false)
+      local d = dim == nil and -1 or cdim(name, x, dim)
+      local out = new()
+      if cfn(out, x, d, flag(keepdim), unbiased and 1 or 0) ~= 0 then fail() end
+      return done(out)
+   end
+end
+
+-- norm(p, dim, keepdim): p a number, 'inf', '-inf' or 'fro' (= 2)
+local named_p = {inf = math.huge, ['-inf'] = -math.huge, fro = 2}
+function Tensor.norm(x, p, dim, keepdim)
+   if not is_tensor(x) then not_tensor('norm', x) end
+   if p == nil then p = 2 end
+   if type(p) == 'string' then p = named_p[p] or p end
+   if type(p) ~= 'number' then
+      error(('norm: p is %s, expected a number, \'inf\', \'-inf\' or \'fro\''):format(tostring(p)), 2)
+   end
+   local d = dim == nil and -1 or cdim('norm', x, dim)
+   local out = new()
+   if C.fnn_norm(out, x, p, d, flag(keepdim)) ~= 0 then fail() end
+   return done(out)
+end
+
+-- max, min: with a dim -> values, indices; without -> one value; with a tensor -> elementwise
+for _, name in ipairs{'max', 'min'} do
+   local cfn, elementwise = C['fnn_' .. name], name == 'max' and 'maximum' or 'minimum'
+   Tensor[name] = function(x, dim, keepdim)
+      if not is_tensor(x) then not_tensor(name, x) end
+      if is_tensor(dim) then
+         local out = new()
+         if C['fnn_' .. elementwise](out, x, dim) ~= 0 then fail() end
+         return done(out)
+      end
+      local values = new()
+      if dim == nil then
+         if cfn(values, nil, x, -1, 0) ~= 0 then fail() end
+         return done(values)
+      end
+      local d = cdim(name, x, dim)
+      local indices = new()
+      if cfn(values, indices, x, d, flag(keepdim)) ~= 0 then fail() end
+      return done(values), done(indices)
+   end
+end
+
+-- argmax, argmin: 1-based indices as floats (no gradient)
+for _, name in ipairs{'argmax', 'argmin'} do
+   local cfn = C['fnn_' .. name]
+   Tensor[name] = function(x, dim, keepdim)
+      if not is_tensor(x) then not_tensor(name, x) end
+      local d = dim == nil and -1 or cdim(name, x, dim)
+      local out = new()
+      if cfn(out, x, d, flag(keepdim)) ~= 0 then fail() end
+      return done(out)
+   end
+end
+
+-- softmax, log_softmax along one dim (the last by default)
+for _, name in ipairs{'softmax', 'log_softmax'} do
+   local cfn = C['fnn_' .. name]
+   Tensor[name] = function(x, dim)
+      if not is_tensor(x) then not_tensor(name, x) end
+      local d
+      if dim == nil or (x.ndim == 0 and (dim == 1 or dim == -1)) then d = -1
+      else d = cdim(name, x, dim) end
+      local out = new()
+      if cfn(out, x, d) ~= 0 then fail() end
+      return done(out)
+   end
+end
+
+for _, name in ipairs{'sum', 'mean', 'prod', 'var', 'std', 'norm', 'logsumexp', 'max', 'min', 'argmax', 'argmin',
+                      'softmax', 'log_softmax'} do
+   M[name] = Tensor[name]
+end
+
+return M
