@@ -98,7 +98,7 @@ int fnn_new_output(fnn_tensor *out, int device, int ndim, const int64_t *shape) 
     }
     out->ndim = ndim;
     out->device = device;
-    memcpy(out->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    if (ndim > 0) memcpy(out->shape, shape, sizeof(int64_t) * (size_t)ndim);
     fnn_contiguous_strides(ndim, shape, out->stride);
     return FNN_STATUS_OK;
 }
@@ -108,8 +108,10 @@ int fnn_make_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t 
     fnn_tensor_init(out);
     out->ndim = ndim;
     out->device = x->device;
-    memcpy(out->shape, shape, sizeof(int64_t) * (size_t)ndim);
-    memcpy(out->stride, stride, sizeof(int64_t) * (size_t)ndim);
+    if (ndim > 0) {
+        memcpy(out->shape, shape, sizeof(int64_t) * (size_t)ndim);
+        memcpy(out->stride, stride, sizeof(int64_t) * (size_t)ndim);
+    }
     out->offset = offset;
     out->storage = x->storage;
     if (out->storage) fnn_storage_retain(out->storage);
@@ -117,12 +119,37 @@ int fnn_make_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t 
     return FNN_STATUS_OK;
 }
 
-/* ---- strided copy: coalesce dims, then an inner loop over the last one ---- */
+/* ---- strided copy into a contiguous buffer ---- */
+
+/* [rows, cols] with source strides (rs, 1-not-required cs): 32x32 tiles, so a transposed
+ * source (cs large, rs == 1) is read in cache-friendly blocks */
+static void copy_tiled_2d(float *dst, const float *src, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+    enum { TILE = 32 };
+    for (int64_t i0 = 0; i0 < rows; i0 += TILE)
+        for (int64_t j0 = 0; j0 < cols; j0 += TILE) {
+            int64_t i1 = i0 + TILE < rows ? i0 + TILE : rows, j1 = j0 + TILE < cols ? j0 + TILE : cols;
+            for (int64_t i = i0; i < i1; i++)
+                for (int64_t j = j0; j < j1; j++) dst[i * cols + j] = src[i * rs + j * cs];
+        }
+}
+
 static void strided_copy(float *dst, const float *src, int ndim, const int64_t *shape, const int64_t *stride) {
     if (ndim == 0) { dst[0] = src[0]; return; }
     int64_t n = fnn_numel_of(ndim, shape);
     if (n == 0) return;
     int64_t inner = shape[ndim - 1], is = stride[ndim - 1];
+    /* transposed last two dims: copy each [rows, cols] plane in tiles */
+    if (ndim >= 2 && is != 1 && stride[ndim - 2] == 1 && inner >= 8 && shape[ndim - 2] >= 8) {
+        int64_t rows = shape[ndim - 2], plane = rows * inner;
+        int64_t idx[FNN_MAX_DIMS] = {0};
+        for (int64_t done = 0; done < n; done += plane) {
+            int64_t off = 0;
+            for (int d = 0; d < ndim - 2; d++) off += idx[d] * stride[d];
+            copy_tiled_2d(dst + done, src + off, rows, inner, stride[ndim - 2], is);
+            for (int d = ndim - 3; d >= 0; d--) { if (++idx[d] < shape[d]) break; idx[d] = 0; }
+        }
+        return;
+    }
     int64_t idx[FNN_MAX_DIMS] = {0};
     for (int64_t done = 0; done < n; done += inner) {
         int64_t off = 0;
