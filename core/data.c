@@ -1,5 +1,145 @@
-/* data.c: STUB, being written. */
+/* data.c: loading and batching. fnn_read_idx reads the IDX format (MNIST,
+ * Fashion-MNIST) through zlib, which reads gzipped and plain files alike;
+ * fnn_take_rows gathers the rows of a batch with one memcpy per row. Input
+ * from outside is untrusted: every header field and every short read is
+ * checked and reported with the file's name, never trusted into a crash. */
 #include "internal.h"
+#include <errno.h>
+#include <string.h>
+#include <zlib.h>
 
-int fnn_read_idx(fnn_tensor *out, const char *path, double scale) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "read_idx: not implemented yet"); }
-int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t *ids) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "take_rows: not implemented yet"); }
+/* ---- IDX: big-endian header 0x00 0x00 <type> <ndims>, ndims u32 sizes, then the data ---- */
+
+enum { IDX_UBYTE = 0x08, IDX_CHUNK = 1 << 20 };
+
+/* read up to len bytes; returns how many were read (fewer at the end of the data, also when a
+ * gzip stream is cut short), or -1 on any other error (corrupt stream, I/O) */
+static int64_t read_full(gzFile f, unsigned char *buf, int64_t len) {
+    int64_t got = 0;
+    while (got < len) {
+        int64_t want = len - got < IDX_CHUNK ? len - got : IDX_CHUNK;
+        int r = gzread(f, buf + got, (unsigned)want);
+        if (r < 0) {
+            int err = 0;
+            gzerror(f, &err);
+            if (err == Z_BUF_ERROR) break;   /* "unexpected end of file": truncated */
+            return -1;
+        }
+        if (r == 0) break;
+        got += r;
+    }
+    return got;
+}
+
+static int gz_failure(gzFile f, const char *path, const char *what) {
+    int err = 0;
+    const char *msg = gzerror(f, &err);
+    return FNN_FAIL(FNN_STATUS_IO, "read_idx: %s: %s (%s)", path, what,
+                    err == Z_ERRNO ? strerror(errno) : msg);
+}
+
+/* out [dims...] = the file's unsigned bytes * scale, as float32 */
+static int read_idx_open(fnn_tensor *out, gzFile f, const char *path, double scale) {
+    unsigned char head[4 + 4 * FNN_MAX_DIMS];
+    int64_t got = read_full(f, head, 4);
+    if (got < 0) return gz_failure(f, path, "cannot read the header");
+    FNN_CHECK(got == 4, FNN_STATUS_IO, "read_idx: %s: truncated header (%lld of 4 bytes)", path, (long long)got);
+    FNN_CHECK(head[0] == 0 && head[1] == 0, FNN_STATUS_IO,
+              "read_idx: %s: bad magic 0x%02x%02x%02x%02x (not an IDX file)", path, head[0], head[1], head[2], head[3]);
+    FNN_CHECK(head[2] == IDX_UBYTE, FNN_STATUS_IO,
+              "read_idx: %s: data type 0x%02x not supported (only unsigned bytes, 0x08)", path, head[2]);
+    int ndim = head[3];
+    FNN_CHECK(ndim >= 1 && ndim <= FNN_MAX_DIMS, FNN_STATUS_IO, "read_idx: %s: %d dims in the header (1..%d supported)",
+              path, ndim, FNN_MAX_DIMS);
+    got = read_full(f, head + 4, 4 * ndim);
+    if (got < 0) return gz_failure(f, path, "cannot read the header");
+    FNN_CHECK(got == 4 * ndim, FNN_STATUS_IO, "read_idx: %s: truncated header (%lld of %d bytes of sizes)", path,
+              (long long)got, 4 * ndim);
+    int64_t shape[FNN_MAX_DIMS], total = 1;
+    for (int d = 0; d < ndim; d++) {
+        const unsigned char *b = head + 4 + 4 * d;
+        shape[d] = (int64_t)b[0] << 24 | (int64_t)b[1] << 16 | (int64_t)b[2] << 8 | (int64_t)b[3];
+        /* a corrupted size must not turn into a huge allocation: cap the element count */
+        FNN_CHECK(shape[d] == 0 || total <= ((int64_t)1 << 36) / shape[d], FNN_STATUS_IO,
+                  "read_idx: %s: sizes %s in the header are implausibly large", path, fnn_shape_dims(d + 1, shape).s);
+        total *= shape[d];
+    }
+    FNN_TRY(fnn_empty(out, ndim, shape));
+    float table[256];   /* byte -> float: one lookup per value */
+    for (int v = 0; v < 256; v++) table[v] = (float)(v * scale);
+    unsigned char *buf = fnn_alloc(fnn_make_device(FNN_DEVICE_CPU, 0), IDX_CHUNK);
+    if (!buf) { fnn_tensor_clear(out); return fnn_last_status(); }
+    float *y = fnn_data(out);
+    int64_t done = 0;
+    int rc = FNN_STATUS_OK;
+    while (done < total) {
+        int64_t want = total - done < IDX_CHUNK ? total - done : IDX_CHUNK;
+        got = read_full(f, buf, want);
+        if (got < 0) { rc = gz_failure(f, path, "corrupt data"); break; }
+        for (int64_t i = 0; i < got; i++) y[done + i] = table[buf[i]];
+        done += got;
+        if (got < want) {
+            rc = FNN_FAIL(FNN_STATUS_IO, "read_idx: %s: truncated, expected %lld bytes of data, got %lld", path,
+                          (long long)total, (long long)done);
+            break;
+        }
+    }
+    fnn_free(fnn_make_device(FNN_DEVICE_CPU, 0), buf, IDX_CHUNK);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
+int fnn_read_idx(fnn_tensor *out, const char *path, double scale) {
+    fnn_tensor_init(out);
+    FNN_CHECK(path != NULL, FNN_STATUS_ARG, "read_idx: expected a path, got nil");
+    errno = 0;
+    gzFile f = gzopen(path, "rb");
+    FNN_CHECK(f != NULL, FNN_STATUS_IO, "read_idx: %s: cannot open (%s)", path,
+              errno ? strerror(errno) : "out of memory");
+    gzbuffer(f, 256 * 1024);
+    int rc = read_idx_open(out, f, path, scale);
+    gzclose(f);
+    return rc;
+}
+
+/* ---- take_rows: x [N, rest...], ids 1-based -> [n, rest...] (plain data, no node) ---- */
+int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t *ids) {
+    FNN_TRY(fnn_check_input("take_rows", x));
+    FNN_CHECK(x->ndim >= 1, FNN_STATUS_SHAPE, "take_rows: expected a tensor with rows, got %s", fnn_shape_of(x).s);
+    FNN_CHECK(n >= 0 && (n == 0 || ids != NULL), FNN_STATUS_ARG, "take_rows: %lld ids%s", (long long)n,
+              n < 0 ? " (must be >= 0)" : " but no id array");
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE, "take_rows: not implemented on cuda yet");
+    int64_t rows = x->shape[0];
+    for (int64_t i = 0; i < n; i++)
+        FNN_CHECK(ids[i] >= 1 && ids[i] <= rows, FNN_STATUS_ARG, "take_rows: id %lld outside 1..%lld (rows of %s)",
+                  (long long)ids[i], (long long)rows, fnn_shape_of(x).s);
+    int64_t shape[FNN_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    shape[0] = n;
+    FNN_TRY(fnn_new_output(out, x->device, x->ndim, shape));
+    int64_t row = fnn_numel_of(x->ndim - 1, x->shape + 1);
+    if (row == 0 || n == 0) return FNN_STATUS_OK;
+    /* one row's dims contiguous: a memcpy per row, whatever the row stride */
+    int64_t expect = 1;
+    bool rows_contiguous = true;
+    for (int d = x->ndim - 1; d >= 1; d--) {
+        if (x->shape[d] != 1 && x->stride[d] != expect) rows_contiguous = false;
+        expect *= x->shape[d];
+    }
+    const float *src = fnn_data(x);
+    float *y = fnn_data(out);
+    if (rows_contiguous) {
+        for (int64_t i = 0; i < n; i++)
+            memcpy(y + i * row, src + (ids[i] - 1) * x->stride[0], sizeof(float) * (size_t)row);
+        return FNN_STATUS_OK;
+    }
+    /* strided rows: copy each through a view of it */
+    for (int64_t i = 0; i < n; i++) {
+        fnn_tensor v;
+        fnn_make_view(&v, x, x->ndim - 1, x->shape + 1, x->stride + 1, x->offset + (ids[i] - 1) * x->stride[0]);
+        int rc = fnn_copy_to_floats(&v, y + i * row, row);
+        fnn_tensor_clear(&v);
+        if (rc) { fnn_tensor_clear(out); return rc; }
+    }
+    return FNN_STATUS_OK;
+}

@@ -1,8 +1,234 @@
-/* optim.c: STUB, being written. */
+/* optim.c: fused optimizer updates, one pass per parameter, in place on the
+ * Param's value (the Param owns it; tensors handed out by fnn_param_tensor
+ * share it and see the step, as in PyTorch). State tensors (momentum, Adam
+ * moments) are made by the caller with fnn_zeros and owned by the optimizer,
+ * so they are updated in place too. Gradient helpers for clipping and mixed
+ * precision: all-finite check, squared norm, scaling. */
 #include "internal.h"
+#include <math.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
-int fnn_optim_sgd(fnn_node *p, fnn_tensor *momentum_buf, double lr, double momentum, double dampening, double weight_decay, int nesterov, int first_step) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "optim_sgd: not implemented yet"); }
-int fnn_optim_adam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, double lr, double beta1, double beta2, double eps, double weight_decay, int decoupled, int64_t step) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "optim_adam: not implemented yet"); }
-int fnn_grad_all_finite(fnn_node *p) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "grad_all_finite: not implemented yet"); }
-double fnn_grad_sq_norm(fnn_node *p) { (void)0; return 0; }
-int fnn_grad_scale(fnn_node *p, double s) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "grad_scale: not implemented yet"); }
+/* updates are memory-bound: below this many elements one thread is faster than waking another */
+enum { PARALLEL_MIN = 1 << 18 };
+
+/* the Param's value, gradient (contiguous, *gtmp filled when a copy was needed) and size;
+ * *g = NULL when the Param has no gradient */
+static int param_parts(const char *op, fnn_node *p, float **value, const float **g, fnn_tensor *gtmp, int64_t *n) {
+    fnn_tensor_init(gtmp);
+    FNN_CHECK(p != NULL && p->is_leaf, FNN_STATUS_ARG, "%s: expected a Param", op);
+    *g = NULL;
+    *value = NULL;
+    *n = fnn_tensor_numel(&p->value);
+    if (p->leaf_grad.ndim < 0) return FNN_STATUS_OK;
+    FNN_CHECK(fnn_device_type_of(p->value.device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "%s: not implemented on cuda yet", op);
+    FNN_CHECK(fnn_same_shape(&p->leaf_grad, &p->value), FNN_STATUS_INTERNAL,
+              "%s: gradient %s does not match param %s (please report)", op, fnn_shape_of(&p->leaf_grad).s,
+              fnn_shape_of(&p->value).s);
+    FNN_CHECK(fnn_tensor_is_contiguous(&p->value), FNN_STATUS_INTERNAL, "%s: param value is not contiguous (please report)", op);
+    int rc;
+    *g = fnn_contiguous_data(&p->leaf_grad, gtmp, &rc);   /* a gradient may be expanded (sum's backward) */
+    FNN_TRY(rc);
+    *value = fnn_data(&p->value);
+    return FNN_STATUS_OK;
+}
+
+/* a state tensor must be a contiguous CPU tensor shaped like the param */
+static int check_state(const char *op, const char *what, const fnn_tensor *s, const fnn_node *p) {
+    FNN_TRY(fnn_check_input(op, s));
+    FNN_CHECK(fnn_same_shape(s, &p->value) && fnn_tensor_is_contiguous(s) &&
+              fnn_device_type_of(s->device) == FNN_DEVICE_CPU, FNN_STATUS_SHAPE,
+              "%s: %s %s does not match param %s (make it with zeros of the param's shape)", op, what,
+              fnn_shape_of(s).s, fnn_shape_of(&p->value).s);
+    return FNN_STATUS_OK;
+}
+
+/* SGD, PyTorch semantics:
+ *   d = g + wd * p
+ *   momentum: buf = first_step ? d : momentum * buf + (1 - dampening) * d
+ *             d = nesterov ? d + momentum * buf : buf
+ *   p -= lr * d */
+int fnn_optim_sgd(fnn_node *p, fnn_tensor *momentum_buf, double lr, double momentum, double dampening,
+                  double weight_decay, int nesterov, int first_step) {
+    float *w;
+    const float *g;
+    fnn_tensor gtmp;
+    int64_t n;
+    FNN_TRY(param_parts("sgd", p, &w, &g, &gtmp, &n));
+    if (!g) return FNN_STATUS_OK;
+    float *buf = NULL;
+    if (momentum != 0) {
+        int rc = momentum_buf ? check_state("sgd", "momentum buffer", momentum_buf, p)
+                              : FNN_FAIL(FNN_STATUS_ARG, "sgd: momentum %g needs a momentum buffer", momentum);
+        if (rc) { fnn_tensor_clear(&gtmp); return rc; }
+        buf = fnn_data(momentum_buf);
+    }
+    const float flr = (float)lr, wd = (float)weight_decay, mom = (float)momentum, damp = 1.0f - (float)dampening;
+    int threads = n >= PARALLEL_MIN ? fnn_threads_for(n) : 1;
+    if (!buf) {
+        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (int64_t i = 0; i < n; i++) w[i] -= flr * (g[i] + wd * w[i]);
+    } else if (first_step) {
+        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (int64_t i = 0; i < n; i++) {
+            float d = g[i] + wd * w[i];
+            buf[i] = d;
+            w[i] -= flr * (nesterov ? d + mom * d : d);
+        }
+    } else {
+        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+        for (int64_t i = 0; i < n; i++) {
+            float d = g[i] + wd * w[i];
+            float b = mom * buf[i] + damp * d;
+            buf[i] = b;
+            w[i] -= flr * (nesterov ? d + mom * b : b);
+        }
+    }
+    fnn_tensor_clear(&gtmp);
+    return FNN_STATUS_OK;
+}
+
+typedef struct { float decay, l2, b1, b2, step_size, inv_bc2_sqrt, eps; } adam_consts;
+enum { ADAM_CHUNK = 4096 };
+
+/* one element of Adam; the SSE lanes below do exactly these operations */
+static inline void adam_one(const adam_consts *k, float *w, const float *g, float *m, float *v, int64_t i) {
+    float wi = w[i] * k->decay;
+    float gi = g[i] + k->l2 * wi;
+    float mi = k->b1 * m[i] + (1.0f - k->b1) * gi;
+    float vi = k->b2 * v[i] + (1.0f - k->b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = wi - k->step_size * mi / (sqrtf(vi) * k->inv_bc2_sqrt + k->eps);
+}
+
+/* elements lo..hi-1. sqrtf keeps an errno path that stops gcc's vectorizer, so the lanes are
+ * written with SSE (x86-64 baseline); results are bit-identical to adam_one */
+static void adam_span(const adam_consts *k, float *w, const float *g, float *m, float *v, int64_t lo, int64_t hi) {
+    int64_t i = lo;
+#ifdef __SSE2__
+    const __m128 decay = _mm_set1_ps(k->decay), l2 = _mm_set1_ps(k->l2), b1 = _mm_set1_ps(k->b1),
+                 b2 = _mm_set1_ps(k->b2), c1 = _mm_set1_ps(1.0f - k->b1), c2 = _mm_set1_ps(1.0f - k->b2),
+                 ss = _mm_set1_ps(k->step_size), ibc2 = _mm_set1_ps(k->inv_bc2_sqrt), eps = _mm_set1_ps(k->eps);
+    for (; i + 4 <= hi; i += 4) {
+        __m128 wi = _mm_mul_ps(_mm_loadu_ps(w + i), decay);
+        __m128 gi = _mm_add_ps(_mm_loadu_ps(g + i), _mm_mul_ps(l2, wi));
+        __m128 mi = _mm_add_ps(_mm_mul_ps(b1, _mm_loadu_ps(m + i)), _mm_mul_ps(c1, gi));
+        __m128 vi = _mm_add_ps(_mm_mul_ps(b2, _mm_loadu_ps(v + i)), _mm_mul_ps(_mm_mul_ps(c2, gi), gi));
+        _mm_storeu_ps(m + i, mi);
+        _mm_storeu_ps(v + i, vi);
+        __m128 denom = _mm_add_ps(_mm_mul_ps(_mm_sqrt_ps(vi), ibc2), eps);
+        _mm_storeu_ps(w + i, _mm_sub_ps(wi, _mm_div_ps(_mm_mul_ps(ss, mi), denom)));
+    }
+#endif
+    for (; i < hi; i++) adam_one(k, w, g, m, v, i);
+}
+
+/* Adam / AdamW, PyTorch semantics (t = step >= 1):
+ *   decoupled: p *= 1 - lr * wd        else: g += wd * p
+ *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+ *   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+ * (the division by sqrt(1 - b2^t) is a multiplication by its reciprocal: one divider use less) */
+int fnn_optim_adam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, double lr, double beta1, double beta2, double eps,
+                   double weight_decay, int decoupled, int64_t step) {
+    float *w;
+    const float *g;
+    fnn_tensor gtmp;
+    int64_t n;
+    FNN_TRY(param_parts("adam", p, &w, &g, &gtmp, &n));
+    if (!g) return FNN_STATUS_OK;
+    int rc = step >= 1 ? FNN_STATUS_OK
+                       : FNN_FAIL(FNN_STATUS_ARG, "adam: step %lld, steps count from 1", (long long)step);
+    if (!rc) rc = check_state("adam", "first moment", m, p);
+    if (!rc) rc = check_state("adam", "second moment", v, p);
+    if (rc) { fnn_tensor_clear(&gtmp); return rc; }
+    float *mp = fnn_data(m), *vp = fnn_data(v);
+    const float b1 = (float)beta1, b2 = (float)beta2, fe = (float)eps;
+    const float step_size = (float)(lr / (1.0 - pow(beta1, (double)step)));
+    const float inv_bc2_sqrt = (float)(1.0 / sqrt(1.0 - pow(beta2, (double)step)));
+    const float decay = decoupled ? (float)(1.0 - lr * weight_decay) : 1.0f;
+    const float l2 = decoupled ? 0.0f : (float)weight_decay;
+    const adam_consts k = {decay, l2, b1, b2, step_size, inv_bc2_sqrt, fe};
+    int64_t chunks = (n + ADAM_CHUNK - 1) / ADAM_CHUNK;
+    /* a second thread pays off only on big params (and wakes a core OpenBLAS may be using) */
+    int threads = n >= PARALLEL_MIN ? fnn_threads_for(n) : 1;
+    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int64_t c = 0; c < chunks; c++) {
+        int64_t lo = c * ADAM_CHUNK, hi = lo + ADAM_CHUNK < n ? lo + ADAM_CHUNK : n;
+        adam_span(&k, w, g, mp, vp, lo, hi);
+    }
+    fnn_tensor_clear(&gtmp);
+    return FNN_STATUS_OK;
+}
+
+/* 1 when p has no gradient or a finite one, 0 when some element is inf or nan */
+int fnn_grad_all_finite(fnn_node *p) {
+    FNN_CHECK(p != NULL && p->is_leaf, FNN_STATUS_ARG, "grad_all_finite: expected a Param");
+    if (p->leaf_grad.ndim < 0) return 1;
+    fnn_tensor host, tmp;
+    fnn_tensor_init(&host);
+    const fnn_tensor *gt = &p->leaf_grad;
+    if (fnn_device_type_of(gt->device) != FNN_DEVICE_CPU) {   /* read it on the host */
+        FNN_TRY(fnn_to_device(&host, gt, fnn_make_device(FNN_DEVICE_CPU, 0)));
+        gt = &host;
+    }
+    int rc;
+    const float *g = fnn_contiguous_data(gt, &tmp, &rc);
+    if (rc) { fnn_tensor_clear(&host); return rc; }
+    int64_t n = fnn_tensor_numel(gt);
+    /* exponent bits all ones <=> inf or nan; an integer or-reduction vectorizes */
+    unsigned bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &g[i], sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    fnn_tensor_clear(&tmp);
+    fnn_tensor_clear(&host);
+    return bad ? 0 : 1;
+}
+
+/* sum of the gradient's squares (0 without a gradient); nan with the error set on failure */
+double fnn_grad_sq_norm(fnn_node *p) {
+    if (!p || !p->is_leaf) { FNN_FAIL(FNN_STATUS_ARG, "grad_sq_norm: expected a Param"); return NAN; }
+    if (p->leaf_grad.ndim < 0) return 0;
+    fnn_tensor host, tmp;
+    fnn_tensor_init(&host);
+    const fnn_tensor *gt = &p->leaf_grad;
+    if (fnn_device_type_of(gt->device) != FNN_DEVICE_CPU) {
+        if (fnn_to_device(&host, gt, fnn_make_device(FNN_DEVICE_CPU, 0))) return NAN;
+        gt = &host;
+    }
+    int rc;
+    const float *g = fnn_contiguous_data(gt, &tmp, &rc);
+    if (rc) { fnn_tensor_clear(&host); return NAN; }
+    int64_t n = fnn_tensor_numel(gt), i = 0;
+    /* four double lanes: vectorizable and accurate for millions of elements */
+    double lane[4] = {0, 0, 0, 0};
+    for (; i + 4 <= n; i += 4)
+        for (int l = 0; l < 4; l++) lane[l] += (double)g[i + l] * (double)g[i + l];
+    for (; i < n; i++) lane[0] += (double)g[i] * (double)g[i];
+    fnn_tensor_clear(&tmp);
+    fnn_tensor_clear(&host);
+    return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+}
+
+/* gradient *= s. The old gradient may be shared with a tensor Lua holds from p:grad(),
+ * and tensors are immutable: make a fresh one and swap it in. */
+int fnn_grad_scale(fnn_node *p, double s) {
+    FNN_CHECK(p != NULL && p->is_leaf, FNN_STATUS_ARG, "grad_scale: expected a Param");
+    if (p->leaf_grad.ndim < 0) return FNN_STATUS_OK;
+    fnn_tensor scaled;
+    int was = fnn_grad_enabled();
+    fnn_set_grad_enabled(0);
+    int rc = fnn_mul_scalar(&scaled, &p->leaf_grad, s);
+    fnn_set_grad_enabled(was);
+    FNN_TRY(rc);
+    if (scaled.node) { fnn_node_release(scaled.node); scaled.node = NULL; }
+    fnn_tensor_clear(&p->leaf_grad);
+    p->leaf_grad = scaled;
+    return FNN_STATUS_OK;
+}

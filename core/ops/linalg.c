@@ -1,8 +1,501 @@
-/* linalg.c: STUB, being written. */
+/* linalg.c: matmul (PyTorch rules: 1-D . 1-D dot, 1-D promoted to a row or
+ * a column, batch dims broadcast), bmm, outer, and linear (x w^T + b as one
+ * node).
+ *
+ * Every product goes through one engine, gemm_views(). Operands are strided
+ * matrix views (mview) over a broadcast batch shape; a transpose is a swap of
+ * the view's strides (no copy); a view BLAS can read (row- or column-major
+ * with a valid leading dimension) goes to cblas_sgemm as is, with CblasTrans
+ * for column-major, and only truly strided operands are copied. Batch dims
+ * fold into one big sgemm where the strides allow it: into the rows of A
+ * (x [B,T,F] @ w [F,G]) or into the inner dim (a weight gradient summed over
+ * the batch). The gradient of a broadcast operand accumulates in place
+ * (beta = 1) instead of materializing [B,...] and summing it afterwards. */
 #include "../internal.h"
+#include <cblas.h>
+#include <limits.h>
+#include <string.h>
 
-int fnn_matmul(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "matmul: not implemented yet"); }
-int fnn_bmm(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "bmm: not implemented yet"); }
-int fnn_outer(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "outer: not implemented yet"); }
-int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b) { (void)0; return FNN_FAIL(FNN_STATUS_INTERNAL, "linear: not implemented yet"); }
-const fnn_op_def *const fnn_ops_linalg[] = {NULL};
+/* ================= matrix views ================= */
+
+/* a batch of matrices: element (b..., i, j) at p + sum_d bs[d] * b[d] + i * s0 + j * s1 */
+typedef struct {
+    float *p;
+    int64_t r, c, s0, s1;
+    int64_t bs[FNN_MAX_DIMS];   /* over the broadcast batch shape; 0 where this operand broadcasts */
+} mview;
+
+/* how a tensor's trailing dims read as a matrix; its leading dims are its batch dims */
+enum { AS_MATRIX, AS_ROW /* [..., k] as [..., 1, k] */, AS_COL /* [..., k] as [..., k, 1] */, AS_SCALAR /* [] as [1, 1] */ };
+
+static int own_batch_dims(int ndim, int as) {
+    return as == AS_MATRIX ? ndim - 2 : as == AS_SCALAR ? ndim : ndim - 1;
+}
+
+static void view_of(mview *v, const fnn_tensor *t, int as, int nb, const int64_t *bshape) {
+    int nd = t->ndim;
+    v->p = fnn_data(t);
+    switch (as) {
+    case AS_ROW: v->r = 1; v->c = t->shape[nd - 1]; v->s0 = v->c; v->s1 = t->stride[nd - 1]; break;
+    case AS_COL: v->r = t->shape[nd - 1]; v->c = 1; v->s0 = t->stride[nd - 1]; v->s1 = 1; break;
+    case AS_SCALAR: v->r = v->c = 1; v->s0 = v->s1 = 1; break;
+    default:
+        v->r = t->shape[nd - 2]; v->c = t->shape[nd - 1];
+        v->s0 = t->stride[nd - 2]; v->s1 = t->stride[nd - 1];
+    }
+    int lead = nb - own_batch_dims(nd, as);
+    for (int i = 0; i < nb; i++) {
+        int j = i - lead;
+        v->bs[i] = (j < 0 || (t->shape[j] == 1 && bshape[i] != 1)) ? 0 : t->stride[j];
+    }
+}
+
+static void transpose(mview *v) {
+    int64_t t = v->r; v->r = v->c; v->c = t;
+    t = v->s0; v->s0 = v->s1; v->s1 = t;
+}
+
+static inline int64_t max1(int64_t x) { return x > 1 ? x : 1; }
+
+/* can BLAS read one matrix of v as is? Row-major: NoTrans, ld = row stride; column-major:
+ * Trans, ld = column stride. A single row or column may have any stride along its one line. */
+static bool blas_layout(const mview *v, bool *trans, int64_t *ld) {
+    if ((v->s1 == 1 || v->c <= 1) && (v->r <= 1 || v->s0 >= max1(v->c))) {
+        *trans = false;
+        *ld = v->r <= 1 ? max1(v->c) : v->s0;
+        return *ld <= INT_MAX;
+    }
+    if ((v->s0 == 1 || v->r <= 1) && (v->c <= 1 || v->s1 >= max1(v->r))) {
+        *trans = true;
+        *ld = v->c <= 1 ? max1(v->r) : v->s1;
+        return *ld <= INT_MAX;
+    }
+    return false;
+}
+
+/* fold the batch dims into the rows: possible when row (b..., i) advances by one stride */
+static bool fold_rows(mview *out, const mview *v, int nb, const int64_t *bshape) {
+    int64_t rows = v->r, s = v->r > 1 ? v->s0 : -1;   /* -1: not fixed yet (one row has no stride) */
+    for (int i = nb - 1; i >= 0; i--) {
+        if (bshape[i] == 1) continue;
+        if (bshape[i] == 0) rows = 0;
+        else if (s < 0) s = v->bs[i];
+        else if (v->bs[i] != rows * s) return false;
+        rows *= bshape[i];
+    }
+    *out = *v;
+    out->r = rows;
+    if (rows == 0) { out->s0 = max1(v->c); out->s1 = 1; }   /* empty: any valid layout */
+    else if (s >= 0) out->s0 = s;
+    return true;
+}
+
+/* a contiguous copy of t (no node), on any device */
+static int copy_contiguous(fnn_tensor *out, const fnn_tensor *t) {
+    if (fnn_device_type_of(t->device) == FNN_DEVICE_CPU) return fnn_materialize(out, t);
+    int was = fnn_grad_enabled();
+    fnn_set_grad_enabled(0);
+    int rc = fnn_contiguous(out, t);
+    fnn_set_grad_enabled(was);
+    return rc;
+}
+
+/* view t (as `as`, transposed when trans) over the batch shape; copies t into *tmp only
+ * when BLAS cannot read its matrices (clear *tmp after) */
+static int operand(mview *v, const fnn_tensor *t, int as, bool trans, int nb, const int64_t *bshape,
+                   fnn_tensor *tmp) {
+    fnn_tensor_init(tmp);
+    bool tr;
+    int64_t ld;
+    view_of(v, t, as, nb, bshape);
+    if (trans) transpose(v);
+    if (blas_layout(v, &tr, &ld)) return FNN_STATUS_OK;
+    FNN_TRY(copy_contiguous(tmp, t));
+    view_of(v, tmp, as, nb, bshape);
+    if (trans) transpose(v);
+    return FNN_STATUS_OK;
+}
+
+/* view t [..., c] as one matrix [rows, c] with the leading dims folded into the rows;
+ * copies t into *tmp only when the strides do not allow it */
+static int rows_operand(mview *v, const fnn_tensor *t, fnn_tensor *tmp) {
+    fnn_tensor_init(tmp);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        const fnn_tensor *s = attempt ? tmp : t;
+        int as = s->ndim >= 2 ? AS_MATRIX : s->ndim == 1 ? AS_ROW : AS_SCALAR;
+        int nb = own_batch_dims(s->ndim, as);
+        mview full;
+        bool tr;
+        int64_t ld;
+        view_of(&full, s, as, nb, s->shape);
+        if (fold_rows(v, &full, nb, s->shape) && blas_layout(v, &tr, &ld)) return FNN_STATUS_OK;
+        if (attempt == 0) FNN_TRY(copy_contiguous(tmp, t));
+    }
+    fnn_tensor_clear(tmp);
+    return FNN_FAIL(FNN_STATUS_INTERNAL, "internal error: a contiguous copy is not BLAS-readable (please report)");
+}
+
+/* ================= the gemm engine ================= */
+
+/* row-major C[i] = op(A[i]) op(B[i]) + beta C[i] for i < batch, on the CPU or through the backend */
+static int gemm_call(const char *op, int device, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                     const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb, int64_t sb,
+                     float beta, float *c, int64_t ldc, int64_t sc, int64_t batch) {
+    FNN_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
+              ldc <= INT_MAX && batch <= INT_MAX, FNN_STATUS_SHAPE,
+              "%s: matrices of %lldx%lld by %lldx%lld are too large for BLAS", op,
+              (long long)m, (long long)k, (long long)k, (long long)n);
+    if (fnn_device_type_of(device) == FNN_DEVICE_CPU) {
+        for (int64_t i = 0; i < batch; i++)
+            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                        (int)m, (int)n, (int)k, 1.0f, a + i * sa, (int)lda, b + i * sb, (int)ldb,
+                        beta, c + i * sc, (int)ldc);
+        return FNN_STATUS_OK;
+    }
+    const fnn_backend *be = fnn_backend_for(device);
+    FNN_CHECK(be && be->gemm, FNN_STATUS_DEVICE, "%s: not implemented on cuda yet (the backend has no gemm)", op);
+    /* a batched gemm may not write one C twice at once: accumulate one matrix at a time */
+    int step = sc == 0 && batch > 1 ? 1 : (int)batch;
+    for (int64_t i = 0; i < batch; i += step)
+        FNN_TRY(be->gemm(fnn_device_ordinal(device), ta, tb, (int)m, (int)n, (int)k, 1.0f, a + i * sa, (int)lda,
+                         sa, b + i * sb, (int)ldb, sb, beta, c + i * sc, (int)ldc, sc, step));
+    return FNN_STATUS_OK;
+}
+
+static int zero_fill(fnn_tensor *t) {
+    int64_t n = fnn_tensor_numel(t);
+    if (n == 0) return FNN_STATUS_OK;
+    if (fnn_device_type_of(t->device) == FNN_DEVICE_CPU) {
+        memset(fnn_data(t), 0, sizeof(float) * (size_t)n);
+        return FNN_STATUS_OK;
+    }
+    const fnn_backend *be = fnn_backend_for(t->device);
+    FNN_CHECK(be && be->fill, FNN_STATUS_DEVICE, "fill: not implemented on cuda yet");
+    return be->fill(fnn_device_ordinal(t->device), fnn_data(t), n, 0.0f);
+}
+
+/* one gemm over whole 2-D views (no batch) */
+static int gemm_2d(const char *op, int device, const mview *A, const mview *B, const mview *C, float beta) {
+    bool ta, tb, tc;
+    int64_t lda, ldb, ldc;
+    FNN_ASSERT(blas_layout(A, &ta, &lda) && blas_layout(B, &tb, &ldb) && blas_layout(C, &tc, &ldc) && !tc);
+    return gemm_call(op, device, ta, tb, C->r, C->c, A->c, A->p, lda, 0, B->p, ldb, 0, beta, C->p, ldc, 0, 1);
+}
+
+/* C = A @ B over the batch shape. C is the fresh contiguous tensor ct seen through the view C;
+ * where C's batch stride is 0 (the gradient of a broadcast operand) the products are summed.
+ * c_ready: C already holds values to add to (linear's bias). A and B must be BLAS-readable. */
+static int gemm_views(const char *op, fnn_tensor *ct, int nb, const int64_t *bshape_in, mview *A, mview *B,
+                      mview *C, bool c_ready) {
+    int64_t m = A->r, k = A->c, n = B->c, total = 1;
+    FNN_ASSERT(B->r == k && C->r == m && C->c == n);
+    /* drop size-1 batch dims: their strides do not matter */
+    int nbk = 0;
+    int64_t bshape[FNN_MAX_DIMS];
+    bool accumulate = false, b_shared = true;
+    for (int i = 0; i < nb; i++) {
+        if (bshape_in[i] == 1) continue;
+        bshape[nbk] = bshape_in[i];
+        A->bs[nbk] = A->bs[i]; B->bs[nbk] = B->bs[i]; C->bs[nbk] = C->bs[i];
+        accumulate = accumulate || C->bs[nbk] == 0;
+        b_shared = b_shared && B->bs[nbk] == 0;
+        total *= bshape_in[i];
+        nbk++;
+    }
+    if (m == 0 || n == 0) return FNN_STATUS_OK;
+    float beta = c_ready ? 1.0f : 0.0f;
+    int device = ct->device;
+
+    /* the whole product summed into one C: fold the batch into the inner dim, one gemm */
+    if (accumulate && !c_ready && k > 0 && total > 0) {
+        bool all = true;
+        for (int i = 0; i < nbk; i++) all = all && C->bs[i] == 0;
+        mview At, A2, B2;
+        bool t;
+        int64_t ld;
+        At = *A;
+        transpose(&At);
+        if (all && fold_rows(&A2, &At, nbk, bshape) && fold_rows(&B2, B, nbk, bshape)) {
+            transpose(&A2);
+            if (blas_layout(&A2, &t, &ld) && blas_layout(&B2, &t, &ld)) return gemm_2d(op, device, &A2, &B2, C, 0.0f);
+        }
+    }
+    if (!c_ready && (accumulate || k == 0 || total == 0)) {
+        FNN_TRY(zero_fill(ct));
+        beta = 1.0f;
+    }
+    if (k == 0 || total == 0) return FNN_STATUS_OK;
+
+    /* B shared by the whole batch: fold the batch into the rows of A and C, one gemm */
+    if (b_shared && !accumulate && nbk > 0) {
+        mview A2, C2;
+        bool t;
+        int64_t ld;
+        if (fold_rows(&A2, A, nbk, bshape) && fold_rows(&C2, C, nbk, bshape) && blas_layout(&A2, &t, &ld))
+            return gemm_2d(op, device, &A2, B, &C2, beta);
+    }
+
+    /* general: loop the outer batch dims, one batched call over the last */
+    bool ta, tb, tc;
+    int64_t lda, ldb, ldc;
+    FNN_ASSERT(blas_layout(A, &ta, &lda) && blas_layout(B, &tb, &ldb) && blas_layout(C, &tc, &ldc) && !tc);
+    if (nbk == 0)
+        return gemm_call(op, device, ta, tb, m, n, k, A->p, lda, 0, B->p, ldb, 0, beta, C->p, ldc, 0, 1);
+    int last = nbk - 1;
+    int64_t idx[FNN_MAX_DIMS] = {0}, outer = total / bshape[last];
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t oa = 0, ob = 0, oc = 0;
+        for (int d = 0; d < last; d++) { oa += idx[d] * A->bs[d]; ob += idx[d] * B->bs[d]; oc += idx[d] * C->bs[d]; }
+        FNN_TRY(gemm_call(op, device, ta, tb, m, n, k, A->p + oa, lda, A->bs[last], B->p + ob, ldb, B->bs[last],
+                          beta, C->p + oc, ldc, C->bs[last], bshape[last]));
+        for (int d = last - 1; d >= 0; d--) { if (++idx[d] < bshape[d]) break; idx[d] = 0; }
+    }
+    return FNN_STATUS_OK;
+}
+
+/* c (fresh, contiguous, read as as_c) = x (as_x, transposed when tx) @ y (as_y, ty) over the batch shape */
+static int product(const char *op, fnn_tensor *c, int as_c, const fnn_tensor *x, int as_x, bool tx,
+                   const fnn_tensor *y, int as_y, bool ty, int nb, const int64_t *bshape) {
+    mview A, B, C;
+    fnn_tensor tx_copy, ty_copy;
+    fnn_tensor_init(&ty_copy);
+    int rc = operand(&A, x, as_x, tx, nb, bshape, &tx_copy);
+    if (!rc) rc = operand(&B, y, as_y, ty, nb, bshape, &ty_copy);
+    if (!rc) {
+        view_of(&C, c, as_c, nb, bshape);
+        rc = gemm_views(op, c, nb, bshape, &A, &B, &C, false);
+    }
+    fnn_tensor_clear(&tx_copy);
+    fnn_tensor_clear(&ty_copy);
+    return rc;
+}
+
+/* ================= matmul, bmm, outer ================= */
+
+/* how a product reads its operands and output: a [..., n, k] @ b [..., k, m] -> [batch..., n, m] */
+typedef struct {
+    int as_a, as_b, as_out;
+    int nb;
+    int64_t bshape[FNN_MAX_DIMS];
+    int out_ndim;
+    int64_t out_shape[FNN_MAX_DIMS];
+} mm_plan;
+
+static int plan(const char *op, mm_plan *p, const fnn_tensor *a, int as_a, const fnn_tensor *b, int as_b) {
+    p->as_a = as_a;
+    p->as_b = as_b;
+    p->as_out = as_a == AS_MATRIX ? (as_b == AS_MATRIX ? AS_MATRIX : AS_COL)
+                                  : (as_b == AS_MATRIX ? AS_ROW : AS_SCALAR);
+    if (as_a == AS_COL && as_b == AS_ROW) p->as_out = AS_MATRIX;   /* outer */
+    int64_t ka = as_a == AS_COL ? 1 : a->shape[a->ndim - 1];
+    int64_t kb = as_b == AS_ROW ? 1 : b->shape[b->ndim - (as_b == AS_MATRIX ? 2 : 1)];
+    FNN_CHECK(ka == kb, FNN_STATUS_SHAPE, "%s: shapes %s and %s do not agree", op, fnn_shape_of(a).s,
+              fnn_shape_of(b).s);
+    int na = own_batch_dims(a->ndim, as_a), nbb = own_batch_dims(b->ndim, as_b);
+    if (fnn_broadcast_shapes(op, na, a->shape, nbb, b->shape, &p->nb, p->bshape))
+        return FNN_FAIL(FNN_STATUS_SHAPE, "%s: batch dims of %s and %s do not broadcast", op, fnn_shape_of(a).s,
+                        fnn_shape_of(b).s);
+    p->out_ndim = p->nb;
+    memcpy(p->out_shape, p->bshape, sizeof(int64_t) * (size_t)p->nb);
+    if (as_a == AS_MATRIX) p->out_shape[p->out_ndim++] = a->shape[a->ndim - 2];
+    if (as_a == AS_COL) p->out_shape[p->out_ndim++] = a->shape[a->ndim - 1];
+    if (as_b == AS_MATRIX || as_b == AS_ROW) p->out_shape[p->out_ndim++] = b->shape[b->ndim - 1];
+    return FNN_STATUS_OK;
+}
+
+/* backward of every product: da = g b^T, db = a^T g, each summed over the batch dims its
+ * operand was broadcast along (the engine accumulates there) */
+static int mm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    const char *op = n->op->info.name;
+    const fnn_tensor *a = &n->saved[0], *b = &n->saved[1];
+    mm_plan p;
+    FNN_TRY(plan(op, &p, a, (int)n->iattr[0], b, (int)n->iattr[1]));
+    if (n->next[0]) {
+        FNN_TRY(fnn_new_output(&din[0], a->device, a->ndim, a->shape));
+        int rc = product(op, &din[0], p.as_a, g, p.as_out, false, b, p.as_b, true, p.nb, p.bshape);
+        if (rc) { fnn_tensor_clear(&din[0]); return rc; }
+    }
+    if (n->next[1]) {
+        FNN_TRY(fnn_new_output(&din[1], b->device, b->ndim, b->shape));
+        int rc = product(op, &din[1], p.as_b, a, p.as_a, true, g, p.as_out, false, p.nb, p.bshape);
+        if (rc) { fnn_tensor_clear(&din[1]); return rc; }
+    }
+    return FNN_STATUS_OK;
+}
+
+static const fnn_op_def MATMUL = {{"matmul", "linalg", 1, 1}, mm_backward};
+static const fnn_op_def BMM = {{"bmm", "linalg", 1, 1}, mm_backward};
+static const fnn_op_def OUTER = {{"outer", "linalg", 1, 1}, mm_backward};
+
+/* forward of every product: out [batch..., n?, m?] = a @ b, one node saving a and b */
+static int mm_forward(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *a, int as_a, const fnn_tensor *b,
+                      int as_b) {
+    const char *op = def->info.name;
+    mm_plan p;
+    FNN_TRY(plan(op, &p, a, as_a, b, as_b));
+    FNN_TRY(fnn_new_output(out, a->device, p.out_ndim, p.out_shape));
+    int rc = product(op, out, p.as_out, a, as_a, false, b, as_b, false, p.nb, p.bshape);
+    if (rc) { fnn_tensor_clear(out); return rc; }
+    const fnn_tensor *ins[2] = {a, b};
+    if (!fnn_needs_node(2, ins)) return FNN_STATUS_OK;
+    fnn_node *n = fnn_attach_node(out, def, 2, ins);
+    if (!n || fnn_save(n, 0, a) || fnn_save(n, 1, b)) { fnn_tensor_clear(out); return fnn_last_status(); }
+    n->iattr[0] = as_a;
+    n->iattr[1] = as_b;
+    return FNN_STATUS_OK;
+}
+
+static int check_pair(const char *op, const fnn_tensor *a, const fnn_tensor *b) {
+    FNN_TRY(fnn_check_input(op, a));
+    FNN_TRY(fnn_check_input(op, b));
+    return fnn_check_same_device(op, a, b);
+}
+
+/* a [..., n, k] @ b [..., k, m] -> [batch..., n, m]; a 1-D a is a row [1, k] and a 1-D b a
+ * column [k, 1], their added dim removed from the result; 1-D . 1-D is the dot product [] */
+int fnn_matmul(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) {
+    FNN_TRY(check_pair("matmul", a, b));
+    FNN_CHECK(a->ndim >= 1 && b->ndim >= 1, FNN_STATUS_SHAPE,
+              "matmul: shapes %s and %s: both need at least 1 dim", fnn_shape_of(a).s, fnn_shape_of(b).s);
+    return mm_forward(&MATMUL, out, a, a->ndim == 1 ? AS_ROW : AS_MATRIX, b, b->ndim == 1 ? AS_COL : AS_MATRIX);
+}
+
+/* a [B, n, k] @ b [B, k, m] -> [B, n, m], no broadcasting */
+int fnn_bmm(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) {
+    FNN_TRY(check_pair("bmm", a, b));
+    FNN_CHECK(a->ndim == 3 && b->ndim == 3 && a->shape[0] == b->shape[0] && a->shape[2] == b->shape[1],
+              FNN_STATUS_SHAPE, "bmm: shapes %s and %s do not agree (expected [B,n,k] and [B,k,m])",
+              fnn_shape_of(a).s, fnn_shape_of(b).s);
+    return mm_forward(&BMM, out, a, AS_MATRIX, b, AS_MATRIX);
+}
+
+/* a [n] x b [m] -> [n, m]: a column times a row, k = 1 */
+int fnn_outer(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) {
+    FNN_TRY(check_pair("outer", a, b));
+    FNN_CHECK(a->ndim == 1 && b->ndim == 1, FNN_STATUS_SHAPE, "outer: shapes %s and %s: expected two 1-D tensors",
+              fnn_shape_of(a).s, fnn_shape_of(b).s);
+    return mm_forward(&OUTER, out, a, AS_COL, b, AS_ROW);
+}
+
+/* ================= linear: x [..., in] w^T [in, out] + b [out] -> [..., out] ================= */
+
+/* backward: dx = g w (sgemm), dw = g^T x (one sgemm over the flattened batch), db = column sums of g */
+static int linear_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    const fnn_tensor *x = &n->saved[0], *w = &n->saved[1];
+    fnn_tensor gtmp, xtmp, ctmp;
+    mview G, X, W, C;
+    fnn_tensor_init(&xtmp);
+    fnn_tensor_init(&ctmp);
+    int rc = rows_operand(&G, g, &gtmp);               /* G [M, out] */
+    if (!rc && n->next[0]) {                           /* dx [M, in] = G [M, out] @ W [out, in] */
+        view_of(&W, w, AS_MATRIX, 0, NULL);
+        rc = fnn_new_output(&din[0], x->device, x->ndim, x->shape);
+        if (!rc) rc = rows_operand(&C, &din[0], &ctmp);  /* fresh and contiguous: never copied */
+        if (!rc) rc = gemm_views("linear", &din[0], 0, NULL, &G, &W, &C, false);
+    }
+    if (!rc && n->next[1]) {                           /* dw [out, in] = G^T [out, M] @ X [M, in] */
+        rc = rows_operand(&X, x, &xtmp);
+        if (!rc) rc = fnn_new_output(&din[1], w->device, 2, w->shape);
+        if (!rc) {
+            mview Gt = G;
+            transpose(&Gt);
+            view_of(&C, &din[1], AS_MATRIX, 0, NULL);
+            rc = gemm_views("linear", &din[1], 0, NULL, &Gt, &X, &C, false);
+        }
+    }
+    if (!rc && n->next[2]) {                           /* db [out] = sum over the rows of G */
+        int64_t nout = w->shape[0];
+        if (fnn_device_type_of(g->device) == FNN_DEVICE_CPU) {
+            rc = fnn_new_output(&din[2], g->device, 1, &nout);
+            if (!rc) {
+                float *db = fnn_data(&din[2]);
+                memset(db, 0, sizeof(float) * (size_t)nout);
+                for (int64_t i = 0; i < G.r; i++) {    /* row by row: the inner loop vectorizes */
+                    const float *gi = G.p + i * G.s0;
+                    if (G.s1 == 1) for (int64_t j = 0; j < nout; j++) db[j] += gi[j];
+                    else for (int64_t j = 0; j < nout; j++) db[j] += gi[j * G.s1];
+                }
+            }
+        } else {                                       /* other devices: their reshape and sum */
+            int64_t shape2[2] = {-1, nout};
+            fnn_tensor g2;
+            fnn_tensor_init(&g2);
+            rc = fnn_reshape(&g2, g, 2, shape2);
+            if (!rc) rc = fnn_sum(&din[2], &g2, 0, 0);
+            fnn_tensor_clear(&g2);
+        }
+    }
+    fnn_tensor_clear(&gtmp);
+    fnn_tensor_clear(&xtmp);
+    fnn_tensor_clear(&ctmp);
+    if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
+    return rc;
+}
+static const fnn_op_def LINEAR = {{"linear", "linalg", 1, 1}, linear_backward};
+
+/* add bias b [out] to every row of C [M, out] (C contiguous, written in place) */
+static int add_bias_rows(fnn_tensor *ct, const mview *C, const fnn_tensor *b) {
+    if (fnn_device_type_of(ct->device) == FNN_DEVICE_CPU) {
+        const float *bp = fnn_data(b);
+        int64_t sb = b->stride[0];
+        for (int64_t i = 0; i < C->r; i++) {
+            float *ci = C->p + i * C->s0;
+            if (sb == 1) memcpy(ci, bp, sizeof(float) * (size_t)C->c);
+            else for (int64_t j = 0; j < C->c; j++) ci[j] = bp[j * sb];
+        }
+        return FNN_STATUS_OK;
+    }
+    const fnn_backend *be = fnn_backend_for(ct->device);
+    FNN_CHECK(be && be->binary, FNN_STATUS_DEVICE, "linear: not implemented on cuda yet (the backend has no binary)");
+    int64_t shape[2] = {C->r, C->c}, cs[2] = {C->s0, 1}, bs[2] = {0, b->stride[0]};
+    return be->binary(fnn_device_ordinal(ct->device), FNN_BIN_ADD, C->p, C->p, cs, fnn_data(b), bs, 2, shape);
+}
+
+int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b) {
+    FNN_TRY(check_pair("linear", x, w));
+    if (b) {
+        FNN_TRY(fnn_check_input("linear", b));
+        FNN_TRY(fnn_check_same_device("linear", x, b));
+    }
+    FNN_CHECK(w->ndim == 2, FNN_STATUS_SHAPE, "linear: weight %s must be 2-D [out, in]", fnn_shape_of(w).s);
+    FNN_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] == w->shape[1], FNN_STATUS_SHAPE,
+              "linear: input %s and weight %s do not agree (the input's last dim must be %lld)",
+              fnn_shape_of(x).s, fnn_shape_of(w).s, (long long)w->shape[1]);
+    FNN_CHECK(!b || (b->ndim == 1 && b->shape[0] == w->shape[0]), FNN_STATUS_SHAPE,
+              "linear: bias %s does not match weight %s (expected [%lld])", b ? fnn_shape_of(b).s : "",
+              fnn_shape_of(w).s, (long long)w->shape[0]);
+    int64_t shape[FNN_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    shape[x->ndim - 1] = w->shape[0];
+    FNN_TRY(fnn_new_output(out, x->device, x->ndim, shape));
+
+    mview X, Wt, C;
+    fnn_tensor xtmp, wtmp, ctmp;
+    fnn_tensor_init(&wtmp);
+    fnn_tensor_init(&ctmp);
+    int rc = rows_operand(&X, x, &xtmp);                             /* X [M, in] */
+    if (!rc) rc = operand(&Wt, w, AS_MATRIX, true, 0, NULL, &wtmp);  /* W^T [in, out]: CblasTrans, no copy */
+    if (!rc) rc = rows_operand(&C, out, &ctmp);                      /* C [M, out] */
+    bool bias = !rc && b && C.r > 0 && C.c > 0;
+    if (!rc && fnn_device_type_of(out->device) == FNN_DEVICE_CPU) {
+        /* the bias goes into C first and the gemm adds onto it (beta = 1): one pass over C */
+        if (bias) rc = add_bias_rows(out, &C, b);
+        if (!rc) rc = gemm_views("linear", out, 0, NULL, &X, &Wt, &C, bias);
+    } else if (!rc) {
+        /* backends: gemm first, then the bias through their elementwise add */
+        rc = gemm_views("linear", out, 0, NULL, &X, &Wt, &C, false);
+        if (!rc && bias) rc = add_bias_rows(out, &C, b);
+    }
+    fnn_tensor_clear(&xtmp);
+    fnn_tensor_clear(&wtmp);
+    fnn_tensor_clear(&ctmp);
+    if (rc) { fnn_tensor_clear(out); return rc; }
+
+    const fnn_tensor *ins[3] = {x, w, b};
+    if (!fnn_needs_node(3, ins)) return FNN_STATUS_OK;
+    fnn_node *n = fnn_attach_node(out, &LINEAR, 3, ins);
+    if (!n || fnn_save(n, 0, x) || fnn_save(n, 1, w)) { fnn_tensor_clear(out); return fnn_last_status(); }
+    return FNN_STATUS_OK;
+}
+
+const fnn_op_def *const fnn_ops_linalg[] = {&MATMUL, &BMM, &OUTER, &LINEAR, NULL};

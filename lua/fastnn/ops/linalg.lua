@@ -1,0 +1,41 @@
+-- fastnn.ops.linalg: bindings for core/ops/linalg.c.
+--   a:matmul(b)        PyTorch rules: 1-D . 1-D -> 0-dim dot; a 1-D side is a row (left) or a
+--                      column (right) whose added dim is dropped; batch dims broadcast
+--   a:bmm(b)           [B,n,k] x [B,k,m] -> [B,n,m], no broadcasting
+--   a:outer(b)         [n] x [m] -> [n,m]
+--   fnn.linear(x, w, b)  x [..., in], w [out, in], b [out] or nil -> [..., out] (one node)
+-- Each is also fnn.<name>(a, b).
+local fnn_tensor = require 'fastnn.tensor'
+local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
+local new, done, fail, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
+local M = {}
+
+-- raised at the user's line: 1 here, 2 the binding, 3 its caller
+local function check_tensor(op, t, what)
+   if not is_tensor(t) then error(('%s: %s is a %s, expected a tensor'):format(op, what, type(t)), 3) end
+end
+
+for _, name in ipairs{'matmul', 'bmm', 'outer'} do
+   local cfn = C['fnn_' .. name]
+   Tensor[name] = function(a, b)
+      check_tensor(name, a, 'argument 1')
+      check_tensor(name, b, 'argument 2')
+      local out = new()
+      if cfn(out, a, b) ~= 0 then fail() end
+      return done(out)
+   end
+   M[name] = Tensor[name]
+end
+
+local fnn_linear = C.fnn_linear
+function M.linear(x, w, b)
+   check_tensor('linear', x, 'input')
+   check_tensor('linear', w, 'weight')
+   if b ~= nil then check_tensor('linear', b, 'bias') end
+   local out = new()
+   if fnn_linear(out, x, w, b) ~= 0 then fail() end
+   return done(out)
+end
+Tensor.linear = M.linear
+
+return M
