@@ -139,7 +139,25 @@ void fnn_free(int device, void *p, int64_t bytes) {
     count(fnn_device_type_of(device), -bytes);
 }
 
+/* small CPU buffers share one allocation with their storage header (one malloc per tensor);
+ * large ones and device buffers come from the backend (cached) */
+#define STORAGE_HEADER 64
+_Static_assert(sizeof(fnn_storage) <= STORAGE_HEADER, "storage header must fit before its data");
 fnn_storage *fnn_storage_new(int device, int64_t bytes) {
+    if (fnn_device_type_of(device) == FNN_DEVICE_CPU && bytes >= 0 && bytes < CACHE_MIN) {
+        void *block = NULL;
+        if (posix_memalign(&block, 64, STORAGE_HEADER + (size_t)bytes) != 0) {
+            FNN_FAIL(FNN_STATUS_OOM, "alloc: out of memory allocating %lld bytes on cpu", (long long)bytes);
+            return NULL;
+        }
+        fnn_storage *s = block;
+        atomic_init(&s->refcount, 1);
+        s->device = device;
+        s->bytes = bytes;
+        s->data = (float *)((char *)block + STORAGE_HEADER);
+        count(FNN_DEVICE_CPU, bytes);
+        return s;
+    }
     fnn_storage *s = malloc(sizeof *s);
     if (!s) { FNN_FAIL(FNN_STATUS_OOM, "alloc: out of memory"); return NULL; }
     s->data = fnn_alloc(device, bytes);
@@ -155,7 +173,8 @@ void fnn_storage_retain(fnn_storage *s) { atomic_fetch_add_explicit(&s->refcount
 void fnn_storage_release(fnn_storage *s) {
     if (!s) return;
     if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) == 1) {
-        fnn_free(s->device, s->data, s->bytes);
+        if (s->data == (float *)((char *)s + STORAGE_HEADER)) count(FNN_DEVICE_CPU, -s->bytes);
+        else fnn_free(s->device, s->data, s->bytes);
         free(s);
     }
 }

@@ -6,9 +6,15 @@
 #include <string.h>
 
 /* ---- lifecycle ---- */
+/* an empty header holds nothing; the other fields are only read once ndim >= 0 */
 void fnn_tensor_init(fnn_tensor *t) {
-    memset(t, 0, sizeof *t);
     t->ndim = -1;
+    t->device = 0;
+    t->offset = 0;
+    t->storage = NULL;
+    t->node = NULL;
+    t->output_index = 0;
+    t->freed = 0;
 }
 
 void fnn_tensor_clear(fnn_tensor *t) {

@@ -24,13 +24,21 @@ bool fnn_needs_node(int n, const fnn_tensor *const *inputs) {
 static fnn_node *node_alloc(int n_inputs) {
     size_t base = sizeof(fnn_node);
     size_t bytes = base + (size_t)n_inputs * (sizeof(fnn_node *) + sizeof(int) + sizeof(int64_t[FNN_MAX_DIMS]));
-    fnn_node *n = calloc(1, bytes);
+    /* malloc, not calloc: a node is ~2 KB, mostly tensor headers that only need their empty marks */
+    fnn_node *n = malloc(bytes);
     if (!n) { FNN_FAIL(FNN_STATUS_OOM, "autograd: out of memory for a graph node"); return NULL; }
+    n->op = NULL;
+    n->out_ndim = 0;
+    n->pending = n->visited = n->freed = 0;
+    n->is_leaf = n->frozen = 0;
+    memset(n->attr, 0, sizeof n->attr);
+    memset(n->iattr, 0, sizeof n->iattr);
     /* the per-input arrays live in the same block: shapes first (8-byte aligned), then pointers, then ints */
     n->in_shape = (int64_t (*)[FNN_MAX_DIMS])((char *)n + base);
     n->next = (fnn_node **)((char *)n->in_shape + (size_t)n_inputs * sizeof(int64_t[FNN_MAX_DIMS]));
     n->in_ndim = (int *)((char *)n->next + (size_t)n_inputs * sizeof(fnn_node *));
     n->n_inputs = n_inputs;
+    for (int i = 0; i < n_inputs; i++) { n->next[i] = NULL; n->in_ndim[i] = 0; }
     atomic_init(&n->refcount, 1);
     for (int i = 0; i < FNN_NODE_SAVED; i++) fnn_tensor_init(&n->saved[i]);
     fnn_tensor_init(&n->grad);
