@@ -25,6 +25,18 @@ static void count(int type, int64_t delta) {
                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
 }
 
+/* Small CPU buffers share one block with their storage header, and freed blocks
+ * wait in per-thread free lists by power-of-two size class: LuaJIT finalizes
+ * tensors in batches, and glibc's malloc spends more time consolidating those
+ * frees than the ops spend computing. */
+#define STORAGE_HEADER 64
+_Static_assert(sizeof(fnn_storage) <= STORAGE_HEADER, "storage header must fit before its data");
+#define SMALL_CLASSES 11               /* capacities 64 B .. 64 KB */
+#define SMALL_KEEP_BYTES (4 << 20)     /* kept per class and thread: a GC sweep frees thousands at once */
+typedef struct small_block { struct small_block *next; } small_block;
+static _Thread_local small_block *small_free[SMALL_CLASSES];
+static _Thread_local int small_count[SMALL_CLASSES];
+
 /* ---- CPU buffer cache: exact-size buckets for buffers >= CACHE_MIN ---- */
 #define CACHE_MIN (64 * 1024)
 #define CACHE_SLOTS 64
@@ -71,7 +83,19 @@ static void cpu_free(int ordinal, void *p, size_t bytes) {
     free(p);
 }
 
+static void small_lists_release(void) {   /* this thread's lists */
+    for (int c = 0; c < SMALL_CLASSES; c++) {
+        while (small_free[c]) {
+            small_block *b = small_free[c];
+            small_free[c] = b->next;
+            free(b);
+        }
+        small_count[c] = 0;
+    }
+}
+
 void fnn_empty_cache(void) {
+    small_lists_release();
     pthread_mutex_lock(&cache_lock);
     for (int i = 0; i < CACHE_SLOTS; i++) {
         free(cache[i].p);
@@ -139,20 +163,27 @@ void fnn_free(int device, void *p, int64_t bytes) {
     count(fnn_device_type_of(device), -bytes);
 }
 
-/* small CPU buffers share one allocation with their storage header (one malloc per tensor);
- * large ones and device buffers come from the backend (cached) */
-#define STORAGE_HEADER 64
-_Static_assert(sizeof(fnn_storage) <= STORAGE_HEADER, "storage header must fit before its data");
+static int size_class_of(int64_t bytes) {
+    int c = 0;
+    while (c < SMALL_CLASSES && ((int64_t)64 << c) < bytes) c++;
+    return c;   /* SMALL_CLASSES: too big for the lists */
+}
+
 fnn_storage *fnn_storage_new(int device, int64_t bytes) {
-    if (fnn_device_type_of(device) == FNN_DEVICE_CPU && bytes >= 0 && bytes < CACHE_MIN) {
-        void *block = NULL;
-        if (posix_memalign(&block, 64, STORAGE_HEADER + (size_t)bytes) != 0) {
+    int c = bytes >= 0 ? size_class_of(bytes) : SMALL_CLASSES;
+    if (fnn_device_type_of(device) == FNN_DEVICE_CPU && c < SMALL_CLASSES) {
+        void *block = small_free[c];
+        if (block) {
+            small_free[c] = small_free[c]->next;
+            small_count[c]--;
+        } else if (posix_memalign(&block, 64, STORAGE_HEADER + ((size_t)64 << c)) != 0) {
             FNN_FAIL(FNN_STATUS_OOM, "alloc: out of memory allocating %lld bytes on cpu", (long long)bytes);
             return NULL;
         }
         fnn_storage *s = block;
         atomic_init(&s->refcount, 1);
         s->device = device;
+        s->size_class = c;
         s->bytes = bytes;
         s->data = (float *)((char *)block + STORAGE_HEADER);
         count(FNN_DEVICE_CPU, bytes);
@@ -164,6 +195,7 @@ fnn_storage *fnn_storage_new(int device, int64_t bytes) {
     if (!s->data) { free(s); return NULL; }
     atomic_init(&s->refcount, 1);
     s->device = device;
+    s->size_class = -1;
     s->bytes = bytes;
     return s;
 }
@@ -173,8 +205,19 @@ void fnn_storage_retain(fnn_storage *s) { atomic_fetch_add_explicit(&s->refcount
 void fnn_storage_release(fnn_storage *s) {
     if (!s) return;
     if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) == 1) {
-        if (s->data == (float *)((char *)s + STORAGE_HEADER)) count(FNN_DEVICE_CPU, -s->bytes);
-        else fnn_free(s->device, s->data, s->bytes);
+        int c = s->size_class;
+        if (c >= 0) {
+            count(FNN_DEVICE_CPU, -s->bytes);
+            if (((int64_t)small_count[c] << (6 + c)) < SMALL_KEEP_BYTES) {
+                small_block *b = (small_block *)s;
+                b->next = small_free[c];
+                small_free[c] = b;
+                small_count[c]++;
+                return;
+            }
+        } else {
+            fnn_free(s->device, s->data, s->bytes);
+        }
         free(s);
     }
 }

@@ -38,6 +38,7 @@ const char *fnn_device_name(int device, char *buf, int len);
 struct fnn_storage {
     atomic_long refcount;
     int device;
+    int size_class;      /* >= 0: a small CPU block from a per-thread free list (alloc.c) */
     int64_t bytes;
     float *data;
 };
