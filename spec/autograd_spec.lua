@@ -3,14 +3,7 @@
 local fnn = require 'fastnn'
 local Param = fnn.Param
 
-local function approx(expected, t, tol)
-   local got = t:to_flat()
-   assert.equals(#expected, #got)
-   for i = 1, #expected do
-      assert.is_true(math.abs(expected[i] - got[i]) <= (tol or 1e-5),
-         ('element %d: expected %.7g got %.7g'):format(i, expected[i], got[i]))
-   end
-end
+local approx = require('support').approx
 
 describe('backward', function()
    it('accumulates a tensor used several times (fan-out)', function()

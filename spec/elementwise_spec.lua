@@ -1,16 +1,8 @@
 -- Elementwise ops against naive Lua loops, broadcasting rules and views.
 local fnn = require 'fastnn'
 
-local function approx(expected, t, tol)
-   local got = t:to_flat()
-   assert.equals(#expected, #got)
-   for i = 1, #expected do
-      local e, g = expected[i], got[i]
-      if e ~= e then assert.is_true(g ~= g, 'element ' .. i .. ' expected nan')
-      else assert.is_true(math.abs(e - g) <= (tol or 1e-5) * math.max(1, math.abs(e)),
-              ('element %d: expected %.7g got %.7g'):format(i, e, g)) end
-   end
-end
+local support = require 'support'
+local approx = support.approx
 
 local function map1(t, f)
    local r = {}
@@ -18,15 +10,7 @@ local function map1(t, f)
    return r
 end
 
-local erf = function(x)  -- Abramowitz-Stegun 7.1.26 is too coarse; use a series for |x| < 3
-   local s, term, n = x, x, 0
-   repeat
-      n = n + 1
-      term = -term * x * x / n
-      s = s + term / (2 * n + 1)
-   until math.abs(term) < 1e-12
-   return 2 / math.sqrt(math.pi) * s
-end
+local erf = support.erf
 
 describe('unary ops', function()
    local x = fnn.tensor{{-1.5, -0.2, 0.3}, {0.9, 1.7, -2.0}}

@@ -4,33 +4,8 @@
 -- bad inputs, whose messages name the 1-based id, the range, the dim and the shape.
 local fnn = require 'fastnn'
 
-local function each_index(shape, f)
-   local n = 1
-   for _, s in ipairs(shape) do n = n * s end
-   if n == 0 then return end
-   local idx = {}
-   for i = 1, #shape do idx[i] = 1 end
-   for _ = 1, n do
-      f(idx)
-      for d = #shape, 1, -1 do
-         idx[d] = idx[d] + 1
-         if idx[d] <= shape[d] then break end
-         idx[d] = 1
-      end
-   end
-end
-
-local function pos(shape, idx)
-   local p = 0
-   for d = 1, #shape do p = p * shape[d] + (idx[d] - 1) end
-   return p + 1
-end
-
-local function build(shape, f)
-   local r = {}
-   each_index(shape, function(idx) r[#r + 1] = f(idx) end)
-   return r
-end
+local support = require 'support'
+local each_index, pos, build = support.each_index, support.pos, support.build
 
 local function copy(t) local r = {} for i, v in ipairs(t) do r[i] = v end return r end
 

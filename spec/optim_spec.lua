@@ -4,14 +4,7 @@
 local fnn = require 'fastnn'
 local nn, optim = fnn.nn, fnn.optim
 
-local function approx(expected, t, tol)
-   local got = type(t) == 'table' and t or t:to_flat()
-   assert.equals(#expected, #got)
-   for i = 1, #expected do
-      assert.is_true(math.abs(expected[i] - got[i]) <= (tol or 1e-5) * math.max(1, math.abs(expected[i])),
-                     ('element %d: expected %.7g got %.7g'):format(i, expected[i], got[i]))
-   end
-end
+local approx = require('support').approx
 
 -- loss = 0.5 * sum(c * p^2), so grad = c * p
 local function backward_quadratic(p, c)

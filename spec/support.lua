@@ -1,0 +1,64 @@
+-- Helpers shared by the specs: comparing tensors with expected values and
+-- walking row-major index tuples for the naive reference loops.
+local assert = require 'luassert'   -- busted's assert lives in spec environments, not in _G
+local M = {}
+
+-- expected: a flat Lua array; t: a tensor or a flat Lua array. tol is relative
+-- for values above 1 in magnitude and absolute below; nan matches only nan.
+function M.approx(expected, t, tol)
+   local got = type(t) == 'table' and t or t:to_flat()
+   assert.equals(#expected, #got)
+   for i = 1, #expected do
+      local e, g = expected[i], got[i]
+      if e ~= e then
+         assert.is_true(g ~= g, ('element %d: expected nan got %.7g'):format(i, g))
+      else
+         assert.is_true(math.abs(e - g) <= (tol or 1e-5) * math.max(1, math.abs(e)),
+                        ('element %d: expected %.7g got %.7g'):format(i, e, g))
+      end
+   end
+end
+
+-- call f(idx) for every 1-based index tuple of shape, in row-major order
+function M.each_index(shape, f)
+   local n = 1
+   for _, s in ipairs(shape) do n = n * s end
+   if n == 0 then return end
+   local idx = {}
+   for i = 1, #shape do idx[i] = 1 end
+   for _ = 1, n do
+      f(idx)
+      for d = #shape, 1, -1 do
+         idx[d] = idx[d] + 1
+         if idx[d] <= shape[d] then break end
+         idx[d] = 1
+      end
+   end
+end
+
+-- the 1-based flat position of idx in a row-major tensor of shape
+function M.pos(shape, idx)
+   local p = 0
+   for d = 1, #shape do p = p * shape[d] + (idx[d] - 1) end
+   return p + 1
+end
+
+-- the values of an output of `shape` whose element at idx is f(idx)
+function M.build(shape, f)
+   local r = {}
+   M.each_index(shape, function(idx) r[#r + 1] = f(idx) end)
+   return r
+end
+
+-- erf by its power series (exact enough for |x| < 3), for reference values
+function M.erf(x)
+   local s, term, n = x, x, 0
+   repeat
+      n = n + 1
+      term = -term * x * x / n
+      s = s + term / (2 * n + 1)
+   until math.abs(term) < 1e-13
+   return 2 / math.sqrt(math.pi) * s
+end
+
+return M
