@@ -114,7 +114,23 @@ float fnn_random_float(void);     /* U[0,1) */
 float fnn_random_normal(void);    /* N(0,1) */
 
 /* ---- threads ---- */
-int fnn_threads_for(int64_t work);  /* how many threads a loop of this much work should use */
+/* How many threads a loop of this much work should use. Work counts elements of a memory-bound
+ * loop (an add, a copy, a sum); kernels with costlier elements count each as several. Below
+ * FNN_PARALLEL_MIN_WORK one thread is faster than waking a second (measured in threads.c). */
+enum { FNN_PARALLEL_MIN_WORK = 1 << 18 };
+static inline int fnn_threads_for(int64_t work) {
+    return work < FNN_PARALLEL_MIN_WORK ? 1 : fnn_get_num_threads();
+}
+/* fn(ctx, lo, hi) over [0, n): one plain call when threads <= 1 or n <= 1 (no OpenMP region is
+ * entered: even a false if() clause costs a team setup), else an OpenMP team where thread t of T
+ * gets the t-th of T contiguous, near-equal ranges (fixed by n and T, never by timing) */
+typedef void (*fnn_range_fn)(void *ctx, int64_t lo, int64_t hi);
+void fnn_parallel_team(int64_t n, int threads, fnn_range_fn fn, void *ctx);   /* the team part */
+static inline void fnn_parallel_for(int64_t n, int threads, fnn_range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    if (threads <= 1 || n == 1) fn(ctx, 0, n);   /* inline: fn is usually known here and inlined */
+    else fnn_parallel_team(n, threads, fn, ctx);
+}
 
 /* ---- autograd ---- */
 typedef int (*fnn_backward_fn)(fnn_node *n, const fnn_tensor *dout, fnn_tensor *dins);

@@ -11,9 +11,6 @@
 #include <emmintrin.h>
 #endif
 
-/* updates are memory-bound: below this many elements one thread is faster than waking another */
-enum { PARALLEL_MIN = 1 << 18 };
-
 /* the Param's value, gradient (contiguous, *gtmp filled when a copy was needed) and size;
  * *g = NULL when the Param has no gradient */
 static int param_parts(const char *op, fnn_node *p, float **value, const float **g, fnn_tensor *gtmp, int64_t *n) {
@@ -46,6 +43,38 @@ static int check_state(const char *op, const char *what, const fnn_tensor *s, co
     return FNN_STATUS_OK;
 }
 
+/* the SGD update of elements lo..hi-1 (see fnn_optim_sgd) */
+typedef struct {
+    float *w, *buf;
+    const float *g;
+    float lr, wd, mom, damp;
+    int nesterov, first_step;
+} sgd_args;
+
+static void sgd_span(void *ctx, int64_t lo, int64_t hi) {
+    const sgd_args *a = ctx;
+    float *w = a->w, *buf = a->buf;
+    const float *g = a->g;
+    const float flr = a->lr, wd = a->wd, mom = a->mom, damp = a->damp;
+    const int nesterov = a->nesterov;
+    if (!buf) {
+        for (int64_t i = lo; i < hi; i++) w[i] -= flr * (g[i] + wd * w[i]);
+    } else if (a->first_step) {
+        for (int64_t i = lo; i < hi; i++) {
+            float d = g[i] + wd * w[i];
+            buf[i] = d;
+            w[i] -= flr * (nesterov ? d + mom * d : d);
+        }
+    } else {
+        for (int64_t i = lo; i < hi; i++) {
+            float d = g[i] + wd * w[i];
+            float b = mom * buf[i] + damp * d;
+            buf[i] = b;
+            w[i] -= flr * (nesterov ? d + mom * b : b);
+        }
+    }
+}
+
 /* SGD, PyTorch semantics:
  *   d = g + wd * p
  *   momentum: buf = first_step ? d : momentum * buf + (1 - dampening) * d
@@ -66,27 +95,9 @@ int fnn_optim_sgd(fnn_node *p, fnn_tensor *momentum_buf, double lr, double momen
         if (rc) { fnn_tensor_clear(&gtmp); return rc; }
         buf = fnn_data(momentum_buf);
     }
-    const float flr = (float)lr, wd = (float)weight_decay, mom = (float)momentum, damp = 1.0f - (float)dampening;
-    int threads = n >= PARALLEL_MIN ? fnn_threads_for(n) : 1;
-    if (!buf) {
-        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (int64_t i = 0; i < n; i++) w[i] -= flr * (g[i] + wd * w[i]);
-    } else if (first_step) {
-        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (int64_t i = 0; i < n; i++) {
-            float d = g[i] + wd * w[i];
-            buf[i] = d;
-            w[i] -= flr * (nesterov ? d + mom * d : d);
-        }
-    } else {
-        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (int64_t i = 0; i < n; i++) {
-            float d = g[i] + wd * w[i];
-            float b = mom * buf[i] + damp * d;
-            buf[i] = b;
-            w[i] -= flr * (nesterov ? d + mom * b : b);
-        }
-    }
+    sgd_args a = {w, buf, g, (float)lr, (float)weight_decay, (float)momentum, 1.0f - (float)dampening,
+                  nesterov, first_step};
+    fnn_parallel_for(n, fnn_threads_for(n), sgd_span, &a);   /* memory-bound: a plain count */
     fnn_tensor_clear(&gtmp);
     return FNN_STATUS_OK;
 }
@@ -127,6 +138,21 @@ static void adam_span(const adam_consts *k, float *w, const float *g, float *m, 
     for (; i < hi; i++) adam_one(k, w, g, m, v, i);
 }
 
+/* chunks lo..hi-1 of ADAM_CHUNK elements (the last one may be short) */
+typedef struct {
+    const adam_consts *k;
+    float *w;
+    const float *g;
+    float *m, *v;
+    int64_t n;
+} adam_args;
+
+static void adam_chunks(void *ctx, int64_t lo, int64_t hi) {
+    const adam_args *a = ctx;
+    int64_t e0 = lo * ADAM_CHUNK, e1 = hi * ADAM_CHUNK < a->n ? hi * ADAM_CHUNK : a->n;
+    adam_span(a->k, a->w, a->g, a->m, a->v, e0, e1);
+}
+
 /* Adam / AdamW, PyTorch semantics (t = step >= 1):
  *   decoupled: p *= 1 - lr * wd        else: g += wd * p
  *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
@@ -153,13 +179,10 @@ int fnn_optim_adam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, double lr, double 
     const float l2 = decoupled ? 0.0f : (float)weight_decay;
     const adam_consts k = {decay, l2, b1, b2, step_size, inv_bc2_sqrt, fe};
     int64_t chunks = (n + ADAM_CHUNK - 1) / ADAM_CHUNK;
-    /* a second thread pays off only on big params (and wakes a core OpenBLAS may be using) */
-    int threads = n >= PARALLEL_MIN ? fnn_threads_for(n) : 1;
-    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int64_t c = 0; c < chunks; c++) {
-        int64_t lo = c * ADAM_CHUNK, hi = lo + ADAM_CHUNK < n ? lo + ADAM_CHUNK : n;
-        adam_span(&k, w, g, mp, vp, lo, hi);
-    }
+    /* ~4x an add's cost per element (a sqrt and a divide), counted as 2: a second thread also
+     * wakes a core OpenBLAS may be using */
+    adam_args a = {&k, w, g, mp, vp, n};
+    fnn_parallel_for(chunks, fnn_threads_for(2 * n), adam_chunks, &a);
     fnn_tensor_clear(&gtmp);
     return FNN_STATUS_OK;
 }

@@ -1,6 +1,7 @@
 /* threads.c: one setting for OpenBLAS's pool and the core's own loops, so the
  * two never oversubscribe the cores. The core's kernels use OpenMP only for
- * loops large enough to pay for waking the team. */
+ * loops large enough to pay for waking the team, and enter no OpenMP region at
+ * all otherwise (fnn_parallel_for). */
 #include "internal.h"
 #include <stdlib.h>
 #ifdef _OPENMP
@@ -33,8 +34,28 @@ int fnn_get_num_threads(void) {
     return num_threads;
 }
 
-int fnn_threads_for(int64_t work) {
-    int n = fnn_get_num_threads();
-    if (work < 32768) return 1;
-    return n;
+/* fnn_threads_for (internal.h) and its threshold FNN_PARALLEL_MIN_WORK = 2^18: work is counted in
+ * elements of a memory-bound loop (an add, a copy, a sum: ~0.2-0.3 ns each); kernels with costlier
+ * elements (exp, softmax, Adam) count each as several. Waking a passive (futex-sleeping) worker
+ * and joining it costs ~10 us on an idle 2-core machine, 15-20 us on a busy one, so a second
+ * thread breaks even near 40-60 us of serial work and gains ~1.2-1.5x from about 2^18 elements
+ * (~60-70 us). Below that: one thread and no OpenMP region at all (fnn_parallel_for). */
+
+void fnn_parallel_team(int64_t n, int threads, fnn_range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    if (threads > n) threads = (int)n;
+#ifdef _OPENMP
+    if (threads > 1) {
+        #pragma omp parallel num_threads(threads)
+        {
+            /* schedule(static)'s split: the first n % T threads take one item more */
+            int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+            int64_t q = n / nt, r = n % nt;
+            int64_t lo = t * q + (t < r ? t : r), hi = lo + q + (t < r);
+            if (lo < hi) fn(ctx, lo, hi);
+        }
+        return;
+    }
+#endif
+    fn(ctx, 0, n);
 }

@@ -29,6 +29,42 @@ static int cross_entropy_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *
 }
 static const fnn_op_def CROSS_ENTROPY = {{"cross_entropy", "loss", 1, 0}, cross_entropy_backward};
 
+enum { CE_PARTS = 64, CE_PART_ELEMS = 4096 };
+
+typedef struct {
+    const float *x, *t;
+    float *pr;                        /* softmax rows out, or NULL */
+    int64_t s0, s1, st, rows, cols, chunk;
+    double *part;                     /* part[p]: the loss summed over rows p*chunk .. */
+} ce_args;
+
+/* parts lo..hi-1: per row max, sum of exp(x - max), loss = max + log(sum) - x[target] */
+static void ce_parts(void *ctx, int64_t lo, int64_t hi) {
+    const ce_args *a = ctx;
+    const int64_t s0 = a->s0, s1 = a->s1, cols = a->cols;
+    for (int64_t p = lo; p < hi; p++) {
+        int64_t r1 = (p + 1) * a->chunk < a->rows ? (p + 1) * a->chunk : a->rows;
+        double total = 0;
+        for (int64_t i = p * a->chunk; i < r1; i++) {
+            const float *xi = a->x + i * s0;
+            float mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < cols; j++) mx = fmaxf(mx, xi[j * s1]);
+            if (mx == -INFINITY) mx = 0;   /* a row of -inf: avoid inf - inf */
+            if (a->pr) {
+                float *pi = a->pr + i * cols;
+                for (int64_t j = 0; j < cols; j++) { pi[j] = expf(xi[j * s1] - mx); sum += pi[j]; }
+                float inv = 1.0f / sum;
+                for (int64_t j = 0; j < cols; j++) pi[j] *= inv;
+            } else {
+                for (int64_t j = 0; j < cols; j++) sum += expf(xi[j * s1] - mx);
+            }
+            int64_t target = (int64_t)a->t[i * a->st] - 1;
+            total += (double)mx + log((double)sum) - (double)xi[target * s1];
+        }
+        a->part[p] = total;
+    }
+}
+
 int fnn_cross_entropy(fnn_tensor *out, const fnn_tensor *logits, const fnn_tensor *targets) {
     FNN_TRY(fnn_check_input("cross_entropy", logits));
     FNN_TRY(fnn_check_input("cross_entropy", targets));
@@ -60,26 +96,17 @@ int fnn_cross_entropy(fnn_tensor *out, const fnn_tensor *logits, const fnn_tenso
     const float *x = fnn_data(logits);
     float *pr = grad ? fnn_data(&probs) : NULL;
     int64_t s0 = logits->stride[0], s1 = logits->stride[1];
+    /* rows in fixed parts of about CE_PART_ELEMS logits, each summed in order, then the parts in
+     * order: the same bits at any thread count (and a plain running sum when one part covers all) */
+    int64_t chunk = (CE_PART_ELEMS + cols - 1) / (cols > 0 ? cols : 1);
+    if (chunk < (rows + CE_PARTS - 1) / CE_PARTS) chunk = (rows + CE_PARTS - 1) / CE_PARTS;
+    if (chunk < 1) chunk = 1;
+    double part[CE_PARTS];
+    ce_args a = {x, t, pr, s0, s1, st, rows, cols, chunk, part};
+    int64_t parts = (rows + chunk - 1) / chunk;
+    fnn_parallel_for(parts, fnn_threads_for(rows * cols * 8), ce_parts, &a);   /* exp is costly: several flops */
     double total = 0;
-    int threads = fnn_threads_for(rows * cols * 8);   /* exp is costly: count it as several flops */
-    #pragma omp parallel for num_threads(threads) if (threads > 1) reduction(+ : total) schedule(static)
-    for (int64_t i = 0; i < rows; i++) {
-        /* one row: max, sum of exp(x - max), loss = max + log(sum) - x[target] */
-        const float *xi = x + i * s0;
-        float mx = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < cols; j++) mx = fmaxf(mx, xi[j * s1]);
-        if (mx == -INFINITY) mx = 0;   /* a row of -inf: avoid inf - inf */
-        if (pr) {
-            float *pi = pr + i * cols;
-            for (int64_t j = 0; j < cols; j++) { pi[j] = expf(xi[j * s1] - mx); sum += pi[j]; }
-            float inv = 1.0f / sum;
-            for (int64_t j = 0; j < cols; j++) pi[j] *= inv;
-        } else {
-            for (int64_t j = 0; j < cols; j++) sum += expf(xi[j * s1] - mx);
-        }
-        int64_t target = (int64_t)t[i * st] - 1;
-        total += (double)mx + log((double)sum) - (double)xi[target * s1];
-    }
+    for (int64_t p = 0; p < parts; p++) total += part[p];
     fnn_data(out)[0] = (float)(total / (double)rows);   /* N = 0: 0/0 = nan, as PyTorch */
     if (!grad) return FNN_STATUS_OK;
     fnn_node *n = fnn_attach_node(out, &CROSS_ENTROPY, 1, ins);

@@ -132,38 +132,66 @@ static inline bool wants_rows(const geom *g) { return g->inner > 1 && g->sr != 1
 
 enum { TILE = 16 };
 
-/* [outer, red, inner] view -> rows [outer * inner, red] (row o*I + i), a tiled transpose so that
- * both the reads and the writes stay in cache */
-static void gather_rows(float *rows, const geom *g) {
-    int64_t O = g->outer, R = g->red, I = g->inner;
-    int64_t tr = (R + TILE - 1) / TILE, ti = (I + TILE - 1) / TILE;
-    int threads = fnn_threads_for(O * R * I);
-    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int64_t t = 0; t < O * tr * ti; t++) {
-        int64_t o = t / (tr * ti), rest = t - o * tr * ti;
-        int64_t r0 = (rest / ti) * TILE, i0 = (rest % ti) * TILE;
-        int64_t r1 = r0 + TILE < R ? r0 + TILE : R, i1 = i0 + TILE < I ? i0 + TILE : I;
+/* the tiled transposes below: TILE x TILE tiles t of [outer, red, inner], tr x ti tiles per outer index */
+typedef struct {
+    const geom *g;
+    float *y;                /* scatter_rows: the output */
+    float *rows;             /* gather_rows: the output */
+    const float *src;        /* scatter_rows: the rows */
+    int64_t O, R, I, tr, ti;
+} tile_args;
+
+/* tile t -> outer index *o, rows [*r0, *r1) and columns [*i0, *i1) */
+static inline void tile_bounds(const tile_args *a, int64_t t, int64_t *o, int64_t *r0, int64_t *r1, int64_t *i0,
+                               int64_t *i1) {
+    int64_t per = a->tr * a->ti, rest;
+    *o = t / per;
+    rest = t - *o * per;
+    *r0 = (rest / a->ti) * TILE;
+    *i0 = (rest % a->ti) * TILE;
+    *r1 = *r0 + TILE < a->R ? *r0 + TILE : a->R;
+    *i1 = *i0 + TILE < a->I ? *i0 + TILE : a->I;
+}
+
+static void gather_tiles(void *ctx, int64_t lo, int64_t hi) {
+    const tile_args *a = ctx;
+    const geom *g = a->g;
+    const int64_t R = a->R, I = a->I;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t o, r0, r1, i0, i1;
+        tile_bounds(a, t, &o, &r0, &r1, &i0, &i1);
         const float *src = g->base + outer_off(g, o);
-        float *dst = rows + o * I * R;
+        float *dst = a->rows + o * I * R;
         for (int64_t i = i0; i < i1; i++)
             for (int64_t r = r0; r < r1; r++) dst[i * R + r] = src[r * g->sr + i * g->si];
     }
 }
 
-/* rows [outer * inner, red] -> y [outer, red, inner] contiguous (the inverse of gather_rows) */
-static void scatter_rows(float *y, const float *rows, int64_t O, int64_t R, int64_t I) {
-    int64_t tr = (R + TILE - 1) / TILE, ti = (I + TILE - 1) / TILE;
-    int threads = fnn_threads_for(O * R * I);
-    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int64_t t = 0; t < O * tr * ti; t++) {
-        int64_t o = t / (tr * ti), rest = t - o * tr * ti;
-        int64_t r0 = (rest / ti) * TILE, i0 = (rest % ti) * TILE;
-        int64_t r1 = r0 + TILE < R ? r0 + TILE : R, i1 = i0 + TILE < I ? i0 + TILE : I;
-        const float *src = rows + o * I * R;
-        float *dst = y + o * R * I;
+/* [outer, red, inner] view -> rows [outer * inner, red] (row o*I + i), a tiled transpose so that
+ * both the reads and the writes stay in cache */
+static void gather_rows(float *rows, const geom *g) {
+    int64_t O = g->outer, R = g->red, I = g->inner;
+    tile_args a = {g, NULL, rows, NULL, O, R, I, (R + TILE - 1) / TILE, (I + TILE - 1) / TILE};
+    fnn_parallel_for(O * a.tr * a.ti, fnn_threads_for(O * R * I), gather_tiles, &a);
+}
+
+static void scatter_tiles(void *ctx, int64_t lo, int64_t hi) {
+    const tile_args *a = ctx;
+    const int64_t R = a->R, I = a->I;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t o, r0, r1, i0, i1;
+        tile_bounds(a, t, &o, &r0, &r1, &i0, &i1);
+        const float *src = a->src + o * I * R;
+        float *dst = a->y + o * R * I;
         for (int64_t r = r0; r < r1; r++)
             for (int64_t i = i0; i < i1; i++) dst[r * I + i] = src[i * R + r];
     }
+}
+
+/* rows [outer * inner, red] -> y [outer, red, inner] contiguous (the inverse of gather_rows) */
+static void scatter_rows(float *y, const float *rows, int64_t O, int64_t R, int64_t I) {
+    tile_args a = {NULL, y, NULL, rows, O, R, I, (R + TILE - 1) / TILE, (I + TILE - 1) / TILE};
+    fnn_parallel_for(O * a.tr * a.ti, fnn_threads_for(O * R * I), scatter_tiles, &a);
 }
 
 /* a temporary CPU buffer of n floats (counted like any tensor); clear it after use */
@@ -223,26 +251,69 @@ typedef void (*line_fn)(const float *x, int64_t n, int64_t s, const double *k, f
 /* a gradient line kernel: dx[r*s] for r < n from the output gradient g and output y (or index) */
 typedef void (*grad_fn)(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
 
+typedef struct {
+    const geom *g;
+    line_fn f;
+    const double *k;
+    float *y, *idx;
+    const float *rows;   /* the lines gathered into contiguous rows, or NULL: read them through g */
+} lines_args;
+
+/* outputs lo..hi-1 of run_lines */
+static void lines_span(void *ctx, int64_t lo, int64_t hi) {
+    const lines_args *a = ctx;
+    const geom *g = a->g;
+    const int64_t R = g->red;
+    for (int64_t p = lo; p < hi; p++) {
+        float *idx = a->idx ? a->idx + p : NULL;
+        if (a->rows) a->f(a->rows + p * R, R, 1, a->k, a->y + p, idx);
+        else {
+            int64_t o = p / g->inner, i = p - o * g->inner;
+            a->f(g->base + outer_off(g, o) + i * g->si, R, g->sr, a->k, a->y + p, idx);
+        }
+    }
+}
+
 /* [outer, red, inner] -> y [outer, inner], one line kernel call per output */
 static int run_lines(const geom *g, line_fn f, const double *k, float *y, float *idx) {
     int64_t nout = g->outer * g->inner, R = g->red;
     int threads = fnn_threads_for(nout * (R > 0 ? R : 1));
+    lines_args a = {g, f, k, y, idx, NULL};
     if (wants_rows(g)) {
         fnn_tensor buf;
         FNN_TRY(scratch(&buf, nout * R));
         float *rows = fnn_data(&buf);
         gather_rows(rows, g);
-        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (int64_t p = 0; p < nout; p++) f(rows + p * R, R, 1, k, y + p, idx ? idx + p : NULL);
+        a.rows = rows;
+        fnn_parallel_for(nout, threads, lines_span, &a);
         fnn_tensor_clear(&buf);
         return FNN_STATUS_OK;
     }
-    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int64_t p = 0; p < nout; p++) {
-        int64_t o = p / g->inner, i = p - o * g->inner;
-        f(g->base + outer_off(g, o) + i * g->si, R, g->sr, k, y + p, idx ? idx + p : NULL);
-    }
+    fnn_parallel_for(nout, threads, lines_span, &a);
     return FNN_STATUS_OK;
+}
+
+typedef struct {
+    grad_fn f;
+    const double *k;
+    const float *g, *y, *x;   /* x: the input (rows when by_rows), or NULL */
+    float *dx;                /* the gradient (rows when by_rows) */
+    int64_t R, I;
+    bool by_rows;             /* line p is row p of [O * I, R], else the line at stride I in [O, R, I] */
+} grad_args;
+
+/* gradient lines lo..hi-1 of grad_lines */
+static void grad_span(void *ctx, int64_t lo, int64_t hi) {
+    const grad_args *a = ctx;
+    const int64_t R = a->R, I = a->I;
+    for (int64_t p = lo; p < hi; p++) {
+        float gy = a->y ? a->y[p] : 0.0f;
+        if (a->by_rows) a->f(a->dx + p * R, a->x ? a->x + p * R : NULL, R, 1, a->g[p], gy, a->k);
+        else {
+            int64_t o = p / I, i = p - o * I, at = o * R * I + i;
+            a->f(a->dx + at, a->x ? a->x + at : NULL, R, I, a->g[p], gy, a->k);
+        }
+    }
 }
 
 /* din [outer, red, inner] from dout [outer, inner]; x = saved[0] and y = saved[1] made contiguous
@@ -273,21 +344,16 @@ static int grad_lines(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, grad
         if (!rc) {
             float *xr = use_x ? fnn_data(&bx) : NULL, *dr = fnn_data(&bd);
             if (use_x) { geom gx; geom_contig(&gx, x, O, R, I); gather_rows(xr, &gx); }
-            #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-            for (int64_t p = 0; p < O * I; p++)
-                f(dr + p * R, xr ? xr + p * R : NULL, R, 1, g[p], y ? y[p] : 0.0f, k);
+            grad_args a = {f, k, g, y, xr, dr, R, I, true};
+            fnn_parallel_for(O * I, threads, grad_span, &a);
             scatter_rows(fnn_data(din), dr, O, R, I);
         }
         fnn_tensor_clear(&bx);
         fnn_tensor_clear(&bd);
         if (rc) fnn_tensor_clear(din);
     } else if (!rc) {
-        float *dx = fnn_data(din);
-        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (int64_t p = 0; p < O * I; p++) {
-            int64_t o = p / I, i = p - o * I, at = o * R * I + i;
-            f(dx + at, x ? x + at : NULL, R, I, g[p], y ? y[p] : 0.0f, k);
-        }
+        grad_args a = {f, k, g, y, x, fnn_data(din), R, I, false};
+        fnn_parallel_for(O * I, threads, grad_span, &a);
     }
     fnn_tensor_clear(&tg);
     fnn_tensor_clear(&tx);
@@ -385,38 +451,42 @@ static double sum_exp(const float *x, int64_t n, float m) {
     return total;
 }
 
-/* [outer, red, inner] -> y [outer, inner] = scale * sum over red */
-static void sum_run(const geom *g, float *y, double scale) {
-    int64_t O = g->outer, R = g->red, I = g->inner;
-    if (O * I == 0) return;
-    int threads = fnn_threads_for(O * R * I);
-    if (O == 1 && I == 1 && R >= 2 * SUM_PART_MIN) {
-        /* one long line: a fixed split, parts added in order (the same bits whatever the thread count) */
-        int parts = R / SUM_PART_MIN < SUM_PARTS ? (int)(R / SUM_PART_MIN) : SUM_PARTS;
-        int64_t chunk = (R + parts - 1) / parts;
-        double part[SUM_PARTS];
-        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (int p = 0; p < parts; p++) {
-            int64_t lo = p * chunk, hi = lo + chunk < R ? lo + chunk : R;
-            part[p] = lo < hi ? line_sum(g->base + lo * g->sr, hi - lo, g->sr) : 0.0;
-        }
-        double t = 0;
-        for (int p = 0; p < parts; p++) t += part[p];
-        y[0] = (float)(t * scale);
-        return;
+typedef struct {
+    const geom *g;
+    float *y;
+    double scale;
+    int64_t chunk, nblk;   /* sum_parts: elements per part; sum_blocks: blocks per outer index */
+    double *part;          /* sum_parts: the parts' sums */
+} sum_args;
+
+/* parts lo..hi-1 of one long line, chunk elements each */
+static void sum_parts(void *ctx, int64_t lo, int64_t hi) {
+    const sum_args *a = ctx;
+    const geom *g = a->g;
+    const int64_t R = g->red;
+    for (int64_t p = lo; p < hi; p++) {
+        int64_t l0 = p * a->chunk, l1 = l0 + a->chunk < R ? l0 + a->chunk : R;
+        a->part[p] = l0 < l1 ? line_sum(g->base + l0 * g->sr, l1 - l0, g->sr) : 0.0;
     }
-    if (I == 1 || llabs(g->sr) <= llabs(g->si)) {   /* the reduced dim steps closest: one line per output */
-        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (int64_t p = 0; p < O * I; p++) {
-            int64_t o = p / I, i = p - o * I;
-            y[p] = (float)(line_sum(g->base + outer_off(g, o) + i * g->si, R, g->sr) * scale);
-        }
-        return;
+}
+
+/* outputs lo..hi-1, one line each */
+static void sum_lines(void *ctx, int64_t lo, int64_t hi) {
+    const sum_args *a = ctx;
+    const geom *g = a->g;
+    const int64_t I = g->inner;
+    for (int64_t p = lo; p < hi; p++) {
+        int64_t o = p / I, i = p - o * I;
+        a->y[p] = (float)(line_sum(g->base + outer_off(g, o) + i * g->si, g->red, g->sr) * a->scale);
     }
-    /* reduce a leading dim: SUM_BLOCK outputs at a time, adding whole rows (unit-stride reads) */
-    int64_t nblk = (I + SUM_BLOCK - 1) / SUM_BLOCK;
-    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int64_t p = 0; p < O * nblk; p++) {
+}
+
+/* blocks lo..hi-1 of SUM_BLOCK outputs, adding whole rows (unit-stride reads) */
+static void sum_blocks(void *ctx, int64_t lo, int64_t hi) {
+    const sum_args *a = ctx;
+    const geom *g = a->g;
+    const int64_t R = g->red, I = g->inner, nblk = a->nblk;
+    for (int64_t p = lo; p < hi; p++) {
         int64_t o = p / nblk, i0 = (p - o * nblk) * SUM_BLOCK;
         int m = (int)(I - i0 < SUM_BLOCK ? I - i0 : SUM_BLOCK);
         double acc[SUM_BLOCK];
@@ -434,8 +504,54 @@ static void sum_run(const geom *g, float *y, double scale) {
             if (si == 1) for (int j = 0; j < m; j++) acc[j] += row[j];
             else for (int j = 0; j < m; j++) acc[j] += row[j * si];
         }
-        float *dst = y + o * I + i0;
-        for (int j = 0; j < m; j++) dst[j] = (float)(acc[j] * scale);
+        float *dst = a->y + o * I + i0;
+        for (int j = 0; j < m; j++) dst[j] = (float)(acc[j] * a->scale);
+    }
+}
+
+/* [outer, red, inner] -> y [outer, inner] = scale * sum over red */
+static void sum_run(const geom *g, float *y, double scale) {
+    int64_t O = g->outer, R = g->red, I = g->inner;
+    if (O * I == 0) return;
+    int threads = fnn_threads_for(O * R * I);
+    sum_args a = {g, y, scale, 0, 0, NULL};
+    if (O == 1 && I == 1 && R >= 2 * SUM_PART_MIN) {
+        /* one long line: a fixed split, parts added in order (the same bits whatever the thread count) */
+        int parts = R / SUM_PART_MIN < SUM_PARTS ? (int)(R / SUM_PART_MIN) : SUM_PARTS;
+        double part[SUM_PARTS];
+        a.chunk = (R + parts - 1) / parts;
+        a.part = part;
+        fnn_parallel_for(parts, threads, sum_parts, &a);
+        double t = 0;
+        for (int p = 0; p < parts; p++) t += part[p];
+        y[0] = (float)(t * scale);
+        return;
+    }
+    if (I == 1 || llabs(g->sr) <= llabs(g->si)) {   /* the reduced dim steps closest: one line per output */
+        fnn_parallel_for(O * I, threads, sum_lines, &a);
+        return;
+    }
+    /* reduce a leading dim: SUM_BLOCK outputs at a time */
+    a.nblk = (I + SUM_BLOCK - 1) / SUM_BLOCK;
+    fnn_parallel_for(O * a.nblk, threads, sum_blocks, &a);
+}
+
+typedef struct {
+    const float *g;
+    float *dx;
+    int64_t R, I;
+    float scale;
+} spread_args;
+
+/* rows lo..hi-1 of dx [outer * red, inner]: row r is g's row r / red, scaled */
+static void spread_rows(void *ctx, int64_t lo, int64_t hi) {
+    const spread_args *a = ctx;
+    const int64_t R = a->R > 0 ? a->R : 1, I = a->I;
+    const float scale = a->scale;
+    for (int64_t row = lo; row < hi; row++) {
+        const float *gr = a->g + (row / R) * I;
+        float *d = a->dx + row * I;
+        for (int64_t i = 0; i < I; i++) d[i] = gr[i] * scale;
     }
 }
 
@@ -452,13 +568,8 @@ static int sum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     if (!rc) {
         float *dx = fnn_data(din);
         float scale = n->attr[0] != 0 ? (float)(1.0 / (double)R) : 1.0f;
-        int threads = fnn_threads_for(O * R * I);
-        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (int64_t row = 0; row < O * R; row++) {
-            const float *gr = g + (row / (R > 0 ? R : 1)) * I;
-            float *d = dx + row * I;
-            for (int64_t i = 0; i < I; i++) d[i] = gr[i] * scale;
-        }
+        spread_args a = {g, dx, R, I, scale};
+        fnn_parallel_for(O * R, fnn_threads_for(O * R * I), spread_rows, &a);
     }
     fnn_tensor_clear(&tg);
     return rc;
@@ -771,15 +882,25 @@ static void softmax_grad_row(float *dx, const float *g, const float *y, int64_t 
     }
 }
 
-enum { COL_BLOCK = 256 };
+/* COL_BLOCK columns per softmax_cols step; a softmax element costs ~4 adds or more (exp, several passes) */
+enum { COL_BLOCK = 256, SOFTMAX_COST = 4 };
 
-/* [outer, red, inner] view with unit inner stride -> y [outer, red, inner], normalised along red,
- * COL_BLOCK columns at a time: every pass reads whole row pieces in order (no transposes) */
-static void softmax_cols(float *y, const geom *g, bool lg) {
-    int64_t O = g->outer, R = g->red, I = g->inner, sr = g->sr, nblk = (I + COL_BLOCK - 1) / COL_BLOCK;
-    int threads = fnn_threads_for(O * R * I);
-    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int64_t t = 0; t < O * nblk; t++) {
+typedef struct {
+    const geom *g;                 /* softmax_cols: the input */
+    const float *gr, *y;           /* softmax_grad_cols: the output gradient and softmax output */
+    float *out;                    /* y (softmax_cols) or dx (softmax_grad_cols) */
+    int64_t O, R, I, nblk;
+    bool lg;
+} cols_args;
+
+/* column blocks lo..hi-1 of softmax_cols */
+static void softmax_col_blocks(void *ctx, int64_t lo, int64_t hi) {
+    const cols_args *a = ctx;
+    const geom *g = a->g;
+    float *y = a->out;
+    const int64_t R = a->R, I = a->I, sr = g->sr, nblk = a->nblk;
+    const bool lg = a->lg;
+    for (int64_t t = lo; t < hi; t++) {
         int64_t o = t / nblk, i0 = (t - o * nblk) * COL_BLOCK;
         int m = (int)(I - i0 < COL_BLOCK ? I - i0 : COL_BLOCK);
         const float *src = g->base + outer_off(g, o) + i0;
@@ -821,12 +942,22 @@ static void softmax_cols(float *y, const geom *g, bool lg) {
     }
 }
 
-/* the backward of softmax_cols: g, y, dx contiguous [O, R, I], COL_BLOCK columns at a time */
-static void softmax_grad_cols(float *dx, const float *g, const float *y, int64_t O, int64_t R, int64_t I, bool lg) {
-    int64_t nblk = (I + COL_BLOCK - 1) / COL_BLOCK;
-    int threads = fnn_threads_for(O * R * I);
-    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int64_t t = 0; t < O * nblk; t++) {
+/* [outer, red, inner] view with unit inner stride -> y [outer, red, inner], normalised along red,
+ * COL_BLOCK columns at a time: every pass reads whole row pieces in order (no transposes) */
+static void softmax_cols(float *y, const geom *g, bool lg) {
+    int64_t O = g->outer, R = g->red, I = g->inner;
+    cols_args a = {g, NULL, NULL, y, O, R, I, (I + COL_BLOCK - 1) / COL_BLOCK, lg};
+    fnn_parallel_for(O * a.nblk, fnn_threads_for(O * R * I * SOFTMAX_COST), softmax_col_blocks, &a);
+}
+
+/* column blocks lo..hi-1 of softmax_grad_cols */
+static void softmax_grad_col_blocks(void *ctx, int64_t lo, int64_t hi) {
+    const cols_args *a = ctx;
+    const float *g = a->gr, *y = a->y;
+    float *dx = a->out;
+    const int64_t R = a->R, I = a->I, nblk = a->nblk;
+    const bool lg = a->lg;
+    for (int64_t t = lo; t < hi; t++) {
         int64_t o = t / nblk, i0 = (t - o * nblk) * COL_BLOCK, at = o * R * I + i0;
         int m = (int)(I - i0 < COL_BLOCK ? I - i0 : COL_BLOCK);
         double acc[COL_BLOCK];
@@ -847,20 +978,42 @@ static void softmax_grad_cols(float *dx, const float *g, const float *y, int64_t
     }
 }
 
+/* the backward of softmax_cols: g, y, dx contiguous [O, R, I], COL_BLOCK columns at a time */
+static void softmax_grad_cols(float *dx, const float *g, const float *y, int64_t O, int64_t R, int64_t I, bool lg) {
+    cols_args a = {NULL, g, y, dx, O, R, I, (I + COL_BLOCK - 1) / COL_BLOCK, lg};
+    fnn_parallel_for(O * a.nblk, fnn_threads_for(O * R * I), softmax_grad_col_blocks, &a);
+}
+
+typedef struct {
+    const geom *g;     /* rows read through g's outer offsets (inner 1, unit stride), or NULL: */
+    const float *x;    /* rows of R at x */
+    float *y;
+    int64_t R;
+    bool lg;
+} rows_args;
+
+/* rows lo..hi-1 -> y's rows lo..hi-1 */
+static void softmax_rows(void *ctx, int64_t lo, int64_t hi) {
+    const rows_args *a = ctx;
+    const int64_t R = a->R;
+    for (int64_t p = lo; p < hi; p++)
+        softmax_row(a->y + p * R, a->g ? a->g->base + outer_off(a->g, p) : a->x + p * R, R, a->lg);
+}
+
 /* [outer, red, inner] view -> y [outer, red, inner] contiguous, normalised along red */
 static int softmax_run(const geom *g, float *y, bool lg) {
     int64_t O = g->outer, R = g->red, I = g->inner, rows = O * I;
     if (R == 0 || rows == 0) return FNN_STATUS_OK;
-    int threads = fnn_threads_for(rows * R);
+    int threads = fnn_threads_for(rows * R * SOFTMAX_COST);
     if (I == 1 && g->sr == 1) {   /* rows of a contiguous tensor: the common case, no copy */
-        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (int64_t o = 0; o < O; o++) softmax_row(y + o * R, g->base + outer_off(g, o), R, lg);
+        rows_args a = {g, NULL, y, R, lg};
+        fnn_parallel_for(O, threads, softmax_rows, &a);
         return FNN_STATUS_OK;
     }
     if (I == 1 || g->swapped) {   /* strided rows (in y's order when swapped): gather them into y, work in place */
         gather_rows(y, g);
-        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (int64_t p = 0; p < rows; p++) softmax_row(y + p * R, y + p * R, R, lg);
+        rows_args a = {NULL, y, y, R, lg};
+        fnn_parallel_for(rows, threads, softmax_rows, &a);
         return FNN_STATUS_OK;
     }
     if (g->si == 1) { softmax_cols(y, g, lg); return FNN_STATUS_OK; }   /* along a leading dim */
@@ -868,11 +1021,21 @@ static int softmax_run(const geom *g, float *y, bool lg) {
     FNN_TRY(scratch(&buf, rows * R));
     float *b = fnn_data(&buf);
     gather_rows(b, g);
-    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int64_t p = 0; p < rows; p++) softmax_row(b + p * R, b + p * R, R, lg);
+    rows_args a = {NULL, b, b, R, lg};
+    fnn_parallel_for(rows, threads, softmax_rows, &a);
     scatter_rows(y, b, O, R, I);
     fnn_tensor_clear(&buf);
     return FNN_STATUS_OK;
+}
+
+/* lines lo..hi-1 of softmax_backward's I == 1 or R <= 1 case (a->gr, a->y, a->out: g, y, dx) */
+static void softmax_grad_lines(void *ctx, int64_t lo, int64_t hi) {
+    const cols_args *a = ctx;
+    const int64_t R = a->R, I = a->I;
+    for (int64_t p = lo; p < hi; p++) {
+        int64_t o = p / I, i = p - o * I, at = o * R * I + i;
+        softmax_grad_row(a->out + at, a->gr + at, a->y + at, R, a->lg);
+    }
 }
 
 /* saved[1] = y; iattr[0] = dim (-1 on a scalar), iattr[2] = 1 for log_softmax */
@@ -888,14 +1051,9 @@ static int softmax_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din
     const float *g = fnn_contiguous_data(dout, &tg, &rc), *y = NULL;
     if (!rc) y = fnn_contiguous_data(&n->saved[1], &ty, &rc);
     if (!rc) rc = fnn_new_output(din, dout->device, nd, n->in_shape[0]);
-    int threads = fnn_threads_for(O * R * I);
-    if (!rc && (I == 1 || R <= 1)) {
-        float *dx = fnn_data(din);
-        #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-        for (int64_t p = 0; p < O * I; p++) {   /* I == 1: rows; R == 1: lines of one */
-            int64_t o = p / I, i = p - o * I, at = o * R * I + i;
-            softmax_grad_row(dx + at, g + at, y + at, R, lg);
-        }
+    if (!rc && (I == 1 || R <= 1)) {   /* I == 1: rows; R == 1: lines of one */
+        cols_args a = {NULL, g, y, fnn_data(din), O, R, I, 0, lg};
+        fnn_parallel_for(O * I, fnn_threads_for(O * R * I), softmax_grad_lines, &a);
     } else if (!rc) {   /* along a leading dim: column blocks */
         softmax_grad_cols(fnn_data(din), g, y, O, R, I, lg);
     }

@@ -37,17 +37,20 @@ static int record(const fnn_op_def *def, fnn_tensor *out, int n, const fnn_tenso
     return FNN_STATUS_OK;
 }
 
-/* dst[i] = src[i] over shape, both strided (in elements); rows of the last dim run in parallel.
- * shape [d0..dn-1], dst strides ds, src strides ss */
-static void copy_nd(float *dst, const int64_t *ds, const float *src, const int64_t *ss, int ndim,
-                    const int64_t *shape) {
-    int64_t n = fnn_numel_of(ndim, shape);
-    if (n == 0) return;
-    if (ndim == 0) { dst[0] = src[0]; return; }
-    int64_t inner = shape[ndim - 1], di = ds[ndim - 1], si = ss[ndim - 1], rows = n / inner;
-    int threads = fnn_threads_for(n);
-    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
+typedef struct {
+    float *dst;
+    const float *src;
+    const int64_t *ds, *ss, *shape;
+    int ndim;
+} copy_args;
+
+/* rows lo..hi-1 of copy_nd (a row: the last dim) */
+static void copy_rows(void *ctx, int64_t lo, int64_t hi) {
+    const copy_args *a = ctx;
+    const int ndim = a->ndim;
+    const int64_t *shape = a->shape, *ds = a->ds, *ss = a->ss;
+    int64_t inner = shape[ndim - 1], di = ds[ndim - 1], si = ss[ndim - 1];
+    for (int64_t r = lo; r < hi; r++) {
         int64_t rem = r, doff = 0, soff = 0;
         for (int d = ndim - 2; d >= 0; d--) {
             int64_t i = rem % shape[d];
@@ -55,11 +58,22 @@ static void copy_nd(float *dst, const int64_t *ds, const float *src, const int64
             doff += i * ds[d];
             soff += i * ss[d];
         }
-        float *y = dst + doff;
-        const float *x = src + soff;
+        float *y = a->dst + doff;
+        const float *x = a->src + soff;
         if (di == 1 && si == 1) memcpy(y, x, sizeof(float) * (size_t)inner);
         else for (int64_t i = 0; i < inner; i++) y[i * di] = x[i * si];
     }
+}
+
+/* dst[i] = src[i] over shape, both strided (in elements); rows of the last dim run in parallel.
+ * shape [d0..dn-1], dst strides ds, src strides ss */
+static void copy_nd(float *dst, const int64_t *ds, const float *src, const int64_t *ss, int ndim,
+                    const int64_t *shape) {
+    int64_t n = fnn_numel_of(ndim, shape);
+    if (n == 0) return;
+    if (ndim == 0) { dst[0] = src[0]; return; }
+    copy_args a = {dst, src, ds, ss, shape, ndim};
+    fnn_parallel_for(n / shape[ndim - 1], fnn_threads_for(n), copy_rows, &a);
 }
 
 /* ================= reshape, view, flatten ================= */
