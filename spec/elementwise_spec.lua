@@ -101,6 +101,12 @@ describe('binary ops', function()
       approx({2, 8, 4, 10, 6, 12}, t + t)
       approx({11, 24, 12, 25, 13, 26}, t + fnn.tensor{10, 20})
    end)
+   it('reads a one-row view at its own stride (a leading size-1 dim that does not merge)', function()
+      local m = fnn.tensor{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}, {10, 11, 12}, {13, 14, 15}}
+      local row = m:t():narrow(1, 1, 1)      -- [1, 5], strides [1, 3]
+      approx({-1, -4, -7, -10, -13}, row:neg())
+      approx({2, 8, 14, 20, 26}, row + row)
+   end)
    it('large tensors (threaded path) match the small path', function()
       local n = 300000
       local big = fnn.arange(n) * 0.001

@@ -46,25 +46,56 @@ static int coalesce(int ndim, int64_t *shape, int64_t (*s)[FNN_MAX_DIMS]) {
     return out + 1;
 }
 
-static void map_run(row_fn row, float *y, const float *const *x, int64_t (*s)[FNN_MAX_DIMS], int ndim,
-                    int64_t *shape, float k0, float k1) {
-    ndim = coalesce(ndim, shape, s);
-    if (ndim == 0) { row(y, x[0], 1, x[1], 1, x[2], 1, 1, k0, k1); return; }
-    int64_t inner = shape[ndim - 1], rows = fnn_numel_of(ndim - 1, shape);
-    if (inner == 0 || rows == 0) return;
-    if (rows == 1) { row(y, x[0], s[0][0], x[1], s[1][0], x[2], s[2][0], inner, k0, k1); return; }
-    int threads = fnn_threads_for(rows * inner);
-    #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
+typedef struct {
+    row_fn row;
+    float *y;
+    const float *const *x;
+    int64_t (*s)[FNN_MAX_DIMS];
+    int ndim;
+    const int64_t *shape;
+    int64_t inner;
+    float k0, k1;
+} map_args;
+
+/* rows lo..hi-1 of [rows, inner] (a row's operands found from its index) */
+static void map_rows(void *ctx, int64_t lo, int64_t hi) {
+    const map_args *a = ctx;
+    const int ndim = a->ndim;
+    const int64_t *shape = a->shape, inner = a->inner;
+    int64_t (*s)[FNN_MAX_DIMS] = a->s;
+    for (int64_t r = lo; r < hi; r++) {
         int64_t rem = r, o[3] = {0, 0, 0};
         for (int d = ndim - 2; d >= 0; d--) {
             int64_t i = rem % shape[d];
             rem /= shape[d];
             for (int k = 0; k < 3; k++) o[k] += i * s[k][d];
         }
-        row(y + r * inner, x[0] + o[0], s[0][ndim - 1], x[1] + o[1], s[1][ndim - 1], x[2] + o[2],
-            s[2][ndim - 1], inner, k0, k1);
+        a->row(a->y + r * inner, a->x[0] + o[0], s[0][ndim - 1], a->x[1] + o[1], s[1][ndim - 1],
+               a->x[2] + o[2], s[2][ndim - 1], inner, a->k0, a->k1);
     }
+}
+
+/* pieces lo..hi-1 of MAP_PIECE elements of the only row, so one long row can be split too.
+ * Pieces start at multiples of 64 floats: each keeps the vector lanes a whole-row call gives it. */
+enum { MAP_PIECE = 64 };
+static void map_pieces(void *ctx, int64_t lo, int64_t hi) {
+    const map_args *a = ctx;
+    const int last = a->ndim - 1;   /* leading size-1 dims may remain: their strides need not merge */
+    const int64_t s0 = a->s[0][last], s1 = a->s[1][last], s2 = a->s[2][last];
+    int64_t e0 = lo * MAP_PIECE, e1 = hi * MAP_PIECE < a->inner ? hi * MAP_PIECE : a->inner;
+    a->row(a->y + e0, a->x[0] + e0 * s0, s0, a->x[1] + e0 * s1, s1, a->x[2] + e0 * s2, s2, e1 - e0, a->k0, a->k1);
+}
+
+static void map_run(row_fn row, float *y, const float *const *x, int64_t (*s)[FNN_MAX_DIMS], int ndim,
+                    int64_t *shape, float k0, float k1) {
+    ndim = coalesce(ndim, shape, s);
+    if (ndim == 0) { row(y, x[0], 1, x[1], 1, x[2], 1, 1, k0, k1); return; }
+    int64_t inner = shape[ndim - 1], rows = fnn_numel_of(ndim - 1, shape);
+    if (inner == 0 || rows == 0) return;
+    int threads = fnn_threads_for(rows * inner);
+    map_args a = {row, y, x, s, ndim, shape, inner, k0, k1};
+    if (rows == 1) fnn_parallel_for((inner + MAP_PIECE - 1) / MAP_PIECE, threads, map_pieces, &a);
+    else fnn_parallel_for(rows, threads, map_rows, &a);
 }
 
 /* out = row(ins...) over the broadcast shape of the nin inputs (no node) */
