@@ -174,6 +174,7 @@ void fnn_node_retain(fnn_node *n);
 extern const fnn_op_def *const fnn_ops_elementwise[];
 extern const fnn_op_def *const fnn_ops_reduction[];
 extern const fnn_op_def *const fnn_ops_linalg[];
+extern const fnn_op_def *const fnn_ops_conv[];
 extern const fnn_op_def *const fnn_ops_shape[];
 extern const fnn_op_def *const fnn_ops_index[];
 extern const fnn_op_def *const fnn_ops_loss[];

@@ -192,6 +192,19 @@ FNN_API int fnn_outer(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b)
 /* linear: x [..., in], w [out, in], b [out] or NULL -> [..., out] */
 FNN_API int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b);
 
+/* ---- conv: core/ops/conv.c ----
+ * images are [N,C,H,W] (or unbatched [C,H,W]); sizes follow PyTorch:
+ * Ho = floor((H + 2 pad_h - dil_h (kh - 1) - 1) / stride_h) + 1, likewise Wo */
+/* conv2d: x [N,C,H,W], w [O, C/groups, kh, kw], b [O] or NULL -> [N,O,Ho,Wo] */
+FNN_API int fnn_conv2d(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups);
+/* max_pool2d: x [N,C,H,W] -> [N,C,Ho,Wo], padding counts as -inf (at most half the kernel);
+ * ceil_mode rounds the output size up while the last window starts inside the input or the
+ * left padding; the gradient goes to each window's first maximum */
+FNN_API int fnn_max_pool2d(fnn_tensor *out, const fnn_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, int ceil_mode);
+/* avg_pool2d: as max_pool2d, the mean of each window; count_include_pad divides by the window
+ * clipped to the padded input, else by its part inside the input */
+FNN_API int fnn_avg_pool2d(fnn_tensor *out, const fnn_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, int ceil_mode, int count_include_pad);
+
 /* ---- shape: core/ops/shape.c (views share storage; no copies) ---- */
 FNN_API int fnn_reshape(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape); /* one -1 allowed; copies only when not viewable */
 FNN_API int fnn_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape);    /* refuses when a copy would be needed */
