@@ -3,6 +3,7 @@
  * Both reduce to the mean, a scalar []. Fusing saves the [N, C] log-softmax
  * tensor and a pass over it, and keeps exp() away from large logits. */
 #include "../internal.h"
+#include "../fastmath.h"
 #include <math.h>
 #include <string.h>
 
@@ -52,11 +53,11 @@ static void ce_parts(void *ctx, int64_t lo, int64_t hi) {
             if (mx == -INFINITY) mx = 0;   /* a row of -inf: avoid inf - inf */
             if (a->pr) {
                 float *pi = a->pr + i * cols;
-                for (int64_t j = 0; j < cols; j++) { pi[j] = expf(xi[j * s1] - mx); sum += pi[j]; }
+                for (int64_t j = 0; j < cols; j++) { pi[j] = fnn_expf(xi[j * s1] - mx); sum += pi[j]; }
                 float inv = 1.0f / sum;
                 for (int64_t j = 0; j < cols; j++) pi[j] *= inv;
             } else {
-                for (int64_t j = 0; j < cols; j++) sum += expf(xi[j * s1] - mx);
+                for (int64_t j = 0; j < cols; j++) sum += fnn_expf(xi[j * s1] - mx);
             }
             int64_t target = (int64_t)a->t[i * a->st] - 1;
             total += (double)mx + log((double)sum) - (double)xi[target * s1];

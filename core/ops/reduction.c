@@ -21,6 +21,7 @@
  * last dim) or on column blocks (along a leading dim), with an inlined exp so
  * the loops vectorize. Sums accumulate in double. */
 #include "../internal.h"
+#include "../fastmath.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -406,26 +407,6 @@ static double line_dot(const float *x, const float *y, int64_t n) {
 static inline int32_t f2bits(float f) { int32_t b; memcpy(&b, &f, sizeof b); return b; }
 static inline float bits2f(int32_t b) { float f; memcpy(&f, &b, sizeof f); return f; }
 
-/* e^x in float without a call or a branch, so the loops around it vectorize (glibc's expf is a
- * call, and GCC will not if-convert float compares under the default -ftrapping-math, hence the
- * bit masks). Cephes' range reduction and polynomial: relative error below 1e-7 on [-87, 0].
- * x < -87.3 (-inf included) gives 0, x > 88 is clamped (callers pass x - max <= 0), nan stays nan. */
-static inline float fast_expf(float x) {
-    int32_t lo = -(int32_t)(x < -87.3f), hi = -(int32_t)(x > 88.0f), nan = -(int32_t)(x != x);
-    float xc = bits2f((f2bits(x) & ~lo & ~hi & ~nan) | (f2bits(-87.3f) & lo) | (f2bits(88.0f) & hi));
-    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;   /* round (1.5 * 2^23 trick) */
-    float r = xc - n * 0.693359375f + n * 2.12194440e-4f;                 /* x - n ln2, ln2 in two parts */
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    float res = p * bits2f(((int32_t)n + 127) << 23);                   /* times 2^n */
-    return bits2f((f2bits(res) & ~lo & ~nan) | (f2bits(x) & nan));
-}
-
 /* x [n] contiguous -> the largest value (nan ignored; -inf when n = 0), in 16 independent lanes */
 static float line_max(const float *x, int64_t n) {
     float lane[16];
@@ -445,7 +426,7 @@ static double sum_exp(const float *x, int64_t n, float m) {
     float e[256];
     for (int64_t i0 = 0; i0 < n; i0 += 256) {
         int k = n - i0 < 256 ? (int)(n - i0) : 256;
-        for (int j = 0; j < k; j++) e[j] = fast_expf(x[i0 + j] - m);
+        for (int j = 0; j < k; j++) e[j] = fnn_expf(x[i0 + j] - m);
         total += line_sum(e, k, 1);
     }
     return total;
@@ -732,13 +713,13 @@ static void lse_line(const float *x, int64_t n, int64_t s, const double *k, floa
     if (isinf(m)) { *y = m; return; }   /* all -inf (or none): -inf; any +inf: +inf */
     double acc = 0;
     if (s == 1) acc = sum_exp(x, n, m);
-    else for (int64_t r = 0; r < n; r++) acc += fast_expf(x[r * s] - m);
+    else for (int64_t r = 0; r < n; r++) acc += fnn_expf(x[r * s] - m);
     *y = (float)(m + log(acc));
 }
 /* softmax of the line times g (0 when the result was -inf) */
 static void lse_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k) {
     (void)k;
-    for (int64_t r = 0; r < n; r++) dx[r * s] = (isinf(y) && y < 0) ? 0.0f : g * fast_expf(x[r * s] - y);
+    for (int64_t r = 0; r < n; r++) dx[r * s] = (isinf(y) && y < 0) ? 0.0f : g * fnn_expf(x[r * s] - y);
 }
 static int lse_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, lse_grad, true, true); }
 static const fnn_op_def LOGSUMEXP = {{"logsumexp", "reduction", 1, 0}, lse_backward};
@@ -857,7 +838,7 @@ int fnn_argmin(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { ret
 /* ================= softmax, log_softmax ================= */
 
 /* one row x [n] -> y [n] (y may be x): softmax, or log_softmax when lg. Shifted by the max so no
- * exp overflows; every loop vectorizes (fast_expf), so a row costs a few passes in cache.
+ * exp overflows; every loop vectorizes (fnn_expf), so a row costs a few passes in cache.
  * A nan, or a row of -inf only, gives nan, as PyTorch. */
 static void softmax_row(float *y, const float *x, int64_t n, bool lg) {
     float m = line_max(x, n);
@@ -866,7 +847,7 @@ static void softmax_row(float *y, const float *x, int64_t n, bool lg) {
         float ls = (float)log(sum_exp(x, n, m));   /* (x - m) - ls, not x - (m + ls): keeps precision for large m */
         for (int64_t r = 0; r < n; r++) y[r] = (x[r] - m) - ls;
     } else {
-        for (int64_t r = 0; r < n; r++) y[r] = fast_expf(x[r] - m);
+        for (int64_t r = 0; r < n; r++) y[r] = fnn_expf(x[r] - m);
         float inv = (float)(1.0 / line_sum(y, n, 1));
         for (int64_t r = 0; r < n; r++) y[r] *= inv;
     }
@@ -875,7 +856,7 @@ static void softmax_row(float *y, const float *x, int64_t n, bool lg) {
 static void softmax_grad_row(float *dx, const float *g, const float *y, int64_t n, bool lg) {
     if (lg) {
         float total = (float)line_sum(g, n, 1);
-        for (int64_t r = 0; r < n; r++) dx[r] = g[r] - fast_expf(y[r]) * total;
+        for (int64_t r = 0; r < n; r++) dx[r] = g[r] - fnn_expf(y[r]) * total;
     } else {
         float dot = (float)line_dot(g, y, n);
         for (int64_t r = 0; r < n; r++) dx[r] = y[r] * (g[r] - dot);
@@ -910,7 +891,7 @@ static void softmax_col_blocks(void *ctx, int64_t lo, int64_t hi) {
         for (int j = 0; j < m; j++) { mx[j] = -INFINITY; sm[j] = 0; }
         for (int64_t r = 0; r < R; r++) {
             const float *row = src + r * sr;
-            for (int j = 0; j < m; j++) {   /* a mask, not a select: see fast_expf */
+            for (int j = 0; j < m; j++) {   /* a mask, not a select: see core/fastmath.h */
                 int32_t gt = -(int32_t)(row[j] > mx[j]);
                 mx[j] = bits2f((f2bits(row[j]) & gt) | (f2bits(mx[j]) & ~gt));
             }
@@ -919,7 +900,7 @@ static void softmax_col_blocks(void *ctx, int64_t lo, int64_t hi) {
         if (lg) {
             for (int64_t r = 0; r < R; r++) {
                 const float *row = src + r * sr;
-                for (int j = 0; j < m; j++) sm[j] += fast_expf(row[j] - mx[j]);
+                for (int j = 0; j < m; j++) sm[j] += fnn_expf(row[j] - mx[j]);
             }
             for (int j = 0; j < m; j++) fac[j] = (float)log(sm[j]);
             for (int64_t r = 0; r < R; r++) {
@@ -931,7 +912,7 @@ static void softmax_col_blocks(void *ctx, int64_t lo, int64_t hi) {
             for (int64_t r = 0; r < R; r++) {
                 const float *row = src + r * sr;
                 float *out = dst + r * I;
-                for (int j = 0; j < m; j++) { float e = fast_expf(row[j] - mx[j]); out[j] = e; sm[j] += e; }
+                for (int j = 0; j < m; j++) { float e = fnn_expf(row[j] - mx[j]); out[j] = e; sm[j] += e; }
             }
             for (int j = 0; j < m; j++) fac[j] = (float)(1.0 / sm[j]);
             for (int64_t r = 0; r < R; r++) {
@@ -972,7 +953,7 @@ static void softmax_grad_col_blocks(void *ctx, int64_t lo, int64_t hi) {
         for (int64_t r = 0; r < R; r++) {
             const float *gr = g + at + r * I, *yr = y + at + r * I;
             float *d = dx + at + r * I;
-            if (lg) for (int j = 0; j < m; j++) d[j] = gr[j] - fast_expf(yr[j]) * fac[j];
+            if (lg) for (int j = 0; j < m; j++) d[j] = gr[j] - fnn_expf(yr[j]) * fac[j];
             else for (int j = 0; j < m; j++) d[j] = yr[j] * (gr[j] - fac[j]);
         }
     }

@@ -44,6 +44,14 @@ local function file_exists(path)
    return false
 end
 
+-- a library named explicitly must load, or we say why: never fall back silently to another build
+local explicit = os.getenv('FASTNN_LIB')
+if explicit and explicit ~= '' then
+   local ok, lib = pcall(ffi.load, explicit)
+   if ok then return lib end
+   error(('fastnn: cannot load FASTNN_LIB=%s: %s'):format(explicit, tostring(lib)), 2)
+end
+
 local tried = {}
 for _, path in ipairs(candidates()) do
    if path == 'fastnn' or file_exists(path) then
