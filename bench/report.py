@@ -43,6 +43,7 @@ ROWS = [
 ]
 
 METRICS = {row[1] for row in ROWS}
+SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 
 HEAD = re.compile(r"^=== (\S+) rep=(\d+) attempt=(\d+) rc=(-?\d+) wall=([\d.]+)s "
                   r"foreign_cpu=([\d.]+) canary_ns=([\d.]+)/([\d.]+)( CONTAMINATED)?$")
@@ -116,13 +117,16 @@ class Job:
         if generic:
             return "not yet: " + generic
         if last["rc"] != 0:
-            tail = [l for l in last["lines"] if l.strip() and not l.startswith("RESULT ")]
+            tail = [l for l in last["lines"] if l.strip() and not l.startswith(("RESULT ", "# "))]
             msg = tail[-1].strip() if tail else ""
             for l in tail:          # the first Lua error line is more telling than a traceback's end
                 if re.search(r"(error|luajit:|Error)", l):
                     msg = l.strip()
                     break
-            return f"error (exit {last['rc']}): {msg[:160]}"
+            rc = last["rc"]
+            if rc > 128 and rc - 128 in SIGNALS:
+                return f"error (killed by {SIGNALS[rc - 128]}): {msg[:160]}"
+            return f"error (exit {rc}): {msg[:160]}"
         return "no result"
 
     def headers(self):

@@ -88,7 +88,7 @@ gcc -O2 -o "$BUILD/bench/sgemm_peak" "$SHARED/reference/sgemm_peak.c" -lopenblas
 export FASTNN_LIB=$LIB
 export LUA_PATH="$ROOT/lua/?.lua;$ROOT/lua/?/init.lua;;"
 if [ -x "$BUILD/fastnn-lua" ] && [ "$("$BUILD/fastnn-lua" -e 'print("fastnn-ok")' 2>/dev/null)" = fastnn-ok ]; then
-  LUA=("$BUILD/fastnn-lua"); LUA_DESC="build/fastnn-lua"
+  LUA=("$BUILD/fastnn-lua"); LUA_DESC="${BUILD#"$ROOT"/}/fastnn-lua"
 else
   LUA=("$(command -v luajit)"); LUA_DESC="luajit $(luajit -v 2>/dev/null | awk '{print $2}') (launcher not ready)"
 fi
@@ -107,7 +107,9 @@ for w in "${WANT[@]}"; do
   fi
   case "$w" in
     sgemm)
-      probes=(); [ "$QUICK" = 1 ] && probes=(--sgemm-only)
+      # the clock/FMA probes of sgemm_peak use AVX-512 unconditionally: only where the CPU has it
+      probes=(--sgemm-only)
+      if [ "$QUICK" = 0 ] && grep -qw avx512f /proc/cpuinfo; then probes=(); fi
       jobs+=("blas_sgemm_t1=$(q env OPENBLAS_NUM_THREADS=1 "$HPY" "$ROOT/bench/rss.py" sgemm_peak "$BUILD/bench/sgemm_peak" "${probes[@]}")")
       jobs+=("blas_sgemm_t2=$(q env OPENBLAS_NUM_THREADS=2 "$HPY" "$ROOT/bench/rss.py" sgemm_peak "$BUILD/bench/sgemm_peak" --sgemm-only)") ;;
     *)
