@@ -61,7 +61,7 @@ B.main(NAME, function()
    end
    local s = B.step_summary(times)
    local ips = BATCH * STEPS / s.total_s
-   print(('# steps=%d last_loss=%.4f total_s=%.3f median_ms=%.3f mean_ms=%.3f min_ms=%.3f max_ms=%.3f'):format(
-      STEPS, loss:item(), s.total_s, s.median, s.mean, s.min, s.max))
+   print(('# params=%d steps=%d last_loss=%.4f total_s=%.3f median_ms=%.3f mean_ms=%.3f min_ms=%.3f max_ms=%.3f'):format(
+      model:num_parameters(), STEPS, loss:item(), s.total_s, s.median, s.mean, s.min, s.max))
    B.result(NAME, {'ms_per_step', s.median, 'ms'}, {'images_per_s', ips, 'img/s'})
 end)

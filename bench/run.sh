@@ -136,6 +136,7 @@ CORES=$(nproc)
 GIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)
 if [ -n "$(git -C "$ROOT" status --porcelain -- . 2>/dev/null)" ]; then GIT="$GIT+dirty"; fi
 CMD=bench/run.sh
+if [ -n "${FASTNN_BUILD:-}" ]; then CMD="FASTNN_BUILD=$FASTNN_BUILD $CMD"; fi
 if [ "$QUICK" = 1 ]; then CMD="$CMD --quick"; fi
 if [ "$REPS_SET" = 1 ]; then CMD="$CMD --reps $REPS"; fi
 if [ ${#WANT[@]} -lt ${#ALL[@]} ] && [ "$QUICK" = 0 ]; then CMD="$CMD ${WANT[*]}"; fi
