@@ -29,7 +29,7 @@ static int to_device_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
     if (!n->next[0]) return FNN_STATUS_OK;
     return fnn_to_device(&din[0], g, (int)n->iattr[0]);
 }
-static const fnn_op_def TO_DEVICE = {{"to_device", "device", 1, 1}, to_device_backward};
+static const fnn_op_def TO_DEVICE = {{"to_device", "device", 1, 1}, to_device_backward, FNN_EMBEDS_NONE};
 const fnn_op_def *const fnn_ops_device[] = {&TO_DEVICE, NULL};
 
 int fnn_to_device(fnn_tensor *out, const fnn_tensor *x, int device) {

@@ -134,9 +134,14 @@ static inline void fnn_parallel_for(int64_t n, int threads, fnn_range_fn fn, voi
 
 /* ---- autograd ---- */
 typedef int (*fnn_backward_fn)(fnn_node *n, const fnn_tensor *dout, fnn_tensor *dins);
+/* ops whose gradient is the incoming one placed into zeros of the input's shape (a slice along
+ * dim iattr[0] from position iattr[1]): the engine adds it into the input's accumulator in place
+ * instead of materialising the zeros, so 50 narrows of one big tensor cost 50 small adds */
+enum { FNN_EMBEDS_NONE = 0, FNN_EMBEDS_NARROW = 1, FNN_EMBEDS_SELECT = 2 };
 typedef struct fnn_op_def {
     fnn_op_info info;
     fnn_backward_fn backward;   /* NULL: not differentiable */
+    int embeds;                 /* FNN_EMBEDS_*: the engine may bypass backward for input 0 */
 } fnn_op_def;
 #define FNN_NODE_SAVED 4
 #define FNN_NODE_ATTRS 8

@@ -62,6 +62,37 @@ describe('backward', function()
    end)
 end)
 
+describe('slices', function()
+   it('narrow and select gradients add into their input in place, with fan-out', function()
+      -- x [4,10]: rows 1-2 times 2, rows 2-3 times 3, row 4 (select) times 5, and x itself
+      local p = Param(fnn.arange(40):reshape{4, 10})
+      local x = p:tensor()
+      local y = (x:narrow(1, 1, 2) * 2):sum() + (x:narrow(1, 2, 2) * 3):sum() + (x:select(1, 4) * 5):sum()
+               + x:sum()
+      y:backward()
+      local want = {}
+      for r = 1, 4 do
+         local g = 1 + (r <= 2 and 2 or 0) + ((r == 2 or r == 3) and 3 or 0) + (r == 4 and 5 or 0)
+         for _ = 1, 10 do want[#want + 1] = g end
+      end
+      approx(want, p:grad())
+   end)
+
+   it('gradients of many narrows of one tensor (an unrolled sequence) are exact', function()
+      local p = Param(fnn.randn(50 * 3, 8))
+      local total
+      for t = 1, 50 do
+         local s = p:tensor():narrow(1, (t - 1) * 3 + 1, 3) * t
+         total = total and total + s or s
+      end
+      total:sum():backward()
+      local g = p:grad():to_table()
+      for t = 1, 50 do
+         for r = 1, 3 do assert.equals(t, g[(t - 1) * 3 + r][5]) end
+      end
+   end)
+end)
+
 describe('Param', function()
    it('frozen params hand out detached tensors: no node, no gradient', function()
       local w = Param(fnn.tensor{1, 2}):freeze()

@@ -52,6 +52,56 @@ static int check_finite(const fnn_node *n, const fnn_tensor *g, int k) {
     return FNN_STATUS_OK;
 }
 
+/* dst (a strided view) += src (contiguous, same shape) */
+static void add_into(float *dst, const int64_t *stride, const float *src, int ndim, const int64_t *shape) {
+    int64_t n = fnn_numel_of(ndim, shape);
+    if (n == 0) return;
+    if (ndim == 0) { dst[0] += src[0]; return; }
+    int64_t inner = shape[ndim - 1], is = stride[ndim - 1], idx[FNN_MAX_DIMS] = {0};
+    for (int64_t done = 0; done < n; done += inner) {
+        int64_t off = 0;
+        for (int d = 0; d < ndim - 1; d++) off += idx[d] * stride[d];
+        float *row = dst + off;
+        const float *s = src + done;
+        if (is == 1) for (int64_t i = 0; i < inner; i++) row[i] += s[i];
+        else for (int64_t i = 0; i < inner; i++) row[i * is] += s[i];
+        for (int d = ndim - 2; d >= 0; d--) { if (++idx[d] < shape[d]) break; idx[d] = 0; }
+    }
+}
+
+/* the gradient of a narrow/select, added in place into the slice of its input's accumulator
+ * (made unique and contiguous first). *done = false: not applicable, run the rule instead. */
+static int embed_into(fnn_node *n, bool *done) {
+    *done = false;
+    fnn_node *nx = n->next[0];
+    const fnn_tensor *g = &n->grad;
+    if (!nx || fnn_device_type_of(g->device) != FNN_DEVICE_CPU ||
+        fnn_numel_of(n->in_ndim[0], n->in_shape[0]) <= FNN_INLINE_FLOATS)
+        return FNN_STATUS_OK;
+    if (fnn_anomaly_enabled()) FNN_TRY(check_finite(n, g, 0));
+    fnn_tensor *acc = &nx->grad;
+    bool unique = acc->ndim >= 0 && acc->storage && atomic_load(&acc->storage->refcount) == 1 &&
+                  fnn_tensor_is_contiguous(acc) && fnn_device_type_of(acc->device) == FNN_DEVICE_CPU;
+    if (!unique) {
+        fnn_tensor fresh;
+        if (acc->ndim < 0) FNN_TRY(fnn_zeros(&fresh, n->in_ndim[0], n->in_shape[0]));
+        else FNN_TRY(fnn_materialize(&fresh, acc));
+        fnn_tensor_clear(acc);
+        *acc = fresh;
+    }
+    int d = (int)n->iattr[0];
+    fnn_tensor view, tmp;
+    if (n->op->embeds == FNN_EMBEDS_NARROW) FNN_TRY(fnn_narrow(&view, acc, d, n->iattr[1], g->shape[d]));
+    else FNN_TRY(fnn_select(&view, acc, d, n->iattr[1]));
+    int rc;
+    const float *src = fnn_contiguous_data(g, &tmp, &rc);
+    if (!rc) add_into(fnn_data(&view), view.stride, src, view.ndim, view.shape);
+    fnn_tensor_clear(&tmp);
+    fnn_tensor_clear(&view);
+    if (!rc) *done = true;
+    return rc;
+}
+
 int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
     FNN_TRY(fnn_check_input("backward", root));
     FNN_CHECK(root->node != NULL, FNN_STATUS_GRAPH,
@@ -121,7 +171,14 @@ int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
         fnn_tensor dins_local[4], *dins = n->n_inputs <= 4 ? dins_local : malloc(sizeof(fnn_tensor) * (size_t)n->n_inputs);
         if (!dins) { rc = FNN_FAIL(FNN_STATUS_OOM, "backward: out of memory"); goto restore; }
         for (int i = 0; i < n->n_inputs; i++) fnn_tensor_init(&dins[i]);
-        if (n->grad.ndim >= 0) {
+        bool embedded = false;
+        if (n->op->embeds && n->grad.ndim >= 0 && (rc = embed_into(n, &embedded))) {
+            if (dins != dins_local) free(dins);
+            goto restore;
+        }
+        if (embedded) {
+            /* input 0 got its gradient in place; nothing else to run for this node */
+        } else if (n->grad.ndim >= 0) {
             if (!n->op->backward)
                 rc = FNN_FAIL(FNN_STATUS_INTERNAL, "backward: %s has no backward rule (please report)", n->op->info.name);
             else

@@ -124,7 +124,7 @@ const char *fnn_grad_fn_name(const fnn_tensor *x) {
 }
 
 /* ---- Param: a leaf node that owns its value and gradient ---- */
-static const fnn_op_def PARAM_DEF = {{"Param", "autograd", 1, 1}, NULL};
+static const fnn_op_def PARAM_DEF = {{"Param", "autograd", 1, 1}, NULL, FNN_EMBEDS_NONE};
 
 fnn_node *fnn_param_new(const fnn_tensor *value) {
     if (fnn_check_input("Param", value)) return NULL;

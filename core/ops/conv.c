@@ -350,7 +350,7 @@ done:
     if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
     return rc;
 }
-static const fnn_op_def CONV2D = {{"conv2d", "conv", 1, 0}, conv2d_backward};
+static const fnn_op_def CONV2D = {{"conv2d", "conv", 1, 0}, conv2d_backward, FNN_EMBEDS_NONE};
 
 /* x [N,C,H,W] or [C,H,W], w [O, C/groups, kh, kw], b [O] or NULL -> [N,O,Ho,Wo] (or [O,Ho,Wo]),
  * Ho = (H + 2 ph - dh (kh - 1) - 1) / sh + 1, likewise Wo */
@@ -613,7 +613,7 @@ static int max_pool2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *
     fnn_tensor_clear(&dyt);
     return rc;
 }
-static const fnn_op_def MAX_POOL2D = {{"max_pool2d", "conv", 1, 0}, max_pool2d_backward};
+static const fnn_op_def MAX_POOL2D = {{"max_pool2d", "conv", 1, 0}, max_pool2d_backward, FNN_EMBEDS_NONE};
 
 int fnn_max_pool2d(fnn_tensor *out, const fnn_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, int ceil_mode) {
     pool_geom g;
@@ -734,7 +734,7 @@ static int avg_pool2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *
     fnn_tensor_clear(&dyt);
     return rc;
 }
-static const fnn_op_def AVG_POOL2D = {{"avg_pool2d", "conv", 1, 0}, avg_pool2d_backward};
+static const fnn_op_def AVG_POOL2D = {{"avg_pool2d", "conv", 1, 0}, avg_pool2d_backward, FNN_EMBEDS_NONE};
 
 int fnn_avg_pool2d(fnn_tensor *out, const fnn_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, int ceil_mode,
                    int count_include_pad) {

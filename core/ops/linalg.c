@@ -323,9 +323,9 @@ static int mm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return FNN_STATUS_OK;
 }
 
-static const fnn_op_def MATMUL = {{"matmul", "linalg", 1, 1}, mm_backward};
-static const fnn_op_def BMM = {{"bmm", "linalg", 1, 1}, mm_backward};
-static const fnn_op_def OUTER = {{"outer", "linalg", 1, 1}, mm_backward};
+static const fnn_op_def MATMUL = {{"matmul", "linalg", 1, 1}, mm_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def BMM = {{"bmm", "linalg", 1, 1}, mm_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def OUTER = {{"outer", "linalg", 1, 1}, mm_backward, FNN_EMBEDS_NONE};
 
 /* forward of every product: out [batch..., n?, m?] = a @ b, one node saving a and b */
 static int mm_forward(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *a, int as_a, const fnn_tensor *b,
@@ -431,7 +431,7 @@ static int linear_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
     return rc;
 }
-static const fnn_op_def LINEAR = {{"linear", "linalg", 1, 1}, linear_backward};
+static const fnn_op_def LINEAR = {{"linear", "linalg", 1, 1}, linear_backward, FNN_EMBEDS_NONE};
 
 /* add bias b [out] to every row of C [M, out] (C contiguous, written in place) */
 static int add_bias_rows(fnn_tensor *ct, const mview *C, const fnn_tensor *b) {

@@ -28,7 +28,7 @@ static int cross_entropy_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *
     }
     return FNN_STATUS_OK;
 }
-static const fnn_op_def CROSS_ENTROPY = {{"cross_entropy", "loss", 1, 0}, cross_entropy_backward};
+static const fnn_op_def CROSS_ENTROPY = {{"cross_entropy", "loss", 1, 0}, cross_entropy_backward, FNN_EMBEDS_NONE};
 
 enum { CE_PARTS = 64, CE_PART_ELEMS = 4096 };
 
@@ -142,7 +142,7 @@ static int mse_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (rc) { fnn_tensor_clear(&din[0]); fnn_tensor_clear(&din[1]); }
     return rc;
 }
-static const fnn_op_def MSE_LOSS = {{"mse_loss", "loss", 1, 0}, mse_backward};
+static const fnn_op_def MSE_LOSS = {{"mse_loss", "loss", 1, 0}, mse_backward, FNN_EMBEDS_NONE};
 
 int fnn_mse_loss(fnn_tensor *out, const fnn_tensor *pred, const fnn_tensor *target) {
     FNN_TRY(fnn_check_input("mse_loss", pred));

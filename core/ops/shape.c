@@ -141,11 +141,11 @@ static int reshape_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return fnn_reshape(&din[0], g, n->in_ndim[0], n->in_shape[0]);
 }
 
-static const fnn_op_def RESHAPE = {{"reshape", "shape", 1, 0}, reshape_backward};
-static const fnn_op_def VIEW = {{"view", "shape", 1, 0}, reshape_backward};
-static const fnn_op_def FLATTEN = {{"flatten", "shape", 1, 0}, reshape_backward};
-static const fnn_op_def SQUEEZE = {{"squeeze", "shape", 1, 0}, reshape_backward};
-static const fnn_op_def UNSQUEEZE = {{"unsqueeze", "shape", 1, 0}, reshape_backward};
+static const fnn_op_def RESHAPE = {{"reshape", "shape", 1, 0}, reshape_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def VIEW = {{"view", "shape", 1, 0}, reshape_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def FLATTEN = {{"flatten", "shape", 1, 0}, reshape_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def SQUEEZE = {{"squeeze", "shape", 1, 0}, reshape_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def UNSQUEEZE = {{"unsqueeze", "shape", 1, 0}, reshape_backward, FNN_EMBEDS_NONE};
 
 /* x -> shape (already checked to hold numel(x) elements): a view when the strides allow,
  * else (allow_copy) a contiguous copy; the node is def's either way */
@@ -258,7 +258,7 @@ static int contiguous_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
     (void)n;
     return fnn_tensor_ref(&din[0], g);
 }
-static const fnn_op_def CONTIGUOUS = {{"contiguous", "shape", 1, 0}, contiguous_backward};
+static const fnn_op_def CONTIGUOUS = {{"contiguous", "shape", 1, 0}, contiguous_backward, FNN_EMBEDS_NONE};
 
 /* contiguous: x -> same values in row-major order; x itself (one more reference) when already so */
 int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) {
@@ -276,7 +276,7 @@ int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) {
 static int transpose_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return fnn_transpose(&din[0], g, (int)n->iattr[0], (int)n->iattr[1]);
 }
-static const fnn_op_def TRANSPOSE = {{"transpose", "shape", 1, 0}, transpose_backward};
+static const fnn_op_def TRANSPOSE = {{"transpose", "shape", 1, 0}, transpose_backward, FNN_EMBEDS_NONE};
 
 /* transpose: swaps dims d1 and d2 (a view) */
 int fnn_transpose(fnn_tensor *out, const fnn_tensor *x, int d1, int d2) {
@@ -303,7 +303,7 @@ static int permute_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     for (int i = 0; i < n->in_ndim[0]; i++) inv[n->iattr[i]] = i;
     return fnn_permute(&din[0], g, n->in_ndim[0], inv);
 }
-static const fnn_op_def PERMUTE = {{"permute", "shape", 1, 0}, permute_backward};
+static const fnn_op_def PERMUTE = {{"permute", "shape", 1, 0}, permute_backward, FNN_EMBEDS_NONE};
 
 /* permute: output dim i is input dim dims[i] (a view) */
 int fnn_permute(fnn_tensor *out, const fnn_tensor *x, int ndim, const int *dims) {
@@ -335,7 +335,7 @@ int fnn_permute(fnn_tensor *out, const fnn_tensor *x, int ndim, const int *dims)
 static int expand_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return fnn_sum_to_shape(&din[0], g, n->in_ndim[0], n->in_shape[0]);
 }
-static const fnn_op_def EXPAND = {{"expand", "shape", 1, 0}, expand_backward};
+static const fnn_op_def EXPAND = {{"expand", "shape", 1, 0}, expand_backward, FNN_EMBEDS_NONE};
 
 /* expand: size-1 dims (and new leading dims) repeat with stride 0; -1 keeps a size */
 int fnn_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) {
@@ -380,7 +380,7 @@ static int embed_along(fnn_tensor *out, const fnn_tensor *g, int ndim, const int
 static int narrow_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return embed_along(&din[0], g, n->in_ndim[0], n->in_shape[0], (int)n->iattr[0], n->iattr[1]);
 }
-static const fnn_op_def NARROW = {{"narrow", "shape", 1, 0}, narrow_backward};
+static const fnn_op_def NARROW = {{"narrow", "shape", 1, 0}, narrow_backward, FNN_EMBEDS_NARROW};
 
 /* narrow: x [.., n, ..] -> [.., length, ..], elements start .. start+length-1 of dim (0-based) */
 int fnn_narrow(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t start, int64_t length) {
@@ -411,7 +411,7 @@ static int select_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_clear(&g1);
     return rc;
 }
-static const fnn_op_def SELECT = {{"select", "shape", 1, 0}, select_backward};
+static const fnn_op_def SELECT = {{"select", "shape", 1, 0}, select_backward, FNN_EMBEDS_SELECT};
 
 /* select: x [.., n, ..] -> [.., ..], position index of dim (0-based; negative counts from the end) */
 int fnn_select(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t index) {
@@ -448,7 +448,7 @@ static int cat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     }
     return FNN_STATUS_OK;
 }
-static const fnn_op_def CAT = {{"cat", "shape", 1, 0}, cat_backward};
+static const fnn_op_def CAT = {{"cat", "shape", 1, 0}, cat_backward, FNN_EMBEDS_NONE};
 
 /* cat: n tensors equal outside dim -> one with the sizes along dim added */
 int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
@@ -489,7 +489,7 @@ static int stack_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
         if (n->next[k]) FNN_TRY(fnn_select(&din[k], g, (int)n->iattr[0], k));
     return FNN_STATUS_OK;
 }
-static const fnn_op_def STACK = {{"stack", "shape", 1, 0}, stack_backward};
+static const fnn_op_def STACK = {{"stack", "shape", 1, 0}, stack_backward, FNN_EMBEDS_NONE};
 
 /* stack: n tensors of one shape [s...] -> [.., n, ..] with the new dim at dim (0..ndim) */
 int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
@@ -566,7 +566,7 @@ static int repeat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_clear(&tmp);
     return rc;
 }
-static const fnn_op_def REPEAT = {{"repeat", "shape", 1, 0}, repeat_backward};
+static const fnn_op_def REPEAT = {{"repeat", "shape", 1, 0}, repeat_backward, FNN_EMBEDS_NONE};
 
 /* repeat (Torch semantics): x [s...] tiled repeats[i] times along each dim -> [r0*s0, ...];
  * more counts than dims add leading dims */
@@ -599,7 +599,7 @@ static int pad_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
         neg[i] = -(1 + i < FNN_NODE_ATTRS ? n->iattr[1 + i] : (int64_t)n->attr[1 + i - FNN_NODE_ATTRS]);
     return fnn_pad(&din[0], g, npairs, neg, 0.0);
 }
-static const fnn_op_def PAD = {{"pad", "shape", 1, 0}, pad_backward};
+static const fnn_op_def PAD = {{"pad", "shape", 1, 0}, pad_backward, FNN_EMBEDS_NONE};
 
 /* pad: x [.., n] -> [.., before + n + after] for each of the last npairs dims (last dim first,
  * F.pad order), new places filled with value; negative widths crop */
@@ -680,8 +680,8 @@ static int tri(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int6
 /* dx = the same mask applied to g */
 static int tril_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_tril(&din[0], g, n->iattr[0]); }
 static int triu_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_triu(&din[0], g, n->iattr[0]); }
-static const fnn_op_def TRIL = {{"tril", "shape", 1, 0}, tril_backward};
-static const fnn_op_def TRIU = {{"triu", "shape", 1, 0}, triu_backward};
+static const fnn_op_def TRIL = {{"tril", "shape", 1, 0}, tril_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def TRIU = {{"triu", "shape", 1, 0}, triu_backward, FNN_EMBEDS_NONE};
 
 int fnn_tril(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIL, out, x, k, false); }
 int fnn_triu(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIU, out, x, k, true); }
