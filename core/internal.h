@@ -183,6 +183,7 @@ extern const fnn_op_def *const fnn_ops_conv[];
 extern const fnn_op_def *const fnn_ops_shape[];
 extern const fnn_op_def *const fnn_ops_index[];
 extern const fnn_op_def *const fnn_ops_loss[];
+extern const fnn_op_def *const fnn_ops_norm[];
 extern const fnn_op_def *const fnn_ops_device[];
 
 #ifdef __cplusplus

@@ -236,6 +236,13 @@ FNN_API int fnn_masked_fill(fnn_tensor *out, const fnn_tensor *x, const fnn_tens
 FNN_API int fnn_cross_entropy(fnn_tensor *out, const fnn_tensor *logits, const fnn_tensor *targets);
 FNN_API int fnn_mse_loss(fnn_tensor *out, const fnn_tensor *pred, const fnn_tensor *target); /* mean */
 
+/* ---- norm: core/ops/norm.c ---- */
+/* layer_norm: normalize each row of the trailing `normalized` elements (the last dims whose
+ * product is `normalized`) to mean 0, variance 1 (biased, eps inside the sqrt, as PyTorch),
+ * then y = xhat * w + b; w and b have `normalized` elements (either may be NULL). out: x's shape */
+FNN_API int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
+                           int64_t normalized, double eps);
+
 /* ---- op registry: core/registry.c ---- */
 typedef struct fnn_op_info {
     const char *name;        /* as bound in Lua: "add", "gelu", ... */
