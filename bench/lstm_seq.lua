@@ -6,8 +6,10 @@
 -- Until then the cell is composed from the core's ops as PyTorch's CPU path computes
 -- it: the input projection of all 50 steps as one GEMM [1600,64]x[64,1024] (+ b_ih),
 -- then per step z = xp_t + h W_hh^T + b_hh, gates i, f, g, o by narrow,
--- c = f*c + i*g, h = o*tanh(c); full BPTT through the autograd graph.
--- LSTM_IMPL=composed forces the composed cell.
+-- c = f*c + i*g, h = o*tanh(c); full BPTT through the autograd graph. The pointwise part
+-- is the fused fnn.lstm_cell (one node per step, as PyTorch fuses it) when the core has
+-- it, else narrow/sigmoid/tanh/mul/add. LSTM_IMPL=composed forces the composed cell with
+-- separate ops, LSTM_IMPL=fused the composed cell with fnn.lstm_cell.
 package.path = (arg[0]:match('^(.*)/[^/]*$') or '.') .. '/?.lua;' .. package.path
 local B = require 'bench_util'
 local fnn = B.fnn
@@ -29,7 +31,9 @@ B.main(NAME, function()
       {'Tensor:tanh', function() return fnn.Tensor.tanh end},
    }
    fnn.manual_seed(0)
-   local use_nn = nn.LSTM ~= nil and os.getenv('LSTM_IMPL') ~= 'composed'
+   local impl = os.getenv('LSTM_IMPL')
+   local use_nn = nn.LSTM ~= nil and impl ~= 'composed' and impl ~= 'fused'
+   local use_fused = not use_nn and fnn.lstm_cell ~= nil and impl ~= 'composed'
 
    local head = nn.Linear(HID, K)
    local params = {}
@@ -55,12 +59,16 @@ B.main(NAME, function()
          local c = fnn.zeros(BS, HID)
          for t = 1, T do
             local z = xp:narrow(1, (t - 1) * BS + 1, BS) + fnn.linear(h, w_hh, bh)  -- [B, 4H]
-            local ig = z:narrow(2, 1, HID):sigmoid()
-            local fg = z:narrow(2, HID + 1, HID):sigmoid()
-            local gg = z:narrow(2, 2 * HID + 1, HID):tanh()
-            local og = z:narrow(2, 3 * HID + 1, HID):sigmoid()
-            c = fg * c + ig * gg
-            h = og * c:tanh()
+            if use_fused then
+               h, c = fnn.lstm_cell(z, c)                     -- h, c' as views of one [B, 2H] node
+            else
+               local ig = z:narrow(2, 1, HID):sigmoid()
+               local fg = z:narrow(2, HID + 1, HID):sigmoid()
+               local gg = z:narrow(2, 2 * HID + 1, HID):tanh()
+               local og = z:narrow(2, 3 * HID + 1, HID):sigmoid()
+               c = fg * c + ig * gg
+               h = og * c:tanh()
+            end
          end
          return head:forward(h)
       end
@@ -87,7 +95,8 @@ B.main(NAME, function()
       return loss
    end
 
-   print(('# params=%d lstm=%s'):format(nparams, use_nn and 'nn.LSTM' or
+   print(('# params=%d lstm=%s'):format(nparams, use_nn and 'nn.LSTM' or use_fused and
+      'composed with fused cell (one input GEMM, 50 recurrent linear + fnn.lstm_cell, BPTT by autograd)' or
       'composed (one input GEMM, 50 recurrent linear + gate ops, BPTT by autograd)'))
    train_step(1)                                   -- warm-up, untimed
    local times, loss = {}, nil

@@ -185,6 +185,7 @@ extern const fnn_op_def *const fnn_ops_index[];
 extern const fnn_op_def *const fnn_ops_loss[];
 extern const fnn_op_def *const fnn_ops_norm[];
 extern const fnn_op_def *const fnn_ops_device[];
+extern const fnn_op_def *const fnn_ops_rnn[];
 
 #ifdef __cplusplus
 }

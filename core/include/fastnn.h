@@ -243,6 +243,11 @@ FNN_API int fnn_mse_loss(fnn_tensor *out, const fnn_tensor *pred, const fnn_tens
 FNN_API int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
                            int64_t normalized, double eps);
 
+/* ---- rnn: core/ops/rnn.c ---- */
+/* lstm_cell: z [N, 4H] gate pre-activations in PyTorch's order i, f, g, o; c [N, H] the previous
+ * cell -> out [N, 2H] = (h, c'): i, f, o = sigmoid, g = tanh, c' = f c + i g, h = o tanh(c') */
+FNN_API int fnn_lstm_cell(fnn_tensor *out, const fnn_tensor *z, const fnn_tensor *c);
+
 /* ---- op registry: core/registry.c ---- */
 typedef struct fnn_op_info {
     const char *name;        /* as bound in Lua: "add", "gelu", ... */
