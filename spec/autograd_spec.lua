@@ -32,6 +32,19 @@ describe('backward', function()
       assert.is_nil(p:grad())
    end)
 
+   it('never changes a gradient tensor the user holds (accumulation in place only into private buffers)', function()
+      local p = Param(fnn.ones(100))
+      (p:tensor() * 2):sum():backward()
+      local g1 = p:grad()
+      (p:tensor() * 3):sum():backward()
+      assert.equals(200, g1:sum():item())          -- still 2 everywhere
+      assert.equals(500, p:grad():sum():item())    -- 2 + 3
+      g1 = nil
+      collectgarbage(); collectgarbage()
+      (p:tensor() * 4):sum():backward()             -- now private: accumulated in place
+      assert.equals(900, p:grad():sum():item())
+   end)
+
    it('names the op that made a tensor, nil for plain data', function()
       local p = Param(fnn.ones(2))
       assert.equals('mul_scalar', (p:tensor() * 2):grad_fn())

@@ -20,9 +20,27 @@ static int push(node_list *l, fnn_node *n) {
     return FNN_STATUS_OK;
 }
 
-/* accumulate g into *acc (g is consumed) */
+static void add_into(float *dst, const int64_t *stride, const float *src, int ndim, const int64_t *shape);
+
+/* acc holds a buffer nobody else sees: contiguous CPU storage with one reference */
+static bool owns_buffer(const fnn_tensor *acc) {
+    return acc->ndim >= 0 && acc->storage && atomic_load(&acc->storage->refcount) == 1 &&
+           fnn_tensor_is_contiguous(acc) && fnn_device_type_of(acc->device) == FNN_DEVICE_CPU;
+}
+
+/* accumulate g into *acc (g is consumed); in place when acc owns its buffer, so a weight
+ * shared by 50 unrolled steps accumulates into one buffer instead of 50 fresh ones */
 static int accumulate(fnn_tensor *acc, fnn_tensor *g) {
     if (acc->ndim < 0) { *acc = *g; fnn_tensor_init(g); return FNN_STATUS_OK; }
+    if (owns_buffer(acc) && fnn_same_shape(acc, g) && g->device == acc->device) {
+        fnn_tensor tmp;
+        int rc;
+        const float *src = fnn_contiguous_data(g, &tmp, &rc);
+        if (!rc) add_into(fnn_data(acc), acc->stride, src, acc->ndim, acc->shape);
+        fnn_tensor_clear(&tmp);
+        fnn_tensor_clear(g);
+        return rc;
+    }
     fnn_tensor sum;
     int rc = fnn_add(&sum, acc, g);
     fnn_tensor_clear(g);
@@ -80,9 +98,7 @@ static int embed_into(fnn_node *n, bool *done) {
         return FNN_STATUS_OK;
     if (fnn_anomaly_enabled()) FNN_TRY(check_finite(n, g, 0));
     fnn_tensor *acc = &nx->grad;
-    bool unique = acc->ndim >= 0 && acc->storage && atomic_load(&acc->storage->refcount) == 1 &&
-                  fnn_tensor_is_contiguous(acc) && fnn_device_type_of(acc->device) == FNN_DEVICE_CPU;
-    if (!unique) {
+    if (!owns_buffer(acc)) {
         fnn_tensor fresh;
         if (acc->ndim < 0) FNN_TRY(fnn_zeros(&fresh, n->in_ndim[0], n->in_shape[0]));
         else FNN_TRY(fnn_materialize(&fresh, acc));
