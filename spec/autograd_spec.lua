@@ -34,14 +34,14 @@ describe('backward', function()
 
    it('never changes a gradient tensor the user holds (accumulation in place only into private buffers)', function()
       local p = Param(fnn.ones(100))
-      (p:tensor() * 2):sum():backward()
+      ;(p:tensor() * 2):sum():backward()
       local g1 = p:grad()
-      (p:tensor() * 3):sum():backward()
+      ;(p:tensor() * 3):sum():backward()
       assert.equals(200, g1:sum():item())          -- still 2 everywhere
       assert.equals(500, p:grad():sum():item())    -- 2 + 3
       g1 = nil
       collectgarbage(); collectgarbage()
-      (p:tensor() * 4):sum():backward()             -- now private: accumulated in place
+      ;(p:tensor() * 4):sum():backward()             -- now private: accumulated in place
       assert.equals(900, p:grad():sum():item())
    end)
 
