@@ -19,8 +19,9 @@ local function not_tensor(op, x)
    error(('%s: expected a tensor, got a %s'):format(op, type(x)), 3)
 end
 
--- sum, mean, prod, logsumexp: (dim, keepdim); no dim reduces everything (C dim -1)
-for _, name in ipairs{'sum', 'mean', 'prod', 'logsumexp'} do
+-- sum, mean, prod, logsumexp, and argmax, argmin (1-based indices as floats, no gradient):
+-- (dim, keepdim); no dim reduces everything (C dim -1)
+for _, name in ipairs{'sum', 'mean', 'prod', 'logsumexp', 'argmax', 'argmin'} do
    local cfn = C['fnn_' .. name]
    Tensor[name] = function(x, dim, keepdim)
       if not is_tensor(x) then not_tensor(name, x) end
@@ -80,18 +81,6 @@ for _, name in ipairs{'max', 'min'} do
       local indices = new()
       if cfn(values, indices, x, d, flag(keepdim)) ~= 0 then fail() end
       return done(values), done(indices)
-   end
-end
-
--- argmax, argmin: 1-based indices as floats (no gradient)
-for _, name in ipairs{'argmax', 'argmin'} do
-   local cfn = C['fnn_' .. name]
-   Tensor[name] = function(x, dim, keepdim)
-      if not is_tensor(x) then not_tensor(name, x) end
-      local d = dim == nil and -1 or cdim(name, x, dim)
-      local out = new()
-      if cfn(out, x, d, flag(keepdim)) ~= 0 then fail() end
-      return done(out)
    end
 end
 
