@@ -10,12 +10,7 @@ local floor, ceil = math.floor, math.ceil
 
 -- float32 sums of up to a few hundred products: 1e-4 relative (absolute below 1)
 local function approx(expected, t, tol) return require('support').approx(expected, t, tol or 1e-4) end
-
-local function err_of(f)
-   local ok, err = pcall(f)
-   assert.is_false(ok, 'expected an error')
-   return err
-end
+local err_of = require('support').err_of
 
 local function zeros_list(n)
    local t = {}

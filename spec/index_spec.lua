@@ -6,29 +6,9 @@ local fnn = require 'fastnn'
 
 local support = require 'support'
 local each_index, pos, build = support.each_index, support.pos, support.build
+local approx, seq, err_of = support.approx_abs, support.seq, support.err_of
 
 local function copy(t) local r = {} for i, v in ipairs(t) do r[i] = v end return r end
-
-local function approx(expected, t, tol)
-   local got = t:to_flat()
-   assert.equals(#expected, #got)
-   for i = 1, #expected do
-      assert.is_true(math.abs(expected[i] - got[i]) <= (tol or 1e-6),
-                     ('element %d: expected %.7g got %.7g'):format(i, expected[i], got[i]))
-   end
-end
-
-local function seq(shape)
-   local n = 1
-   for _, s in ipairs(shape) do n = n * s end
-   return fnn.arange(1, n + 1):reshape(shape)
-end
-
-local function err_of(f)
-   local ok, err = pcall(f)
-   assert.is_false(ok, 'expected an error')
-   return err
-end
 
 describe('index_select', function()
    local x = seq{4, 3}

@@ -15,11 +15,7 @@ local function approx(expected, t, tol)
    for i = 1, #expected do close(expected[i], got[i], tol) end
 end
 
-local function err_of(f)
-   local ok, err = pcall(f)
-   assert.is_false(ok, 'expected an error')
-   return err
-end
+local err_of = require('support').err_of
 
 -- naive layer norm over rows of n of the flat list xs: y = (x - mean) / sqrt(var + eps) * w + b
 local function naive_ln(xs, n, w, b, eps)

@@ -9,29 +9,7 @@ local fnn = require 'fastnn'
 
 local support = require 'support'
 local each_index, pos, build = support.each_index, support.pos, support.build
-
-local function approx(expected, t, tol)
-   local got = t:to_flat()
-   assert.equals(#expected, #got)
-   for i = 1, #expected do
-      assert.is_true(math.abs(expected[i] - got[i]) <= (tol or 1e-6),
-                     ('element %d: expected %.7g got %.7g'):format(i, expected[i], got[i]))
-   end
-end
-
--- 1, 2, 3, ... shaped; sizes above 16 elements so the data lives in a shared storage
-local function seq(shape)
-   local n = 1
-   for _, s in ipairs(shape) do n = n * s end
-   return fnn.arange(1, n + 1):reshape(shape)
-end
-
--- the error message of f, which must raise
-local function err_of(f)
-   local ok, err = pcall(f)
-   assert.is_false(ok, 'expected an error')
-   return err
-end
+local approx, seq, err_of = support.approx_abs, support.seq, support.err_of
 
 -- ---------------------------------------------------------------------------
 

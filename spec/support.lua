@@ -19,6 +19,30 @@ function M.approx(expected, t, tol)
    end
 end
 
+-- the same with an absolute tolerance (default 1e-6) for every element
+function M.approx_abs(expected, t, tol)
+   local got = type(t) == 'table' and t or t:to_flat()
+   assert.equals(#expected, #got)
+   for i = 1, #expected do
+      assert.is_true(math.abs(expected[i] - got[i]) <= (tol or 1e-6),
+                     ('element %d: expected %.7g got %.7g'):format(i, expected[i], got[i]))
+   end
+end
+
+-- 1, 2, 3, ... shaped like shape (above 16 elements the data lives in a shared storage)
+function M.seq(shape)
+   local n = 1
+   for _, s in ipairs(shape) do n = n * s end
+   return require('fastnn').arange(1, n + 1):reshape(shape)
+end
+
+-- the error message of f, which must raise
+function M.err_of(f)
+   local ok, err = pcall(f)
+   assert.is_false(ok, 'expected an error')
+   return err
+end
+
 -- call f(idx) for every 1-based index tuple of shape, in row-major order
 function M.each_index(shape, f)
    local n = 1
