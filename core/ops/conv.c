@@ -597,21 +597,27 @@ static void max_backward_planes(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-/* saved[0] = the argmax offsets [planes * Ho * Wo] (int32 bits) */
-static int max_pool2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+/* both pools' backward: dx of the input's shape, filled plane by plane by `planes_fn`;
+ * idx: the saved argmax offsets (max) or NULL (avg) */
+static int pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, fnn_range_fn planes_fn, float *idx) {
     pool_geom g;
     pool_geom_of(&g, n);
     fnn_tensor dyt;
     int rc;
-    pool_job j = {&g, NULL, NULL, NULL, NULL, fnn_data(&n->saved[0])};
+    pool_job j = {&g, NULL, NULL, NULL, NULL, idx};
     j.dy = fnn_contiguous_data(dout, &dyt, &rc);
     if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
     if (!rc) {
         j.dx = fnn_data(&din[0]);
-        fnn_parallel_for(g.planes, fnn_threads_for(g.planes * g.H * g.W), max_backward_planes, &j);
+        fnn_parallel_for(g.planes, fnn_threads_for(g.planes * g.H * g.W), planes_fn, &j);
     }
     fnn_tensor_clear(&dyt);
     return rc;
+}
+
+/* saved[0] = the argmax offsets [planes * Ho * Wo] (int32 bits) */
+static int max_pool2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    return pool_backward(n, dout, din, max_backward_planes, fnn_data(&n->saved[0]));
 }
 static const fnn_op_def MAX_POOL2D = {{"max_pool2d", "conv", 1, 0}, max_pool2d_backward, FNN_EMBEDS_NONE};
 
@@ -720,19 +726,7 @@ static void avg_backward_planes(void *ctx, int64_t lo, int64_t hi) {
 }
 
 static int avg_pool2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
-    pool_geom g;
-    pool_geom_of(&g, n);
-    fnn_tensor dyt;
-    int rc;
-    pool_job j = {&g, NULL, NULL, NULL, NULL, NULL};
-    j.dy = fnn_contiguous_data(dout, &dyt, &rc);
-    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
-    if (!rc) {
-        j.dx = fnn_data(&din[0]);
-        fnn_parallel_for(g.planes, fnn_threads_for(g.planes * g.H * g.W), avg_backward_planes, &j);
-    }
-    fnn_tensor_clear(&dyt);
-    return rc;
+    return pool_backward(n, dout, din, avg_backward_planes, NULL);
 }
 static const fnn_op_def AVG_POOL2D = {{"avg_pool2d", "conv", 1, 0}, avg_pool2d_backward, FNN_EMBEDS_NONE};
 
