@@ -31,18 +31,22 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Every function here must inline into its loop, or the loop cannot vectorize (a gelu row ran 12x
+ * slower when GCC's unit-growth limit stopped inlining fnn_erff into it): force it. */
+#define FNN_MATH static inline __attribute__((always_inline))
+
 /* float <-> bits; memcpy compiles to nothing and vectorizes */
-static inline uint32_t fnn_f2u(float x) { uint32_t u; memcpy(&u, &x, sizeof u); return u; }
-static inline float fnn_u2f(uint32_t u) { float x; memcpy(&x, &u, sizeof x); return x; }
-static inline float fnn_absf(float x) { return fnn_u2f(fnn_f2u(x) & 0x7fffffffu); }
+FNN_MATH uint32_t fnn_f2u(float x) { uint32_t u; memcpy(&u, &x, sizeof u); return u; }
+FNN_MATH float fnn_u2f(uint32_t u) { float x; memcpy(&x, &u, sizeof x); return x; }
+FNN_MATH float fnn_absf(float x) { return fnn_u2f(fnn_f2u(x) & 0x7fffffffu); }
 /* c ? a : b through a bit mask: with a float ternary GCC (under its default -ftrapping-math)
  * may move arithmetic into one arm and then refuses to if-convert, so the loop stays scalar */
-static inline float fnn_sel(int c, float a, float b) {
+FNN_MATH float fnn_sel(int c, float a, float b) {
     uint32_t m = 0u - (uint32_t)(c != 0);
     return fnn_u2f((fnn_f2u(a) & m) | (fnn_f2u(b) & ~m));
 }
 /* |r| with the sign of s */
-static inline float fnn_signf(float r, float s) {
+FNN_MATH float fnn_signf(float r, float s) {
     return fnn_u2f((fnn_f2u(r) & 0x7fffffffu) | (fnn_f2u(s) & 0x80000000u));
 }
 
@@ -50,7 +54,7 @@ static inline float fnn_signf(float r, float s) {
 #define FNN_NANF __builtin_nanf("")
 
 /* e^x: overflow to inf above 88.72, gradual underflow to 0 below -87.3, nan stays nan */
-static inline float fnn_expf(float x) {
+FNN_MATH float fnn_expf(float x) {
     /* past these bounds the result is already inf or 0; clamping keeps n in int range (nan passes) */
     x = fnn_sel(x > 100.0f, 100.0f, x);
     x = fnn_sel(x < -110.0f, -110.0f, x);
@@ -72,7 +76,7 @@ static inline float fnn_expf(float x) {
 }
 
 /* natural log: log(+-0) = -inf, log(x < 0) = nan, log(inf) = inf, denormals exact in exponent */
-static inline float fnn_logf(float x) {
+FNN_MATH float fnn_logf(float x) {
     /* scale denormals by 2^23 into the normal range */
     int tiny = x < 1.17549435e-38f;
     float xs = fnn_sel(tiny, x * 8388608.0f, x);
@@ -94,7 +98,7 @@ static inline float fnn_logf(float x) {
 }
 
 /* log(1 + x), accurate for tiny x */
-static inline float fnn_log1pf(float x) {
+FNN_MATH float fnn_log1pf(float x) {
     float u = 1.0f + x;
     /* the rounding error of 1 + x, to first order: log(u + d) = log(u) + d/u */
     float c = (x - (u - 1.0f)) / u;
@@ -103,7 +107,7 @@ static inline float fnn_log1pf(float x) {
 }
 
 /* tanh: odd, +-1 beyond |x| = 9.01, exact sign of zero */
-static inline float fnn_tanhf(float x) {
+FNN_MATH float fnn_tanhf(float x) {
     float a = fnn_absf(x), z = a * a;
     /* near 0: x + x^3 P(x^2), no cancellation */
     float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z
@@ -114,13 +118,13 @@ static inline float fnn_tanhf(float x) {
 }
 
 /* 1 / (1 + e^-x), computed from e^-|x| so nothing overflows; tiny results keep their precision */
-static inline float fnn_sigmoidf(float x) {
+FNN_MATH float fnn_sigmoidf(float x) {
     float e = fnn_expf(-fnn_absf(x));
     return fnn_sel(x >= 0, 1.0f, e) / (1.0f + e);
 }
 
 /* erf: odd, +-1 beyond |x| = 3.92; absolute error below 8e-8 */
-static inline float fnn_erff(float x) {
+FNN_MATH float fnn_erff(float x) {
     float a = fnn_absf(x);
     a = fnn_sel(a > 4.0f, 4.0f, a); /* erf(4) rounds to 1 (nan passes) */
     /* |x| < 1: erf(x) = x + x P(x^2), adding x last keeps the rounding of P small */
