@@ -104,7 +104,7 @@ int fnn_read_idx(fnn_tensor *out, const char *path, double scale) {
 
 /* ---- take_rows: x [N, rest...], ids 1-based -> [n, rest...] (plain data, no node) ---- */
 int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t *ids) {
-    FNN_TRY(fnn_check_input("take_rows", x));
+    FNN_TRY(fnn_check_input_any("take_rows", x));
     FNN_CHECK(x->ndim >= 1, FNN_STATUS_SHAPE, "take_rows: expected a tensor with rows, got %s", fnn_shape_of(x).s);
     FNN_CHECK(n >= 0 && (n == 0 || ids != NULL), FNN_STATUS_ARG, "take_rows: %lld ids%s", (long long)n,
               n < 0 ? " (must be >= 0)" : " but no id array");
@@ -116,7 +116,7 @@ int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t
     int64_t shape[FNN_MAX_DIMS];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     shape[0] = n;
-    FNN_TRY(fnn_new_output(out, x->device, x->ndim, shape));
+    FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape));
     int64_t row = fnn_numel_of(x->ndim - 1, x->shape + 1);
     if (row == 0 || n == 0) return FNN_STATUS_OK;
     /* one row's dims contiguous: a memcpy per row, whatever the row stride */
@@ -126,20 +126,18 @@ int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t
         if (x->shape[d] != 1 && x->stride[d] != expect) rows_contiguous = false;
         expect *= x->shape[d];
     }
-    const float *src = fnn_data(x);
-    float *y = fnn_data(out);
+    const int esize = fnn_elem_size(x);
+    const char *src = fnn_bytes(x);
+    char *y = fnn_bytes(out);
+    size_t row_bytes = (size_t)row * (size_t)esize;
     if (rows_contiguous) {
         for (int64_t i = 0; i < n; i++)
-            memcpy(y + i * row, src + (ids[i] - 1) * x->stride[0], sizeof(float) * (size_t)row);
+            memcpy(y + (size_t)i * row_bytes, src + (ids[i] - 1) * x->stride[0] * esize, row_bytes);
         return FNN_STATUS_OK;
     }
-    /* strided rows: copy each through a view of it */
-    for (int64_t i = 0; i < n; i++) {
-        fnn_tensor v;
-        fnn_make_view(&v, x, x->ndim - 1, x->shape + 1, x->stride + 1, x->offset + (ids[i] - 1) * x->stride[0]);
-        int rc = fnn_copy_to_floats(&v, y + i * row, row);
-        fnn_tensor_clear(&v);
-        if (rc) { fnn_tensor_clear(out); return rc; }
-    }
+    /* strided rows: copy each one row-major */
+    for (int64_t i = 0; i < n; i++)
+        fnn_strided_copy(y + (size_t)i * row_bytes, src + (ids[i] - 1) * x->stride[0] * esize, esize, x->ndim - 1,
+                         x->shape + 1, x->stride + 1);
     return FNN_STATUS_OK;
 }

@@ -33,7 +33,7 @@ static const fnn_op_def TO_DEVICE = {{"to_device", "device", 1, 1}, to_device_ba
 const fnn_op_def *const fnn_ops_device[] = {&TO_DEVICE, NULL};
 
 int fnn_to_device(fnn_tensor *out, const fnn_tensor *x, int device) {
-    FNN_TRY(fnn_check_input("to", x));
+    FNN_TRY(fnn_check_input_any("to", x));
     ensure_backends();
     char name[32];
     int type = fnn_device_type_of(device);
@@ -43,13 +43,13 @@ int fnn_to_device(fnn_tensor *out, const fnn_tensor *x, int device) {
     if (device == x->device) return fnn_tensor_ref(out, x);
     fnn_tensor src;
     int rc;
-    const float *data = fnn_contiguous_data(x, &src, &rc);
+    const void *data = fnn_contiguous_bytes(x, &src, &rc);
     FNN_TRY(rc);
-    rc = fnn_new_output(out, device, x->ndim, x->shape);
+    rc = fnn_new_output_dtype(out, device, x->dtype, x->ndim, x->shape);
     if (!rc) {
         /* the side that is not the CPU does the copy */
         const fnn_backend *b = fnn_backend_for(type != FNN_DEVICE_CPU ? device : x->device);
-        rc = b->copy(fnn_data(out), device, data, x->device, (size_t)fnn_tensor_numel(x) * sizeof(float));
+        rc = b->copy(fnn_bytes(out), device, data, x->device, (size_t)fnn_tensor_numel(x) * (size_t)fnn_elem_size(x));
         if (rc) fnn_tensor_clear(out);
     }
     fnn_tensor_clear(&src);

@@ -40,7 +40,7 @@ struct fnn_storage {
     int device;
     int size_class;      /* >= 0: a small CPU block from a per-thread free list (alloc.c) */
     int64_t bytes;
-    float *data;
+    void *data;
 };
 fnn_storage *fnn_storage_new(int device, int64_t bytes);   /* NULL + error (OOM) */
 void fnn_storage_retain(fnn_storage *s);
@@ -75,24 +75,53 @@ void *fnn_alloc(int device, int64_t bytes);       /* NULL + error (OOM) */
 void fnn_free(int device, void *p, int64_t bytes);
 
 /* ---- tensor helpers ---- */
+static inline int fnn_elem_size(const fnn_tensor *t) { return t->dtype == FNN_DTYPE_INT64 ? 8 : 4; }
+static inline bool fnn_is_int64(const fnn_tensor *t) { return t->dtype == FNN_DTYPE_INT64; }
+/* the first element as raw bytes (any dtype) */
+static inline void *fnn_bytes(const fnn_tensor *t) {
+    char *base = t->storage ? (char *)t->storage->data : (char *)t->small;
+    return base + t->offset * fnn_elem_size(t);
+}
+/* the first element of a float32 tensor (what every float kernel reads; the entry checks refuse
+ * other dtypes before a kernel runs) */
 static inline float *fnn_data(const fnn_tensor *t) {
-    float *base = t->storage ? t->storage->data : (float *)t->small;
+    float *base = t->storage ? (float *)t->storage->data : (float *)t->small;
+    return base + t->offset;
+}
+static inline int64_t *fnn_data_i64(const fnn_tensor *t) {
+    int64_t *base = t->storage ? (int64_t *)t->storage->data : (int64_t *)(void *)t->small;
     return base + t->offset;
 }
 int64_t fnn_numel_of(int ndim, const int64_t *shape);
 void fnn_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
-/* make out a new contiguous tensor of this shape on this device (inline when small, CPU only) */
+/* make out a new contiguous float32 tensor of this shape on this device (inline when small, CPU only) */
 int fnn_new_output(fnn_tensor *out, int device, int ndim, const int64_t *shape);
+int fnn_new_output_dtype(fnn_tensor *out, int device, int dtype, int ndim, const int64_t *shape);
 /* out := a view of x's data (shares storage, no node) with given shape/strides/offset */
 int fnn_make_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape,
                   const int64_t *stride, int64_t offset);
-/* the usable-input check every op runs first: not empty, not freed */
+/* the usable-input check every op runs first: not empty, not freed, float32. Ops that take any
+ * dtype (views, copies, indexing, integer arithmetic) run fnn_check_input_any instead, so a new op
+ * refuses int64 until someone writes its int64 kernel */
 int fnn_check_input(const char *op, const fnn_tensor *t);
+int fnn_check_input_any(const char *op, const fnn_tensor *t);
+int fnn_check_same_dtype(const char *op, const fnn_tensor *a, const fnn_tensor *b);
+/* a 1-based id read from an index tensor (int64, or float32 holding a whole number) at element
+ * offset off, as a 0-based position checked against 0..size-1; the error names the op, the
+ * 1-based value, the valid range, and `dim` of `x` (the tensor indexed) */
+int fnn_index_at(const char *op, const fnn_tensor *index, int64_t off, int64_t size, int dim,
+                 const fnn_tensor *x, int64_t *pos);
+/* an index tensor must be int64 or float32 (not a freed or empty header) */
+int fnn_check_index(const char *op, const char *what, const fnn_tensor *index);
 int fnn_check_same_device(const char *op, const fnn_tensor *a, const fnn_tensor *b);
-/* copy x into a fresh contiguous tensor (no node) */
+/* copy x into a fresh contiguous tensor of its dtype (no node) */
 int fnn_materialize(fnn_tensor *out, const fnn_tensor *x);
-/* borrow x's data contiguous: *tmp is filled only when a copy was needed (clear it after) */
+/* dst (contiguous) = src's elements in row-major order, for elements of esize bytes (4 or 8) */
+void fnn_strided_copy(void *dst, const void *src, int esize, int ndim, const int64_t *shape, const int64_t *stride);
+/* borrow x's data contiguous: *tmp is filled only when a copy was needed (clear it after);
+ * _data for float32 tensors, _bytes for any dtype */
 const float *fnn_contiguous_data(const fnn_tensor *x, fnn_tensor *tmp, int *rc);
+const void *fnn_contiguous_bytes(const fnn_tensor *x, fnn_tensor *tmp, int *rc);
 /* normalise a 0-based dim (negative counts from the end) and check it */
 int fnn_wrap_dim(const char *op, const fnn_tensor *x, int dim, int ndim_plus, int *out_dim);
 /* NumPy broadcasting: shape of a op b */
@@ -186,6 +215,7 @@ extern const fnn_op_def *const fnn_ops_loss[];
 extern const fnn_op_def *const fnn_ops_norm[];
 extern const fnn_op_def *const fnn_ops_device[];
 extern const fnn_op_def *const fnn_ops_rnn[];
+extern const fnn_op_def *const fnn_ops_sort[];
 
 #ifdef __cplusplus
 }

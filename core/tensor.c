@@ -2,6 +2,7 @@
  * and the shape helpers every op family uses (dims, broadcasting, outputs). */
 #include "internal.h"
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,8 @@ void fnn_tensor_init(fnn_tensor *t) {
     t->node = NULL;
     t->output_index = 0;
     t->freed = 0;
+    t->dtype = FNN_DTYPE_FLOAT32;
+    t->reserved = 0;
 }
 
 void fnn_tensor_clear(fnn_tensor *t) {
@@ -36,7 +39,7 @@ void fnn_tensor_free(fnn_tensor *t) {
 int fnn_tensor_needs_clear(const fnn_tensor *t) { return t->storage != NULL || t->node != NULL; }
 
 int fnn_tensor_ref(fnn_tensor *out, const fnn_tensor *t) {
-    FNN_TRY(fnn_check_input("ref", t));
+    FNN_TRY(fnn_check_input_any("ref", t));
     memcpy(out, t, sizeof *out);
     if (out->storage) fnn_storage_retain(out->storage);
     if (out->node) fnn_node_retain(out->node);
@@ -65,16 +68,78 @@ int fnn_tensor_is_contiguous(const fnn_tensor *t) {
 }
 
 const float *fnn_tensor_data(const fnn_tensor *t) {
-    if (t->ndim < 0 || t->freed) return NULL;
+    if (t->ndim < 0 || t->freed || t->dtype != FNN_DTYPE_FLOAT32) return NULL;
     return fnn_data(t);
 }
+
+const char *fnn_dtype_name(int dtype) {
+    switch (dtype) {
+    case FNN_DTYPE_FLOAT32: return "float32";
+    case FNN_DTYPE_INT64: return "int64";
+    default: return "unknown";
+    }
+}
+int fnn_dtype_size(int dtype) {
+    switch (dtype) {
+    case FNN_DTYPE_FLOAT32: return 4;
+    case FNN_DTYPE_INT64: return 8;
+    default: return 0;
+    }
+}
+_Static_assert(offsetof(fnn_tensor, small) % 8 == 0, "inline data must be 8-aligned for int64");
+_Static_assert(sizeof(((fnn_tensor *)0)->small) == FNN_INLINE_BYTES, "inline data is FNN_INLINE_BYTES");
 const void *fnn_tensor_storage_id(const fnn_tensor *t) { return t->storage ? (const void *)t->storage : (const void *)t; }
 
-int fnn_check_input(const char *op, const fnn_tensor *t) {
+int fnn_check_input_any(const char *op, const fnn_tensor *t) {
     FNN_CHECK(t != NULL, FNN_STATUS_ARG, "%s: expected a tensor, got nil", op);
     FNN_CHECK(!t->freed, FNN_STATUS_ARG, "%s: tensor was freed", op);
     FNN_CHECK(t->ndim >= 0 && t->ndim <= FNN_MAX_DIMS, FNN_STATUS_ARG, "%s: tensor is empty (never set)", op);
+    FNN_CHECK(fnn_dtype_size(t->dtype) > 0, FNN_STATUS_ARG, "%s: tensor %s has unknown dtype code %d", op,
+              fnn_shape_of(t).s, (int)t->dtype);
     return FNN_STATUS_OK;
+}
+
+int fnn_check_input(const char *op, const fnn_tensor *t) {
+    FNN_TRY(fnn_check_input_any(op, t));
+    FNN_CHECK(t->dtype == FNN_DTYPE_FLOAT32, FNN_STATUS_ARG,
+              "%s: expected a float32 tensor, got an %s tensor %s; convert it with :float()", op,
+              fnn_dtype_name(t->dtype), fnn_shape_of(t).s);
+    return FNN_STATUS_OK;
+}
+
+int fnn_check_same_dtype(const char *op, const fnn_tensor *a, const fnn_tensor *b) {
+    FNN_CHECK(a->dtype == b->dtype, FNN_STATUS_ARG,
+              "%s: tensors of different dtypes (%s %s and %s %s); convert one with :float() or :long()", op,
+              fnn_shape_of(a).s, fnn_dtype_name(a->dtype), fnn_shape_of(b).s, fnn_dtype_name(b->dtype));
+    return FNN_STATUS_OK;
+}
+
+int fnn_check_index(const char *op, const char *what, const fnn_tensor *index) {
+    FNN_TRY(fnn_check_input_any(op, index));
+    FNN_CHECK(fnn_device_type_of(index->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "%s: %s %s is on a GPU; indices are read on the CPU", op, what, fnn_shape_of(index).s);
+    return FNN_STATUS_OK;
+}
+
+int fnn_index_at(const char *op, const fnn_tensor *index, int64_t off, int64_t size, int dim, const fnn_tensor *x,
+                 int64_t *pos) {
+    if (index->dtype == FNN_DTYPE_INT64) {
+        int64_t v = fnn_data_i64(index)[off];
+        if (v >= 1 && v <= size) { *pos = v - 1; return FNN_STATUS_OK; }
+        return FNN_FAIL(FNN_STATUS_ARG, "%s: index %lld outside 1..%lld in dim %d of %s", op, (long long)v,
+                        (long long)size, dim + 1, fnn_shape_of(x).s);
+    }
+    float v = fnn_data(index)[off];
+    /* (float)size rounds up past 2^24, so the position is checked again after the conversion */
+    if (v >= 1.0f && v <= (float)size && v == floorf(v) && (int64_t)v <= size) {
+        *pos = (int64_t)v - 1;
+        return FNN_STATUS_OK;
+    }
+    if (v == floorf(v) || isnan(v) || isinf(v))
+        return FNN_FAIL(FNN_STATUS_ARG, "%s: index %g outside 1..%lld in dim %d of %s", op, (double)v,
+                        (long long)size, dim + 1, fnn_shape_of(x).s);
+    return FNN_FAIL(FNN_STATUS_ARG, "%s: index %g is not a whole number (dim %d of %s)", op, (double)v, dim + 1,
+                    fnn_shape_of(x).s);
 }
 
 int fnn_check_same_device(const char *op, const fnn_tensor *a, const fnn_tensor *b) {
@@ -86,6 +151,12 @@ int fnn_check_same_device(const char *op, const fnn_tensor *a, const fnn_tensor 
 }
 
 int fnn_new_output(fnn_tensor *out, int device, int ndim, const int64_t *shape) {
+    return fnn_new_output_dtype(out, device, FNN_DTYPE_FLOAT32, ndim, shape);
+}
+
+int fnn_new_output_dtype(fnn_tensor *out, int device, int dtype, int ndim, const int64_t *shape) {
+    int esize = fnn_dtype_size(dtype);
+    FNN_CHECK(esize > 0, FNN_STATUS_ARG, "tensor: unknown dtype code %d", dtype);
     FNN_CHECK(ndim >= 0 && ndim <= FNN_MAX_DIMS, FNN_STATUS_SHAPE,
               "tensor: %d dims, at most %d supported", ndim, FNN_MAX_DIMS);
     int64_t n = 1;
@@ -97,13 +168,14 @@ int fnn_new_output(fnn_tensor *out, int device, int ndim, const int64_t *shape) 
         n *= shape[i];
     }
     fnn_tensor_init(out);
-    if (fnn_device_type_of(device) != FNN_DEVICE_CPU || n > FNN_INLINE_FLOATS) {
-        fnn_storage *s = fnn_storage_new(device, n * (int64_t)sizeof(float));
+    if (fnn_device_type_of(device) != FNN_DEVICE_CPU || n * esize > FNN_INLINE_BYTES) {
+        fnn_storage *s = fnn_storage_new(device, n * (int64_t)esize);
         if (!s) return fnn_last_status();
         out->storage = s;
     }
     out->ndim = ndim;
     out->device = device;
+    out->dtype = dtype;
     if (ndim > 0) memcpy(out->shape, shape, sizeof(int64_t) * (size_t)ndim);
     fnn_contiguous_strides(ndim, shape, out->stride);
     return FNN_STATUS_OK;
@@ -114,6 +186,7 @@ int fnn_make_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t 
     fnn_tensor_init(out);
     out->ndim = ndim;
     out->device = x->device;
+    out->dtype = x->dtype;
     if (ndim > 0) {
         memcpy(out->shape, shape, sizeof(int64_t) * (size_t)ndim);
         memcpy(out->stride, stride, sizeof(int64_t) * (size_t)ndim);
@@ -139,7 +212,7 @@ static void copy_tiled_2d(float *dst, const float *src, int64_t rows, int64_t co
         }
 }
 
-static void strided_copy(float *dst, const float *src, int ndim, const int64_t *shape, const int64_t *stride) {
+static void strided_copy_f32(float *dst, const float *src, int ndim, const int64_t *shape, const int64_t *stride) {
     if (ndim == 0) { dst[0] = src[0]; return; }
     int64_t n = fnn_numel_of(ndim, shape);
     if (n == 0) return;
@@ -167,20 +240,39 @@ static void strided_copy(float *dst, const float *src, int ndim, const int64_t *
     }
 }
 
+/* int64 elements (indices: copied rarely and in small amounts, so one plain loop) */
+static void strided_copy_i64(int64_t *dst, const int64_t *src, int ndim, const int64_t *shape, const int64_t *stride) {
+    int64_t n = fnn_numel_of(ndim, shape), idx[FNN_MAX_DIMS] = {0};
+    for (int64_t k = 0; k < n; k++) {
+        int64_t off = 0;
+        for (int d = 0; d < ndim; d++) off += idx[d] * stride[d];
+        dst[k] = src[off];
+        for (int d = ndim - 1; d >= 0; d--) { if (++idx[d] < shape[d]) break; idx[d] = 0; }
+    }
+}
+
+void fnn_strided_copy(void *dst, const void *src, int esize, int ndim, const int64_t *shape, const int64_t *stride) {
+    if (esize == 8) strided_copy_i64(dst, src, ndim, shape, stride);
+    else strided_copy_f32(dst, src, ndim, shape, stride);
+}
+
 int fnn_materialize(fnn_tensor *out, const fnn_tensor *x) {
     FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
               "contiguous: not implemented on cuda for non-contiguous tensors yet");
-    FNN_TRY(fnn_new_output(out, x->device, x->ndim, x->shape));
-    strided_copy(fnn_data(out), fnn_data(x), x->ndim, x->shape, x->stride);
+    FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, x->shape));
+    fnn_strided_copy(fnn_bytes(out), fnn_bytes(x), fnn_elem_size(x), x->ndim, x->shape, x->stride);
     return FNN_STATUS_OK;
 }
 
-const float *fnn_contiguous_data(const fnn_tensor *x, fnn_tensor *tmp, int *rc) {
+const void *fnn_contiguous_bytes(const fnn_tensor *x, fnn_tensor *tmp, int *rc) {
     fnn_tensor_init(tmp);
     *rc = FNN_STATUS_OK;
-    if (fnn_tensor_is_contiguous(x)) return fnn_data(x);
+    if (fnn_tensor_is_contiguous(x)) return fnn_bytes(x);
     *rc = fnn_materialize(tmp, x);
-    return *rc ? NULL : fnn_data(tmp);
+    return *rc ? NULL : fnn_bytes(tmp);
+}
+const float *fnn_contiguous_data(const fnn_tensor *x, fnn_tensor *tmp, int *rc) {
+    return fnn_contiguous_bytes(x, tmp, rc);
 }
 
 /* ---- dims and broadcasting ---- */
@@ -247,8 +339,85 @@ int fnn_sum_to_shape(fnn_tensor *out, const fnn_tensor *g, int ndim, const int64
 int fnn_empty(fnn_tensor *out, int ndim, const int64_t *shape) {
     return fnn_new_output(out, fnn_make_device(FNN_DEVICE_CPU, 0), ndim, shape);
 }
+int fnn_empty_dtype(fnn_tensor *out, int ndim, const int64_t *shape, int dtype) {
+    return fnn_new_output_dtype(out, fnn_make_device(FNN_DEVICE_CPU, 0), dtype, ndim, shape);
+}
 
-float *fnn_tensor_mutable_data(fnn_tensor *t) { return (t->ndim < 0 || t->freed) ? NULL : fnn_data(t); }
+float *fnn_tensor_mutable_data(fnn_tensor *t) {
+    return (t->ndim < 0 || t->freed || t->dtype != FNN_DTYPE_FLOAT32) ? NULL : fnn_data(t);
+}
+
+/* v as an int64, or an error naming op, v and its 1-based position in `where` (2^63 is out of range) */
+static int whole_number(const char *op, double v, int64_t pos, const char *where, int64_t *out) {
+    if (v == floor(v) && v >= -9223372036854775808.0 && v < 9223372036854775808.0) {
+        *out = (int64_t)v;
+        return FNN_STATUS_OK;
+    }
+    if (v != v)
+        return FNN_FAIL(FNN_STATUS_ARG, "%s: element %lld of %s is nan, which int64 cannot hold", op,
+                        (long long)pos + 1, where);
+    if (v == floor(v))
+        return FNN_FAIL(FNN_STATUS_ARG, "%s: element %lld of %s is %g, outside the int64 range", op,
+                        (long long)pos + 1, where, v);
+    return FNN_FAIL(FNN_STATUS_ARG, "%s: element %lld of %s is %.17g, not a whole number (int64 holds whole numbers)",
+                    op, (long long)pos + 1, where, v);
+}
+
+int fnn_tensor_from_int64(fnn_tensor *out, int ndim, const int64_t *shape, const int64_t *data) {
+    FNN_TRY(fnn_empty_dtype(out, ndim, shape, FNN_DTYPE_INT64));
+    memcpy(fnn_data_i64(out), data, sizeof(int64_t) * (size_t)fnn_numel_of(ndim, shape));
+    return FNN_STATUS_OK;
+}
+
+int fnn_tensor_from_doubles_dtype(fnn_tensor *out, int ndim, const int64_t *shape, const double *data, int dtype) {
+    if (dtype == FNN_DTYPE_FLOAT32) return fnn_tensor_from_doubles(out, ndim, shape, data);
+    FNN_TRY(fnn_empty_dtype(out, ndim, shape, dtype));
+    int64_t *y = fnn_data_i64(out), n = fnn_numel_of(ndim, shape);
+    fnn_shape_text where = fnn_shape_dims(ndim, shape);
+    for (int64_t i = 0; i < n; i++) {
+        int rc = whole_number("tensor", data[i], i, where.s, &y[i]);
+        if (rc) { fnn_tensor_clear(out); return rc; }
+    }
+    return FNN_STATUS_OK;
+}
+
+int fnn_full_dtype(fnn_tensor *out, int ndim, const int64_t *shape, double value, int dtype) {
+    if (dtype == FNN_DTYPE_FLOAT32) return fnn_full(out, ndim, shape, value);
+    int64_t v = 0;
+    FNN_TRY(whole_number("full", value, 0, "the fill value", &v));
+    FNN_TRY(fnn_empty_dtype(out, ndim, shape, dtype));
+    int64_t *y = fnn_data_i64(out), n = fnn_numel_of(ndim, shape);
+    for (int64_t i = 0; i < n; i++) y[i] = v;
+    return FNN_STATUS_OK;
+}
+
+int fnn_to_dtype(fnn_tensor *out, const fnn_tensor *x, int dtype) {
+    const char *op = dtype == FNN_DTYPE_INT64 ? "long" : "float";
+    FNN_TRY(fnn_check_input_any(op, x));
+    FNN_CHECK(fnn_dtype_size(dtype) > 0, FNN_STATUS_ARG, "to_dtype: unknown dtype code %d", dtype);
+    if (x->dtype == dtype) return fnn_tensor_ref(out, x);
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "%s: not implemented on cuda yet (tensor %s)", op, fnn_shape_of(x).s);
+    fnn_tensor tmp;
+    int rc;
+    const void *src = fnn_contiguous_bytes(x, &tmp, &rc);
+    FNN_TRY(rc);
+    int64_t n = fnn_tensor_numel(x);
+    rc = fnn_new_output_dtype(out, x->device, dtype, x->ndim, x->shape);
+    if (!rc && dtype == FNN_DTYPE_INT64) {
+        const float *xs = src;
+        int64_t *y = fnn_data_i64(out);
+        fnn_shape_text where = fnn_shape_of(x);
+        for (int64_t i = 0; i < n && !rc; i++) rc = whole_number(op, xs[i], i, where.s, &y[i]);
+        if (rc) fnn_tensor_clear(out);
+    } else if (!rc) {
+        const int64_t *xs = src;
+        float *y = fnn_data(out);
+        for (int64_t i = 0; i < n; i++) y[i] = (float)xs[i];
+    }
+    fnn_tensor_clear(&tmp);
+    return rc;
+}
 
 int fnn_tensor_from_data(fnn_tensor *out, int ndim, const int64_t *shape, const float *data) {
     FNN_TRY(fnn_empty(out, ndim, shape));
@@ -273,6 +442,24 @@ int fnn_full(fnn_tensor *out, int ndim, const int64_t *shape, double value) {
 }
 int fnn_zeros(fnn_tensor *out, int ndim, const int64_t *shape) { return fnn_full(out, ndim, shape, 0.0); }
 int fnn_ones(fnn_tensor *out, int ndim, const int64_t *shape) { return fnn_full(out, ndim, shape, 1.0); }
+
+int fnn_arange_dtype(fnn_tensor *out, double start, double stop, double step, int dtype) {
+    if (dtype == FNN_DTYPE_FLOAT32) return fnn_arange(out, start, stop, step);
+    int64_t a = 0, b = 0, s = 0;
+    FNN_CHECK(whole_number("arange", start, 0, "", &a) == FNN_STATUS_OK &&
+              whole_number("arange", stop, 1, "", &b) == FNN_STATUS_OK &&
+              whole_number("arange", step, 2, "", &s) == FNN_STATUS_OK && s != 0,
+              FNN_STATUS_ARG, "arange: an int64 range takes whole numbers and a non-zero step (got start %.17g, stop %.17g, step %.17g)",
+              start, stop, step);
+    /* the count without overflow: ceil((b - a) / s) in exact integers */
+    int64_t n = 0;
+    if (s > 0 && b > a) n = (int64_t)(((uint64_t)b - (uint64_t)a + (uint64_t)s - 1) / (uint64_t)s);
+    if (s < 0 && b < a) n = (int64_t)(((uint64_t)a - (uint64_t)b + (uint64_t)(-s) - 1) / (uint64_t)(-s));
+    FNN_TRY(fnn_empty_dtype(out, 1, &n, FNN_DTYPE_INT64));
+    int64_t *y = fnn_data_i64(out);
+    for (int64_t i = 0; i < n; i++) y[i] = a + i * s;
+    return FNN_STATUS_OK;
+}
 
 int fnn_arange(fnn_tensor *out, double start, double stop, double step) {
     FNN_CHECK(step != 0 && isfinite(step) && isfinite(start) && isfinite(stop), FNN_STATUS_ARG,
@@ -331,12 +518,12 @@ int fnn_bernoulli(fnn_tensor *out, int ndim, const int64_t *shape, double p) {
 
 int fnn_randperm(fnn_tensor *out, int64_t n) {
     FNN_CHECK(n >= 0, FNN_STATUS_ARG, "randperm: n must be >= 0, got %lld", (long long)n);
-    FNN_TRY(fnn_empty(out, 1, &n));
-    float *y = fnn_data(out);
-    for (int64_t i = 0; i < n; i++) y[i] = (float)(i + 1);
+    FNN_TRY(fnn_empty_dtype(out, 1, &n, FNN_DTYPE_INT64));
+    int64_t *y = fnn_data_i64(out);
+    for (int64_t i = 0; i < n; i++) y[i] = i + 1;
     for (int64_t i = n - 1; i > 0; i--) {   /* Fisher-Yates */
         int64_t j = (int64_t)(fnn_random_u64() % (uint64_t)(i + 1));
-        float t = y[i]; y[i] = y[j]; y[j] = t;
+        int64_t t = y[i]; y[i] = y[j]; y[j] = t;
     }
     return FNN_STATUS_OK;
 }
@@ -400,7 +587,7 @@ int fnn_orthogonal(fnn_tensor *out, int64_t rows, int64_t cols, double gain) {
 
 /* ---- reading values ---- */
 static int to_host(const char *op, const fnn_tensor *t) {
-    FNN_TRY(fnn_check_input(op, t));
+    FNN_TRY(fnn_check_input_any(op, t));
     FNN_CHECK(fnn_device_type_of(t->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
               "%s: tensor %s is on a GPU; move it with :to('cpu') first", op, fnn_shape_of(t).s);
     return FNN_STATUS_OK;
@@ -411,15 +598,48 @@ int fnn_item(const fnn_tensor *t, double *value) {
     FNN_CHECK(fnn_tensor_numel(t) == 1, FNN_STATUS_SHAPE,
               "item: tensor %s has %lld elements, expected exactly 1", fnn_shape_of(t).s,
               (long long)fnn_tensor_numel(t));
-    *value = fnn_data(t)[0];
+    *value = fnn_is_int64(t) ? (double)fnn_data_i64(t)[0] : fnn_data(t)[0];
+    return FNN_STATUS_OK;
+}
+
+static int check_count(const fnn_tensor *t, int64_t n) {
+    FNN_CHECK(n == fnn_tensor_numel(t), FNN_STATUS_ARG, "to_table: buffer of %lld for %lld elements",
+              (long long)n, (long long)fnn_tensor_numel(t));
     return FNN_STATUS_OK;
 }
 
 int fnn_copy_to_floats(const fnn_tensor *t, float *dst, int64_t n) {
     FNN_TRY(to_host("to_table", t));
-    FNN_CHECK(n == fnn_tensor_numel(t), FNN_STATUS_ARG, "to_table: buffer of %lld for %lld elements",
-              (long long)n, (long long)fnn_tensor_numel(t));
-    strided_copy(dst, fnn_data(t), t->ndim, t->shape, t->stride);
+    FNN_TRY(check_count(t, n));
+    if (!fnn_is_int64(t)) { strided_copy_f32(dst, fnn_data(t), t->ndim, t->shape, t->stride); return FNN_STATUS_OK; }
+    fnn_tensor tmp;
+    int rc;
+    const int64_t *src = fnn_contiguous_bytes(t, &tmp, &rc);
+    FNN_TRY(rc);
+    for (int64_t i = 0; i < n; i++) dst[i] = (float)src[i];
+    fnn_tensor_clear(&tmp);
+    return FNN_STATUS_OK;
+}
+
+int fnn_copy_to_doubles(const fnn_tensor *t, double *dst, int64_t n) {
+    FNN_TRY(to_host("to_table", t));
+    FNN_TRY(check_count(t, n));
+    fnn_tensor tmp;
+    int rc;
+    const void *src = fnn_contiguous_bytes(t, &tmp, &rc);
+    FNN_TRY(rc);
+    if (fnn_is_int64(t)) for (int64_t i = 0; i < n; i++) dst[i] = (double)((const int64_t *)src)[i];
+    else for (int64_t i = 0; i < n; i++) dst[i] = ((const float *)src)[i];
+    fnn_tensor_clear(&tmp);
+    return FNN_STATUS_OK;
+}
+
+int fnn_copy_to_int64(const fnn_tensor *t, int64_t *dst, int64_t n) {
+    FNN_TRY(to_host("to_table", t));
+    FNN_TRY(check_count(t, n));
+    FNN_CHECK(fnn_is_int64(t), FNN_STATUS_ARG, "to_table: tensor %s is %s, expected int64", fnn_shape_of(t).s,
+              fnn_dtype_name(t->dtype));
+    strided_copy_i64(dst, fnn_data_i64(t), t->ndim, t->shape, t->stride);
     return FNN_STATUS_OK;
 }
 
@@ -432,6 +652,6 @@ int fnn_get(const fnn_tensor *t, const int64_t *index, double *value) {
                   (long long)t->shape[d], d + 1, fnn_shape_of(t).s);
         off += index[d] * t->stride[d];
     }
-    *value = fnn_data(t)[off];
+    *value = fnn_is_int64(t) ? (double)fnn_data_i64(t)[off] : fnn_data(t)[off];
     return FNN_STATUS_OK;
 }

@@ -78,7 +78,7 @@ end)
 describe('slices', function()
    it('narrow and select gradients add into their input in place, with fan-out', function()
       -- x [4,10]: rows 1-2 times 2, rows 2-3 times 3, row 4 (select) times 5, and x itself
-      local p = Param(fnn.arange(40):reshape{4, 10})
+      local p = Param(fnn.arange(40):float():reshape{4, 10})
       local x = p:tensor()
       local y = (x:narrow(1, 1, 2) * 2):sum() + (x:narrow(1, 2, 2) * 3):sum() + (x:select(1, 4) * 5):sum()
                + x:sum()

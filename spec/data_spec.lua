@@ -19,7 +19,8 @@ local function pass(loader)
       local x = batch.inputs:to_table()
       assert.equals(#ids, #x)
       assert.equals(batch.size, #ids)
-      for k, id in ipairs(ids) do
+      for k = 1, #ids do
+         local id = ids[k]
          assert.same({id, 10 * id}, x[k])
          seen[#seen + 1] = id
       end
@@ -120,10 +121,25 @@ describe('data.DataLoader', function()
       assert.same(a, b)
    end)
 
-   it('batch:labels() is a Lua array of 1-based ids', function()
+   it('batch:labels() is an int64 tensor of 1-based ids that indexes like a Lua array', function()
       local ds = data.TensorDataset(fnn.zeros(4, 3), {3, 1, 10, 2})
       local batch = data.DataLoader(ds, 4):iter()()
-      assert.same({3, 1, 10, 2}, batch:labels())
+      local labels = batch:labels()
+      assert.equals('int64', labels:dtype())
+      assert.same({3, 1, 10, 2}, labels:to_table())
+      assert.equals(4, #labels)
+      assert.equals(10, labels[3])
+   end)
+
+   it('batch:labels() is exact past 2^24 and refuses targets that are not whole numbers', function()
+      local big = 2^24 + 3
+      local ds = data.TensorDataset(fnn.zeros(2, 1), fnn.long{big, big + 2})
+      local labels = data.DataLoader(ds, 2):iter()():labels()
+      assert.same({big, big + 2}, labels:to_table())
+      local bad = data.TensorDataset(fnn.zeros(2, 1), {1, 2.5})
+      local ok, err = pcall(function() return data.DataLoader(bad, 2):iter()():labels() end)
+      assert.is_false(ok)
+      assert.matches('element 2 of %[2%] is 2.5, not a whole number', err)
    end)
 
    it('batches a get(i) dataset of tensors and numbers', function()
@@ -177,7 +193,9 @@ describe('data.FashionMnist', function()
       -- labels are integers 1..10, every class present (Fashion-MNIST is balanced)
       local counts = {}
       local labels = data.DataLoader(ds, n):iter()():labels()
-      for _, id in ipairs(labels) do
+      assert.equals('int64', labels:dtype())
+      assert.equals('int64', ds.targets:dtype())
+      for _, id in ipairs(labels:to_table()) do
          assert.is_true(id >= 1 and id <= 10 and id == math.floor(id))
          counts[id] = (counts[id] or 0) + 1
       end

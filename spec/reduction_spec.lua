@@ -411,7 +411,7 @@ describe('gradients', function()
          local p = fnn.Param(fnn.randn(3, 4))
          local t = p:tensor()
          local _, i = t:max(2)
-         local loss = t:softmax(2):logsumexp(2):sum() + t:std() + t:norm(1) + t:prod(1):mean() + i:sum()
+         local loss = t:softmax(2):logsumexp(2):sum() + t:std() + t:norm(1) + t:prod(1):mean() + i:sum():float()
          loss:backward()
       end
       collectgarbage()

@@ -76,7 +76,7 @@ describe('reshape and view', function()
    it('gradients flow back through reshape into the input shape', function()
       local p = fnn.Param(seq{2, 3})
       local y = p:tensor():t():reshape(6)
-      y:backward(fnn.arange(6))
+      y:backward(fnn.arange(6):float())
       assert.same({2, 3}, p:grad():shape())
       -- y[k] = x^T flat, so dx[i][j] = weight at the position of (j, i) in x^T
       approx(build({2, 3}, function(i) return (i[2] - 1) * 2 + (i[1] - 1) end), p:grad())

@@ -33,7 +33,7 @@ end
 function M.seq(shape)
    local n = 1
    for _, s in ipairs(shape) do n = n * s end
-   return require('fastnn').arange(1, n + 1):reshape(shape)
+   return require('fastnn').arange(1, n + 1):float():reshape(shape)
 end
 
 -- the error message of f, which must raise

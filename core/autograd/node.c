@@ -112,7 +112,7 @@ void fnn_node_release(fnn_node *n) {
 }
 
 int fnn_detach(fnn_tensor *out, const fnn_tensor *x) {
-    FNN_TRY(fnn_check_input("detach", x));
+    FNN_TRY(fnn_check_input_any("detach", x));
     FNN_TRY(fnn_tensor_ref(out, x));
     if (out->node) { fnn_node_release(out->node); out->node = NULL; }
     return FNN_STATUS_OK;

@@ -1,9 +1,10 @@
 /* fastnn.h: the one public C ABI of fastnn-lua.
  *
- * Tensors are immutable float32 arrays. A tensor is a small header (shape,
- * strides, offset) over a refcounted storage; tensors of at most
- * FNN_INLINE_FLOATS elements keep their data inline in the header, so a tiny
- * result costs no allocation. The caller owns the header memory (a stack
+ * Tensors are immutable arrays of one dtype: float32 (the compute type, and the
+ * default) or int64 (indices, ids, counts). A tensor is a small header (shape,
+ * strides, offset, dtype) over a refcounted storage; tensors of at most
+ * FNN_INLINE_BYTES of data (16 floats, 8 int64s) keep it inline in the header,
+ * so a tiny result costs no allocation. The caller owns the header memory (a stack
  * variable in C, GC-managed cdata in Lua); every op writes its result into an
  * empty header passed first, and fnn_tensor_clear() drops what a header holds.
  *
@@ -18,7 +19,10 @@
  * leaves a message in a thread-local slot (fnn_last_error). On failure the
  * output header is left empty. Dimensions are 0-based in C; messages print
  * them 1-based, as Lua users see them. Index values (gather/scatter indices,
- * class ids, argmax results) are 1-based floats, as Lua users see them.
+ * class ids, argmax results) are 1-based, as Lua users see them: ops that
+ * produce them return int64 tensors, and ops that take them accept int64
+ * tensors or float32 tensors holding whole numbers. Float-only ops refuse an
+ * int64 input with a message naming the op and the dtype.
  *
  * The build strips '#' lines and FNN_API from this file into
  * lua/fastnn/cdef.lua, so nothing here may need the preprocessor to parse.
@@ -47,7 +51,10 @@ FNN_API const char *fnn_last_error_where(void);  /* C file:line of the last erro
 FNN_API int fnn_last_status(void);
 
 /* ---- types ---- */
-enum { FNN_MAX_DIMS = 8, FNN_INLINE_FLOATS = 16 };
+enum { FNN_MAX_DIMS = 8, FNN_INLINE_FLOATS = 16, FNN_INLINE_BYTES = 64 };
+/* element types. Codes 2 and 3 are kept for the 16-bit float storage types (float16, bfloat16)
+ * that checkpoints and the CUDA backend will add; a header zeroed by its allocator is float32. */
+typedef enum fnn_dtype { FNN_DTYPE_FLOAT32 = 0, FNN_DTYPE_INT64 = 1 } fnn_dtype;
 typedef enum fnn_device_type { FNN_DEVICE_CPU = 0, FNN_DEVICE_CUDA = 1 } fnn_device_type;
 
 typedef struct fnn_storage fnn_storage;  /* opaque, refcounted buffer on one device */
@@ -63,7 +70,9 @@ typedef struct fnn_tensor {
     fnn_node *node;                  /* NULL: plain data */
     int32_t output_index;            /* which output of node this tensor is */
     int32_t freed;                   /* 1 after fnn_tensor_free: every op refuses it */
-    float small[16];                 /* inline data when storage is NULL */
+    int32_t dtype;                   /* fnn_dtype */
+    int32_t reserved;
+    float small[16];                 /* inline data (FNN_INLINE_BYTES, 8-aligned) when storage is NULL */
 } fnn_tensor;
 
 /* ---- tensor lifecycle: core/tensor.c ---- */
@@ -74,14 +83,27 @@ FNN_API int fnn_tensor_ref(fnn_tensor *out, const fnn_tensor *t);   /* out share
 FNN_API int fnn_tensor_needs_clear(const fnn_tensor *t); /* 1 when t holds a storage or node */
 FNN_API int64_t fnn_tensor_numel(const fnn_tensor *t);
 FNN_API int fnn_tensor_is_contiguous(const fnn_tensor *t);
-FNN_API const float *fnn_tensor_data(const fnn_tensor *t); /* first element (CPU only), honours offset */
+FNN_API const float *fnn_tensor_data(const fnn_tensor *t); /* first element (CPU, float32), honours offset */
 FNN_API const void *fnn_tensor_storage_id(const fnn_tensor *t); /* identifies the buffer (views share it) */
 FNN_API int fnn_tensor_shape_str(const fnn_tensor *t, char *buf, int len); /* "[2,3]" */
+FNN_API const char *fnn_dtype_name(int dtype);           /* "float32", "int64"; "unknown" otherwise */
+FNN_API int fnn_dtype_size(int dtype);                   /* bytes per element; 0 for an unknown code */
 
 /* creation: shape is ndim sizes; data is copied */
 FNN_API int fnn_tensor_from_data(fnn_tensor *out, int ndim, const int64_t *shape, const float *data);
 FNN_API int fnn_tensor_from_doubles(fnn_tensor *out, int ndim, const int64_t *shape, const double *data);
+/* as above into a tensor of dtype; int64 refuses a value that is not a whole number in range, naming it */
+FNN_API int fnn_tensor_from_doubles_dtype(fnn_tensor *out, int ndim, const int64_t *shape, const double *data,
+                                          int dtype);
+FNN_API int fnn_tensor_from_int64(fnn_tensor *out, int ndim, const int64_t *shape, const int64_t *data);
 FNN_API int fnn_empty(fnn_tensor *out, int ndim, const int64_t *shape);   /* uninitialised; for loaders */
+FNN_API int fnn_empty_dtype(fnn_tensor *out, int ndim, const int64_t *shape, int dtype);
+FNN_API int fnn_full_dtype(fnn_tensor *out, int ndim, const int64_t *shape, double value, int dtype);
+/* start, start + step, ... below stop (above it for a negative step); int64 takes whole numbers only */
+FNN_API int fnn_arange_dtype(fnn_tensor *out, double start, double stop, double step, int dtype);
+/* x as dtype (a new tensor; x itself when it has that dtype already). To int64: refuses a value that
+ * is not a whole number, nan or outside +-2^63, naming the first one and its 1-based position */
+FNN_API int fnn_to_dtype(fnn_tensor *out, const fnn_tensor *x, int dtype);
 FNN_API float *fnn_tensor_mutable_data(fnn_tensor *t);   /* only for a tensor just made by fnn_empty */
 FNN_API int fnn_full(fnn_tensor *out, int ndim, const int64_t *shape, double value);
 FNN_API int fnn_zeros(fnn_tensor *out, int ndim, const int64_t *shape);
@@ -94,7 +116,7 @@ FNN_API int fnn_randn(fnn_tensor *out, int ndim, const int64_t *shape);     /* N
 FNN_API int fnn_uniform(fnn_tensor *out, int ndim, const int64_t *shape, double lo, double hi);
 FNN_API int fnn_normal(fnn_tensor *out, int ndim, const int64_t *shape, double mean, double std);
 FNN_API int fnn_bernoulli(fnn_tensor *out, int ndim, const int64_t *shape, double p); /* 1 with prob p */
-FNN_API int fnn_randperm(fnn_tensor *out, int64_t n);   /* 1-based permutation as floats */
+FNN_API int fnn_randperm(fnn_tensor *out, int64_t n);   /* int64 1-based permutation of 1..n */
 /* a (semi-)orthogonal [rows, cols] matrix times gain (QR of a Gaussian matrix, signs fixed as PyTorch) */
 FNN_API int fnn_orthogonal(fnn_tensor *out, int64_t rows, int64_t cols, double gain);
 FNN_API void fnn_manual_seed(uint64_t seed);             /* this thread's random source */
@@ -103,6 +125,8 @@ FNN_API double fnn_random_uniform(void);                 /* one U[0,1) draw from
 /* reading values */
 FNN_API int fnn_item(const fnn_tensor *t, double *value);                  /* one-element tensor */
 FNN_API int fnn_copy_to_floats(const fnn_tensor *t, float *dst, int64_t n); /* row-major, n = numel */
+FNN_API int fnn_copy_to_doubles(const fnn_tensor *t, double *dst, int64_t n); /* any dtype, row-major */
+FNN_API int fnn_copy_to_int64(const fnn_tensor *t, int64_t *dst, int64_t n);  /* int64 tensors, row-major */
 FNN_API int fnn_get(const fnn_tensor *t, const int64_t *index, double *value); /* 0-based index */
 
 /* ---- memory: core/alloc.c ---- */

@@ -6,7 +6,17 @@
  *
  * One driver (map) broadcasts up to three inputs to the output shape and runs
  * a row kernel over it; each op is a row expression for its forward and one
- * for each input's gradient, so the rules read like a table. */
+ * for each input's gradient, so the rules read like a table.
+ *
+ * int64 operands (indices, ids, counts) follow PyTorch's promotion, chosen at
+ * the entry: int64 with int64 (or a whole number) adds, subtracts, multiplies
+ * and negates exactly in int64 (wrapping on overflow, as PyTorch), through a
+ * plain loop of its own (int_binary, int_scalar); anything else with an int64
+ * operand (a float tensor, a fractional number, div, pow, maximum, minimum)
+ * converts the int64 side to float32 and runs the float op, so gradients still
+ * reach the float side. Comparisons give float32 1/0 and compare int64 with
+ * int64 exactly, int64 with float32 as doubles. Unary float ops (exp, tanh,
+ * ...) refuse int64, as every float-only op does. */
 #include "../internal.h"
 #include "../fastmath.h"
 #include <math.h>
@@ -219,9 +229,117 @@ static const fnn_op_def POW = {{"pow", "elementwise", 1, 0}, pow_backward, FNN_E
 static const fnn_op_def MAXIMUM = {{"maximum", "elementwise", 1, 0}, maximum_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def MINIMUM = {{"minimum", "elementwise", 1, 0}, minimum_backward, FNN_EMBEDS_NONE};
 
+/* ================= int64 operands ================= */
+typedef enum { IOP_NONE = -1, IOP_ADD, IOP_SUB, IOP_MUL, IOP_EQ, IOP_NE, IOP_LT, IOP_LE, IOP_GT, IOP_GE } int_op;
+
+/* a op b in int64, wrapping on overflow (unsigned arithmetic, so it is defined) */
+static inline int64_t int_arith(int_op op, int64_t a, int64_t b) {
+    uint64_t x = (uint64_t)a, y = (uint64_t)b;
+    return (int64_t)(op == IOP_ADD ? x + y : op == IOP_SUB ? x - y : x * y);
+}
+/* the comparison from the order of a and b (lt, eq, gt); unordered (a nan) is only "ne" */
+static inline float cmp_result(int_op op, bool lt, bool eq, bool gt) {
+    bool r;
+    switch (op) {
+    case IOP_EQ: r = eq; break;
+    case IOP_NE: r = !eq; break;
+    case IOP_LT: r = lt; break;
+    case IOP_LE: r = lt || eq; break;
+    case IOP_GT: r = gt; break;
+    default: r = gt || eq; break;
+    }
+    return r ? 1.0f : 0.0f;
+}
+static inline double as_double(const fnn_tensor *t, int64_t off) {
+    return fnn_is_int64(t) ? (double)fnn_data_i64(t)[off] : (double)fnn_data(t)[off];
+}
+
+/* a op b broadcast, with at least one int64 operand: arithmetic on two int64 tensors gives int64,
+ * comparisons take either dtype and give float32 */
+static int int_binary(const char *name, int_op op, fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) {
+    FNN_TRY(fnn_check_input_any(name, a));
+    FNN_TRY(fnn_check_input_any(name, b));
+    bool compare = op >= IOP_EQ;
+    FNN_TRY(fnn_check_same_device(name, a, b));
+    FNN_CHECK(fnn_device_type_of(a->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "%s: int64 tensors are not implemented on cuda yet", name);
+    int ndim;
+    int64_t shape[FNN_MAX_DIMS], as[FNN_MAX_DIMS], bs[FNN_MAX_DIMS];
+    FNN_TRY(fnn_broadcast_shapes(name, a->ndim, a->shape, b->ndim, b->shape, &ndim, shape));
+    fnn_broadcast_strides(a, ndim, shape, as);
+    fnn_broadcast_strides(b, ndim, shape, bs);
+    FNN_TRY(fnn_new_output_dtype(out, a->device, compare ? FNN_DTYPE_FLOAT32 : FNN_DTYPE_INT64, ndim, shape));
+    bool exact = fnn_is_int64(a) && fnn_is_int64(b);
+    const int64_t *ai = fnn_data_i64(a), *bi = fnn_data_i64(b);
+    int64_t n = fnn_tensor_numel(out), idx[FNN_MAX_DIMS] = {0}, ao = 0, bo = 0;
+    for (int64_t k = 0; k < n; k++) {
+        if (!compare) fnn_data_i64(out)[k] = int_arith(op, ai[ao], bi[bo]);
+        else if (exact) fnn_data(out)[k] = cmp_result(op, ai[ao] < bi[bo], ai[ao] == bi[bo], ai[ao] > bi[bo]);
+        else {
+            double x = as_double(a, ao), y = as_double(b, bo);
+            fnn_data(out)[k] = cmp_result(op, x < y, x == y, x > y);
+        }
+        for (int d = ndim - 1; d >= 0; d--) {   /* next position; offsets follow incrementally */
+            ao += as[d];
+            bo += bs[d];
+            if (++idx[d] < shape[d]) break;
+            ao -= as[d] * shape[d];
+            bo -= bs[d] * shape[d];
+            idx[d] = 0;
+        }
+    }
+    return FNN_STATUS_OK;
+}
+
+/* x op s for an int64 x and a whole number s (checked by the caller); rsub computes s - x */
+static int int_scalar(const char *name, int_op op, bool reversed, fnn_tensor *out, const fnn_tensor *x, double s) {
+    FNN_TRY(fnn_check_input_any(name, x));
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "%s: int64 tensors are not implemented on cuda yet", name);
+    fnn_tensor tmp;
+    int rc;
+    const int64_t *xs = fnn_contiguous_bytes(x, &tmp, &rc);
+    FNN_TRY(rc);
+    rc = fnn_new_output_dtype(out, x->device, FNN_DTYPE_INT64, x->ndim, x->shape);
+    if (!rc) {
+        int64_t n = fnn_tensor_numel(x), k = (int64_t)s, *y = fnn_data_i64(out);
+        for (int64_t i = 0; i < n; i++) y[i] = reversed ? int_arith(op, k, xs[i]) : int_arith(op, xs[i], k);
+    }
+    fnn_tensor_clear(&tmp);
+    return rc;
+}
+static inline bool any_int64(const fnn_tensor *a, const fnn_tensor *b) {
+    return (a && fnn_is_int64(a)) || (b && fnn_is_int64(b));
+}
+static inline bool whole(double s) { return s == floor(s) && fabs(s) < 9223372036854775808.0; }
+
+static int binary(const fnn_op_def *def, int backend_op, int_op iop, row_fn row, fnn_tensor *out,
+                  const fnn_tensor *a, const fnn_tensor *b);
+
+/* the float op on operands whose int64 ones are converted to float32 first (PyTorch's promotion) */
+static int promoted(const fnn_op_def *def, int backend_op, row_fn row, fnn_tensor *out, const fnn_tensor *a,
+                    const fnn_tensor *b) {
+    fnn_tensor fa, fb;
+    fnn_tensor_init(&fa);
+    fnn_tensor_init(&fb);
+    int rc = fnn_check_input_any(def->info.name, a);
+    if (!rc) rc = fnn_check_input_any(def->info.name, b);
+    if (!rc && fnn_is_int64(a)) rc = fnn_to_dtype(&fa, a, FNN_DTYPE_FLOAT32);
+    if (!rc && fnn_is_int64(b)) rc = fnn_to_dtype(&fb, b, FNN_DTYPE_FLOAT32);
+    if (!rc) rc = binary(def, backend_op, IOP_NONE, row, out, fnn_is_int64(a) ? &fa : a, fnn_is_int64(b) ? &fb : b);
+    fnn_tensor_clear(&fa);
+    fnn_tensor_clear(&fb);
+    return rc;
+}
+
 /* add, sub, mul, div also run on a GPU through the backend table */
-static int binary(const fnn_op_def *def, int backend_op, row_fn row, fnn_tensor *out, const fnn_tensor *a,
-                  const fnn_tensor *b) {
+static int binary(const fnn_op_def *def, int backend_op, int_op iop, row_fn row, fnn_tensor *out,
+                  const fnn_tensor *a, const fnn_tensor *b) {
+    if (any_int64(a, b)) {
+        bool both = a && b && fnn_is_int64(a) && fnn_is_int64(b);
+        if (iop >= IOP_EQ || (iop != IOP_NONE && both)) return int_binary(def->info.name, iop, out, a, b);
+        return promoted(def, backend_op, row, out, a, b);
+    }
     const fnn_tensor *ins[2] = {a, b};
     if (a && b && a->ndim >= 0 && b->ndim >= 0 && fnn_device_type_of(a->device) != FNN_DEVICE_CPU &&
         a->device == b->device && backend_op >= 0) {
@@ -248,13 +366,13 @@ static int binary(const fnn_op_def *def, int backend_op, row_fn row, fnn_tensor 
     return apply(def, out, 2, ins, row, 0, 0, false);
 }
 
-int fnn_add(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&ADD, FNN_BIN_ADD, add_row, out, a, b); }
-int fnn_sub(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&SUB, FNN_BIN_SUB, sub_row, out, a, b); }
-int fnn_mul(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MUL, FNN_BIN_MUL, mul_row, out, a, b); }
-int fnn_div(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&DIV, FNN_BIN_DIV, div_row, out, a, b); }
-int fnn_pow(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&POW, -1, pow_row, out, a, b); }
-int fnn_maximum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MAXIMUM, -1, maximum_row, out, a, b); }
-int fnn_minimum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MINIMUM, -1, minimum_row, out, a, b); }
+int fnn_add(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&ADD, FNN_BIN_ADD, IOP_ADD, add_row, out, a, b); }
+int fnn_sub(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&SUB, FNN_BIN_SUB, IOP_SUB, sub_row, out, a, b); }
+int fnn_mul(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MUL, FNN_BIN_MUL, IOP_MUL, mul_row, out, a, b); }
+int fnn_div(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&DIV, FNN_BIN_DIV, IOP_NONE, div_row, out, a, b); }
+int fnn_pow(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&POW, -1, IOP_NONE, pow_row, out, a, b); }
+int fnn_maximum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MAXIMUM, -1, IOP_NONE, maximum_row, out, a, b); }
+int fnn_minimum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MINIMUM, -1, IOP_NONE, minimum_row, out, a, b); }
 
 /* ---- comparisons: 1.0 / 0.0, no gradient ---- */
 ROW(eq, a == b ? 1.0f : 0.0f)
@@ -269,12 +387,12 @@ static const fnn_op_def LT = {{"lt", "elementwise", 0, 0}, NULL, FNN_EMBEDS_NONE
 static const fnn_op_def LE = {{"le", "elementwise", 0, 0}, NULL, FNN_EMBEDS_NONE};
 static const fnn_op_def GT = {{"gt", "elementwise", 0, 0}, NULL, FNN_EMBEDS_NONE};
 static const fnn_op_def GE = {{"ge", "elementwise", 0, 0}, NULL, FNN_EMBEDS_NONE};
-int fnn_eq(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&EQ, -1, eq_row, out, a, b); }
-int fnn_ne(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&NE, -1, ne_row, out, a, b); }
-int fnn_lt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&LT, -1, lt_row, out, a, b); }
-int fnn_le(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&LE, -1, le_row, out, a, b); }
-int fnn_gt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&GT, -1, gt_row, out, a, b); }
-int fnn_ge(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&GE, -1, ge_row, out, a, b); }
+int fnn_eq(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&EQ, -1, IOP_EQ, eq_row, out, a, b); }
+int fnn_ne(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&NE, -1, IOP_NE, ne_row, out, a, b); }
+int fnn_lt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&LT, -1, IOP_LT, lt_row, out, a, b); }
+int fnn_le(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&LE, -1, IOP_LE, le_row, out, a, b); }
+int fnn_gt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&GT, -1, IOP_GT, gt_row, out, a, b); }
+int fnn_ge(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&GE, -1, IOP_GE, ge_row, out, a, b); }
 
 /* ================= with a number (k0 = s) ================= */
 ROW(add_s, a + k0)
@@ -303,6 +421,15 @@ static const fnn_op_def POW_S = {{"pow_scalar", "elementwise", 1, 0}, pow_s_back
 static const fnn_op_def RPOW_S = {{"rpow_scalar", "elementwise", 1, 0}, rpow_s_backward, FNN_EMBEDS_NONE};
 
 static int scalar_op(const fnn_op_def *def, row_fn row, fnn_tensor *out, const fnn_tensor *a, double s, bool save_out) {
+    if (any_int64(a, NULL)) {
+        int_op iop = def == &ADD_S ? IOP_ADD : def == &MUL_S ? IOP_MUL : def == &RSUB_S ? IOP_SUB : IOP_NONE;
+        if (iop != IOP_NONE && whole(s)) return int_scalar(def->info.name, iop, def == &RSUB_S, out, a, s);
+        fnn_tensor fa;   /* a fractional number, or an op int64 lacks: in float32 */
+        FNN_TRY(fnn_to_dtype(&fa, a, FNN_DTYPE_FLOAT32));
+        int rc = scalar_op(def, row, out, &fa, s, save_out);
+        fnn_tensor_clear(&fa);
+        return rc;
+    }
     const fnn_tensor *ins[1] = {a};
     return apply(def, out, 1, ins, row, (float)s, 0, save_out);
 }
@@ -366,7 +493,10 @@ static int unary(const fnn_op_def *def, row_fn row, fnn_tensor *out, const fnn_t
     const fnn_tensor *ins[1] = {x};
     return apply(def, out, 1, ins, row, k0, k1, true);
 }
-int fnn_neg(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_neg, neg_f_row, out, x, 0, 0); }
+int fnn_neg(fnn_tensor *out, const fnn_tensor *x) {
+    if (any_int64(x, NULL)) return int_scalar("neg", IOP_MUL, false, out, x, -1.0);
+    return unary(&UNARY_neg, neg_f_row, out, x, 0, 0);
+}
 int fnn_abs(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_abs, abs_f_row, out, x, 0, 0); }
 int fnn_exp(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_exp, exp_f_row, out, x, 0, 0); }
 int fnn_log(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_log, log_f_row, out, x, 0, 0); }

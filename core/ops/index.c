@@ -1,11 +1,14 @@
 /* index.c: ops driven by index tensors (index_select gather scatter_add) and
  * by a mask (masked_fill).
  *
- * Index tensors hold 1-based ids as floats, as Lua users see them; the kernels
- * convert each one when they load it and check it is a whole number inside
- * 1..size, naming the 1-based value, the range, the dim and the shape. Index
- * and mask tensors are never differentiated: nodes take edges only from the
- * data inputs, and keep the index or mask as a saved tensor for the rule. */
+ * Index tensors hold 1-based ids, as Lua users see them: int64, or float32
+ * holding whole numbers (exact only up to 2^24). The kernels read each one
+ * through fnn_index_at, which checks it is a whole number inside 1..size and
+ * names the 1-based value, the range, the dim and the shape. index_select and
+ * gather copy elements of any dtype (an int64 x is gathered exactly);
+ * scatter_add and masked_fill are float32. Index and mask tensors are never
+ * differentiated: nodes take edges only from the data inputs, and keep the
+ * index or mask as a saved tensor for the rule. */
 #include "../internal.h"
 #include <math.h>
 #include <string.h>
@@ -15,22 +18,6 @@
 static int cpu_only(const char *op, const fnn_tensor *x) {
     FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
               "%s: not implemented on cuda yet", op);
-    return FNN_STATUS_OK;
-}
-
-/* a 1-based id as stored -> 0-based position in 0..size-1, or an error naming it */
-static inline int load_index(const char *op, float v, int64_t size, int dim, const fnn_tensor *x, int64_t *pos) {
-    if (!(v >= 1.0f && v <= (float)size) || v != floorf(v)) {
-        if (v == floorf(v) || isnan(v) || isinf(v))
-            return FNN_FAIL(FNN_STATUS_ARG, "%s: index %g outside 1..%lld in dim %d of %s", op, (double)v,
-                            (long long)size, dim + 1, fnn_shape_of(x).s);
-        return FNN_FAIL(FNN_STATUS_ARG, "%s: index %g is not a whole number (dim %d of %s)", op, (double)v, dim + 1,
-                        fnn_shape_of(x).s);
-    }
-    *pos = (int64_t)v - 1;
-    /* float rounding at the top of a huge dim: keep the position inside it */
-    if (*pos >= size) return FNN_FAIL(FNN_STATUS_ARG, "%s: index %g outside 1..%lld in dim %d of %s", op, (double)v,
-                                      (long long)size, dim + 1, fnn_shape_of(x).s);
     return FNN_STATUS_OK;
 }
 
@@ -52,12 +39,13 @@ static void split_at(const fnn_tensor *x, int d, int64_t *outer, int64_t *inner)
 
 /* ================= index_select ================= */
 
-/* y [outer, m, inner] = x [outer, n, inner] at rows ids[0..m-1] (0-based) */
-static void index_select_forward_cpu(float *y, const float *x, const int64_t *ids, int64_t outer, int64_t n,
-                                     int64_t m, int64_t inner) {
+/* y [outer, m, inner] = x [outer, n, inner] at rows ids[0..m-1] (0-based), elements of esize bytes */
+static void index_select_forward_cpu(char *y, const char *x, int esize, const int64_t *ids, int64_t outer,
+                                     int64_t n, int64_t m, int64_t inner) {
+    size_t row = (size_t)inner * (size_t)esize;
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < m; j++)
-            memcpy(y + (o * m + j) * inner, x + (o * n + ids[j]) * inner, sizeof(float) * (size_t)inner);
+            memcpy(y + (size_t)(o * m + j) * row, x + (size_t)(o * n + ids[j]) * row, row);
 }
 
 /* dx [outer, n, inner] += g [outer, m, inner] at rows ids (repeated ids add up) */
@@ -77,9 +65,8 @@ static int64_t *load_ids(const char *op, const fnn_tensor *index, const fnn_tens
     int64_t m = fnn_tensor_numel(index), st = index->ndim == 1 ? index->stride[0] : 0;
     int64_t *ids = fnn_alloc(fnn_make_device(FNN_DEVICE_CPU, 0), (m > 0 ? m : 1) * (int64_t)sizeof(int64_t));
     if (!ids) { *rc = fnn_last_status(); return NULL; }
-    const float *iv = fnn_data(index);
     *rc = FNN_STATUS_OK;
-    for (int64_t j = 0; j < m && !*rc; j++) *rc = load_index(op, iv[j * st], x->shape[d], d, x, &ids[j]);
+    for (int64_t j = 0; j < m && !*rc; j++) *rc = fnn_index_at(op, index, j * st, x->shape[d], d, x, &ids[j]);
     return ids;
 }
 static void free_ids(int64_t *ids, const fnn_tensor *index) {
@@ -120,8 +107,8 @@ static const fnn_op_def INDEX_SELECT = {{"index_select", "index", 1, 0}, index_s
 /* index_select: x [.., n, ..], index [m] of ids in 1..n -> [.., m, ..] */
 int fnn_index_select(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) {
     const char *op = "index_select";
-    FNN_TRY(fnn_check_input(op, x));
-    FNN_TRY(fnn_check_input(op, index));
+    FNN_TRY(fnn_check_input_any(op, x));
+    FNN_TRY(fnn_check_index(op, "index", index));
     int d, rc;
     FNN_TRY(fnn_wrap_dim(op, x, dim, 0, &d));
     FNN_CHECK(index->ndim <= 1, FNN_STATUS_SHAPE, "%s: index must be 1-D, got %s for input %s", op,
@@ -132,15 +119,15 @@ int fnn_index_select(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_te
     fnn_tensor_init(&xtmp);
     int64_t *ids = load_ids(op, index, x, d, &rc);
     if (!ids) return rc;
-    const float *xd = rc ? NULL : fnn_contiguous_data(x, &xtmp, &rc);
+    const void *xd = rc ? NULL : fnn_contiguous_bytes(x, &xtmp, &rc);
     int64_t m = fnn_tensor_numel(index), shape[FNN_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[d] = m;
-    if (!rc) rc = fnn_new_output(out, x->device, x->ndim, shape);
+    if (!rc) rc = fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape);
     if (!rc) {
         int64_t outer, inner;
         split_at(x, d, &outer, &inner);
-        index_select_forward_cpu(fnn_data(out), xd, ids, outer, x->shape[d], m, inner);
+        index_select_forward_cpu(fnn_bytes(out), xd, fnn_elem_size(x), ids, outer, x->shape[d], m, inner);
         const fnn_tensor *ins[1] = {x};
         rc = record(&INDEX_SELECT, out, 1, ins, index, d);
     }
@@ -151,16 +138,18 @@ int fnn_index_select(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_te
 
 /* ================= gather, scatter_add ================= */
 
+/* what index_walk does at each position */
+typedef enum { GATHER_F32, GATHER_I64, SCATTER_ADD_F32 } walk_kind;
+
 /* the shared loop of gather and scatter_add: for every position p of index [s...]
  * (row-major), with q = p but q[dim] = index[p] - 1:
- *   gather:      y[p] = x[q]              (y contiguous like index)
- *   scatter_add: x[q] += src[p]           (x the output, contiguous) */
-static int index_walk(const char *op, bool scatter, float *x, const int64_t *xs, const fnn_tensor *xshape,
-                      const fnn_tensor *index, float *y, const int64_t *ys, int d) {
+ *   gather:      y[p] = x[q]              (y contiguous like index; float32 or int64 elements)
+ *   scatter_add: x[q] += src[p]           (x the output, contiguous; float32) */
+static int index_walk(const char *op, walk_kind kind, void *x, const int64_t *xs, const fnn_tensor *xshape,
+                      const fnn_tensor *index, void *y, const int64_t *ys, int d) {
     int ndim = index->ndim;
     int64_t n = fnn_tensor_numel(index);
     if (n == 0) return FNN_STATUS_OK;
-    const float *iv = fnn_data(index);
     int64_t idx[FNN_MAX_DIMS] = {0};
     for (int64_t k = 0; k < n; k++) {
         int64_t ioff = 0, xoff = 0, yoff = 0;
@@ -170,10 +159,13 @@ static int index_walk(const char *op, bool scatter, float *x, const int64_t *xs,
             if (i != d) xoff += idx[i] * xs[i];
         }
         int64_t pos = 0;
-        FNN_TRY(load_index(op, iv[ioff], xshape->shape[d], d, xshape, &pos));
+        FNN_TRY(fnn_index_at(op, index, ioff, xshape->shape[d], d, xshape, &pos));
         xoff += pos * xs[d];
-        if (scatter) x[xoff] += y[yoff];
-        else y[yoff] = x[xoff];
+        switch (kind) {
+        case GATHER_F32: ((float *)y)[yoff] = ((const float *)x)[xoff]; break;
+        case GATHER_I64: ((int64_t *)y)[yoff] = ((const int64_t *)x)[xoff]; break;
+        case SCATTER_ADD_F32: ((float *)x)[xoff] += ((const float *)y)[yoff]; break;
+        }
         for (int i = ndim - 1; i >= 0; i--) { if (++idx[i] < index->shape[i]) break; idx[i] = 0; }
     }
     return FNN_STATUS_OK;
@@ -210,7 +202,8 @@ static int gather_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (!rc) {
         int64_t gs[FNN_MAX_DIMS];
         fnn_contiguous_strides(g->ndim, g->shape, gs);
-        rc = index_walk("gather", true, fnn_data(&din[0]), din[0].stride, &xs, &n->saved[0], (float *)gd, gs, d);
+        rc = index_walk("gather", SCATTER_ADD_F32, fnn_data(&din[0]), din[0].stride, &xs, &n->saved[0], (float *)gd,
+                        gs, d);
     }
     fnn_tensor_clear(&gtmp);
     if (rc) fnn_tensor_clear(&din[0]);
@@ -221,15 +214,16 @@ static const fnn_op_def GATHER = {{"gather", "index", 1, 0}, gather_backward, FN
 /* gather: x [s...], index [t...] (same ndim, t <= s outside dim) -> [t...], y[p] = x[p with dim = index[p]] */
 int fnn_gather(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) {
     const char *op = "gather";
-    FNN_TRY(fnn_check_input(op, x));
-    FNN_TRY(fnn_check_input(op, index));
+    FNN_TRY(fnn_check_input_any(op, x));
+    FNN_TRY(fnn_check_index(op, "index", index));
     int d;
     FNN_TRY(fnn_wrap_dim(op, x, dim, 0, &d));
     FNN_TRY(check_index_shape(op, x, index, NULL, d));
     FNN_TRY(fnn_check_same_device(op, x, index));
     FNN_TRY(cpu_only(op, x));
-    FNN_TRY(fnn_new_output(out, x->device, index->ndim, index->shape));
-    int rc = index_walk(op, false, (float *)fnn_data(x), x->stride, x, index, fnn_data(out), out->stride, d);
+    FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, index->ndim, index->shape));
+    int rc = index_walk(op, fnn_is_int64(x) ? GATHER_I64 : GATHER_F32, fnn_bytes(x), x->stride, x, index,
+                        fnn_bytes(out), out->stride, d);
     if (rc) { fnn_tensor_clear(out); return rc; }
     const fnn_tensor *ins[1] = {x};
     return record(&GATHER, out, 1, ins, index, d);
@@ -263,7 +257,7 @@ static const fnn_op_def SCATTER_ADD = {{"scatter_add", "index", 1, 0}, scatter_a
 int fnn_scatter_add(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index, const fnn_tensor *src) {
     const char *op = "scatter_add";
     FNN_TRY(fnn_check_input(op, x));
-    FNN_TRY(fnn_check_input(op, index));
+    FNN_TRY(fnn_check_index(op, "index", index));
     FNN_TRY(fnn_check_input(op, src));
     int d;
     FNN_TRY(fnn_wrap_dim(op, x, dim, 0, &d));
@@ -272,7 +266,8 @@ int fnn_scatter_add(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_ten
     FNN_TRY(fnn_check_same_device(op, x, src));
     FNN_TRY(cpu_only(op, x));
     FNN_TRY(fnn_materialize(out, x));
-    int rc = index_walk(op, true, fnn_data(out), out->stride, x, index, (float *)fnn_data(src), src->stride, d);
+    int rc = index_walk(op, SCATTER_ADD_F32, fnn_data(out), out->stride, x, index, (float *)fnn_data(src),
+                        src->stride, d);
     if (rc) { fnn_tensor_clear(out); return rc; }
     const fnn_tensor *ins[2] = {x, src};
     return record(&SCATTER_ADD, out, 2, ins, index, d);

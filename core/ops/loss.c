@@ -10,21 +10,22 @@
 /* ================= cross_entropy: logits [N, C], targets [N] 1-based ids -> [] ================= */
 
 /* backward: dlogits = (softmax - onehot(target)) * g / N; only logits get a gradient.
- * saved[0] is the softmax from the forward, saved[1] the targets (checked there). */
+ * saved[0] is the softmax from the forward, saved[1] the targets as 0-based int64 positions
+ * (checked there). */
 static int cross_entropy_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
     const fnn_tensor *p = &n->saved[0], *t = &n->saved[1];
     int64_t rows = p->shape[0], cols = p->shape[1];
     FNN_TRY(fnn_new_output(&din[0], p->device, 2, p->shape));
     const float scale = (float)(fnn_data(g)[0] / (double)rows);
-    const float *pp = fnn_data(p), *tp = fnn_data(t);
+    const float *pp = fnn_data(p);
+    const int64_t *tp = fnn_data_i64(t);
     float *d = fnn_data(&din[0]);
-    int64_t st = t->stride[0];
-    for (int64_t i = 0; i < rows; i++) {   /* p is contiguous (made by the forward) */
+    for (int64_t i = 0; i < rows; i++) {   /* p and t are contiguous (made by the forward) */
         const float *pi = pp + i * cols;
         float *di = d + i * cols;
         for (int64_t j = 0; j < cols; j++) di[j] = pi[j] * scale;
-        di[(int64_t)tp[i * st] - 1] -= scale;
+        di[tp[i]] -= scale;
     }
     return FNN_STATUS_OK;
 }
@@ -33,9 +34,10 @@ static const fnn_op_def CROSS_ENTROPY = {{"cross_entropy", "loss", 1, 0}, cross_
 enum { CE_PARTS = 64, CE_PART_ELEMS = 4096 };
 
 typedef struct {
-    const float *x, *t;
+    const float *x;
+    const int64_t *t;                 /* 0-based class of each row */
     float *pr;                        /* softmax rows out, or NULL */
-    int64_t s0, s1, st, rows, cols, chunk;
+    int64_t s0, s1, rows, cols, chunk;
     double *part;                     /* part[p]: the loss summed over rows p*chunk .. */
 } ce_args;
 
@@ -59,7 +61,7 @@ static void ce_parts(void *ctx, int64_t lo, int64_t hi) {
             } else {
                 for (int64_t j = 0; j < cols; j++) sum += fnn_expf(xi[j * s1] - mx);
             }
-            int64_t target = (int64_t)a->t[i * a->st] - 1;
+            int64_t target = a->t[i];
             total += (double)mx + log((double)sum) - (double)xi[target * s1];
         }
         a->part[p] = total;
@@ -68,7 +70,7 @@ static void ce_parts(void *ctx, int64_t lo, int64_t hi) {
 
 int fnn_cross_entropy(fnn_tensor *out, const fnn_tensor *logits, const fnn_tensor *targets) {
     FNN_TRY(fnn_check_input("cross_entropy", logits));
-    FNN_TRY(fnn_check_input("cross_entropy", targets));
+    FNN_TRY(fnn_check_index("cross_entropy", "targets", targets));
     FNN_TRY(fnn_check_same_device("cross_entropy", logits, targets));
     FNN_CHECK(logits->ndim == 2 && targets->ndim == 1 && targets->shape[0] == logits->shape[0], FNN_STATUS_SHAPE,
               "cross_entropy: logits %s and targets %s do not agree (expected logits [N,C] and targets [N])",
@@ -76,23 +78,29 @@ int fnn_cross_entropy(fnn_tensor *out, const fnn_tensor *logits, const fnn_tenso
     FNN_CHECK(fnn_device_type_of(logits->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
               "cross_entropy: not implemented on cuda yet");
     int64_t rows = logits->shape[0], cols = logits->shape[1], st = targets->stride[0];
-    const float *t = fnn_data(targets);
-    /* ids first, so a bad one fails before any work */
+    /* ids first (int64, or float32 holding whole numbers), so a bad one fails before any work */
+    fnn_tensor ids;
+    FNN_TRY(fnn_new_output_dtype(&ids, logits->device, FNN_DTYPE_INT64, 1, &rows));
+    int64_t *t = fnn_data_i64(&ids);
     for (int64_t i = 0; i < rows; i++) {
-        float id = t[i * st];
-        FNN_CHECK(id >= 1 && id <= (float)cols, FNN_STATUS_ARG,
-                  "cross_entropy: class id %g outside 1..%lld (row %lld of targets %s)", (double)id,
-                  (long long)cols, (long long)i + 1, fnn_shape_of(targets).s);
-        FNN_CHECK(id == floorf(id), FNN_STATUS_ARG, "cross_entropy: class id %g is not a whole number (row %lld)",
-                  (double)id, (long long)i + 1);
+        double id = fnn_is_int64(targets) ? (double)fnn_data_i64(targets)[i * st] : fnn_data(targets)[i * st];
+        if (!(id >= 1 && id <= (double)cols) || id != floor(id)) {
+            fnn_tensor_clear(&ids);
+            if (id != floor(id) && !isnan(id) && !isinf(id))
+                return FNN_FAIL(FNN_STATUS_ARG, "cross_entropy: class id %g is not a whole number (row %lld)", id,
+                                (long long)i + 1);
+            return FNN_FAIL(FNN_STATUS_ARG, "cross_entropy: class id %.17g outside 1..%lld (row %lld of targets %s)",
+                            id, (long long)cols, (long long)i + 1, fnn_shape_of(targets).s);
+        }
+        t[i] = (int64_t)id - 1;
     }
     const fnn_tensor *ins[1] = {logits};
     bool grad = fnn_needs_node(1, ins);
     fnn_tensor probs;   /* softmax rows, kept for the backward when a node is recorded */
     fnn_tensor_init(&probs);
-    if (grad) FNN_TRY(fnn_new_output(&probs, logits->device, 2, logits->shape));
-    int rc = fnn_new_output(out, logits->device, 0, NULL);
-    if (rc) { fnn_tensor_clear(&probs); return rc; }
+    int rc = grad ? fnn_new_output(&probs, logits->device, 2, logits->shape) : FNN_STATUS_OK;
+    if (!rc) rc = fnn_new_output(out, logits->device, 0, NULL);
+    if (rc) { fnn_tensor_clear(&probs); fnn_tensor_clear(&ids); return rc; }
 
     const float *x = fnn_data(logits);
     float *pr = grad ? fnn_data(&probs) : NULL;
@@ -103,16 +111,18 @@ int fnn_cross_entropy(fnn_tensor *out, const fnn_tensor *logits, const fnn_tenso
     if (chunk < (rows + CE_PARTS - 1) / CE_PARTS) chunk = (rows + CE_PARTS - 1) / CE_PARTS;
     if (chunk < 1) chunk = 1;
     double part[CE_PARTS];
-    ce_args a = {x, t, pr, s0, s1, st, rows, cols, chunk, part};
+    ce_args a = {x, t, pr, s0, s1, rows, cols, chunk, part};
     int64_t parts = (rows + chunk - 1) / chunk;
     fnn_parallel_for(parts, fnn_threads_for(rows * cols * 8), ce_parts, &a);   /* exp is costly: several flops */
     double total = 0;
     for (int64_t p = 0; p < parts; p++) total += part[p];
     fnn_data(out)[0] = (float)(total / (double)rows);   /* N = 0: 0/0 = nan, as PyTorch */
-    if (!grad) return FNN_STATUS_OK;
-    fnn_node *n = fnn_attach_node(out, &CROSS_ENTROPY, 1, ins);
-    if (!n || fnn_save(n, 0, &probs) || fnn_save(n, 1, targets)) rc = fnn_last_status();
+    if (grad) {
+        fnn_node *n = fnn_attach_node(out, &CROSS_ENTROPY, 1, ins);
+        if (!n || fnn_save(n, 0, &probs) || fnn_save(n, 1, &ids)) rc = fnn_last_status();
+    }
     fnn_tensor_clear(&probs);
+    fnn_tensor_clear(&ids);
     if (rc) fnn_tensor_clear(out);
     return rc;
 }

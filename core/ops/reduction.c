@@ -219,12 +219,15 @@ static void reduced_shape(const fnn_tensor *x, int d, int keepdim, int *ndim, in
 }
 
 /* checks every reduction runs first; dim -1 (or 0 on a scalar) means everything -> *d = -1 */
-static int prelude(const char *name, const fnn_tensor *x, int dim, int *d) {
-    FNN_TRY(fnn_check_input(name, x));
+static int prelude_dim(const char *name, const fnn_tensor *x, int dim, int *d) {
     FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
               "%s: not implemented on cuda yet", name);
     if (dim == -1 || (x->ndim == 0 && dim == 0)) { *d = -1; return FNN_STATUS_OK; }
     return fnn_wrap_dim(name, x, dim, 0, d);
+}
+static int prelude(const char *name, const fnn_tensor *x, int dim, int *d) {
+    FNN_TRY(fnn_check_input(name, x));
+    return prelude_dim(name, x, dim, d);
 }
 
 /* record the node of a one-input reduction: saved[0] = x (when save_x), saved[1] = extra;
@@ -248,7 +251,7 @@ static int record(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, b
 /* ================= drivers ================= */
 
 /* a line kernel: n values at stride s -> *y (and a 1-based *idx when idx != NULL); k = op numbers */
-typedef void (*line_fn)(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx);
+typedef void (*line_fn)(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx);
 /* a gradient line kernel: dx[r*s] for r < n from the output gradient g and output y (or index) */
 typedef void (*grad_fn)(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
 
@@ -256,7 +259,8 @@ typedef struct {
     const geom *g;
     line_fn f;
     const double *k;
-    float *y, *idx;
+    float *y;
+    int64_t *idx;
     const float *rows;   /* the lines gathered into contiguous rows, or NULL: read them through g */
 } lines_args;
 
@@ -266,7 +270,7 @@ static void lines_span(void *ctx, int64_t lo, int64_t hi) {
     const geom *g = a->g;
     const int64_t R = g->red;
     for (int64_t p = lo; p < hi; p++) {
-        float *idx = a->idx ? a->idx + p : NULL;
+        int64_t *idx = a->idx ? a->idx + p : NULL;
         if (a->rows) a->f(a->rows + p * R, R, 1, a->k, a->y + p, idx);
         else {
             int64_t o = p / g->inner, i = p - o * g->inner;
@@ -276,7 +280,7 @@ static void lines_span(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* [outer, red, inner] -> y [outer, inner], one line kernel call per output */
-static int run_lines(const geom *g, line_fn f, const double *k, float *y, float *idx) {
+static int run_lines(const geom *g, line_fn f, const double *k, float *y, int64_t *idx) {
     int64_t nout = g->outer * g->inner, R = g->red;
     int threads = fnn_threads_for(nout * (R > 0 ? R : 1));
     lines_args a = {g, f, k, y, idx, NULL};
@@ -574,7 +578,36 @@ static int sum_mean(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x,
     return record(def, out, x, false, NULL, d, keepdim, mean ? 1 : 0, 0);
 }
 
-int fnn_sum(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { return sum_mean(&SUM, out, x, dim, keepdim, false); }
+/* int64 sum (counts, ids): exact, wrapping on overflow as PyTorch; plain loops, no gradient */
+static int sum_i64(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
+    int d, ondim;
+    int64_t oshape[FNN_MAX_DIMS], O, R, I;
+    FNN_TRY(fnn_check_input_any("sum", x));
+    FNN_TRY(prelude_dim("sum", x, dim, &d));
+    reduced_shape(x, d, keepdim, &ondim, oshape);
+    split_shape(x->ndim, x->shape, d, &O, &R, &I);
+    fnn_tensor tmp;
+    int rc;
+    const int64_t *xs = fnn_contiguous_bytes(x, &tmp, &rc);
+    FNN_TRY(rc);
+    rc = fnn_new_output_dtype(out, x->device, FNN_DTYPE_INT64, ondim, oshape);
+    if (!rc) {
+        int64_t *y = fnn_data_i64(out);
+        for (int64_t o = 0; o < O; o++)
+            for (int64_t i = 0; i < I; i++) {
+                uint64_t acc = 0;
+                for (int64_t r = 0; r < R; r++) acc += (uint64_t)xs[(o * R + r) * I + i];
+                y[o * I + i] = (int64_t)acc;
+            }
+    }
+    fnn_tensor_clear(&tmp);
+    return rc;
+}
+
+int fnn_sum(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
+    if (x && fnn_is_int64(x)) return sum_i64(out, x, dim, keepdim);
+    return sum_mean(&SUM, out, x, dim, keepdim, false);
+}
 int fnn_mean(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { return sum_mean(&MEAN, out, x, dim, keepdim, true); }
 
 /* ================= the other reductions: line kernels and their gradients ================= */
@@ -597,7 +630,7 @@ static int reduce(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, i
 }
 
 /* ---- prod: product of none = 1 ---- */
-static void prod_line(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx) {
+static void prod_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx) {
     (void)k; (void)idx;
     double p = 1;
     for (int64_t r = 0; r < n; r++) p *= x[r * s];
@@ -623,7 +656,7 @@ int fnn_prod(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
 }
 
 /* ---- var, std: two passes in double; k[0] = ddof (1 unbiased), k[1] = 1 for std ---- */
-static void var_line(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx) {
+static void var_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx) {
     (void)idx;
     double m = line_sum(x, n, s) / (double)n, ss = 0;
     for (int64_t r = 0; r < n; r++) { double dv = x[r * s] - m; ss += dv * dv; }
@@ -648,7 +681,7 @@ int fnn_std(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, int unbi
 }
 
 /* ---- norm: (sum |x|^p)^(1/p); p = inf: max |x|, -inf: min |x|, 0: count of non-zeros ---- */
-static void norm_line(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx) {
+static void norm_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx) {
     (void)idx;
     double p = k[0], acc = 0;
     if (p == 2) {
@@ -702,7 +735,7 @@ int fnn_norm(fnn_tensor *out, const fnn_tensor *x, double p, int dim, int keepdi
 }
 
 /* ---- logsumexp: m + log(sum exp(x - m)), m = max (stable); of none = -inf ---- */
-static void lse_line(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx) {
+static void lse_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx) {
     (void)k; (void)idx;
     float m = -INFINITY;
     for (int64_t r = 0; r < n; r++) {
@@ -730,7 +763,7 @@ int fnn_logsumexp(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
 /* ================= max, min, argmax, argmin ================= */
 
 /* the first largest (smallest) value and its 1-based position; a nan wins, as PyTorch */
-static void max_line(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx) {
+static void max_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx) {
     (void)k;
     float best = x[0];
     int64_t at = 0;
@@ -739,9 +772,9 @@ static void max_line(const float *x, int64_t n, int64_t s, const double *k, floa
         if (v > best || isnan(v)) { best = v; at = r; }
     }
     *y = best;
-    if (idx) *idx = (float)(at + 1);
+    if (idx) *idx = at + 1;
 }
-static void min_line(const float *x, int64_t n, int64_t s, const double *k, float *y, float *idx) {
+static void min_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx) {
     (void)k;
     float best = x[0];
     int64_t at = 0;
@@ -750,14 +783,7 @@ static void min_line(const float *x, int64_t n, int64_t s, const double *k, floa
         if (v < best || isnan(v)) { best = v; at = r; }
     }
     *y = best;
-    if (idx) *idx = (float)(at + 1);
-}
-/* along a dim: all of g to the selected (first) position; y holds its 1-based index */
-static void pick_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k) {
-    (void)x; (void)k;
-    for (int64_t r = 0; r < n; r++) dx[r * s] = 0.0f;
-    int64_t at = (int64_t)y - 1;
-    if (at >= 0 && at < n) dx[at * s] = g;
+    if (idx) *idx = at + 1;
 }
 /* over everything: g split evenly among the elements equal to the result y */
 static void ties_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k) {
@@ -767,10 +793,24 @@ static void ties_grad(float *dx, const float *x, int64_t n, int64_t s, float g, 
     float share = ties ? g / (float)ties : 0.0f;
     for (int64_t r = 0; r < n; r++) dx[r * s] = x[r * s] == y ? share : 0.0f;
 }
-/* saved[0] = x, saved[1] = the indices (along a dim) or the value (over everything) */
+/* saved[0] = x, saved[1] = the value (over everything: ties share g) or the int64 indices (along a
+ * dim: all of g goes to the selected position, scattered back into zeros) */
 static int extreme_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    bool all = n->iattr[0] < 0;
-    return grad_lines(n, g, din, all ? ties_grad : pick_grad, all, true);
+    int d = (int)n->iattr[0];
+    if (d < 0) return grad_lines(n, g, din, ties_grad, true, true);
+    if (!n->next[0]) return FNN_STATUS_OK;
+    fnn_tensor zeros, gk, ik;
+    fnn_tensor_init(&gk);
+    fnn_tensor_init(&ik);
+    FNN_TRY(fnn_zeros(&zeros, n->in_ndim[0], n->in_shape[0]));
+    bool keep = n->iattr[1] != 0;
+    int rc = keep ? fnn_tensor_ref(&gk, g) : fnn_unsqueeze(&gk, g, d);
+    if (!rc) rc = keep ? fnn_tensor_ref(&ik, &n->saved[1]) : fnn_unsqueeze(&ik, &n->saved[1], d);
+    if (!rc) rc = fnn_scatter_add(din, &zeros, d, &ik, &gk);
+    fnn_tensor_clear(&zeros);
+    fnn_tensor_clear(&gk);
+    fnn_tensor_clear(&ik);
+    return rc;
 }
 static const fnn_op_def MAX = {{"max", "reduction", 1, 0}, extreme_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def MIN = {{"min", "reduction", 1, 0}, extreme_backward, FNN_EMBEDS_NONE};
@@ -795,10 +835,10 @@ static int extreme(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *
     }
     int rc = fnn_new_output(vals, x->device, ondim, oshape);
     if (!rc) {
-        rc = fnn_new_output(idx, x->device, ondim, oshape);
+        rc = fnn_new_output_dtype(idx, x->device, FNN_DTYPE_INT64, ondim, oshape);
         if (rc) fnn_tensor_clear(vals);
     }
-    if (!rc && (rc = run_lines(&g, is_max ? max_line : min_line, NULL, fnn_data(vals), fnn_data(idx)))) {
+    if (!rc && (rc = run_lines(&g, is_max ? max_line : min_line, NULL, fnn_data(vals), fnn_data_i64(idx)))) {
         fnn_tensor_clear(vals);
         fnn_tensor_clear(idx);
     }
@@ -807,10 +847,56 @@ static int extreme(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *
     return rc;
 }
 
+/* max/min of an int64 x (ids, counts): int64 values and 1-based int64 indices of the first extreme;
+ * plain loops, no gradient */
+static int extreme_i64(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *idx, const fnn_tensor *x,
+                       int dim, int keepdim) {
+    int d, ondim;
+    int64_t oshape[FNN_MAX_DIMS], O, R, I;
+    FNN_TRY(fnn_check_input_any(name, x));
+    FNN_TRY(prelude_dim(name, x, dim, &d));
+    reduced_shape(x, d, keepdim, &ondim, oshape);
+    split_shape(x->ndim, x->shape, d, &O, &R, &I);
+    FNN_CHECK(R > 0, FNN_STATUS_SHAPE, "%s: tensor %s has nothing to reduce along %s", name, fnn_shape_of(x).s,
+              d < 0 ? "its elements" : "that dim");
+    fnn_tensor tmp;
+    int rc;
+    const int64_t *xs = fnn_contiguous_bytes(x, &tmp, &rc);
+    FNN_TRY(rc);
+    fnn_tensor_init(idx);
+    rc = fnn_new_output_dtype(vals, x->device, FNN_DTYPE_INT64, ondim, oshape);
+    if (!rc) rc = fnn_new_output_dtype(idx, x->device, FNN_DTYPE_INT64, ondim, oshape);
+    if (!rc) {
+        int64_t *v = fnn_data_i64(vals), *at = fnn_data_i64(idx);
+        for (int64_t o = 0; o < O; o++)
+            for (int64_t i = 0; i < I; i++) {
+                const int64_t *line = xs + o * R * I + i;
+                int64_t best = line[0], pos = 0;
+                for (int64_t r = 1; r < R; r++) {
+                    int64_t e = line[r * I];
+                    if (is_max ? e > best : e < best) { best = e; pos = r; }
+                }
+                v[o * I + i] = best;
+                at[o * I + i] = pos + 1;
+            }
+    } else {
+        fnn_tensor_clear(vals);
+        fnn_tensor_clear(idx);
+    }
+    fnn_tensor_clear(&tmp);
+    return rc;
+}
+
 static int maxmin(const fnn_op_def *def, fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int dim,
                   int keepdim) {
     fnn_tensor idx;
     int d;
+    if (x && fnn_is_int64(x)) {
+        FNN_TRY(extreme_i64(def->info.name, def == &MAX, values, &idx, x, dim, keepdim));
+        if (indices) *indices = idx;
+        else fnn_tensor_clear(&idx);
+        return FNN_STATUS_OK;
+    }
     FNN_TRY(extreme(def->info.name, def == &MAX, values, &idx, x, dim, keepdim, &d));
     int rc = record(def, values, x, true, d < 0 ? values : &idx, d, keepdim, 0, 0);
     if (rc) { fnn_tensor_clear(&idx); return rc; }
@@ -828,6 +914,11 @@ int fnn_min(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int di
 static int arg_extreme(const char *name, bool is_max, fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
     fnn_tensor vals;
     int d;
+    if (x && fnn_is_int64(x)) {
+        FNN_TRY(extreme_i64(name, is_max, &vals, out, x, dim, keepdim));
+        fnn_tensor_clear(&vals);
+        return FNN_STATUS_OK;
+    }
     FNN_TRY(extreme(name, is_max, &vals, out, x, dim, keepdim, &d));
     fnn_tensor_clear(&vals);
     return FNN_STATUS_OK;

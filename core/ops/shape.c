@@ -8,8 +8,12 @@
  * reshape <-> reshape, transpose <-> transpose, permute <-> inverse permute,
  * expand <-> sum_to_shape, narrow/select <-> pad with zeros, pad <-> pad with
  * the negated widths, cat <-> narrow, stack <-> select, tril/triu <-> same
- * mask; repeat sums the repeated blocks back with a kernel of its own. */
+ * mask; repeat sums the repeated blocks back with a kernel of its own.
+ *
+ * Views and copies take any dtype (an int64 tensor of ids reshapes, slices,
+ * joins, repeats, pads and masks like a float one). */
 #include "../internal.h"
+#include <math.h>
 #include <string.h>
 
 /* ================= helpers ================= */
@@ -38,10 +42,10 @@ static int record(const fnn_op_def *def, fnn_tensor *out, int n, const fnn_tenso
 }
 
 typedef struct {
-    float *dst;
-    const float *src;
+    char *dst;
+    const char *src;
     const int64_t *ds, *ss, *shape;
-    int ndim;
+    int ndim, esize;
 } copy_args;
 
 /* rows lo..hi-1 of copy_nd (a row: the last dim) */
@@ -58,21 +62,23 @@ static void copy_rows(void *ctx, int64_t lo, int64_t hi) {
             doff += i * ds[d];
             soff += i * ss[d];
         }
-        float *y = a->dst + doff;
-        const float *x = a->src + soff;
-        if (di == 1 && si == 1) memcpy(y, x, sizeof(float) * (size_t)inner);
-        else for (int64_t i = 0; i < inner; i++) y[i * di] = x[i * si];
+        char *y = a->dst + doff * a->esize;
+        const char *x = a->src + soff * a->esize;
+        if (di == 1 && si == 1) memcpy(y, x, (size_t)a->esize * (size_t)inner);
+        else if (a->esize == 8)
+            for (int64_t i = 0; i < inner; i++) ((int64_t *)(void *)y)[i * di] = ((const int64_t *)(const void *)x)[i * si];
+        else for (int64_t i = 0; i < inner; i++) ((float *)(void *)y)[i * di] = ((const float *)(const void *)x)[i * si];
     }
 }
 
-/* dst[i] = src[i] over shape, both strided (in elements); rows of the last dim run in parallel.
- * shape [d0..dn-1], dst strides ds, src strides ss */
-static void copy_nd(float *dst, const int64_t *ds, const float *src, const int64_t *ss, int ndim,
-                    const int64_t *shape) {
+/* dst[i] = src[i] over shape, both strided (in elements of esize bytes: float32 or int64); rows of
+ * the last dim run in parallel. shape [d0..dn-1], dst strides ds, src strides ss */
+static void copy_nd(void *dst, const int64_t *ds, const void *src, const int64_t *ss, int ndim,
+                    const int64_t *shape, int esize) {
     int64_t n = fnn_numel_of(ndim, shape);
     if (n == 0) return;
-    if (ndim == 0) { dst[0] = src[0]; return; }
-    copy_args a = {dst, src, ds, ss, shape, ndim};
+    if (ndim == 0) { memcpy(dst, src, (size_t)esize); return; }
+    copy_args a = {dst, src, ds, ss, shape, ndim, esize};
     fnn_parallel_for(n / shape[ndim - 1], fnn_threads_for(n), copy_rows, &a);
 }
 
@@ -177,7 +183,7 @@ static int reshape_to(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *
 
 /* reshape: x [any] -> shape with one -1 inferred; a view when possible */
 int fnn_reshape(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) {
-    FNN_TRY(fnn_check_input("reshape", x));
+    FNN_TRY(fnn_check_input_any("reshape", x));
     int64_t s[FNN_MAX_DIMS];
     FNN_TRY(infer_shape("reshape", x, ndim, shape, s));
     return reshape_to(&RESHAPE, out, x, ndim, s, true);
@@ -185,7 +191,7 @@ int fnn_reshape(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *s
 
 /* view: as reshape, but never copies */
 int fnn_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) {
-    FNN_TRY(fnn_check_input("view", x));
+    FNN_TRY(fnn_check_input_any("view", x));
     int64_t s[FNN_MAX_DIMS];
     FNN_TRY(infer_shape("view", x, ndim, shape, s));
     return reshape_to(&VIEW, out, x, ndim, s, false);
@@ -193,7 +199,7 @@ int fnn_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shap
 
 /* flatten: [a, b, c, d] with start 1, end 2 -> [a, b*c, d]; a scalar becomes [1] */
 int fnn_flatten(fnn_tensor *out, const fnn_tensor *x, int start_dim, int end_dim) {
-    FNN_TRY(fnn_check_input("flatten", x));
+    FNN_TRY(fnn_check_input_any("flatten", x));
     int64_t shape[FNN_MAX_DIMS];
     if (x->ndim == 0) {
         shape[0] = 1;
@@ -213,7 +219,7 @@ int fnn_flatten(fnn_tensor *out, const fnn_tensor *x, int start_dim, int end_dim
 
 /* squeeze: drops size-1 dims (dim = -1: all of them; a given dim of another size stays, as PyTorch) */
 int fnn_squeeze(fnn_tensor *out, const fnn_tensor *x, int dim) {
-    FNN_TRY(fnn_check_input("squeeze", x));
+    FNN_TRY(fnn_check_input_any("squeeze", x));
     int d = -1;
     if (dim != -1) FNN_TRY(fnn_wrap_dim("squeeze", x, dim, 0, &d));
     int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
@@ -231,7 +237,7 @@ int fnn_squeeze(fnn_tensor *out, const fnn_tensor *x, int dim) {
 
 /* unsqueeze: inserts a size-1 dim at dim (0..ndim) */
 int fnn_unsqueeze(fnn_tensor *out, const fnn_tensor *x, int dim) {
-    FNN_TRY(fnn_check_input("unsqueeze", x));
+    FNN_TRY(fnn_check_input_any("unsqueeze", x));
     int d;
     FNN_TRY(fnn_wrap_dim("unsqueeze", x, dim, 1, &d));
     FNN_TRY(check_ndim("unsqueeze", x->ndim + 1));
@@ -262,7 +268,7 @@ static const fnn_op_def CONTIGUOUS = {{"contiguous", "shape", 1, 0}, contiguous_
 
 /* contiguous: x -> same values in row-major order; x itself (one more reference) when already so */
 int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) {
-    FNN_TRY(fnn_check_input("contiguous", x));
+    FNN_TRY(fnn_check_input_any("contiguous", x));
     if (fnn_tensor_is_contiguous(x)) return fnn_tensor_ref(out, x);
     FNN_TRY(cpu_only("contiguous", x));
     FNN_TRY(fnn_materialize(out, x));
@@ -280,7 +286,7 @@ static const fnn_op_def TRANSPOSE = {{"transpose", "shape", 1, 0}, transpose_bac
 
 /* transpose: swaps dims d1 and d2 (a view) */
 int fnn_transpose(fnn_tensor *out, const fnn_tensor *x, int d1, int d2) {
-    FNN_TRY(fnn_check_input("transpose", x));
+    FNN_TRY(fnn_check_input_any("transpose", x));
     int a, b;
     FNN_TRY(fnn_wrap_dim("transpose", x, d1, 0, &a));
     FNN_TRY(fnn_wrap_dim("transpose", x, d2, 0, &b));
@@ -307,7 +313,7 @@ static const fnn_op_def PERMUTE = {{"permute", "shape", 1, 0}, permute_backward,
 
 /* permute: output dim i is input dim dims[i] (a view) */
 int fnn_permute(fnn_tensor *out, const fnn_tensor *x, int ndim, const int *dims) {
-    FNN_TRY(fnn_check_input("permute", x));
+    FNN_TRY(fnn_check_input_any("permute", x));
     FNN_CHECK(ndim == x->ndim, FNN_STATUS_ARG, "permute: %d dims given for %s, which has %d", ndim,
               fnn_shape_of(x).s, x->ndim);
     int d[FNN_MAX_DIMS];
@@ -339,7 +345,7 @@ static const fnn_op_def EXPAND = {{"expand", "shape", 1, 0}, expand_backward, FN
 
 /* expand: size-1 dims (and new leading dims) repeat with stride 0; -1 keeps a size */
 int fnn_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) {
-    FNN_TRY(fnn_check_input("expand", x));
+    FNN_TRY(fnn_check_input_any("expand", x));
     FNN_TRY(check_ndim("expand", ndim));
     FNN_CHECK(ndim >= x->ndim, FNN_STATUS_SHAPE, "expand: cannot expand %s to %s (fewer dims)", fnn_shape_of(x).s,
               fnn_shape_dims(ndim, shape).s);
@@ -384,7 +390,7 @@ static const fnn_op_def NARROW = {{"narrow", "shape", 1, 0}, narrow_backward, FN
 
 /* narrow: x [.., n, ..] -> [.., length, ..], elements start .. start+length-1 of dim (0-based) */
 int fnn_narrow(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t start, int64_t length) {
-    FNN_TRY(fnn_check_input("narrow", x));
+    FNN_TRY(fnn_check_input_any("narrow", x));
     int d;
     FNN_TRY(fnn_wrap_dim("narrow", x, dim, 0, &d));
     int64_t size = x->shape[d];
@@ -415,7 +421,7 @@ static const fnn_op_def SELECT = {{"select", "shape", 1, 0}, select_backward, FN
 
 /* select: x [.., n, ..] -> [.., ..], position index of dim (0-based; negative counts from the end) */
 int fnn_select(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t index) {
-    FNN_TRY(fnn_check_input("select", x));
+    FNN_TRY(fnn_check_input_any("select", x));
     int d;
     FNN_TRY(fnn_wrap_dim("select", x, dim, 0, &d));
     int64_t size = x->shape[d], i = index < 0 ? index + size : index;
@@ -453,7 +459,7 @@ static const fnn_op_def CAT = {{"cat", "shape", 1, 0}, cat_backward, FNN_EMBEDS_
 /* cat: n tensors equal outside dim -> one with the sizes along dim added */
 int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
     FNN_CHECK(n >= 1 && xs != NULL, FNN_STATUS_ARG, "cat: expected at least one tensor, got %d", n);
-    for (int k = 0; k < n; k++) FNN_TRY(fnn_check_input("cat", xs[k]));
+    for (int k = 0; k < n; k++) FNN_TRY(fnn_check_input_any("cat", xs[k]));
     const fnn_tensor *x0 = xs[0];
     int d;
     FNN_TRY(fnn_wrap_dim("cat", x0, dim, 0, &d));
@@ -463,6 +469,7 @@ int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
     for (int k = 0; k < n; k++) {
         const fnn_tensor *x = xs[k];
         FNN_TRY(fnn_check_same_device("cat", x0, x));
+        FNN_TRY(fnn_check_same_dtype("cat", x0, x));
         bool ok = x->ndim == x0->ndim;
         for (int i = 0; ok && i < x->ndim; i++) ok = i == d || x->shape[i] == x0->shape[i];
         FNN_CHECK(ok, FNN_STATUS_SHAPE, "cat: shapes %s (tensor 1) and %s (tensor %d) differ outside dim %d",
@@ -470,11 +477,12 @@ int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
         shape[d] += x->shape[d];
     }
     FNN_TRY(cpu_only("cat", x0));
-    FNN_TRY(fnn_new_output(out, x0->device, x0->ndim, shape));
+    FNN_TRY(fnn_new_output_dtype(out, x0->device, x0->dtype, x0->ndim, shape));
     int64_t off = 0;
+    int esize = fnn_elem_size(x0);
     for (int k = 0; k < n; k++) {
-        copy_nd(fnn_data(out) + off * out->stride[d], out->stride, fnn_data(xs[k]), xs[k]->stride, x0->ndim,
-                xs[k]->shape);
+        copy_nd((char *)fnn_bytes(out) + off * out->stride[d] * esize, out->stride, fnn_bytes(xs[k]), xs[k]->stride,
+                x0->ndim, xs[k]->shape, esize);
         off += xs[k]->shape[d];
     }
     fnn_node *nd;
@@ -494,24 +502,27 @@ static const fnn_op_def STACK = {{"stack", "shape", 1, 0}, stack_backward, FNN_E
 /* stack: n tensors of one shape [s...] -> [.., n, ..] with the new dim at dim (0..ndim) */
 int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
     FNN_CHECK(n >= 1 && xs != NULL, FNN_STATUS_ARG, "stack: expected at least one tensor, got %d", n);
-    for (int k = 0; k < n; k++) FNN_TRY(fnn_check_input("stack", xs[k]));
+    for (int k = 0; k < n; k++) FNN_TRY(fnn_check_input_any("stack", xs[k]));
     const fnn_tensor *x0 = xs[0];
     int d;
     FNN_TRY(fnn_wrap_dim("stack", x0, dim, 1, &d));
     FNN_TRY(check_ndim("stack", x0->ndim + 1));
     for (int k = 1; k < n; k++) {
         FNN_TRY(fnn_check_same_device("stack", x0, xs[k]));
+        FNN_TRY(fnn_check_same_dtype("stack", x0, xs[k]));
         FNN_CHECK(fnn_same_shape(x0, xs[k]), FNN_STATUS_SHAPE, "stack: shapes %s (tensor 1) and %s (tensor %d) differ",
                   fnn_shape_of(x0).s, fnn_shape_of(xs[k]).s, k + 1);
     }
     FNN_TRY(cpu_only("stack", x0));
     int64_t shape[FNN_MAX_DIMS];
     for (int i = 0, j = 0; i <= x0->ndim; i++) shape[i] = i == d ? n : x0->shape[j++];
-    FNN_TRY(fnn_new_output(out, x0->device, x0->ndim + 1, shape));
+    FNN_TRY(fnn_new_output_dtype(out, x0->device, x0->dtype, x0->ndim + 1, shape));
     int64_t ds[FNN_MAX_DIMS];   /* out's strides without the new dim */
     for (int i = 0, j = 0; i <= x0->ndim; i++) if (i != d) ds[j++] = out->stride[i];
+    int esize = fnn_elem_size(x0);
     for (int k = 0; k < n; k++)
-        copy_nd(fnn_data(out) + k * out->stride[d], ds, fnn_data(xs[k]), xs[k]->stride, x0->ndim, x0->shape);
+        copy_nd((char *)fnn_bytes(out) + k * out->stride[d] * esize, ds, fnn_bytes(xs[k]), xs[k]->stride, x0->ndim,
+                x0->shape, esize);
     fnn_node *nd;
     FNN_TRY(record(&STACK, out, n, xs, &nd));
     if (nd) nd->iattr[0] = d;
@@ -549,6 +560,31 @@ static void repeat_kernel(float *y, float *x, const int64_t *st, const int64_t *
     }
 }
 
+/* repeat of any dtype through a view: x [s0, s1, ...] seen as [r0, s0, r1, s1, ...] with stride 0
+ * along each r, copied contiguous, is the tiled [r0*s0, r1*s1, ...] (no gradient: int64 only) */
+static int repeat_by_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *s, const int64_t *st,
+                            const int64_t *repeats, const int64_t *shape) {
+    if (fnn_numel_of(ndim, shape) == 0) return fnn_new_output_dtype(out, x->device, x->dtype, ndim, shape);
+    FNN_CHECK(2 * ndim <= FNN_MAX_DIMS, FNN_STATUS_SHAPE, "repeat: an int64 tensor repeats over at most %d dims, got %d",
+              FNN_MAX_DIMS / 2, ndim);
+    int64_t vs[FNN_MAX_DIMS], vst[FNN_MAX_DIMS];
+    for (int i = 0; i < ndim; i++) {
+        vs[2 * i] = repeats[i]; vst[2 * i] = 0;
+        vs[2 * i + 1] = s[i]; vst[2 * i + 1] = st[i];
+    }
+    fnn_tensor tiled;
+    FNN_TRY(fnn_make_view(&tiled, x, 2 * ndim, vs, vst, x->offset));
+    fnn_tensor dense;
+    int rc = fnn_materialize(&dense, &tiled);
+    fnn_tensor_clear(&tiled);
+    FNN_TRY(rc);
+    int64_t cs[FNN_MAX_DIMS];
+    fnn_contiguous_strides(ndim, shape, cs);
+    rc = fnn_make_view(out, &dense, ndim, shape, cs, 0);
+    fnn_tensor_clear(&dense);
+    return rc;
+}
+
 /* dx = sum of g over the repeated blocks: dx[i] += g[j] for each j with j mod s = i */
 static int repeat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     FNN_TRY(cpu_only("repeat", g));
@@ -571,7 +607,7 @@ static const fnn_op_def REPEAT = {{"repeat", "shape", 1, 0}, repeat_backward, FN
 /* repeat (Torch semantics): x [s...] tiled repeats[i] times along each dim -> [r0*s0, ...];
  * more counts than dims add leading dims */
 int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *repeats) {
-    FNN_TRY(fnn_check_input("repeat", x));
+    FNN_TRY(fnn_check_input_any("repeat", x));
     FNN_TRY(check_ndim("repeat", ndim));
     FNN_CHECK(ndim >= x->ndim, FNN_STATUS_ARG, "repeat: %d repeat counts for %s; need at least %d (one per dim)",
               ndim, fnn_shape_of(x).s, x->ndim);
@@ -583,6 +619,7 @@ int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *re
         shape[i] = repeats[i] * s[i];
     }
     FNN_TRY(cpu_only("repeat", x));
+    if (fnn_is_int64(x)) return repeat_by_expand(out, x, ndim, s, st, repeats, shape);
     FNN_TRY(fnn_new_output(out, x->device, ndim, shape));
     repeat_kernel(fnn_data(out), fnn_data(x), st, s, ndim, shape, false);
     const fnn_tensor *ins[1] = {x};
@@ -604,7 +641,7 @@ static const fnn_op_def PAD = {{"pad", "shape", 1, 0}, pad_backward, FNN_EMBEDS_
 /* pad: x [.., n] -> [.., before + n + after] for each of the last npairs dims (last dim first,
  * F.pad order), new places filled with value; negative widths crop */
 int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pads, double value) {
-    FNN_TRY(fnn_check_input("pad", x));
+    FNN_TRY(fnn_check_input_any("pad", x));
     FNN_CHECK(npairs >= 0 && npairs <= x->ndim, FNN_STATUS_ARG, "pad: %d (before, after) pairs for %s, which has %d dims",
               npairs, fnn_shape_of(x).s, x->ndim);
     int64_t shape[FNN_MAX_DIMS], src_start[FNN_MAX_DIMS] = {0}, dst_start[FNN_MAX_DIMS] = {0}, len[FNN_MAX_DIMS];
@@ -623,13 +660,16 @@ int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pad
         if (len[d] < 0) len[d] = 0;
     }
     FNN_TRY(cpu_only("pad", x));
-    FNN_TRY(fnn_new_output(out, x->device, x->ndim, shape));
-    float *y = fnn_data(out), v = (float)value;
-    int64_t n = fnn_tensor_numel(out);
-    for (int64_t i = 0; i < n; i++) y[i] = v;
+    FNN_CHECK(!fnn_is_int64(x) || (value == floor(value) && fabs(value) < 9223372036854775808.0), FNN_STATUS_ARG,
+              "pad: an int64 tensor %s pads with whole numbers, got %g", fnn_shape_of(x).s, value);
+    FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape));
+    int64_t n = fnn_tensor_numel(out), esize = fnn_elem_size(x);
+    if (fnn_is_int64(x)) { int64_t *y = fnn_data_i64(out), v = (int64_t)value; for (int64_t i = 0; i < n; i++) y[i] = v; }
+    else { float *y = fnn_data(out), v = (float)value; for (int64_t i = 0; i < n; i++) y[i] = v; }
     int64_t soff = 0, doff = 0;
     for (int d = 0; d < x->ndim; d++) { soff += src_start[d] * x->stride[d]; doff += dst_start[d] * out->stride[d]; }
-    copy_nd(y + doff, out->stride, fnn_data(x) + soff, x->stride, x->ndim, len);
+    copy_nd((char *)fnn_bytes(out) + doff * esize, out->stride, (const char *)fnn_bytes(x) + soff * esize, x->stride,
+            x->ndim, len, (int)esize);
     const fnn_tensor *ins[1] = {x};
     fnn_node *nd;
     FNN_TRY(record(&PAD, out, 1, ins, &nd));
@@ -650,24 +690,25 @@ int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pad
  * tril keeps col - row <= k, triu keeps col - row >= k */
 static int tri(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int64_t k, bool upper) {
     const char *op = def->info.name;
-    FNN_TRY(fnn_check_input(op, x));
+    FNN_TRY(fnn_check_input_any(op, x));
     FNN_CHECK(x->ndim >= 2, FNN_STATUS_SHAPE, "%s: needs at least 2 dims, got %s", op, fnn_shape_of(x).s);
     FNN_TRY(cpu_only(op, x));
     fnn_tensor tmp;
     int rc;
-    const float *xd = fnn_contiguous_data(x, &tmp, &rc);
+    const void *xd = fnn_contiguous_bytes(x, &tmp, &rc);
     if (rc) return rc;
-    rc = fnn_new_output(out, x->device, x->ndim, x->shape);
+    rc = fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, x->shape);
     if (rc) { fnn_tensor_clear(&tmp); return rc; }
     int64_t rows = x->shape[x->ndim - 2], cols = x->shape[x->ndim - 1];
     int64_t batch = rows > 0 && cols > 0 ? fnn_tensor_numel(x) / (rows * cols) : 0;
-    float *y = fnn_data(out);
+    bool i64 = fnn_is_int64(x);
     for (int64_t b = 0; b < batch; b++)
         for (int64_t i = 0; i < rows; i++)
             for (int64_t j = 0; j < cols; j++) {
                 int64_t at = (b * rows + i) * cols + j;
                 bool keep = upper ? j - i >= k : j - i <= k;
-                y[at] = keep ? xd[at] : 0.0f;
+                if (i64) fnn_data_i64(out)[at] = keep ? ((const int64_t *)xd)[at] : 0;
+                else fnn_data(out)[at] = keep ? ((const float *)xd)[at] : 0.0f;
             }
     fnn_tensor_clear(&tmp);
     const fnn_tensor *ins[1] = {x};

@@ -2,12 +2,12 @@
 -- Every other module does `local C = require 'fastnn.C'`.
 local ffi = require 'ffi'
 
--- Lua reads three header fields under other names, so the methods t:shape(),
--- t:stride() and t:device() are not shadowed by the fields (FFI fields win over
+-- Lua reads four header fields under other names, so the methods t:shape(),
+-- t:stride(), t:device() and t:dtype() are not shadowed by the fields (FFI fields win over
 -- __index). Only names change; the layout is the header's own.
 local cdef = require('fastnn.cdef'):gsub('(typedef struct fnn_tensor {.-} fnn_tensor;)', function(body)
    return (body:gsub('int64_t shape%[', 'int64_t shape_['):gsub('int64_t stride%[', 'int64_t stride_[')
-               :gsub('int32_t device;', 'int32_t device_;'))
+               :gsub('int32_t device;', 'int32_t device_;'):gsub('int32_t dtype;', 'int32_t dtype_;'))
 end)
 ffi.cdef(cdef)
 

@@ -111,12 +111,33 @@ local function cdim(op, t, d, extra)
 end
 M.cdim = cdim
 
--- a tensor argument, or a number turned into a 0-d tensor
-local function as_tensor(op, x, pos)
+-- dtypes by name and by code (fnn_dtype)
+local DTYPE_CODE = {float32 = 0, int64 = 1, float = 0, long = 1}
+local DTYPE_NAME = {[0] = 'float32', [1] = 'int64'}
+M.DTYPE_CODE, M.DTYPE_NAME = DTYPE_CODE, DTYPE_NAME
+
+-- the dtype code an options table asks for (float32 when it names none); errors at the user's line
+local function dtype_of(op, opts)
+   if opts == nil or opts.dtype == nil then return 0 end
+   local code = DTYPE_CODE[opts.dtype]
+   if code == nil then
+      error(("%s: dtype is %s, expected 'float32' or 'int64'"):format(op, tostring(opts.dtype)), 3)
+   end
+   return code
+end
+M.dtype_of = dtype_of
+
+-- a trailing options table ({dtype = ...}) in a creator's varargs: a table with no array part
+local function is_opts(v) return type(v) == 'table' and v[1] == nil and next(v) ~= nil end
+
+-- a tensor argument, or a number turned into a 0-d tensor; beside an int64 tensor (`other`) a
+-- whole number becomes an int64 scalar, so ids compare and add exactly past 2^24
+local function as_tensor(op, x, pos, other)
    if istype(T, x) then return x end
    if type(x) == 'number' then
       local out = new()
-      if C.fnn_full(out, 0, shape_buf, x) ~= 0 then fail() end
+      local int = istype(T, other) and other.dtype_ == 1 and x == floor(x) and x > -2^63 and x < 2^63
+      if C.fnn_full_dtype(out, 0, shape_buf, x, int and 1 or 0) ~= 0 then fail() end
       return done(out)
    end
    error(('%s: argument %d is a %s, expected a tensor or a number'):format(op, pos, type(x)), 3)
@@ -134,23 +155,47 @@ local function creator(op, cfn)
       return done(out)
    end
 end
-M.zeros = creator('zeros', C.fnn_zeros)
-M.ones = creator('ones', C.fnn_ones)
 M.rand = creator('rand', C.fnn_rand)
 M.randn = creator('randn', C.fnn_randn)
-M.empty = creator('empty', C.fnn_empty)
 
-function M.full(shape, value)
+-- zeros, ones, empty: sizes as varargs or a table, then optionally {dtype = 'int64'}
+local function typed_creator(op, value)
+   return function(...)
+      local nargs = select('#', ...)
+      local last = nargs > 0 and select(nargs, ...) or nil
+      local dtype = 0
+      local n, shape
+      if is_opts(last) then
+         dtype = dtype_of(op, last)
+         n, shape = parse_shape(op, false, unpack({...}, 1, nargs - 1))
+      else
+         n, shape = parse_shape(op, false, ...)
+      end
+      local out = new()
+      local rc = value and C.fnn_full_dtype(out, n, shape, value, dtype) or C.fnn_empty_dtype(out, n, shape, dtype)
+      if rc ~= 0 then fail() end
+      return done(out)
+   end
+end
+M.zeros = typed_creator('zeros', 0)
+M.ones = typed_creator('ones', 1)
+M.empty = typed_creator('empty', nil)
+
+function M.full(shape, value, opts)
    if type(value) ~= 'number' then
       error(('full: value is a %s, expected a number'):format(type(value)), 2)
    end
+   local dtype = dtype_of('full', opts)
    local n, buf = parse_shape('full', false, shape)
    local out = new()
-   if C.fnn_full(out, n, buf, value) ~= 0 then fail() end
+   if C.fnn_full_dtype(out, n, buf, value, dtype) ~= 0 then fail() end
    return done(out)
 end
 
-function M.arange(a, b, step)
+-- arange(n), arange(a, b[, step]), each optionally followed by {dtype = ...}. As in PyTorch, whole
+-- numbers give an int64 range (exact past 2^24) and any fractional argument a float32 one
+function M.arange(a, b, step, opts)
+   if is_opts(b) then b, opts = nil, b elseif is_opts(step) then step, opts = nil, step end
    if b == nil then a, b = 0, a end
    step = step or 1
    for i, v in ipairs{a, b, step} do
@@ -158,8 +203,12 @@ function M.arange(a, b, step)
          error(('arange: argument %d is a %s, expected a number'):format(i, type(v)), 2)
       end
    end
+   local dtype = dtype_of('arange', opts)
+   if opts == nil or opts.dtype == nil then
+      dtype = (a == floor(a) and b == floor(b) and step == floor(step) and b ~= huge and b ~= -huge) and 1 or 0
+   end
    local out = new()
-   if C.fnn_arange(out, a, b, step) ~= 0 then fail() end
+   if C.fnn_arange_dtype(out, a, b, step, dtype) ~= 0 then fail() end
    return done(out)
 end
 
@@ -181,9 +230,10 @@ function M.eye(n, m)
    return done(out)
 end
 
+-- randperm(n): an int64 permutation of 1..n
 function M.randperm(n)
    local out = new()
-   if type(n) ~= 'number' then error('randperm: expected a count', 2) end
+   if type(n) ~= 'number' or n ~= floor(n) then error('randperm: expected a whole count, got ' .. tostring(n), 2) end
    if C.fnn_randperm(out, n) ~= 0 then fail() end
    return done(out)
 end
@@ -200,9 +250,19 @@ local function like(maker)
       return maker(t:shape(), ...)
    end
 end
-M.zeros_like, M.ones_like = like(M.zeros), like(M.ones)
+-- zeros_like, ones_like, full_like keep t's dtype unless opts name another
+local function like_typed(maker)
+   return function(t, ...)
+      if not istype(T, t) then error('expected a tensor, got ' .. type(t), 2) end
+      local args = {...}
+      local last = args[#args]
+      if not is_opts(last) then args[#args + 1] = {dtype = DTYPE_NAME[t.dtype_]} end
+      return maker(t:shape(), unpack(args))
+   end
+end
+M.zeros_like, M.ones_like = like_typed(M.zeros), like_typed(M.ones)
 M.rand_like, M.randn_like = like(M.rand), like(M.randn)
-M.full_like = like(M.full)
+M.full_like = like_typed(M.full)
 
 -- fnn.tensor(nested_table) or fnn.tensor(flat_table, shape) or fnn.tensor(number)
 local function nested_shape(data)
@@ -214,11 +274,20 @@ local function nested_shape(data)
    return dims
 end
 
-function M.tensor(data, shape)
-   if istype(T, data) then return data end
+-- fnn.tensor(data[, shape][, {dtype = 'int64'}]); a tensor comes back as it is (converted to dtype
+-- when one is named)
+function M.tensor(data, shape, opts)
+   if is_opts(shape) then shape, opts = nil, shape end
+   local dtype = dtype_of('tensor', opts)
+   if istype(T, data) then
+      if opts == nil or opts.dtype == nil or data.dtype_ == dtype then return data end
+      local out = new()
+      if C.fnn_to_dtype(out, data, dtype) ~= 0 then fail() end
+      return done(out)
+   end
    local out = new()
    if type(data) == 'number' then
-      if C.fnn_full(out, 0, shape_buf, data) ~= 0 then fail() end
+      if C.fnn_full_dtype(out, 0, shape_buf, data, dtype) ~= 0 then fail() end
       return done(out)
    end
    if type(data) ~= 'table' then
@@ -278,8 +347,14 @@ function M.tensor(data, shape)
       if not ok then error(err, 2) end
       for i = 1, ndim do shape_buf[i - 1] = dims[i] end
    end
-   if C.fnn_tensor_from_doubles(out, ndim, shape_buf, values) ~= 0 then fail() end
+   if C.fnn_tensor_from_doubles_dtype(out, ndim, shape_buf, values, dtype) ~= 0 then fail() end
    return done(out)
+end
+
+-- fnn.long(data[, shape]): an int64 tensor (Torch7's LongTensor) from a table, number or tensor
+function M.long(data, shape)
+   if istype(T, data) then return data:long() end
+   return M.tensor(data, shape, {dtype = 'int64'})
 end
 
 function M.dims_str(list)
@@ -297,6 +372,19 @@ local function check_usable(op, t)
 end
 
 function Tensor.dim(t) return t.ndim end
+function Tensor.dtype(t) return DTYPE_NAME[t.dtype_] or 'unknown' end
+-- t:long() / t:float(): t converted (t itself when it has that dtype); to int64 refuses a value
+-- that is not a whole number, naming it and its position
+function Tensor.long(t)
+   local out = new()
+   if C.fnn_to_dtype(out, t, 1) ~= 0 then fail() end
+   return done(out)
+end
+function Tensor.float(t)
+   local out = new()
+   if C.fnn_to_dtype(out, t, 0) ~= 0 then fail() end
+   return done(out)
+end
 function Tensor.numel(t) return tonumber(C.fnn_tensor_numel(t)) end
 function Tensor.shape(t)
    local s = {}
@@ -325,12 +413,12 @@ function Tensor.item(t)
    return item_buf[0]
 end
 
--- values in row-major order as a flat float array (a temporary buffer)
+-- values in row-major order as a flat double array (a temporary buffer; exact for int64 to 2^53)
 local function flat_values(op, t)
    check_usable(op, t)
    local n = t:numel()
-   local buf = ffi.new('float[?]', math.max(n, 1))
-   if C.fnn_copy_to_floats(t, buf, n) ~= 0 then fail() end
+   local buf = ffi.new('double[?]', math.max(n, 1))
+   if C.fnn_copy_to_doubles(t, buf, n) ~= 0 then fail() end
    return buf, n
 end
 
@@ -372,7 +460,8 @@ end
 -- ---------------------------------------------------------------------------
 -- printing, in the style of PyTorch (values) and Torch7 (a trailer with shape and device)
 
-local function format_numbers(buf, n)
+local function format_numbers(buf, n, int64)
+   if int64 then return function(v) return ('%d'):format(v) end end
    local all_int, max_abs, min_abs = true, 0, huge
    for i = 0, n - 1 do
       local v = buf[i]
@@ -400,11 +489,12 @@ function Tensor.__tostring(t)
    if not istype(T, t) then return tostring(t) end
    if t.freed ~= 0 then return '[fnn.Tensor (freed)]' end
    if t.ndim < 0 then return '[fnn.Tensor (empty)]' end
-   local trailer = ('[fnn.Tensor of shape %s on %s%s]'):format(shape_str(t), t:device_name(),
+   local trailer = ('[fnn.Tensor of shape %s%s on %s%s]'):format(shape_str(t),
+      t.dtype_ ~= 0 and (', ' .. t:dtype() .. ',') or '', t:device_name(),
       t.node ~= nil and (', grad_fn=' .. ffi_string(C.fnn_grad_fn_name(t))) or '')
    if t:device_name() ~= 'cpu' then return trailer end
    local buf, n = flat_values('tostring', t)
-   local fmt = format_numbers(buf, n)
+   local fmt = format_numbers(buf, n, t.dtype_ == 1)
    if t.ndim == 0 then return fmt(buf[0]) .. '\n' .. trailer end
    local summarize = n > 1000
    local strides, width = {}, 1
@@ -493,7 +583,10 @@ end
 mt.__add = arith('add', C.fnn_add, C.fnn_add_scalar, C.fnn_add_scalar)
 mt.__sub = arith('sub', C.fnn_sub, function(o, a, s) return C.fnn_add_scalar(o, a, -s) end, C.fnn_rsub_scalar)
 mt.__mul = arith('mul', C.fnn_mul, C.fnn_mul_scalar, C.fnn_mul_scalar)
-mt.__div = arith('div', C.fnn_div, function(o, a, s) return C.fnn_mul_scalar(o, a, 1 / s) end, C.fnn_rdiv_scalar)
+mt.__div = arith('div', C.fnn_div, function(o, a, s)
+   if a.dtype_ ~= 0 then a = a:float() end   -- int64 / number is a true division, as PyTorch
+   return C.fnn_mul_scalar(o, a, 1 / s)
+end, C.fnn_rdiv_scalar)
 mt.__pow = arith('pow', C.fnn_pow, C.fnn_pow_scalar, C.fnn_rpow_scalar)
 mt.__unm = function(a)
    local out = new()

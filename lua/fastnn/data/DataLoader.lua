@@ -7,7 +7,8 @@
 -- loader with the same seed repeats the sequence of epochs), otherwise from
 -- fastnn's random source (reproducible under fnn.manual_seed).
 -- A batch is {inputs = tensor [B, ...], targets = tensor [B, ...], size = B}
--- and batch:labels() gives the targets as a Lua array of 1-based class ids.
+-- and batch:labels() gives the targets as an int64 tensor of 1-based class ids.
+-- The order of a pass is an int64_t buffer of 1-based ids (exact at any length).
 -- Datasets, fastest first:
 --   take(n, ids)  (TensorDataset): one C call per tensor gathers the rows
 --   write(i, input_slot, target_slot) with fields input_shape and target_shape
@@ -81,18 +82,19 @@ function DataLoader:len()
    return floor((n + b - 1) / b)
 end
 
--- batch:labels(): targets as a Lua array of 1-based ids
+-- batch:labels(): the targets as a flat int64 tensor of 1-based class ids (r[i], #r, to_table());
+-- float targets must hold whole numbers (a refusal names the first that does not)
 local Batch = {}
 Batch.__index = Batch
+local flat_shape = ffi.new('int64_t[1]', -1)
 function Batch:labels()
    local t = self.targets
    if t == nil then error('labels: this batch has no targets', 2) end
-   local n = t:numel()
-   local buf = ffi.new('float[?]', math.max(n, 1))
-   if C.fnn_copy_to_floats(t, buf, n) ~= 0 then fail() end
-   local out = {}
-   for i = 1, n do out[i] = floor(buf[i - 1] + 0.5) end
-   return out
+   local flat = new()
+   if C.fnn_reshape(flat, t, 1, flat_shape) ~= 0 then fail() end
+   local out = new()
+   if C.fnn_to_dtype(out, done(flat), 1) ~= 0 then fail() end
+   return done(out)
 end
 
 -- ---------------------------------------------------------------------------

@@ -75,7 +75,7 @@ function FashionMnist.try_load(split)
    shape[0], shape[1], shape[2], shape[3] = images.shape_[0], 1, images.shape_[1], images.shape_[2]
    local nchw = new()
    if C.fnn_reshape(nchw, images, 4, shape) ~= 0 then return nil, 'FashionMnist: ' .. fnn_tensor.last_error() end
-   local ds = TensorDataset(done(nchw), labels + 1)
+   local ds = TensorDataset(done(nchw), labels:long() + 1)   -- int64 class ids 1..10
    ds.classes = FashionMnist.classes
    ds.split = split
    return ds

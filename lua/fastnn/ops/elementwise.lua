@@ -39,7 +39,7 @@ for _, name in ipairs{'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge'} 
    local cfn = C['fnn_' .. name]
    Tensor[name] = function(a, b)
       local out = new()
-      if cfn(out, as_tensor(name, a, 1), as_tensor(name, b, 2)) ~= 0 then fail() end
+      if cfn(out, as_tensor(name, a, 1, b), as_tensor(name, b, 2, a)) ~= 0 then fail() end
       return done(out)
    end
 end

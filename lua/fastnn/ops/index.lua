@@ -1,6 +1,7 @@
 -- fastnn.ops.index: bindings for core/ops/index.c. Ids are 1-based, as users
 -- see them, and reach C as they are (the kernels convert and bounds-check
--- them); a Lua table of ids becomes a tensor here.
+-- them): int64 tensors, float tensors holding whole numbers, or Lua tables,
+-- which become int64 tensors here (exact at any size).
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail, cdim, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.cdim,
@@ -11,7 +12,9 @@ local M = {}
 local function ids_arg(op, what, ids)
    if is_tensor(ids) then return ids end
    if type(ids) == 'table' then
-      local ok, t = pcall(fnn_tensor.tensor, ids)
+      -- int64 when every id is a whole number; else float, so the kernel names the bad id
+      local ok, t = pcall(fnn_tensor.tensor, ids, {dtype = 'int64'})
+      if not ok then ok, t = pcall(fnn_tensor.tensor, ids) end
       if not ok then error(('%s: %s: %s'):format(op, what, (tostring(t):gsub('^[^:\n]+:%d+: ', ''))), 3) end
       return t
    end
