@@ -272,6 +272,13 @@ FNN_API int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tenso
  * cell -> out [N, 2H] = (h, c'): i, f, o = sigmoid, g = tanh, c' = f c + i g, h = o tanh(c') */
 FNN_API int fnn_lstm_cell(fnn_tensor *out, const fnn_tensor *z, const fnn_tensor *c);
 
+/* ---- sort: core/ops/sort.c ----
+ * values are differentiable (the gradient goes back to the positions they came from); indices are
+ * int64, 1-based along dim. Equal values keep their order (stable); nan sorts as the largest value */
+FNN_API int fnn_sort(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int dim, int descending);
+/* topk: the k largest (largest = 1) or smallest (largest = 0) along dim, best first */
+FNN_API int fnn_topk(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int64_t k, int dim, int largest);
+
 /* ---- op registry: core/registry.c ---- */
 typedef struct fnn_op_info {
     const char *name;        /* as bound in Lua: "add", "gelu", ... */

@@ -1,0 +1,73 @@
+-- fastnn.ops.sort: bindings for core/ops/sort.c.
+--   x:sort([dim][, {descending = true}]) -> values, indices   dim defaults to the last; also x:sort{descending = true}
+--   x:topk(k[, dim][, {largest = false}]) -> values, indices  the k largest (smallest) along dim, best first
+-- indices are int64, 1-based along dim. Sorting is stable (equal values keep
+-- their order, in both directions) and nan sorts as the largest value. values
+-- carry the gradient back to the positions they came from. Dims are 1-based
+-- (negative counts from the end) and converted here; each function is also
+-- fnn.<name>(x, ...).
+local fnn_tensor = require 'fastnn.tensor'
+local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
+local new, done, fail, cdim, is_tensor, shape_str = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail,
+   fnn_tensor.cdim, fnn_tensor.is_tensor, fnn_tensor.shape_str
+local floor = math.floor
+local M = {}
+
+-- errors below are raised at the user's line: 1 here, 2 the method, 3 its caller
+local function not_tensor(op, x)
+   error(('%s: expected a tensor, got a %s'):format(op, type(x)), 3)
+end
+
+local function check_opts(op, opts, example)
+   if opts ~= nil and type(opts) ~= 'table' then
+      error(('%s: options are a table like %s, got a %s'):format(op, example, type(opts)), 3)
+   end
+end
+
+local function flag(v) return (v and v ~= 0) and true or false end
+
+-- a 0-dim x is one line of one value: it takes dim 1 or -1 (cdim would say 'dims are 1..0')
+local function scalar_dim(op, dim)
+   if dim ~= 1 and dim ~= -1 then
+      error(('%s: dim %s out of range for [] (a 0-dim tensor takes dim 1 or -1)'):format(op, tostring(dim)), 3)
+   end
+   return -1
+end
+
+function Tensor.sort(x, dim, opts)
+   if not is_tensor(x) then not_tensor('sort', x) end
+   if type(dim) == 'table' then dim, opts = nil, dim end
+   check_opts('sort', opts, '{descending = true}')
+   local d
+   if dim == nil then d = -1
+   elseif x.ndim == 0 then d = scalar_dim('sort', dim)
+   else d = cdim('sort', x, dim) end
+   local values, indices = new(), new()
+   if C.fnn_sort(values, indices, x, d, flag(opts and opts.descending) and 1 or 0) ~= 0 then fail() end
+   return done(values), done(indices)
+end
+
+function Tensor.topk(x, k, dim, opts)
+   if not is_tensor(x) then not_tensor('topk', x) end
+   if type(dim) == 'table' then dim, opts = nil, dim end
+   check_opts('topk', opts, '{largest = false}')
+   local d
+   if dim == nil then d = -1
+   elseif x.ndim == 0 then d = scalar_dim('topk', dim)
+   else d = cdim('topk', x, dim) end
+   -- C range-checks k itself; here only what cannot cross the FFI as an int64 unchanged
+   if type(k) ~= 'number' or k ~= floor(k) or math.abs(k) > 2 ^ 53 then
+      local at = d < 0 and x.ndim + d or d                      -- 0-based; -1 for a 0-dim x
+      local size = at < 0 and 1 or tonumber(x.shape_[at])
+      error(('topk: k is %s, expected a whole number from 0 to %d (the size of dim %d of %s)'):format(
+         tostring(k), size, at + 1 > 0 and at + 1 or 1, shape_str(x)), 2)
+   end
+   local largest = not (opts and opts.largest ~= nil and not flag(opts.largest))
+   local values, indices = new(), new()
+   if C.fnn_topk(values, indices, x, k, d, largest and 1 or 0) ~= 0 then fail() end
+   return done(values), done(indices)
+end
+
+M.sort, M.topk = Tensor.sort, Tensor.topk
+
+return M

@@ -1,0 +1,39 @@
+-- Gradcheck cases for core/ops/sort.c. Finite differences of a sort only make
+-- sense away from ties: a step of eps must not reorder a line, so the inputs
+-- are distinct values at least 0.15 apart (in [-2, 2], in the random order
+-- fnn.rand gives), never merely distinct. Cases cover the last and a leading
+-- dim, descending order, a transposed (strided) input, 3-D, and topk on both
+-- its paths (a heap when k is small against the line, a full sort otherwise).
+-- Format: see spec/cases/elementwise.lua.
+local fnn = require 'fastnn'
+
+-- shape's elements as distinct values spaced evenly over [-2, 2], shuffled by fnn.rand
+local function spaced(shape)
+   local r = fnn.rand(shape):to_flat()
+   local order = {}
+   for i = 1, #r do order[i] = i end
+   table.sort(order, function(a, b) return r[a] < r[b] end)
+   local v, step = {}, 4 / math.max(#r - 1, 1)
+   for rank, at in ipairs(order) do v[at] = -2 + (rank - 1) * step end
+   return fnn.tensor(v, shape)
+end
+
+return {
+   {op = 'sort', inputs = function() return spaced{7} end,
+    fn = function(a) return (a:sort()) end},
+   {op = 'sort', inputs = function() return spaced{3, 5} end,
+    fn = function(a) return (a:sort(2, {descending = true})) end},
+   {op = 'sort', inputs = function() return spaced{4, 3} end,
+    fn = function(a) return (a:t():sort(1)) end},
+   {op = 'sort', inputs = function() return spaced{2, 3, 4} end,
+    fn = function(a) return (a:sort{descending = true}) * (a:sort(2)) end},
+   {op = 'topk', inputs = function() return spaced{3, 6} end,
+    fn = function(a) return (a:topk(2)) end},
+   {op = 'topk', inputs = function() return spaced{4, 5} end,
+    fn = function(a) return (a:t():topk(3, 2, {largest = false})) end},
+   -- k <= size / 16: the heap path
+   {op = 'topk', inputs = function() return spaced{2, 20} end,
+    fn = function(a) return (a:topk(1, 2)) end},
+   {op = 'topk', inputs = function() return spaced{40, 2} end,
+    fn = function(a) return (a:topk(2, 1, {largest = false})) end},
+}
