@@ -147,7 +147,9 @@ FNN_API void fnn_cuda_empty_cache(void);
 FNN_API void fnn_set_num_threads(int n);   /* OpenBLAS and the core's kernels together */
 FNN_API int fnn_get_num_threads(void);
 
-/* ---- elementwise: core/ops/elementwise.c ---- */
+/* ---- elementwise: core/ops/elementwise.c ----
+ * int64 follows PyTorch's promotion: add, sub, mul (and neg) of int64 with int64 or a whole number
+ * stay int64; other mixes with int64 compute in float32; unary float ops refuse int64 */
 /* binary: a, b broadcast (NumPy rules) -> broadcast shape */
 FNN_API int fnn_add(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
 FNN_API int fnn_sub(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
@@ -156,7 +158,7 @@ FNN_API int fnn_div(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
 FNN_API int fnn_pow(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
 FNN_API int fnn_maximum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
 FNN_API int fnn_minimum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
-/* comparisons: -> 1.0 / 0.0, not differentiable */
+/* comparisons: -> float32 1.0 / 0.0, not differentiable; int64 operands compare exactly */
 FNN_API int fnn_eq(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
 FNN_API int fnn_ne(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
 FNN_API int fnn_lt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
@@ -192,7 +194,7 @@ FNN_API int fnn_where(fnn_tensor *out, const fnn_tensor *cond, const fnn_tensor 
 
 /* ---- reduction: core/ops/reduction.c ----
  * dim >= 0 reduces that dim (keepdim keeps it as size 1); dim = -1 reduces everything to a scalar [] */
-FNN_API int fnn_sum(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim);
+FNN_API int fnn_sum(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim);   /* an int64 x sums exactly into int64 */
 FNN_API int fnn_mean(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim);
 FNN_API int fnn_prod(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim);
 FNN_API int fnn_var(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, int unbiased);
@@ -200,7 +202,7 @@ FNN_API int fnn_std(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, 
 FNN_API int fnn_norm(fnn_tensor *out, const fnn_tensor *x, double p, int dim, int keepdim);
 FNN_API int fnn_logsumexp(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim);
 /* max/min: values (differentiable; ties split the gradient evenly when dim = -1, as PyTorch)
- * and 1-based indices (indices may be NULL) */
+ * and int64 1-based indices (indices may be NULL); an int64 x gives int64 values, no gradient */
 FNN_API int fnn_max(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int dim, int keepdim);
 FNN_API int fnn_min(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int dim, int keepdim);
 FNN_API int fnn_argmax(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim);
@@ -249,14 +251,16 @@ FNN_API int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int6
 FNN_API int fnn_tril(fnn_tensor *out, const fnn_tensor *x, int64_t k);
 FNN_API int fnn_triu(fnn_tensor *out, const fnn_tensor *x, int64_t k);
 
-/* ---- index: core/ops/index.c (index tensors hold 1-based ids as floats) ---- */
+/* ---- index: core/ops/index.c ----
+ * index tensors hold 1-based ids: int64, or float32 holding whole numbers; index_select and gather
+ * copy x of any dtype, scatter_add and masked_fill are float32 */
 FNN_API int fnn_index_select(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index); /* index 1-D */
 FNN_API int fnn_gather(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index);
 FNN_API int fnn_scatter_add(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index, const fnn_tensor *src);
 FNN_API int fnn_masked_fill(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *mask, double value);
 
 /* ---- loss: core/ops/loss.c (fused, for speed and numerical safety) ---- */
-/* cross_entropy: logits [N, C], targets [N] 1-based ids -> scalar mean */
+/* cross_entropy: logits [N, C], targets [N] 1-based ids (int64 or whole floats) -> scalar mean */
 FNN_API int fnn_cross_entropy(fnn_tensor *out, const fnn_tensor *logits, const fnn_tensor *targets);
 FNN_API int fnn_mse_loss(fnn_tensor *out, const fnn_tensor *pred, const fnn_tensor *target); /* mean */
 
@@ -323,7 +327,7 @@ FNN_API int fnn_grad_scale(fnn_node *p, double s);
 /* ---- data: core/data.c ---- */
 /* read a gzipped (or plain) IDX file of unsigned bytes, scaled by `scale` -> [dims...] */
 FNN_API int fnn_read_idx(fnn_tensor *out, const char *path, double scale);
-/* gather rows: x [N, ...], ids 1-based -> [n, ...] (no autograd; batching) */
+/* gather rows: x [N, ...] of any dtype, ids 1-based -> [n, ...] (no autograd; batching) */
 FNN_API int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t *ids);
 
 #ifdef __cplusplus

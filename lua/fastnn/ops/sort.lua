@@ -26,9 +26,10 @@ end
 
 local function flag(v) return (v and v ~= 0) and true or false end
 
--- a 0-dim x is one line of one value: it takes dim 1 or -1 (cdim would say 'dims are 1..0')
-local function scalar_dim(op, dim)
-   if dim ~= 1 and dim ~= -1 then
+-- the C dim of a call without a dim (the last) or on a 0-dim x, which is one line of one value and
+-- takes dim 1 or -1 (cdim would say 'dims are 1..0'). Errors at the user's line (3: the method's caller)
+local function last_dim(op, dim)
+   if dim ~= nil and dim ~= 1 and dim ~= -1 then
       error(('%s: dim %s out of range for [] (a 0-dim tensor takes dim 1 or -1)'):format(op, tostring(dim)), 3)
    end
    return -1
@@ -38,10 +39,7 @@ function Tensor.sort(x, dim, opts)
    if not is_tensor(x) then not_tensor('sort', x) end
    if type(dim) == 'table' then dim, opts = nil, dim end
    check_opts('sort', opts, '{descending = true}')
-   local d
-   if dim == nil then d = -1
-   elseif x.ndim == 0 then d = scalar_dim('sort', dim)
-   else d = cdim('sort', x, dim) end
+   local d = (dim == nil or x.ndim == 0) and last_dim('sort', dim) or cdim('sort', x, dim)
    local values, indices = new(), new()
    if C.fnn_sort(values, indices, x, d, flag(opts and opts.descending) and 1 or 0) ~= 0 then fail() end
    return done(values), done(indices)
@@ -51,10 +49,7 @@ function Tensor.topk(x, k, dim, opts)
    if not is_tensor(x) then not_tensor('topk', x) end
    if type(dim) == 'table' then dim, opts = nil, dim end
    check_opts('topk', opts, '{largest = false}')
-   local d
-   if dim == nil then d = -1
-   elseif x.ndim == 0 then d = scalar_dim('topk', dim)
-   else d = cdim('topk', x, dim) end
+   local d = (dim == nil or x.ndim == 0) and last_dim('topk', dim) or cdim('topk', x, dim)
    -- C range-checks k itself; here only what cannot cross the FFI as an int64 unchanged
    if type(k) ~= 'number' or k ~= floor(k) or math.abs(k) > 2 ^ 53 then
       local at = d < 0 and x.ndim + d or d                      -- 0-based; -1 for a 0-dim x
