@@ -138,19 +138,36 @@ static void adam_span(const adam_consts *k, float *w, const float *g, float *m, 
     for (; i < hi; i++) adam_one(k, w, g, m, v, i);
 }
 
+/* amsgrad: the denominator uses the running max of v (vmax), PyTorch's rule */
+static void amsgrad_span(const adam_consts *k, float *w, const float *g, float *m, float *v, float *vmax,
+                         int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; i++) {
+        float wi = w[i] * k->decay;
+        float gi = g[i] + k->l2 * wi;
+        float mi = k->b1 * m[i] + (1.0f - k->b1) * gi;
+        float vi = k->b2 * v[i] + (1.0f - k->b2) * gi * gi;
+        float vm = vmax[i] > vi ? vmax[i] : vi;
+        m[i] = mi;
+        v[i] = vi;
+        vmax[i] = vm;
+        w[i] = wi - k->step_size * mi / (sqrtf(vm) * k->inv_bc2_sqrt + k->eps);
+    }
+}
+
 /* chunks lo..hi-1 of ADAM_CHUNK elements (the last one may be short) */
 typedef struct {
     const adam_consts *k;
     float *w;
     const float *g;
-    float *m, *v;
+    float *m, *v, *vmax;
     int64_t n;
 } adam_args;
 
 static void adam_chunks(void *ctx, int64_t lo, int64_t hi) {
     const adam_args *a = ctx;
     int64_t e0 = lo * ADAM_CHUNK, e1 = hi * ADAM_CHUNK < a->n ? hi * ADAM_CHUNK : a->n;
-    adam_span(a->k, a->w, a->g, a->m, a->v, e0, e1);
+    if (a->vmax) amsgrad_span(a->k, a->w, a->g, a->m, a->v, a->vmax, e0, e1);
+    else adam_span(a->k, a->w, a->g, a->m, a->v, e0, e1);
 }
 
 /* Adam / AdamW, PyTorch semantics (t = step >= 1):
@@ -158,8 +175,8 @@ static void adam_chunks(void *ctx, int64_t lo, int64_t hi) {
  *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
  *   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
  * (the division by sqrt(1 - b2^t) is a multiplication by its reciprocal: one divider use less) */
-int fnn_optim_adam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, double lr, double beta1, double beta2, double eps,
-                   double weight_decay, int decoupled, int64_t step) {
+int fnn_optim_adam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, fnn_tensor *vmax, double lr, double beta1,
+                   double beta2, double eps, double weight_decay, int decoupled, int64_t step) {
     float *w;
     const float *g;
     fnn_tensor gtmp;
@@ -170,6 +187,7 @@ int fnn_optim_adam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, double lr, double 
                        : FNN_FAIL(FNN_STATUS_ARG, "adam: step %lld, steps count from 1", (long long)step);
     if (!rc) rc = check_state("adam", "first moment", m, p);
     if (!rc) rc = check_state("adam", "second moment", v, p);
+    if (!rc && vmax) rc = check_state("adam", "max second moment", vmax, p);
     if (rc) { fnn_tensor_clear(&gtmp); return rc; }
     float *mp = fnn_data(m), *vp = fnn_data(v);
     const float b1 = (float)beta1, b2 = (float)beta2, fe = (float)eps;
@@ -181,9 +199,252 @@ int fnn_optim_adam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, double lr, double 
     int64_t chunks = (n + ADAM_CHUNK - 1) / ADAM_CHUNK;
     /* ~4x an add's cost per element (a sqrt and a divide), counted as 2: a second thread also
      * wakes a core OpenBLAS may be using */
-    adam_args a = {&k, w, g, mp, vp, n};
+    adam_args a = {&k, w, g, mp, vp, vmax ? fnn_data(vmax) : NULL, n};
     fnn_parallel_for(chunks, fnn_threads_for(2 * n), adam_chunks, &a);
     fnn_tensor_clear(&gtmp);
+    return FNN_STATUS_OK;
+}
+
+/* ================= the other optimizers =================
+ * One pass per parameter each, split over threads like SGD (memory-bound: a plain count per
+ * element, two for those with a sqrt and a divide). Each span is the published update rule
+ * element by element, in PyTorch's order of operations. */
+
+/* the parameter, its gradient and up to three state tensors, checked; *g NULL: no gradient */
+typedef struct {
+    float *w;
+    const float *g;
+    float *s[3];
+    int64_t n;
+    fnn_tensor gtmp;
+} opt_parts;
+
+static int opt_begin(const char *op, fnn_node *p, opt_parts *o, fnn_tensor *const *states, const char *const *names,
+                     int nstates) {
+    FNN_TRY(param_parts(op, p, &o->w, &o->g, &o->gtmp, &o->n));
+    for (int k = 0; k < 3; k++) o->s[k] = NULL;
+    if (!o->g) return FNN_STATUS_OK;
+    for (int k = 0; k < nstates; k++) {
+        if (!states[k]) continue;
+        int rc = check_state(op, names[k], states[k], p);
+        if (rc) { fnn_tensor_clear(&o->gtmp); return rc; }
+        o->s[k] = fnn_data(states[k]);
+    }
+    return FNN_STATUS_OK;
+}
+
+typedef struct {
+    opt_parts *o;
+    float lr, a, b, eps, wd, mom, extra;
+} opt_args;
+
+static void rmsprop_span(void *ctx, int64_t lo, int64_t hi) {
+    const opt_args *a = ctx;
+    float *w = a->o->w, *sq = a->o->s[0], *ga = a->o->s[1], *buf = a->o->s[2];
+    const float *g = a->o->g;
+    const float alpha = a->a, eps = a->eps, wd = a->wd, lr = a->lr, mom = a->mom;
+    for (int64_t i = lo; i < hi; i++) {
+        float gi = g[i] + wd * w[i];
+        float si = alpha * sq[i] + (1.0f - alpha) * gi * gi;
+        sq[i] = si;
+        float avg;
+        if (ga) {
+            float gm = alpha * ga[i] + (1.0f - alpha) * gi;
+            ga[i] = gm;
+            avg = sqrtf(si - gm * gm) + eps;
+        } else {
+            avg = sqrtf(si) + eps;
+        }
+        if (buf) {
+            float b = mom * buf[i] + gi / avg;
+            buf[i] = b;
+            w[i] -= lr * b;
+        } else {
+            w[i] -= lr * gi / avg;
+        }
+    }
+}
+
+/* RMSprop (PyTorch): g += wd p; sq = alpha sq + (1 - alpha) g^2;
+ * centered: ga = alpha ga + (1 - alpha) g, avg = sqrt(sq - ga^2) + eps, else avg = sqrt(sq) + eps;
+ * momentum: buf = momentum buf + g / avg, p -= lr buf; else p -= lr g / avg */
+int fnn_optim_rmsprop(fnn_node *p, fnn_tensor *square_avg, fnn_tensor *grad_avg, fnn_tensor *momentum_buf,
+                      double lr, double alpha, double eps, double weight_decay, double momentum) {
+    const char *op = "rmsprop";
+    FNN_CHECK(square_avg != NULL, FNN_STATUS_ARG, "%s: needs a square_avg state tensor", op);
+    FNN_CHECK(momentum == 0 || momentum_buf != NULL, FNN_STATUS_ARG, "%s: momentum %g needs a momentum buffer", op,
+              momentum);
+    opt_parts o;
+    fnn_tensor *const st[3] = {square_avg, grad_avg, momentum > 0 ? momentum_buf : NULL};
+    const char *const names[3] = {"square_avg", "grad_avg", "momentum buffer"};
+    FNN_TRY(opt_begin(op, p, &o, st, names, 3));
+    if (!o.g) return FNN_STATUS_OK;
+    opt_args a = {&o, (float)lr, (float)alpha, 0, (float)eps, (float)weight_decay, (float)momentum, 0};
+    fnn_parallel_for(o.n, fnn_threads_for(2 * o.n), rmsprop_span, &a);
+    fnn_tensor_clear(&o.gtmp);
+    return FNN_STATUS_OK;
+}
+
+static void adagrad_span(void *ctx, int64_t lo, int64_t hi) {
+    const opt_args *a = ctx;
+    float *w = a->o->w, *sum = a->o->s[0];
+    const float *g = a->o->g;
+    const float clr = a->lr, eps = a->eps, wd = a->wd;
+    for (int64_t i = lo; i < hi; i++) {
+        float gi = g[i] + wd * w[i];
+        float si = sum[i] + gi * gi;
+        sum[i] = si;
+        w[i] -= clr * gi / (sqrtf(si) + eps);
+    }
+}
+
+/* Adagrad (PyTorch): g += wd p; clr = lr / (1 + (step - 1) lr_decay); sum += g^2;
+ * p -= clr g / (sqrt(sum) + eps) */
+int fnn_optim_adagrad(fnn_node *p, fnn_tensor *sum, double lr, double lr_decay, double weight_decay, double eps,
+                      int64_t step) {
+    const char *op = "adagrad";
+    FNN_CHECK(sum != NULL, FNN_STATUS_ARG, "%s: needs a sum state tensor", op);
+    FNN_CHECK(step >= 1, FNN_STATUS_ARG, "%s: step %lld, steps count from 1", op, (long long)step);
+    opt_parts o;
+    fnn_tensor *const st[1] = {sum};
+    const char *const names[1] = {"sum"};
+    FNN_TRY(opt_begin(op, p, &o, st, names, 1));
+    if (!o.g) return FNN_STATUS_OK;
+    double clr = lr / (1.0 + (double)(step - 1) * lr_decay);
+    opt_args a = {&o, (float)clr, 0, 0, (float)eps, (float)weight_decay, 0, 0};
+    fnn_parallel_for(o.n, fnn_threads_for(2 * o.n), adagrad_span, &a);
+    fnn_tensor_clear(&o.gtmp);
+    return FNN_STATUS_OK;
+}
+
+static void adadelta_span(void *ctx, int64_t lo, int64_t hi) {
+    const opt_args *a = ctx;
+    float *w = a->o->w, *sq = a->o->s[0], *acc = a->o->s[1];
+    const float *g = a->o->g;
+    const float rho = a->a, eps = a->eps, wd = a->wd, lr = a->lr;
+    for (int64_t i = lo; i < hi; i++) {
+        float gi = g[i] + wd * w[i];
+        float si = rho * sq[i] + (1.0f - rho) * gi * gi;
+        sq[i] = si;
+        float delta = sqrtf(acc[i] + eps) / sqrtf(si + eps) * gi;
+        acc[i] = rho * acc[i] + (1.0f - rho) * delta * delta;
+        w[i] -= lr * delta;
+    }
+}
+
+/* Adadelta (PyTorch): g += wd p; sq = rho sq + (1 - rho) g^2;
+ * delta = sqrt(acc + eps) / sqrt(sq + eps) g; acc = rho acc + (1 - rho) delta^2; p -= lr delta */
+int fnn_optim_adadelta(fnn_node *p, fnn_tensor *square_avg, fnn_tensor *acc_delta, double lr, double rho, double eps,
+                       double weight_decay) {
+    const char *op = "adadelta";
+    FNN_CHECK(square_avg != NULL && acc_delta != NULL, FNN_STATUS_ARG, "%s: needs square_avg and acc_delta", op);
+    opt_parts o;
+    fnn_tensor *const st[2] = {square_avg, acc_delta};
+    const char *const names[2] = {"square_avg", "acc_delta"};
+    FNN_TRY(opt_begin(op, p, &o, st, names, 2));
+    if (!o.g) return FNN_STATUS_OK;
+    opt_args a = {&o, (float)lr, (float)rho, 0, (float)eps, (float)weight_decay, 0, 0};
+    fnn_parallel_for(o.n, fnn_threads_for(2 * o.n), adadelta_span, &a);
+    fnn_tensor_clear(&o.gtmp);
+    return FNN_STATUS_OK;
+}
+
+/* RAdam: lr here is the whole factor on m (lr / bc1, times the rectification and sqrt(bc2) when
+ * rectified); `extra` = 1 when rectified (the adaptive denominator applies) */
+static void radam_span(void *ctx, int64_t lo, int64_t hi) {
+    const opt_args *a = ctx;
+    float *w = a->o->w, *m = a->o->s[0], *v = a->o->s[1];
+    const float *g = a->o->g;
+    const float b1 = a->a, b2 = a->b, eps = a->eps, wd = a->wd, f = a->lr;
+    const bool rect = a->extra != 0;
+    for (int64_t i = lo; i < hi; i++) {
+        float gi = g[i] + wd * w[i];
+        float mi = b1 * m[i] + (1.0f - b1) * gi;
+        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        w[i] -= rect ? f * mi / (sqrtf(vi) + eps) : f * mi;
+    }
+}
+
+/* RAdam (PyTorch): g += wd p; m, v as Adam; rho_inf = 2 / (1 - b2) - 1,
+ * rho_t = rho_inf - 2 t b2^t / (1 - b2^t); rho_t > 5: p -= lr m / bc1 * r * sqrt(bc2) / (sqrt(v) + eps)
+ * with r = sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho_t)); else p -= lr m / bc1 */
+int fnn_optim_radam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, double lr, double beta1, double beta2, double eps,
+                    double weight_decay, int64_t step) {
+    const char *op = "radam";
+    FNN_CHECK(m != NULL && v != NULL, FNN_STATUS_ARG, "%s: needs the two moment tensors", op);
+    FNN_CHECK(step >= 1, FNN_STATUS_ARG, "%s: step %lld, steps count from 1", op, (long long)step);
+    opt_parts o;
+    fnn_tensor *const st[2] = {m, v};
+    const char *const names[2] = {"first moment", "second moment"};
+    FNN_TRY(opt_begin(op, p, &o, st, names, 2));
+    if (!o.g) return FNN_STATUS_OK;
+    double t = (double)step, bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
+    double rho_inf = 2.0 / (1.0 - beta2) - 1.0, rho_t = rho_inf - 2.0 * t * pow(beta2, t) / bc2;
+    bool rect = rho_t > 5.0;
+    double f = lr / bc1;
+    if (rect)
+        f *= sqrt((rho_t - 4.0) * (rho_t - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t)) * sqrt(bc2);
+    opt_args a = {&o, (float)f, (float)beta1, (float)beta2, (float)eps, (float)weight_decay, 0, rect ? 1.0f : 0.0f};
+    fnn_parallel_for(o.n, fnn_threads_for(2 * o.n), radam_span, &a);
+    fnn_tensor_clear(&o.gtmp);
+    return FNN_STATUS_OK;
+}
+
+static void lion_span(void *ctx, int64_t lo, int64_t hi) {
+    const opt_args *a = ctx;
+    float *w = a->o->w, *m = a->o->s[0];
+    const float *g = a->o->g;
+    const float b1 = a->a, b2 = a->b, lr = a->lr, decay = a->extra;
+    for (int64_t i = lo; i < hi; i++) {
+        float c = b1 * m[i] + (1.0f - b1) * g[i];
+        float sign = c > 0 ? 1.0f : (c < 0 ? -1.0f : 0.0f);
+        w[i] = w[i] * decay - lr * sign;
+        m[i] = b2 * m[i] + (1.0f - b2) * g[i];
+    }
+}
+
+/* Lion (Chen et al. 2023): p *= 1 - lr wd; p -= lr sign(b1 m + (1 - b1) g); m = b2 m + (1 - b2) g */
+int fnn_optim_lion(fnn_node *p, fnn_tensor *m, double lr, double beta1, double beta2, double weight_decay) {
+    const char *op = "lion";
+    FNN_CHECK(m != NULL, FNN_STATUS_ARG, "%s: needs a momentum tensor", op);
+    opt_parts o;
+    fnn_tensor *const st[1] = {m};
+    const char *const names[1] = {"momentum"};
+    FNN_TRY(opt_begin(op, p, &o, st, names, 1));
+    if (!o.g) return FNN_STATUS_OK;
+    opt_args a = {&o, (float)lr, (float)beta1, (float)beta2, 0, 0, 0, (float)(1.0 - lr * weight_decay)};
+    fnn_parallel_for(o.n, fnn_threads_for(o.n), lion_span, &a);
+    fnn_tensor_clear(&o.gtmp);
+    return FNN_STATUS_OK;
+}
+
+int fnn_optim_decay(fnn_node *p, double factor) {
+    FNN_CHECK(p != NULL && p->is_leaf, FNN_STATUS_ARG, "decay: expected a Param");
+    FNN_CHECK(fnn_device_type_of(p->value.device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "decay: not implemented on cuda yet");
+    float *w = fnn_data(&p->value), f = (float)factor;
+    int64_t n = fnn_tensor_numel(&p->value);
+    for (int64_t i = 0; i < n; i++) w[i] *= f;
+    return FNN_STATUS_OK;
+}
+
+int fnn_optim_lerp(fnn_tensor *state, const fnn_tensor *target, double weight) {
+    FNN_TRY(fnn_check_input("lerp", state));
+    FNN_TRY(fnn_check_input("lerp", target));
+    FNN_CHECK(fnn_same_shape(state, target) && fnn_tensor_is_contiguous(state) &&
+              fnn_device_type_of(state->device) == FNN_DEVICE_CPU && state->device == target->device,
+              FNN_STATUS_SHAPE, "lerp: state %s and target %s must be CPU tensors of one shape (state contiguous)",
+              fnn_shape_of(state).s, fnn_shape_of(target).s);
+    fnn_tensor tmp;
+    int rc;
+    const float *t = fnn_contiguous_data(target, &tmp, &rc);
+    FNN_TRY(rc);
+    float *s = fnn_data(state), wgt = (float)weight;
+    int64_t n = fnn_tensor_numel(state);
+    for (int64_t i = 0; i < n; i++) s[i] += wgt * (t[i] - s[i]);
+    fnn_tensor_clear(&tmp);
     return FNN_STATUS_OK;
 }
 

@@ -109,7 +109,7 @@ describe('optim kernels: adam', function()
          local rw, rm, rv = {1, -2, 3, 0.5, 0.25, -1}, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}
          for step = 1, 3 do
             p:set_grad(fnn.tensor(grads[step]))
-            ok(C.fnn_optim_adam(p.node, m, v, o.lr, o.b1, o.b2, o.eps, o.wd, o.decoupled and 1 or 0, step))
+            ok(C.fnn_optim_adam(p.node, m, v, nil, o.lr, o.b1, o.b2, o.eps, o.wd, o.decoupled and 1 or 0, step))
             adam_ref(rw, grads[step], rm, rv, o, step)
             approx(rw, p:tensor():to_flat())
             approx(rm, m:to_flat())
@@ -120,7 +120,7 @@ describe('optim kernels: adam', function()
 
    it('the first step moves each weight by about lr against the gradient sign', function()
       local p = param({0, 0, 0}, {3, -0.01, 100})
-      ok(C.fnn_optim_adam(p.node, fnn.zeros(3), fnn.zeros(3), 0.1, 0.9, 0.999, 1e-8, 0, 0, 1))
+      ok(C.fnn_optim_adam(p.node, fnn.zeros(3), fnn.zeros(3), nil, 0.1, 0.9, 0.999, 1e-8, 0, 0, 1))
       approx({-0.1, 0.1, -0.1}, p:tensor():to_flat(), 1e-4)
    end)
 
@@ -130,7 +130,7 @@ describe('optim kernels: adam', function()
          for i = 1, n do w[i] = math.sin(i); g[i] = math.cos(3 * i) end
          local p = param(w, g)
          local o = {lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01, decoupled = true}
-         ok(C.fnn_optim_adam(p.node, fnn.zeros(n), fnn.zeros(n), o.lr, o.b1, o.b2, o.eps, o.wd, 1, 1))
+         ok(C.fnn_optim_adam(p.node, fnn.zeros(n), fnn.zeros(n), nil, o.lr, o.b1, o.b2, o.eps, o.wd, 1, 1))
          local m, v = {}, {}
          for i = 1, n do m[i] = 0; v[i] = 0 end
          adam_ref(w, g, m, v, o, 1)
@@ -140,9 +140,9 @@ describe('optim kernels: adam', function()
 
    it('refuses step 0 and moments of the wrong shape', function()
       local p = param({1, 2}, {1, 1})
-      assert.is_true(C.fnn_optim_adam(p.node, fnn.zeros(2), fnn.zeros(2), 0.1, 0.9, 0.999, 1e-8, 0, 0, 0) ~= 0)
+      assert.is_true(C.fnn_optim_adam(p.node, fnn.zeros(2), fnn.zeros(2), nil, 0.1, 0.9, 0.999, 1e-8, 0, 0, 0) ~= 0)
       assert.matches('adam: step 0, steps count from 1', ffi.string(C.fnn_last_error()))
-      assert.is_true(C.fnn_optim_adam(p.node, fnn.zeros(2), fnn.zeros(2, 1), 0.1, 0.9, 0.999, 1e-8, 0, 0, 1) ~= 0)
+      assert.is_true(C.fnn_optim_adam(p.node, fnn.zeros(2), fnn.zeros(2, 1), nil, 0.1, 0.9, 0.999, 1e-8, 0, 0, 1) ~= 0)
       assert.matches('adam: second moment %[2,1%] does not match param %[2%]', ffi.string(C.fnn_last_error()))
       approx({1, 2}, p:tensor():to_flat())
    end)

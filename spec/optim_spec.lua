@@ -235,7 +235,7 @@ describe('optimizer behaviour', function()
       assert.has_error(function() optim.SGD(p, 0.1, {nesterov = true}) end,
                        'optim.SGD: nesterov momentum requires a momentum and zero dampening')
       assert.has_error(function() optim.Adam(p, {betas = {0.9, 1.5}}) end)
-      assert.has_error(function() optim.Adam(p, {amsgrad = true}) end, 'optim.Adam: amsgrad is not supported yet')
+      assert.has_error(function() optim.Adam(p, {eps = -1}) end)
       ok, err = pcall(function() optim.SGD({p[1], 3}, 0.1) end)
       assert.matches('element 2 of the parameter list is a number, expected an nn.Param', err)
       assert.has_error(function() optim.SGD({p[1], p[1]}, 0.1) end, 'optim.SGD: a parameter appears twice')

@@ -317,9 +317,29 @@ FNN_API int fnn_param_set_grad(fnn_node *p, const fnn_tensor *grad); /* for clip
 /* ---- optim: core/optim.c (fused update per parameter, in place on the Param's value) ---- */
 FNN_API int fnn_optim_sgd(fnn_node *p, fnn_tensor *momentum_buf, double lr, double momentum,
                           double dampening, double weight_decay, int nesterov, int first_step);
-/* adam / adamw (decoupled = 1): m, v state tensors shaped like p (made by the caller with fnn_zeros) */
-FNN_API int fnn_optim_adam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, double lr, double beta1,
+/* adam / adamw (decoupled = 1): m, v state tensors shaped like p (made by the caller with fnn_zeros);
+ * vmax (amsgrad: the running max of v) or NULL */
+FNN_API int fnn_optim_adam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, fnn_tensor *vmax, double lr, double beta1,
                            double beta2, double eps, double weight_decay, int decoupled, int64_t step);
+/* The others, PyTorch's update rules (weight_decay is coupled: added to the gradient; decoupled decay
+ * is fnn_optim_decay before the step). State tensors are shaped like p; optional ones may be NULL. */
+/* rmsprop: square_avg; grad_avg when centered; momentum_buf when momentum > 0 */
+FNN_API int fnn_optim_rmsprop(fnn_node *p, fnn_tensor *square_avg, fnn_tensor *grad_avg, fnn_tensor *momentum_buf,
+                              double lr, double alpha, double eps, double weight_decay, double momentum);
+/* adagrad: sum (starts at initial_accumulator_value); lr / (1 + (step - 1) lr_decay) */
+FNN_API int fnn_optim_adagrad(fnn_node *p, fnn_tensor *sum, double lr, double lr_decay, double weight_decay,
+                              double eps, int64_t step);
+FNN_API int fnn_optim_adadelta(fnn_node *p, fnn_tensor *square_avg, fnn_tensor *acc_delta, double lr, double rho,
+                               double eps, double weight_decay);
+/* radam: rectified when rho_t > 5, else an SGD-with-momentum step on the bias-corrected m */
+FNN_API int fnn_optim_radam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, double lr, double beta1, double beta2,
+                            double eps, double weight_decay, int64_t step);
+/* lion: p *= 1 - lr wd; p -= lr sign(b1 m + (1 - b1) g); m = b2 m + (1 - b2) g */
+FNN_API int fnn_optim_lion(fnn_node *p, fnn_tensor *m, double lr, double beta1, double beta2, double weight_decay);
+/* p *= factor (decoupled weight decay: factor = 1 - lr wd), whether or not p has a gradient */
+FNN_API int fnn_optim_decay(fnn_node *p, double factor);
+/* state += weight (target - state), in place on an optimizer-owned tensor (Ema, Lookahead) */
+FNN_API int fnn_optim_lerp(fnn_tensor *state, const fnn_tensor *target, double weight);
 FNN_API int fnn_grad_all_finite(fnn_node *p);       /* 1 when p has no gradient or a finite one */
 FNN_API double fnn_grad_sq_norm(fnn_node *p);
 FNN_API int fnn_grad_scale(fnn_node *p, double s);

@@ -9,6 +9,10 @@
 -- A class declares `defaults` (PyTorch's option names and values), `state_tensors`
 -- (names of its per-parameter state tensors), and implements
 -- `update(p, group, st)` where st.step already counts this step.
+-- Weight decay comes in two named forms: `weight_decay` alone is coupled (L2: wd * p added to
+-- the gradient, PyTorch's default); with `decoupled_weight_decay = true` it is decoupled
+-- (p *= 1 - lr * wd before the update, AdamW's form). update() asks coupled_decay(p, group)
+-- for the coefficient to put into the gradient.
 local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 local C = fnn_tensor.C
@@ -124,6 +128,21 @@ function Optimizer.check_options(cls, o)
    end
 end
 
+-- shared checks: a number in [lo, hi) (hi_open) or [lo, hi]
+function Optimizer.check_range(cls, what, v, lo, hi, hi_open)
+   if type(v) ~= 'number' or v ~= v or v < lo or (hi_open and v >= hi) or (not hi_open and v > hi) then
+      error(('optim.%s: invalid %s %s (expected a number in [%g, %g%s)'):format(cls._name, what, tostring(v), lo, hi,
+            hi_open and '' or ']'), 0)
+   end
+end
+function Optimizer.check_betas(cls, b)
+   if type(b) ~= 'table' or type(b[1]) ~= 'number' or type(b[2]) ~= 'number'
+      or b[1] < 0 or b[1] >= 1 or b[2] < 0 or b[2] >= 1 then
+      error(('optim.%s: betas must be {b1, b2} with each in [0, 1), got %s'):format(cls._name,
+            type(b) == 'table' and ('{' .. tostring(b[1]) .. ', ' .. tostring(b[2]) .. '}') or tostring(b)), 0)
+   end
+end
+
 -- bind(params): add parameters (a list, a module, or a list of groups)
 function Optimizer:bind(params)
    local ok, r = pcall(self._bind, self, params)
@@ -210,6 +229,26 @@ function Optimizer:update()
    error(('optim.%s: update is not defined'):format(self._name), 2)
 end
 
+-- the coupled weight decay for this update; a decoupled one is applied here (p *= 1 - lr wd)
+-- and 0 is returned
+function Optimizer.coupled_decay(p, group)
+   local wd = group.weight_decay or 0
+   if wd ~= 0 and group.decoupled_weight_decay then
+      if C.fnn_optim_decay(p.node, 1 - group.lr * wd) ~= 0 then fail() end
+      return 0
+   end
+   return wd
+end
+
+-- a state tensor of p's shape filled with v (Adagrad's initial accumulator)
+function Optimizer.full_like_param(p, v)
+   local t = Optimizer.zeros_like_param(p)
+   if v == 0 then return t end
+   local out = new()
+   if C.fnn_add_scalar(out, t, v) ~= 0 then fail() end
+   return done(out)
+end
+
 function Optimizer:zero_grad()
    for _, group in ipairs(self.groups) do
       local params = group.params
@@ -251,7 +290,7 @@ function Optimizer:steps() return self._steps end
 -- params = {[i] = {step = n, <state tensor name> = tensor}}} with i the position
 -- in parameters(). Tensors are the live ones; load_state copies what it is given.
 function Optimizer:state()
-   local s = {steps = self._steps, groups = {}, params = {}}
+   local s = {optimizer = self._name, steps = self._steps, groups = {}, params = {}}
    for gi, g in ipairs(self.groups) do
       local opts = {}
       for k, v in pairs(g) do
@@ -283,6 +322,9 @@ function Optimizer:load_state(s)
    local name = self._name
    if type(s) ~= 'table' or type(s.params) ~= 'table' then
       error(('optim.%s: load_state: expected a table from state()'):format(name), 2)
+   end
+   if s.optimizer ~= nil and s.optimizer ~= name then
+      error(('optim.%s: load_state: the state is from optim.%s'):format(name, tostring(s.optimizer)), 2)
    end
    local params = self:parameters()
    if #s.params ~= #params then

@@ -1,6 +1,7 @@
--- optim.SGD(params, lr, {momentum, dampening, weight_decay, nesterov})
+-- optim.SGD(params, lr, {momentum, dampening, weight_decay, nesterov, decoupled_weight_decay})
 -- ARGS (PyTorch's names and defaults):
---   lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0 (coupled L2), nesterov = false
+--   lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0 (coupled L2; decoupled_weight_decay = true:
+--   p *= 1 - lr wd first), nesterov = false
 -- UPDATE (one fused C call per parameter, core/optim.c):
 --   g = grad + weight_decay * p
 --   buf = g on the first step, else momentum * buf + (1 - dampening) * g
@@ -12,8 +13,8 @@ local C = require('fastnn.tensor').C
 local fail = require('fastnn.tensor').fail
 local fnn_optim_sgd = C.fnn_optim_sgd
 
-local SGD = Optimizer:extend('SGD', {lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false},
-                             {'momentum_buffer'})
+local SGD = Optimizer:extend('SGD', {lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false,
+                                     decoupled_weight_decay = false}, {'momentum_buffer'})
 
 function SGD.check_options(cls, o)
    Optimizer.check_options(cls, o)
@@ -39,7 +40,7 @@ function SGD:update(p, g, st)
          first = 1
       end
    end
-   if fnn_optim_sgd(p.node, buf, g.lr, momentum, g.dampening, g.weight_decay,
+   if fnn_optim_sgd(p.node, buf, g.lr, momentum, g.dampening, Optimizer.coupled_decay(p, g),
                     g.nesterov and 1 or 0, first) ~= 0 then
       fail()
    end

@@ -1,0 +1,80 @@
+-- optim.Ema(params, decay = 0.999): an exponential moving average of the parameters, for
+-- evaluation with smoothed weights.
+--   local ema = optim.Ema(model:parameters(), 0.999)
+--   ... opt:step(); ema:update() ...
+--   ema:swap_in(); evaluate(model); ema:swap_out()
+-- update(): shadow = decay * shadow + (1 - decay) * p, in place in C (one pass per parameter).
+-- swap_in() puts the averages into the parameters (keeping the trained values aside);
+-- swap_out() puts the trained values back. STATE: the shadow weights and the update count.
+local fnn_tensor = require 'fastnn.tensor'
+local C = fnn_tensor.C
+local fail = fnn_tensor.fail
+local param_list = require('fastnn.optim')._param_list
+
+local Ema = {}
+Ema.__index = Ema
+
+local function copy_of(t)
+   local out = fnn_tensor.new()
+   if C.fnn_mul_scalar(out, t:detach(), 1) ~= 0 then fail() end
+   return fnn_tensor.done(out)
+end
+
+setmetatable(Ema, {__call = function(_, params, decay)
+   local list = param_list('optim.Ema', params)
+   decay = decay or 0.999
+   if type(decay) ~= 'number' or decay < 0 or decay > 1 then
+      error(('optim.Ema: decay is %s, expected a number in [0, 1]'):format(tostring(decay)), 2)
+   end
+   local self = setmetatable({params = list, decay = decay, updates = 0, shadow = {}, _backup = nil}, Ema)
+   for i, p in ipairs(list) do self.shadow[i] = copy_of(p:tensor()) end
+   return self
+end})
+
+function Ema:update()
+   if self._backup then error('optim.Ema: update() while the averages are swapped in; call swap_out() first', 2) end
+   for i, p in ipairs(self.params) do
+      if C.fnn_optim_lerp(self.shadow[i], p:tensor():detach(), 1 - self.decay) ~= 0 then fail() end
+   end
+   self.updates = self.updates + 1
+   return self
+end
+
+function Ema:swap_in()
+   if self._backup then error('optim.Ema: the averages are already swapped in', 2) end
+   local backup = {}
+   for i, p in ipairs(self.params) do
+      backup[i] = copy_of(p:tensor())
+      p:set(self.shadow[i])
+   end
+   self._backup = backup
+   return self
+end
+
+function Ema:swap_out()
+   if not self._backup then error('optim.Ema: swap_out() without swap_in()', 2) end
+   for i, p in ipairs(self.params) do p:set(self._backup[i]) end
+   self._backup = nil
+   return self
+end
+
+function Ema:state() return {optimizer = 'Ema', decay = self.decay, updates = self.updates, shadow = self.shadow} end
+
+function Ema:load_state(s)
+   if type(s) ~= 'table' or s.optimizer ~= 'Ema' or type(s.shadow) ~= 'table' or #s.shadow ~= #self.params then
+      error(('optim.Ema: load_state: expected a state from Ema:state() for %d parameters'):format(#self.params), 2)
+   end
+   for i, p in ipairs(self.params) do
+      if fnn_tensor.shape_str(s.shadow[i]) ~= fnn_tensor.shape_str(p:tensor()) then
+         error(('optim.Ema: load_state: shadow %d is %s, the parameter is %s'):format(
+            i, fnn_tensor.shape_str(s.shadow[i]), fnn_tensor.shape_str(p:tensor())), 2)
+      end
+   end
+   for i = 1, #self.params do self.shadow[i] = copy_of(s.shadow[i]) end
+   self.decay, self.updates = s.decay or self.decay, s.updates or 0
+   return self
+end
+
+function Ema:__tostring() return ('optim.Ema(decay=%g; %d parameters)'):format(self.decay, #self.params) end
+
+return Ema

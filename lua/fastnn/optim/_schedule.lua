@@ -1,0 +1,60 @@
+-- The shared maker of learning-rate schedules: a schedule maps a step (counted from 0, as the
+-- FastNN seed does: lr_at(0) is the first step's rate) to a rate.
+--   local sched = optim.Warmup(optim.CosineAnnealing(1e-3, 1000), 100)
+--   for step = 0, 1099 do opt:set_lr(sched:lr_at(step)) ... end      -- or sched:apply(opt, step)
+-- sched(step) is lr_at(step). A class gives `__init(self, ...)` (checking its arguments; errors
+-- at the user's line are level 3 there) and `rate(self, step)`.
+local M = {}
+
+local function check_step(name, step)
+   if type(step) ~= 'number' or step < 0 or step ~= math.floor(step) then
+      error(('optim.%s: lr_at: step is %s, expected a whole number >= 0 (steps count from 0)'):format(
+         name, tostring(step)), 3)
+   end
+end
+
+function M.class(name)
+   local cls = {_name = name}
+   cls.__index = cls
+   function cls:lr_at(step)
+      check_step(name, step)
+      return self:rate(step)
+   end
+   cls.__call = function(self, step)
+      check_step(name, step)
+      return self:rate(step)
+   end
+   -- apply(opt, step): opt:set_lr(lr_at(step)); returns the rate
+   function cls:apply(opt, step)
+      local lr = self:lr_at(step)
+      opt:set_lr(lr)
+      return lr
+   end
+   cls.__tostring = function(self) return ('optim.%s(%s)'):format(name, self:describe()) end
+   function cls:describe() return '' end
+   return setmetatable(cls, {__call = function(c, ...)
+      local self = setmetatable({}, c)
+      self:__init(...)
+      return self
+   end})
+end
+
+-- a number check for constructors, raised at the user's line (1 here, 2 __init, 3 the class call, 4 user)
+function M.number(name, what, v, lo, hi)
+   if type(v) ~= 'number' or v ~= v or (lo and v < lo) or (hi and v > hi) then
+      error(('optim.%s: %s is %s, expected a number%s'):format(name, what, tostring(v),
+            lo and hi and (' in [%g, %g]'):format(lo, hi) or lo and (' >= %g'):format(lo) or ''), 4)
+   end
+   return v
+end
+
+-- a schedule (anything with lr_at) or a constant rate
+function M.schedule(name, what, v)
+   if type(v) == 'number' then return {lr_at = function() return v end, rate = function() return v end} end
+   if type(v) ~= 'table' or type(v.lr_at) ~= 'function' then
+      error(('optim.%s: %s is a %s, expected a schedule or a number'):format(name, what, type(v)), 4)
+   end
+   return v
+end
+
+return M
