@@ -1,13 +1,35 @@
 -- nn.Module: the base class of every layer and model.
+--
+-- A user layer takes a few lines (the FastNN seed's Residual):
 --   local Residual = nn.Module:extend('Residual')
 --   function Residual:__init(width) self.inner = nn.Linear(width, width) end
---   function Residual:forward(x) return x + self.inner(x) end
---   local m = Residual(16); m(x); m:named_parameters()  --> {{'inner.weight', p}, {'inner.bias', p}}
--- Params and modules assigned to fields are recorded in assignment order, so
--- named_parameters() is stable without a registration call (PyTorch's
--- __setattr__). Buffers (tensors such as running statistics) are declared
--- with register_buffer. A module that keeps weights some other way overrides
--- named_parameters (nn.scoped helps with the names).
+--   function Residual:forward(x) return x + self.inner(x):relu() end
+--   local m = Residual(16); local y = m(x)               -- m(x) is m:forward(x)
+--   m:named_parameters()  --> {{'inner.weight', p}, {'inner.bias', p}}
+--
+-- The hooks a layer writer uses:
+--   __init(...)          the constructor (Class(...) runs it; `self.training` is already true).
+--                        Params and modules assigned to fields are recorded in assignment
+--                        order (PyTorch's __setattr__), so names are stable with no
+--                        registration call. Values kept in plain Lua tables are not seen:
+--                        use nn.ModuleList, or override named_parameters.
+--                        Raise a bad argument with error(msg, 3): 1 __init, 2 Class(), 3 the user.
+--   forward(x, ...)      the computation. Raise a programming mistake with error(msg, 2)
+--                        (the caller's line), naming the layer and every shape.
+--   short_str()          one line naming the module and its options, e.g. 'nn.Linear(784 -> 128)';
+--                        it is the module's line in the __tostring tree and in container error
+--                        prefixes. Default 'nn.<Name>'. A class that defines a one-line
+--                        __tostring instead gets that line as its short_str.
+--   register_buffer(name, t)  a tensor that is state but not trained (BatchNorm's running_mean):
+--                        listed by named_buffers(), moved by to_device, saved by checkpoints.
+--                        Tensors are immutable: update it by assignment (self.running_mean = t).
+--   register_parameter(name, p), add_module(name, m)  the same for names made at run time.
+--   named_parameters()   override only when weights are kept some other way;
+--                        nn.scoped('inner', m:named_parameters()) prefixes the names.
+--   named_children()     override only when children are kept some other way (containers do).
+--   self.training        true after train(), false after eval(); read it in forward.
+-- Everything else follows from those: parameters, num_parameters, buffers, zero_grad,
+-- freeze/unfreeze, train/eval, to_device, children, modules, apply, set_buffer, __tostring.
 local Param = require('fastnn.autograd').Param
 
 local Module = {}
@@ -44,6 +66,7 @@ local function track(self, k, v)
    rawset(self, k, v)
 end
 
+-- m(x): a tail call, so error levels inside forward count as for m:forward(x)
 local function call_forward(self, ...) return self:forward(...) end
 
 local class_mt = {}
@@ -57,9 +80,11 @@ end
 class_mt.__tostring = function(cls) return 'class ' .. cls:_full_name() end
 setmetatable(Module, class_mt)
 
--- Module:extend('Name') -> a new class inheriting from self
+-- Module:extend('Name') -> a new class inheriting from self (nn.Linear:extend('MyLinear') works too)
 function Module:extend(name)
    if type(name) ~= 'string' then error('extend: expected a class name', 2) end
+   if is_module(self) then error(('extend: called on an instance of %s, expected a class'):format(
+      self:_full_name()), 2) end
    local cls = {}
    -- metamethods are looked up raw: copy the parent's, the class may override them
    for _, k in ipairs{'__call', '__tostring', '__newindex', '__eq', '__len', '__concat'} do
@@ -87,15 +112,29 @@ function Module:_full_name()
    return 'nn.' .. n
 end
 
+-- is this module an instance of cls or of a class derived from it?
+function Module:is_instance_of(cls)
+   local c = getmetatable(self)
+   while c do
+      if c == cls then return true end
+      c = rawget(c, '_parent')
+   end
+   return false
+end
+
 -- explicit registration, for names built at run time
 function Module:add_module(name, m)
-   if not is_module(m) then error(('add_module: %s is not a module'):format(tostring(name)), 2) end
+   if type(name) ~= 'string' then error(('add_module: name is a %s, expected a string'):format(type(name)), 2) end
+   if not is_module(m) then error(('add_module: %s is not a module'):format(name), 2) end
    rawset(self, name, m)
    list_add(self, '_child_names', name)
    return self
 end
 
 function Module:register_parameter(name, p)
+   if type(name) ~= 'string' then
+      error(('register_parameter: name is a %s, expected a string'):format(type(name)), 2)
+   end
    if p ~= nil and not is_param(p) then error(('register_parameter: %s is not an nn.Param'):format(name), 2) end
    rawset(self, name, p)
    list_add(self, '_param_names', name)
@@ -103,6 +142,9 @@ function Module:register_parameter(name, p)
 end
 
 function Module:register_buffer(name, t)
+   if type(name) ~= 'string' then
+      error(('register_buffer: name is a %s, expected a string'):format(type(name)), 2)
+   end
    rawset(self, name, t)
    list_add(self, '_buffer_names', name)
    return t
@@ -127,13 +169,40 @@ function Module:children()
    return out
 end
 
--- this module and every descendant, depth first
-function Module:modules()
-   local out = {self}
-   for _, c in ipairs(self:children()) do
-      for _, m in ipairs(c:modules()) do out[#out + 1] = m end
+-- {{'', self}, {'fc', m}, {'block.1', m}, ...}: this module and every descendant, depth
+-- first, each once (a shared layer under its first name)
+function Module:named_modules()
+   local out, seen = {}, {}
+   local function walk(prefix, m)
+      if seen[m] then return end
+      seen[m] = true
+      out[#out + 1] = {prefix, m}
+      for _, pair in ipairs(m:named_children()) do
+         walk(prefix == '' and pair[1] or (prefix .. '.' .. pair[1]), pair[2])
+      end
    end
+   walk('', self)
    return out
+end
+
+function Module:modules()
+   local out = {}
+   for i, pair in ipairs(self:named_modules()) do out[i] = pair[2] end
+   return out
+end
+
+-- apply(fn): fn(m) for every descendant, children before their parent (PyTorch's order)
+function Module:apply(fn)
+   if type(fn) ~= 'function' then error(('apply: expected a function, got a %s'):format(type(fn)), 2) end
+   local seen = {}
+   local function walk(m)
+      if seen[m] then return end
+      seen[m] = true
+      for _, c in ipairs(m:children()) do walk(c) end
+      fn(m)
+   end
+   walk(self)
+   return self
 end
 
 -- own entries of one kind, then each child's prefixed by the child's name; a
@@ -159,7 +228,9 @@ local function named(self, own_key, method)
    return out
 end
 
+-- ordered {name, param} pairs with dotted names: '1.weight', 'inner.bias', 'block.2.weight'
 function Module:named_parameters() return named(self, '_param_names', 'named_parameters') end
+-- ordered {name, tensor} pairs of the buffers, named like the parameters
 function Module:named_buffers() return named(self, '_buffer_names', 'named_buffers') end
 
 function Module:parameters()
@@ -174,9 +245,35 @@ function Module:buffers()
    return out
 end
 
-function Module:num_parameters()
+-- set_buffer('2.running_mean', t): replaces a buffer found by its dotted name (what a
+-- checkpoint loader needs, since tensors are immutable); raises for an unknown name
+function Module:set_buffer(name, t)
+   if type(name) ~= 'string' then error(('set_buffer: name is a %s, expected a string'):format(type(name)), 2) end
+   local m, rest = self, name
+   while true do
+      local names = rawget(m, '_buffer_names')
+      local found = false
+      if names then for _, n in ipairs(names) do found = found or n == rest end end
+      if found then rawset(m, rest, t); return self end
+      local head, tail = rest:match('^([^.]+)%.(.+)$')
+      local child
+      if head then
+         for _, pair in ipairs(m:named_children()) do
+            if pair[1] == head then child = pair[2]; break end
+         end
+      end
+      if not child then error(('set_buffer: %s has no buffer %s'):format(self:short_str(), name), 2) end
+      m, rest = child, tail
+   end
+end
+
+-- the number of parameter elements; {trainable = true} counts only unfrozen params
+function Module:num_parameters(opts)
+   local trainable = type(opts) == 'table' and opts.trainable
    local n = 0
-   for _, p in ipairs(self:parameters()) do n = n + p:numel() end
+   for _, p in ipairs(self:parameters()) do
+      if not (trainable and p:frozen()) then n = n + p:numel() end
+   end
    return n
 end
 
@@ -189,12 +286,13 @@ function Module:train(mode)
 end
 function Module:eval() return self:train(false) end
 
+-- drops every parameter's gradient (the next backward starts from zero)
 function Module:zero_grad()
    for _, p in ipairs(self:parameters()) do p:zero_grad() end
    return self
 end
 
--- a frozen module's params hand out detached tensors: no gradient reaches them
+-- a frozen module's params hand out detached tensors: no gradient is computed for them
 function Module:freeze()
    for _, p in ipairs(self:parameters()) do p:freeze() end
    return self
@@ -204,44 +302,74 @@ function Module:unfreeze()
    return self
 end
 
--- moves every parameter and buffer to device d (a Device or 'cuda'/'cpu' string understood by Tensor:to)
+-- to_device(d): every parameter and buffer onto d (a Device, 'cpu', 'cuda' or 'cuda:<n>').
+-- A moved parameter drops its gradient, which lives on the old device.
 function Module:to_device(d)
+   local dev = require('fastnn.device').parse('to_device', d)   -- raises at the caller's line
    for _, p in ipairs(self:parameters()) do
       local t = p:tensor():detach()
-      p:set(t:to(d))
+      if t:device() ~= dev then
+         p:set(t:to(dev))
+         p:zero_grad()
+      end
    end
-   local function move_buffers(m)
+   for _, m in ipairs(self:modules()) do
       local names = rawget(m, '_buffer_names')
       if names then
          for _, n in ipairs(names) do
             local t = rawget(m, n)
-            if t ~= nil then rawset(m, n, t:to(d)) end
+            if t ~= nil and t ~= false then rawset(m, n, t:to(dev)) end
          end
       end
-      for _, c in ipairs(m:children()) do move_buffers(c) end
    end
-   move_buffers(self)
    return self
 end
 
--- one line naming the module (used in trees and container error prefixes)
+-- one line naming the module (its line in trees and in container error prefixes)
 function Module:short_str()
-   local s = tostring(self)
-   return (s:match('^[^\n]*'):gsub(' {$', ''))
+   local mt = getmetatable(self)
+   local own = mt and mt.__tostring
+   if own and own ~= Module.__tostring then
+      return (tostring(own(self)):match('^[^\n]*'):gsub(' {$', ''))
+   end
+   return self:_full_name()
 end
 
--- Torch7-style tree: a leaf prints its name; a module with children lists them
-function Module:__tostring()
-   local head = self:_full_name()
-   local kids = self:named_children()
+-- the tree: each module's short_str() on its line, its children indented under it with their names
+--   nn.Sequential {
+--     (1): nn.Linear(784 -> 128)
+--     (2): nn.Residual {
+--       (inner): nn.Linear(128 -> 128)
+--     }
+--   }
+local function tree(m, seen)
+   local head = m:short_str()
+   local kids = m:named_children()
    if #kids == 0 then return head end
+   if seen[m] then return head .. ' {...}' end   -- a module inside itself
+   seen[m] = true
    local lines = {head .. ' {'}
    for _, pair in ipairs(kids) do
-      local s = tostring(pair[2]):gsub('\n', '\n  ')
-      lines[#lines + 1] = '  (' .. pair[1] .. '): ' .. s
+      lines[#lines + 1] = '  (' .. pair[1] .. '): ' .. tree(pair[2], seen):gsub('\n', '\n  ')
    end
    lines[#lines + 1] = '}'
+   seen[m] = nil
    return table.concat(lines, '\n')
+end
+
+function Module:__tostring() return tree(self, {}) end
+
+-- the message a container raises for a child's error: prefix plus the child's message,
+-- or nil when the error must pass through untouched (an error object, a Ctrl-C).
+-- A position inside fastnn itself (where the container called the child, or a
+-- library line) is dropped, since the container reports at its caller's line; a
+-- position in user code (a bug in a user module's forward) is kept.
+function Module._child_error(prefix, err)
+   if type(err) ~= 'string' then return nil end
+   local file, rest = err:match('^([^:\n]+):%d+: (.*)$')
+   if (rest or err) == 'interrupted' then return nil end
+   if file and (file:find('fastnn/', 1, true) or file:find('fastnn\\', 1, true)) then err = rest end
+   return prefix .. err
 end
 
 return Module

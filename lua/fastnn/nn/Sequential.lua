@@ -1,75 +1,38 @@
--- nn.Sequential(m1, m2, ...) or nn.Sequential():add(m1):add(m2): runs its
--- children in order. Children are named by 1-based position ('1.weight').
--- A child's error is re-raised prefixed with its position and name:
+-- nn.Sequential(m1, m2, ...), nn.Sequential{m1, m2} or nn.Sequential():add(m1):add(m2):
+-- runs its children in order; the first gets every argument of forward, each next one
+-- the output of the one before, and the last one's results are returned (all of them, so
+-- a final LSTM hands back its state too). An empty Sequential returns its input.
+-- Children are named by 1-based position ('2.weight'); seq[i] and #seq work (a ModuleList).
+-- A child's error is re-raised at the line that called the model, prefixed with the
+-- child's position and short_str; nested containers chain their prefixes:
 --   Sequential[3] nn.Linear(784 -> 128): Linear(784 -> 128): input [8,100] has ...
 local nn = require 'fastnn.nn'
-local Module = nn.Module
-local is_module = Module.is_module
+local unpack = unpack or table.unpack
 
-local Sequential = Module:extend('Sequential')
+local Sequential = nn.ModuleList:extend('Sequential')
+local child_error = nn.Module._child_error
 
-function Sequential:__init(...)
-   rawset(self, 'modules', {})
-   rawset(self, '_at', 0)
-   local args = {...}
-   local n = select('#', ...)
-   -- nn.Sequential{m1, m2} as well as nn.Sequential(m1, m2)
-   if n == 1 and type(args[1]) == 'table' and not is_module(args[1]) then
-      args, n = args[1], #args[1]
+local function run(self, ...)
+   local n = #self
+   if n == 0 then return ... end
+   rawset(self, '_at', 1)
+   if n == 1 then return self[1]:forward(...) end
+   local x = self[1]:forward(...)
+   for i = 2, n - 1 do
+      rawset(self, '_at', i)
+      x = self[i]:forward(x)
    end
-   for i = 1, n do
-      if not is_module(args[i]) then
-         error(('nn.Sequential: argument %d is a %s, expected a module'):format(i, type(args[i])), 3)
-      end
-      self.modules[i] = args[i]
-   end
+   rawset(self, '_at', n)
+   return self[n]:forward(x)
 end
 
-function Sequential:add(m)
-   if not is_module(m) then
-      error(('Sequential:add: expected a module, got a %s'):format(type(m)), 2)
-   end
-   self.modules[#self.modules + 1] = m
-   return self
-end
-
-function Sequential:get(i) return self.modules[i] end
-function Sequential:len() return #self.modules end
-
-function Sequential:named_children()
-   local out = {}
-   for i, m in ipairs(self.modules) do out[i] = {tostring(i), m} end
-   return out
-end
-
-local function run(self, x)
-   local mods = self.modules
-   for i = 1, #mods do
-      self._at = i
-      x = mods[i]:forward(x)
-   end
-   return x
-end
-
-local function strip_where(msg)
-   return (msg:gsub('^[^:\n]+:%d+: ', ''))
-end
-
-function Sequential:forward(x)
-   local ok, y = pcall(run, self, x)
-   if ok then return y end
-   if type(y) ~= 'string' then error(y, 0) end   -- not ours to rewrite (an interrupt object, say)
-   local i = self._at
-   error(('Sequential[%d] %s: %s'):format(i, self.modules[i]:short_str(), strip_where(y)), 2)
-end
-
-function Sequential:__tostring()
-   local lines = {'nn.Sequential {'}
-   for i, m in ipairs(self.modules) do
-      lines[#lines + 1] = ('  (%d): %s'):format(i, (tostring(m):gsub('\n', '\n  ')))
-   end
-   lines[#lines + 1] = '}'
-   return table.concat(lines, '\n')
+function Sequential:forward(...)
+   local r = {pcall(run, self, ...)}
+   if r[1] then return unpack(r, 2, table.maxn(r)) end
+   local i = rawget(self, '_at')
+   local msg = child_error(('Sequential[%d] %s: '):format(i, self[i]:short_str()), r[2])
+   if msg == nil then error(r[2], 0) end
+   error(msg, 2)   -- the caller of forward (model(x) reaches forward by a tail call)
 end
 
 return Sequential
