@@ -189,6 +189,18 @@ FNN_API int fnn_gelu_tanh(fnn_tensor *out, const fnn_tensor *x);  /* tanh approx
 FNN_API int fnn_silu(fnn_tensor *out, const fnn_tensor *x);
 FNN_API int fnn_softplus(fnn_tensor *out, const fnn_tensor *x);
 FNN_API int fnn_clamp(fnn_tensor *out, const fnn_tensor *x, double lo, double hi); /* +-inf: no bound */
+/* activations (PyTorch's formulas): leaky_relu x > 0 ? x : slope x; elu x > 0 ? x : alpha (e^x - 1);
+ * selu scale elu(x, alpha) with the fixed scale 1.0507..., alpha 1.6732...; celu x > 0 ? x :
+ * alpha (e^(x/alpha) - 1), alpha != 0; mish x tanh(softplus x); hardsigmoid relu6(x + 3) / 6;
+ * hardswish x hardsigmoid(x); softsign x / (1 + |x|) */
+FNN_API int fnn_leaky_relu(fnn_tensor *out, const fnn_tensor *x, double negative_slope);
+FNN_API int fnn_elu(fnn_tensor *out, const fnn_tensor *x, double alpha);
+FNN_API int fnn_selu(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_celu(fnn_tensor *out, const fnn_tensor *x, double alpha);
+FNN_API int fnn_mish(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_hardsigmoid(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_hardswish(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_softsign(fnn_tensor *out, const fnn_tensor *x);
 /* where: cond != 0 picks a, else b; all three broadcast */
 FNN_API int fnn_where(fnn_tensor *out, const fnn_tensor *cond, const fnn_tensor *a, const fnn_tensor *b);
 

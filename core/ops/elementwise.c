@@ -2,7 +2,8 @@
  * maximum minimum, comparisons eq ne lt le gt ge), ops with a number
  * (add_scalar mul_scalar rsub_scalar rdiv_scalar pow_scalar rpow_scalar),
  * unary ops (neg abs exp log sqrt rsqrt sin cos tanh sigmoid relu gelu
- * gelu_tanh silu softplus clamp) and where.
+ * gelu_tanh silu softplus clamp leaky_relu elu selu celu mish hardsigmoid hardswish
+ * softsign) and where.
  *
  * One driver (map) broadcasts up to three inputs to the output shape and runs
  * a row kernel over it; each op is a row expression for its forward and one
@@ -461,6 +462,30 @@ static inline float gelu_tanh_grad(float x) {
     float u = k * (x + 0.044715f * x * x * x), t = fnn_tanhf(u);
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * x * x);
 }
+/* e^x - 1 without the cancellation of exp(x) - 1 near 0 (Kahan: (u - 1) x / log u, exact where
+ * u = e^x rounds to 1); meant for x <= 0, where elu, selu and celu use it */
+static inline float expm1_neg(float x) {
+    float u = fnn_expf(x);
+    float r = fnn_sel(u == 1.0f, x, (u - 1.0f) * x / fnn_logf(u));
+    return fnn_sel(u == 0.0f, -1.0f, r);
+}
+/* tanh(softplus(x)) = n / (n + 2) with n = e^x (e^x + 2); 1 in float32 beyond x = 20 */
+static inline float tanh_softplusf(float x) {
+    float e = fnn_expf(fnn_sel(x > 20.0f, 20.0f, x)), n = e * (e + 2.0f);
+    return fnn_sel(x > 20.0f, 1.0f, n / (n + 2.0f));
+}
+static inline float mish_grad(float x) {
+    float t = tanh_softplusf(x);
+    return t + x * fnn_sigmoidf(x) * (1.0f - t * t);
+}
+/* relu6(x + 3) / 6; nan stays nan */
+static inline float hardsigmoidf(float x) {
+    float v = x + 3.0f;
+    v = fnn_sel(v < 0.0f, 0.0f, v);
+    return fnn_sel(v > 6.0f, 6.0f, v) * (1.0f / 6.0f);
+}
+#define SELU_SCALE 1.0507009873554804934f
+#define SELU_ALPHA 1.6732632423543772848f
 
 #define UNARY(name, FWD, GRAD, DIFF)                                                                  \
     ROW_FOR(AVX2_CLONE, name##_f, FWD)                                                                \
@@ -488,6 +513,17 @@ UNARY(gelu_tanh, gelu_tanhf(a),                             a * gelu_tanh_grad(b
 UNARY(silu,      a * fnn_sigmoidf(a),                       a * (fnn_sigmoidf(b) * (1.0f + b * (1.0f - fnn_sigmoidf(b)))), 1)
 UNARY(softplus,  softplusf(a),                              a * fnn_sigmoidf(b), 1)
 UNARY(clamp,     a < k0 ? k0 : (a > k1 ? k1 : a),           (b >= k0 && b <= k1) ? a : 0.0f, 1)
+/* k0 = negative_slope (leaky_relu), alpha (elu, celu; celu's alpha is never 0) */
+UNARY(leaky_relu, fnn_sel(a > 0, a, a * k0),                fnn_sel(b > 0, a, a * k0), 1)
+UNARY(elu,       fnn_sel(a > 0, a, k0 * expm1_neg(a)),      fnn_sel(b > 0, a, a * (c + k0)), 1)
+UNARY(selu,      SELU_SCALE * fnn_sel(a > 0, a, SELU_ALPHA * expm1_neg(a)),
+                 fnn_sel(b > 0, a * SELU_SCALE, a * (c + SELU_SCALE * SELU_ALPHA)), 1)
+UNARY(celu,      fnn_sel(a > 0, a, k0 * expm1_neg(a / k0)), fnn_sel(b > 0, a, a * fnn_expf(b / k0)), 1)
+UNARY(mish,      a * tanh_softplusf(a),                     a * mish_grad(b), 1)
+UNARY(hardsigmoid, hardsigmoidf(a),                         fnn_sel((b > -3.0f) & (b < 3.0f), a * (1.0f / 6.0f), 0.0f), 1)
+UNARY(hardswish, a * hardsigmoidf(a),
+                 fnn_sel(b < -3.0f, 0.0f, fnn_sel(b > 3.0f, a, a * (b * (1.0f / 3.0f) + 0.5f))), 1)
+UNARY(softsign,  a / (1.0f + fnn_absf(a)),                  a / ((1.0f + fnn_absf(b)) * (1.0f + fnn_absf(b))), 1)
 
 static int unary(const fnn_op_def *def, row_fn row, fnn_tensor *out, const fnn_tensor *x, float k0, float k1) {
     const fnn_tensor *ins[1] = {x};
@@ -515,6 +551,27 @@ int fnn_clamp(fnn_tensor *out, const fnn_tensor *x, double lo, double hi) {
     FNN_CHECK(!(lo > hi), FNN_STATUS_ARG, "clamp: min %g is greater than max %g", lo, hi);
     return unary(&UNARY_clamp, clamp_f_row, out, x, (float)lo, (float)hi);
 }
+int fnn_leaky_relu(fnn_tensor *out, const fnn_tensor *x, double negative_slope) {
+    FNN_CHECK(isfinite(negative_slope), FNN_STATUS_ARG, "leaky_relu: negative_slope is %g, expected a finite number",
+              negative_slope);
+    return unary(&UNARY_leaky_relu, leaky_relu_f_row, out, x, (float)negative_slope, 0);
+}
+int fnn_elu(fnn_tensor *out, const fnn_tensor *x, double alpha) {
+    FNN_CHECK(isfinite(alpha), FNN_STATUS_ARG, "elu: alpha is %g, expected a finite number", alpha);
+    return unary(&UNARY_elu, elu_f_row, out, x, (float)alpha, 0);
+}
+int fnn_selu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_selu, selu_f_row, out, x, 0, 0); }
+int fnn_celu(fnn_tensor *out, const fnn_tensor *x, double alpha) {
+    FNN_CHECK(isfinite(alpha) && alpha != 0, FNN_STATUS_ARG, "celu: alpha is %g, expected a finite non-zero number",
+              alpha);
+    return unary(&UNARY_celu, celu_f_row, out, x, (float)alpha, 0);
+}
+int fnn_mish(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_mish, mish_f_row, out, x, 0, 0); }
+int fnn_hardsigmoid(fnn_tensor *out, const fnn_tensor *x) {
+    return unary(&UNARY_hardsigmoid, hardsigmoid_f_row, out, x, 0, 0);
+}
+int fnn_hardswish(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_hardswish, hardswish_f_row, out, x, 0, 0); }
+int fnn_softsign(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_softsign, softsign_f_row, out, x, 0, 0); }
 
 /* ================= where: cond != 0 picks a, else b ================= */
 ROW(where, a != 0 ? b : c)
@@ -535,5 +592,6 @@ const fnn_op_def *const fnn_ops_elementwise[] = {
     &ADD_S, &MUL_S, &RSUB_S, &RDIV_S, &POW_S, &RPOW_S,
     &UNARY_neg, &UNARY_abs, &UNARY_exp, &UNARY_log, &UNARY_sqrt, &UNARY_rsqrt, &UNARY_sin, &UNARY_cos,
     &UNARY_tanh, &UNARY_sigmoid, &UNARY_relu, &UNARY_gelu, &UNARY_gelu_tanh, &UNARY_silu, &UNARY_softplus,
-    &UNARY_clamp, &WHERE, NULL,
+    &UNARY_clamp, &UNARY_leaky_relu, &UNARY_elu, &UNARY_selu, &UNARY_celu, &UNARY_mish, &UNARY_hardsigmoid,
+    &UNARY_hardswish, &UNARY_softsign, &WHERE, NULL,
 };

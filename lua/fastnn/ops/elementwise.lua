@@ -34,6 +34,31 @@ function Tensor.clamp(x, lo, hi)
    return done(out)
 end
 
+-- activations without a parameter: x -> same shape
+for _, name in ipairs{'selu', 'mish', 'hardsigmoid', 'hardswish', 'softsign'} do
+   local cfn = C['fnn_' .. name]
+   Tensor[name] = function(x)
+      local out = new()
+      if cfn(out, x) ~= 0 then fail() end
+      return done(out)
+   end
+end
+Tensor.hard_sigmoid, Tensor.hard_swish = Tensor.hardsigmoid, Tensor.hardswish   -- the Keras names
+
+-- activations with one number: leaky_relu(negative_slope = 0.01), elu(alpha = 1), celu(alpha = 1)
+for name, spec in pairs{leaky_relu = {'negative_slope', 0.01}, elu = {'alpha', 1}, celu = {'alpha', 1}} do
+   local cfn, what, default = C['fnn_' .. name], spec[1], spec[2]
+   Tensor[name] = function(x, k)
+      if k == nil then k = default end
+      if type(k) ~= 'number' then
+         error(('%s: %s is a %s, expected a number'):format(name, what, type(k)), 2)
+      end
+      local out = new()
+      if cfn(out, x, k) ~= 0 then fail() end
+      return done(out)
+   end
+end
+
 -- binary with broadcasting; numbers are accepted as 0-dim tensors
 for _, name in ipairs{'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge'} do
    local cfn = C['fnn_' .. name]
@@ -53,5 +78,12 @@ function M.where(cond, a, b)
    return done(out)
 end
 Tensor.where = function(cond, a, b) return M.where(cond, a, b) end
+
+-- the unary ops are fnn functions too: fnn.relu(x), fnn.leaky_relu(x, 0.2)
+for _, name in ipairs{'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'gelu', 'silu',
+                      'softplus', 'clamp', 'leaky_relu', 'elu', 'selu', 'celu', 'mish', 'hardsigmoid', 'hard_sigmoid',
+                      'hardswish', 'hard_swish', 'softsign'} do
+   M[name] = Tensor[name]
+end
 
 return M

@@ -1,0 +1,29 @@
+-- nn.Activation(name): the activation called `name` as a layer (Keras): 'relu', 'leaky_relu',
+-- 'elu', 'selu', 'gelu', 'silu'/'swish', 'mish', 'sigmoid', 'hard_sigmoid', 'tanh', 'softplus',
+-- 'softsign', 'softmax', 'log_softmax' (both over the last dim), 'linear' (identity), ...
+-- (nn.activation_fn lists them all). x any shape -> same shape.
+local fnn_tensor = require 'fastnn.tensor'
+local nn = require 'fastnn.nn'
+local activation = require 'fastnn.nn._activation'
+local istype = fnn_tensor.is_tensor
+
+local Activation = nn.Module:extend('Activation')
+
+function Activation:__init(name)
+   if type(name) ~= 'string' then
+      error(("nn.Activation: name is a %s, expected a string such as 'relu'"):format(type(name)), 3)
+   end
+   self.fn = activation.fn(name, 3, 'nn.Activation')
+   self.name = name
+end
+
+function Activation:forward(x)
+   if not istype(x) then
+      error(("Activation('%s'): input is a %s, expected a tensor"):format(self.name, type(x)), 2)
+   end
+   return (self.fn(x))
+end
+
+function Activation:__tostring() return ("nn.Activation('%s')"):format(self.name) end
+
+return Activation
