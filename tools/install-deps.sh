@@ -2,11 +2,16 @@
 # Installs the Debian packages fastnn-lua needs, only those missing (needs root or sudo).
 set -euo pipefail
 PKGS="build-essential cmake pkg-config luajit libluajit-5.1-dev libopenblas-dev lua-busted luarocks
-      libcurl4-openssl-dev zlib1g-dev dataset-fashion-mnist"
+      libcurl4-openssl-dev zlib1g-dev libssl-dev libcjson-dev dataset-fashion-mnist"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# the PyPI packages the interop specs use as references (safetensors' own implementation, numpy)
+if ! python3 -c 'import numpy, safetensors' >/dev/null 2>&1; then
+  echo "installing (PyPI): numpy safetensors"
+  python3 -m pip install -q numpy safetensors >/dev/null 2>&1 || echo "install-deps: pip could not install numpy safetensors" >&2
+fi
 [ -z "$missing" ] && exit 0
 echo "installing:$missing"
 SUDO=""
