@@ -216,6 +216,7 @@ extern const fnn_op_def *const fnn_ops_norm[];
 extern const fnn_op_def *const fnn_ops_device[];
 extern const fnn_op_def *const fnn_ops_rnn[];
 extern const fnn_op_def *const fnn_ops_sort[];
+extern const fnn_op_def *const fnn_ops_pool[];
 
 #ifdef __cplusplus
 }

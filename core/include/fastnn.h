@@ -243,6 +243,24 @@ FNN_API int fnn_max_pool2d(fnn_tensor *out, const fnn_tensor *x, int kh, int kw,
  * clipped to the padded input, else by its part inside the input */
 FNN_API int fnn_avg_pool2d(fnn_tensor *out, const fnn_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, int ceil_mode, int count_include_pad);
 
+/* ---- pool: core/ops/pool.c ----
+ * pooling over 1 and 3 spatial dims (the 2-d pools are in conv), adaptive average pooling and
+ * upsampling. Inputs are channels first and batched or not: [N,C,L] / [C,L], [N,C,H,W] / [C,H,W],
+ * [N,C,D,H,W] / [C,D,H,W]. Kernel, stride and padding follow max_pool2d/avg_pool2d above. */
+FNN_API int fnn_max_pool1d(fnn_tensor *out, const fnn_tensor *x, int k, int s, int p, int ceil_mode);
+FNN_API int fnn_max_pool3d(fnn_tensor *out, const fnn_tensor *x, int kd, int kh, int kw, int sd, int sh, int sw, int pd, int ph, int pw, int ceil_mode);
+FNN_API int fnn_avg_pool1d(fnn_tensor *out, const fnn_tensor *x, int k, int s, int p, int ceil_mode, int count_include_pad);
+FNN_API int fnn_avg_pool3d(fnn_tensor *out, const fnn_tensor *x, int kd, int kh, int kw, int sd, int sh, int sw, int pd, int ph, int pw, int ceil_mode, int count_include_pad);
+/* adaptive_avg_pool2d: x [N,C,H,W] -> [N,C,oh,ow]; output i averages input rows
+ * floor(i H / oh) .. ceil((i + 1) H / oh) - 1 (windows may overlap), likewise columns */
+FNN_API int fnn_adaptive_avg_pool2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, int64_t ow);
+/* upsample_nearest: the last `dims` (1..3) dims of x resized to size[0..dims-1]; output index o
+ * reads input floor(o * in / out) (exact integer arithmetic) */
+FNN_API int fnn_upsample_nearest(fnn_tensor *out, const fnn_tensor *x, int dims, const int64_t *size);
+/* upsample_bilinear2d: x [N,C,H,W] -> [N,C,oh,ow]. align_corners 0: half-pixel centres,
+ * src = (o + 0.5) in / out - 0.5 clamped at 0; 1: src = o (in - 1) / (out - 1) */
+FNN_API int fnn_upsample_bilinear2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, int64_t ow, int align_corners);
+
 /* ---- shape: core/ops/shape.c (views share storage; no copies) ---- */
 FNN_API int fnn_reshape(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape); /* one -1 allowed; copies only when not viewable */
 FNN_API int fnn_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape);    /* refuses when a copy would be needed */

@@ -1,0 +1,888 @@
+/* pool.c: max_pool1d/3d and avg_pool1d/3d (stride, padding, ceil_mode; count_include_pad),
+ * adaptive_avg_pool2d, upsample_nearest over 1..3 spatial dims and upsample_bilinear2d
+ * (align_corners either way), CPU, PyTorch's semantics and output sizes. The 2-d pools live in
+ * conv.c. Inputs are channels first, batched [N,C,...] or unbatched [C,...].
+ *
+ * Every op sees its input as N*C planes of three spatial dims [D,H,W], a 1-d input being a plane
+ * [1,1,L] and a 2-d one [1,H,W], so one kernel serves every rank. Pools split the planes over the
+ * threads; max pooling saves the argmax of each output (int32 offsets into its plane) for
+ * backward. Upsampling splits rows (plane, depth, row) instead, so that a few large planes still
+ * use every thread, and writes its backward as a gather: each input row sums the output rows that
+ * read it, then each input element the output columns that read it, so no two threads (and no
+ * two iterations) ever add into the same element. */
+#include "../internal.h"
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+/* ================= shared ================= */
+
+static int check_cpu(const char *op, const fnn_tensor *x) {
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE, "%s: not implemented on cuda yet", op);
+    return FNN_STATUS_OK;
+}
+
+/* the layouts an op of `dims` spatial dims takes, for messages */
+static const char *layouts(int dims) {
+    switch (dims) {
+    case 1: return "3-D [N,C,L] or 2-D [C,L]";
+    case 2: return "4-D [N,C,H,W] or 3-D [C,H,W]";
+    default: return "5-D [N,C,D,H,W] or 4-D [C,D,H,W]";
+    }
+}
+
+/* the usable-input checks of every op here: float32 on the CPU, batched or unbatched rank */
+static int check_spatial(const char *op, const fnn_tensor *x, int dims) {
+    FNN_TRY(fnn_check_input(op, x));
+    FNN_TRY(check_cpu(op, x));
+    FNN_CHECK(x->ndim == dims + 2 || x->ndim == dims + 1, FNN_STATUS_SHAPE, "%s: input %s must be %s", op,
+              fnn_shape_of(x).s, layouts(dims));
+    return FNN_STATUS_OK;
+}
+
+/* the last `dims` of v[3] as "3x3", "2" ... (v holds D, H, W with unused leading entries) */
+typedef struct { char s[80]; } dims_text;
+static dims_text dims_str(int dims, const int64_t *v) {
+    dims_text t;
+    int at = 0;
+    for (int i = 3 - dims; i < 3; i++)
+        at += snprintf(t.s + at, sizeof t.s - (size_t)at, i > 3 - dims ? "x%lld" : "%lld", (long long)v[i]);
+    return t;
+}
+
+/* a tensor's trailing `dims` sizes as D, H, W (1 where it has fewer), and the planes before them */
+static void spatial_of(int dims, int ndim, const int64_t *shape, int64_t sp[3], int64_t *planes) {
+    sp[0] = sp[1] = sp[2] = 1;
+    for (int i = 0; i < dims; i++) sp[3 - dims + i] = shape[ndim - dims + i];
+    *planes = fnn_numel_of(ndim - dims, shape);
+}
+
+/* make out x's shape with the trailing `dims` sizes replaced by sp's last `dims` */
+static int new_spatial_output(fnn_tensor *out, const fnn_tensor *x, int dims, const int64_t sp[3]) {
+    int64_t shape[FNN_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    for (int i = 0; i < dims; i++) shape[x->ndim - dims + i] = sp[3 - dims + i];
+    return fnn_new_output(out, x->device, x->ndim, shape);
+}
+
+/* split [0, n) into `parts` near-equal ranges; range t */
+static inline void split_range(int64_t n, int64_t parts, int64_t t, int64_t *lo, int64_t *hi) {
+    int64_t q = n / parts, r = n % parts;
+    *lo = t * q + (t < r ? t : r);
+    *hi = *lo + q + (t < r);
+}
+
+/* how many slots (threads, each with its own scratch) split `units` rows costing `work` in all */
+static int slots_for(int64_t units, int64_t work) {
+    int t = fnn_threads_for(work);
+    return units < t ? (int)units : t;
+}
+
+/* ================= max and avg pooling over 1 and 3 spatial dims ================= */
+
+typedef struct {
+    int dims;                     /* 1 or 3 */
+    int64_t planes;               /* N*C */
+    int64_t in[3], out[3];        /* D, H, W and Do, Ho, Wo (1 along dims the op lacks) */
+    int64_t k[3], s[3], p[3];     /* kernel, stride, padding (1, 1, 0 along dims the op lacks) */
+    bool count_include_pad;
+} pool_geom;
+
+/* PyTorch's pooling output size: floor((in + 2p - k) / s) + 1, or ceil in ceil_mode, where the
+ * last window must start inside the input or the left padding */
+static int64_t out_size(int64_t in, int64_t pad, int64_t k, int64_t stride, bool ceil_mode) {
+    int64_t span = in + 2 * pad - k;   /* >= 0: checked by the caller */
+    int64_t o = (span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+    if (ceil_mode && (o - 1) * stride >= in + pad) o--;
+    return o;
+}
+
+/* checks shared by the pools, then the geometry; out gets [..., Do, Ho, Wo]. kp/sp/pp hold the
+ * op's `dims` values */
+static int pool_setup(const char *op, pool_geom *g, fnn_tensor *out, const fnn_tensor *x, int dims, const int *kp,
+                      const int *sp, const int *pp, int ceil_mode) {
+    fnn_tensor_init(out);
+    FNN_TRY(check_spatial(op, x, dims));
+    g->dims = dims;
+    for (int i = 0; i < 3; i++) { g->k[i] = 1; g->s[i] = 1; g->p[i] = 0; }
+    bool kpos = true, spos = true, pok = true;
+    for (int i = 0; i < dims; i++) {
+        g->k[3 - dims + i] = kp[i]; g->s[3 - dims + i] = sp[i]; g->p[3 - dims + i] = pp[i];
+        kpos = kpos && kp[i] >= 1;
+        spos = spos && sp[i] >= 1;
+        pok = pok && pp[i] >= 0 && pp[i] <= kp[i] / 2;
+    }
+    FNN_CHECK(kpos, FNN_STATUS_ARG, "%s: kernel %s must be positive", op, dims_str(dims, g->k).s);
+    FNN_CHECK(spos, FNN_STATUS_ARG, "%s: stride %s must be positive", op, dims_str(dims, g->s).s);
+    FNN_CHECK(pok, FNN_STATUS_ARG, "%s: padding %s must be between 0 and half the kernel %s", op,
+              dims_str(dims, g->p).s, dims_str(dims, g->k).s);
+    spatial_of(dims, x->ndim, x->shape, g->in, &g->planes);
+    FNN_CHECK(g->in[0] >= 1 && g->in[1] >= 1 && g->in[2] >= 1, FNN_STATUS_SHAPE, "%s: input %s has an empty %s plane",
+              op, fnn_shape_of(x).s, dims_str(dims, g->in).s);
+    int64_t padded[3];
+    bool fits = true;
+    for (int i = 0; i < 3; i++) {
+        padded[i] = g->in[i] + 2 * g->p[i];
+        fits = fits && g->k[i] <= padded[i];
+    }
+    FNN_CHECK(fits, FNN_STATUS_SHAPE, "%s: kernel %s is larger than the padded input %s (input %s, padding %s)", op,
+              dims_str(dims, g->k).s, dims_str(dims, padded).s, fnn_shape_of(x).s, dims_str(dims, g->p).s);
+    for (int i = 0; i < 3; i++) g->out[i] = out_size(g->in[i], g->p[i], g->k[i], g->s[i], ceil_mode != 0);
+    g->count_include_pad = false;
+    return new_spatial_output(out, x, dims, g->out);
+}
+
+/* a node's pool geometry: iattr[0..2] kernel, [3..5] stride, attr[0..2] padding, iattr[6] dims,
+ * iattr[7] count_include_pad; the input and output shapes */
+static void pool_record(fnn_node *n, const pool_geom *g) {
+    for (int i = 0; i < 3; i++) { n->iattr[i] = g->k[i]; n->iattr[3 + i] = g->s[i]; n->attr[i] = (double)g->p[i]; }
+    n->iattr[6] = g->dims;
+    n->iattr[7] = g->count_include_pad;
+}
+static void pool_geom_of(pool_geom *g, const fnn_node *n) {
+    g->dims = (int)n->iattr[6];
+    for (int i = 0; i < 3; i++) { g->k[i] = n->iattr[i]; g->s[i] = n->iattr[3 + i]; g->p[i] = (int64_t)n->attr[i]; }
+    g->count_include_pad = n->iattr[7] != 0;
+    spatial_of(g->dims, n->in_ndim[0], n->in_shape[0], g->in, &g->planes);
+    int64_t unused;
+    spatial_of(g->dims, n->out_ndim, n->out_shape, g->out, &unused);
+}
+
+/* window o along axis a: [*lo, *hi) inside the input; returns its extent clipped to the padded
+ * input (what count_include_pad divides by) */
+static inline int64_t window(const pool_geom *g, int a, int64_t o, int64_t *lo, int64_t *hi) {
+    int64_t start = o * g->s[a] - g->p[a], end = start + g->k[a];
+    int64_t padded_end = end < g->in[a] + g->p[a] ? end : g->in[a] + g->p[a];
+    *lo = start < 0 ? 0 : start;
+    *hi = end < g->in[a] ? end : g->in[a];
+    return padded_end - start;
+}
+
+/* int32 argmax offsets live in a float tensor's buffer (same width); memcpy keeps the accesses typed */
+static inline void put_i32(float *p, int64_t i, int32_t v) { memcpy(p + i, &v, sizeof v); }
+static inline int32_t get_i32(const float *p, int64_t i) { int32_t v; memcpy(&v, p + i, sizeof v); return v; }
+
+typedef struct {
+    const pool_geom *g;
+    const float *x, *dy;
+    float *y, *dx, *idx;       /* idx: int32 argmax offsets (max), or NULL */
+} pool_job;
+
+/* ---- max_pool1d, max_pool3d ---- */
+
+/* planes [lo, hi): y [Do,Ho,Wo] = max over each window of x [D,H,W] (padding is -inf), idx = its
+ * offset in the plane; the first maximum in row-major window order wins ties, a nan wins over
+ * numbers (as PyTorch) */
+static void max_forward_planes(void *ctx, int64_t lo, int64_t hi) {
+    const pool_job *j = ctx;
+    const pool_geom *g = j->g;
+    const int64_t H = g->in[1], W = g->in[2], plane = g->in[0] * H * W;
+    const int64_t Do = g->out[0], Ho = g->out[1], Wo = g->out[2], oplane = Do * Ho * Wo;
+    for (int64_t p = lo; p < hi; p++) {
+        const float *x = j->x + p * plane;
+        float *y = j->y + p * oplane, *idx = j->idx ? j->idx + p * oplane : NULL;
+        for (int64_t od = 0; od < Do; od++) {
+            int64_t d0, d1;
+            window(g, 0, od, &d0, &d1);
+            for (int64_t oh = 0; oh < Ho; oh++) {
+                int64_t h0, h1;
+                window(g, 1, oh, &h0, &h1);
+                for (int64_t ow = 0; ow < Wo; ow++) {
+                    int64_t w0, w1;
+                    window(g, 2, ow, &w0, &w1);
+                    float m = -INFINITY;
+                    int64_t at = (d0 * H + h0) * W + w0;
+                    for (int64_t id = d0; id < d1; id++)
+                        for (int64_t ih = h0; ih < h1; ih++) {
+                            const float *xr = x + (id * H + ih) * W;
+                            for (int64_t iw = w0; iw < w1; iw++)
+                                if (xr[iw] > m || isnan(xr[iw])) { m = xr[iw]; at = (id * H + ih) * W + iw; }
+                        }
+                    int64_t o = (od * Ho + oh) * Wo + ow;
+                    y[o] = m;
+                    if (idx) put_i32(idx, o, (int32_t)at);
+                }
+            }
+        }
+    }
+}
+
+/* planes [lo, hi): dx [D,H,W] = dy routed to each window's argmax (summed where windows overlap) */
+static void max_backward_planes(void *ctx, int64_t lo, int64_t hi) {
+    const pool_job *j = ctx;
+    const pool_geom *g = j->g;
+    const int64_t plane = g->in[0] * g->in[1] * g->in[2], oplane = g->out[0] * g->out[1] * g->out[2];
+    for (int64_t p = lo; p < hi; p++) {
+        float *dx = j->dx + p * plane;
+        const float *dy = j->dy + p * oplane, *idx = j->idx + p * oplane;
+        memset(dx, 0, sizeof(float) * (size_t)plane);
+        for (int64_t o = 0; o < oplane; o++) dx[get_i32(idx, o)] += dy[o];
+    }
+}
+
+/* both pools' backward: dx of the input's shape, filled plane by plane by `planes_fn`;
+ * idx: the saved argmax offsets (max) or NULL (avg) */
+static int pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, fnn_range_fn planes_fn, float *idx) {
+    pool_geom g;
+    pool_geom_of(&g, n);
+    fnn_tensor dyt;
+    int rc;
+    pool_job j = {&g, NULL, NULL, NULL, NULL, idx};
+    j.dy = fnn_contiguous_data(dout, &dyt, &rc);
+    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
+    if (!rc) {
+        j.dx = fnn_data(&din[0]);
+        int64_t work = g.planes * (g.in[0] * g.in[1] * g.in[2] + g.out[0] * g.out[1] * g.out[2]);
+        fnn_parallel_for(g.planes, fnn_threads_for(work), planes_fn, &j);
+    }
+    fnn_tensor_clear(&dyt);
+    return rc;
+}
+
+/* saved[0] = the argmax offsets [planes * Do * Ho * Wo] (int32 bits) */
+static int max_pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    return pool_backward(n, dout, din, max_backward_planes, fnn_data(&n->saved[0]));
+}
+static const fnn_op_def MAX_POOL1D = {{"max_pool1d", "pool", 1, 0}, max_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX_POOL3D = {{"max_pool3d", "pool", 1, 0}, max_pool_backward, FNN_EMBEDS_NONE};
+
+static int max_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dims, const int *k,
+                    const int *s, const int *p, int ceil_mode) {
+    const char *op = def->info.name;
+    pool_geom g;
+    FNN_TRY(pool_setup(op, &g, out, x, dims, k, s, p, ceil_mode));
+    if (g.in[0] * g.in[1] * g.in[2] > INT32_MAX) {   /* the argmax offsets are int32 */
+        fnn_tensor_clear(out);
+        return FNN_FAIL(FNN_STATUS_SHAPE, "%s: input %s has planes of over 2^31 elements", op, fnn_shape_of(x).s);
+    }
+    fnn_tensor xt, idx;
+    fnn_tensor_init(&idx);
+    int rc;
+    int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
+    const fnn_tensor *ins[1] = {x};
+    bool node = fnn_needs_node(1, ins);
+    pool_job j = {&g, NULL, NULL, fnn_data(out), NULL, NULL};
+    j.x = fnn_contiguous_data(x, &xt, &rc);
+    if (!rc && node) rc = fnn_new_output(&idx, x->device, 1, &nout);   /* argmax offsets, for backward only */
+    if (rc) goto done;
+    if (node) j.idx = fnn_data(&idx);
+    fnn_parallel_for(g.planes, fnn_threads_for(nout * g.k[0] * g.k[1] * g.k[2]), max_forward_planes, &j);
+    if (node) {
+        fnn_node *n = fnn_attach_node(out, def, 1, ins);
+        if (!n || fnn_save(n, 0, &idx)) { rc = fnn_last_status(); goto done; }
+        pool_record(n, &g);
+    }
+done:
+    fnn_tensor_clear(&xt);
+    fnn_tensor_clear(&idx);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
+int fnn_max_pool1d(fnn_tensor *out, const fnn_tensor *x, int k, int s, int p, int ceil_mode) {
+    return max_pool(&MAX_POOL1D, out, x, 1, &k, &s, &p, ceil_mode);
+}
+
+int fnn_max_pool3d(fnn_tensor *out, const fnn_tensor *x, int kd, int kh, int kw, int sd, int sh, int sw, int pd,
+                   int ph, int pw, int ceil_mode) {
+    int k[3] = {kd, kh, kw}, s[3] = {sd, sh, sw}, p[3] = {pd, ph, pw};
+    return max_pool(&MAX_POOL3D, out, x, 3, k, s, p, ceil_mode);
+}
+
+/* ---- avg_pool1d, avg_pool3d ---- */
+
+/* the divisor of window (od, oh, ow) and its extent inside the input: the window clipped to the
+ * padded input (count_include_pad), or to the input itself */
+static inline float avg_window(const pool_geom *g, const int64_t o[3], int64_t lo[3], int64_t hi[3]) {
+    int64_t padded = 1, inside = 1;
+    for (int a = 0; a < 3; a++) {
+        padded *= window(g, a, o[a], &lo[a], &hi[a]);
+        inside *= hi[a] - lo[a];
+    }
+    return (float)(g->count_include_pad ? padded : inside);
+}
+
+/* planes [lo, hi): y [Do,Ho,Wo] = mean of each window of x [D,H,W] */
+static void avg_forward_planes(void *ctx, int64_t plo, int64_t phi) {
+    const pool_job *j = ctx;
+    const pool_geom *g = j->g;
+    const int64_t H = g->in[1], W = g->in[2], plane = g->in[0] * H * W;
+    const int64_t Do = g->out[0], Ho = g->out[1], Wo = g->out[2], oplane = Do * Ho * Wo;
+    for (int64_t p = plo; p < phi; p++) {
+        const float *x = j->x + p * plane;
+        float *y = j->y + p * oplane;
+        int64_t o[3], lo[3], hi[3];
+        for (o[0] = 0; o[0] < Do; o[0]++)
+            for (o[1] = 0; o[1] < Ho; o[1]++)
+                for (o[2] = 0; o[2] < Wo; o[2]++) {
+                    float div = avg_window(g, o, lo, hi), s = 0;
+                    for (int64_t id = lo[0]; id < hi[0]; id++)
+                        for (int64_t ih = lo[1]; ih < hi[1]; ih++) {
+                            const float *xr = x + (id * H + ih) * W;
+                            for (int64_t iw = lo[2]; iw < hi[2]; iw++) s += xr[iw];
+                        }
+                    y[(o[0] * Ho + o[1]) * Wo + o[2]] = s / div;
+                }
+    }
+}
+
+/* planes [lo, hi): dx [D,H,W] = each window's dy / divisor spread over the window */
+static void avg_backward_planes(void *ctx, int64_t plo, int64_t phi) {
+    const pool_job *j = ctx;
+    const pool_geom *g = j->g;
+    const int64_t H = g->in[1], W = g->in[2], plane = g->in[0] * H * W;
+    const int64_t Do = g->out[0], Ho = g->out[1], Wo = g->out[2], oplane = Do * Ho * Wo;
+    for (int64_t p = plo; p < phi; p++) {
+        float *dx = j->dx + p * plane;
+        const float *dy = j->dy + p * oplane;
+        memset(dx, 0, sizeof(float) * (size_t)plane);
+        int64_t o[3], lo[3], hi[3];
+        for (o[0] = 0; o[0] < Do; o[0]++)
+            for (o[1] = 0; o[1] < Ho; o[1]++)
+                for (o[2] = 0; o[2] < Wo; o[2]++) {
+                    float div = avg_window(g, o, lo, hi), d = dy[(o[0] * Ho + o[1]) * Wo + o[2]] / div;
+                    for (int64_t id = lo[0]; id < hi[0]; id++)
+                        for (int64_t ih = lo[1]; ih < hi[1]; ih++) {
+                            float *xr = dx + (id * H + ih) * W;
+                            for (int64_t iw = lo[2]; iw < hi[2]; iw++) xr[iw] += d;
+                        }
+                }
+    }
+}
+
+static int avg_pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    return pool_backward(n, dout, din, avg_backward_planes, NULL);
+}
+static const fnn_op_def AVG_POOL1D = {{"avg_pool1d", "pool", 1, 0}, avg_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def AVG_POOL3D = {{"avg_pool3d", "pool", 1, 0}, avg_pool_backward, FNN_EMBEDS_NONE};
+
+static int avg_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dims, const int *k,
+                    const int *s, const int *p, int ceil_mode, int count_include_pad) {
+    pool_geom g;
+    FNN_TRY(pool_setup(def->info.name, &g, out, x, dims, k, s, p, ceil_mode));
+    g.count_include_pad = count_include_pad != 0;
+    fnn_tensor xt;
+    int rc;
+    pool_job j = {&g, NULL, NULL, fnn_data(out), NULL, NULL};
+    j.x = fnn_contiguous_data(x, &xt, &rc);
+    if (rc) goto done;
+    int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
+    fnn_parallel_for(g.planes, fnn_threads_for(nout * g.k[0] * g.k[1] * g.k[2]), avg_forward_planes, &j);
+    const fnn_tensor *ins[1] = {x};
+    if (fnn_needs_node(1, ins)) {
+        fnn_node *n = fnn_attach_node(out, def, 1, ins);
+        if (!n) { rc = fnn_last_status(); goto done; }
+        pool_record(n, &g);
+    }
+done:
+    fnn_tensor_clear(&xt);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
+int fnn_avg_pool1d(fnn_tensor *out, const fnn_tensor *x, int k, int s, int p, int ceil_mode, int count_include_pad) {
+    return avg_pool(&AVG_POOL1D, out, x, 1, &k, &s, &p, ceil_mode, count_include_pad);
+}
+
+int fnn_avg_pool3d(fnn_tensor *out, const fnn_tensor *x, int kd, int kh, int kw, int sd, int sh, int sw, int pd,
+                   int ph, int pw, int ceil_mode, int count_include_pad) {
+    int k[3] = {kd, kh, kw}, s[3] = {sd, sh, sw}, p[3] = {pd, ph, pw};
+    return avg_pool(&AVG_POOL3D, out, x, 3, k, s, p, ceil_mode, count_include_pad);
+}
+
+/* ================= adaptive_avg_pool2d: x [N,C,H,W] -> [N,C,oh,ow] ================= */
+
+/* output i of n along an input of size L averages [floor(i L / n), ceil((i + 1) L / n)) */
+static inline void adaptive_window(int64_t i, int64_t L, int64_t n, int64_t *lo, int64_t *hi) {
+    *lo = i * L / n;
+    *hi = ((i + 1) * L + n - 1) / n;
+}
+
+typedef struct {
+    int64_t H, W, Ho, Wo;
+    const float *x, *dy;
+    float *y, *dx;
+} adaptive_job;
+
+static void adaptive_forward_planes(void *ctx, int64_t lo, int64_t hi) {
+    const adaptive_job *j = ctx;
+    const int64_t H = j->H, W = j->W, Ho = j->Ho, Wo = j->Wo;
+    for (int64_t p = lo; p < hi; p++) {
+        const float *x = j->x + p * H * W;
+        float *y = j->y + p * Ho * Wo;
+        for (int64_t oy = 0; oy < Ho; oy++) {
+            int64_t h0, h1;
+            adaptive_window(oy, H, Ho, &h0, &h1);
+            for (int64_t ox = 0; ox < Wo; ox++) {
+                int64_t w0, w1;
+                adaptive_window(ox, W, Wo, &w0, &w1);
+                float s = 0;
+                for (int64_t iy = h0; iy < h1; iy++)
+                    for (int64_t ix = w0; ix < w1; ix++) s += x[iy * W + ix];
+                y[oy * Wo + ox] = s / (float)((h1 - h0) * (w1 - w0));
+            }
+        }
+    }
+}
+
+/* dx: each window's dy / its area spread over the window (overlapping windows add) */
+static void adaptive_backward_planes(void *ctx, int64_t lo, int64_t hi) {
+    const adaptive_job *j = ctx;
+    const int64_t H = j->H, W = j->W, Ho = j->Ho, Wo = j->Wo;
+    for (int64_t p = lo; p < hi; p++) {
+        float *dx = j->dx + p * H * W;
+        const float *dy = j->dy + p * Ho * Wo;
+        memset(dx, 0, sizeof(float) * (size_t)(H * W));
+        for (int64_t oy = 0; oy < Ho; oy++) {
+            int64_t h0, h1;
+            adaptive_window(oy, H, Ho, &h0, &h1);
+            for (int64_t ox = 0; ox < Wo; ox++) {
+                int64_t w0, w1;
+                adaptive_window(ox, W, Wo, &w0, &w1);
+                float d = dy[oy * Wo + ox] / (float)((h1 - h0) * (w1 - w0));
+                for (int64_t iy = h0; iy < h1; iy++)
+                    for (int64_t ix = w0; ix < w1; ix++) dx[iy * W + ix] += d;
+            }
+        }
+    }
+}
+
+/* the planes of a [.., H, W] shape and the [.., Ho, Wo] one of a node */
+static void adaptive_job_of(adaptive_job *j, const fnn_node *n) {
+    int nd = n->in_ndim[0];
+    j->H = n->in_shape[0][nd - 2]; j->W = n->in_shape[0][nd - 1];
+    j->Ho = n->out_shape[nd - 2]; j->Wo = n->out_shape[nd - 1];
+}
+
+static int adaptive_avg_pool2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    adaptive_job j = {0, 0, 0, 0, NULL, NULL, NULL, NULL};
+    adaptive_job_of(&j, n);
+    int64_t planes = fnn_numel_of(n->in_ndim[0] - 2, n->in_shape[0]);
+    fnn_tensor dyt;
+    int rc;
+    j.dy = fnn_contiguous_data(dout, &dyt, &rc);
+    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
+    if (!rc) {
+        j.dx = fnn_data(&din[0]);
+        /* each window's elements are visited once: about H*W + Ho*Wo per plane, more where they overlap */
+        int64_t work = planes * (j.H * j.W + j.Ho * j.Wo * ((j.H + j.Ho - 1) / j.Ho) * ((j.W + j.Wo - 1) / j.Wo));
+        fnn_parallel_for(planes, fnn_threads_for(work), adaptive_backward_planes, &j);
+    }
+    fnn_tensor_clear(&dyt);
+    return rc;
+}
+static const fnn_op_def ADAPTIVE_AVG_POOL2D = {{"adaptive_avg_pool2d", "pool", 1, 0}, adaptive_avg_pool2d_backward,
+                                               FNN_EMBEDS_NONE};
+
+int fnn_adaptive_avg_pool2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, int64_t ow) {
+    const char *op = "adaptive_avg_pool2d";
+    fnn_tensor_init(out);
+    FNN_TRY(check_spatial(op, x, 2));
+    int nd = x->ndim;
+    int64_t H = x->shape[nd - 2], W = x->shape[nd - 1];
+    FNN_CHECK(oh >= 1 && ow >= 1, FNN_STATUS_ARG, "%s: output size %lldx%lld must be positive (input %s)", op,
+              (long long)oh, (long long)ow, fnn_shape_of(x).s);
+    FNN_CHECK(H >= 1 && W >= 1, FNN_STATUS_SHAPE, "%s: input %s has an empty %lldx%lld plane", op, fnn_shape_of(x).s,
+              (long long)H, (long long)W);
+    int64_t sp[3] = {1, oh, ow};
+    FNN_TRY(new_spatial_output(out, x, 2, sp));
+    adaptive_job j = {H, W, oh, ow, NULL, NULL, fnn_data(out), NULL};
+    int64_t planes = fnn_numel_of(nd - 2, x->shape);
+    fnn_tensor xt;
+    int rc;
+    j.x = fnn_contiguous_data(x, &xt, &rc);
+    if (rc) goto done;
+    int64_t work = planes * (H * W + oh * ow * ((H + oh - 1) / oh) * ((W + ow - 1) / ow));
+    fnn_parallel_for(planes, fnn_threads_for(work), adaptive_forward_planes, &j);
+    const fnn_tensor *ins[1] = {x};
+    if (fnn_needs_node(1, ins) && !fnn_attach_node(out, &ADAPTIVE_AVG_POOL2D, 1, ins)) rc = fnn_last_status();
+done:
+    fnn_tensor_clear(&xt);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
+/* ================= upsampling ================= */
+
+/* sizes of an upsampling: x's trailing dims and the requested ones, as D, H, W */
+typedef struct {
+    int dims;
+    int64_t planes, in[3], out[3];
+} resize_geom;
+
+static void resize_geom_of(resize_geom *g, int dims, const fnn_node *n) {
+    g->dims = dims;
+    spatial_of(dims, n->in_ndim[0], n->in_shape[0], g->in, &g->planes);
+    int64_t unused;
+    spatial_of(dims, n->out_ndim, n->out_shape, g->out, &unused);
+}
+
+/* checks shared by the resizes, then the geometry; out gets [..., size] */
+static int resize_setup(const char *op, resize_geom *g, fnn_tensor *out, const fnn_tensor *x, int dims,
+                        const int64_t *size) {
+    fnn_tensor_init(out);
+    FNN_CHECK(dims >= 1 && dims <= 3, FNN_STATUS_ARG, "%s: %d spatial dims, expected 1, 2 or 3", op, dims);
+    FNN_TRY(check_spatial(op, x, dims));
+    g->dims = dims;
+    spatial_of(dims, x->ndim, x->shape, g->in, &g->planes);
+    bool positive = true;
+    g->out[0] = g->out[1] = g->out[2] = 1;
+    for (int i = 0; i < dims; i++) {
+        g->out[3 - dims + i] = size[i];
+        positive = positive && size[i] >= 1;
+    }
+    FNN_CHECK(g->in[0] >= 1 && g->in[1] >= 1 && g->in[2] >= 1, FNN_STATUS_SHAPE, "%s: input %s has an empty %s plane",
+              op, fnn_shape_of(x).s, dims_str(dims, g->in).s);
+    FNN_CHECK(positive, FNN_STATUS_ARG, "%s: output size %s of input %s is empty", op, dims_str(dims, g->out).s,
+              fnn_shape_of(x).s);
+    return new_spatial_output(out, x, dims, g->out);
+}
+
+/* ---- upsample_nearest: [..., D, H, W] -> [..., Do, Ho, Wo] ---- */
+
+/* per axis: src[o] = floor(o * in / out), the input each output reads; and for the backward,
+ * first[i] .. first[i + 1] - 1, the outputs that read input i (src is nondecreasing) */
+typedef struct {
+    int64_t *src[3], *first[3];
+} nearest_maps;
+
+static void nearest_fill(const resize_geom *g, nearest_maps *m, int64_t *buf) {
+    for (int a = 0; a < 3; a++) {
+        const int64_t in = g->in[a], out = g->out[a];
+        m->src[a] = buf; buf += out;
+        m->first[a] = buf; buf += in + 1;
+        for (int64_t o = 0; o < out; o++) m->src[a][o] = o * in / out;
+        int64_t o = 0;
+        for (int64_t i = 0; i <= in; i++) {
+            while (o < out && m->src[a][o] < i) o++;
+            m->first[a][i] = o;
+        }
+    }
+}
+static int64_t nearest_ints(const resize_geom *g) {
+    return g->in[0] + g->in[1] + g->in[2] + g->out[0] + g->out[1] + g->out[2] + 3;
+}
+
+typedef struct {
+    const resize_geom *g;
+    nearest_maps m;
+    int slots;
+    const float *x, *dy;
+    float *y, *dx, *rows;      /* rows: per slot, one output row of scratch (backward) */
+} nearest_job;
+
+/* output rows (plane, od, oh) of slot s: y[ow] = x[src row][src[ow]] */
+static void nearest_forward_slot(void *ctx, int64_t s0, int64_t s1) {
+    const nearest_job *j = ctx;
+    const resize_geom *g = j->g;
+    const int64_t D = g->in[0], H = g->in[1], W = g->in[2], Do = g->out[0], Ho = g->out[1], Wo = g->out[2];
+    const int64_t *sd = j->m.src[0], *sh = j->m.src[1], *sw = j->m.src[2];
+    for (int64_t s = s0; s < s1; s++) {
+        int64_t lo, hi;
+        split_range(g->planes * Do * Ho, j->slots, s, &lo, &hi);
+        for (int64_t u = lo; u < hi; u++) {
+            int64_t p = u / (Do * Ho), od = u / Ho % Do, oh = u % Ho;
+            const float *xr = j->x + ((p * D + sd[od]) * H + sh[oh]) * W;
+            float *yr = j->y + u * Wo;
+            for (int64_t ow = 0; ow < Wo; ow++) yr[ow] = xr[sw[ow]];
+        }
+    }
+}
+
+/* input rows (plane, id, ih) of slot s: t = the sum of the output rows that read this row, then
+ * dx[iw] = the sum of t over the columns that read iw (zero where none does) */
+static void nearest_backward_slot(void *ctx, int64_t s0, int64_t s1) {
+    const nearest_job *j = ctx;
+    const resize_geom *g = j->g;
+    const int64_t D = g->in[0], H = g->in[1], W = g->in[2], Do = g->out[0], Ho = g->out[1], Wo = g->out[2];
+    const int64_t *fd = j->m.first[0], *fh = j->m.first[1], *fw = j->m.first[2];
+    for (int64_t s = s0; s < s1; s++) {
+        int64_t lo, hi;
+        split_range(g->planes * D * H, j->slots, s, &lo, &hi);
+        float *t = j->rows + s * Wo;
+        for (int64_t u = lo; u < hi; u++) {
+            int64_t p = u / (D * H), id = u / H % D, ih = u % H;
+            float *dxr = j->dx + u * W;
+            const float *src = NULL;
+            int64_t count = 0;
+            for (int64_t od = fd[id]; od < fd[id + 1]; od++)
+                for (int64_t oh = fh[ih]; oh < fh[ih + 1]; oh++) {
+                    const float *dyr = j->dy + ((p * Do + od) * Ho + oh) * Wo;
+                    if (count == 0) src = dyr;
+                    else {
+                        if (count == 1) memcpy(t, src, sizeof(float) * (size_t)Wo);
+                        for (int64_t ow = 0; ow < Wo; ow++) t[ow] += dyr[ow];
+                        src = t;
+                    }
+                    count++;
+                }
+            if (count == 0) { memset(dxr, 0, sizeof(float) * (size_t)W); continue; }
+            for (int64_t iw = 0; iw < W; iw++) {
+                float acc = 0;
+                for (int64_t ow = fw[iw]; ow < fw[iw + 1]; ow++) acc += src[ow];
+                dxr[iw] = acc;
+            }
+        }
+    }
+}
+
+/* run a resize kernel: scratch = the index maps (ints) then per-slot rows (floats) */
+static int run_resize(int device, int64_t ints, int64_t floats_per_slot, int slots, void **block, int64_t *bytes,
+                      int64_t **ibuf, float **rows) {
+    *bytes = (int64_t)sizeof(int64_t) * ints + (int64_t)sizeof(float) * floats_per_slot * (slots > 0 ? slots : 1);
+    *block = fnn_alloc(device, *bytes);
+    if (!*block) return fnn_last_status();
+    *ibuf = *block;
+    *rows = (float *)(*ibuf + ints);
+    return FNN_STATUS_OK;
+}
+
+static int upsample_nearest_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    resize_geom g;
+    resize_geom_of(&g, (int)n->iattr[0], n);
+    int64_t units = g.planes * g.in[0] * g.in[1];
+    int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
+    nearest_job j = {&g, {{NULL}, {NULL}}, slots_for(units, nout + g.planes * g.in[0] * g.in[1] * g.in[2]), NULL,
+                     NULL, NULL, NULL, NULL};
+    fnn_tensor dyt;
+    void *block = NULL;
+    int64_t bytes = 0, *ibuf = NULL;
+    int rc;
+    j.dy = fnn_contiguous_data(dout, &dyt, &rc);
+    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
+    if (!rc) rc = run_resize(dout->device, nearest_ints(&g), g.out[2], j.slots, &block, &bytes, &ibuf, &j.rows);
+    if (!rc) {
+        nearest_fill(&g, &j.m, ibuf);
+        j.dx = fnn_data(&din[0]);
+        fnn_parallel_for(j.slots, j.slots, nearest_backward_slot, &j);
+    }
+    if (block) fnn_free(dout->device, block, bytes);
+    fnn_tensor_clear(&dyt);
+    return rc;
+}
+static const fnn_op_def UPSAMPLE_NEAREST = {{"upsample_nearest", "pool", 1, 0}, upsample_nearest_backward,
+                                            FNN_EMBEDS_NONE};
+
+int fnn_upsample_nearest(fnn_tensor *out, const fnn_tensor *x, int dims, const int64_t *size) {
+    resize_geom g;
+    FNN_TRY(resize_setup("upsample_nearest", &g, out, x, dims, size));
+    int64_t units = g.planes * g.out[0] * g.out[1];
+    nearest_job j = {&g, {{NULL}, {NULL}}, slots_for(units, units * g.out[2]), NULL, NULL, fnn_data(out), NULL, NULL};
+    fnn_tensor xt;
+    void *block = NULL;
+    int64_t bytes = 0, *ibuf = NULL;
+    float *unused;
+    int rc;
+    j.x = fnn_contiguous_data(x, &xt, &rc);
+    if (!rc) rc = run_resize(x->device, nearest_ints(&g), 0, j.slots, &block, &bytes, &ibuf, &unused);
+    if (rc) goto done;
+    nearest_fill(&g, &j.m, ibuf);
+    fnn_parallel_for(j.slots, j.slots, nearest_forward_slot, &j);
+    const fnn_tensor *ins[1] = {x};
+    if (fnn_needs_node(1, ins)) {
+        fnn_node *n = fnn_attach_node(out, &UPSAMPLE_NEAREST, 1, ins);
+        if (!n) { rc = fnn_last_status(); goto done; }
+        n->iattr[0] = dims;
+    }
+done:
+    if (block) fnn_free(x->device, block, bytes);
+    fnn_tensor_clear(&xt);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
+/* ---- upsample_bilinear2d: [..., H, W] -> [..., Ho, Wo] ---- */
+
+/* one axis: output o blends inputs i0[o] and i1[o] (i1 = i0 + 1, or i0 at the last input) with
+ * weights w0[o] + w1[o] = 1; the adjoint as lists: input i gets the sum over k in
+ * first[i] .. first[i + 1] - 1 of wt[k] * dy[from[k]] */
+typedef struct {
+    int64_t *i0, *i1, *first, *from;
+    float *w0, *w1, *wt;
+} linear_axis;
+
+/* ints and floats one axis needs */
+static int64_t axis_ints(int64_t in, int64_t out) { return 2 * out + (in + 1) + 2 * out; }
+static int64_t axis_floats(int64_t out) { return 2 * out + 2 * out; }
+
+/* PyTorch's source index in float: align_corners maps the corner centres onto each other
+ * ((in - 1) / (out - 1), 0 for one output); otherwise half-pixel centres, clamped at 0 */
+static void axis_fill(linear_axis *a, int64_t in, int64_t out, bool align_corners, int64_t **ib, float **fb) {
+    a->i0 = *ib; a->i1 = a->i0 + out; a->first = a->i1 + out; a->from = a->first + in + 1; *ib = a->from + 2 * out;
+    a->w0 = *fb; a->w1 = a->w0 + out; a->wt = a->w1 + out; *fb = a->wt + 2 * out;
+    float scale = align_corners ? (out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f) : (float)in / (float)out;
+    for (int64_t o = 0; o < out; o++) {
+        float src = align_corners ? scale * (float)o : scale * ((float)o + 0.5f) - 0.5f;
+        if (src < 0) src = 0;
+        int64_t i = (int64_t)src;
+        if (i > in - 1) i = in - 1;
+        a->i0[o] = i;
+        a->i1[o] = i < in - 1 ? i + 1 : i;
+        a->w1[o] = src - (float)i;
+        a->w0[o] = 1.0f - a->w1[o];
+    }
+    /* the lists: outputs read input i as i0 or i1, both nondecreasing in o, so each input's
+     * readers are found in order by counting, then filling; an output with i0 == i1 is one entry */
+    for (int64_t i = 0; i <= in; i++) a->first[i] = 0;
+    for (int64_t o = 0; o < out; o++) {
+        a->first[a->i0[o] + 1]++;
+        if (a->i1[o] != a->i0[o]) a->first[a->i1[o] + 1]++;
+    }
+    for (int64_t i = 0; i < in; i++) a->first[i + 1] += a->first[i];
+    /* fill in input order: input i's readers are the o with i1 = i (then w1) or i0 = i (w0) */
+    int64_t k = 0, o0 = 0;
+    for (int64_t i = 0; i < in; i++) {
+        while (o0 < out && a->i1[o0] < i) o0++;
+        for (int64_t o = o0; o < out && a->i0[o] <= i; o++) {
+            if (a->i0[o] == i && a->i1[o] == i) { a->from[k] = o; a->wt[k++] = 1.0f; }
+            else if (a->i0[o] == i) { a->from[k] = o; a->wt[k++] = a->w0[o]; }
+            else if (a->i1[o] == i) { a->from[k] = o; a->wt[k++] = a->w1[o]; }
+        }
+    }
+}
+
+typedef struct {
+    int64_t planes, H, W, Ho, Wo;
+    linear_axis ah, aw;
+    int slots;
+    const float *x, *dy;
+    float *y, *dx, *rows;      /* rows: per slot, two rows of Wo floats */
+} bilinear_job;
+
+/* row r of the input planes interpolated along W into buf [Wo] */
+static inline void bilinear_hrow(const bilinear_job *j, int64_t r, float *restrict buf) {
+    const float *restrict xr = j->x + r * j->W;
+    const int64_t *i0 = j->aw.i0, *i1 = j->aw.i1;
+    const float *w0 = j->aw.w0, *w1 = j->aw.w1;
+    for (int64_t o = 0; o < j->Wo; o++) buf[o] = w0[o] * xr[i0[o]] + w1[o] * xr[i1[o]];
+}
+
+/* output rows (plane, oy) of slot s: y = h0 * row(i0) + h1 * row(i1), each row interpolated along W
+ * once and kept while consecutive output rows read it (two rows of cache) */
+static void bilinear_forward_slot(void *ctx, int64_t s0, int64_t s1) {
+    const bilinear_job *j = ctx;
+    const int64_t H = j->H, Ho = j->Ho, Wo = j->Wo;
+    for (int64_t s = s0; s < s1; s++) {
+        int64_t lo, hi;
+        split_range(j->planes * Ho, j->slots, s, &lo, &hi);
+        float *buf[2] = {j->rows + s * 2 * Wo, j->rows + s * 2 * Wo + Wo};
+        int64_t key[2] = {-1, -1};   /* input row (plane * H + i) each buffer holds */
+        for (int64_t u = lo; u < hi; u++) {
+            int64_t p = u / Ho, oy = u % Ho;
+            int64_t k0 = p * H + j->ah.i0[oy], k1 = p * H + j->ah.i1[oy];
+            const float *r[2];
+            int64_t want[2] = {k0, k1};
+            for (int t = 0; t < 2; t++) {
+                int at = key[0] == want[t] ? 0 : key[1] == want[t] ? 1 : -1;
+                if (at < 0) {   /* evict the buffer the other row does not need */
+                    at = key[0] == want[1 - t] ? 1 : 0;
+                    bilinear_hrow(j, want[t], buf[at]);
+                    key[at] = want[t];
+                }
+                r[t] = buf[at];
+            }
+            const float a = j->ah.w0[oy], b = j->ah.w1[oy];
+            const float *restrict r0 = r[0], *restrict r1 = r[1];
+            float *restrict yr = j->y + u * Wo;
+            for (int64_t o = 0; o < Wo; o++) yr[o] = a * r0[o] + b * r1[o];
+        }
+    }
+}
+
+/* input rows (plane, i) of slot s: t [Wo] = the sum of the dy rows that read row i, weighted;
+ * then dx[i][iw] = the weighted sum of t over the columns that read iw */
+static void bilinear_backward_slot(void *ctx, int64_t s0, int64_t s1) {
+    const bilinear_job *j = ctx;
+    const int64_t H = j->H, W = j->W, Wo = j->Wo, Ho = j->Ho;
+    const int64_t *hf = j->ah.first, *hfrom = j->ah.from, *wf = j->aw.first, *wfrom = j->aw.from;
+    const float *hwt = j->ah.wt, *wwt = j->aw.wt;
+    for (int64_t s = s0; s < s1; s++) {
+        int64_t lo, hi;
+        split_range(j->planes * H, j->slots, s, &lo, &hi);
+        float *restrict t = j->rows + s * 2 * Wo;
+        for (int64_t u = lo; u < hi; u++) {
+            int64_t p = u / H, i = u % H;
+            float *restrict dxr = j->dx + u * W;
+            if (hf[i] == hf[i + 1]) { memset(dxr, 0, sizeof(float) * (size_t)W); continue; }
+            for (int64_t k = hf[i]; k < hf[i + 1]; k++) {
+                const float *restrict dyr = j->dy + (p * Ho + hfrom[k]) * Wo;
+                const float c = hwt[k];
+                if (k == hf[i]) for (int64_t o = 0; o < Wo; o++) t[o] = c * dyr[o];
+                else for (int64_t o = 0; o < Wo; o++) t[o] += c * dyr[o];
+            }
+            for (int64_t iw = 0; iw < W; iw++) {
+                float acc = 0;
+                for (int64_t k = wf[iw]; k < wf[iw + 1]; k++) acc += wwt[k] * t[wfrom[k]];
+                dxr[iw] = acc;
+            }
+        }
+    }
+}
+
+/* scratch of a bilinear job: both axes' maps, then two rows per slot */
+static int bilinear_scratch(bilinear_job *j, int device, bool align_corners, void **block, int64_t *bytes) {
+    int64_t ints = axis_ints(j->H, j->Ho) + axis_ints(j->W, j->Wo);
+    int64_t floats = axis_floats(j->Ho) + axis_floats(j->Wo);
+    *bytes = (int64_t)sizeof(int64_t) * ints + (int64_t)sizeof(float) * (floats + 2 * j->Wo * (j->slots > 0 ? j->slots : 1));
+    *block = fnn_alloc(device, *bytes);
+    if (!*block) return fnn_last_status();
+    int64_t *ib = *block;
+    float *fb = (float *)(ib + ints);
+    axis_fill(&j->ah, j->H, j->Ho, align_corners, &ib, &fb);
+    axis_fill(&j->aw, j->W, j->Wo, align_corners, &ib, &fb);
+    j->rows = fb;
+    return FNN_STATUS_OK;
+}
+
+static int upsample_bilinear2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    resize_geom g;
+    resize_geom_of(&g, 2, n);
+    bilinear_job j = {g.planes, g.in[1], g.in[2], g.out[1], g.out[2], {0}, {0}, 0, NULL, NULL, NULL, NULL, NULL};
+    j.slots = slots_for(g.planes * g.in[1], g.planes * (3 * g.out[1] * g.out[2] + g.in[1] * g.in[2]));
+    fnn_tensor dyt;
+    void *block = NULL;
+    int64_t bytes = 0;
+    int rc;
+    j.dy = fnn_contiguous_data(dout, &dyt, &rc);
+    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
+    if (!rc) rc = bilinear_scratch(&j, dout->device, n->iattr[0] != 0, &block, &bytes);
+    if (!rc) {
+        j.dx = fnn_data(&din[0]);
+        fnn_parallel_for(j.slots, j.slots, bilinear_backward_slot, &j);
+    }
+    if (block) fnn_free(dout->device, block, bytes);
+    fnn_tensor_clear(&dyt);
+    return rc;
+}
+static const fnn_op_def UPSAMPLE_BILINEAR2D = {{"upsample_bilinear2d", "pool", 1, 0}, upsample_bilinear2d_backward,
+                                               FNN_EMBEDS_NONE};
+
+int fnn_upsample_bilinear2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, int64_t ow, int align_corners) {
+    resize_geom g;
+    int64_t size[2] = {oh, ow};
+    FNN_TRY(resize_setup("upsample_bilinear2d", &g, out, x, 2, size));
+    bilinear_job j = {g.planes, g.in[1], g.in[2], oh, ow, {0}, {0}, 0, NULL, NULL, fnn_data(out), NULL, NULL};
+    j.slots = slots_for(g.planes * oh, g.planes * 3 * oh * ow);
+    fnn_tensor xt;
+    void *block = NULL;
+    int64_t bytes = 0;
+    int rc;
+    j.x = fnn_contiguous_data(x, &xt, &rc);
+    if (!rc) rc = bilinear_scratch(&j, x->device, align_corners != 0, &block, &bytes);
+    if (rc) goto done;
+    fnn_parallel_for(j.slots, j.slots, bilinear_forward_slot, &j);
+    const fnn_tensor *ins[1] = {x};
+    if (fnn_needs_node(1, ins)) {
+        fnn_node *n = fnn_attach_node(out, &UPSAMPLE_BILINEAR2D, 1, ins);
+        if (!n) { rc = fnn_last_status(); goto done; }
+        n->iattr[0] = align_corners != 0;
+    }
+done:
+    if (block) fnn_free(x->device, block, bytes);
+    fnn_tensor_clear(&xt);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
+const fnn_op_def *const fnn_ops_pool[] = {&MAX_POOL1D, &MAX_POOL3D, &AVG_POOL1D, &AVG_POOL3D, &ADAPTIVE_AVG_POOL2D,
+                                          &UPSAMPLE_NEAREST, &UPSAMPLE_BILINEAR2D, NULL};
