@@ -1,11 +1,14 @@
-/* norm.c: fused layer_norm. One pass over each row computes its mean and
- * variance, a second writes y = (x - mean) * rstd * w + b; the per-row mean
- * and rstd are kept for the backward, which recomputes xhat from them instead
- * of storing it. Composed from mean/var/rsqrt the same op costs ~8 tensors of
- * x's size and as many graph nodes. */
+/* norm.c: fused normalizations, each one graph node: layer_norm (rows of trailing elements),
+ * batch_norm (per channel over N and the spatial dims; training and eval), group_norm (per
+ * sample and group of channels; instance norm is one group per channel) and rms_norm. The
+ * forward computes the statistics (batch, group and rms norm in one pass of shifted sums), writes
+ * y = (x - mean) * rstd * w + b, and keeps only mean and rstd for the backward, which recomputes
+ * xhat from them instead of storing it. Composed from mean/var/rsqrt the same op costs ~8 tensors of x's size and as many
+ * graph nodes. Every reduction runs in a fixed order, so results do not depend on the thread count. */
 #include "../internal.h"
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ================= layer_norm: x [..., N] (rows of N trailing elements) -> x's shape ================= */
 
@@ -191,4 +194,717 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
     return rc;
 }
 
-const fnn_op_def *const fnn_ops_norm[] = {&LAYER_NORM, NULL};
+
+/* ================= shared by batch_norm, group_norm, rms_norm ================= */
+
+/* the hot rows are memory-bound but gain from 8-lane AVX2 where the CPU has it: GCC on x86-64
+ * glibc builds them twice and picks at load time (as elementwise.c does) */
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11
+#define NORM_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define NORM_CLONE
+#endif
+
+enum { NORM_CHUNK = 1024 };   /* floats summed in float lanes before the partial goes to a double */
+
+/* 8 float lanes (GCC/clang vector extension: two SSE registers, or one AVX register in the
+ * x86-64-v3 clone; the same lanes and sum order either way). GCC 12 turns a float a[8] lane array
+ * into shuffles and scalar adds */
+typedef float norm_v8 __attribute__((vector_size(32)));
+/* vectors never cross a call boundary (a 32-byte vector argument changes the ABI without AVX) */
+#define LOAD8(v, ptr) memcpy(&(v), (ptr), sizeof(v))
+static inline float sum8(const norm_v8 *v) {
+    const float *a = (const float *)v;
+    return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+}
+
+/* s1 += sum(p - kp), s2 += sum((p - kp) * (x - kx)) over n elements: with p = x, kp = kx = a shift
+ * near the mean, the moments of a one-pass variance s2/n - (s1/n)^2 that does not cancel; with
+ * p = g, kp = 0, kx = mean, the sums of a normalization's backward. 8 float lanes within chunks of
+ * NORM_CHUNK (one accumulator would be a chain of dependent adds), chunks in double */
+static inline void pair_sums(const float *p, const float *x, int64_t n, float kp, float kx, double *s1, double *s2) {
+    double d1 = 0, d2 = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += NORM_CHUNK) {
+        const int64_t i1 = i0 + NORM_CHUNK < n ? i0 + NORM_CHUNK : n;
+        norm_v8 a = {0}, b = {0};
+        int64_t i = i0;
+        for (; i + 8 <= i1; i += 8) {
+            norm_v8 pv, xv;
+            LOAD8(pv, p + i);
+            LOAD8(xv, x + i);
+            const norm_v8 u = pv - kp;
+            a += u;
+            b += u * (xv - kx);
+        }
+        float ta = sum8(&a), tb = sum8(&b);
+        for (; i < i1; i++) {
+            float u = p[i] - kp;
+            ta += u;
+            tb += u * (x[i] - kx);
+        }
+        d1 += ta;
+        d2 += tb;
+    }
+    *s1 += d1;
+    *s2 += d2;
+}
+
+/* y = (x - m) a + b over n elements */
+static inline void affine_row(float *y, const float *x, int64_t n, float m, float a, float b) {
+    for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) * a + b;
+}
+
+/* dx = a g + b (x - m) + c over n elements: every normalization's input gradient has this form
+ * per channel once its sums are known */
+static inline void dx_row(float *dx, const float *g, const float *x, int64_t n, float m, float a, float b, float c) {
+    for (int64_t i = 0; i < n; i++) dx[i] = a * g[i] + b * (x[i] - m) + c;
+}
+
+/* an optional per-channel tensor (weight, bias, running stats): float32, x's device, [C] */
+static int check_channels(const char *op, const fnn_tensor *x, const fnn_tensor *t, const char *what, int64_t c) {
+    if (!t) return FNN_STATUS_OK;
+    FNN_TRY(fnn_check_input(op, t));
+    FNN_TRY(fnn_check_same_device(op, x, t));
+    FNN_CHECK(t->ndim == 1 && t->shape[0] == c, FNN_STATUS_SHAPE,
+              "%s: %s %s does not match the %lld channels of input %s (expected [%lld])", op, what,
+              fnn_shape_of(t).s, (long long)c, fnn_shape_of(x).s, (long long)c);
+    return FNN_STATUS_OK;
+}
+
+/* ================= batch_norm: x [N, C, *] (S = the product of the spatial dims) -> x's shape =================
+ * Training: per channel the mean and biased variance over N and S in one pass (shifted sums),
+ * y = (x - mean) rstd w + b; the batch mean and unbiased variance go out for the running stats.
+ * Eval: the same with the running stats. Backward, per channel with sg = sum g, sgx = sum g (x - m):
+ *     dw = sgx rstd, db = sg
+ *     training: dx = w rstd (g - sg/M - (x - m) rstd^2 sgx/M)    (M = N S)
+ *     eval:     dx = w rstd g
+ * Channels of at least BN_PLANE_MIN elements per image are split over the threads, each channel's
+ * sums and rows done by one task (so the rows are still in cache for the second pass, and the
+ * result does not depend on the thread count); narrower layouts ([N, C]) go by blocks of rows
+ * with per-block partial sums added in block order. */
+
+enum { BN_PLANE_MIN = 32, BN_BLOCK = 8192 };
+
+typedef struct {
+    const float *x, *g, *w, *b;   /* x, g contiguous [N, C, S] (g: backward); w, b [C] or NULL */
+    float *y;                     /* forward y / backward dx [N, C, S], or NULL */
+    float *stats;                 /* [C, 2] mean, rstd: written by the forward, read by the backward */
+    float *bmean, *bvar;          /* training forward: batch mean, unbiased variance [C], or NULL */
+    float *dw, *db;               /* backward [C] or NULL */
+    float *coef;                  /* [4, C] scratch: per channel m, a, b, c (y = (x - m) a + b, dx = dx_row) */
+    double *part;                 /* row path: [blocks, 2, C] partial sums, then [C] shifts */
+    int64_t N, C, S, rpb, blocks; /* rpb rows per block */
+    double eps;
+    int training;
+} bn_args;
+
+/* a shift near channel c's mean: the mean of its first (up to) 16 values */
+static float bn_shift(const bn_args *a, int64_t c) {
+    const int64_t m = a->N * a->S < 16 ? a->N * a->S : 16;
+    double s = 0;
+    for (int64_t i = 0; i < m; i++) s += a->x[((i / a->S) * a->C + c) * a->S + i % a->S];
+    return m > 0 ? (float)(s / (double)m) : 0.0f;
+}
+
+/* channel c's coefficients and saved stats from its mean and rstd */
+static void bn_set_channel(bn_args *a, int64_t c, double mean, double rstd) {
+    const int64_t C = a->C;
+    a->coef[c] = (float)mean;
+    a->coef[C + c] = (float)((a->w ? a->w[c] : 1.0) * rstd);
+    a->coef[2 * C + c] = a->b ? a->b[c] : 0.0f;
+    if (a->stats) { a->stats[2 * c] = (float)mean; a->stats[2 * c + 1] = (float)rstd; }
+}
+
+/* training: channel c's batch statistics from its shifted sums s1 = sum(x - k), s2 = sum((x - k)^2) */
+static void bn_batch_channel(bn_args *a, int64_t c, float k, double s1, double s2) {
+    const double M = (double)(a->N * a->S), d = s1 / M;
+    double var = s2 / M - d * d;
+    if (var < 0) var = 0;
+    if (a->bmean) a->bmean[c] = (float)(k + d);
+    if (a->bvar) a->bvar[c] = (float)(var * M / (M - 1));
+    bn_set_channel(a, c, k + d, 1.0 / sqrt(var + a->eps));
+}
+
+/* y for planes lo..hi-1 (plane p = image p / C, channel p % C) */
+static NORM_CLONE void bn_apply_planes(void *ctx, int64_t lo, int64_t hi) {
+    const bn_args *a = ctx;
+    const int64_t C = a->C, S = a->S;
+    for (int64_t p = lo; p < hi; p++) {
+        const int64_t c = p % C;
+        affine_row(a->y + p * S, a->x + p * S, S, a->coef[c], a->coef[C + c], a->coef[2 * C + c]);
+    }
+}
+
+/* y for images lo..hi-1 of a narrow layout */
+static NORM_CLONE void bn_apply_rows(void *ctx, int64_t lo, int64_t hi) {
+    const bn_args *a = ctx;
+    const int64_t C = a->C, S = a->S;
+    const float *m = a->coef, *ca = a->coef + C, *cb = a->coef + 2 * C;
+    for (int64_t n = lo; n < hi; n++) {
+        const float *x = a->x + n * C * S;
+        float *y = a->y + n * C * S;
+        if (S == 1) for (int64_t c = 0; c < C; c++) y[c] = (x[c] - m[c]) * ca[c] + cb[c];
+        else for (int64_t c = 0; c < C; c++) affine_row(y + c * S, x + c * S, S, m[c], ca[c], cb[c]);
+    }
+}
+
+/* training, wide layout: channels lo..hi-1, each its sums over all images, then its rows */
+static NORM_CLONE void bn_fwd_channels(void *ctx, int64_t lo, int64_t hi) {
+    bn_args *a = ctx;
+    const int64_t C = a->C, S = a->S;
+    for (int64_t c = lo; c < hi; c++) {
+        const float k = bn_shift(a, c);
+        double s1 = 0, s2 = 0;
+        for (int64_t n = 0; n < a->N; n++) {
+            const float *x = a->x + (n * C + c) * S;
+            pair_sums(x, x, S, k, k, &s1, &s2);
+        }
+        bn_batch_channel(a, c, k, s1, s2);
+        for (int64_t n = 0; n < a->N; n++)
+            affine_row(a->y + (n * C + c) * S, a->x + (n * C + c) * S, S, a->coef[c], a->coef[C + c], a->coef[2 * C + c]);
+    }
+}
+
+/* narrow layout: partial sums of blocks lo..hi-1 into part[blk] = {sum u, sum u v} per channel with
+ * forward u = v = x - shift, backward u = g, v = x - mean; the shifts are part[blocks * 2C ..] */
+static NORM_CLONE void bn_partial_blocks(void *ctx, int64_t lo, int64_t hi) {
+    const bn_args *a = ctx;
+    const int64_t C = a->C, S = a->S;
+    const double *k = a->part + a->blocks * 2 * C;
+    const bool bwd = a->g != NULL;
+    for (int64_t blk = lo; blk < hi; blk++) {
+        double *p1 = a->part + blk * 2 * C, *p2 = p1 + C;
+        for (int64_t c = 0; c < C; c++) p1[c] = p2[c] = 0;
+        const int64_t n1 = (blk + 1) * a->rpb < a->N ? (blk + 1) * a->rpb : a->N;
+        for (int64_t n = blk * a->rpb; n < n1; n++) {
+            const float *x = a->x + n * C * S, *u = bwd ? a->g + n * C * S : x;
+            if (S == 1) {
+                for (int64_t c = 0; c < C; c++) {
+                    double v = (double)x[c] - k[c], w = bwd ? (double)u[c] : v;
+                    p1[c] += w;
+                    p2[c] += w * v;
+                }
+            } else {
+                for (int64_t c = 0; c < C; c++) {
+                    const float kc = (float)k[c];
+                    pair_sums(u + c * S, x + c * S, S, bwd ? 0.0f : kc, kc, &p1[c], &p2[c]);
+                }
+            }
+        }
+    }
+}
+
+/* narrow layout: the partial sums of every block, in block order, per channel */
+static void bn_sum_blocks(const bn_args *a, int64_t c, double *s1, double *s2) {
+    double t1 = 0, t2 = 0;
+    for (int64_t blk = 0; blk < a->blocks; blk++) {
+        t1 += a->part[blk * 2 * a->C + c];
+        t2 += a->part[blk * 2 * a->C + a->C + c];
+    }
+    *s1 = t1;
+    *s2 = t2;
+}
+
+/* backward: channel c's coefficients (dx = a g + b (x - m) + c) and dw, db from sg, sgx */
+static void bn_grad_channel(bn_args *a, int64_t c, double sg, double sgx) {
+    const int64_t C = a->C;
+    const double m = a->stats[2 * c], r = a->stats[2 * c + 1], wc = a->w ? a->w[c] : 1.0;
+    const double M = (double)(a->N * a->S);
+    if (a->dw) a->dw[c] = (float)(sgx * r);
+    if (a->db) a->db[c] = (float)sg;
+    a->coef[c] = (float)m;
+    a->coef[C + c] = (float)(wc * r);
+    a->coef[2 * C + c] = a->training ? (float)(-wc * r * r * r * sgx / M) : 0.0f;
+    a->coef[3 * C + c] = a->training ? (float)(-wc * r * sg / M) : 0.0f;
+}
+
+/* dx for images lo..hi-1 of a narrow layout */
+static NORM_CLONE void bn_dx_rows(void *ctx, int64_t lo, int64_t hi) {
+    const bn_args *a = ctx;
+    const int64_t C = a->C, S = a->S;
+    const float *m = a->coef, *ka = a->coef + C, *kb = a->coef + 2 * C, *kc = a->coef + 3 * C;
+    for (int64_t n = lo; n < hi; n++) {
+        const float *x = a->x + n * C * S, *g = a->g + n * C * S;
+        float *dx = a->y + n * C * S;
+        if (S == 1) for (int64_t c = 0; c < C; c++) dx[c] = ka[c] * g[c] + kb[c] * (x[c] - m[c]) + kc[c];
+        else for (int64_t c = 0; c < C; c++) dx_row(dx + c * S, g + c * S, x + c * S, S, m[c], ka[c], kb[c], kc[c]);
+    }
+}
+
+/* backward, wide layout: channels lo..hi-1, each its sums over all images (when needed), then dx */
+static NORM_CLONE void bn_bwd_channels(void *ctx, int64_t lo, int64_t hi) {
+    bn_args *a = ctx;
+    const int64_t C = a->C, S = a->S;
+    const bool sums = a->training || a->dw || a->db;
+    for (int64_t c = lo; c < hi; c++) {
+        const float m = a->stats[2 * c];
+        double sg = 0, sgx = 0;
+        if (sums)
+            for (int64_t n = 0; n < a->N; n++)
+                pair_sums(a->g + (n * C + c) * S, a->x + (n * C + c) * S, S, 0.0f, m, &sg, &sgx);
+        bn_grad_channel(a, c, sg, sgx);
+        if (a->y)
+            for (int64_t n = 0; n < a->N; n++) {
+                const int64_t p = (n * C + c) * S;
+                dx_row(a->y + p, a->g + p, a->x + p, S, m, a->coef[C + c], a->coef[2 * C + c], a->coef[3 * C + c]);
+            }
+    }
+}
+
+/* the layout's scratch: coef [4, C] floats, and for the narrow path part [blocks, 2, C] + shifts [C]
+ * doubles, in one counted block; *bytes is what to give back to fnn_free */
+static void *bn_scratch(bn_args *a, int dev, int64_t *bytes) {
+    const bool wide = a->S >= BN_PLANE_MIN;
+    a->rpb = a->C * a->S > 0 ? BN_BLOCK / (a->C * a->S) : 1;
+    if (a->rpb < 1) a->rpb = 1;
+    a->blocks = wide ? 0 : (a->N + a->rpb - 1) / a->rpb;
+    const int64_t nd = wide ? 0 : (a->blocks * 2 + 1) * a->C;
+    *bytes = nd * (int64_t)sizeof(double) + 4 * a->C * (int64_t)sizeof(float) + 8;
+    char *p = fnn_alloc(dev, *bytes);
+    if (!p) return NULL;
+    a->part = nd ? (double *)(void *)p : NULL;
+    a->coef = (float *)(void *)(p + nd * (int64_t)sizeof(double));
+    return p;
+}
+
+/* backward: saved[0] x (contiguous), saved[1] stats [C, 2] (mean, rstd), saved[2] w when given;
+ * iattr[0] training, iattr[1] has w */
+static int batch_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    const fnn_tensor *x = &n->saved[0];
+    fnn_tensor gc;
+    int rc;
+    const float *gp = fnn_contiguous_data(g, &gc, &rc);
+    if (rc) return rc;
+    const int64_t N = x->shape[0], C = x->shape[1], total = fnn_tensor_numel(x);
+    bn_args a = {.x = fnn_data(x), .g = gp, .w = n->iattr[1] ? fnn_data(&n->saved[2]) : NULL,
+                 .stats = fnn_data(&n->saved[1]), .N = N, .C = C, .S = N * C > 0 ? total / (N * C) : 0,
+                 .training = (int)n->iattr[0]};
+    if (n->next[0] && !(rc = fnn_new_output(&din[0], x->device, n->in_ndim[0], n->in_shape[0])))
+        a.y = fnn_data(&din[0]);
+    if (!rc && n->next[1] && !(rc = fnn_new_output(&din[1], x->device, 1, &C))) a.dw = fnn_data(&din[1]);
+    if (!rc && n->next[2] && !(rc = fnn_new_output(&din[2], x->device, 1, &C))) a.db = fnn_data(&din[2]);
+    int64_t bytes = 0;
+    void *block = rc ? NULL : bn_scratch(&a, x->device, &bytes);
+    if (!rc && !block) rc = fnn_last_status();
+    if (!rc) {
+        /* work per loop: each pass over x and g counts as an add's (threads.c's unit) */
+        const int threads = fnn_threads_for(total);
+        if (a.S >= BN_PLANE_MIN) {
+            fnn_parallel_for(C, fnn_threads_for(2 * total), bn_bwd_channels, &a);   /* two passes */
+        } else {
+            const bool sums = a.training || a.dw || a.db;
+            if (sums) {
+                double *k = a.part + a.blocks * 2 * C;
+                for (int64_t c = 0; c < C; c++) k[c] = a.stats[2 * c];
+                fnn_parallel_for(a.blocks, threads, bn_partial_blocks, &a);
+            }
+            for (int64_t c = 0; c < C; c++) {
+                double sg = 0, sgx = 0;
+                if (sums) bn_sum_blocks(&a, c, &sg, &sgx);
+                bn_grad_channel(&a, c, sg, sgx);
+            }
+            if (a.y) fnn_parallel_for(N, threads, bn_dx_rows, &a);
+        }
+    }
+    if (block) fnn_free(x->device, block, bytes);
+    fnn_tensor_clear(&gc);
+    if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
+    return rc;
+}
+static const fnn_op_def BATCH_NORM = {{"batch_norm", "norm", 1, 0}, batch_norm_backward, FNN_EMBEDS_NONE};
+
+int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_var, const fnn_tensor *x,
+                   const fnn_tensor *running_mean, const fnn_tensor *running_var, const fnn_tensor *w,
+                   const fnn_tensor *b, int training, double eps) {
+    FNN_TRY(fnn_check_input("batch_norm", x));
+    FNN_CHECK(x->ndim >= 2, FNN_STATUS_SHAPE, "batch_norm: input %s must be [N, C] or [N, C, *] (2 or more dims)",
+              fnn_shape_of(x).s);
+    FNN_CHECK(eps >= 0, FNN_STATUS_ARG, "batch_norm: eps %g is negative (input %s)", eps, fnn_shape_of(x).s);
+    const int64_t N = x->shape[0], C = x->shape[1], total = fnn_tensor_numel(x);
+    const int64_t S = N * C > 0 ? total / (N * C) : fnn_numel_of(x->ndim - 2, x->shape + 2);
+    FNN_TRY(check_channels("batch_norm", x, w, "weight", C));
+    FNN_TRY(check_channels("batch_norm", x, b, "bias", C));
+    FNN_TRY(check_channels("batch_norm", x, running_mean, "running_mean", C));
+    FNN_TRY(check_channels("batch_norm", x, running_var, "running_var", C));
+    FNN_CHECK(training || (running_mean && running_var), FNN_STATUS_ARG,
+              "batch_norm: eval mode needs running_mean and running_var (input %s)", fnn_shape_of(x).s);
+    FNN_CHECK(!training || N * S > 1, FNN_STATUS_SHAPE,
+              "batch_norm: expected more than 1 value per channel when training, got input %s", fnn_shape_of(x).s);
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "batch_norm: not implemented on cuda yet");
+
+    const fnn_tensor *ins[3] = {x, w, b};
+    const bool grad = fnn_needs_node(3, ins);
+    fnn_tensor xc, wc, bc, mc, vc, stats;
+    fnn_tensor_init(&wc); fnn_tensor_init(&bc); fnn_tensor_init(&mc); fnn_tensor_init(&vc);
+    fnn_tensor_init(&stats);
+    int rc = 0, r1 = 0, r2 = 0, r3 = 0, r4 = 0;
+    const float *xp = fnn_contiguous_data(x, &xc, &rc);
+    bn_args a = {.x = xp, .N = N, .C = C, .S = S, .eps = eps, .training = training != 0};
+    a.w = w ? fnn_contiguous_data(w, &wc, &r1) : NULL;
+    a.b = b ? fnn_contiguous_data(b, &bc, &r2) : NULL;
+    const float *rm = !training ? fnn_contiguous_data(running_mean, &mc, &r3) : NULL;
+    const float *rv = !training ? fnn_contiguous_data(running_var, &vc, &r4) : NULL;
+    if (!rc) rc = r1 ? r1 : r2 ? r2 : r3 ? r3 : r4;
+    int64_t sshape[2] = {C, 2};
+    if (!rc && grad && !(rc = fnn_new_output(&stats, x->device, 2, sshape))) a.stats = fnn_data(&stats);
+    if (!rc && !(rc = fnn_new_output(out, x->device, x->ndim, x->shape))) a.y = fnn_data(out);
+    if (!rc && training && batch_mean && !(rc = fnn_new_output(batch_mean, x->device, 1, &C)))
+        a.bmean = fnn_data(batch_mean);
+    if (!rc && training && batch_var && !(rc = fnn_new_output(batch_var, x->device, 1, &C)))
+        a.bvar = fnn_data(batch_var);
+    int64_t bytes = 0;
+    void *block = rc ? NULL : bn_scratch(&a, x->device, &bytes);
+    if (!rc && !block) rc = fnn_last_status();
+    if (!rc) {
+        const int threads = fnn_threads_for(total);   /* one pass over x counts as an add */
+        const bool wide = S >= BN_PLANE_MIN;
+        if (!training) {
+            for (int64_t c = 0; c < C; c++) bn_set_channel(&a, c, rm[c], 1.0 / sqrt((double)rv[c] + eps));
+            if (wide) fnn_parallel_for(N * C, threads, bn_apply_planes, &a);
+            else fnn_parallel_for(N, threads, bn_apply_rows, &a);
+        } else if (wide) {
+            fnn_parallel_for(C, fnn_threads_for(2 * total), bn_fwd_channels, &a);   /* two passes */
+        } else {
+            double *k = a.part + a.blocks * 2 * C;
+            for (int64_t c = 0; c < C; c++) k[c] = bn_shift(&a, c);
+            fnn_parallel_for(a.blocks, threads, bn_partial_blocks, &a);
+            for (int64_t c = 0; c < C; c++) {
+                double s1, s2;
+                bn_sum_blocks(&a, c, &s1, &s2);
+                bn_batch_channel(&a, c, (float)k[c], s1, s2);
+            }
+            fnn_parallel_for(N, threads, bn_apply_rows, &a);
+        }
+    }
+    if (!rc && grad) {
+        fnn_node *n = fnn_attach_node(out, &BATCH_NORM, 3, ins);
+        if (!n) rc = fnn_last_status();
+        else {
+            n->iattr[0] = training != 0;
+            n->iattr[1] = w != NULL;
+            n->attr[0] = eps;
+            if (fnn_save(n, 0, fnn_tensor_is_contiguous(x) ? x : &xc) || fnn_save(n, 1, &stats) ||
+                (w && fnn_save(n, 2, fnn_tensor_is_contiguous(w) ? w : &wc)))
+                rc = fnn_last_status();
+        }
+    }
+    if (block) fnn_free(x->device, block, bytes);
+    fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&bc);
+    fnn_tensor_clear(&mc); fnn_tensor_clear(&vc); fnn_tensor_clear(&stats);
+    if (rc) {
+        fnn_tensor_clear(out);
+        if (batch_mean) fnn_tensor_clear(batch_mean);
+        if (batch_var) fnn_tensor_clear(batch_var);
+    }
+    return rc;
+}
+
+/* ================= group_norm: x [N, C, *], C = groups Cg -> x's shape =================
+ * Statistics per (image, group) over its Cg channels and S spatial elements, one contiguous run
+ * of L = Cg S (biased variance, eps inside the sqrt); y = (x - mean) rstd w_c + b_c. Backward per
+ * (n, group) from its per-channel sums sg_c = sum g, sgx_c = sum g (x - mean):
+ *     A1 = sum_c w_c sg_c, A2 = rstd sum_c w_c sgx_c      (the sums of dxhat and dxhat xhat)
+ *     dx = rstd w_c g - rstd^2 A2/L (x - mean) - rstd A1/L
+ *     dw_c = sum_n rstd_n sgx_nc, db_c = sum_n sg_nc      (added over n in order after the tasks)
+ * Tasks are the N groups-of-an-image, so the bits do not depend on the thread count. */
+
+typedef struct {
+    const float *x, *g, *w, *b;   /* x, g contiguous [N, C, S]; w, b [C] or NULL */
+    float *y;                     /* forward y / backward dx, or NULL */
+    float *stats;                 /* [N, G, 2] mean, rstd */
+    double *part;                 /* backward [N, C, 2]: sg, sgx */
+    int64_t N, C, G, S;
+    double eps;
+} gn_args;
+
+static NORM_CLONE void gn_fwd_groups(void *ctx, int64_t lo, int64_t hi) {
+    const gn_args *a = ctx;
+    const int64_t Cg = a->C / a->G, S = a->S, L = Cg * S, m16 = L < 16 ? L : 16;
+    for (int64_t t = lo; t < hi; t++) {   /* t = n G + group */
+        const float *x = a->x + t * L;
+        double k0 = 0;
+        for (int64_t i = 0; i < m16; i++) k0 += x[i];
+        const float k = m16 > 0 ? (float)(k0 / (double)m16) : 0.0f;   /* a shift near the mean */
+        double s1 = 0, s2 = 0;
+        pair_sums(x, x, L, k, k, &s1, &s2);
+        const double d = L > 0 ? s1 / (double)L : 0, var = L > 0 ? s2 / (double)L - d * d : 0;
+        const double mean = k + d, rstd = 1.0 / sqrt((var > 0 ? var : 0) + a->eps);
+        if (a->stats) { a->stats[2 * t] = (float)mean; a->stats[2 * t + 1] = (float)rstd; }
+        const int64_t c0 = (t % a->G) * Cg;
+        for (int64_t j = 0; j < Cg; j++) {
+            const int64_t c = c0 + j;
+            affine_row(a->y + t * L + j * S, x + j * S, S, (float)mean,
+                       (float)((a->w ? a->w[c] : 1.0) * rstd), a->b ? a->b[c] : 0.0f);
+        }
+    }
+}
+
+static NORM_CLONE void gn_bwd_groups(void *ctx, int64_t lo, int64_t hi) {
+    const gn_args *a = ctx;
+    const int64_t C = a->C, Cg = C / a->G, S = a->S, L = Cg * S;
+    for (int64_t t = lo; t < hi; t++) {
+        const float m = a->stats[2 * t];
+        const double r = a->stats[2 * t + 1];
+        const int64_t c0 = (t % a->G) * Cg, n = t / a->G;
+        double A1 = 0, A2 = 0;
+        for (int64_t j = 0; j < Cg; j++) {
+            const int64_t c = c0 + j;
+            double sg = 0, sgx = 0;
+            pair_sums(a->g + t * L + j * S, a->x + t * L + j * S, S, 0.0f, m, &sg, &sgx);
+            a->part[2 * (n * C + c)] = sg;
+            a->part[2 * (n * C + c) + 1] = sgx;
+            const double wc = a->w ? a->w[c] : 1.0;
+            A1 += wc * sg;
+            A2 += wc * sgx;
+        }
+        A2 *= r;
+        if (!a->y || L == 0) continue;
+        const float kb = (float)(-r * r * A2 / (double)L), kc = (float)(-r * A1 / (double)L);
+        for (int64_t j = 0; j < Cg; j++) {
+            const int64_t p = t * L + j * S, c = c0 + j;
+            dx_row(a->y + p, a->g + p, a->x + p, S, m, (float)(r * (a->w ? a->w[c] : 1.0)), kb, kc);
+        }
+    }
+}
+
+/* backward: saved[0] x (contiguous), saved[1] stats [N, G, 2], saved[2] w when given;
+ * iattr[0] groups, iattr[1] has w */
+static int group_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    const fnn_tensor *x = &n->saved[0];
+    fnn_tensor gc;
+    int rc;
+    const float *gp = fnn_contiguous_data(g, &gc, &rc);
+    if (rc) return rc;
+    const int64_t N = x->shape[0], C = x->shape[1], total = fnn_tensor_numel(x);
+    gn_args a = {.x = fnn_data(x), .g = gp, .w = n->iattr[1] ? fnn_data(&n->saved[2]) : NULL,
+                 .stats = fnn_data(&n->saved[1]), .N = N, .C = C, .G = n->iattr[0],
+                 .S = N * C > 0 ? total / (N * C) : 0};
+    float *dw = NULL, *db = NULL;
+    if (n->next[0] && !(rc = fnn_new_output(&din[0], x->device, n->in_ndim[0], n->in_shape[0])))
+        a.y = fnn_data(&din[0]);
+    if (!rc && n->next[1] && !(rc = fnn_new_output(&din[1], x->device, 1, &C))) dw = fnn_data(&din[1]);
+    if (!rc && n->next[2] && !(rc = fnn_new_output(&din[2], x->device, 1, &C))) db = fnn_data(&din[2]);
+    const int64_t bytes = (2 * N * C + 1) * (int64_t)sizeof(double);
+    if (!rc && !(a.part = fnn_alloc(x->device, bytes))) rc = fnn_last_status();
+    if (!rc) {
+        fnn_parallel_for(N * a.G, fnn_threads_for(2 * total), gn_bwd_groups, &a);   /* two passes */
+        const int64_t Cg = C / a.G;
+        for (int64_t c = 0; c < C && (dw || db); c++) {
+            double sw = 0, sb = 0;
+            for (int64_t i = 0; i < N; i++) {
+                sw += a.stats[2 * (i * a.G + c / Cg) + 1] * a.part[2 * (i * C + c) + 1];
+                sb += a.part[2 * (i * C + c)];
+            }
+            if (dw) dw[c] = (float)sw;
+            if (db) db[c] = (float)sb;
+        }
+    }
+    if (a.part) fnn_free(x->device, a.part, bytes);
+    fnn_tensor_clear(&gc);
+    if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
+    return rc;
+}
+static const fnn_op_def GROUP_NORM = {{"group_norm", "norm", 1, 0}, group_norm_backward, FNN_EMBEDS_NONE};
+
+int fnn_group_norm(fnn_tensor *out, const fnn_tensor *x, int64_t groups, const fnn_tensor *w, const fnn_tensor *b,
+                   double eps) {
+    FNN_TRY(fnn_check_input("group_norm", x));
+    FNN_CHECK(x->ndim >= 2, FNN_STATUS_SHAPE, "group_norm: input %s must be [N, C, *] (2 or more dims)",
+              fnn_shape_of(x).s);
+    const int64_t N = x->shape[0], C = x->shape[1], total = fnn_tensor_numel(x);
+    FNN_CHECK(groups >= 1 && C % groups == 0, FNN_STATUS_ARG,
+              "group_norm: the %lld channels of input %s do not split into %lld groups", (long long)C,
+              fnn_shape_of(x).s, (long long)groups);
+    FNN_CHECK(eps >= 0, FNN_STATUS_ARG, "group_norm: eps %g is negative (input %s)", eps, fnn_shape_of(x).s);
+    FNN_TRY(check_channels("group_norm", x, w, "weight", C));
+    FNN_TRY(check_channels("group_norm", x, b, "bias", C));
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "group_norm: not implemented on cuda yet");
+
+    const fnn_tensor *ins[3] = {x, w, b};
+    const bool grad = fnn_needs_node(3, ins);
+    fnn_tensor xc, wc, bc, stats;
+    fnn_tensor_init(&wc); fnn_tensor_init(&bc); fnn_tensor_init(&stats);
+    int rc = 0, r1 = 0, r2 = 0;
+    const float *xp = fnn_contiguous_data(x, &xc, &rc);
+    gn_args a = {.x = xp, .N = N, .C = C, .G = groups, .S = N * C > 0 ? total / (N * C) : 0, .eps = eps};
+    a.w = w ? fnn_contiguous_data(w, &wc, &r1) : NULL;
+    a.b = b ? fnn_contiguous_data(b, &bc, &r2) : NULL;
+    if (!rc) rc = r1 ? r1 : r2;
+    int64_t sshape[3] = {N, groups, 2};
+    if (!rc && grad && !(rc = fnn_new_output(&stats, x->device, 3, sshape))) a.stats = fnn_data(&stats);
+    if (!rc && !(rc = fnn_new_output(out, x->device, x->ndim, x->shape))) a.y = fnn_data(out);
+    if (!rc) fnn_parallel_for(N * groups, fnn_threads_for(2 * total), gn_fwd_groups, &a);   /* two passes */
+    if (!rc && grad) {
+        fnn_node *n = fnn_attach_node(out, &GROUP_NORM, 3, ins);
+        if (!n) rc = fnn_last_status();
+        else {
+            n->iattr[0] = groups;
+            n->iattr[1] = w != NULL;
+            n->attr[0] = eps;
+            if (fnn_save(n, 0, fnn_tensor_is_contiguous(x) ? x : &xc) || fnn_save(n, 1, &stats) ||
+                (w && fnn_save(n, 2, fnn_tensor_is_contiguous(w) ? w : &wc)))
+                rc = fnn_last_status();
+        }
+    }
+    fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&bc); fnn_tensor_clear(&stats);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
+/* ================= rms_norm: x [..., n] (rows of the trailing n elements) -> x's shape =================
+ * y = x rstd w with rstd = 1 / sqrt(mean(x^2) + eps) per row (no centring, no bias: PyTorch's
+ * RMSNorm). Backward per row, with gw = g w and s = sum(gw x):
+ *     dx = rstd gw - rstd^3 s / n x,   dw_j = sum over rows of g x rstd (column blocks, row order) */
+
+typedef struct {
+    const float *x, *g, *w;   /* x, g contiguous [rows, n]; w [n] or NULL */
+    float *y, *rstd, *dw;     /* y / dx [rows, n] or NULL; rstd [rows] or NULL; dw [n] or NULL */
+    int64_t rows, n;
+    double eps;
+} rms_args;
+
+static NORM_CLONE void rms_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
+    const rms_args *a = ctx;
+    const int64_t n = a->n;
+    for (int64_t i = lo; i < hi; i++) {
+        const float *x = a->x + i * n;
+        float *y = a->y + i * n;
+        double s1 = 0, s2 = 0;
+        pair_sums(x, x, n, 0.0f, 0.0f, &s1, &s2);
+        const float r = (float)(1.0 / sqrt(s2 / (double)n + a->eps));
+        if (a->w) for (int64_t j = 0; j < n; j++) y[j] = x[j] * r * a->w[j];
+        else for (int64_t j = 0; j < n; j++) y[j] = x[j] * r;
+        if (a->rstd) a->rstd[i] = r;
+    }
+}
+
+static NORM_CLONE void rms_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
+    const rms_args *a = ctx;
+    const int64_t n = a->n;
+    for (int64_t i = lo; i < hi; i++) {
+        const float *x = a->x + i * n, *g = a->g + i * n;
+        float *dx = a->y + i * n;
+        const float r = a->rstd[i];
+        double s = 0;
+        if (a->w) {
+            for (int64_t j0 = 0; j0 < n; j0 += NORM_CHUNK) {   /* sum(g w x): pair_sums' lanes, three factors */
+                const int64_t j1 = j0 + NORM_CHUNK < n ? j0 + NORM_CHUNK : n;
+                norm_v8 acc = {0};
+                int64_t j = j0;
+                for (; j + 8 <= j1; j += 8) {
+                    norm_v8 gv, wv, xv;
+                    LOAD8(gv, g + j);
+                    LOAD8(wv, a->w + j);
+                    LOAD8(xv, x + j);
+                    acc += gv * wv * xv;
+                }
+                float t = sum8(&acc);
+                for (; j < j1; j++) t += g[j] * a->w[j] * x[j];
+                s += t;
+            }
+        } else {
+            double s1 = 0;
+            pair_sums(g, x, n, 0.0f, 0.0f, &s1, &s);
+        }
+        const float kx = (float)(-(double)r * r * r * s / (double)n);
+        if (a->w) for (int64_t j = 0; j < n; j++) dx[j] = r * a->w[j] * g[j] + kx * x[j];
+        else for (int64_t j = 0; j < n; j++) dx[j] = r * g[j] + kx * x[j];
+    }
+}
+
+enum { RMS_COLS = 16 };   /* columns per dw task: one 64-byte line of each row */
+
+static void rms_bwd_cols(void *ctx, int64_t lo, int64_t hi) {
+    const rms_args *a = ctx;
+    const int64_t n = a->n;
+    for (int64_t blk = lo; blk < hi; blk++) {
+        const int64_t j0 = blk * RMS_COLS, j1 = j0 + RMS_COLS < n ? j0 + RMS_COLS : n;
+        double sw[RMS_COLS] = {0};
+        for (int64_t i = 0; i < a->rows; i++) {
+            const float *x = a->x + i * n, *g = a->g + i * n, r = a->rstd[i];
+            for (int64_t j = j0; j < j1; j++) sw[j - j0] += g[j] * x[j] * r;
+        }
+        for (int64_t j = j0; j < j1; j++) a->dw[j] = (float)sw[j - j0];
+    }
+}
+
+/* backward: saved[0] x (contiguous), saved[1] rstd [rows], saved[2] w when given; iattr[0] n */
+static int rms_norm_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
+    const fnn_tensor *x = &nd->saved[0];
+    const bool has_w = nd->iattr[1] != 0;
+    const int64_t n = nd->iattr[0], total = fnn_tensor_numel(x), rows = n > 0 ? total / n : 0;
+    fnn_tensor gc;
+    int rc;
+    const float *gp = fnn_contiguous_data(g, &gc, &rc);
+    if (rc) return rc;
+    rms_args a = {.x = fnn_data(x), .g = gp, .w = has_w ? fnn_data(&nd->saved[2]) : NULL,
+                  .rstd = fnn_data(&nd->saved[1]), .rows = rows, .n = n};
+    if (nd->next[0] && !(rc = fnn_new_output(&din[0], x->device, nd->in_ndim[0], nd->in_shape[0])))
+        a.y = fnn_data(&din[0]);
+    if (!rc && nd->next[1] && !(rc = fnn_new_output(&din[1], x->device, nd->in_ndim[1], nd->in_shape[1])))
+        a.dw = fnn_data(&din[1]);
+    if (!rc) {
+        if (a.y) fnn_parallel_for(rows, fnn_threads_for(2 * total), rms_bwd_rows, &a);
+        if (a.dw) fnn_parallel_for((n + RMS_COLS - 1) / RMS_COLS, fnn_threads_for(total * 2), rms_bwd_cols, &a);
+    }
+    fnn_tensor_clear(&gc);
+    if (rc) for (int k = 0; k < 2; k++) fnn_tensor_clear(&din[k]);
+    return rc;
+}
+static const fnn_op_def RMS_NORM = {{"rms_norm", "norm", 1, 0}, rms_norm_backward, FNN_EMBEDS_NONE};
+
+int fnn_rms_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, int64_t normalized, double eps) {
+    FNN_TRY(fnn_check_input("rms_norm", x));
+    bool trailing = false;   /* normalized must be the product of some trailing dims */
+    int64_t p = 1;
+    for (int d = x->ndim; d >= 0 && !trailing; d--) {
+        if (d < x->ndim) p *= x->shape[d];
+        trailing = p == normalized;
+    }
+    FNN_CHECK(normalized >= 1 && trailing, FNN_STATUS_SHAPE,
+              "rms_norm: normalized size %lld is not the product of trailing dims of input %s",
+              (long long)normalized, fnn_shape_of(x).s);
+    FNN_CHECK(eps >= 0, FNN_STATUS_ARG, "rms_norm: eps %g is negative (input %s)", eps, fnn_shape_of(x).s);
+    if (w) {
+        FNN_TRY(fnn_check_input("rms_norm", w));
+        FNN_TRY(fnn_check_same_device("rms_norm", x, w));
+        FNN_CHECK(fnn_tensor_numel(w) == normalized, FNN_STATUS_SHAPE,
+                  "rms_norm: weight %s has %lld elements, expected %lld (the normalized size) for input %s",
+                  fnn_shape_of(w).s, (long long)fnn_tensor_numel(w), (long long)normalized, fnn_shape_of(x).s);
+    }
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+              "rms_norm: not implemented on cuda yet");
+
+    const fnn_tensor *ins[2] = {x, w};
+    const bool grad = fnn_needs_node(2, ins);
+    const int64_t total = fnn_tensor_numel(x), rows = total / normalized;
+    fnn_tensor xc, wc, rstd;
+    fnn_tensor_init(&wc); fnn_tensor_init(&rstd);
+    int rc = 0, r1 = 0;
+    const float *xp = fnn_contiguous_data(x, &xc, &rc);
+    rms_args a = {.x = xp, .rows = rows, .n = normalized, .eps = eps};
+    a.w = w ? fnn_contiguous_data(w, &wc, &r1) : NULL;
+    if (!rc) rc = r1;
+    if (!rc && grad && !(rc = fnn_new_output(&rstd, x->device, 1, &rows))) a.rstd = fnn_data(&rstd);
+    if (!rc && !(rc = fnn_new_output(out, x->device, x->ndim, x->shape))) a.y = fnn_data(out);
+    if (!rc) fnn_parallel_for(rows, fnn_threads_for(2 * total), rms_fwd_rows, &a);
+    if (!rc && grad) {
+        fnn_node *n = fnn_attach_node(out, &RMS_NORM, 2, ins);
+        if (!n) rc = fnn_last_status();
+        else {
+            n->iattr[0] = normalized;
+            n->iattr[1] = w != NULL;
+            n->attr[0] = eps;
+            if (fnn_save(n, 0, fnn_tensor_is_contiguous(x) ? x : &xc) || fnn_save(n, 1, &rstd) ||
+                (w && fnn_save(n, 2, fnn_tensor_is_contiguous(w) ? w : &wc)))
+                rc = fnn_last_status();
+        }
+    }
+    fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&rstd);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
+const fnn_op_def *const fnn_ops_norm[] = {&LAYER_NORM, &BATCH_NORM, &GROUP_NORM, &RMS_NORM, NULL};

@@ -1,8 +1,17 @@
--- Gradcheck cases for core/ops/norm.c: with weight and bias, over two trailing dims,
--- without affine tensors, and on a transposed (non-contiguous) input.
+-- Gradcheck cases for core/ops/norm.c. layer_norm: with weight and bias, over two trailing dims,
+-- without affine tensors, on a transposed (non-contiguous) input. batch_norm in training mode
+-- (batch statistics) and eval mode (fixed running stats, captured, not differentiated) on both
+-- layouts the kernel has: narrow ([N, C] and [N, C, L] with L < 32, by blocks of rows) and wide
+-- (planes of 32 or more, by channel). group_norm with several groups, one group per channel
+-- (instance norm), no affine, non-contiguous. rms_norm with and without weight.
 local fnn = require 'fastnn'
 
 local function u(...) return fnn.rand(...) * 4 - 2 end
+local function bn_train(x, w, b) return (fnn.batch_norm(x, nil, nil, w, b, {training = true})) end
+
+-- eval-mode running stats: constants of the function, not inputs (PyTorch gives them no gradient)
+local rm3, rv3 = fnn.tensor{0.3, -0.5, 1.2}, fnn.tensor{0.8, 1.5, 0.4}
+local rm2, rv2 = fnn.tensor{-0.2, 0.7}, fnn.tensor{2.0, 0.6}
 
 return {
    {op = 'layer_norm', inputs = function() return u(3, 5), u(5), u(5) end,
@@ -13,4 +22,36 @@ return {
     fn = function(x) return fnn.layer_norm(x:t(), nil, nil, {eps = 1e-3}) end},
    {op = 'layer_norm', inputs = function() return u(3, 4), u(4) end,
     fn = function(x, b) return fnn.layer_norm(x, nil, b) end},
+
+   -- training, narrow: [N, C], then [N, C, L]
+   {op = 'batch_norm', inputs = function() return u(6, 3), u(3), u(3) end, fn = bn_train},
+   {op = 'batch_norm', inputs = function() return u(3, 2, 4), u(2), u(2) end, fn = bn_train},
+   -- training, wide: planes of 36; without affine; non-contiguous input
+   {op = 'batch_norm', inputs = function() return u(2, 2, 6, 6), u(2), u(2) end, fn = bn_train},
+   {op = 'batch_norm', inputs = function() return u(2, 3, 1, 40) end, fn = function(x) return bn_train(x) end},
+   {op = 'batch_norm', inputs = function() return u(2, 3, 5), u(3) end,
+    fn = function(x, w) return bn_train(x:transpose(1, 3), w) end},   -- [5, 3, 2]
+   -- eval: running stats fixed
+   {op = 'batch_norm', inputs = function() return u(4, 3), u(3), u(3) end,
+    fn = function(x, w, b) return fnn.batch_norm(x, rm3, rv3, w, b) end},
+   {op = 'batch_norm', inputs = function() return u(2, 2, 6, 6), u(2), u(2) end,
+    fn = function(x, w, b) return fnn.batch_norm(x, rm2, rv2, w, b, {eps = 1e-3}) end},
+   {op = 'batch_norm', inputs = function() return u(2, 3, 4) end,
+    fn = function(x) return fnn.batch_norm(x, rm3, rv3) end},
+
+   {op = 'group_norm', inputs = function() return u(2, 4, 3), u(4), u(4) end,
+    fn = function(x, w, b) return fnn.group_norm(x, 2, w, b) end},
+   {op = 'group_norm', inputs = function() return u(2, 6, 2, 3), u(6), u(6) end,
+    fn = function(x, w, b) return fnn.group_norm(x, 3, w, b) end},
+   {op = 'group_norm', inputs = function() return u(2, 3, 5) end,
+    fn = function(x) return fnn.instance_norm(x) end},
+   {op = 'group_norm', inputs = function() return u(2, 5, 4), u(4) end,
+    fn = function(x, b) return fnn.group_norm(x:transpose(2, 3), 2, nil, b, {eps = 1e-3}) end},   -- [2, 4, 5]
+
+   {op = 'rms_norm', inputs = function() return u(3, 5), u(5) end,
+    fn = function(x, w) return fnn.rms_norm(x, w) end},
+   {op = 'rms_norm', inputs = function() return u(2, 2, 3), u(2, 3) end,
+    fn = function(x, w) return fnn.rms_norm(x, w) end},
+   {op = 'rms_norm', inputs = function() return u(4, 3) end,
+    fn = function(x) return fnn.rms_norm(x:t(), nil, {eps = 1e-3}) end},
 }

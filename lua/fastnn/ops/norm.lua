@@ -3,32 +3,58 @@
 --       (biased variance, eps inside the sqrt, as PyTorch) then y = xhat * w + b. The
 --       normalized size is w's element count when w is given, else b's, else x's last dim;
 --       w and b may be nil. Returns x's shape. Also x:layer_norm(w, b, opts).
+--   fnn.batch_norm(x, running_mean, running_var, w, b, {training = false, eps = 1e-5})
+--       x [N, C] or [N, C, *]; the others [C] (w, b may be nil). Eval normalizes with the running
+--       stats; training with the batch's per-channel mean and biased variance and returns
+--       y, batch_mean, batch_var (the UNBIASED variance, what PyTorch folds into running_var):
+--       tensors are immutable, so the caller makes the new running stats from them (the running
+--       stats may be nil in training).
+--   fnn.group_norm(x, num_groups, w, b, {eps = 1e-5})  x [N, C, *]: statistics per (sample, group
+--       of C/num_groups channels); w, b [C] or nil (PyTorch's F.group_norm).
+--   fnn.instance_norm(x, w, b, {eps = 1e-5})  group_norm with one group per channel.
+--   fnn.rms_norm(x, w, {eps, normalized_shape})  y = x / sqrt(mean(x^2) + eps) * w over the
+--       trailing dims: w's element count, else normalized_shape (a size or a table of sizes),
+--       else x's last dim. eps nil: float32's machine epsilon (PyTorch).
+-- Each is also a method: x:batch_norm(...), x:group_norm(...), ...
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local M = {}
 
+local FLOAT_EPS = 1.1920928955078125e-07   -- torch.finfo(torch.float32).eps
+
 -- raised at the user's line: 1 here, 2 the binding, 3 its caller
 local function check_tensor(op, t, what)
    if not is_tensor(t) then error(('%s: %s is a %s, expected a tensor'):format(op, what, type(t)), 3) end
+end
+local function check_optional(op, t, what)
+   if t ~= nil then check_tensor(op, t, what) end
+end
+
+-- opts: a table, or eps as a number; returns the table (maybe empty) and eps
+local function options(op, opts, default_eps)
+   local eps = default_eps
+   if type(opts) == 'number' then
+      eps, opts = opts, {}
+   elseif type(opts) == 'table' then
+      if opts.eps ~= nil then eps = opts.eps end
+   elseif opts == nil then
+      opts = {}
+   else
+      error(('%s: options must be a table like {eps = 1e-5}, got a %s'):format(op, type(opts)), 3)
+   end
+   if type(eps) ~= 'number' then
+      error(('%s: eps is a %s, expected a number'):format(op, type(eps)), 3)
+   end
+   return opts, eps
 end
 
 local fnn_layer_norm = C.fnn_layer_norm
 function M.layer_norm(x, w, b, opts)
    check_tensor('layer_norm', x, 'input')
-   if w ~= nil then check_tensor('layer_norm', w, 'weight') end
-   if b ~= nil then check_tensor('layer_norm', b, 'bias') end
-   local eps = 1e-5
-   if type(opts) == 'table' then
-      if opts.eps ~= nil then eps = opts.eps end
-   elseif type(opts) == 'number' then
-      eps = opts
-   elseif opts ~= nil then
-      error(('layer_norm: options must be a table like {eps = 1e-5}, got a %s'):format(type(opts)), 2)
-   end
-   if type(eps) ~= 'number' then
-      error(('layer_norm: eps is a %s, expected a number'):format(type(eps)), 2)
-   end
+   check_optional('layer_norm', w, 'weight')
+   check_optional('layer_norm', b, 'bias')
+   local _, eps = options('layer_norm', opts, 1e-5)
    local n
    if w ~= nil then n = w:numel()
    elseif b ~= nil then n = b:numel()
@@ -39,5 +65,80 @@ function M.layer_norm(x, w, b, opts)
    return done(out)
 end
 Tensor.layer_norm = M.layer_norm
+
+local fnn_batch_norm = C.fnn_batch_norm
+function M.batch_norm(x, running_mean, running_var, w, b, opts)
+   check_tensor('batch_norm', x, 'input')
+   check_optional('batch_norm', running_mean, 'running_mean')
+   check_optional('batch_norm', running_var, 'running_var')
+   check_optional('batch_norm', w, 'weight')
+   check_optional('batch_norm', b, 'bias')
+   local o, eps = options('batch_norm', opts, 1e-5)
+   local out = new()
+   if o.training then
+      local mean, var = new(), new()
+      if fnn_batch_norm(out, mean, var, x, running_mean, running_var, w, b, 1, eps) ~= 0 then fail() end
+      return done(out), done(mean), done(var)
+   end
+   if fnn_batch_norm(out, nil, nil, x, running_mean, running_var, w, b, 0, eps) ~= 0 then fail() end
+   return done(out)
+end
+Tensor.batch_norm = M.batch_norm
+
+local fnn_group_norm = C.fnn_group_norm
+function M.group_norm(x, groups, w, b, opts)
+   check_tensor('group_norm', x, 'input')
+   if type(groups) ~= 'number' or groups ~= math.floor(groups) or groups < 1 then
+      error(('group_norm: num_groups is %s, expected a positive integer'):format(tostring(groups)), 2)
+   end
+   check_optional('group_norm', w, 'weight')
+   check_optional('group_norm', b, 'bias')
+   local _, eps = options('group_norm', opts, 1e-5)
+   local out = new()
+   if fnn_group_norm(out, x, groups, w, b, eps) ~= 0 then fail() end
+   return done(out)
+end
+Tensor.group_norm = M.group_norm
+
+function M.instance_norm(x, w, b, opts)
+   check_tensor('instance_norm', x, 'input')
+   check_optional('instance_norm', w, 'weight')
+   check_optional('instance_norm', b, 'bias')
+   local _, eps = options('instance_norm', opts, 1e-5)
+   if x.ndim < 2 then
+      error(('instance_norm: input %s must be [N, C, *] (2 or more dims)'):format(fnn_tensor.shape_str(x)), 2)
+   end
+   local out = new()
+   if fnn_group_norm(out, x, math.max(1, tonumber(x.shape_[1])), w, b, eps) ~= 0 then fail() end
+   return done(out)
+end
+Tensor.instance_norm = M.instance_norm
+
+local fnn_rms_norm = C.fnn_rms_norm
+function M.rms_norm(x, w, opts)
+   check_tensor('rms_norm', x, 'input')
+   check_optional('rms_norm', w, 'weight')
+   local o, eps = options('rms_norm', opts, FLOAT_EPS)
+   local n
+   if w ~= nil then
+      n = w:numel()
+   elseif o.normalized_shape ~= nil then
+      local s = o.normalized_shape
+      if type(s) == 'number' then s = {s} end
+      if type(s) ~= 'table' then
+         error(('rms_norm: normalized_shape is a %s, expected a size or a table of sizes'):format(type(s)), 2)
+      end
+      n = 1
+      for _, v in ipairs(s) do n = n * v end
+   elseif x.ndim > 0 then
+      n = tonumber(x.shape_[x.ndim - 1])
+   else
+      n = 1
+   end
+   local out = new()
+   if fnn_rms_norm(out, x, w, n, eps) ~= 0 then fail() end
+   return done(out)
+end
+Tensor.rms_norm = M.rms_norm
 
 return M
