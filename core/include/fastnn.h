@@ -289,9 +289,33 @@ FNN_API int fnn_gather(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_
 FNN_API int fnn_scatter_add(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index, const fnn_tensor *src);
 FNN_API int fnn_masked_fill(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *mask, double value);
 
-/* ---- loss: core/ops/loss.c (fused, for speed and numerical safety) ---- */
-/* cross_entropy: logits [N, C], targets [N] 1-based ids (int64 or whole floats) -> scalar mean */
+/* ---- loss: core/ops/loss.c (fused, for speed and numerical safety) ----
+ * reduction: MEAN and SUM give a scalar [], NONE one loss per element (per prediction site for the
+ * class losses). Class ids are 1-based (int64 or whole floats); with has_ignore, a site whose id is
+ * ignore_index counts neither in the sum nor in the mean, and gets a zero gradient. Class losses
+ * take logits [N, C] (targets [N]), [N, C, d...] (targets [N, d...]) or [C] (a target []). */
+typedef enum fnn_reduction { FNN_REDUCTION_NONE = 0, FNN_REDUCTION_MEAN = 1, FNN_REDUCTION_SUM = 2 } fnn_reduction;
+/* cross_entropy: logits [N, C], targets [N] -> scalar mean over the rows */
 FNN_API int fnn_cross_entropy(fnn_tensor *out, const fnn_tensor *logits, const fnn_tensor *targets);
+/* cross_entropy_loss: log-softmax over the class dim + nll in one pass. weight [C] or NULL: site
+ * losses scaled by w[y], and MEAN divides by the sum of w[y] over the counted sites (a weighted
+ * mean). label_smoothing e in [0, 1]: (1 - e) nll + e/C sum_c w[c] (-log p_c), as PyTorch */
+FNN_API int fnn_cross_entropy_loss(fnn_tensor *out, const fnn_tensor *logits, const fnn_tensor *targets,
+                                   const fnn_tensor *weight, int has_ignore, int64_t ignore_index,
+                                   double label_smoothing, int reduction);
+/* nll_loss: log_probs shaped like cross_entropy's logits: -w[y] log_probs[y] per site, reduced as there */
+FNN_API int fnn_nll_loss(fnn_tensor *out, const fnn_tensor *log_probs, const fnn_tensor *targets,
+                         const fnn_tensor *weight, int has_ignore, int64_t ignore_index, int reduction);
+/* binary_cross_entropy: pred probabilities in [0, 1] (a value outside is refused, naming it and its
+ * position), target pred's shape, weight NULL or broadcast to pred:
+ * -w (t log p + (1 - t) log(1 - p)) with each log clamped at -100; MEAN divides by the element count.
+ * Differentiable in pred and target. */
+FNN_API int fnn_binary_cross_entropy(fnn_tensor *out, const fnn_tensor *pred, const fnn_tensor *target,
+                                     const fnn_tensor *weight, int reduction);
+/* bce_with_logits: x logits, target x's shape, weight and pos_weight NULL or broadcast to x:
+ * w ((1 - t) x + (1 + (pw - 1) t) softplus(-x)), stable for any x. Differentiable in x and target. */
+FNN_API int fnn_bce_with_logits(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *target,
+                                const fnn_tensor *weight, const fnn_tensor *pos_weight, int reduction);
 FNN_API int fnn_mse_loss(fnn_tensor *out, const fnn_tensor *pred, const fnn_tensor *target); /* mean */
 
 /* ---- norm: core/ops/norm.c ---- */

@@ -13,57 +13,9 @@ local nn = {}
 nn.Param = autograd.Param
 
 -- ---------------------------------------------------------------------------
--- loss functions: nn.<loss>(pred, target, {reduction = 'mean'|'sum'|'none'})
-
-local function reduction_of(op, opts)
-   local r = type(opts) == 'table' and opts.reduction or (type(opts) == 'string' and opts) or 'mean'
-   if r ~= 'mean' and r ~= 'sum' and r ~= 'none' then
-      error(("%s: reduction '%s' is not one of 'mean', 'sum', 'none'"):format(op, tostring(r)), 3)
-   end
-   return r
-end
-
-local function check_tensor(op, x, what)
-   if not istype(x) then
-      error(('%s: %s is a %s, expected a tensor'):format(op, what, type(x)), 3)
-   end
-end
-
--- mse(pred, target): mean of (pred - target)^2 over every element (PyTorch's MSELoss)
-function nn.mse(pred, target, opts)
-   local r = reduction_of('mse', opts)
-   check_tensor('mse', pred, 'prediction')
-   check_tensor('mse', target, 'target')
-   if r == 'none' then
-      local d = pred - target
-      return d * d
-   end
-   local out = new()
-   if C.fnn_mse_loss(out, pred, target) ~= 0 then fail() end
-   out = done(out)
-   if r == 'sum' then return out * pred:numel() end
-   return out
-end
-
--- cross_entropy(logits [N, C], targets): targets are 1-based class ids, a tensor
--- [N] or a Lua array. 'mean' averages over the N rows (PyTorch's convention).
-function nn.cross_entropy(logits, targets, opts)
-   local r = reduction_of('cross_entropy', opts)
-   check_tensor('cross_entropy', logits, 'logits')
-   if type(targets) == 'table' then targets = fnn_tensor.tensor(targets) end
-   check_tensor('cross_entropy', targets, 'targets')
-   if r == 'none' then
-      -- per row: logsumexp(logits) - logits[target]; the checks of the fused op run first
-      local check = new()
-      if C.fnn_cross_entropy(check, logits, targets) ~= 0 then fail() end
-      local n = logits:size(1)
-      return logits:logsumexp(2) - logits:gather(2, targets:reshape(n, 1)):reshape(n)
-   end
-   local out = new()
-   if C.fnn_cross_entropy(out, logits, targets) ~= 0 then fail() end
-   out = done(out)
-   if r == 'sum' then return out * logits:size(1) end
-   return out
+-- loss functions (nn.mse, nn.cross_entropy, ...): lua/fastnn/nn/losses.lua
+for k, v in pairs(require 'fastnn.nn.losses') do
+   if not k:match('^_') then nn[k] = v end
 end
 
 -- nn.scoped('inner', m:named_parameters()) -> the same pairs named 'inner.<name>'
