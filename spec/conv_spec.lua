@@ -327,8 +327,11 @@ describe('conv2d', function()
                      err_of(function() local _ = fnn.conv2d(x, w, nil, {padding = -1}) end))
       assert.matches('conv2d: dilation 0x0 must be positive',
                      err_of(function() local _ = fnn.conv2d(x, w, nil, {dilation = 0, padding = 1}) end))
-      assert.matches("conv2d: padding 'same' needs stride 1, got 2x2",
-                     err_of(function() local _ = fnn.conv2d(x, w, nil, {padding = 'same', stride = 2}) end))
+      assert.matches("conv2d: padding is 'full', expected an integer, a table {h, w} %(an entry may be {before, after}%), "
+                     .. "'valid', 'same'$",
+                     err_of(function() local _ = fnn.conv2d(x, w, nil, {padding = 'full'}) end))
+      assert.matches("conv2d: padding 'causal' is only for 1%-d convolutions",
+                     err_of(function() local _ = fnn.conv2d(x, w, nil, {padding = 'causal'}) end))
    end)
 
    it('refuses wrong ranks, a mismatched bias and bad arguments', function()
@@ -513,16 +516,17 @@ describe('nn.Conv2d', function()
    it("keeps H and W with padding 'same', also for an even kernel", function()
       local conv = nn.Conv2d(2, 3, 4, {padding = 'same'})
       assert.same({1, 3, 7, 5}, conv(fnn.randn(1, 2, 7, 5)):shape())
-      assert.matches("padding 'same'", tostring(conv))
+      assert.equals('nn.Conv2d(2 -> 3, k=4x4, p=same)', tostring(conv))
+      assert.equals('nn.Conv2d(2 -> 3, k=4x4, p=same)', conv:short_str())
    end)
 
    it('refuses an input with the wrong channel count, at the caller\'s line', function()
       local conv = nn.Conv2d(3, 4, 3)
       local line = debug.getinfo(1, 'l').currentline + 1
       local err = err_of(function() local _ = conv(fnn.ones(2, 1, 8, 8)) end)
-      assert.equals(('spec/conv_spec.lua:%d: Conv2d(3 -> 4, 3x3): input [2,1,8,8] has 1 channels in dim 2, expected 3')
+      assert.equals(('spec/conv_spec.lua:%d: Conv2d(3 -> 4, k=3x3): input [2,1,8,8] has 1 channels in dim 2, expected 3')
                     :format(line), err)
-      assert.matches('Conv2d%(3 %-> 4, 3x3%): input %[8,8%] must be %[N, C, H, W%] or %[C, H, W%]',
+      assert.matches('Conv2d%(3 %-> 4, k=3x3%): input %[8,8%] must be %[N, C, H, W%] or %[C, H, W%]',
                      err_of(function() local _ = conv(fnn.ones(8, 8)) end))
       assert.matches('nn.Conv2d: in 3 and out 4 must both be divisible by groups 2',
                      err_of(function() local _ = nn.Conv2d(3, 4, 3, {groups = 2}) end))

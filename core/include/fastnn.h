@@ -233,7 +233,19 @@ FNN_API int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w
 /* ---- conv: core/ops/conv.c ----
  * images are [N,C,H,W] (or unbatched [C,H,W]); sizes follow PyTorch:
  * Ho = floor((H + 2 pad_h - dil_h (kh - 1) - 1) / stride_h) + 1, likewise Wo */
-/* conv2d: x [N,C,H,W], w [O, C/groups, kh, kw], b [O] or NULL -> [N,O,Ho,Wo] */
+/* conv: nd = 1, 2 or 3 spatial dims (conv1d, conv2d, conv3d): x [N,C,*in] or [C,*in],
+ * w [O, C/groups, *k], b [O] or NULL -> [N,O,*out],
+ * out = floor((in + pad_before + pad_after - dil (k - 1) - 1) / stride) + 1 per dim.
+ * stride[nd], dilation[nd]; padding[2*nd] = {before, after} for each dim in turn; a NULL array
+ * means the defaults (1, 0, 1). groups = C gives the direct depthwise kernels. */
+FNN_API int fnn_conv(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd, const int *stride, const int *padding, const int *dilation, int groups);
+/* conv_transpose: nd = 1, 2 or 3 (conv_transpose1d/2d/3d), the input gradient of conv:
+ * x [N,Cin,*in] or [Cin,*in], w [Cin, Cout/groups, *k], b [Cout] or NULL -> [N,Cout,*out],
+ * out = (in - 1) stride - pad_before - pad_after + dil (k - 1) + output_padding + 1;
+ * output_padding[nd] must be smaller than the stride or the dilation of its dim */
+FNN_API int fnn_conv_transpose(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd, const int *stride, const int *padding, const int *output_padding, const int *dilation, int groups);
+/* conv2d: x [N,C,H,W], w [O, C/groups, kh, kw], b [O] or NULL -> [N,O,Ho,Wo]; fnn_conv with
+ * nd = 2 and the same padding on both sides */
 FNN_API int fnn_conv2d(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups);
 /* max_pool2d: x [N,C,H,W] -> [N,C,Ho,Wo], padding counts as -inf (at most half the kernel);
  * ceil_mode rounds the output size up while the last window starts inside the input or the

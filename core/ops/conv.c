@@ -1,25 +1,30 @@
-/* conv.c: conv2d (stride, padding, dilation, groups, bias), max_pool2d and
- * avg_pool2d (stride, padding, ceil_mode; count_include_pad), CPU, PyTorch's
- * semantics and output sizes. Inputs are [N,C,H,W] or unbatched [C,H,W].
+/* conv.c: convolutions, 1-, 2- and 3-d, plain (conv1d/2d/3d) and transposed
+ * (conv_transpose1d/2d/3d), with stride, padding per side, dilation, groups, bias and
+ * output_padding; max_pool2d and avg_pool2d (stride, padding, ceil_mode; count_include_pad).
+ * CPU, PyTorch's semantics and output sizes; inputs [N,C,...] or unbatched [C,...].
  *
- * conv2d is im2col + one cblas_sgemm per image and group:
- *     y[n,g] [Og, L] = w[g] [Og, Kg] @ col [Kg, L]     Kg = C/groups*kh*kw, L = Ho*Wo
- * col is rebuilt per image in a buffer that stays in cache, and a 1x1 / stride 1 /
- * pad 0 conv reads the input itself as col. Backward per image:
- *     dw[g] += dy[n,g] @ col^T    (col rebuilt from x, not saved: it is kh*kw times x)
+ * Every convolution is described by one geometry (conv.h): a forward convolution from
+ * [N, C, D, H, W] to [N, O, Do, Ho, Wo], 1-d and 2-d ones with their leading dims at 1. It runs
+ * as im2col + one cblas_sgemm per image and group:
+ *     y[n,g] [Og, L] = w[g] [Og, Kg] @ col [Kg, L]     Kg = C/groups*kd*kh*kw, L = Do*Ho*Wo
+ * col is rebuilt per image in a buffer that stays in cache, and a 1x1 / stride 1 / pad 0 conv
+ * reads the input itself as col. Backward per image:
+ *     dw[g] += dy[n,g] @ col^T    (col rebuilt from x, not saved: it is kd*kh*kw times x)
  *     dx[n,g] = col2im(w[g]^T @ dy[n,g])
- *     db      = sum of dy over N, H, W
- * Images are split over the threads, each with its own col buffer and dw/db
- * partial sums, while OpenBLAS is held at one thread: so im2col and col2im run
- * in parallel too (not only the gemms, which are small: M 64, N 196, K 288 in a
- * small CNN, where OpenBLAS's own split gains little), and the two kinds of
- * threads never nest. With one thread (or fewer images than threads) the images
- * run in order and OpenBLAS threads each gemm as usual.
+ *     db      = sum of dy over N and the spatial dims
+ * A transposed convolution is the dx part of the convolution whose input is its output (gemm,
+ * then col2im), and its backward is that convolution's forward (dx) and weight gradient (dw).
+ * Images are split over the threads, each with its own col buffer and dw/db partial sums, while
+ * OpenBLAS is held at one thread: so im2col and col2im run in parallel too (not only the gemms,
+ * which are small: M 64, N 196, K 288 in a small CNN, where OpenBLAS's own split gains little),
+ * and the two kinds of threads never nest. With one thread (or fewer images than threads) the
+ * images run in order and OpenBLAS threads each gemm as usual. Depthwise convolutions (groups =
+ * input channels) skip all this for the direct kernels of conv_depthwise.c.
  *
  * Pooling walks each [H, W] plane; max_pool2d saves the argmax of every output
  * (int32 offsets into its plane) for backward; a 2x2 stride-2 unpadded pool,
  * the common case, has kernels of its own that write every input gradient once. */
-#include "../internal.h"
+#include "conv.h"
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
@@ -87,66 +92,54 @@ static int image_slots(int64_t n, double flops) {
     return n >= t ? t : 1;
 }
 
-/* ================= conv2d ================= */
+/* ================= convolution ================= */
 
-typedef struct {
-    int64_t N, C, H, W, O, kh, kw, Ho, Wo;
-    int64_t sh, sw, ph, pw, dh, dw, groups;
-    int64_t Cg, Og, Kg, L;     /* per group: input and output channels, col rows, col columns */
-    bool pointwise;            /* 1x1, stride 1, no padding: col is the input itself */
-    int batched;               /* 1: x is [N,C,H,W]; 0: [C,H,W] */
-} conv_geom;
-
-static void conv_geom_fill(conv_geom *g, int xnd, const int64_t *xs, const int64_t *ws, const int64_t *p) {
-    g->batched = xnd == 4;
-    g->N = g->batched ? xs[0] : 1;
-    g->C = xs[xnd - 3]; g->H = xs[xnd - 2]; g->W = xs[xnd - 1];
-    g->O = ws[0]; g->kh = ws[2]; g->kw = ws[3];
-    g->sh = p[0]; g->sw = p[1]; g->ph = p[2]; g->pw = p[3]; g->dh = p[4]; g->dw = p[5]; g->groups = p[6];
-    g->Ho = out_size(g->H, g->ph, g->dh * (g->kh - 1) + 1, g->sh, false);
-    g->Wo = out_size(g->W, g->pw, g->dw * (g->kw - 1) + 1, g->sw, false);
-    g->Cg = g->C / g->groups; g->Og = g->O / g->groups;
-    g->Kg = g->Cg * g->kh * g->kw;
-    g->L = g->Ho * g->Wo;
-    g->pointwise = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+/* the geometry from sizes given in the op's nd spatial dims; the leading ones of D, H, W stay at
+ * size 1 (kernel 1, stride 1, no padding, dilation 1) */
+static void geom_init(conv_geom *g, int nd, int64_t N, int64_t C, int64_t O, int64_t groups, const int64_t *in,
+                      const int64_t *out, const int64_t *k, const int64_t *s, const int64_t *p, const int64_t *d) {
+    int64_t v[6][3] = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}};
+    for (int i = 0; i < nd; i++) {
+        int at = 3 - nd + i;
+        v[0][at] = in[i]; v[1][at] = out[i]; v[2][at] = k[i]; v[3][at] = s[i]; v[4][at] = p[i]; v[5][at] = d[i];
+    }
+    g->N = N; g->C = C; g->O = O; g->groups = groups;
+    g->D = v[0][0]; g->H = v[0][1]; g->W = v[0][2];
+    g->Do = v[1][0]; g->Ho = v[1][1]; g->Wo = v[1][2];
+    g->kd = v[2][0]; g->kh = v[2][1]; g->kw = v[2][2];
+    g->sd = v[3][0]; g->sh = v[3][1]; g->sw = v[3][2];
+    g->pd = v[4][0]; g->ph = v[4][1]; g->pw = v[4][2];
+    g->dd = v[5][0]; g->dh = v[5][1]; g->dw = v[5][2];
+    g->Cg = C / groups; g->Og = O / groups;
+    g->taps = g->kd * g->kh * g->kw;
+    g->Kg = g->Cg * g->taps;
+    g->S = g->D * g->H * g->W;
+    g->L = g->Do * g->Ho * g->Wo;
+    g->pointwise = g->taps == 1 && g->sd == 1 && g->sh == 1 && g->sw == 1 && g->pd == 0 && g->ph == 0 &&
+                   g->pw == 0 && g->L == g->S;
+    g->depthwise = groups > 1 && g->Cg == 1;
 }
 
-/* the valid output columns [lo, hi) of kernel column kj: 0 <= ox*sw + kj*dw - pw < W */
-static inline void col_range(const conv_geom *g, int64_t kj, int64_t *lo, int64_t *hi) {
-    int64_t off = kj * g->dw - g->pw;
-    *lo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;
-    *hi = g->W - off <= 0 ? 0 : (g->W - off + g->sw - 1) / g->sw;
-    if (*hi > g->Wo) *hi = g->Wo;
-    if (*lo > *hi) *lo = *hi;
-}
-
-/* the valid output rows [lo, hi) of kernel row ki: 0 <= oy*sh + ki*dh - ph < H */
-static inline void row_range(const conv_geom *g, int64_t ki, int64_t *lo, int64_t *hi) {
-    int64_t off = ki * g->dh - g->ph;
-    *lo = off >= 0 ? 0 : (-off + g->sh - 1) / g->sh;
-    *hi = g->H - off <= 0 ? 0 : (g->H - off + g->sh - 1) / g->sh;
-    if (*hi > g->Ho) *hi = g->Ho;
-    if (*lo > *hi) *lo = *hi;
-}
-
-/* stride 1 with Wo == W ('same'-sized rows): a col row is the input plane shifted by one offset,
- * so it is one block copy, with the padding columns zeroed after */
+/* stride 1 with Wo == W ('same'-sized rows): a col row of one [H, W] plane is the plane shifted by
+ * one offset, so it is one block copy, with the padding columns zeroed after */
 static inline bool block_rows(const conv_geom *g) { return g->sh == 1 && g->sw == 1 && g->Wo == g->W; }
 
-/* x [Cg, H, W] -> col [Cg*kh*kw, Ho*Wo]; row (c, ki, kj) holds x[c, oy*sh - ph + ki*dh, ox*sw - pw + kj*dw],
- * zero where that falls in the padding */
-static void im2col(float *restrict col, const float *restrict x, const conv_geom *g) {
-    const int64_t H = g->H, W = g->W, Ho = g->Ho, Wo = g->Wo, sw = g->sw, L = g->L;
+/* channels planes of x [H, W] (channel stride cs) -> rows [Ho*Wo] of col (row stride rs), row
+ * (c, ki, kj) holding x[c, oy*sh - ph + ki*dh, ox*sw - pw + kj*dw], zero where that is padding.
+ * A 2-d conv is one call over its Cg channels; a 3-d one calls it per input plane and output depth */
+static void im2col_2d(float *restrict col, int64_t rs, const float *restrict x, int64_t cs, int64_t channels,
+                      const conv_geom *g) {
+    const int64_t H = g->H, W = g->W, Ho = g->Ho, Wo = g->Wo, sw = g->sw, L = Ho * Wo;
     const bool block = block_rows(g);
-    for (int64_t c = 0; c < g->Cg; c++)
+    for (int64_t c = 0; c < channels; c++)
         for (int64_t ki = 0; ki < g->kh; ki++) {
             int64_t ylo, yhi;
-            row_range(g, ki, &ylo, &yhi);
+            conv_valid_range(H, Ho, ki * g->dh - g->ph, g->sh, &ylo, &yhi);
             for (int64_t kj = 0; kj < g->kw; kj++) {
-                float *row = col + ((c * g->kh + ki) * g->kw + kj) * L;
-                const float *xc = x + c * H * W;
+                float *row = col + ((c * g->kh + ki) * g->kw + kj) * rs;
+                const float *xc = x + c * cs;
                 int64_t lo, hi, xoff = kj * g->dw - g->pw;
-                col_range(g, kj, &lo, &hi);
+                conv_valid_range(W, Wo, xoff, sw, &lo, &hi);
                 if (block) {
                     /* row[i] = xc[i + shift] over the valid rows; positions that would read outside
                      * the plane are padding columns, zeroed below with the rest */
@@ -179,20 +172,22 @@ static void im2col(float *restrict col, const float *restrict x, const conv_geom
         }
 }
 
-/* the adjoint of im2col: dx [Cg, H, W] += col [Cg*kh*kw, Ho*Wo] at the positions im2col read.
- * col is scratch: the block path zeroes its padding columns so that one long add does a row */
-static void col2im(float *restrict dx, float *restrict col, const conv_geom *g) {
-    const int64_t H = g->H, W = g->W, Wo = g->Wo, sw = g->sw, L = g->L;
+/* the adjoint of im2col_2d: channels planes of dx (stride cs) += col rows (stride rs) at the
+ * positions im2col_2d read. col is scratch: the block path zeroes its padding columns so that
+ * one long add does a plane */
+static void col2im_2d(float *restrict dx, int64_t cs, float *restrict col, int64_t rs, int64_t channels,
+                      const conv_geom *g) {
+    const int64_t H = g->H, W = g->W, Wo = g->Wo, sw = g->sw;
     const bool block = block_rows(g);
-    for (int64_t c = 0; c < g->Cg; c++)
+    for (int64_t c = 0; c < channels; c++)
         for (int64_t ki = 0; ki < g->kh; ki++) {
             int64_t ylo, yhi;
-            row_range(g, ki, &ylo, &yhi);
+            conv_valid_range(H, g->Ho, ki * g->dh - g->ph, g->sh, &ylo, &yhi);
             for (int64_t kj = 0; kj < g->kw; kj++) {
-                float *row = col + ((c * g->kh + ki) * g->kw + kj) * L;
-                float *dxc = dx + c * H * W;
+                float *row = col + ((c * g->kh + ki) * g->kw + kj) * rs;
+                float *dxc = dx + c * cs;
                 int64_t lo, hi, xoff = kj * g->dw - g->pw;
-                col_range(g, kj, &lo, &hi);
+                conv_valid_range(W, Wo, xoff, sw, &lo, &hi);
                 if (block) {
                     int64_t shift = (ki * g->dh - g->ph) * W + xoff, a = ylo * W, b = yhi * W;
                     int64_t i0 = a > -shift ? a : -shift, i1 = b < H * W - shift ? b : H * W - shift;
@@ -214,11 +209,49 @@ static void col2im(float *restrict dx, float *restrict col, const conv_geom *g) 
         }
 }
 
+/* one depth, read as is: every 1-d and 2-d conv (a 3-d one only when its depth is trivial) */
+static inline bool flat_depth(const conv_geom *g) { return g->D == 1 && g->Do == 1 && g->kd == 1 && g->pd == 0; }
+
+/* x [Cg, D, H, W] -> col [Cg*kd*kh*kw, Do*Ho*Wo]; row (c, kz, ki, kj) holds
+ * x[c, oz*sd - pd + kz*dd, oy*sh - ph + ki*dh, ox*sw - pw + kj*dw], zero where that is padding:
+ * per (c, kz, oz) the [Ho*Wo] parts of kh*kw rows come from one input plane, or are zero */
+static void im2col(float *restrict col, const float *restrict x, const conv_geom *g) {
+    const int64_t HW = g->H * g->W, HoWo = g->Ho * g->Wo, L = g->L, k2 = g->kh * g->kw;
+    if (flat_depth(g)) { im2col_2d(col, L, x, HW, g->Cg, g); return; }
+    for (int64_t c = 0; c < g->Cg; c++)
+        for (int64_t kz = 0; kz < g->kd; kz++) {
+            int64_t zlo, zhi, zoff = kz * g->dd - g->pd;
+            conv_valid_range(g->D, g->Do, zoff, g->sd, &zlo, &zhi);
+            float *rows = col + (c * g->kd + kz) * k2 * L;
+            for (int64_t oz = 0; oz < g->Do; oz++) {
+                if (oz >= zlo && oz < zhi)
+                    im2col_2d(rows + oz * HoWo, L, x + (c * g->D + oz * g->sd + zoff) * HW, 0, 1, g);
+                else
+                    for (int64_t r = 0; r < k2; r++) memset(rows + r * L + oz * HoWo, 0, sizeof(float) * (size_t)HoWo);
+            }
+        }
+}
+
+/* the adjoint of im2col: dx [Cg, D, H, W] += col [Cg*kd*kh*kw, Do*Ho*Wo] (col is scratch) */
+static void col2im(float *restrict dx, float *restrict col, const conv_geom *g) {
+    const int64_t HW = g->H * g->W, HoWo = g->Ho * g->Wo, L = g->L, k2 = g->kh * g->kw;
+    if (flat_depth(g)) { col2im_2d(dx, HW, col, L, g->Cg, g); return; }
+    for (int64_t c = 0; c < g->Cg; c++)
+        for (int64_t kz = 0; kz < g->kd; kz++) {
+            int64_t zlo, zhi, zoff = kz * g->dd - g->pd;
+            conv_valid_range(g->D, g->Do, zoff, g->sd, &zlo, &zhi);
+            float *rows = col + (c * g->kd + kz) * k2 * L;
+            for (int64_t oz = zlo; oz < zhi; oz++)
+                col2im_2d(dx + (c * g->D + oz * g->sd + zoff) * HW, 0, rows + oz * HoWo, L, 1, g);
+        }
+}
+
 typedef struct {
     const conv_geom *g;
     int slots;
     const float *x, *w, *b, *dy;
     float *y, *dx, *dw, *db;
+    const float *bias_in;      /* added to dx per input channel (a transposed convolution's bias) */
     float *col;                /* per slot: col [Kg, L] */
     float *dw_part, *db_part;  /* partial sums of slots 1.. (slot 0 writes dw / db itself) */
 } conv_job;
@@ -229,7 +262,7 @@ typedef struct {
 static void conv_forward_slot(void *ctx, int64_t s0, int64_t s1) {
     const conv_job *j = ctx;
     const conv_geom *g = j->g;
-    const int64_t Og = g->Og, Kg = g->Kg, L = g->L, HW = g->H * g->W;
+    const int64_t Og = g->Og, Kg = g->Kg, L = g->L, S = g->S;
     for (int64_t s = s0; s < s1; s++) {
         int64_t n0, n1;
         split_range(g->N, j->slots, s, &n0, &n1);
@@ -242,7 +275,7 @@ static void conv_forward_slot(void *ctx, int64_t s0, int64_t s1) {
                     for (int64_t o = 0; o < Og; o++)
                         for (int64_t l = 0; l < L; l++) yg[o * L + l] = bias ? bias[o] : 0.0f;
                 if (Kg == 0) continue;   /* no input channels: the bias alone */
-                const float *xg = j->x + (n * g->C + gr * g->Cg) * HW, *src = xg;
+                const float *xg = j->x + (n * g->C + gr * g->Cg) * S, *src = xg;
                 if (!g->pointwise) { im2col(col, xg, g); src = col; }
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Og, (int)L, (int)Kg, 1.0f,
                             j->w + gr * Og * Kg, (int)Kg, src, (int)L, bias ? 1.0f : 0.0f, yg, (int)L);
@@ -253,11 +286,12 @@ static void conv_forward_slot(void *ctx, int64_t s0, int64_t s1) {
 /* backward of the images of one slot, per image and group:
  *     dw[g] += dy[n, g] @ col^T          (col rebuilt from x)
  *     col    = w[g]^T @ dy[n, g],  dx[n, g] = col2im(col)   (1x1: the gemm writes dx itself)
- *     db    += row sums of dy[n, g] */
+ *     db    += row sums of dy[n, g]
+ * A transposed convolution's forward is the dx part alone (its input as dy, its bias as bias_in) */
 static void conv_backward_slot(void *ctx, int64_t s0, int64_t s1) {
     const conv_job *j = ctx;
     const conv_geom *g = j->g;
-    const int64_t Og = g->Og, Kg = g->Kg, L = g->L, O = g->O, HW = g->H * g->W;
+    const int64_t Og = g->Og, Kg = g->Kg, L = g->L, O = g->O, S = g->S;
     for (int64_t s = s0; s < s1; s++) {
         int64_t n0, n1;
         split_range(g->N, j->slots, s, &n0, &n1);
@@ -267,26 +301,30 @@ static void conv_backward_slot(void *ctx, int64_t s0, int64_t s1) {
         if (dw) memset(dw, 0, sizeof(float) * (size_t)(O * Kg));
         if (db) memset(db, 0, sizeof(float) * (size_t)O);
         for (int64_t n = n0; n < n1; n++) {
-            if (j->dx && !g->pointwise) memset(j->dx + n * g->C * HW, 0, sizeof(float) * (size_t)(g->C * HW));
+            float *dxn = j->dx ? j->dx + n * g->C * S : NULL;
+            if (dxn && !g->pointwise) memset(dxn, 0, sizeof(float) * (size_t)(g->C * S));
             for (int64_t gr = 0; gr < g->groups; gr++) {
                 const float *dyg = j->dy + (n * O + gr * Og) * L;
                 if (db)
                     for (int64_t o = 0; o < Og; o++) db[gr * Og + o] += sum_floats(dyg + o * L, L);
                 if (Kg == 0) continue;
                 if (dw) {   /* dw[g] [Og, Kg] += dy [Og, L] @ col^T [L, Kg] */
-                    const float *xg = j->x + (n * g->C + gr * g->Cg) * HW, *src = xg;
+                    const float *xg = j->x + (n * g->C + gr * g->Cg) * S, *src = xg;
                     if (!g->pointwise) { im2col(col, xg, g); src = col; }
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Og, (int)Kg, (int)L, 1.0f, dyg, (int)L,
                                 src, (int)L, 1.0f, dw + gr * Og * Kg, (int)Kg);
                 }
-                if (j->dx) {   /* col [Kg, L] = w[g]^T [Kg, Og] @ dy [Og, L], folded back onto dx */
+                if (dxn) {   /* col [Kg, L] = w[g]^T [Kg, Og] @ dy [Og, L], folded back onto dx */
                     const float *wg = j->w + gr * Og * Kg;
-                    float *dxg = j->dx + (n * g->C + gr * g->Cg) * HW;
+                    float *dxg = dxn + gr * g->Cg * S;
                     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)Kg, (int)L, (int)Og, 1.0f, wg, (int)Kg,
                                 dyg, (int)L, 0.0f, g->pointwise ? dxg : col, (int)L);
                     if (!g->pointwise) col2im(dxg, col, g);
                 }
             }
+            if (dxn && j->bias_in)
+                for (int64_t c = 0; c < g->C; c++)
+                    for (int64_t i = 0; i < S; i++) dxn[c * S + i] += j->bias_in[c];
         }
     }
 }
@@ -309,55 +347,108 @@ static int job_scratch(conv_job *j, int dev, bool need_col, bool want_dw, bool w
     return FNN_STATUS_OK;
 }
 
-/* conv2d's numbers in a node: iattr[0..6] = sh, sw, ph, pw, dh, dw, groups.
- * saved[0] = x (contiguous; kept only when w needs a gradient), saved[1] = w (contiguous; only
- * when x needs one) */
-static int conv2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
-    conv_geom g;
-    conv_geom_fill(&g, n->in_ndim[0], n->in_shape[0], n->in_shape[1], n->iattr);
-    bool want_dx = n->next[0] != NULL, want_dw = n->next[1] != NULL, want_db = n->n_inputs > 2 && n->next[2];
-    fnn_tensor dyt;
-    int rc;
-    const float *dy = fnn_contiguous_data(dout, &dyt, &rc);
-    if (rc) return rc;
-    conv_job j = {&g, image_slots(g.N, 4.0 * (double)g.N * (double)g.O * (double)g.Kg * (double)g.L), NULL, NULL, NULL,
-                  dy, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    int dev = dout->device;
-    void *block = NULL;
-    int64_t bytes = 0;
-    if (want_dx) rc = fnn_new_output(&din[0], dev, n->in_ndim[0], n->in_shape[0]);
-    if (!rc && want_dw) rc = fnn_new_output(&din[1], dev, 4, n->in_shape[1]);
-    if (!rc && want_db) rc = fnn_new_output(&din[2], dev, 1, n->in_shape[2]);
-    if (rc) goto done;
-    if (want_dx) { j.dx = fnn_data(&din[0]); j.w = fnn_data(&n->saved[1]); }
-    if (want_dw) { j.dw = fnn_data(&din[1]); j.x = fnn_data(&n->saved[0]); }
-    if (want_db) j.db = fnn_data(&din[2]);
-    if (g.N == 0 || g.O == 0) {   /* nothing flows back: zero gradients */
-        if (j.dx) memset(j.dx, 0, sizeof(float) * (size_t)(g.N * g.C * g.H * g.W));
-        if (j.dw) memset(j.dw, 0, sizeof(float) * (size_t)(g.O * g.Kg));
-        if (j.db) memset(j.db, 0, sizeof(float) * (size_t)g.O);
-        goto done;
+/* y = conv(x, w) + b over the whole batch: the depthwise kernel, or im2col + sgemm per image */
+static int run_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y) {
+    if (g->N * g->O * g->L == 0) return FNN_STATUS_OK;
+    if (g->depthwise) { fnn_depthwise_forward(g, x, w, b, y); return FNN_STATUS_OK; }
+    conv_job j = {g, image_slots(g->N, 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L),
+                  x, w, b, NULL, y, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    void *block;
+    int64_t bytes;
+    FNN_TRY(job_scratch(&j, dev, true, false, false, &block, &bytes));
+    run_slots(j.slots, conv_forward_slot, &j);
+    if (block) fnn_free(dev, block, bytes);
+    return FNN_STATUS_OK;
+}
+
+/* any of dx = conv^T(dy, w) + bias_in, dw and db (pointers NULL when not wanted; x is read only
+ * for dw, w only for dx); dw / db come out as sums in a fixed order whatever the threads */
+static int run_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
+                        const float *bias_in, float *dx, float *dw, float *db) {
+    if (g->N == 0 || g->O == 0 || g->C == 0) {   /* nothing flows through: bias_in or zeros */
+        if (dx) for (int64_t i = 0; i < g->N * g->C * g->S; i++) dx[i] = bias_in ? bias_in[(i / g->S) % g->C] : 0.0f;
+        if (dw) memset(dw, 0, sizeof(float) * (size_t)(g->O * g->Kg));
+        if (db) for (int64_t o = 0; o < g->O; o++) db[o] = 0;
+        if (db && g->C == 0)
+            for (int64_t n = 0; n < g->N; n++)
+                for (int64_t o = 0; o < g->O; o++) db[o] += sum_floats(dy + (n * g->O + o) * g->L, g->L);
+        return FNN_STATUS_OK;
     }
-    if ((rc = job_scratch(&j, dev, want_dx || want_dw, want_dw, want_db, &block, &bytes))) goto done;
+    if (g->depthwise) {
+        if (dx) fnn_depthwise_input_grad(g, w, dy, bias_in, dx);
+        if (dw || db) fnn_depthwise_weight_grad(g, x, dy, dw, db);
+        return FNN_STATUS_OK;
+    }
+    double flops = 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L * ((dx != NULL) + (dw != NULL));
+    conv_job j = {g, image_slots(g->N, flops), x, w, NULL, dy, NULL, dx, dw, db, bias_in, NULL, NULL, NULL};
+    void *block;
+    int64_t bytes;
+    FNN_TRY(job_scratch(&j, dev, dx || dw, dw != NULL, db != NULL, &block, &bytes));
     run_slots(j.slots, conv_backward_slot, &j);
     for (int s = 1; s < j.slots; s++) {   /* the slots' partial sums, in a fixed order */
-        if (j.dw) for (int64_t i = 0; i < g.O * g.Kg; i++) j.dw[i] += j.dw_part[(s - 1) * g.O * g.Kg + i];
-        if (j.db) for (int64_t i = 0; i < g.O; i++) j.db[i] += j.db_part[(s - 1) * g.O + i];
+        if (dw) for (int64_t i = 0; i < g->O * g->Kg; i++) dw[i] += j.dw_part[(s - 1) * g->O * g->Kg + i];
+        if (db) for (int64_t i = 0; i < g->O; i++) db[i] += j.db_part[(s - 1) * g->O + i];
     }
-done:
     if (block) fnn_free(dev, block, bytes);
-    fnn_tensor_clear(&dyt);
-    if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
-    return rc;
+    return FNN_STATUS_OK;
 }
-static const fnn_op_def CONV2D = {{"conv2d", "conv", 1, 0}, conv2d_backward, FNN_EMBEDS_NONE};
 
-/* x [N,C,H,W] or [C,H,W], w [O, C/groups, kh, kw], b [O] or NULL -> [N,O,Ho,Wo] (or [O,Ho,Wo]),
- * Ho = (H + 2 ph - dh (kh - 1) - 1) / sh + 1, likewise Wo */
-int fnn_conv2d(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int stride_h,
-               int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups) {
-    const char *op = "conv2d";
-    fnn_tensor_init(out);
+/* ---- arguments: checks shared by the convolutions and their transposes ---- */
+
+/* sizes as text for messages: "3x3" (1-d: "3"); padding per dim "1" or, when its sides differ,
+ * "(before,after)": "(0,1)x1" */
+typedef struct { char s[160]; } dims_text;
+static void text_add(dims_text *t, int *at, const char *fmt, const char *sep, long long a, long long b) {
+    if (*at >= (int)sizeof t->s) return;
+    *at += snprintf(t->s + *at, sizeof t->s - (size_t)*at, fmt, sep, a, b);
+}
+static dims_text dims_of(int nd, const int64_t *v) {
+    dims_text t = {{0}};
+    int at = 0;
+    for (int i = 0; i < nd; i++) text_add(&t, &at, "%s%lld", i ? "x" : "", (long long)v[i], 0);
+    return t;
+}
+static dims_text pads_of(int nd, const int64_t *p) {
+    dims_text t = {{0}};
+    int at = 0;
+    for (int i = 0; i < nd; i++)
+        text_add(&t, &at, p[2 * i] == p[2 * i + 1] ? "%s%lld" : "%s(%lld,%lld)", i ? "x" : "", (long long)p[2 * i],
+                 (long long)p[2 * i + 1]);
+    return t;
+}
+
+static const char *const CONV_NAMES[2][4] = {{"", "conv1d", "conv2d", "conv3d"},
+                                             {"", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"}};
+static const char *const INPUT_LAYOUT[4][2] = {{"", ""}, {"[N,C,L]", "[C,L]"}, {"[N,C,H,W]", "[C,H,W]"},
+                                               {"[N,C,D,H,W]", "[C,D,H,W]"}};
+static const char *const KERNEL_NAMES[4] = {"", "k", "kh, kw", "kd, kh, kw"};
+
+/* the options of one call, widened, with defaults where a pointer is NULL */
+typedef struct {
+    int nd;
+    bool transposed;
+    const char *op;
+    int64_t stride[3], pad[6], outpad[3], dil[3], groups;
+} conv_opts;
+
+static void opts_read(conv_opts *o, int nd, bool transposed, const int *stride, const int *padding,
+                      const int *output_padding, const int *dilation, int groups) {
+    o->nd = nd; o->transposed = transposed; o->op = CONV_NAMES[transposed][nd]; o->groups = groups;
+    for (int i = 0; i < nd; i++) {
+        o->stride[i] = stride ? stride[i] : 1;
+        o->dil[i] = dilation ? dilation[i] : 1;
+        o->outpad[i] = output_padding ? output_padding[i] : 0;
+        o->pad[2 * i] = padding ? padding[2 * i] : 0;
+        o->pad[2 * i + 1] = padding ? padding[2 * i + 1] : 0;
+    }
+}
+
+/* every check of a convolution (plain or transposed) on x, w and b; then its geometry and the
+ * output shape (oshape, *ondim) */
+static int conv_setup(const conv_opts *o, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
+                      conv_geom *g, int *ondim, int64_t *oshape) {
+    const char *op = o->op;
+    const int nd = o->nd;
     FNN_TRY(fnn_check_input(op, x));
     FNN_TRY(fnn_check_input(op, w));
     FNN_TRY(fnn_check_same_device(op, x, w));
@@ -366,67 +457,259 @@ int fnn_conv2d(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const 
         FNN_TRY(fnn_check_same_device(op, x, b));
     }
     FNN_TRY(check_cpu(op, x));
-    FNN_CHECK(x->ndim == 4 || x->ndim == 3, FNN_STATUS_SHAPE, "conv2d: input %s must be 4-D [N,C,H,W] or 3-D [C,H,W]",
-              fnn_shape_of(x).s);
-    FNN_CHECK(w->ndim == 4, FNN_STATUS_SHAPE, "conv2d: weight %s must be 4-D [out, in/groups, kh, kw]",
-              fnn_shape_of(w).s);
-    FNN_CHECK(stride_h >= 1 && stride_w >= 1, FNN_STATUS_ARG, "conv2d: stride %dx%d must be positive", stride_h, stride_w);
-    FNN_CHECK(pad_h >= 0 && pad_w >= 0, FNN_STATUS_ARG, "conv2d: padding %dx%d must not be negative", pad_h, pad_w);
-    FNN_CHECK(dil_h >= 1 && dil_w >= 1, FNN_STATUS_ARG, "conv2d: dilation %dx%d must be positive", dil_h, dil_w);
-    FNN_CHECK(groups >= 1, FNN_STATUS_ARG, "conv2d: groups %d must be positive", groups);
-    int64_t C = x->shape[x->ndim - 3], H = x->shape[x->ndim - 2], W = x->shape[x->ndim - 1];
-    int64_t O = w->shape[0], kh = w->shape[2], kw = w->shape[3];
-    FNN_CHECK(C % groups == 0, FNN_STATUS_SHAPE, "conv2d: input %s has %lld channels, not divisible by groups %d",
-              fnn_shape_of(x).s, (long long)C, groups);
-    FNN_CHECK(O % groups == 0, FNN_STATUS_SHAPE, "conv2d: weight %s has %lld output channels, not divisible by groups %d",
-              fnn_shape_of(w).s, (long long)O, groups);
-    FNN_CHECK(w->shape[1] * groups == C, FNN_STATUS_SHAPE,
-              "conv2d: input %s has %lld channels, weight %s expects %lld (groups %d)", fnn_shape_of(x).s,
-              (long long)C, fnn_shape_of(w).s, (long long)(w->shape[1] * groups), groups);
-    FNN_CHECK(kh >= 1 && kw >= 1, FNN_STATUS_SHAPE, "conv2d: weight %s has an empty kernel", fnn_shape_of(w).s);
-    FNN_CHECK(!b || (b->ndim == 1 && b->shape[0] == O), FNN_STATUS_SHAPE,
-              "conv2d: bias %s does not match weight %s (expected [%lld])", b ? fnn_shape_of(b).s : "",
-              fnn_shape_of(w).s, (long long)O);
-    int64_t eh = (int64_t)dil_h * (kh - 1) + 1, ew = (int64_t)dil_w * (kw - 1) + 1;
-    FNN_CHECK(eh <= H + 2 * (int64_t)pad_h && ew <= W + 2 * (int64_t)pad_w, FNN_STATUS_SHAPE,
-              "conv2d: kernel %lldx%lld (dilation %dx%d) is larger than the padded input %lldx%lld "
-              "(input %s, padding %dx%d)", (long long)kh, (long long)kw, dil_h, dil_w,
-              (long long)(H + 2 * pad_h), (long long)(W + 2 * pad_w), fnn_shape_of(x).s, pad_h, pad_w);
+    FNN_CHECK(x->ndim == nd + 2 || x->ndim == nd + 1, FNN_STATUS_SHAPE, "%s: input %s must be %d-D %s or %d-D %s", op,
+              fnn_shape_of(x).s, nd + 2, INPUT_LAYOUT[nd][0], nd + 1, INPUT_LAYOUT[nd][1]);
+    FNN_CHECK(w->ndim == nd + 2, FNN_STATUS_SHAPE, "%s: weight %s must be %d-D %s, %s]", op, fnn_shape_of(w).s,
+              nd + 2, o->transposed ? "[in, out/groups" : "[out, in/groups", KERNEL_NAMES[nd]);
+    bool pos_s = true, pos_d = true, pos_p = true, small_op = true;
+    for (int i = 0; i < nd; i++) {
+        pos_s = pos_s && o->stride[i] >= 1;
+        pos_d = pos_d && o->dil[i] >= 1;
+        pos_p = pos_p && o->pad[2 * i] >= 0 && o->pad[2 * i + 1] >= 0;
+        small_op = small_op && o->outpad[i] >= 0 && (o->outpad[i] < o->stride[i] || o->outpad[i] < o->dil[i]);
+    }
+    FNN_CHECK(pos_s, FNN_STATUS_ARG, "%s: stride %s must be positive", op, dims_of(nd, o->stride).s);
+    FNN_CHECK(pos_p, FNN_STATUS_ARG, "%s: padding %s must not be negative", op, pads_of(nd, o->pad).s);
+    FNN_CHECK(pos_d, FNN_STATUS_ARG, "%s: dilation %s must be positive", op, dims_of(nd, o->dil).s);
+    FNN_CHECK(small_op, FNN_STATUS_ARG,
+              "%s: output_padding %s must be non-negative and smaller than the stride %s or the dilation %s", op,
+              dims_of(nd, o->outpad).s, dims_of(nd, o->stride).s, dims_of(nd, o->dil).s);
+    FNN_CHECK(o->groups >= 1, FNN_STATUS_ARG, "%s: groups %lld must be positive", op, (long long)o->groups);
+    const int64_t *xs = x->shape + (x->ndim - nd), *ks = w->shape + 2;
+    int64_t Cx = x->shape[x->ndim - nd - 1], groups = o->groups, Cy;
+    FNN_CHECK(Cx % groups == 0, FNN_STATUS_SHAPE, "%s: input %s has %lld channels, not divisible by groups %lld", op,
+              fnn_shape_of(x).s, (long long)Cx, (long long)groups);
+    if (!o->transposed) {
+        Cy = w->shape[0];
+        FNN_CHECK(Cy % groups == 0, FNN_STATUS_SHAPE,
+                  "%s: weight %s has %lld output channels, not divisible by groups %lld", op, fnn_shape_of(w).s,
+                  (long long)Cy, (long long)groups);
+        FNN_CHECK(w->shape[1] * groups == Cx, FNN_STATUS_SHAPE,
+                  "%s: input %s has %lld channels, weight %s expects %lld (groups %lld)", op, fnn_shape_of(x).s,
+                  (long long)Cx, fnn_shape_of(w).s, (long long)(w->shape[1] * groups), (long long)groups);
+    } else {
+        Cy = w->shape[1] * groups;
+        FNN_CHECK(w->shape[0] == Cx, FNN_STATUS_SHAPE, "%s: input %s has %lld channels, weight %s expects %lld", op,
+                  fnn_shape_of(x).s, (long long)Cx, fnn_shape_of(w).s, (long long)w->shape[0]);
+    }
+    bool empty_k = false, empty_x = false;
+    for (int i = 0; i < nd; i++) { empty_k = empty_k || ks[i] < 1; empty_x = empty_x || xs[i] < 1; }
+    FNN_CHECK(!empty_k, FNN_STATUS_SHAPE, "%s: weight %s has an empty kernel", op, fnn_shape_of(w).s);
+    FNN_CHECK(!empty_x, FNN_STATUS_SHAPE, "%s: input %s has an empty spatial size %s", op, fnn_shape_of(x).s,
+              dims_of(nd, xs).s);
+    FNN_CHECK(!b || (b->ndim == 1 && b->shape[0] == Cy), FNN_STATUS_SHAPE,
+              "%s: bias %s does not match weight %s (expected [%lld])", op, b ? fnn_shape_of(b).s : "",
+              fnn_shape_of(w).s, (long long)Cy);
 
+    int64_t ext[3], out[3], padded[3], before[3];
+    bool fits = true, positive = true;
+    for (int i = 0; i < nd; i++) {
+        ext[i] = o->dil[i] * (ks[i] - 1) + 1;
+        padded[i] = xs[i] + o->pad[2 * i] + o->pad[2 * i + 1];
+        before[i] = o->pad[2 * i];
+        if (!o->transposed) {
+            fits = fits && ext[i] <= padded[i];
+            out[i] = fits ? (padded[i] - ext[i]) / o->stride[i] + 1 : 0;
+        } else {
+            out[i] = (xs[i] - 1) * o->stride[i] - o->pad[2 * i] - o->pad[2 * i + 1] + ext[i] + o->outpad[i];
+            positive = positive && out[i] >= 1;
+        }
+    }
+    FNN_CHECK(fits, FNN_STATUS_SHAPE,
+              "%s: kernel %s (dilation %s) is larger than the padded input %s (input %s, padding %s)", op,
+              dims_of(nd, ks).s, dims_of(nd, o->dil).s, dims_of(nd, padded).s, fnn_shape_of(x).s,
+              pads_of(nd, o->pad).s);
+    FNN_CHECK(positive, FNN_STATUS_SHAPE,
+              "%s: output size %s is not positive (input %s, kernel %s, stride %s, padding %s, output_padding %s)",
+              op, dims_of(nd, out).s, fnn_shape_of(x).s, dims_of(nd, ks).s, dims_of(nd, o->stride).s,
+              pads_of(nd, o->pad).s, dims_of(nd, o->outpad).s);
+
+    bool batched = x->ndim == nd + 2;
+    int64_t N = batched ? x->shape[0] : 1;
+    if (!o->transposed) geom_init(g, nd, N, Cx, Cy, groups, xs, out, ks, o->stride, before, o->dil);
+    else geom_init(g, nd, N, Cy, Cx, groups, out, xs, ks, o->stride, before, o->dil);
+    FNN_CHECK(g->Kg <= INT_MAX && g->L <= INT_MAX && g->Og <= INT_MAX, FNN_STATUS_SHAPE,
+              "%s: input %s and weight %s are too large for BLAS", op, fnn_shape_of(x).s, fnn_shape_of(w).s);
+    *ondim = x->ndim;
+    int k = 0;
+    if (batched) oshape[k++] = N;
+    oshape[k++] = Cy;
+    for (int i = 0; i < nd; i++) oshape[k++] = out[i];
+    return FNN_STATUS_OK;
+}
+
+/* a convolution node's numbers: iattr[0..2] stride, iattr[3..5] padding before, iattr[6] groups,
+ * iattr[7] nd, attr[0..2] dilation (the padding after and output_padding are in the shapes).
+ * saved[0] = x (contiguous; kept only when w needs a gradient), saved[1] = w (contiguous; only
+ * when x needs one) */
+static void node_record(fnn_node *n, const conv_opts *o) {
+    for (int i = 0; i < o->nd; i++) {
+        n->iattr[i] = o->stride[i];
+        n->iattr[3 + i] = o->pad[2 * i];
+        n->attr[i] = (double)o->dil[i];
+    }
+    n->iattr[6] = o->groups;
+    n->iattr[7] = o->nd;
+}
+
+/* the geometry of a node's convolution, from its input, weight and output shapes */
+static void node_geom(conv_geom *g, const fnn_node *n, bool transposed) {
+    int nd = (int)n->iattr[7], xnd = n->in_ndim[0];
+    const int64_t *xs = n->in_shape[0], *ys = n->out_shape;
+    int64_t s[3], p[3], d[3];
+    for (int i = 0; i < nd; i++) { s[i] = n->iattr[i]; p[i] = n->iattr[3 + i]; d[i] = (int64_t)n->attr[i]; }
+    int64_t N = xnd == nd + 2 ? xs[0] : 1, Cx = xs[xnd - nd - 1], Cy = ys[n->out_ndim - nd - 1];
+    const int64_t *xsp = xs + xnd - nd, *ysp = ys + n->out_ndim - nd, *ks = n->in_shape[1] + 2;
+    if (!transposed) geom_init(g, nd, N, Cx, Cy, n->iattr[6], xsp, ysp, ks, s, p, d);
+    else geom_init(g, nd, N, Cy, Cx, n->iattr[6], ysp, xsp, ks, s, p, d);
+}
+
+/* the gradients a node's inputs want, as fresh outputs of their shapes (din[k] empty otherwise) */
+static int grad_outputs(const fnn_node *n, int dev, fnn_tensor *din, float **dx, float **dw, float **db) {
+    *dx = *dw = *db = NULL;
+    if (n->next[0]) { FNN_TRY(fnn_new_output(&din[0], dev, n->in_ndim[0], n->in_shape[0])); *dx = fnn_data(&din[0]); }
+    if (n->next[1]) { FNN_TRY(fnn_new_output(&din[1], dev, n->in_ndim[1], n->in_shape[1])); *dw = fnn_data(&din[1]); }
+    if (n->n_inputs > 2 && n->next[2]) {
+        FNN_TRY(fnn_new_output(&din[2], dev, 1, n->in_shape[2]));
+        *db = fnn_data(&din[2]);
+    }
+    return FNN_STATUS_OK;
+}
+
+/* ---- conv1d, conv2d, conv3d ---- */
+
+/* dx = conv^T(dy, w), dw, db: the convolution's own backward */
+static int conv_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     conv_geom g;
-    int64_t params[7] = {stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups};
-    conv_geom_fill(&g, x->ndim, x->shape, w->shape, params);
-    FNN_CHECK(g.Kg <= INT_MAX && g.L <= INT_MAX && g.Og <= INT_MAX, FNN_STATUS_SHAPE,
-              "conv2d: input %s and weight %s are too large for BLAS", fnn_shape_of(x).s, fnn_shape_of(w).s);
-    int64_t oshape[4] = {g.N, O, g.Ho, g.Wo};
-    FNN_TRY(fnn_new_output(out, x->device, x->ndim, g.batched ? oshape : oshape + 1));
+    node_geom(&g, n, false);
+    fnn_tensor dyt;
+    int rc;
+    float *dx, *dw, *db;
+    const float *dy = fnn_contiguous_data(dout, &dyt, &rc);
+    if (!rc) rc = grad_outputs(n, dout->device, din, &dx, &dw, &db);
+    if (!rc) rc = run_backward(&g, dout->device, dw ? fnn_data(&n->saved[0]) : NULL,
+                               dx ? fnn_data(&n->saved[1]) : NULL, dy, NULL, dx, dw, db);
+    fnn_tensor_clear(&dyt);
+    if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
+    return rc;
+}
+static const fnn_op_def CONV1D = {{"conv1d", "conv", 1, 0}, conv_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def CONV2D = {{"conv2d", "conv", 1, 0}, conv_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def CONV3D = {{"conv3d", "conv", 1, 0}, conv_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def *const CONV_DEFS[4] = {NULL, &CONV1D, &CONV2D, &CONV3D};
+
+/* x [N, C, *in] or [C, *in], w [O, C/groups, *k], b [O] or NULL -> [N, O, *out] (or [O, *out]),
+ * out = (in + pad_before + pad_after - dil (k - 1) - 1) / stride + 1 per spatial dim */
+int fnn_conv(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd,
+             const int *stride, const int *padding, const int *dilation, int groups) {
+    fnn_tensor_init(out);
+    FNN_CHECK(nd >= 1 && nd <= 3, FNN_STATUS_ARG, "conv: %d spatial dims, expected 1, 2 or 3", nd);
+    conv_opts o;
+    opts_read(&o, nd, false, stride, padding, NULL, dilation, groups);
+    conv_geom g;
+    int ondim;
+    int64_t oshape[FNN_MAX_DIMS];
+    FNN_TRY(conv_setup(&o, x, w, b, &g, &ondim, oshape));
+    FNN_TRY(fnn_new_output(out, x->device, ondim, oshape));
 
     fnn_tensor xt, wt, bt;
     fnn_tensor_init(&wt);
     fnn_tensor_init(&bt);
     int rc;
-    conv_job j = {&g, image_slots(g.N, 2.0 * (double)g.N * (double)O * (double)g.Kg * (double)g.L), NULL, NULL, NULL,
-                  NULL, fnn_data(out), NULL, NULL, NULL, NULL, NULL, NULL};
-    void *block = NULL;
-    int64_t bytes = 0;
-    j.x = fnn_contiguous_data(x, &xt, &rc);
-    if (!rc) j.w = fnn_contiguous_data(w, &wt, &rc);
-    if (!rc && b) j.b = fnn_contiguous_data(b, &bt, &rc);
-    if (rc) goto done;
-    if (g.N * O * g.L > 0) {
-        if ((rc = job_scratch(&j, x->device, true, false, false, &block, &bytes))) goto done;
-        run_slots(j.slots, conv_forward_slot, &j);
-    }
+    const float *xd = fnn_contiguous_data(x, &xt, &rc), *wd = NULL, *bd = NULL;
+    if (!rc) wd = fnn_contiguous_data(w, &wt, &rc);
+    if (!rc && b) bd = fnn_contiguous_data(b, &bt, &rc);
+    if (!rc) rc = run_forward(&g, x->device, xd, wd, bd, fnn_data(out));
     const fnn_tensor *ins[3] = {x, w, b};
-    if (fnn_needs_node(3, ins)) {
-        fnn_node *n = fnn_attach_node(out, &CONV2D, 3, ins);
-        if (!n) { rc = fnn_last_status(); goto done; }
-        for (int i = 0; i < 7; i++) n->iattr[i] = params[i];
-        if (n->next[1] && (rc = fnn_save(n, 0, xt.ndim >= 0 ? &xt : x))) goto done;   /* x for dw */
-        if (n->next[0] && (rc = fnn_save(n, 1, wt.ndim >= 0 ? &wt : w))) goto done;   /* w for dx */
+    if (!rc && fnn_needs_node(3, ins)) {
+        fnn_node *n = fnn_attach_node(out, CONV_DEFS[nd], 3, ins);
+        if (!n) rc = fnn_last_status();
+        else {
+            node_record(n, &o);
+            if (n->next[1]) rc = fnn_save(n, 0, xt.ndim >= 0 ? &xt : x);   /* x for dw */
+            if (!rc && n->next[0]) rc = fnn_save(n, 1, wt.ndim >= 0 ? &wt : w);   /* w for dx */
+        }
     }
-done:
-    if (block) fnn_free(x->device, block, bytes);
+    fnn_tensor_clear(&xt);
+    fnn_tensor_clear(&wt);
+    fnn_tensor_clear(&bt);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
+/* the 2-d form with symmetric padding, kept for C callers */
+int fnn_conv2d(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int stride_h,
+               int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups) {
+    const int s[2] = {stride_h, stride_w}, p[4] = {pad_h, pad_h, pad_w, pad_w}, d[2] = {dil_h, dil_w};
+    return fnn_conv(out, x, w, b, 2, s, p, d, groups);
+}
+
+/* ---- conv_transpose1d, conv_transpose2d, conv_transpose3d ---- */
+
+/* y = conv^T(x, w) + b, so dx = conv(dy, w), dw = the weight gradient of conv(dy, .) against x,
+ * db = sums of dy per channel */
+static int conv_transpose_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    conv_geom g;
+    node_geom(&g, n, true);
+    fnn_tensor dyt;
+    int rc;
+    float *dx, *dw, *db;
+    const float *dy = fnn_contiguous_data(dout, &dyt, &rc);
+    if (!rc) rc = grad_outputs(n, dout->device, din, &dx, &dw, &db);
+    if (!rc && dx) rc = run_forward(&g, dout->device, dy, fnn_data(&n->saved[1]), NULL, dx);
+    if (!rc && dw) rc = run_backward(&g, dout->device, dy, NULL, fnn_data(&n->saved[0]), NULL, NULL, dw, NULL);
+    if (!rc && db)
+        for (int64_t c = 0; c < g.C; c++) {
+            float s = 0;
+            for (int64_t i = 0; i < g.N; i++) s += sum_floats(dy + (i * g.C + c) * g.S, g.S);
+            db[c] = s;
+        }
+    fnn_tensor_clear(&dyt);
+    if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
+    return rc;
+}
+static const fnn_op_def CONV_TRANSPOSE1D = {{"conv_transpose1d", "conv", 1, 0}, conv_transpose_backward,
+                                             FNN_EMBEDS_NONE};
+static const fnn_op_def CONV_TRANSPOSE2D = {{"conv_transpose2d", "conv", 1, 0}, conv_transpose_backward,
+                                             FNN_EMBEDS_NONE};
+static const fnn_op_def CONV_TRANSPOSE3D = {{"conv_transpose3d", "conv", 1, 0}, conv_transpose_backward,
+                                             FNN_EMBEDS_NONE};
+static const fnn_op_def *const CONV_TRANSPOSE_DEFS[4] = {NULL, &CONV_TRANSPOSE1D, &CONV_TRANSPOSE2D, &CONV_TRANSPOSE3D};
+
+/* x [N, Cin, *in] or [Cin, *in], w [Cin, Cout/groups, *k], b [Cout] or NULL -> [N, Cout, *out],
+ * out = (in - 1) stride - pad_before - pad_after + dil (k - 1) + output_padding + 1: the input
+ * gradient of the convolution of an [N, Cout, *out] input by w (gemm, then col2im) */
+int fnn_conv_transpose(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd,
+                       const int *stride, const int *padding, const int *output_padding, const int *dilation,
+                       int groups) {
+    fnn_tensor_init(out);
+    FNN_CHECK(nd >= 1 && nd <= 3, FNN_STATUS_ARG, "conv_transpose: %d spatial dims, expected 1, 2 or 3", nd);
+    conv_opts o;
+    opts_read(&o, nd, true, stride, padding, output_padding, dilation, groups);
+    conv_geom g;
+    int ondim;
+    int64_t oshape[FNN_MAX_DIMS];
+    FNN_TRY(conv_setup(&o, x, w, b, &g, &ondim, oshape));
+    FNN_TRY(fnn_new_output(out, x->device, ondim, oshape));
+
+    fnn_tensor xt, wt, bt;
+    fnn_tensor_init(&wt);
+    fnn_tensor_init(&bt);
+    int rc;
+    const float *xd = fnn_contiguous_data(x, &xt, &rc), *wd = NULL, *bd = NULL;
+    if (!rc) wd = fnn_contiguous_data(w, &wt, &rc);
+    if (!rc && b) bd = fnn_contiguous_data(b, &bt, &rc);
+    if (!rc && g.N * g.C * g.S > 0) rc = run_backward(&g, x->device, NULL, wd, xd, bd, fnn_data(out), NULL, NULL);
+    const fnn_tensor *ins[3] = {x, w, b};
+    if (!rc && fnn_needs_node(3, ins)) {
+        fnn_node *n = fnn_attach_node(out, CONV_TRANSPOSE_DEFS[nd], 3, ins);
+        if (!n) rc = fnn_last_status();
+        else {
+            node_record(n, &o);
+            if (n->next[1]) rc = fnn_save(n, 0, xt.ndim >= 0 ? &xt : x);   /* x for dw */
+            if (!rc && n->next[0]) rc = fnn_save(n, 1, wt.ndim >= 0 ? &wt : w);   /* w for dx */
+        }
+    }
     fnn_tensor_clear(&xt);
     fnn_tensor_clear(&wt);
     fnn_tensor_clear(&bt);
@@ -753,4 +1036,5 @@ done:
     return rc;
 }
 
-const fnn_op_def *const fnn_ops_conv[] = {&CONV2D, &MAX_POOL2D, &AVG_POOL2D, NULL};
+const fnn_op_def *const fnn_ops_conv[] = {&CONV1D, &CONV2D, &CONV3D, &CONV_TRANSPOSE1D, &CONV_TRANSPOSE2D,
+                                          &CONV_TRANSPOSE3D, &MAX_POOL2D, &AVG_POOL2D, NULL};

@@ -1,11 +1,18 @@
--- fastnn.ops.conv: bindings for core/ops/conv.c. Images are [N,C,H,W] (or [C,H,W]).
---   fnn.conv2d(x, w, b, {stride = 1, padding = 0, dilation = 1, groups = 1})
---        w [out, in/groups, kh, kw], b [out] or nil -> [N,out,Ho,Wo]; stride, padding and
---        dilation are numbers or {h, w}; padding may also be 'valid' (0) or 'same' (stride 1;
---        an odd total pad puts the extra row/column at the bottom/right, as PyTorch)
+-- fastnn.ops.conv: bindings for core/ops/conv.c. Channels first: [N,C,L], [N,C,H,W], [N,C,D,H,W]
+-- (or unbatched, without N).
+--   fnn.conv1d/conv2d/conv3d(x, w, b, {stride = 1, padding = 0, dilation = 1, groups = 1})
+--        w [out, in/groups, k...], b [out] or nil. stride and dilation are numbers or one per dim;
+--        padding is a number, one per dim (each a number or {before, after}), 'valid' (0),
+--        'same' (stride 1: PyTorch's, total pad d(k-1) with the odd one at the end; stride > 1:
+--        TensorFlow's, output ceil(in / stride), the extra pad at the end) or, for conv1d,
+--        'causal' (d(k-1) before, none after: output length = input length)
+--   fnn.conv_transpose1d/2d/3d(x, w, b, {stride, padding, output_padding = 0, dilation, groups})
+--        w [in, out/groups, k...], b [out]; out = (in-1) s - 2p + d(k-1) + output_padding + 1
+--        (PyTorch's); output_padding must be smaller than the stride or the dilation; padding
+--        'same' gives in * stride (Keras)
 --   fnn.max_pool2d(x, kernel, {stride = kernel, padding = 0, ceil_mode = false})
 --   fnn.avg_pool2d(x, kernel, {stride = kernel, padding = 0, ceil_mode = false, count_include_pad = true})
--- Each is also a tensor method: x:conv2d(w, b, opts), x:max_pool2d(2).
+-- Each is also a tensor method: x:conv1d(w, b, opts), x:max_pool2d(2).
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
@@ -39,39 +46,159 @@ local function options(op, opts)
    return opts
 end
 
-local fnn_conv2d = C.fnn_conv2d
-function M.conv2d(x, w, b, opts)
-   check_tensor('conv2d', x, 'input')
-   check_tensor('conv2d', w, 'weight')
-   if b ~= nil then check_tensor('conv2d', b, 'bias') end
-   opts = options('conv2d', opts)
-   local sh, sw = pair('conv2d', 'stride', opts.stride, 1)
-   local dh, dw = pair('conv2d', 'dilation', opts.dilation, 1)
+-- ---------------------------------------------------------------------------
+-- convolutions: options parsed into a spec once (the layers keep theirs), then run per call
+
+local ffi = require 'ffi'
+local ffi_string = ffi.string
+local fnn_conv, fnn_conv_transpose = C.fnn_conv, C.fnn_conv_transpose
+local max, ceil = math.max, math.ceil
+local stride_buf, pad_buf, opad_buf, dil_buf = ffi.new('int[3]'), ffi.new('int[6]'), ffi.new('int[3]'),
+   ffi.new('int[3]')
+local TUPLE = {'{l}', '{h, w}', '{d, h, w}'}
+
+-- an integer (every dim) or a table of nd integers -> a Lua array of nd integers. In these helpers
+-- `level` is the user's level as seen from the helper's caller (what it would pass to error)
+local function tuple(op, what, v, default, nd, level)
+   if v == nil then v = default end
+   local t = {}
+   if is_int(v) then
+      for i = 1, nd do t[i] = v end
+      return t
+   end
+   if type(v) == 'table' and #v == nd then
+      local ok = true
+      for i = 1, nd do
+         t[i] = v[i]
+         ok = ok and is_int(v[i])
+      end
+      if ok then return t end
+   end
+   error(('%s: %s is %s, expected an integer or a table %s'):format(op, what,
+         type(v) == 'table' and ('a table of ' .. #v .. ' values') or tostring(v), TUPLE[nd]), level + 1)
+end
+M._tuple = tuple
+
+-- padding -> {lo = {...}, hi = {...}} (before and after each dim), or 'same' / 'causal', which
+-- depend on the kernel (and 'same' with a stride on the input) and are resolved per call
+local function padding_of(op, nd, transposed, v, level)
+   if v == nil or v == 'valid' then v = 0 end
+   if v == 'same' then return 'same' end
+   if v == 'causal' then
+      if nd ~= 1 or transposed then
+         error(("%s: padding 'causal' is only for 1-d convolutions"):format(op), level + 1)
+      end
+      return 'causal'
+   end
+   local lo, hi = {}, {}
+   if is_int(v) then
+      for i = 1, nd do lo[i], hi[i] = v, v end
+      return {lo = lo, hi = hi}
+   end
+   if type(v) == 'table' and #v == nd then
+      local ok = true
+      for i = 1, nd do
+         local p = v[i]
+         if is_int(p) then lo[i], hi[i] = p, p
+         elseif type(p) == 'table' and #p == 2 and is_int(p[1]) and is_int(p[2]) then lo[i], hi[i] = p[1], p[2]
+         else ok = false end
+      end
+      if ok then return {lo = lo, hi = hi} end
+   end
+   local got = type(v) == 'string' and ("'" .. v .. "'")
+      or type(v) == 'table' and ('a table of ' .. #v .. ' values') or tostring(v)
+   error(("%s: padding is %s, expected an integer, a table %s (an entry may be {before, after}), 'valid', 'same'%s")
+         :format(op, got, TUPLE[nd], (nd == 1 and not transposed) and " or 'causal'" or ''), level + 1)
+end
+
+-- the options of a convolution -> its spec {op, nd, transposed, stride, dil, pad, opad, groups}
+local function parse(op, nd, transposed, opts, level)
+   if opts == nil then opts = {} end
+   if type(opts) ~= 'table' then
+      error(('%s: options must be a table like {stride = 2}, got a %s'):format(op, type(opts)), level + 1)
+   end
    local groups = opts.groups or 1
-   if not is_int(groups) then error(('conv2d: groups is %s, expected an integer'):format(tostring(groups)), 2) end
-   local ph, pw
-   local padding = opts.padding
-   if padding == 'valid' then
-      ph, pw = 0, 0
-   elseif padding == 'same' then
-      if sh ~= 1 or sw ~= 1 then
-         error(("conv2d: padding 'same' needs stride 1, got %dx%d"):format(sh, sw), 2)
+   if not is_int(groups) then
+      error(('%s: groups is %s, expected an integer'):format(op, tostring(groups)), level + 1)
+   end
+   local s = {op = op, nd = nd, transposed = transposed, groups = groups,
+              stride = tuple(op, 'stride', opts.stride, 1, nd, level + 1),
+              dil = tuple(op, 'dilation', opts.dilation, 1, nd, level + 1),
+              pad = padding_of(op, nd, transposed, opts.padding, level + 1),
+              opad = transposed and tuple(op, 'output_padding', opts.output_padding, 0, nd, level + 1) or {0, 0, 0}}
+   if transposed and s.pad == 'same' then
+      for i = 1, nd do
+         if s.opad[i] ~= 0 then
+            error(("%s: output_padding cannot be combined with padding 'same' (the output is input * stride)")
+                  :format(op), level + 1)
+         end
       end
-      if w.ndim ~= 4 then
-         error(('conv2d: weight %s must be 4-D [out, in/groups, kh, kw]'):format(fnn_tensor.shape_str(w)), 2)
-      end
-      -- total pad d (k - 1) per dim: half on each side, the odd one at the bottom/right
-      local th, tw = dh * (tonumber(w.shape_[2]) - 1), dw * (tonumber(w.shape_[3]) - 1)
-      ph, pw = floor(th / 2), floor(tw / 2)
-      if th % 2 == 1 or tw % 2 == 1 then x = x:pad{0, tw % 2, 0, th % 2} end
+   end
+   return s
+end
+M._parse = parse
+
+-- y = the convolution of spec s on x, w, b. label (a layer's, or nil) replaces the op's name in a
+-- message
+local function run(s, x, w, b, label, level)
+   local nd, pad = s.nd, s.pad
+   for i = 1, nd do
+      stride_buf[i - 1], dil_buf[i - 1], opad_buf[i - 1] = s.stride[i], s.dil[i], s.opad[i]
+   end
+   if type(pad) == 'table' then
+      for i = 1, nd do pad_buf[2 * i - 2], pad_buf[2 * i - 1] = pad.lo[i], pad.hi[i] end
    else
-      ph, pw = pair('conv2d', 'padding', padding, 0)
+      -- 'same' / 'causal' from the kernel (a weight of the wrong rank is left to the core to refuse)
+      local xnd = x.ndim
+      for i = 1, nd do
+         local k = w.ndim == nd + 2 and tonumber(w.shape_[1 + i]) or 1
+         local st, ext = s.stride[i], s.dil[i] * (k - 1) + 1
+         local total
+         if pad == 'causal' then
+            pad_buf[0], pad_buf[1] = ext - 1, 0
+         else
+            if s.transposed then   -- Keras: the output is input * stride
+               total = max(ext - st, 0)
+               opad_buf[i - 1] = max(st - ext, 0)
+            else   -- stride 1: PyTorch's total d (k - 1); stride > 1: TensorFlow's, output ceil(in / stride)
+               local n = xnd >= nd + 1 and tonumber(x.shape_[xnd - nd + i - 1]) or 1
+               total = max((ceil(n / st) - 1) * st + ext - n, 0)
+            end
+            pad_buf[2 * i - 2] = floor(total / 2)        -- the odd one goes at the end
+            pad_buf[2 * i - 1] = total - floor(total / 2)
+         end
+      end
    end
    local out = new()
-   if fnn_conv2d(out, x, w, b, sh, sw, ph, pw, dh, dw, groups) ~= 0 then fail() end
+   local rc
+   if s.transposed then rc = fnn_conv_transpose(out, x, w, b, nd, stride_buf, pad_buf, opad_buf, dil_buf, s.groups)
+   else rc = fnn_conv(out, x, w, b, nd, stride_buf, pad_buf, dil_buf, s.groups) end
+   if rc ~= 0 then
+      local msg = ffi_string(C.fnn_last_error())
+      if label then msg = label .. ': ' .. msg:gsub('^[%w_]+: ', '', 1) end
+      error(msg, level + 1)
+   end
    return done(out)
 end
-Tensor.conv2d = M.conv2d
+M._run = run
+
+-- fnn.<op>(x, w, b, opts): errors at the caller's line (1 the helper, 2 the binding, 3 the caller)
+local function binding(op, nd, transposed)
+   return function(x, w, b, opts)
+      check_tensor(op, x, 'input')
+      check_tensor(op, w, 'weight')
+      if b ~= nil then check_tensor(op, b, 'bias') end
+      local s = parse(op, nd, transposed, opts, 2)
+      local out = run(s, x, w, b, nil, 2)
+      return out
+   end
+end
+
+for nd = 1, 3 do
+   local name, tname = 'conv' .. nd .. 'd', 'conv_transpose' .. nd .. 'd'
+   M[name], M[tname] = binding(name, nd, false), binding(tname, nd, true)
+   Tensor[name], Tensor[tname] = M[name], M[tname]
+end
 
 -- the shared options of the pools -> kh, kw, sh, sw, ph, pw, ceil_mode
 local function pool_args(op, x, kernel, opts)

@@ -1,0 +1,46 @@
+/* conv.h: the geometry shared by the convolution kernels of core/ops/conv.c (im2col + sgemm)
+ * and core/ops/conv_depthwise.c (direct loops where groups = input channels).
+ *
+ * Every convolution, plain or transposed, 1-, 2- or 3-d, is described as one forward
+ * convolution from an input [N, C, D, H, W] to an output [N, O, Do, Ho, Wo]:
+ *     y[n, o, z, y, x] = sum over c in o's group and taps (a, b, e) of
+ *                        w[o, c, a, b, e] * in[n, c, z*sd - pd + a*dd, y*sh - ph + b*dh, x*sw - pw + e*dw]
+ * (zero outside the input). 1-d and 2-d convolutions have their missing leading dims at size 1
+ * (kernel 1, stride 1, dilation 1, no padding), so one set of kernels serves all three. The
+ * padding after the input only sets the output size, so only the padding before appears here.
+ * A transposed convolution is the adjoint of the convolution whose input is its output: its
+ * geometry is that convolution's, with C and D, H, W its output's, O and Do, Ho, Wo its input's. */
+#ifndef FASTNN_OPS_CONV_H
+#define FASTNN_OPS_CONV_H
+#include "../internal.h"
+#include <stdbool.h>
+
+typedef struct {
+    int64_t N, C, O;                   /* images, input channels, output channels */
+    int64_t D, H, W, Do, Ho, Wo;       /* input and output sizes */
+    int64_t kd, kh, kw, sd, sh, sw;    /* kernel, stride */
+    int64_t pd, ph, pw, dd, dh, dw;    /* padding before, dilation */
+    int64_t groups, Cg, Og;            /* per group: input and output channels */
+    int64_t taps, Kg, S, L;            /* kd*kh*kw; col rows Cg*taps; input and output plane sizes */
+    bool pointwise;                    /* 1x1x1, stride 1, no padding: the input is its own col */
+    bool depthwise;                    /* groups = C > 1: one input channel per group (direct kernels) */
+} conv_geom;
+
+/* the output positions [lo, hi) of [0, out) whose input position o*s + off falls in [0, in) */
+static inline void conv_valid_range(int64_t in, int64_t out, int64_t off, int64_t s, int64_t *lo, int64_t *hi) {
+    *lo = off >= 0 ? 0 : (-off + s - 1) / s;
+    *hi = in - off <= 0 ? 0 : (in - off + s - 1) / s;
+    if (*hi > out) *hi = out;
+    if (*lo > *hi) *lo = *hi;
+}
+
+/* depthwise kernels (conv_depthwise.c), m = O / C output channels per input channel; every
+ * buffer contiguous. The forward writes y [N, O, L] = conv(x [N, C, S], w [O, taps]) + b (b may
+ * be NULL); the input gradient writes dx [N, C, S] = conv^T(dy [N, O, L]) + bias_in (per input
+ * channel, NULL for none: a transposed convolution's bias); the weight gradient writes
+ * dw [O, taps] and db [O] (either may be NULL). */
+void fnn_depthwise_forward(const conv_geom *g, const float *x, const float *w, const float *b, float *y);
+void fnn_depthwise_input_grad(const conv_geom *g, const float *w, const float *dy, const float *bias_in, float *dx);
+void fnn_depthwise_weight_grad(const conv_geom *g, const float *x, const float *dy, float *dw, float *db);
+
+#endif
