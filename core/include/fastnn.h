@@ -366,6 +366,59 @@ FNN_API int fnn_sort(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *
 /* topk: the k largest (largest = 1) or smallest (largest = 0) along dim, best first */
 FNN_API int fnn_topk(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int64_t k, int dim, int largest);
 
+/* ---- serialize: core/serialize.c (checkpoints and safetensors files; docs/checkpoint-format.md) ----
+ * One container: a safetensors file (8-byte little-endian header length, a JSON header of
+ * {name: {dtype, shape, data_offsets}} and string __metadata__, then the data, little-endian).
+ * A checksummed file (what fastnn writes, .fdl) also carries in __metadata__ the CRC-32 (zlib) of
+ * the header ("fdl.header_crc32") and of every tensor ("fdl.crc32.<name>"); a file with any
+ * "fdl." metadata key must have them all, and every one must match. Untrusted input: the header
+ * is validated whole (offsets tile the data exactly, sizes agree with shapes) before any tensor
+ * is allocated, so a corrupted or hostile file is refused with a message, never a crash. */
+/* dtypes on disk; 0..3 share their codes with fnn_dtype and the codes it keeps for 16-bit floats.
+ * Reading widens F16, BF16 and F64 to float32 and I32 to int64 */
+typedef enum fnn_st_dtype {
+    FNN_ST_F32 = 0, FNN_ST_I64 = 1, FNN_ST_F16 = 2, FNN_ST_BF16 = 3, FNN_ST_F64 = 4, FNN_ST_I32 = 5
+} fnn_st_dtype;
+typedef struct fnn_safetensors fnn_safetensors;   /* an opened, validated file */
+/* write n tensors (CPU or GPU, any strides; names unique) and n_meta metadata strings to path
+ * atomically: a temporary file beside it, fsync, rename, fsync of the directory. float32
+ * tensors are stored as float_dtype (FNN_ST_F32, FNN_ST_F16 or FNN_ST_BF16, rounded to nearest
+ * even), int64 ones as I64. checksums = 1 adds the CRC-32 keys (then no key of meta may start
+ * with "fdl.crc32." or be "fdl.header_crc32"); checksums = 0 refuses any "fdl." key. On failure
+ * the temporary file is removed and an earlier file at path is left as it was. */
+FNN_API int fnn_safetensors_save(const char *path, int n, const char *const *names, const fnn_tensor *const *tensors,
+                                 int n_meta, const char *const *meta_keys, const char *const *meta_values,
+                                 int float_dtype, int checksums);
+/* open and validate path (header and its checksum; tensor data is checked as it is read) */
+FNN_API int fnn_safetensors_open(fnn_safetensors **out, const char *path);
+FNN_API void fnn_safetensors_close(fnn_safetensors *f);
+FNN_API int fnn_safetensors_count(const fnn_safetensors *f);        /* tensors, in file order */
+FNN_API const char *fnn_safetensors_name(const fnn_safetensors *f, int i);
+/* tensor i: its dtype on disk (fnn_st_dtype), ndim and shape (FNN_MAX_DIMS entries) */
+FNN_API int fnn_safetensors_info(const fnn_safetensors *f, int i, int *st_dtype, int *ndim, int64_t *shape);
+/* tensor i as a new CPU tensor (float32, or int64 for integer dtypes), its CRC-32 checked */
+FNN_API int fnn_safetensors_read(fnn_tensor *out, fnn_safetensors *f, int i);
+FNN_API int fnn_safetensors_verify(fnn_safetensors *f, int i);      /* the CRC check alone */
+FNN_API int fnn_safetensors_checksummed(const fnn_safetensors *f);  /* 1: header and tensors carry CRCs */
+/* __metadata__ in file order, without the checksum keys */
+FNN_API int fnn_safetensors_meta_count(const fnn_safetensors *f);
+FNN_API const char *fnn_safetensors_meta_key(const fnn_safetensors *f, int i);
+FNN_API const char *fnn_safetensors_meta_value(const fnn_safetensors *f, int i);
+FNN_API const char *fnn_st_dtype_name(int st_dtype);              /* "F32", "BF16", ...; "unknown" */
+/* JSON text read with cJSON, walked from Lua (the training state in a checkpoint's metadata):
+ * fnn_json_parse returns the root or NULL with an error naming the position; free the root only.
+ * Types: 0 null, 1 false, 2 true, 3 number, 4 string, 5 array, 6 object. A child of an object has
+ * a key. Out-of-range positions give NULL. */
+typedef struct fnn_json fnn_json;
+FNN_API fnn_json *fnn_json_parse(const char *text, size_t len);
+FNN_API void fnn_json_free(fnn_json *root);
+FNN_API int fnn_json_type(const fnn_json *j);
+FNN_API double fnn_json_number(const fnn_json *j);
+FNN_API const char *fnn_json_string(const fnn_json *j);
+FNN_API int fnn_json_size(const fnn_json *j);                    /* children of an array or object */
+FNN_API const fnn_json *fnn_json_child(const fnn_json *j, int i);  /* 0-based */
+FNN_API const char *fnn_json_key(const fnn_json *j);
+
 /* ---- op registry: core/registry.c ---- */
 typedef struct fnn_op_info {
     const char *name;        /* as bound in Lua: "add", "gelu", ... */

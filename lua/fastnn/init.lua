@@ -80,6 +80,10 @@ local function add_tries(t)
    end
    for _, k in ipairs(names) do t['try_' .. k] = make_try(t[k]) end
 end
+-- checkpoints (fastnn.serialize, loaded on first use); the try_ forms come from add_tries below
+for _, name in ipairs{'save', 'load', 'save_training', 'load_training', 'save_safetensors', 'load_safetensors'} do
+   fnn[name] = function(...) return require('fastnn.serialize')[name](...) end
+end
 add_tries(fnn.Tensor)
 add_tries(fnn)
 

@@ -1,0 +1,133 @@
+-- Crash safety: a child process (luajit on these sources and $FASTNN_LIB, as the specs run) saves
+-- a checkpoint in a loop and is killed with SIGKILL at random moments; after every kill the
+-- file on disk loads and holds one complete save. A save that fails in the middle of writing
+-- (the file-size limit) raises and leaves the earlier file.
+local fnn = require 'fastnn'
+local nn = fnn.nn
+
+local dir = io.popen('mktemp -d /tmp/fastnn-crash-XXXXXX'):read('*l')
+local cwd = io.popen('pwd'):read('*l')
+teardown(function() os.execute('rm -rf ' .. dir) end)
+
+local function write_file(path, text)
+   local f = assert(io.open(path, 'wb'))
+   f:write(text)
+   f:close()
+end
+local function read_all(path)
+   local f = io.open(path, 'rb')
+   if not f then return nil end
+   local s = f:read('*a')
+   f:close()
+   return s
+end
+local function exists(path) return read_all(path) ~= nil end
+
+-- the environment a child needs to find fastnn: these sources, and the library the specs use
+local child_env = ("LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;'"):format(cwd, cwd)
+
+local function model()
+   return nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 256))   -- about 1 MB
+end
+
+-- every parameter filled with k: a mixed file would show two values
+local function filled_with(m)
+   local k
+   for _, p in ipairs(m:parameters()) do
+      local v = p:tensor():to_flat()
+      k = k or v[1]
+      for i = 1, #v, 997 do
+         if v[i] ~= k then return nil end
+      end
+      if v[#v] ~= k then return nil end
+   end
+   return k
+end
+
+describe('a process killed while saving', function()
+   it('always leaves a checkpoint that loads, old or new, never a broken one', function()
+      local path = dir .. '/run.fdl'
+      write_file(dir .. '/child.lua', [[
+local fnn = require 'fastnn'
+local nn = fnn.nn
+local m = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 256))
+local path, k = arg[1], tonumber(arg[2])
+while true do
+   k = k + 1
+   for _, p in ipairs(m:parameters()) do p:set(fnn.full(p:shape(), k)) end
+   fnn.save(m, path, {metadata = {k = k}})
+end
+]])
+      -- one shell per round starts the child, kills it after a random pause and reaps it; the
+      -- first round first waits (bounded) for a first file, later rounds kill at any moment
+      write_file(dir .. '/round.sh', ([[
+%s luajit %s/child.lua "$1" "$2" > %s/child.log 2>&1 &
+pid=$!
+i=0
+while [ ! -e "$1" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done
+sleep "$3"
+kill -9 $pid
+wait $pid
+exit 0
+]]):format(child_env, dir, dir))
+      math.randomseed(os.time())
+      local last = 0
+      local deadline = os.time() + 60       -- bounded: a hang fails instead of blocking CI
+      for round = 1, 6 do
+         local ok = os.execute(('sh %s/round.sh %s %d %.3f 2>/dev/null'):format(dir, path, last, 0.02 + math.random() * 0.3))
+         assert.is_truthy(ok)
+         local log = read_all(dir .. '/child.log') or ''
+         assert.equals('', log, 'the child failed:\n' .. log)
+
+         local m = model()
+         local ok, err = pcall(fnn.load, m, path)
+         assert(ok, ('round %d: the checkpoint does not load after SIGKILL: %s'):format(round, tostring(err)))
+         local k = filled_with(m)
+         assert(k, ('round %d: the checkpoint mixes two saves'):format(round))
+         local info = require('fastnn.serialize').info(path)
+         assert.equals(tostring(k), info.metadata.k)
+         assert.is_true(k >= last)
+         last = k
+         assert.is_true(os.time() < deadline, 'the crash loop ran past its time bound')
+      end
+      -- what a kill can leave besides the checkpoint: temporary files named after it, safe to delete
+      local interrupted = 0
+      for name in io.popen('ls -A ' .. dir):lines() do
+         if name:match('^%.run%.fdl%.tmp%.') then interrupted = interrupted + 1 end
+         assert.is_truthy(name == 'run.fdl' or name == 'child.lua' or name == 'child.log' or name == 'round.sh'
+                          or name:match('^%.run%.fdl%.tmp%.%d+%.%d+$'), 'unexpected file ' .. name)
+      end
+      -- a save takes most of the child's loop, so kills land inside one nearly every round (a
+      -- leftover temporary file shows it); six rounds all between saves is a 1-in-10^4 event
+      assert.is_true(interrupted >= 1, 'no kill landed inside a save')
+   end)
+end)
+
+describe('a save that fails while writing', function()
+   it('raises and leaves the earlier file as it was', function()
+      local path = dir .. '/limited.fdl'
+      fnn.manual_seed(5)
+      local small = nn.Linear(4, 2)
+      fnn.save(small, path)
+      local before = read_all(path)
+      write_file(dir .. '/big.lua', [[
+local fnn = require 'fastnn'
+local ok, err = pcall(fnn.save, fnn.nn.Linear(512, 512), arg[1])
+print(ok, err)
+]])
+      -- a 64-block file-size limit: the write fails with EFBIG once the temporary file outgrows it
+      local p = io.popen(("sh -c \"ulimit -f 64; trap '' XFSZ; %s luajit %s/big.lua %s\" 2>&1"):format(
+         child_env, dir, path))
+      local out = p:read('*a')
+      p:close()
+      assert.matches('^false\t.*save: .*limited%.fdl: cannot write: File too large %(the earlier file, if any, is '
+                     .. 'unchanged%)', out)
+      assert.equals(before, read_all(path))
+      local m = nn.Linear(4, 2)
+      fnn.load(m, path)
+      assert.same(small.weight:tensor():to_flat(), m.weight:tensor():to_flat())
+      for name in io.popen('ls -A ' .. dir):lines() do
+         assert.is_falsy(name:match('^%.limited'), 'a temporary file was left: ' .. name)
+      end
+   end)
+end)
