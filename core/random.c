@@ -2,6 +2,7 @@
  * so every draw (init, dropout, shuffling, sampling) is reproducible per thread. */
 #include "internal.h"
 #include <math.h>
+#include <string.h>
 
 static _Thread_local uint64_t state[4];
 static _Thread_local int seeded;
@@ -42,4 +43,26 @@ float fnn_random_normal(void) {   /* Box-Muller, two draws per pair */
     spare = (float)(r * sin(th));
     has_spare = 1;
     return (float)(r * cos(th));
+}
+
+/* the whole state as 6 words (xoshiro's 4, seeded, and the spare normal's flag and bits), so a
+ * checkpoint can resume the stream exactly */
+void fnn_random_get_state(uint64_t *out) {
+    if (!seeded) fnn_manual_seed(0x5eed);
+    for (int i = 0; i < 4; i++) out[i] = state[i];
+    uint32_t bits;
+    memcpy(&bits, &spare, sizeof bits);
+    out[4] = (uint64_t)has_spare;
+    out[5] = bits;
+}
+
+int fnn_random_set_state(const uint64_t *in) {
+    FNN_CHECK((in[0] | in[1] | in[2] | in[3]) != 0 && in[4] <= 1 && in[5] <= 0xffffffffu, FNN_STATUS_ARG,
+              "random state: not a state from fnn_random_get_state (all-zero words or bad flags)");
+    for (int i = 0; i < 4; i++) state[i] = in[i];
+    uint32_t bits = (uint32_t)in[5];
+    memcpy(&spare, &bits, sizeof spare);
+    has_spare = (int)in[4];
+    seeded = 1;
+    return FNN_STATUS_OK;
 }

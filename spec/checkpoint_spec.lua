@@ -320,6 +320,27 @@ describe('fnn.save_training / fnn.load_training', function()
       end)
    end
 
+   it("resumes fastnn's random stream, so a model with dropout trains on bit for bit", function()
+      local function make() return nn.Sequential(nn.Linear(3, 8), nn.Dropout(0.5), nn.Linear(8, 2)) end
+      fnn.manual_seed(31)
+      local ref = make()
+      local ref_opt = optim.Adam(ref:parameters(), 0.01)
+      train(ref, ref_opt, 6)
+
+      fnn.manual_seed(31)
+      local a = make()
+      local a_opt = optim.Adam(a:parameters(), 0.01)
+      train(a, a_opt, 3)
+      fnn.save_training(a, a_opt, 3, file('dropout.fdl'))
+
+      fnn.manual_seed(99)            -- another stream: the checkpoint must bring the saved one back
+      local b = make()
+      local b_opt = optim.Adam(b:parameters(), 0.01)
+      fnn.load_training(b, b_opt, file('dropout.fdl'))
+      train(b, b_opt, 3)
+      assert_same(snapshot(ref), snapshot(b), 'dropout model')
+   end)
+
    it('covers every optimizer class (at least the eight of SPEC)', function()
       local names = optimizer_names()
       for _, n in ipairs{'SGD', 'Adam', 'AdamW', 'RMSprop', 'Adagrad', 'Adadelta', 'RAdam', 'Lion'} do

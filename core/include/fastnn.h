@@ -121,6 +121,9 @@ FNN_API int fnn_randperm(fnn_tensor *out, int64_t n);   /* int64 1-based permuta
 FNN_API int fnn_orthogonal(fnn_tensor *out, int64_t rows, int64_t cols, double gain);
 FNN_API void fnn_manual_seed(uint64_t seed);             /* this thread's random source */
 FNN_API double fnn_random_uniform(void);                 /* one U[0,1) draw from it */
+/* this thread's random stream as 6 words, and back (checkpoints resume it exactly) */
+FNN_API void fnn_random_get_state(uint64_t *out6);
+FNN_API int fnn_random_set_state(const uint64_t *in6);
 
 /* reading values */
 FNN_API int fnn_item(const fnn_tensor *t, double *value);                  /* one-element tensor */

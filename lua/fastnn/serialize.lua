@@ -409,6 +409,28 @@ end
 
 -- a loader's position: its own state() when it has one; else its random stream, which fixes the
 -- order of every following epoch of a seeded loader
+-- fastnn's random stream of this thread (dropout masks, init, unseeded shuffles): saved so a
+-- resumed run draws what the uninterrupted one would have
+local rng_words = ffi.new('uint64_t[6]')
+local function random_state()
+   C.fnn_random_get_state(rng_words)
+   local words = {}
+   for i = 0, 5 do words[i + 1] = u64_string(rng_words[i]) end
+   return words
+end
+local function check_random_state(op, path, words)
+   if type(words) ~= 'table' or #words ~= 6 then raise(('%s: %s: its random state is not 6 words'):format(op, path)) end
+   for i = 1, 6 do
+      if type(words[i]) ~= 'string' or not words[i]:match('^%d+$') then
+         raise(('%s: %s: word %d of its random state is not a decimal number'):format(op, path, i))
+      end
+   end
+end
+local function restore_random_state(words)
+   for i = 1, 6 do rng_words[i - 1] = u64_of(words[i]) end
+   if C.fnn_random_set_state(rng_words) ~= 0 then raise(ffi.string(C.fnn_last_error())) end
+end
+
 local function loader_state(op, l)
    if type(l) ~= 'table' then raise(('%s: loader is a %s, expected a DataLoader'):format(op, type(l))) end
    if type(l.state) == 'function' then return {state = l:state()} end
@@ -436,7 +458,7 @@ local function save_training_impl(model, opt, step, path, opts)
    check_path(op, path)
    local names, tensors = entries_to_lists(op, model_entries(op, model))
    local st = opt:state()
-   local state = {optimizer = split_tensors(op, st, 'optim', names, tensors, 0)}
+   local state = {optimizer = split_tensors(op, st, 'optim', names, tensors, 0), random = random_state()}
    if opts.schedule ~= nil then state.schedule = schedule_state(op, opts.schedule) end
    if opts.loader ~= nil then state.loader = loader_state(op, opts.loader) end
    local ok, text = pcall(json.encode, state)
@@ -485,6 +507,7 @@ local function load_training_impl(model, opt, path, opts)
       if opts.loader ~= nil and state.loader == nil then
          raise(('%s: %s holds no loader state (it was saved without {loader = ...})'):format(op, path))
       end
+      if state.random ~= nil then check_random_state(op, path, state.random) end
       local plan = match(op, f, entries, refs, true)
       local values = read_plan(op, f, plan, refs)
       local device = #plan > 0 and plan[1].current.device_ or 0
@@ -513,6 +536,7 @@ local function load_training_impl(model, opt, path, opts)
          end
       end
       apply_plan(model, plan)
+      if state.random ~= nil then restore_random_state(state.random) end
       return step
    end)
 end
