@@ -6,6 +6,8 @@
 #include "internal.h"
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 /* ---- IDX: big-endian header 0x00 0x00 <type> <ndims>, ndims u32 sizes, then the data ---- */
@@ -38,6 +40,21 @@ static int gz_failure(gzFile f, const char *path, const char *what) {
                     err == Z_ERRNO ? strerror(errno) : msg);
 }
 
+/* A loader gathers rows of a dataset in shuffled order: with 4 KB pages nearly every row costs a TLB
+ * miss (60,000 Fashion-MNIST rows span 46,000 pages). Asking for transparent huge pages on the
+ * dataset's buffer before it is first written made a shuffled epoch of gathers 1.5x faster here.
+ * Only whole 2 MB pages inside the buffer are affected; a refusal (THP off) changes nothing. */
+static void advise_huge_pages(void *p, int64_t bytes) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (bytes < (int64_t)(4 * huge)) return;
+    uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + (uintptr_t)bytes) & ~(huge - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p; (void)bytes;
+#endif
+}
+
 /* out [dims...] = the file's unsigned bytes * scale, as float32 */
 static int read_idx_open(fnn_tensor *out, gzFile f, const char *path, double scale) {
     unsigned char head[4 + 4 * FNN_MAX_DIMS];
@@ -65,6 +82,7 @@ static int read_idx_open(fnn_tensor *out, gzFile f, const char *path, double sca
         total *= shape[d];
     }
     FNN_TRY(fnn_empty(out, ndim, shape));
+    advise_huge_pages(fnn_data(out), total * (int64_t)sizeof(float));
     float table[256];   /* byte -> float: one lookup per value */
     for (int v = 0; v < 256; v++) table[v] = (float)(v * scale);
     unsigned char *buf = fnn_alloc(fnn_make_device(FNN_DEVICE_CPU, 0), IDX_CHUNK);

@@ -157,3 +157,117 @@ describe('take_rows', function()
       assert.matches('take_rows: id 0 outside 1%.%.4', err)
    end)
 end)
+
+-- ids as an int64_t buffer
+local function id_buf(ids)
+   local buf = ffi.new('int64_t[?]', math.max(#ids, 1))
+   for i, v in ipairs(ids) do buf[i - 1] = v end
+   return buf
+end
+
+describe('take_windows', function()
+   local tokens = fnn.long{11, 12, 13, 14, 15, 16, 17}
+
+   local function take_windows(t, context, stride, ids)
+      local x, y = fnn_tensor.new(), fnn_tensor.new()
+      if C.fnn_take_windows(x, y, t, context, stride, #ids, id_buf(ids)) ~= 0 then
+         return nil, ffi.string(C.fnn_last_error())
+      end
+      return fnn_tensor.done(x), fnn_tensor.done(y)
+   end
+
+   it('cuts inputs and targets shifted by one, windows starting every stride tokens', function()
+      local x, y = take_windows(tokens, 3, 2, {2, 1, 2})
+      assert.equals('int64', x:dtype())
+      assert.same({{13, 14, 15}, {11, 12, 13}, {13, 14, 15}}, x:to_table())
+      assert.same({{14, 15, 16}, {12, 13, 14}, {14, 15, 16}}, y:to_table())
+      x, y = take_windows(tokens, 6, 1, {1})
+      assert.same({{11, 12, 13, 14, 15, 16}}, x:to_table())
+      assert.same({{12, 13, 14, 15, 16, 17}}, y:to_table())
+   end)
+
+   it('refuses a window past the end, float tokens and a bad context', function()
+      local _, err = take_windows(tokens, 3, 2, {3})
+      assert.matches('take_windows: window 3 outside 1%.%.2 %(7 tokens, context 3, stride 2%)', err)
+      _, err = take_windows(tokens:float(), 3, 1, {1})
+      assert.matches('take_windows: tokens must be a contiguous 1%-D int64 tensor, got float32 %[7%]', err)
+      _, err = take_windows(tokens, 0, 1, {1})
+      assert.matches('take_windows: context 0 and stride 1 must be >= 1', err)
+   end)
+end)
+
+describe('text_encode and text_decode', function()
+   local function encode(s, given, bytes)
+      local ids, vocab = fnn_tensor.new(), fnn_tensor.new()
+      if C.fnn_text_encode(ids, given and nil or vocab, s, #s, given, bytes or 0) ~= 0 then
+         return nil, ffi.string(C.fnn_last_error())
+      end
+      return fnn_tensor.done(ids), not given and fnn_tensor.done(vocab) or nil
+   end
+
+   it('numbers the distinct code points in ascending order', function()
+      local ids, vocab = assert(encode('baé€a'))
+      assert.same({97, 98, 233, 8364}, vocab:to_table())
+      assert.same({2, 1, 3, 4, 1}, ids:to_table())
+      local again = assert(encode('€€b', vocab))
+      assert.same({4, 4, 2}, again:to_table())
+      local len = ffi.new('int64_t[1]')
+      assert.equals(0, C.fnn_text_decode(vocab, ids, 0, nil, 0, len))
+      assert.equals(#'baé€a', tonumber(len[0]))
+   end)
+
+   it('refuses a vocabulary that repeats or is not int64, and a decode buffer too small', function()
+      local _, err = encode('ab', fnn.long{97, 97})
+      assert.matches('text_encode: vocabulary entry 2 %(97%) repeats entry 1', err)
+      _, err = encode('ab', fnn.tensor{97, 98})
+      assert.matches('text_encode: a vocabulary is a 1%-D int64 tensor of code points, got float32 %[2%]', err)
+      local ids, vocab = assert(encode('héllo'))
+      local buf, len = ffi.new('char[3]'), ffi.new('int64_t[1]')
+      assert.equals(-2, C.fnn_text_decode(vocab, ids, 0, buf, 3, len))
+      assert.matches('text_decode: 6 bytes do not fit in 3', ffi.string(C.fnn_last_error()))
+   end)
+
+   it('reads a file, names it when it is missing', function()
+      local ids = fnn_tensor.new()
+      assert.equals(-5, C.fnn_text_encode_file(ids, fnn_tensor.new(), '/nonexistent/t.txt', nil, 0))
+      assert.matches('text_encode: /nonexistent/t%.txt: cannot open %(No such file or directory%)',
+                     ffi.string(C.fnn_last_error()))
+   end)
+end)
+
+describe('prefetch', function()
+   it('hands over every batch in order, then empty headers; checks its arguments', function()
+      local x = fnn.arange(10):reshape(5, 2)
+      local pp = ffi.new('fnn_prefetch *[1]')
+      assert.equals(0, C.fnn_prefetch_new(pp, C.FNN_PREFETCH_ROWS, x, nil, 0, 0, 5, id_buf{5, 4, 3, 2, 1}, 2, 1))
+      local p = pp[0]
+      local got = {}
+      for _ = 1, 4 do
+         local a, b = fnn_tensor.new(), fnn_tensor.new()
+         assert.equals(0, C.fnn_prefetch_next(p, a, b))
+         assert.equals(-1, b.ndim)
+         if a.ndim < 0 then got[#got + 1] = 'end' else got[#got + 1] = fnn_tensor.done(a):to_table() end
+      end
+      C.fnn_prefetch_free(p)
+      assert.same({{{8, 9}, {6, 7}}, {{4, 5}, {2, 3}}, {{0, 1}}, 'end'}, got)
+      assert.equals(-2, C.fnn_prefetch_new(pp, 7, x, nil, 0, 0, 5, id_buf{1}, 2, 1))
+      assert.matches('prefetch: unknown dataset kind 7', ffi.string(C.fnn_last_error()))
+      assert.equals(-2, C.fnn_prefetch_new(pp, C.FNN_PREFETCH_ROWS, x, nil, 0, 0, 1, id_buf{1}, 2, 0))
+      assert.matches('prefetch: depth 0, expected 1%.%.1024', ffi.string(C.fnn_last_error()))
+   end)
+
+   it('reports a failed batch in order, after the good ones, and nothing after it', function()
+      local x = fnn.arange(10):reshape(5, 2)
+      local pp = ffi.new('fnn_prefetch *[1]')
+      assert.equals(0, C.fnn_prefetch_new(pp, C.FNN_PREFETCH_ROWS, x, nil, 0, 0, 4, id_buf{1, 2, 9, 3}, 2, 2))
+      local a, b = fnn_tensor.new(), fnn_tensor.new()
+      assert.equals(0, C.fnn_prefetch_next(pp[0], a, b))
+      assert.same({{0, 1}, {2, 3}}, fnn_tensor.done(a):to_table())
+      assert.equals(-2, C.fnn_prefetch_next(pp[0], fnn_tensor.new(), fnn_tensor.new()))
+      assert.matches('take_rows: id 9 outside 1%.%.5 %(rows of %[5,2%]%)', ffi.string(C.fnn_last_error()))
+      local c = fnn_tensor.new()
+      assert.equals(0, C.fnn_prefetch_next(pp[0], c, fnn_tensor.new()))
+      assert.equals(-1, c.ndim)
+      C.fnn_prefetch_free(pp[0])
+   end)
+end)

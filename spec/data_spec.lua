@@ -217,8 +217,8 @@ describe('data.FashionMnist', function()
       check_split('test', 10000)
    end)
 
-   it('looks in $FASTNN_DATA/fashion-mnist first (plain IDX files accepted)', function()
-      -- two 28x28 images (all 0 and all 255) and labels {3, 0}, written as plain IDX files
+   -- two 28x28 test images (all 0 and all 255) and labels {3, 0}, as plain IDX files under root
+   local function tiny_data_dir()
       local root = os.tmpname()
       os.remove(root)
       assert(os.execute(('mkdir -p %q'):format(root .. '/fashion-mnist')))
@@ -232,25 +232,44 @@ describe('data.FashionMnist', function()
       f = assert(io.open(root .. '/fashion-mnist/t10k-labels-idx1-ubyte', 'wb'))
       f:write(be32(0x801), be32(2), string.char(3, 0))
       f:close()
-      local code = ('package.path = %q; '):format(package.path)
-                .. "local d = require('fastnn').data.FashionMnist.load('test'); "
-                .. "io.write(d:len(), ' ', d.inputs:max():item(), ' ', table.concat(d.targets:to_flat(), ','))"
+      return root
+   end
+   local function child(root, system_dir)
+      local code = ('package.path = %q; local data = require("fastnn").data; '):format(package.path)
+                .. (system_dir and ('data.FashionMnist.SYSTEM_DIR = %q; '):format(system_dir) or '')
+                .. "local d = data.FashionMnist.load('test'); "
+                .. "io.write(d:len(), ' ', d.inputs:max():item(), ' ', table.concat(d.targets:narrow(1, 1, 2):to_table(), ','))"
       local p = io.popen(('FASTNN_DATA=%q luajit -e %q 2>&1'):format(root, code))
       local out = p:read('*a')
       p:close()
+      return out
+   end
+
+   it('looks in the Debian package first, then in the data directory (plain IDX files accepted)', function()
+      local root = tiny_data_dir()
+      local from_package = child(root, nil)
+      local from_data_dir = child(root, '/nonexistent/fashion-mnist')
       os.execute(('rm -rf %q'):format(root))
-      assert.equals('2 1 4,1', out)
+      assert.matches('^10000 1 ', from_package)
+      assert.equals('2 1 4,1', from_data_dir)
    end)
 
-   it('names the path and the Debian package when the files are missing', function()
-      local saved = data.FashionMnist.SYSTEM_DIR
+   it('names the places searched, the Debian package and the mirrors when nothing has the files', function()
+      local saved = {data.FashionMnist.SYSTEM_DIR, data.FashionMnist.mirrors}
+      local dir = os.tmpname()
+      os.remove(dir)
       data.FashionMnist.SYSTEM_DIR = '/nonexistent/fashion-mnist'
-      local ds, err = data.FashionMnist.try_load('train')
-      data.FashionMnist.SYSTEM_DIR = saved
+      data.FashionMnist.set_mirrors{'http://127.0.0.1:1/'}   -- loopback, nothing listens: refused at once
+      data.set_dir(dir)
+      local ds, err = data.FashionMnist.try_load('train', {progress = false, connect_timeout = 1, timeout = 2})
+      data.FashionMnist.SYSTEM_DIR, data.FashionMnist.mirrors = saved[1], saved[2]
+      data.set_dir(nil)
+      os.execute(('rm -rf %q'):format(dir))
       assert.is_nil(ds)
       assert.matches('/nonexistent/fashion%-mnist', err)
       assert.matches('dataset%-fashion%-mnist', err)
       assert.matches('train%-images%-idx3%-ubyte%.gz', err)
+      assert.matches('http://127%.0%.0%.1:1/train%-images%-idx3%-ubyte%.gz', err)
       assert.has_error(function() data.FashionMnist.load('validation') end,
                        "FashionMnist.load: split is 'validation', expected 'train' or 'test'")
    end)

@@ -489,6 +489,51 @@ FNN_API int fnn_read_idx(fnn_tensor *out, const char *path, double scale);
 /* gather rows: x [N, ...] of any dtype, ids 1-based -> [n, ...] (no autograd; batching) */
 FNN_API int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t *ids);
 
+/* ---- data: core/download.c (libcurl, OpenSSL's libcrypto) ---- */
+/* hex (len >= 2 * digest bytes + 1) = the lowercase hex digest of a file; algo "md5" or "sha256" */
+FNN_API int fnn_file_digest(const char *path, const char *algo, char *hex, int len);
+/* make dest a verified copy of a remote file. A dest already there that passes the digest is kept
+ * (no network). Otherwise the n_urls mirrors are tried in order (http/https) into dest.part, which
+ * an interrupted earlier run is resumed from (Range); the digest ("md5:<hex>", "sha256:<hex>", bare
+ * hex of either length, or NULL for none) is checked before dest.part is renamed to dest. A mismatch
+ * empties dest.part and tries the next mirror. Timeouts in seconds per mirror. progress: 0 quiet,
+ * 1 auto (a bar on stderr when it is a terminal, else one line per file), 2 bar, 3 line. The error
+ * names the file and every mirror with its reason. */
+FNN_API int fnn_download(const char *dest, int n_urls, const char *const *urls, const char *digest,
+                         double connect_timeout, double timeout, int progress);
+
+/* ---- data: core/text.c (character-level text) ---- */
+/* UTF-8 text -> ids [N] int64, 1-based. With given == NULL the vocabulary is built into *vocab: the
+ * distinct code points, ascending ([V] int64), id k being the k-th. With a given vocabulary (vocab may
+ * be NULL) a character outside it is refused, named with its byte offset. bytes = 1: every byte is a
+ * token (vocabulary of byte values; no UTF-8 decoding). Invalid UTF-8 is refused at the first bad byte. */
+FNN_API int fnn_text_encode(fnn_tensor *ids, fnn_tensor *vocab, const char *text, int64_t len,
+                            const fnn_tensor *given, int bytes);
+FNN_API int fnn_text_encode_file(fnn_tensor *ids, fnn_tensor *vocab, const char *path, const fnn_tensor *given,
+                                 int bytes);
+/* ids (int64, or float32 whole numbers, any shape, row-major) -> UTF-8 (or bytes) into buf[0..cap); *len =
+ * the bytes the text takes (buf may be NULL to ask); refuses an id outside 1..V */
+FNN_API int fnn_text_decode(const fnn_tensor *vocab, const fnn_tensor *ids, int bytes, char *buf, int64_t cap,
+                            int64_t *len);
+/* windows of tokens [N] int64 (contiguous): window i (1-based) starts at s = (i - 1) * stride; inputs
+ * [n, context] = tokens[s .. s + context - 1], targets [n, context] = the same shifted by one */
+FNN_API int fnn_take_windows(fnn_tensor *inputs, fnn_tensor *targets, const fnn_tensor *tokens, int64_t context,
+                             int64_t stride, int64_t n, const int64_t *ids);
+
+/* ---- data: core/prefetch.c (a loader's background thread) ---- */
+/* The worker assembles the next `depth` batches of one pass over order[0..n) (1-based ids) in batches
+ * of `batch` (the last one short), with the functions above: ROWS takes rows of a (and b unless NULL)
+ * by fnn_take_rows; WINDOWS takes fnn_take_windows of the tokens a with context and stride. It never
+ * calls back into the caller. fnn_prefetch_next hands over the next batch, waiting for it, and leaves
+ * both headers empty (ndim -1) when the pass is over; a failure of the worker arrives here, in order.
+ * fnn_prefetch_free stops the worker, joins it and drops the batches not taken (any time). */
+typedef struct fnn_prefetch fnn_prefetch;
+enum { FNN_PREFETCH_ROWS = 0, FNN_PREFETCH_WINDOWS = 1 };
+FNN_API int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fnn_tensor *b, int64_t context,
+                             int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth);
+FNN_API int fnn_prefetch_next(fnn_prefetch *p, fnn_tensor *inputs, fnn_tensor *targets);
+FNN_API void fnn_prefetch_free(fnn_prefetch *p);
+
 #ifdef __cplusplus
 }
 #endif

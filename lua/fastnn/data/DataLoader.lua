@@ -1,5 +1,5 @@
 -- data.DataLoader(dataset, batch_size): batches of a dataset.
---   local loader = data.DataLoader(ds, 128):shuffle(true):drop_last(false):seed(7)
+--   local loader = data.DataLoader(ds, 128):shuffle(true):drop_last(false):seed(7):prefetch(2)
 --   for batch, i in loader:iter() do model(batch.inputs) ... batch.targets ... batch:labels() end
 --   loader:len()  --> number of batches per pass
 -- Each iter() is one pass over the data. With shuffle, each iter() draws a new
@@ -9,8 +9,19 @@
 -- A batch is {inputs = tensor [B, ...], targets = tensor [B, ...], size = B}
 -- and batch:labels() gives the targets as an int64 tensor of 1-based class ids.
 -- The order of a pass is an int64_t buffer of 1-based ids (exact at any length).
+--
+-- Background prefetch: loader:prefetch(k) makes a C thread assemble the next k batches of a
+-- pass while the caller works on the current one. It applies to the datasets the core can read
+-- without Lua, those with prefetch_source(): TensorDataset (so Mnist and FashionMnist) and
+-- TextDataset. A Lua dataset (get or write in Lua) cannot run off the main thread (C never calls
+-- into Lua), so it falls back to making its batches on the main thread, as without prefetch;
+-- loader:is_prefetching() says which applies. The batches are the same either way: the same
+-- order and the same C functions. The thread runs at idle priority, so it never slows the
+-- training step's own threads; a batch it has not made when the loop asks for it, the loop makes
+-- itself (and when the loop only waits for data, both threads gather). A pass left early (a
+-- break) stops its thread when the iterator is collected; a finished pass stops it at once.
 -- Datasets, fastest first:
---   take(n, ids)  (TensorDataset): one C call per tensor gathers the rows
+--   take(n, ids)  (TensorDataset, TextDataset): one C call per tensor gathers the rows
 --   write(i, input_slot, target_slot) with fields input_shape and target_shape
 --       (per-item shapes, target_shape {} for a scalar, nil for none): slots are
 --       float* into the batch buffer, item-sized, row-major, written at [0 .. numel-1]
@@ -37,7 +48,7 @@ setmetatable(DataLoader, {__call = function(_, ds, batch_size)
       error(('DataLoader: batch size is %s, expected a positive integer'):format(tostring(batch_size)), 2)
    end
    return setmetatable({dataset = ds, batch_size = batch_size, _shuffle = false, _drop_last = false,
-                        _rng = nil, _device = nil}, DataLoader)
+                        _rng = nil, _device = nil, _prefetch = 0}, DataLoader)
 end})
 
 function DataLoader:shuffle(on)
@@ -74,6 +85,22 @@ end
 function DataLoader:to_device(d)
    self._device = d
    return self
+end
+
+-- prefetch(k): a C thread keeps the next k batches ready (0 or false: off)
+function DataLoader:prefetch(k)
+   if k == nil or k == true then k = 2 end
+   if k == false then k = 0 end
+   if type(k) ~= 'number' or k < 0 or k > 1024 or k ~= floor(k) then
+      error(('DataLoader:prefetch: depth is %s, expected an integer 0..1024'):format(tostring(k)), 2)
+   end
+   self._prefetch = k
+   return self
+end
+
+-- true when iter() makes the batches on the background thread (prefetch on, a dataset the core reads)
+function DataLoader:is_prefetching()
+   return self._prefetch > 0 and type(self.dataset.prefetch_source) == 'function'
 end
 
 function DataLoader:len()
@@ -177,12 +204,53 @@ end
 
 -- ---------------------------------------------------------------------------
 
+-- the batches of one pass from the background thread
+local fnn_prefetch_next, fnn_prefetch_free = C.fnn_prefetch_next, C.fnn_prefetch_free
+local function iter_prefetch(self, ids, limit)
+   local kind, a, t, context, stride = self.dataset:prefetch_source()
+   local pp = ffi.new('fnn_prefetch *[1]')
+   if C.fnn_prefetch_new(pp, kind, a, t, context or 0, stride or 0, limit, ids, self.batch_size,
+                         self._prefetch) ~= 0 then
+      error(fnn_tensor.last_error(), 3)
+   end
+   local p = ffi.gc(pp[0], fnn_prefetch_free)   -- an abandoned pass: the GC stops the thread
+   local device = self._device
+   local index = 0
+   local function finish()
+      ffi.gc(p, nil)
+      fnn_prefetch_free(p)
+      p = nil
+   end
+   return function()
+      if p == nil then return nil end
+      local x, y = new(), new()
+      if fnn_prefetch_next(p, x, y) ~= 0 then
+         local msg = fnn_tensor.last_error()
+         finish()
+         error(msg, 2)
+      end
+      if x.ndim < 0 then finish() return nil end
+      x = done(x)
+      y = y.ndim >= 0 and done(y) or nil
+      if device ~= nil then
+         x = x:to(device)
+         if y ~= nil then y = y:to(device) end
+      end
+      index = index + 1
+      return setmetatable({inputs = x, targets = y, size = tonumber(x.shape_[0])}, Batch), index
+   end
+end
+
 -- iter(): an iterator over one pass, yielding batch, batch_index
 function DataLoader:iter()
    local ds, b = self.dataset, self.batch_size
    local n = ds:len()
    local ids = order_of(self, n)
    local limit = self._drop_last and floor(n / b) * b or n
+   if self:is_prefetching() then
+      local it = iter_prefetch(self, ids, limit)   -- not a tail call: errors count levels from here
+      return it
+   end
    local make = ds.take and function(m, at) return ds:take(m, at) end
       or ds.write and function(m, at) return batch_by_write(ds, m, at) end
       or function(m, at) return batch_by_get(ds, m, at) end
@@ -203,8 +271,10 @@ function DataLoader:iter()
 end
 
 function DataLoader:__tostring()
-   return ('data.DataLoader(%d items, batch %d%s%s)'):format(self.dataset:len(), self.batch_size,
-      self._shuffle and ', shuffled' or '', self._drop_last and ', drop_last' or '')
+   return ('data.DataLoader(%d items, batch %d%s%s%s)'):format(self.dataset:len(), self.batch_size,
+      self._shuffle and ', shuffled' or '', self._drop_last and ', drop_last' or '',
+      self._prefetch > 0 and (', prefetch %d%s'):format(self._prefetch,
+         self:is_prefetching() and '' or ' (main thread: a Lua dataset)') or '')
 end
 
 return DataLoader

@@ -1,6 +1,6 @@
 -- data.TensorDataset(inputs, targets): item i is row i of each tensor (dim 1).
 --   inputs [N, ...]; targets [N, ...], a Lua array of N numbers, or nil.
--- DataLoader batches it with one C call per tensor (take).
+-- DataLoader batches it with one C call per tensor (take), on its background thread with prefetch(k).
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
@@ -52,6 +52,11 @@ function TensorDataset:take(n, ids)
    local y = new()
    if fnn_take_rows(y, t, n, ids) ~= 0 then fail() end
    return x, done(y)
+end
+
+-- what DataLoader's background thread needs to make batches without Lua: rows of these tensors
+function TensorDataset:prefetch_source()
+   return C.FNN_PREFETCH_ROWS, self.inputs, self.targets, 0, 0
 end
 
 function TensorDataset:__tostring()

@@ -1,0 +1,304 @@
+/* prefetch.c: a DataLoader's background thread. It assembles the next `depth` batches of one pass
+ * while the caller trains on the current one, for the datasets the core can read without Lua:
+ * rows of tensors (TensorDataset, IDX images) and windows of a token tensor (TextDataset). The
+ * batches are made by the very functions the main-thread path calls (fnn_take_rows,
+ * fnn_take_windows) over the same order, so they are the same batches, bit for bit.
+ *
+ * Who makes a batch. Batches are claimed in order, up to `depth` ahead of the one the caller
+ * takes next, by the worker and by the caller itself: when the caller asks for a batch that is not
+ * ready, it makes the next unclaimed one rather than sleep, so a loop that only waits for data gets
+ * both threads gathering. The worker runs under SCHED_IDLE: it uses a core nobody else wants
+ * (between the training step's parallel kernels, while Lua runs single-threaded) and never preempts
+ * the step's own threads, which would stall OpenBLAS at its barriers. The price of idle priority
+ * is that the worker can be starved in the middle of a batch the caller needs; the caller then waits
+ * briefly (twice what a batch takes it) and makes that batch itself, and the worker's late copy is
+ * dropped. So prefetch can take work off the training loop but never make it wait long.
+ *
+ * Threading: one worker per pass, one mutex, two condition variables. The worker never calls into
+ * Lua and never frees a tensor: what it makes goes into a slot (or, when the caller made that batch
+ * itself, the trash), and the caller's thread takes or clears it. So per-thread allocator lists stay
+ * with the thread that uses them, and an abandoned pass leaves nothing behind once freed.
+ * fnn_prefetch_free stops the worker (it finishes at most the batch it is making), joins it and drops
+ * the batches not taken. */
+#define _GNU_SOURCE   /* SCHED_IDLE */
+#include "internal.h"
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    fnn_tensor x, y;
+    bool ready;          /* made (or failed), waiting for the caller */
+    int status;          /* FNN_STATUS_OK, or the failure (msg) */
+    char msg[1024];
+} slot;
+
+struct fnn_prefetch {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t filled, emptied;   /* filled runs on CLOCK_MONOTONIC (timed waits) */
+    int kind;
+    fnn_tensor a, b;     /* the dataset's tensors (our own references); b empty when absent */
+    int64_t context, stride;
+    int64_t *order, n, batch, nbatches;
+    int depth;
+    slot *ring;
+    int64_t claimed, consumed;    /* batches claimed by a maker / taken by the caller */
+    int64_t worker_k;             /* the batch the worker is making (-1: none) */
+    int64_t stolen;               /* the batch the caller made itself while the worker was on it (-1) */
+    fnn_tensor trash_x, trash_y;  /* the worker's copy of a stolen batch, for the caller to clear */
+    double make_s;                /* how long the caller took for its last batch (seconds) */
+    bool stop;                    /* the caller is freeing: the worker leaves */
+    bool failed;                  /* a batch failed: nothing more is claimed */
+};
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void slot_init(slot *s) {
+    fnn_tensor_init(&s->x);
+    fnn_tensor_init(&s->y);
+    s->ready = false;
+    s->status = FNN_STATUS_OK;
+}
+
+/* batch k of the pass into s (no lock held: s belongs to whoever claimed batch k) */
+static void make_batch(fnn_prefetch *p, int64_t k, slot *s) {
+    int64_t at = k * p->batch;
+    int64_t m = p->n - at < p->batch ? p->n - at : p->batch;
+    const int64_t *ids = p->order + at;
+    int rc;
+    if (p->kind == FNN_PREFETCH_WINDOWS) {
+        rc = fnn_take_windows(&s->x, &s->y, &p->a, p->context, p->stride, m, ids);
+    } else {
+        rc = fnn_take_rows(&s->x, &p->a, m, ids);
+        if (rc == FNN_STATUS_OK && p->b.ndim >= 0) rc = fnn_take_rows(&s->y, &p->b, m, ids);
+    }
+    s->status = rc;
+    if (rc != FNN_STATUS_OK) snprintf(s->msg, sizeof s->msg, "%s", fnn_last_error());
+}
+
+/* under the lock: claim the next batch if one is left and its slot is free; -1 if not */
+static int64_t claim(fnn_prefetch *p) {
+    if (p->stop || p->failed || p->claimed >= p->nbatches || p->claimed - p->consumed >= p->depth) return -1;
+    return p->claimed++;
+}
+
+/* under the lock: put a made batch k into its slot and tell the caller */
+static void publish(fnn_prefetch *p, int64_t k, const slot *made) {
+    slot *s = &p->ring[k % p->depth];
+    s->x = made->x;
+    s->y = made->y;
+    s->status = made->status;
+    if (made->status != FNN_STATUS_OK) {
+        memcpy(s->msg, made->msg, sizeof s->msg);
+        p->failed = true;
+    }
+    s->ready = true;
+    pthread_cond_broadcast(&p->filled);
+}
+
+static void *worker(void *arg) {
+    fnn_prefetch *p = arg;
+    struct sched_param idle = {0};
+    (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);   /* refused: stays at normal priority */
+    slot made;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        /* a late copy still in the trash: wait until the caller drops it (one trash slot suffices) */
+        bool trash = p->trash_x.ndim >= 0 || p->trash_y.ndim >= 0;
+        int64_t k = trash ? -1 : claim(p);
+        if (k < 0) {
+            if (p->stop || p->failed || p->claimed >= p->nbatches) break;
+            pthread_cond_wait(&p->emptied, &p->lock);   /* the ring is full, or the trash */
+            continue;
+        }
+        p->worker_k = k;
+        pthread_mutex_unlock(&p->lock);
+        slot_init(&made);
+        make_batch(p, k, &made);
+        pthread_mutex_lock(&p->lock);
+        p->worker_k = -1;
+        if (p->stolen == k) {   /* the caller made it meanwhile: ours goes to the trash */
+            p->trash_x = made.x;
+            p->trash_y = made.y;
+            p->stolen = -1;
+            pthread_cond_broadcast(&p->filled);
+        } else {
+            publish(p, k, &made);
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+static void prefetch_release(fnn_prefetch *p) {   /* everything but the thread */
+    if (p->ring)
+        for (int i = 0; i < p->depth; i++) {
+            fnn_tensor_clear(&p->ring[i].x);
+            fnn_tensor_clear(&p->ring[i].y);
+        }
+    fnn_tensor_clear(&p->trash_x);
+    fnn_tensor_clear(&p->trash_y);
+    free(p->ring);
+    free(p->order);
+    fnn_tensor_clear(&p->a);
+    fnn_tensor_clear(&p->b);
+    free(p);
+}
+
+int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fnn_tensor *b, int64_t context,
+                     int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth) {
+    FNN_CHECK(out != NULL, FNN_STATUS_ARG, "prefetch: expected an out pointer");
+    *out = NULL;
+    FNN_CHECK(kind == FNN_PREFETCH_ROWS || kind == FNN_PREFETCH_WINDOWS, FNN_STATUS_ARG,
+              "prefetch: unknown dataset kind %d", kind);
+    FNN_CHECK(a != NULL, FNN_STATUS_ARG, "prefetch: expected the dataset's tensor");
+    FNN_TRY(fnn_check_input_any("prefetch", a));
+    if (b) FNN_TRY(fnn_check_input_any("prefetch", b));
+    FNN_CHECK(n >= 0 && (n == 0 || order != NULL), FNN_STATUS_ARG, "prefetch: %lld ids but no order", (long long)n);
+    FNN_CHECK(batch >= 1, FNN_STATUS_ARG, "prefetch: batch size %lld, expected >= 1", (long long)batch);
+    FNN_CHECK(depth >= 1 && depth <= 1024, FNN_STATUS_ARG, "prefetch: depth %d, expected 1..1024", depth);
+    fnn_prefetch *p = calloc(1, sizeof *p);
+    FNN_CHECK(p != NULL, FNN_STATUS_OOM, "prefetch: out of memory");
+    fnn_tensor_init(&p->a);
+    fnn_tensor_init(&p->b);
+    fnn_tensor_init(&p->trash_x);
+    fnn_tensor_init(&p->trash_y);
+    p->kind = kind;
+    p->context = context;
+    p->stride = stride;
+    p->n = n;
+    p->batch = batch;
+    p->nbatches = (n + batch - 1) / batch;
+    p->depth = depth;
+    p->worker_k = p->stolen = -1;
+    p->order = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+    p->ring = calloc((size_t)depth, sizeof(slot));
+    if (!p->order || !p->ring) {
+        prefetch_release(p);
+        return FNN_FAIL(FNN_STATUS_OOM, "prefetch: out of memory for %lld ids", (long long)n);
+    }
+    for (int i = 0; i < depth; i++) slot_init(&p->ring[i]);
+    if (n > 0) memcpy(p->order, order, sizeof(int64_t) * (size_t)n);
+    int rc = fnn_tensor_ref(&p->a, a);
+    if (rc == FNN_STATUS_OK && b) rc = fnn_tensor_ref(&p->b, b);
+    if (rc != FNN_STATUS_OK) { prefetch_release(p); return rc; }
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->filled, &monotonic);
+    pthread_cond_init(&p->emptied, NULL);
+    pthread_condattr_destroy(&monotonic);
+    /* the worker takes no signals: Ctrl-C stays with the thread that runs Lua */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int e = pthread_create(&p->thread, NULL, worker, p);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
+        pthread_mutex_destroy(&p->lock);
+        pthread_cond_destroy(&p->filled);
+        pthread_cond_destroy(&p->emptied);
+        prefetch_release(p);
+        return FNN_FAIL(FNN_STATUS_INTERNAL, "prefetch: cannot start the loader thread (error %d)", e);
+    }
+    *out = p;
+    return FNN_STATUS_OK;
+}
+
+/* under the lock: the caller makes claimed batch k itself into *made, timing it; the lock is
+ * dropped meanwhile */
+static void caller_make(fnn_prefetch *p, int64_t k, slot *made) {
+    pthread_mutex_unlock(&p->lock);
+    slot_init(made);
+    double t0 = now_s();
+    make_batch(p, k, made);
+    double dt = now_s() - t0;
+    pthread_mutex_lock(&p->lock);
+    p->make_s = dt;
+}
+
+/* hand the made batch s over to the caller's headers; under the lock */
+static int hand_over(fnn_prefetch *p, slot *s, fnn_tensor *inputs, fnn_tensor *targets) {
+    int rc = s->status;
+    if (rc == FNN_STATUS_OK) {
+        *inputs = s->x;      /* move the headers: the references go with them */
+        *targets = s->y;
+    } else {
+        fnn_tensor_clear(&s->x);
+        fnn_tensor_clear(&s->y);
+        FNN_FAIL(rc, "%s", s->msg);
+        p->failed = true;
+    }
+    fnn_tensor_init(&s->x);
+    fnn_tensor_init(&s->y);
+    s->ready = false;
+    p->consumed = rc == FNN_STATUS_OK ? p->consumed + 1 : p->nbatches;   /* nothing after a failure */
+    pthread_cond_signal(&p->emptied);
+    return rc;
+}
+
+int fnn_prefetch_next(fnn_prefetch *p, fnn_tensor *inputs, fnn_tensor *targets) {
+    FNN_CHECK(p && inputs && targets, FNN_STATUS_ARG, "prefetch_next: expected a loader and two headers");
+    fnn_tensor_init(inputs);
+    fnn_tensor_init(targets);
+    slot made;
+    pthread_mutex_lock(&p->lock);
+    fnn_tensor tx = p->trash_x, ty = p->trash_y;   /* a late copy of a stolen batch: ours to drop */
+    if (tx.ndim >= 0 || ty.ndim >= 0) {
+        fnn_tensor_init(&p->trash_x);
+        fnn_tensor_init(&p->trash_y);
+        pthread_cond_signal(&p->emptied);
+    }
+    int rc = FNN_STATUS_OK;
+    while (p->consumed < p->nbatches) {
+        int64_t c = p->consumed;
+        slot *s = &p->ring[c % p->depth];
+        if (c < p->claimed && s->ready) { rc = hand_over(p, s, inputs, targets); break; }
+        if (p->failed && c >= p->claimed) break;
+        int64_t k = claim(p);   /* not ready: make the next batch here instead of waiting idle */
+        if (k >= 0) {
+            caller_make(p, k, &made);
+            if (k == c) { rc = hand_over(p, &made, inputs, targets); break; }
+            publish(p, k, &made);
+            continue;
+        }
+        if (p->worker_k != c) { pthread_cond_wait(&p->filled, &p->lock); continue; }
+        /* the worker is on batch c: give it twice what a batch takes us, then make c ourselves */
+        double wait = 2 * p->make_s > 1e-4 ? 2 * p->make_s : 1e-4;
+        double until = now_s() + wait;
+        struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
+        while (!s->ready && p->worker_k == c && now_s() < until && !p->stop)
+            pthread_cond_timedwait(&p->filled, &p->lock, &ts);
+        if (s->ready || p->worker_k != c) continue;
+        p->stolen = c;
+        caller_make(p, c, &made);
+        rc = hand_over(p, &made, inputs, targets);
+        break;
+    }
+    pthread_mutex_unlock(&p->lock);
+    fnn_tensor_clear(&tx);
+    fnn_tensor_clear(&ty);
+    return rc;
+}
+
+void fnn_prefetch_free(fnn_prefetch *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->lock);
+    p->stop = true;
+    pthread_cond_signal(&p->emptied);
+    pthread_mutex_unlock(&p->lock);
+    pthread_join(p->thread, NULL);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->filled);
+    pthread_cond_destroy(&p->emptied);
+    prefetch_release(p);
+}

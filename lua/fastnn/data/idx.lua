@@ -1,0 +1,82 @@
+-- data.idx: what Mnist and FashionMnist share: the IDX files of an MNIST-like dataset (a
+-- resource list with published MD5s, a mirror list), fetched into a directory and read by the C
+-- core (fnn_read_idx: zlib, gzip or plain) into a TensorDataset:
+--   inputs [N, 1, 28, 28] float32 in [0, 1] (bytes / 255), targets [N] int64 class ids 1..10.
+--   idx.read(path, scale)                          -> tensor, or nil, err
+--   idx.try_pair(who, images_path, labels_path)    -> TensorDataset, or nil, err (shapes checked)
+--   idx.try_fetch(who, mirrors, resources, dir, opts) -> dir, or nil, err (every file verified)
+--   idx.mirror_list(who, list)                     -> a checked copy, each URL ending in '/'
+local fnn_tensor = require 'fastnn.tensor'
+local TensorDataset = require 'fastnn.data.TensorDataset'
+local C = fnn_tensor.C
+local new, done = fnn_tensor.new, fnn_tensor.done
+local shape_str = fnn_tensor.shape_str
+
+local idx = {}
+idx.HEIGHT, idx.WIDTH, idx.CLASSES = 28, 28, 10
+
+function idx.read(path, scale)
+   local out = new()
+   if C.fnn_read_idx(out, path, scale) ~= 0 then return nil, fnn_tensor.last_error() end
+   return done(out)
+end
+
+function idx.try_pair(who, ipath, lpath)
+   local images, e1 = idx.read(ipath, 1 / 255)
+   if not images then return nil, ('%s: %s'):format(who, e1) end
+   local labels, e2 = idx.read(lpath, 1)
+   if not labels then return nil, ('%s: %s'):format(who, e2) end
+   if images.ndim ~= 3 or images.shape_[1] ~= idx.HEIGHT or images.shape_[2] ~= idx.WIDTH then
+      return nil, ('%s: %s holds %s, expected images [N,%d,%d]'):format(who, ipath, shape_str(images),
+                                                                        idx.HEIGHT, idx.WIDTH)
+   end
+   if labels.ndim ~= 1 or labels.shape_[0] ~= images.shape_[0] then
+      return nil, ('%s: %s holds %s, expected labels [%d] for the images of %s'):format(
+         who, lpath, shape_str(labels), tonumber(images.shape_[0]), ipath)
+   end
+   local n = tonumber(images.shape_[0])
+   if n > 0 then
+      local top = labels:max():item()
+      if top >= idx.CLASSES then
+         return nil, ('%s: %s has label %d, expected 0..%d'):format(who, lpath, top, idx.CLASSES - 1)
+      end
+   end
+   -- [N, 28, 28] -> [N, 1, 28, 28] (channels first), a view
+   local shape = fnn_tensor.shape_buf
+   shape[0], shape[1], shape[2], shape[3] = n, 1, idx.HEIGHT, idx.WIDTH
+   local nchw = new()
+   if C.fnn_reshape(nchw, images, 4, shape) ~= 0 then return nil, who .. ': ' .. fnn_tensor.last_error() end
+   return TensorDataset(done(nchw), labels:long() + 1)   -- int64 class ids 1..10
+end
+
+function idx.mirror_list(who, list)
+   if type(list) == 'string' then list = {list} end
+   if type(list) ~= 'table' or #list == 0 then
+      error(('%s.set_mirrors: expected a non-empty list of base URLs'):format(who), 3)
+   end
+   local out = {}
+   for i, url in ipairs(list) do
+      if type(url) ~= 'string' or not url:match('^https?://') then
+         error(('%s.set_mirrors: mirror %d is %s, expected an http:// or https:// URL'):format(who, i, tostring(url)), 3)
+      end
+      out[i] = url:sub(-1) == '/' and url or url .. '/'
+   end
+   return out
+end
+
+-- every resource {name, md5} into dir from the first mirror that has it (data.download does the
+-- cache check, resume and checksum)
+function idx.try_fetch(who, mirrors, resources, dir, opts)
+   local data = require 'fastnn.data'
+   for _, r in ipairs(resources) do
+      local urls = {}
+      for i, m in ipairs(mirrors) do urls[i] = m .. r[1] end
+      local ok, err = data.try_download(urls, dir .. '/' .. r[1], {md5 = r[2], progress = opts and opts.progress,
+                                        timeout = opts and opts.timeout,
+                                        connect_timeout = opts and opts.connect_timeout})
+      if not ok then return nil, ('%s: %s'):format(who, err) end
+   end
+   return dir
+end
+
+return idx
