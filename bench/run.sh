@@ -5,7 +5,8 @@
 #   bench/run.sh                  # every workload, 3 interleaved reps (takes a while)
 #   bench/run.sh --quick          # 1 rep of tiny_ops, mlp_fmnist, sgemm; no idle wait (< 2 min)
 #   bench/run.sh --reps 5 char_gpt lstm_seq    # a subset (mlp_fmnist cnn_fmnist resnet_small char_gpt lstm_seq
-#                                               #   tiny_ops nn_ops optim_step sgemm)
+#                                               #   tiny_ops nn_ops optim_step data_loader checkpoint sgemm;
+#                                               #   the last two are fastnn against its own figures)
 #
 # It builds the project (cmake Release into build/, or into $FASTNN_BUILD), builds
 # the OpenBLAS probe sgemm_peak from the shared reference, then runs, through
@@ -42,12 +43,12 @@ while [ $# -gt 0 ]; do
     --reps=*) REPS=${1#--reps=}; REPS_SET=1 ;;
     --no-wait) EXTRA+=(--no-wait) ;;
     -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    mlp_fmnist|cnn_fmnist|resnet_small|char_gpt|lstm_seq|tiny_ops|nn_ops|optim_step|sgemm) WANT+=("$1") ;;
+    mlp_fmnist|cnn_fmnist|resnet_small|char_gpt|lstm_seq|tiny_ops|nn_ops|optim_step|data_loader|checkpoint|sgemm) WANT+=("$1") ;;
     *) echo "bench/run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
 done
-ALL=(tiny_ops mlp_fmnist cnn_fmnist resnet_small char_gpt lstm_seq nn_ops optim_step sgemm)
+ALL=(tiny_ops mlp_fmnist cnn_fmnist resnet_small char_gpt lstm_seq nn_ops optim_step data_loader checkpoint sgemm)
 if [ "$QUICK" = 1 ]; then
   [ "$REPS_SET" = 1 ] || REPS=1
   [ ${#WANT[@]} -gt 0 ] || WANT=(tiny_ops mlp_fmnist sgemm)
@@ -115,9 +116,11 @@ for w in "${WANT[@]}"; do
       jobs+=("blas_sgemm_t1=$(q env OPENBLAS_NUM_THREADS=1 "$HPY" "$ROOT/bench/rss.py" sgemm_peak "$BUILD/bench/sgemm_peak" "${probes[@]}")")
       jobs+=("blas_sgemm_t2=$(q env OPENBLAS_NUM_THREADS=2 "$HPY" "$ROOT/bench/rss.py" sgemm_peak "$BUILD/bench/sgemm_peak" --sgemm-only)") ;;
     *)
-      if [ -n "$PY" ]; then
-        refdir=$SHARED/reference
-        [ -f "$refdir/$w.py" ] || refdir=$ROOT/bench/reference
+      refdir=$SHARED/reference
+      [ -f "$refdir/$w.py" ] || refdir=$ROOT/bench/reference
+      if [ ! -f "$refdir/$w.py" ]; then
+        :   # a fastnn-only workload (data_loader, checkpoint): its rows compare its own figures
+      elif [ -n "$PY" ]; then
         jobs+=("torch_$w=$(q "${TORCH_ENV[@]}" SHARED_BENCH="$SHARED" "$HPY" "$ROOT/bench/rss.py" --cwd "$refdir" "$w" "$PY" "$w.py")")
         if [ "$w" = cnn_fmnist ] && [ "$QUICK" = 0 ]; then
           jobs+=("torch_cnn_fmnist_im2col=$(q "${TORCH_ENV[@]}" CNN_MKLDNN=0 "$HPY" "$ROOT/bench/rss.py" --cwd "$SHARED/reference" "$w" "$PY" "$w.py")")
