@@ -576,6 +576,38 @@ static int grad_outputs(const fnn_node *n, int dev, fnn_tensor *din, float **dx,
     return FNN_STATUS_OK;
 }
 
+/* the shared part of a convolution's entry, once out is made: borrow the operands contiguous, run
+ * the forward (a transposed one is the plain conv's input-gradient pass) and record def's node,
+ * which keeps x (for dw) and w (for dx) */
+static int conv_apply(const fnn_op_def *def, bool transposed, fnn_tensor *out, const fnn_tensor *x,
+                      const fnn_tensor *w, const fnn_tensor *b, const conv_geom *g, const conv_opts *o) {
+    fnn_tensor xt, wt, bt;
+    fnn_tensor_init(&wt);
+    fnn_tensor_init(&bt);
+    int rc;
+    const float *xd = fnn_contiguous_data(x, &xt, &rc), *wd = NULL, *bd = NULL;
+    if (!rc) wd = fnn_contiguous_data(w, &wt, &rc);
+    if (!rc && b) bd = fnn_contiguous_data(b, &bt, &rc);
+    if (!rc && !transposed) rc = run_forward(g, x->device, xd, wd, bd, fnn_data(out));
+    if (!rc && transposed && g->N * g->C * g->S > 0)
+        rc = run_backward(g, x->device, NULL, wd, xd, bd, fnn_data(out), NULL, NULL);
+    const fnn_tensor *ins[3] = {x, w, b};
+    if (!rc && fnn_needs_node(3, ins)) {
+        fnn_node *n = fnn_attach_node(out, def, 3, ins);
+        if (!n) rc = fnn_last_status();
+        else {
+            node_record(n, o);
+            if (n->next[1]) rc = fnn_save(n, 0, xt.ndim >= 0 ? &xt : x);   /* x for dw */
+            if (!rc && n->next[0]) rc = fnn_save(n, 1, wt.ndim >= 0 ? &wt : w);   /* w for dx */
+        }
+    }
+    fnn_tensor_clear(&xt);
+    fnn_tensor_clear(&wt);
+    fnn_tensor_clear(&bt);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
 /* ---- conv1d, conv2d, conv3d ---- */
 
 /* dx = conv^T(dy, w), dw, db: the convolution's own backward */
@@ -612,29 +644,7 @@ int fnn_conv(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fn
     FNN_TRY(conv_setup(&o, x, w, b, &g, &ondim, oshape));
     FNN_TRY(fnn_new_output(out, x->device, ondim, oshape));
 
-    fnn_tensor xt, wt, bt;
-    fnn_tensor_init(&wt);
-    fnn_tensor_init(&bt);
-    int rc;
-    const float *xd = fnn_contiguous_data(x, &xt, &rc), *wd = NULL, *bd = NULL;
-    if (!rc) wd = fnn_contiguous_data(w, &wt, &rc);
-    if (!rc && b) bd = fnn_contiguous_data(b, &bt, &rc);
-    if (!rc) rc = run_forward(&g, x->device, xd, wd, bd, fnn_data(out));
-    const fnn_tensor *ins[3] = {x, w, b};
-    if (!rc && fnn_needs_node(3, ins)) {
-        fnn_node *n = fnn_attach_node(out, CONV_DEFS[nd], 3, ins);
-        if (!n) rc = fnn_last_status();
-        else {
-            node_record(n, &o);
-            if (n->next[1]) rc = fnn_save(n, 0, xt.ndim >= 0 ? &xt : x);   /* x for dw */
-            if (!rc && n->next[0]) rc = fnn_save(n, 1, wt.ndim >= 0 ? &wt : w);   /* w for dx */
-        }
-    }
-    fnn_tensor_clear(&xt);
-    fnn_tensor_clear(&wt);
-    fnn_tensor_clear(&bt);
-    if (rc) fnn_tensor_clear(out);
-    return rc;
+    return conv_apply(CONV_DEFS[nd], false, out, x, w, b, &g, &o);
 }
 
 /* the 2-d form with symmetric padding, kept for C callers */
@@ -692,29 +702,7 @@ int fnn_conv_transpose(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w
     FNN_TRY(conv_setup(&o, x, w, b, &g, &ondim, oshape));
     FNN_TRY(fnn_new_output(out, x->device, ondim, oshape));
 
-    fnn_tensor xt, wt, bt;
-    fnn_tensor_init(&wt);
-    fnn_tensor_init(&bt);
-    int rc;
-    const float *xd = fnn_contiguous_data(x, &xt, &rc), *wd = NULL, *bd = NULL;
-    if (!rc) wd = fnn_contiguous_data(w, &wt, &rc);
-    if (!rc && b) bd = fnn_contiguous_data(b, &bt, &rc);
-    if (!rc && g.N * g.C * g.S > 0) rc = run_backward(&g, x->device, NULL, wd, xd, bd, fnn_data(out), NULL, NULL);
-    const fnn_tensor *ins[3] = {x, w, b};
-    if (!rc && fnn_needs_node(3, ins)) {
-        fnn_node *n = fnn_attach_node(out, CONV_TRANSPOSE_DEFS[nd], 3, ins);
-        if (!n) rc = fnn_last_status();
-        else {
-            node_record(n, &o);
-            if (n->next[1]) rc = fnn_save(n, 0, xt.ndim >= 0 ? &xt : x);   /* x for dw */
-            if (!rc && n->next[0]) rc = fnn_save(n, 1, wt.ndim >= 0 ? &wt : w);   /* w for dx */
-        }
-    }
-    fnn_tensor_clear(&xt);
-    fnn_tensor_clear(&wt);
-    fnn_tensor_clear(&bt);
-    if (rc) fnn_tensor_clear(out);
-    return rc;
+    return conv_apply(CONV_TRANSPOSE_DEFS[nd], true, out, x, w, b, &g, &o);
 }
 
 /* ================= pooling ================= */
