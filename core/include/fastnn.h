@@ -369,6 +369,16 @@ FNN_API int fnn_sort(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *
 /* topk: the k largest (largest = 1) or smallest (largest = 0) along dim, best first */
 FNN_API int fnn_topk(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int64_t k, int dim, int largest);
 
+/* ---- sample: core/ops/sample.c (decoding; not differentiable, not in the op registry) ----
+ * sample: one token id from one position's logits ([V], [1, V] or [1, 1, V]; CPU, float32), with
+ * Hugging Face's warpers in their order: logits / temperature, the top_k largest (0: all; logits
+ * equal to the k-th stay too), the nucleus of what is left (a token stays while the probability
+ * mass above it is below top_p, so at least one; 1: all), then one U[0,1) from this thread's random
+ * source picks an id in proportion to softmax over what is kept (walking the ids in order).
+ * temperature 0 is the argmax (the first of equal maxima) and draws nothing. -inf logits are never
+ * drawn; nan or +inf is refused. *id is 1-based. */
+FNN_API int fnn_sample(int64_t *id, const fnn_tensor *logits, double temperature, int64_t top_k, double top_p);
+
 /* ---- serialize: core/serialize.c (checkpoints and safetensors files; docs/checkpoint-format.md) ----
  * One container: a safetensors file (8-byte little-endian header length, a JSON header of
  * {name: {dtype, shape, data_offsets}} and string __metadata__, then the data, little-endian).

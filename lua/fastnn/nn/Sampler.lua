@@ -1,0 +1,113 @@
+-- nn.Sampler(): turns one position's logits into a token id, for generation.
+--   local sampler = nn.Sampler():temperature(0.8):top_k(40):top_p(0.95)
+--   local id = sampler:sample(logits)      -- logits [V], [1, V] or [1, 1, V] -> a 1-based id
+-- Setters chain and check their argument; nn.Sampler{temperature = 0.8, top_k = 40, top_p = 0.95}
+-- sets the same at once. Defaults: temperature 1, top_k off, top_p 1 (off).
+-- Semantics are Hugging Face's warpers in their order (core/ops/sample.c does all of it in one
+-- call): logits / temperature, then the top_k largest (logits equal to the k-th stay too), then
+-- the nucleus (the fewest best tokens whose renormalised probability reaches top_p, at least one),
+-- then one draw from softmax over what is left. temperature 0 is greedy: the argmax, the first of
+-- equal maxima, and no random number is used. Each draw takes one U[0,1) from the thread's random
+-- source, so fnn.manual_seed(n) makes a generation reproducible. -inf logits (masked tokens) are
+-- never drawn. Logits on a GPU are copied to the CPU first (V floats).
+-- Not a Module: a sampler has no parameters and no state but its three settings.
+local ffi = require 'ffi'
+local bit = require 'bit'
+local fnn_tensor = require 'fastnn.tensor'
+local C = fnn_tensor.C
+local fail, istype, shape_str = fnn_tensor.fail, fnn_tensor.is_tensor, fnn_tensor.shape_str
+local floor = math.floor
+local fnn_sample = C.fnn_sample
+
+local Sampler = {}
+Sampler.__index = Sampler
+
+local id_buf = ffi.new('int64_t[1]')
+
+-- checks raise at `level`: 3 from a setter or the constructor (1 check, 2 them, 3 the user)
+local function check_temperature(t, level)
+   if type(t) ~= 'number' or t ~= t or t < 0 or t == math.huge then
+      error(('Sampler: temperature is %s, expected a finite number >= 0 (0 is greedy)'):format(tostring(t)), level)
+   end
+   return t
+end
+
+local function check_top_k(k, level)
+   if k == nil or k == false then return 0 end
+   if type(k) ~= 'number' or k < 1 or k ~= floor(k) or k > 2 ^ 53 then
+      error(('Sampler: top_k is %s, expected a whole number >= 1 (nil turns it off)'):format(tostring(k)), level)
+   end
+   return k
+end
+
+local function check_top_p(p, level)
+   if p == nil or p == false then return 1 end
+   if type(p) ~= 'number' or not (p > 0 and p <= 1) then
+      error(('Sampler: top_p is %s, expected a number in (0, 1] (1 turns it off)'):format(tostring(p)), level)
+   end
+   return p
+end
+
+setmetatable(Sampler, {__call = function(cls, opts)
+   local self = setmetatable({_temperature = 1, _top_k = 0, _top_p = 1}, cls)
+   if opts == nil then return self end
+   if type(opts) ~= 'table' then
+      error(('Sampler: options are a table like {temperature = 0.8, top_k = 40, top_p = 0.95}, got a %s'):format(
+         type(opts)), 2)
+   end
+   for k in pairs(opts) do
+      if k ~= 'temperature' and k ~= 'top_k' and k ~= 'top_p' then
+         error(('Sampler: unknown option %s (temperature, top_k, top_p)'):format(tostring(k)), 2)
+      end
+   end
+   if opts.temperature ~= nil then self._temperature = check_temperature(opts.temperature, 3) end
+   self._top_k = check_top_k(opts.top_k, 3)
+   self._top_p = check_top_p(opts.top_p, 3)
+   return self
+end})
+
+function Sampler:temperature(t)
+   self._temperature = check_temperature(t, 3)
+   return self
+end
+
+function Sampler:top_k(k)
+   self._top_k = check_top_k(k, 3)
+   return self
+end
+
+function Sampler:top_p(p)
+   self._top_p = check_top_p(p, 3)
+   return self
+end
+
+-- the settings as a table (top_k nil when off)
+function Sampler:settings()
+   return {temperature = self._temperature, top_k = self._top_k > 0 and self._top_k or nil, top_p = self._top_p}
+end
+
+-- sampler:sample(logits) -> a 1-based id (a Lua number)
+function Sampler:sample(logits)
+   if not istype(logits) then
+      error(('Sampler:sample: logits are a %s, expected a tensor [V], [1, V] or [1, 1, V]'):format(type(logits)), 2)
+   end
+   local nd = logits.ndim
+   if nd > 1 and nd <= 3 and logits.shape_[nd - 2] ~= 1 then
+      -- the common mistake: a whole sequence's logits
+      error(('Sampler:sample: logits %s hold %d positions; pass the last one ([V], [1, V] or [1, 1, V], e.g. '
+             .. 'logits:narrow(%d, %d, 1))'):format(shape_str(logits), tonumber(logits.shape_[nd - 2]), nd - 1,
+             tonumber(logits.shape_[nd - 2])), 2)
+   end
+   if bit.rshift(logits.device_, 8) ~= 0 then logits = logits:to('cpu') end
+   if fnn_sample(id_buf, logits, self._temperature, self._top_k, self._top_p) ~= 0 then fail() end
+   return tonumber(id_buf[0])
+end
+
+function Sampler:__tostring()
+   local parts = {('temperature=%g'):format(self._temperature)}
+   if self._top_k > 0 then parts[#parts + 1] = ('top_k=%d'):format(self._top_k) end
+   if self._top_p < 1 then parts[#parts + 1] = ('top_p=%g'):format(self._top_p) end
+   return 'nn.Sampler(' .. table.concat(parts, ', ') .. ')'
+end
+
+return Sampler
