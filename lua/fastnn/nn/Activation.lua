@@ -9,12 +9,25 @@ local istype = fnn_tensor.is_tensor
 
 local Activation = nn.Module:extend('Activation')
 
-function Activation:__init(name)
+function Activation:__init(name, opts)
    if type(name) ~= 'string' then
       error(("nn.Activation: name is a %s, expected a string such as 'relu'"):format(type(name)), 3)
    end
    self.fn = activation.fn(name, 3, 'nn.Activation')
    self.name = name
+   -- {axis = d} (Keras): the dim of softmax / log_softmax (1-based, negative from the end)
+   local axis = type(opts) == 'table' and (opts.axis or opts.dim) or nil
+   if axis ~= nil then
+      local m = name:lower()
+      if m ~= 'softmax' and m ~= 'log_softmax' then
+         error(("nn.Activation: '%s' takes no axis (only softmax and log_softmax do)"):format(name), 3)
+      end
+      if type(axis) ~= 'number' or axis ~= math.floor(axis) or axis == 0 then
+         error(('nn.Activation: axis is %s, expected a non-zero integer'):format(tostring(axis)), 3)
+      end
+      self.axis = axis
+      self.fn = function(x) return x[m](x, axis) end
+   end
 end
 
 function Activation:forward(x)

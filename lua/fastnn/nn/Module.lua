@@ -28,6 +28,12 @@
 --                        nn.scoped('inner', m:named_parameters()) prefixes the names.
 --   named_children()     override only when children are kept some other way (containers do).
 --   self.training        true after train(), false after eval(); read it in forward.
+--   output_shape(shape)  optional: the output shape for an input shape (batch dim included), for
+--                        Sequential:build and GraphBuilder. The default (fastnn/keras/shape.lua)
+--                        has rules for the common layers and otherwise runs forward once on zeros
+--                        with a batch of 1; define it when forward is costly or takes no zeros.
+--   build(shape)         optional: a Keras-style layer makes its weights for this input shape
+--                        (fastnn/nn/_keras.lua); Sequential:build calls it before output_shape.
 -- Everything else follows from those: parameters, num_parameters, buffers, zero_grad,
 -- freeze/unfreeze, train/eval, to_device, children, modules, apply, set_buffer, __tostring.
 local Param = require('fastnn.autograd').Param
@@ -358,6 +364,11 @@ local function tree(m, seen)
 end
 
 function Module:__tostring() return tree(self, {}) end
+
+-- output_shape(shape): fastnn/keras/shape.lua's default (rules, else one run on zeros), loaded
+-- on first use; the tail call keeps error levels at the caller's line
+function Module:output_shape(s) return require('fastnn.keras.shape').module_output_shape(self, s) end
+Module._output_shape_stub = Module.output_shape
 
 -- the message a container raises for a child's error: prefix plus the child's message,
 -- or nil when the error must pass through untouched (an error object, a Ctrl-C).

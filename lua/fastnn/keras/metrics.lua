@@ -1,0 +1,301 @@
+-- nn.metrics: Keras-style stateful metrics for compile{metrics = {...}} and for use by hand.
+--   local m = nn.metrics.SparseCategoricalAccuracy()
+--   m:update(logits, ids); m:update(logits2, ids2); print(m:result()); m:reset()
+--   model:compile{..., metrics = {'accuracy', 'top_k_categorical_accuracy', nn.metrics.AUC()}}
+-- Every metric has name, reset(), update(pred, target) and result() (a number); updates run as a
+-- few tensor ops per batch (no per-element Lua) and keep running counts, so result() over many
+-- batches is the figure over all their samples.
+--   Accuracy            'accuracy'/'acc': picks sparse (targets one dim fewer than pred, or an
+--                       int64 target of another shape), categorical (same shape, last dim > 1)
+--                       or binary (same shape, last dim 1 or a 1-d pred), as Keras does
+--   BinaryAccuracy{threshold = 0.5}, CategoricalAccuracy (one-hot targets),
+--   SparseCategoricalAccuracy (class ids 1..C), TopKCategoricalAccuracy{k = 5},
+--   SparseTopKCategoricalAccuracy{k = 5}
+--   MeanSquaredError 'mse', MeanAbsoluteError 'mae'   (the mean over every element)
+--   Precision, Recall, F1Score {threshold = 0.5}      binary or multi-label: pred > threshold is
+--                       positive; counts over every element (micro average)
+--   AUC{num_thresholds = 200}   ROC area by the trapezoid rule over evenly spaced thresholds
+--                       (Keras' method); pred are probabilities, targets 0/1
+--   Mean / Average      the (weighted) mean of the numbers given to update(value, weight):
+--                       nn.metrics.Average, not the Average merge layer nn.Average
+-- Classes are nn.metrics.<Name>(opts); nn.metrics.get(name_or_metric) resolves compile's names.
+local fnn_tensor = require 'fastnn.tensor'
+local autograd = require 'fastnn.autograd'
+require 'fastnn'   -- the tensor methods below
+local is_tensor, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
+
+local M = {}
+
+local Metric = {}
+Metric.__index = Metric
+M.Metric = Metric
+
+-- Metric:extend('Name', default_name) -> a class; Class(opts) runs __init(opts) then reset()
+function Metric:extend(cls_name, default_name)
+   local cls = setmetatable({}, {__index = self, __call = function(c, opts)
+      if opts ~= nil and type(opts) ~= 'table' then
+         error(('nn.metrics.%s: options must be a table, got a %s'):format(cls_name, type(opts)), 2)
+      end
+      local m = setmetatable({}, c)
+      m.name = (opts and opts.name) or default_name
+      m:__init(opts or {})
+      m:reset()
+      return m
+   end})
+   cls.__index = cls
+   cls.__tostring = function(m) return ('nn.metrics.%s(%s)'):format(cls_name, m.name) end
+   cls._class = cls_name
+   return cls
+end
+function Metric:__init() end
+function Metric:reset() self.total, self.count = 0, 0 end
+function Metric:result() return self.count > 0 and self.total / self.count or 0 end
+
+local function check_pair(who, pred, target)
+   if not is_tensor(pred) then error(('%s: prediction is a %s, expected a tensor'):format(who, type(pred)), 3) end
+   if type(target) == 'table' then target = fnn_tensor.tensor(target) end
+   if not is_tensor(target) then error(('%s: target is a %s, expected a tensor'):format(who, type(target)), 3) end
+   return pred:detach(), target
+end
+
+-- target reshaped like `like` when they hold the same count ([N] against [N, 1])
+local function fit_shape(who, t, like, pred)
+   if t:numel() ~= like:numel() then
+      error(('%s: prediction %s and target %s do not agree'):format(who, shape_str(pred), shape_str(t)), 0)
+   end
+   if t:dim() ~= like:dim() then t = t:reshape(like:shape()) end
+   return t
+end
+
+local function sum(t) return t:sum():item() end
+
+-- ---------------------------------------------------------------------------
+-- accuracies
+
+-- ids [N, ...] 1-based against pred [N, ..., C]
+local function sparse_hits(who, pred, target)
+   local top = pred:argmax(-1)
+   local t = fit_shape(who, target, top, pred)
+   return sum(top:eq(t)), top:numel()
+end
+
+local SparseCategoricalAccuracy = Metric:extend('SparseCategoricalAccuracy', 'sparse_categorical_accuracy')
+function SparseCategoricalAccuracy:update(pred, target)
+   pred, target = check_pair(self.name, pred, target)
+   local hits, n = autograd.no_grad(sparse_hits, self.name, pred, target)
+   self.total, self.count = self.total + hits, self.count + n
+end
+M.SparseCategoricalAccuracy = SparseCategoricalAccuracy
+
+local CategoricalAccuracy = Metric:extend('CategoricalAccuracy', 'categorical_accuracy')
+function CategoricalAccuracy:update(pred, target)
+   pred, target = check_pair(self.name, pred, target)
+   local hits, n = autograd.no_grad(function()
+      local t = fit_shape(self.name, target, pred, pred)
+      local top = pred:argmax(-1)
+      return sum(top:eq(t:argmax(-1))), top:numel()
+   end)
+   self.total, self.count = self.total + hits, self.count + n
+end
+M.CategoricalAccuracy = CategoricalAccuracy
+
+local BinaryAccuracy = Metric:extend('BinaryAccuracy', 'binary_accuracy')
+function BinaryAccuracy:__init(opts) self.threshold = opts.threshold or 0.5 end
+function BinaryAccuracy:update(pred, target)
+   pred, target = check_pair(self.name, pred, target)
+   local hits, n = autograd.no_grad(function()
+      local t = fit_shape(self.name, target, pred, pred)
+      return sum(pred:gt(self.threshold):eq(t:float():gt(0.5))), pred:numel()
+   end)
+   self.total, self.count = self.total + hits, self.count + n
+end
+M.BinaryAccuracy = BinaryAccuracy
+
+-- 'accuracy': the variant is chosen from the shapes of the first batch, as Keras chooses it
+local Accuracy = Metric:extend('Accuracy', 'accuracy')
+function Accuracy:__init(opts) self.threshold = opts.threshold or 0.5 end
+function Accuracy:update(pred, target)
+   if is_tensor(pred) and (is_tensor(target) or type(target) == 'table') and not self.kind then
+      local t = is_tensor(target) and target or fnn_tensor.tensor(target)
+      local same = t:dim() == pred:dim() and t:numel() == pred:numel()
+      if same and pred:dim() >= 2 and pred:size(-1) > 1 then self.kind = CategoricalAccuracy
+      elseif same or (t:numel() == pred:numel() and pred:dim() >= 1 and pred:size(-1) == 1) then
+         self.kind = BinaryAccuracy
+      else self.kind = SparseCategoricalAccuracy end
+   end
+   local kind = self.kind or SparseCategoricalAccuracy
+   kind.update(self, pred, target)
+end
+M.Accuracy = Accuracy
+
+local function topk_hits(pred, ids, k)
+   local kk = math.min(k, pred:size(-1))
+   local _, idx = pred:topk(kk, -1)
+   return sum(idx:eq(ids:unsqueeze(-1))), ids:numel()
+end
+
+local SparseTopK = Metric:extend('SparseTopKCategoricalAccuracy', 'sparse_top_k_categorical_accuracy')
+function SparseTopK:__init(opts) self.k = opts.k or 5 end
+function SparseTopK:update(pred, target)
+   pred, target = check_pair(self.name, pred, target)
+   local hits, n = autograd.no_grad(function()
+      local like = pred:select(-1, 1)
+      return topk_hits(pred, fit_shape(self.name, target, like, pred):long(), self.k)
+   end)
+   self.total, self.count = self.total + hits, self.count + n
+end
+M.SparseTopKCategoricalAccuracy = SparseTopK
+
+local TopK = Metric:extend('TopKCategoricalAccuracy', 'top_k_categorical_accuracy')
+function TopK:__init(opts) self.k = opts.k or 5 end
+function TopK:update(pred, target)
+   pred, target = check_pair(self.name, pred, target)
+   local hits, n = autograd.no_grad(function()
+      local t = fit_shape(self.name, target, pred, pred)
+      return topk_hits(pred, t:argmax(-1), self.k)
+   end)
+   self.total, self.count = self.total + hits, self.count + n
+end
+M.TopKCategoricalAccuracy = TopK
+
+-- ---------------------------------------------------------------------------
+-- regression
+
+local function error_metric(cls_name, default_name, f)
+   local cls = Metric:extend(cls_name, default_name)
+   function cls:update(pred, target)
+      pred, target = check_pair(self.name, pred, target)
+      local s, n = autograd.no_grad(function()
+         local t = fit_shape(self.name, target, pred, pred):float()
+         return sum(f(pred - t)), pred:numel()
+      end)
+      self.total, self.count = self.total + s, self.count + n
+   end
+   return cls
+end
+M.MeanSquaredError = error_metric('MeanSquaredError', 'mse', function(d) return d * d end)
+M.MeanAbsoluteError = error_metric('MeanAbsoluteError', 'mae', function(d) return d:abs() end)
+
+-- ---------------------------------------------------------------------------
+-- precision, recall, F1 (confusion counts over every element)
+
+local function confusion(cls_name, default_name, result)
+   local cls = Metric:extend(cls_name, default_name)
+   function cls:__init(opts) self.threshold = opts.threshold or 0.5 end
+   function cls:reset() self.tp, self.fp, self.fn = 0, 0, 0 end
+   function cls:update(pred, target)
+      pred, target = check_pair(self.name, pred, target)
+      local tp, fp, fn = autograd.no_grad(function()
+         local t = fit_shape(self.name, target, pred, pred):float():gt(0.5)
+         local p = pred:gt(self.threshold)
+         local tp = sum(p * t)
+         return tp, sum(p) - tp, sum(t) - tp
+      end)
+      self.tp, self.fp, self.fn = self.tp + tp, self.fp + fp, self.fn + fn
+   end
+   cls.result = result
+   return cls
+end
+local function ratio(a, b) return b > 0 and a / b or 0 end
+M.Precision = confusion('Precision', 'precision', function(self) return ratio(self.tp, self.tp + self.fp) end)
+M.Recall = confusion('Recall', 'recall', function(self) return ratio(self.tp, self.tp + self.fn) end)
+M.F1Score = confusion('F1Score', 'f1_score', function(self)
+   local p, r = ratio(self.tp, self.tp + self.fp), ratio(self.tp, self.tp + self.fn)
+   return ratio(2 * p * r, p + r)
+end)
+
+-- ---------------------------------------------------------------------------
+-- AUC: true and false positives at each threshold, counted by one broadcast comparison per batch
+
+local AUC = Metric:extend('AUC', 'auc')
+function AUC:__init(opts)
+   local n = opts.num_thresholds or 200
+   if type(n) ~= 'number' or n < 2 or n ~= math.floor(n) then
+      error(('nn.metrics.AUC: num_thresholds is %s, expected a whole number >= 2'):format(tostring(n)), 3)
+   end
+   -- Keras' thresholds: 0 - eps, (1 .. n-2) / (n-1), 1 + eps
+   local th = {-1e-7}
+   for i = 1, n - 2 do th[#th + 1] = i / (n - 1) end
+   th[#th + 1] = 1 + 1e-7
+   self.thresholds = th
+   self._th = fnn_tensor.tensor(th):reshape(1, n)
+end
+function AUC:reset() self.tp, self.fp, self.pos, self.neg = nil, nil, 0, 0 end
+function AUC:update(pred, target)
+   pred, target = check_pair(self.name, pred, target)
+   autograd.no_grad(function()
+      local t = fit_shape(self.name, target, pred, pred):float():gt(0.5):reshape(-1, 1)
+      local above = pred:reshape(-1, 1):gt(self._th)            -- [M, T]
+      local tp = (above * t):sum(1)
+      local fp = above:sum(1) - tp
+      self.tp = self.tp and self.tp + tp or tp
+      self.fp = self.fp and self.fp + fp or fp
+      local pos = sum(t)
+      self.pos, self.neg = self.pos + pos, self.neg + t:numel() - pos
+   end)
+end
+function AUC:result()
+   if not self.tp or self.pos == 0 or self.neg == 0 then return 0 end
+   local tp, fp = self.tp:to_flat(), self.fp:to_flat()
+   local area = 0
+   for i = 1, #tp - 1 do   -- thresholds ascend, so the rates descend
+      local tpr1, tpr2 = tp[i] / self.pos, tp[i + 1] / self.pos
+      local fpr1, fpr2 = fp[i] / self.neg, fp[i + 1] / self.neg
+      area = area + (fpr1 - fpr2) * (tpr1 + tpr2) / 2
+   end
+   return area
+end
+M.AUC = AUC
+
+-- ---------------------------------------------------------------------------
+-- Mean / Average of plain numbers
+
+local Mean = Metric:extend('Mean', 'mean')
+function Mean:update(value, weight)
+   if is_tensor(value) then value = value:mean():item() end
+   if type(value) ~= 'number' then error(('%s: value is a %s, expected a number'):format(self.name, type(value)), 2) end
+   weight = weight or 1
+   self.total, self.count = self.total + value * weight, self.count + weight
+end
+M.Mean = Mean
+M.Average = Mean:extend('Average', 'average')
+
+-- ---------------------------------------------------------------------------
+-- names for compile{metrics = {...}}
+
+local NAMES = {
+   accuracy = M.Accuracy, acc = M.Accuracy,
+   binary_accuracy = M.BinaryAccuracy, categorical_accuracy = M.CategoricalAccuracy,
+   sparse_categorical_accuracy = M.SparseCategoricalAccuracy,
+   top_k_categorical_accuracy = M.TopKCategoricalAccuracy,
+   sparse_top_k_categorical_accuracy = M.SparseTopKCategoricalAccuracy,
+   mse = M.MeanSquaredError, mean_squared_error = M.MeanSquaredError,
+   mae = M.MeanAbsoluteError, mean_absolute_error = M.MeanAbsoluteError,
+   precision = M.Precision, recall = M.Recall, f1 = M.F1Score, f1_score = M.F1Score, auc = M.AUC,
+}
+local names = {}
+for k in pairs(NAMES) do names[#names + 1] = k end
+table.sort(names)
+M.names = names
+
+-- get(spec, level): a fresh metric for a name (logged under that name), or the metric object
+-- itself (anything with update and result)
+function M.get(spec, level)
+   level = (level or 1) + 1
+   if type(spec) == 'string' then
+      local cls = NAMES[spec] or NAMES[spec:lower()]
+      if not cls then
+         error(("compile: unknown metric '%s' (known: %s)"):format(spec, table.concat(names, ', ')), level)
+      end
+      return cls{name = spec}
+   end
+   if type(spec) == 'table' and type(spec.update) == 'function' and type(spec.result) == 'function' then
+      if spec.reset then spec:reset() end
+      spec.name = spec.name or 'metric'
+      return spec
+   end
+   error(("compile: a metric is a name such as 'accuracy' or an object with update and result, got a %s")
+         :format(type(spec)), level)
+end
+
+return M
