@@ -5,8 +5,9 @@
 #   bench/run.sh                  # every workload, 3 interleaved reps (takes a while)
 #   bench/run.sh --quick          # 1 rep of tiny_ops, mlp_fmnist, sgemm; no idle wait (< 2 min)
 #   bench/run.sh --reps 5 char_gpt lstm_seq    # a subset (mlp_fmnist cnn_fmnist resnet_small char_gpt lstm_seq
-#                                               #   tiny_ops nn_ops optim_step data_loader checkpoint sgemm;
-#                                               #   the last two are fastnn against its own figures)
+#                                               #   tiny_ops nn_ops optim_step data_loader checkpoint
+#                                               #   keras_fit_overhead gpt_generate sgemm; data_loader,
+#                                               #   checkpoint and keras_fit_overhead are fastnn against its own figures)
 #
 # It builds the project (cmake Release into build/, or into $FASTNN_BUILD), builds
 # the OpenBLAS probe sgemm_peak from the shared reference, then runs, through
@@ -43,12 +44,12 @@ while [ $# -gt 0 ]; do
     --reps=*) REPS=${1#--reps=}; REPS_SET=1 ;;
     --no-wait) EXTRA+=(--no-wait) ;;
     -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    mlp_fmnist|cnn_fmnist|resnet_small|char_gpt|lstm_seq|tiny_ops|nn_ops|optim_step|data_loader|checkpoint|sgemm) WANT+=("$1") ;;
+    mlp_fmnist|cnn_fmnist|resnet_small|char_gpt|lstm_seq|tiny_ops|nn_ops|optim_step|data_loader|checkpoint|keras_fit_overhead|gpt_generate|sgemm) WANT+=("$1") ;;
     *) echo "bench/run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
 done
-ALL=(tiny_ops mlp_fmnist cnn_fmnist resnet_small char_gpt lstm_seq nn_ops optim_step data_loader checkpoint sgemm)
+ALL=(tiny_ops mlp_fmnist cnn_fmnist resnet_small char_gpt lstm_seq nn_ops optim_step data_loader checkpoint keras_fit_overhead gpt_generate sgemm)
 if [ "$QUICK" = 1 ]; then
   [ "$REPS_SET" = 1 ] || REPS=1
   [ ${#WANT[@]} -gt 0 ] || WANT=(tiny_ops mlp_fmnist sgemm)
