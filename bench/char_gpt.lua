@@ -3,9 +3,11 @@
 -- 50 timed steps on random tokens; the counterpart of reference/char_gpt.py.
 -- Reports the median ms per step.
 --
--- The attention is written out as the reference writes it (one QKV Linear, split,
--- 4 heads of 32, q.k^T / sqrt(32), causal mask to -inf, softmax, times v, heads
--- concatenated). Embedding and LayerNorm use nn.Embedding / nn.LayerNorm when those
+-- The attention is the reference's (one QKV Linear, split, 4 heads of 32,
+-- q.k^T / sqrt(32), causal mask to -inf, softmax, times v, heads concatenated), as
+-- one fused op (fnn.attention: scores, causal mask, softmax and times v in C, one
+-- graph node, no mask tensor) where the build has it, else written out with matmul,
+-- masked_fill and softmax (the '#' line says which). Embedding and LayerNorm use nn.Embedding / nn.LayerNorm when those
 -- classes exist; until then they are composed from index_select and mean/rsqrt on
 -- Params (the same arithmetic; the '#' line says which).
 package.path = (arg[0]:match('^(.*)/[^/]*$') or '.') .. '/?.lua;' .. package.path
@@ -80,6 +82,7 @@ B.main(NAME, function()
 
    local mask = fnn.ones(T, T):triu(1)             -- 1 where key j > query i: masked
    local scale = 1 / math.sqrt(HD)
+   local fused, causal = fnn.attention, {causal = true, scale = scale}
    local function block()
       local ln1, qkv, proj = layer_norm(), linear(C, 3 * C), linear(C, C)
       local ln2, fc1, fc2 = layer_norm(), linear(C, FF), linear(FF, C)
@@ -89,9 +92,14 @@ B.main(NAME, function()
          local q = parts[1]:reshape(b, t, H, HD):transpose(2, 3)      -- [b,H,t,32]
          local k = parts[2]:reshape(b, t, H, HD):transpose(2, 3)
          local v = parts[3]:reshape(b, t, H, HD):transpose(2, 3)
-         local att = q:matmul(k:transpose(3, 4)) * scale
-         att = att:masked_fill(mask, -math.huge):softmax(-1)
-         local y = att:matmul(v):transpose(2, 3):reshape(b, t, C)
+         local y
+         if fused then
+            y = fused(q, k, v, causal):transpose(2, 3):reshape(b, t, C)   -- [b,t,H,32] storage: a view
+         else
+            local att = q:matmul(k:transpose(3, 4)) * scale
+            att = att:masked_fill(mask, -math.huge):softmax(-1)
+            y = att:matmul(v):transpose(2, 3):reshape(b, t, C)
+         end
          x = x + proj(y)
          return x + fc2(fc1(ln2(x)):gelu())
       end
@@ -131,8 +139,9 @@ B.main(NAME, function()
       return loss
    end
 
-   print(('# params=%d embedding=%s layernorm=%s'):format(nparams,
-      has_emb and 'nn.Embedding' or 'index_select on a Param', has_ln and 'nn.LayerNorm' or 'composed (mean, rsqrt)'))
+   print(('# params=%d embedding=%s layernorm=%s attention=%s'):format(nparams,
+      has_emb and 'nn.Embedding' or 'index_select on a Param', has_ln and 'nn.LayerNorm' or 'composed (mean, rsqrt)',
+      fused and 'fused (fnn.attention)' or 'composed (matmul, masked_fill, softmax)'))
    train_step(1)                                   -- warm-up, untimed
    local times, loss = {}, nil
    for i = 2, STEPS + 1 do

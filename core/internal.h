@@ -217,6 +217,7 @@ extern const fnn_op_def *const fnn_ops_device[];
 extern const fnn_op_def *const fnn_ops_rnn[];
 extern const fnn_op_def *const fnn_ops_sort[];
 extern const fnn_op_def *const fnn_ops_pool[];
+extern const fnn_op_def *const fnn_ops_attention[];
 
 #ifdef __cplusplus
 }

@@ -362,6 +362,22 @@ FNN_API int fnn_rms_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor 
  * cell -> out [N, 2H] = (h, c'): i, f, o = sigmoid, g = tanh, c' = f c + i g, h = o tanh(c') */
 FNN_API int fnn_lstm_cell(fnn_tensor *out, const fnn_tensor *z, const fnn_tensor *c);
 
+/* ---- attention: core/ops/attention.c ---- */
+/* attention (fused scaled-dot-product): q [B,H,Tq,D], k [B,H,Tk,D], v [B,H,Tk,Dv] -> [B,H,Tq,Dv],
+ * per (batch, head) softmax(scale q k^T) v over the keys each query may see: with causal, query i
+ * sees key j when j <= i + Tk - Tq (a cached step's new queries see the whole prefix);
+ * key_padding_mask [B,Tk] (float32 or int64, nonzero = padding) or NULL hides keys. A query that
+ * sees no key gets zeros. No mask tensor is made. Differentiable in q, k and v. The result is a
+ * view of [B,Tq,H,Dv] storage, so transposing dims 2 and 3 back gives a contiguous tensor */
+FNN_API int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, const fnn_tensor *v,
+                          const fnn_tensor *key_padding_mask, int causal, double scale);
+/* attention_cache_append: writes k [B,H,t,D] and v [B,H,t,Dv] IN PLACE into rows pos..pos+t-1
+ * (0-based) of dim 3 of k_cache [B,H,cap,D] and v_cache [B,H,cap,Dv]: contiguous buffers without a
+ * graph that the caller made for this (fnn_zeros) and shares with no one but its own views. Rows
+ * below pos are never touched, so views of them stay valid. Not differentiable */
+FNN_API int fnn_attention_cache_append(fnn_tensor *k_cache, fnn_tensor *v_cache, const fnn_tensor *k,
+                                       const fnn_tensor *v, int64_t pos);
+
 /* ---- sort: core/ops/sort.c ----
  * values are differentiable (the gradient goes back to the positions they came from); indices are
  * int64, 1-based along dim. Equal values keep their order (stable); nan sorts as the largest value */
