@@ -2,8 +2,9 @@
 -- on the last hidden state, cross-entropy, Adam(1e-3), 50 timed steps on random data;
 -- the counterpart of reference/lstm_seq.py. Reports the median ms per step.
 --
--- Uses nn.LSTM when that class exists (batch-first, so x is transposed to [B,T,I]).
--- Until then the cell is composed from the core's ops as PyTorch's CPU path computes
+-- Uses nn.LSTM when that class exists (batch-first, so x is transposed to [B,T,I]): the
+-- whole sequence is one C node (core/ops/rnn.c), backprop through time included.
+-- Without it (or with LSTM_IMPL set) the cell is composed from the core's ops as PyTorch's CPU path computes
 -- it: the input projection of all 50 steps as one GEMM [1600,64]x[64,1024] (+ b_ih),
 -- then per step z = xp_t + h W_hh^T + b_hh, gates i, f, g, o by narrow,
 -- c = f*c + i*g, h = o*tanh(c); full BPTT through the autograd graph. The pointwise part
@@ -95,7 +96,8 @@ B.main(NAME, function()
       return loss
    end
 
-   print(('# params=%d lstm=%s'):format(nparams, use_nn and 'nn.LSTM' or use_fused and
+   print(('# params=%d lstm=%s'):format(nparams, use_nn and
+      'nn.LSTM (one C node: input GEMM, 50 recurrent GEMMs + fused cells, BPTT in C)' or use_fused and
       'composed with fused cell (one input GEMM, 50 recurrent linear + fnn.lstm_cell, BPTT by autograd)' or
       'composed (one input GEMM, 50 recurrent linear + gate ops, BPTT by autograd)'))
    train_step(1)                                   -- warm-up, untimed

@@ -215,9 +215,10 @@ extern const fnn_op_def *const fnn_ops_loss[];
 extern const fnn_op_def *const fnn_ops_norm[];
 extern const fnn_op_def *const fnn_ops_device[];
 extern const fnn_op_def *const fnn_ops_rnn[];
+extern const fnn_op_def *const fnn_ops_embedding[];
+extern const fnn_op_def *const fnn_ops_attention[];
 extern const fnn_op_def *const fnn_ops_sort[];
 extern const fnn_op_def *const fnn_ops_pool[];
-extern const fnn_op_def *const fnn_ops_attention[];
 
 #ifdef __cplusplus
 }

@@ -361,6 +361,27 @@ FNN_API int fnn_rms_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor 
 /* lstm_cell: z [N, 4H] gate pre-activations in PyTorch's order i, f, g, o; c [N, H] the previous
  * cell -> out [N, 2H] = (h, c'): i, f, o = sigmoid, g = tanh, c' = f c + i g, h = o tanh(c') */
 FNN_API int fnn_lstm_cell(fnn_tensor *out, const fnn_tensor *z, const fnn_tensor *c);
+/* whole-sequence layers, one node each (nn.SimpleRNN, nn.LSTM, nn.GRU): x [N, T, I] batch first,
+ * T >= 1; h0, c0 [N, H] initial states or NULL (zeros); w_ih [G H, I], w_hh [G H, H], b_ih, b_hh
+ * [G H] or NULL, in PyTorch's layouts: G = 1 for rnn_tanh (h' = tanh(W_ih x + b_ih + W_hh h + b_hh)),
+ * 4 for lstm (gates i, f, g, o), 3 for gru (r, z, n; n = tanh(W_in x + b_in + r (W_hn h + b_hn)),
+ * h' = (1 - z) n + z h). reverse = 1 reads x from its last step to its first (Keras go_backwards).
+ * out [N, T, H]: the hidden state after each step in processing order, out[:, T-1] the final one;
+ * lstm's out is [N, T+1, H], row T the final cell state. Differentiable in every tensor input
+ * (backprop through time in C). */
+FNN_API int fnn_rnn_tanh(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *w_ih,
+                         const fnn_tensor *w_hh, const fnn_tensor *b_ih, const fnn_tensor *b_hh, int reverse);
+FNN_API int fnn_lstm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *c0,
+                     const fnn_tensor *w_ih, const fnn_tensor *w_hh, const fnn_tensor *b_ih, const fnn_tensor *b_hh,
+                     int reverse);
+FNN_API int fnn_gru(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *w_ih,
+                    const fnn_tensor *w_hh, const fnn_tensor *b_ih, const fnn_tensor *b_hh, int reverse);
+
+/* ---- embedding: core/ops/embedding.c ---- */
+/* embedding: weight [V, W]; ids (int64, or float32 holding whole numbers) of any shape, 1-based ->
+ * [*ids, W], row k = weight row ids[k]. padding_idx: a 1-based id whose row gets no gradient, 0 for
+ * none. An id outside 1..V is refused, naming it, its position and V. Differentiable in weight. */
+FNN_API int fnn_embedding(fnn_tensor *out, const fnn_tensor *weight, const fnn_tensor *ids, int64_t padding_idx);
 
 /* ---- attention: core/ops/attention.c ---- */
 /* attention (fused scaled-dot-product): q [B,H,Tq,D], k [B,H,Tk,D], v [B,H,Tk,Dv] -> [B,H,Tq,Dv],

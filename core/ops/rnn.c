@@ -1,8 +1,13 @@
-/* rnn.c: the fused LSTM cell. One step of an LSTM composed from narrow, sigmoid, tanh, mul
- * and add is ~15 ops and graph nodes; here the pointwise part is one pass and one node, as
- * PyTorch fuses it. The GEMMs (x W_ih^T, h W_hh^T) stay with the caller (linalg's linear). */
+/* rnn.c: recurrent kernels. lstm_cell: the fused pointwise part of one LSTM step (one pass and
+ * one node instead of ~15 ops), the GEMMs left to the caller. rnn_tanh, lstm, gru: one layer over
+ * a whole sequence as one node, forward and backprop through time written here (the layers of
+ * nn.SimpleRNN, nn.LSTM and nn.GRU). */
 #include "../internal.h"
 #include "../fastmath.h"
+#include <cblas.h>
+#undef I   /* complex.h (through cblas.h) defines it; here it is the input width */
+#include <limits.h>
+#include <string.h>
 
 /* ================= lstm_cell: z [N, 4H] (gates i, f, g, o), c [N, H] -> [N, 2H] = (h, c') ================= */
 /* i, f, o = sigmoid, g = tanh; c' = f c + i g; h = o tanh(c'). The activations are saved by the
@@ -152,4 +157,418 @@ int fnn_lstm_cell(fnn_tensor *out, const fnn_tensor *z, const fnn_tensor *c) {
     return rc;
 }
 
-const fnn_op_def *const fnn_ops_rnn[] = {&LSTM_CELL, NULL};
+/* ================= whole-sequence layers: rnn_tanh, lstm, gru ================= */
+/* One layer over a whole sequence as ONE node (PyTorch's CPU path, without its per-step graph):
+ *   x [N, T, I] batch first; h0, c0 [N, H] or NULL (zeros); w_ih [G H, I], w_hh [G H, H],
+ *   b_ih, b_hh [G H] or NULL; G = 1 (tanh), 4 (lstm: i, f, g, o), 3 (gru: r, z, n).
+ *   reverse: step s reads x[:, T-1-s] (Keras go_backwards); outputs stay in processing order.
+ *   out [N, T, H] (lstm [N, T+1, H]: row T is the final cell state); out[:, T-1] is the final h.
+ * Forward: the input projection of all steps is one GEMM [T N, I] x [I, G H]; each step is one
+ * GEMM [N, H] x [H, G H] plus a fused cell pass. Everything is time-major inside (in processing
+ * order), so a step's rows are one contiguous block. Backward (BPTT, below): per step the cell's
+ * backward and one GEMM for dh; then the weight gradients as two GEMMs over all steps at once. */
+enum { RNN_TANH = 0, RNN_LSTM = 1, RNN_GRU = 2 };
+static const int64_t RNN_GATES[3] = {1, 4, 3};
+static const char *const RNN_OP[3] = {"rnn_tanh", "lstm", "gru"};
+enum { IN_X, IN_H0, IN_C0, IN_WIH, IN_WHH, IN_BIH, IN_BHH, IN_COUNT };
+
+/* the workspace saved for backward, offsets in floats: xs [T N, I] (x in processing order),
+ * hs [T+1, N, H] (hs[0] = h0, hs[s+1] = h after step s), lstm: cs [T+1, N, H] and acts
+ * [T N, 5H] (i, f, g, o, tanh c); gru: acts [T N, 4H] (r, z, n, W_hn h + b_hn) */
+typedef struct { int64_t xs, hs, cs, acts, total; } rnn_layout;
+static rnn_layout rnn_layout_of(int kind, int64_t N, int64_t T, int64_t I, int64_t H) {
+    rnn_layout l;
+    int64_t P = T * N, state = (T + 1) * N * H;
+    l.xs = 0;
+    l.hs = P * I;
+    l.cs = l.hs + state;
+    l.acts = kind == RNN_LSTM ? l.cs + state : l.cs;
+    l.total = l.acts + (kind == RNN_LSTM ? P * 5 * H : kind == RNN_GRU ? P * 4 * H : 0);
+    return l;
+}
+
+/* row-major C[m, n] = op(A) op(B) + beta C (beta 0 or 1); empty sizes need no call */
+static void rnn_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        if (beta == 0.0f) for (int64_t r = 0; r < m; r++) memset(c + r * ldc, 0, sizeof(float) * (size_t)n);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                (int)k, 1.0f, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+/* ---- the cells' forward: one step, rows lo..hi-1 of the batch ---- */
+typedef struct {
+    int kind;
+    int64_t H;
+    const float *z;        /* [N, G H]: x W_ih^T + biases (+ h W_hh^T for tanh and lstm) */
+    const float *hz;       /* gru: [N, 3H] = h W_hh^T (no bias) */
+    const float *b_hh;     /* gru: [3H] or NULL */
+    const float *h_prev, *c_prev;   /* [N, H] */
+    float *h, *c, *acts;   /* [N, H], [N, H] (lstm), [N, 5H] / [N, 4H] */
+    float *out;            /* row n of this step at out + n * out_ld */
+    int64_t out_ld;
+} rnn_step_args;
+
+AVX2_CLONE static void gru_fwd_row(const float *restrict x3, const float *restrict h3, const float *restrict bh,
+                                   const float *restrict hp, float *restrict h, float *restrict acts, int64_t H) {
+    float *restrict ar = acts, *restrict az = acts + H, *restrict an = acts + 2 * H, *restrict ah = acts + 3 * H;
+    for (int64_t j = 0; j < H; j++) {
+        float br = bh ? bh[j] : 0.0f, bz = bh ? bh[H + j] : 0.0f, bn = bh ? bh[2 * H + j] : 0.0f;
+        float r = fnn_sigmoidf(x3[j] + h3[j] + br);
+        float z = fnn_sigmoidf(x3[H + j] + h3[H + j] + bz);
+        float hn = h3[2 * H + j] + bn;
+        float n = fnn_tanhf(x3[2 * H + j] + r * hn);
+        h[j] = (1.0f - z) * n + z * hp[j];
+        ar[j] = r; az[j] = z; an[j] = n; ah[j] = hn;
+    }
+}
+
+AVX2_CLONE static void tanh_fwd_row(const float *restrict z, float *restrict h, int64_t H) {
+    for (int64_t j = 0; j < H; j++) h[j] = fnn_tanhf(z[j]);
+}
+
+static void rnn_step_rows(void *ctx, int64_t lo, int64_t hi) {
+    const rnn_step_args *a = ctx;
+    const int64_t H = a->H;
+    for (int64_t r = lo; r < hi; r++) {
+        float *h = a->h + r * H;
+        if (a->kind == RNN_LSTM)
+            lstm_fwd_row(a->z + r * 4 * H, a->c_prev + r * H, h, a->c + r * H, a->acts ? a->acts + r * 5 * H : NULL, H);
+        else if (a->kind == RNN_GRU)
+            gru_fwd_row(a->z + r * 3 * H, a->hz + r * 3 * H, a->b_hh, a->h_prev + r * H, h, a->acts + r * 4 * H, H);
+        else
+            tanh_fwd_row(a->z + r * H, h, H);
+        memcpy(a->out + r * a->out_ld, h, sizeof(float) * (size_t)H);
+    }
+}
+
+/* ---- the cells' backward: one step, rows lo..hi-1 ---- */
+typedef struct {
+    int kind;
+    int64_t H;
+    const float *g;        /* row n of the output gradient of this step at g + n * g_ld */
+    int64_t g_ld;
+    const float *dh;       /* [N, H] gradient reaching h from the next step */
+    const float *acts, *c_prev, *h, *h_prev;
+    float *dz;             /* [N, G H] pre-activation gradients (gru: of the x side) */
+    float *dhz;            /* gru: [N, 3H] of the h side (dn times r) */
+    float *dc;             /* lstm: [N, H] in: dc of this step's cell, out: of the previous */
+    float *dh_direct;      /* gru: [N, H] the part of dh_prev that skips W_hh (z dh) */
+} rnn_back_args;
+
+AVX2_CLONE static void lstm_back_row(const float *restrict g, const float *restrict dhn, const float *restrict acts,
+                                     const float *restrict c, float *restrict dz, float *restrict dc, int64_t H) {
+    const float *ai = acts, *af = acts + H, *ag = acts + 2 * H, *ao = acts + 3 * H, *at = acts + 4 * H;
+    float *restrict di = dz, *restrict df = dz + H, *restrict dg = dz + 2 * H, *restrict dob = dz + 3 * H;
+    for (int64_t j = 0; j < H; j++) {
+        float i = ai[j], f = af[j], gg = ag[j], o = ao[j], tc = at[j], d_h = g[j] + dhn[j];
+        float dcc = dc[j] + d_h * o * (1.0f - tc * tc);
+        di[j] = dcc * gg * i * (1.0f - i);
+        df[j] = dcc * c[j] * f * (1.0f - f);
+        dg[j] = dcc * i * (1.0f - gg * gg);
+        dob[j] = d_h * tc * o * (1.0f - o);
+        dc[j] = dcc * f;
+    }
+}
+
+/* h' = (1 - z) n + z h, n = tanh(xn + r hn): dz = dh' (h - n) z(1-z), dn = dh' (1-z)(1-n^2),
+ * dr = dn hn r(1-r); the x side gets (dr, dz, dn), the h side (dr, dz, dn r) */
+AVX2_CLONE static void gru_back_row(const float *restrict g, const float *restrict dhn, const float *restrict acts,
+                                    const float *restrict hp, float *restrict dx3, float *restrict dh3,
+                                    float *restrict dhd, int64_t H) {
+    const float *ar = acts, *az = acts + H, *an = acts + 2 * H, *ah = acts + 3 * H;
+    for (int64_t j = 0; j < H; j++) {
+        float r = ar[j], z = az[j], n = an[j], hn = ah[j], d = g[j] + dhn[j];
+        float dzp = d * (hp[j] - n) * z * (1.0f - z);
+        float dnp = d * (1.0f - z) * (1.0f - n * n);
+        float drp = dnp * hn * r * (1.0f - r);
+        dx3[j] = drp; dx3[H + j] = dzp; dx3[2 * H + j] = dnp;
+        dh3[j] = drp; dh3[H + j] = dzp; dh3[2 * H + j] = dnp * r;
+        dhd[j] = d * z;
+    }
+}
+
+AVX2_CLONE static void tanh_back_row(const float *restrict g, const float *restrict dhn, const float *restrict h,
+                                     float *restrict dz, int64_t H) {
+    for (int64_t j = 0; j < H; j++) dz[j] = (g[j] + dhn[j]) * (1.0f - h[j] * h[j]);
+}
+
+static void rnn_back_rows(void *ctx, int64_t lo, int64_t hi) {
+    const rnn_back_args *a = ctx;
+    const int64_t H = a->H;
+    for (int64_t r = lo; r < hi; r++) {
+        const float *g = a->g + r * a->g_ld, *dh = a->dh + r * H;
+        if (a->kind == RNN_LSTM)
+            lstm_back_row(g, dh, a->acts + r * 5 * H, a->c_prev + r * H, a->dz + r * 4 * H, a->dc + r * H, H);
+        else if (a->kind == RNN_GRU)
+            gru_back_row(g, dh, a->acts + r * 4 * H, a->h_prev + r * H, a->dz + r * 3 * H, a->dhz + r * 3 * H,
+                         a->dh_direct + r * H, H);
+        else
+            tanh_back_row(g, dh, a->h + r * H, a->dz + r * H, H);
+    }
+}
+
+/* column sums of m [rows, cols] into out [cols] */
+static void rnn_colsum(const float *m, int64_t rows, int64_t cols, float *out) {
+    memset(out, 0, sizeof(float) * (size_t)cols);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *row = m + r * cols;
+        for (int64_t j = 0; j < cols; j++) out[j] += row[j];
+    }
+}
+
+/* saved[0] = workspace, saved[1] = w_ih, saved[2] = w_hh; iattr: kind, N, T, I, H, reverse */
+static int rnn_seq_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
+    const int kind = (int)nd->iattr[0];
+    const int64_t N = nd->iattr[1], T = nd->iattr[2], I = nd->iattr[3], H = nd->iattr[4];
+    const bool reverse = nd->iattr[5] != 0;
+    const int64_t G = RNN_GATES[kind], GH = G * H, P = T * N, rows_out = kind == RNN_LSTM ? T + 1 : T;
+    const int dev = nd->saved[0].device;
+    const rnn_layout L = rnn_layout_of(kind, N, T, I, H);
+    const float *ws = fnn_data(&nd->saved[0]);
+    const float *xs = ws + L.xs, *hs = ws + L.hs, *cs = ws + L.cs, *acts = ws + L.acts;
+    fnn_tensor gt, wit, wht, dzt, dhzt, carry, tmp;
+    fnn_tensor_init(&dzt); fnn_tensor_init(&dhzt); fnn_tensor_init(&carry); fnn_tensor_init(&tmp);
+    int rc, rc2, rc3;
+    const float *gp = fnn_contiguous_data(g, &gt, &rc);
+    const float *w_ih = fnn_contiguous_data(&nd->saved[1], &wit, &rc2);
+    if (!rc) rc = rc2;
+    const float *w_hh = fnn_contiguous_data(&nd->saved[2], &wht, &rc3);
+    if (!rc) rc = rc3;
+    int64_t zshape[2] = {P, GH}, cshape[2] = {3, N * H};
+    if (!rc) rc = fnn_new_output(&dzt, dev, 2, zshape);
+    if (!rc && kind == RNN_GRU) rc = fnn_new_output(&dhzt, dev, 2, zshape);
+    if (!rc) rc = fnn_new_output(&carry, dev, 2, cshape);   /* dh, dc (lstm) or dh_direct (gru), scratch */
+    if (rc) goto done;
+    float *dZ = fnn_data(&dzt), *dHZ = kind == RNN_GRU ? fnn_data(&dhzt) : dZ;
+    float *dh = fnn_data(&carry), *dc = dh + N * H, *dhd = dc + N * H;
+    memset(dh, 0, sizeof(float) * (size_t)(N * H));
+    if (kind == RNN_LSTM)   /* the final cell's gradient: row T of the output */
+        for (int64_t r = 0; r < N; r++)
+            memcpy(dc + r * H, gp + (r * rows_out + T) * H, sizeof(float) * (size_t)H);
+    const bool want_h0 = nd->next[IN_H0] != NULL;
+    const int64_t act_w = kind == RNN_LSTM ? 5 * H : kind == RNN_GRU ? 4 * H : 0;
+    for (int64_t s = T - 1; s >= 0; s--) {
+        bool lstm = kind == RNN_LSTM;
+        rnn_back_args a = {kind, H, gp + s * H, rows_out * H, dh, act_w ? acts + s * N * act_w : NULL,
+                           lstm ? cs + s * N * H : NULL, hs + (s + 1) * N * H, hs + s * N * H, dZ + s * N * GH,
+                           dHZ + s * N * GH, dc, dhd};
+        fnn_parallel_for(N, fnn_threads_for(N * H * LSTM_WORK_PER_ELEM), rnn_back_rows, &a);
+        if (s == 0 && !want_h0) break;
+        /* dh_prev = dz W_hh (+ z dh for gru) */
+        if (kind == RNN_GRU) {
+            memcpy(dh, dhd, sizeof(float) * (size_t)(N * H));
+            rnn_gemm(false, false, N, H, GH, dHZ + s * N * GH, GH, w_hh, H, 1.0f, dh, H);
+        } else {
+            rnn_gemm(false, false, N, H, GH, dZ + s * N * GH, GH, w_hh, H, 0.0f, dh, H);
+        }
+    }
+    if (want_h0) {
+        int64_t hshape[2] = {N, H};
+        if ((rc = fnn_new_output(&din[IN_H0], dev, 2, hshape))) goto done;
+        memcpy(fnn_data(&din[IN_H0]), dh, sizeof(float) * (size_t)(N * H));
+    }
+    if (nd->next[IN_C0]) {
+        int64_t hshape[2] = {N, H};
+        if ((rc = fnn_new_output(&din[IN_C0], dev, 2, hshape))) goto done;
+        memcpy(fnn_data(&din[IN_C0]), dc, sizeof(float) * (size_t)(N * H));
+    }
+    if (nd->next[IN_WIH]) {   /* dW_ih = dZ^T xs: one GEMM over all steps */
+        int64_t wshape[2] = {GH, I};
+        if ((rc = fnn_new_output(&din[IN_WIH], dev, 2, wshape))) goto done;
+        rnn_gemm(true, false, GH, I, P, dZ, GH, xs, I, 0.0f, fnn_data(&din[IN_WIH]), I);
+    }
+    if (nd->next[IN_WHH]) {   /* dW_hh = dZh^T hs[0..T-1] */
+        int64_t wshape[2] = {GH, H};
+        if ((rc = fnn_new_output(&din[IN_WHH], dev, 2, wshape))) goto done;
+        rnn_gemm(true, false, GH, H, P, dHZ, GH, hs, H, 0.0f, fnn_data(&din[IN_WHH]), H);
+    }
+    for (int k = IN_BIH; k <= IN_BHH; k++) {
+        if (!nd->next[k]) continue;
+        int64_t bshape[1] = {GH};
+        if ((rc = fnn_new_output(&din[k], dev, 1, bshape))) goto done;
+        if (k == IN_BHH && dHZ == dZ && nd->next[IN_BIH])   /* both biases add to z: one sum serves */
+            memcpy(fnn_data(&din[k]), fnn_data(&din[IN_BIH]), sizeof(float) * (size_t)GH);
+        else
+            rnn_colsum(k == IN_BIH ? dZ : dHZ, P, GH, fnn_data(&din[k]));
+    }
+    if (nd->next[IN_X]) {   /* dx = dZ W_ih, back from processing order to [N, T, I] */
+        int64_t tshape[2] = {P, I}, xshape[3] = {N, T, I};
+        if ((rc = fnn_new_output(&tmp, dev, 2, tshape))) goto done;
+        if ((rc = fnn_new_output(&din[IN_X], dev, 3, xshape))) goto done;
+        float *dxs = fnn_data(&tmp), *dx = fnn_data(&din[IN_X]);
+        rnn_gemm(false, false, P, I, GH, dZ, GH, w_ih, I, 0.0f, dxs, I);
+        for (int64_t s = 0; s < T; s++) {
+            int64_t t = reverse ? T - 1 - s : s;
+            for (int64_t r = 0; r < N; r++)
+                memcpy(dx + (r * T + t) * I, dxs + (s * N + r) * I, sizeof(float) * (size_t)I);
+        }
+    }
+done:
+    fnn_tensor_clear(&gt); fnn_tensor_clear(&wit); fnn_tensor_clear(&wht);
+    fnn_tensor_clear(&dzt); fnn_tensor_clear(&dhzt); fnn_tensor_clear(&carry); fnn_tensor_clear(&tmp);
+    if (rc) for (int k = 0; k < IN_COUNT; k++) fnn_tensor_clear(&din[k]);
+    return rc;
+}
+static const fnn_op_def RNN_TANH_SEQ = {{"rnn_tanh", "rnn", 1, 0}, rnn_seq_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def LSTM_SEQ = {{"lstm", "rnn", 1, 0}, rnn_seq_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def GRU_SEQ = {{"gru", "rnn", 1, 0}, rnn_seq_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def *const RNN_DEF[3] = {&RNN_TANH_SEQ, &LSTM_SEQ, &GRU_SEQ};
+
+/* a state h0/c0 must be [N, H] */
+static int rnn_check_state(const char *op, const char *what, const fnn_tensor *s, const fnn_tensor *x, int64_t N,
+                           int64_t H) {
+    if (!s) return FNN_STATUS_OK;
+    FNN_TRY(fnn_check_input(op, s));
+    FNN_TRY(fnn_check_same_device(op, x, s));
+    FNN_CHECK(s->ndim == 2 && s->shape[0] == N && s->shape[1] == H, FNN_STATUS_SHAPE,
+              "%s: %s %s does not match input %s and hidden size %lld (expected [%lld,%lld])", op, what,
+              fnn_shape_of(s).s, fnn_shape_of(x).s, (long long)H, (long long)N, (long long)H);
+    return FNN_STATUS_OK;
+}
+
+static int rnn_seq(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *c0,
+                   const fnn_tensor *w_ih, const fnn_tensor *w_hh, const fnn_tensor *b_ih, const fnn_tensor *b_hh,
+                   int reverse) {
+    const char *op = RNN_OP[kind];
+    FNN_TRY(fnn_check_input(op, x));
+    FNN_TRY(fnn_check_input(op, w_ih));
+    FNN_TRY(fnn_check_input(op, w_hh));
+    FNN_TRY(fnn_check_same_device(op, x, w_ih));
+    FNN_TRY(fnn_check_same_device(op, x, w_hh));
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE, "%s: not implemented on cuda yet", op);
+    const int64_t G = RNN_GATES[kind];
+    FNN_CHECK(w_hh->ndim == 2 && w_hh->shape[1] >= 1 && w_hh->shape[0] == G * w_hh->shape[1], FNN_STATUS_SHAPE,
+              "%s: weight_hh %s is not [%lldH,H]", op, fnn_shape_of(w_hh).s, (long long)G);
+    const int64_t H = w_hh->shape[1], GH = G * H;
+    FNN_CHECK(x->ndim == 3, FNN_STATUS_SHAPE, "%s: input %s is not [N,T,features] (batch first)", op,
+              fnn_shape_of(x).s);
+    const int64_t N = x->shape[0], T = x->shape[1], I = x->shape[2];
+    FNN_CHECK(T >= 1, FNN_STATUS_SHAPE, "%s: input %s has no time steps", op, fnn_shape_of(x).s);
+    FNN_CHECK(w_ih->ndim == 2 && w_ih->shape[0] == GH, FNN_STATUS_SHAPE,
+              "%s: weight_ih %s and weight_hh %s do not agree (expected [%lld,input])", op, fnn_shape_of(w_ih).s,
+              fnn_shape_of(w_hh).s, (long long)GH);
+    FNN_CHECK(w_ih->shape[1] == I, FNN_STATUS_SHAPE, "%s: input %s has %lld features, weight_ih %s expects %lld", op,
+              fnn_shape_of(x).s, (long long)I, fnn_shape_of(w_ih).s, (long long)w_ih->shape[1]);
+    const fnn_tensor *bs[2] = {b_ih, b_hh};
+    for (int k = 0; k < 2; k++) {
+        if (!bs[k]) continue;
+        FNN_TRY(fnn_check_input(op, bs[k]));
+        FNN_TRY(fnn_check_same_device(op, x, bs[k]));
+        FNN_CHECK(bs[k]->ndim == 1 && bs[k]->shape[0] == GH, FNN_STATUS_SHAPE, "%s: %s %s is not [%lld]", op,
+                  k ? "bias_hh" : "bias_ih", fnn_shape_of(bs[k]).s, (long long)GH);
+    }
+    FNN_TRY(rnn_check_state(op, "h0", h0, x, N, H));
+    FNN_CHECK(kind == RNN_LSTM || !c0, FNN_STATUS_ARG, "%s: takes no cell state c0", op);
+    FNN_TRY(rnn_check_state(op, "c0", c0, x, N, H));
+    FNN_CHECK(T * N < INT_MAX && GH < INT_MAX && I < INT_MAX && (T + 1) * H < INT_MAX, FNN_STATUS_SHAPE,
+              "%s: input %s with hidden size %lld is too large for one GEMM", op, fnn_shape_of(x).s, (long long)H);
+
+    const int dev = x->device;
+    const int64_t P = T * N, rows_out = kind == RNN_LSTM ? T + 1 : T;
+    const rnn_layout L = rnn_layout_of(kind, N, T, I, H);
+    const fnn_tensor *ins[IN_COUNT] = {x, h0, c0, w_ih, w_hh, b_ih, b_hh};
+    const bool grad = fnn_needs_node(IN_COUNT, ins);
+    fnn_tensor wst, zt, hzt, wit, wht, bit, bht, h0t, c0t;
+    fnn_tensor_init(&wst); fnn_tensor_init(&zt); fnn_tensor_init(&hzt);
+    fnn_tensor_init(&wit); fnn_tensor_init(&wht); fnn_tensor_init(&bit); fnn_tensor_init(&bht);
+    fnn_tensor_init(&h0t); fnn_tensor_init(&c0t);
+    int64_t wsshape[1] = {L.total}, zshape[2] = {P, GH}, hzshape[2] = {N, GH}, oshape[3] = {N, rows_out, H};
+    int rc = fnn_new_output(&wst, dev, 1, wsshape);
+    if (!rc) rc = fnn_new_output(&zt, dev, 2, zshape);
+    if (!rc && kind == RNN_GRU) rc = fnn_new_output(&hzt, dev, 2, hzshape);
+    if (!rc) rc = fnn_new_output(out, dev, 3, oshape);
+    const float *wi = NULL, *wh = NULL, *bi = NULL, *bh = NULL, *h0p = NULL, *c0p = NULL;
+    if (!rc) wi = fnn_contiguous_data(w_ih, &wit, &rc);
+    if (!rc) wh = fnn_contiguous_data(w_hh, &wht, &rc);
+    if (!rc && b_ih) bi = fnn_contiguous_data(b_ih, &bit, &rc);
+    if (!rc && b_hh) bh = fnn_contiguous_data(b_hh, &bht, &rc);
+    if (!rc && h0) h0p = fnn_contiguous_data(h0, &h0t, &rc);
+    if (!rc && c0) c0p = fnn_contiguous_data(c0, &c0t, &rc);
+    if (rc) goto done;
+    {
+        float *ws = fnn_data(&wst), *xs = ws + L.xs, *hs = ws + L.hs, *cs = ws + L.cs, *acts = ws + L.acts;
+        float *z = fnn_data(&zt), *hz = kind == RNN_GRU ? fnn_data(&hzt) : NULL, *o = fnn_data(out);
+        /* x in processing order, time-major: xs[s N + n] = x[n, t(s)] */
+        const float *xp = fnn_data(x);
+        for (int64_t s = 0; s < T; s++) {
+            int64_t t = reverse ? T - 1 - s : s;
+            for (int64_t n = 0; n < N; n++) {
+                const float *src = xp + n * x->stride[0] + t * x->stride[1];
+                float *dst = xs + (s * N + n) * I;
+                if (x->stride[2] == 1) memcpy(dst, src, sizeof(float) * (size_t)I);
+                else for (int64_t i = 0; i < I; i++) dst[i] = src[i * x->stride[2]];
+            }
+        }
+        /* the input projection of every step at once, with the biases the cell does not add itself */
+        rnn_gemm(false, true, P, GH, I, xs, I, wi, I, 0.0f, z, GH);
+        const float *b2 = kind == RNN_GRU ? NULL : bh;
+        if (bi || b2)
+            for (int64_t r = 0; r < P; r++) {
+                float *zr = z + r * GH;
+                if (bi) for (int64_t j = 0; j < GH; j++) zr[j] += bi[j];
+                if (b2) for (int64_t j = 0; j < GH; j++) zr[j] += b2[j];
+            }
+        if (h0p) memcpy(hs, h0p, sizeof(float) * (size_t)(N * H));
+        else memset(hs, 0, sizeof(float) * (size_t)(N * H));
+        if (kind == RNN_LSTM) {
+            if (c0p) memcpy(cs, c0p, sizeof(float) * (size_t)(N * H));
+            else memset(cs, 0, sizeof(float) * (size_t)(N * H));
+        }
+        const int64_t act_w = kind == RNN_LSTM ? 5 * H : kind == RNN_GRU ? 4 * H : 0;
+        for (int64_t s = 0; s < T; s++) {
+            float *zs = z + s * N * GH;
+            const float *hprev = hs + s * N * H;
+            bool zero_h = s == 0 && !h0p;   /* h W_hh^T is zero: no GEMM */
+            if (kind == RNN_GRU) {
+                if (zero_h) memset(hz, 0, sizeof(float) * (size_t)(N * GH));
+                else rnn_gemm(false, true, N, GH, H, hprev, H, wh, H, 0.0f, hz, GH);
+            } else if (!zero_h) {
+                rnn_gemm(false, true, N, GH, H, hprev, H, wh, H, 1.0f, zs, GH);
+            }
+            bool lstm = kind == RNN_LSTM;
+            rnn_step_args a = {kind, H, zs, hz, bh, hprev, lstm ? cs + s * N * H : NULL, hs + (s + 1) * N * H,
+                               lstm ? cs + (s + 1) * N * H : NULL,
+                               act_w && (grad || !lstm) ? acts + s * N * act_w : NULL, o + s * H,
+                               rows_out * H};
+            fnn_parallel_for(N, fnn_threads_for(N * H * LSTM_WORK_PER_ELEM), rnn_step_rows, &a);
+        }
+        if (kind == RNN_LSTM)
+            for (int64_t n = 0; n < N; n++)
+                memcpy(o + (n * rows_out + T) * H, cs + (T * N + n) * H, sizeof(float) * (size_t)H);
+    }
+    if (grad) {
+        fnn_node *nd = fnn_attach_node(out, RNN_DEF[kind], IN_COUNT, ins);
+        if (!nd || fnn_save(nd, 0, &wst) || fnn_save(nd, 1, w_ih) || fnn_save(nd, 2, w_hh)) {
+            rc = fnn_last_status();
+        } else {
+            int64_t at[6] = {kind, N, T, I, H, reverse != 0};
+            memcpy(nd->iattr, at, sizeof at);
+        }
+    }
+done:
+    fnn_tensor_clear(&wst); fnn_tensor_clear(&zt); fnn_tensor_clear(&hzt);
+    fnn_tensor_clear(&wit); fnn_tensor_clear(&wht); fnn_tensor_clear(&bit); fnn_tensor_clear(&bht);
+    fnn_tensor_clear(&h0t); fnn_tensor_clear(&c0t);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
+int fnn_rnn_tanh(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *w_ih,
+                 const fnn_tensor *w_hh, const fnn_tensor *b_ih, const fnn_tensor *b_hh, int reverse) {
+    return rnn_seq(RNN_TANH, out, x, h0, NULL, w_ih, w_hh, b_ih, b_hh, reverse);
+}
+int fnn_lstm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *c0,
+             const fnn_tensor *w_ih, const fnn_tensor *w_hh, const fnn_tensor *b_ih, const fnn_tensor *b_hh,
+             int reverse) {
+    return rnn_seq(RNN_LSTM, out, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse);
+}
+int fnn_gru(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *w_ih,
+            const fnn_tensor *w_hh, const fnn_tensor *b_ih, const fnn_tensor *b_hh, int reverse) {
+    return rnn_seq(RNN_GRU, out, x, h0, NULL, w_ih, w_hh, b_ih, b_hh, reverse);
+}
+
+const fnn_op_def *const fnn_ops_rnn[] = {&LSTM_CELL, &RNN_TANH_SEQ, &LSTM_SEQ, &GRU_SEQ, NULL};

@@ -1,0 +1,248 @@
+-- nn._recurrent: the shared maker of nn.SimpleRNN, nn.LSTM and nn.GRU. Each layer of a stack is
+-- one C node over the whole sequence (fnn.rnn_tanh, fnn.lstm, fnn.gru: the input projection as
+-- one GEMM, one recurrent GEMM and a fused cell per step, backprop through time in C), so a
+-- forward costs num_layers calls, never one per step.
+--
+--   nn.LSTM(input_size, hidden_size, {num_layers = 1, bias = true, return_sequences = true,
+--           go_backwards = false, dropout = 0})
+--   nn.LSTM{units = H, ...}            the Keras-style lazy form: the input width is read from the
+--                                      first input (or build(shape)); parameters exist from then on.
+--                                      use_bias is bias's Keras name; dropout keeps PyTorch's meaning
+--   out, state = m:forward(x, state)
+--     x [N, T, input_size], batch first. state nil (zeros), else the initial states: LSTM {h, c},
+--     GRU and SimpleRNN h, each [num_layers, N, H]. out [N, T, H] (return_sequences) or [N, H]
+--     (the last step's); state the final states in the same form. go_backwards reads x from its
+--     last step to its first and returns the outputs in that processing order (Keras); the final
+--     states are those after the last step processed. With several layers only the first reads
+--     backwards (the others read its output, already in processing order).
+--   dropout: applied to each layer's output except the last's, in training mode only (PyTorch).
+-- Parameters per layer k = 0 .. num_layers-1, PyTorch's names and layouts: weight_ih_l<k>
+-- [G*H, in], weight_hh_l<k> [G*H, H], bias_ih_l<k>, bias_hh_l<k> [G*H], G = 4 (LSTM: i, f, g, o),
+-- 3 (GRU: r, z, n) or 1; every one drawn from U(-1/sqrt(H), 1/sqrt(H)) (PyTorch's init).
+local ffi = require 'ffi'
+local fnn_tensor = require 'fastnn.tensor'
+local nn = require 'fastnn.nn'
+local noise = require 'fastnn.nn._noise'
+local C = fnn_tensor.C
+local new, done, istype, shape_str, parse_shape = fnn_tensor.new, fnn_tensor.done, fnn_tensor.is_tensor,
+   fnn_tensor.shape_str, fnn_tensor.parse_shape
+local Param = nn.Param
+local stack = require('fastnn.ops.shape').stack
+
+local M = {}
+
+local KINDS = {
+   rnn_tanh = {gates = 1, cfn = 'fnn_rnn_tanh', cell = false},
+   lstm = {gates = 4, cfn = 'fnn_lstm', cell = true},
+   gru = {gates = 3, cfn = 'fnn_gru', cell = false},
+}
+
+local function raise(level) error(ffi.string(C.fnn_last_error()), level + 1) end
+
+local function uniform(rows, cols, bound)
+   local n, buf = parse_shape('recurrent', false, cols and {rows, cols} or {rows})
+   local out = new()
+   if C.fnn_uniform(out, n, buf, -bound, bound) ~= 0 then raise(2) end
+   return done(out)
+end
+
+local function is_size(v, min) return type(v) == 'number' and v == math.floor(v) and v >= min end
+
+local OPTION_NAMES = {num_layers = true, bias = true, return_sequences = true, go_backwards = true, dropout = true,
+                      units = true, hidden_size = true, input_size = true, batch_first = true, use_bias = true}
+
+-- the options table, checked; errors at the user's line (1 here, 2 __init, 3 Class(), 4 the user)
+local function read_options(who, opts)
+   if opts == nil then opts = {} end
+   if type(opts) ~= 'table' then
+      error(('%s: options must be a table like {num_layers = 2}, got a %s'):format(who, type(opts)), 4)
+   end
+   for k in pairs(opts) do
+      if not OPTION_NAMES[k] then error(('%s: unknown option %s'):format(who, tostring(k)), 4) end
+   end
+   if opts.batch_first == false then
+      error(('%s: only batch-first input [N, T, F] is supported (batch_first = true)'):format(who), 4)
+   end
+   local o = {num_layers = opts.num_layers or 1, bias = opts.bias ~= false and opts.use_bias ~= false,
+              return_sequences = opts.return_sequences ~= false, go_backwards = opts.go_backwards == true,
+              dropout = opts.dropout or 0}
+   if not is_size(o.num_layers, 1) then
+      error(('%s: num_layers is %s, expected a positive integer'):format(who, tostring(o.num_layers)), 4)
+   end
+   local d = o.dropout
+   if type(d) ~= 'number' or d ~= d or d < 0 or d >= 1 then
+      error(('%s: dropout is %s, expected a number in [0, 1)'):format(who, tostring(d)), 4)
+   end
+   return o
+end
+
+function M.class(name, kind)
+   local spec = KINDS[kind]
+   local G, cell = spec.gates, spec.cell
+   local cls = nn.Module:extend(name)
+
+   -- (input_size, hidden_size, opts) or {units = H, input_size = I, ...}
+   function cls:__init(input_size, hidden_size, opts)
+      local who = 'nn.' .. name
+      if type(input_size) == 'table' then
+         opts = input_size
+         input_size, hidden_size = opts.input_size, opts.units or opts.hidden_size
+         if not is_size(hidden_size, 1) then
+            error(('%s: units is %s, expected a positive integer (%s{units = H})'):format(
+               who, tostring(hidden_size), who), 3)
+         end
+      elseif not is_size(hidden_size, 1) then
+         error(('%s: hidden_size is %s, expected a positive integer (%s(input_size, hidden_size, {...}))'):format(
+            who, tostring(hidden_size), who), 3)
+      end
+      if input_size ~= nil and not is_size(input_size, 0) then
+         error(('%s: input_size is %s, expected a non-negative integer'):format(who, tostring(input_size)), 3)
+      end
+      local o = read_options(who, opts)
+      rawset(self, '_opts', o)
+      self.hidden_size, self.num_layers = hidden_size, o.num_layers
+      self.return_sequences, self.go_backwards, self.dropout = o.return_sequences, o.go_backwards, o.dropout
+      if input_size then self:_make_params(input_size) end
+   end
+
+   function cls:_make_params(input_size)
+      local H = self.hidden_size
+      self.input_size = input_size
+      local bound = 1 / math.sqrt(H)
+      for k = 0, self.num_layers - 1 do
+         local width = k == 0 and input_size or H
+         self:register_parameter('weight_ih_l' .. k, Param(uniform(G * H, width, bound)))
+         self:register_parameter('weight_hh_l' .. k, Param(uniform(G * H, H, bound)))
+         if self._opts.bias then
+            self:register_parameter('bias_ih_l' .. k, Param(uniform(G * H, nil, bound)))
+            self:register_parameter('bias_hh_l' .. k, Param(uniform(G * H, nil, bound)))
+         end
+      end
+   end
+
+   -- build{N, T, F} (Keras): makes the parameters of a lazy layer; returns the output shape
+   function cls:build(shape)
+      if type(shape) ~= 'table' or #shape ~= 3 then
+         error(('%s: build expects the input shape {N, T, features}, got %s'):format(self:short_str(),
+            type(shape) == 'table' and ('[' .. table.concat(shape, ',') .. ']') or type(shape)), 2)
+      end
+      if self.input_size == nil then self:_make_params(shape[3])
+      elseif shape[3] ~= self.input_size then
+         error(('%s: input shape [%s] has %s features, expected %d'):format(self:short_str(),
+            table.concat(shape, ','), tostring(shape[3]), self.input_size), 2)
+      end
+      return self:output_shape(shape)
+   end
+
+   function cls:output_shape(shape)
+      if self.return_sequences then return {shape[1], shape[2], self.hidden_size} end
+      return {shape[1], self.hidden_size}
+   end
+
+   -- a state tensor must be [num_layers, N, H]; level counts from the caller of this
+   local function check_state(self, what, s, N, level)
+      local L, H = self.num_layers, self.hidden_size
+      if not istype(s) then
+         error(('%s: state %s is a %s, expected a tensor [num_layers, N, H] = [%d,%d,%d]'):format(
+            self:short_str(), what, type(s), L, N, H), level + 1)
+      end
+      if s.ndim ~= 3 or tonumber(s.shape_[0]) ~= L or tonumber(s.shape_[1]) ~= N or tonumber(s.shape_[2]) ~= H then
+         error(('%s: state %s %s is not [num_layers, N, H] = [%d,%d,%d]'):format(
+            self:short_str(), what, shape_str(s), L, N, H), level + 1)
+      end
+      return s
+   end
+
+   local cfn = C[spec.cfn]
+
+   function cls:forward(x, state)
+      if not istype(x) then
+         error(('%s: input is a %s, expected a tensor [N, T, features]'):format(self:short_str(), type(x)), 2)
+      end
+      if x.ndim ~= 3 then
+         error(('%s: input %s is not [N, T, features] (batch first)'):format(self:short_str(), shape_str(x)), 2)
+      end
+      if self.input_size == nil then self:_make_params(tonumber(x.shape_[2])) end
+      if tonumber(x.shape_[2]) ~= self.input_size then
+         error(('%s: input %s has %d features, expected %d'):format(
+            self:short_str(), shape_str(x), tonumber(x.shape_[2]), self.input_size), 2)
+      end
+      if x.shape_[1] < 1 then
+         error(('%s: input %s has no time steps'):format(self:short_str(), shape_str(x)), 2)
+      end
+      local N, T, L = tonumber(x.shape_[0]), tonumber(x.shape_[1]), self.num_layers
+      local h0s, c0s
+      if state ~= nil then
+         if cell then
+            if type(state) ~= 'table' or istype(state) then
+               error(('%s: state is a %s, expected {h, c}, each [num_layers, N, H]'):format(
+                  self:short_str(), istype(state) and 'tensor' or type(state)), 2)
+            end
+            h0s = check_state(self, 'h', state[1], N, 2)
+            c0s = check_state(self, 'c', state[2], N, 2)
+         else
+            h0s = check_state(self, 'h', state, N, 2)
+         end
+      end
+      local input, hs, cs = x, {}, {}
+      local drop = self.training and self.dropout > 0
+      for k = 0, L - 1 do
+         local w_ih, w_hh = self['weight_ih_l' .. k]:tensor(), self['weight_hh_l' .. k]:tensor()
+         local bi, bh = self['bias_ih_l' .. k], self['bias_hh_l' .. k]
+         local h0 = h0s and h0s:select(1, k + 1) or nil
+         local c0 = c0s and c0s:select(1, k + 1) or nil
+         local rev = (k == 0 and self.go_backwards) and 1 or 0
+         local out = new()
+         local rc
+         if cell then
+            rc = cfn(out, input, h0, c0, w_ih, w_hh, bi and bi:tensor() or nil, bh and bh:tensor() or nil, rev)
+         else
+            rc = cfn(out, input, h0, w_ih, w_hh, bi and bi:tensor() or nil, bh and bh:tensor() or nil, rev)
+         end
+         if rc ~= 0 then raise(2) end
+         out = done(out)
+         -- out [N, T, H] (LSTM [N, T+1, H], the final cell state as row T+1)
+         local seq = cell and out:narrow(2, 1, T) or out
+         hs[k + 1] = out:select(2, T)
+         if cell then cs[k + 1] = out:select(2, T + 1) end
+         if drop and k < L - 1 then
+            local keep = 1 - self.dropout
+            seq = seq * noise.like(noise.bernoulli(3, seq.shape_, keep) * (1 / keep), seq)
+         end
+         input = seq
+      end
+      -- final states [L, N, H]
+      local final = L == 1 and hs[1]:unsqueeze(1) or stack(hs, 1)
+      if cell then final = {final, L == 1 and cs[1]:unsqueeze(1) or stack(cs, 1)} end
+      if self.return_sequences then return input, final end
+      return hs[L], final
+   end
+
+   -- a fresh layer with the same configuration (Bidirectional's second direction); `flip` inverts go_backwards
+   function cls:_clone_config(flip)
+      local o = self._opts
+      local opts = {num_layers = o.num_layers, bias = o.bias, return_sequences = o.return_sequences,
+                    go_backwards = (o.go_backwards ~= (flip == true)), dropout = o.dropout}
+      local c = getmetatable(self)
+      if self.input_size == nil then
+         opts.units = self.hidden_size
+         return c(opts)
+      end
+      return c(self.input_size, self.hidden_size, opts)
+   end
+
+   function cls:short_str()
+      local o, parts = self._opts, {}
+      if o.num_layers ~= 1 then parts[#parts + 1] = 'num_layers=' .. o.num_layers end
+      if not o.bias then parts[#parts + 1] = 'no bias' end
+      if not o.return_sequences then parts[#parts + 1] = 'return_sequences=false' end
+      if o.go_backwards then parts[#parts + 1] = 'go_backwards' end
+      if o.dropout > 0 then parts[#parts + 1] = ('dropout=%g'):format(o.dropout) end
+      return ('nn.%s(%s -> %d%s)'):format(name, self.input_size and tostring(self.input_size) or '?',
+         self.hidden_size, #parts > 0 and (', ' .. table.concat(parts, ', ')) or '')
+   end
+
+   return cls
+end
+
+return M
