@@ -440,11 +440,14 @@ describe('nn.BeamSearch', function()
          local V = 3 + seed % 4
          local step = markov(random_table(V, seed))
          for _, eos in ipairs{V, 2, false} do
-            local bs = nn.BeamSearch{width = 1, max_len = 7, eos = eos or nil, length_penalty = 0}
             local want, want_lp = greedy(step, {1}, eos, 7)
-            local ids, score = bs:search(step, {1})
-            assert.same(want, ids)
-            assert.is_true(math.abs(score - want_lp) <= 1e-12)
+            for _, alpha in ipairs{0, 1, 2} do   -- whatever the length penalty
+               local bs = nn.BeamSearch{width = 1, max_len = 7, eos = eos or nil, length_penalty = alpha}
+               local ids, score = bs:search(step, {1})
+               assert.same(want, ids)
+               local len = #ids - 1
+               assert.is_true(math.abs(score - want_lp / len ^ alpha) <= 1e-12)
+            end
          end
       end
       -- exact ties: the smaller id wins, as argmax's first maximum
@@ -485,11 +488,13 @@ describe('nn.BeamSearch', function()
       local step, vals = markov({{0, 0.2, 0.8}, {0, 0.99, 0.01}, {1 / 3, 1 / 3, 1 / 3}})
       local tens = {1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}
       assert.same(tens, (exhaustive(vals, {1}, 3, 10, 1)))
-      assert.same(tens, (nn.BeamSearch{width = 1, max_len = 10, eos = 3, length_penalty = 1}:search(step, {1})))
-      -- without the penalty the first, most probable hypothesis wins, and width 1 is greedy again
-      assert.same({1, 3}, (exhaustive(vals, {1}, 3, 10, 0)))
+      assert.same(tens, (nn.BeamSearch{width = 2, max_len = 10, eos = 3, length_penalty = 1}:search(step, {1})))
+      -- width 1 is greedy under any penalty: eos, the best first token, ends it
       assert.same({1, 3}, (greedy(step, {1}, 3, 10)))
-      assert.same({1, 3}, (nn.BeamSearch{width = 1, max_len = 10, eos = 3, length_penalty = 0}:search(step, {1})))
+      assert.same({1, 3}, (nn.BeamSearch{width = 1, max_len = 10, eos = 3, length_penalty = 1}:search(step, {1})))
+      -- without the penalty the first, most probable hypothesis wins
+      assert.same({1, 3}, (exhaustive(vals, {1}, 3, 10, 0)))
+      assert.same({1, 3}, (nn.BeamSearch{width = 2, max_len = 10, eos = 3, length_penalty = 0}:search(step, {1})))
    end)
 
    it('agrees with exhaustive search on random tables at full width, with and without length penalty', function()

@@ -18,8 +18,9 @@
 -- longer ones, below 0 shorter ones. max_len counts generated ids, not the prefix. The search stops
 -- when `width` hypotheses have finished and no live beam can beat the worst of them any more (an
 -- exact bound: log-probabilities only fall, and with length_penalty > 0 the most lenient length is
--- max_len), when no beam is left, or after max_len steps. With width 1 and length_penalty 0 this is
--- greedy decoding (the argmax each step, the first of equal maxima, until eos or max_len).
+-- max_len), when no beam is left, or after max_len steps. Width 1 is greedy decoding whatever the
+-- penalty (the argmax each step, the first of equal maxima, until eos or max_len), as Hugging Face's
+-- num_beams = 1.
 -- Not a Module: it has no parameters, only its four settings.
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
@@ -195,6 +196,7 @@ function BeamSearch:search(step, prefix)
                add_hyp(hyps, width, {ids = copy(seq, eos), logprob = clp[c], len = t,
                                      score = clp[c] / t ^ alpha})
             end
+            if width == 1 then break end   -- width 1 is greedy decoding: the best token, eos, ends it
          else
             live[#live + 1] = {seq = copy(seq, cid[c]), logp = clp[c]}
             if #live == width then break end
