@@ -123,6 +123,23 @@ static int layer_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
 }
 static const fnn_op_def LAYER_NORM = {{"layer_norm", "norm", 1, 0}, layer_norm_backward, FNN_EMBEDS_NONE};
 
+/* the node of a norm op: iattr[0] = its integer (normalized size, training flag, groups),
+ * iattr[1] = has weight, attr[0] = eps; saved x and w as the forward read them (the contiguous
+ * copies xc / wc when one was made, so the backward reads them flat) and the per-row statistics */
+static int record_norm(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int64_t k,
+                       double eps, const fnn_tensor *x, const fnn_tensor *xc, const fnn_tensor *stats,
+                       const fnn_tensor *w, const fnn_tensor *wc) {
+    fnn_node *n = fnn_attach_node(out, def, nin, ins);
+    if (!n) return fnn_last_status();
+    n->iattr[0] = k;
+    n->iattr[1] = w != NULL;
+    n->attr[0] = eps;
+    if (fnn_save(n, 0, fnn_tensor_is_contiguous(x) ? x : xc) || fnn_save(n, 1, stats) ||
+        (w && fnn_save(n, 2, fnn_tensor_is_contiguous(w) ? w : wc)))
+        return fnn_last_status();
+    return FNN_STATUS_OK;
+}
+
 /* check an optional affine tensor: same device as x, `normalized` elements */
 static int ln_check_affine(const fnn_tensor *x, const fnn_tensor *t, const char *what, int64_t normalized) {
     if (!t) return FNN_STATUS_OK;
@@ -173,19 +190,7 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
         ln_fwd_args a = {xp, wp, bp, fnn_data(out), grad ? fnn_data(&stats) : NULL, normalized, eps};
         fnn_parallel_for(rows, fnn_threads_for(total * 4), ln_fwd_rows, &a);   /* 3 passes + a sqrt per row */
     }
-    if (!rc && grad) {
-        fnn_node *n = fnn_attach_node(out, &LAYER_NORM, 3, ins);
-        if (!n) rc = fnn_last_status();
-        else {
-            n->iattr[0] = normalized;
-            n->iattr[1] = w != NULL;
-            n->attr[0] = eps;
-            /* x as read (the contiguous copy when one was made), so the backward reads it flat */
-            if (fnn_save(n, 0, fnn_tensor_is_contiguous(x) ? x : &xc) || fnn_save(n, 1, &stats) ||
-                (w && fnn_save(n, 2, fnn_tensor_is_contiguous(w) ? w : &wc)))
-                rc = fnn_last_status();
-        }
-    }
+    if (!rc && grad) rc = record_norm(&LAYER_NORM, out, 3, ins, normalized, eps, x, &xc, &stats, w, &wc);
     fnn_tensor_clear(&xc);
     fnn_tensor_clear(&wc);
     fnn_tensor_clear(&bc);
@@ -577,18 +582,7 @@ int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_va
             fnn_parallel_for(N, threads, bn_apply_rows, &a);
         }
     }
-    if (!rc && grad) {
-        fnn_node *n = fnn_attach_node(out, &BATCH_NORM, 3, ins);
-        if (!n) rc = fnn_last_status();
-        else {
-            n->iattr[0] = training != 0;
-            n->iattr[1] = w != NULL;
-            n->attr[0] = eps;
-            if (fnn_save(n, 0, fnn_tensor_is_contiguous(x) ? x : &xc) || fnn_save(n, 1, &stats) ||
-                (w && fnn_save(n, 2, fnn_tensor_is_contiguous(w) ? w : &wc)))
-                rc = fnn_last_status();
-        }
-    }
+    if (!rc && grad) rc = record_norm(&BATCH_NORM, out, 3, ins, training != 0, eps, x, &xc, &stats, w, &wc);
     if (block) fnn_free(x->device, block, bytes);
     fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&bc);
     fnn_tensor_clear(&mc); fnn_tensor_clear(&vc); fnn_tensor_clear(&stats);
@@ -736,18 +730,7 @@ int fnn_group_norm(fnn_tensor *out, const fnn_tensor *x, int64_t groups, const f
     if (!rc && grad && !(rc = fnn_new_output(&stats, x->device, 3, sshape))) a.stats = fnn_data(&stats);
     if (!rc && !(rc = fnn_new_output(out, x->device, x->ndim, x->shape))) a.y = fnn_data(out);
     if (!rc) fnn_parallel_for(N * groups, fnn_threads_for(2 * total), gn_fwd_groups, &a);   /* two passes */
-    if (!rc && grad) {
-        fnn_node *n = fnn_attach_node(out, &GROUP_NORM, 3, ins);
-        if (!n) rc = fnn_last_status();
-        else {
-            n->iattr[0] = groups;
-            n->iattr[1] = w != NULL;
-            n->attr[0] = eps;
-            if (fnn_save(n, 0, fnn_tensor_is_contiguous(x) ? x : &xc) || fnn_save(n, 1, &stats) ||
-                (w && fnn_save(n, 2, fnn_tensor_is_contiguous(w) ? w : &wc)))
-                rc = fnn_last_status();
-        }
-    }
+    if (!rc && grad) rc = record_norm(&GROUP_NORM, out, 3, ins, groups, eps, x, &xc, &stats, w, &wc);
     fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&bc); fnn_tensor_clear(&stats);
     if (rc) fnn_tensor_clear(out);
     return rc;
@@ -890,18 +873,7 @@ int fnn_rms_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, int6
     if (!rc && grad && !(rc = fnn_new_output(&rstd, x->device, 1, &rows))) a.rstd = fnn_data(&rstd);
     if (!rc && !(rc = fnn_new_output(out, x->device, x->ndim, x->shape))) a.y = fnn_data(out);
     if (!rc) fnn_parallel_for(rows, fnn_threads_for(2 * total), rms_fwd_rows, &a);
-    if (!rc && grad) {
-        fnn_node *n = fnn_attach_node(out, &RMS_NORM, 2, ins);
-        if (!n) rc = fnn_last_status();
-        else {
-            n->iattr[0] = normalized;
-            n->iattr[1] = w != NULL;
-            n->attr[0] = eps;
-            if (fnn_save(n, 0, fnn_tensor_is_contiguous(x) ? x : &xc) || fnn_save(n, 1, &rstd) ||
-                (w && fnn_save(n, 2, fnn_tensor_is_contiguous(w) ? w : &wc)))
-                rc = fnn_last_status();
-        }
-    }
+    if (!rc && grad) rc = record_norm(&RMS_NORM, out, 2, ins, normalized, eps, x, &xc, &rstd, w, &wc);
     fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&rstd);
     if (rc) fnn_tensor_clear(out);
     return rc;
