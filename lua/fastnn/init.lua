@@ -16,7 +16,7 @@ local function merge(mod)
 end
 
 for _, name in ipairs{'zeros', 'ones', 'full', 'rand', 'randn', 'empty', 'arange', 'linspace', 'eye',
-                      'randperm', 'manual_seed', 'tensor', 'long', 'zeros_like', 'ones_like', 'full_like',
+                      'randperm', 'manual_seed', 'tensor', 'long', 'uniform', 'zeros_like', 'ones_like', 'full_like',
                       'rand_like', 'randn_like', 'is_tensor', 'shape_str', 'collect', 'set_gc_threshold'} do
    fnn[name] = fnn_tensor[name]
 end

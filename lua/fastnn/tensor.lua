@@ -156,6 +156,17 @@ local function creator(op, cfn)
    end
 end
 M.rand = creator('rand', C.fnn_rand)
+
+-- uniform(shape, lo, hi): U[lo, hi) (what the layers' default initialisations draw)
+function M.uniform(shape, lo, hi)
+   if type(lo) ~= 'number' or type(hi) ~= 'number' then
+      error(('uniform: bounds are %s and %s, expected numbers'):format(type(lo), type(hi)), 2)
+   end
+   local n, buf = parse_shape('uniform', false, shape)
+   local out = new()
+   if C.fnn_uniform(out, n, buf, lo, hi) ~= 0 then fail() end
+   return done(out)
+end
 M.randn = creator('randn', C.fnn_randn)
 
 -- zeros, ones, empty: sizes as varargs or a table, then optionally {dtype = 'int64'}

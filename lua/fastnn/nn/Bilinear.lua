@@ -6,18 +6,12 @@
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local C = fnn_tensor.C
-local new, done, fail, istype, parse_shape, shape_str = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail,
-   fnn_tensor.is_tensor, fnn_tensor.parse_shape, fnn_tensor.shape_str
+local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 local Param = nn.Param
 
 local Bilinear = nn.Module:extend('Bilinear')
 
-local function uniform(shape, bound)
-   local n, buf = parse_shape('Bilinear', false, shape)
-   local out = new()
-   if C.fnn_uniform(out, n, buf, -bound, bound) ~= 0 then fail() end
-   return done(out)
-end
+local function uniform(shape, bound) return fnn_tensor.uniform(shape, -bound, bound) end
 
 function Bilinear:__init(in1, in2, out, opts)
    for i, v in ipairs{in1, in2, out} do

@@ -5,19 +5,13 @@
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local C = fnn_tensor.C
-local new, done, fail, istype, parse_shape = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail,
-   fnn_tensor.is_tensor, fnn_tensor.parse_shape
+local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local fnn_linear = C.fnn_linear
 local Param = nn.Param
 
 local Linear = nn.Module:extend('Linear')
 
-local function uniform(shape, bound)
-   local n, buf = parse_shape('Linear', false, shape)
-   local out = new()
-   if C.fnn_uniform(out, n, buf, -bound, bound) ~= 0 then fail() end
-   return done(out)
-end
+local function uniform(shape, bound) return fnn_tensor.uniform(shape, -bound, bound) end
 
 function Linear:__init(inputs, outputs, opts)
    for i, v in ipairs{inputs, outputs} do

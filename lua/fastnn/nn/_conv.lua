@@ -9,8 +9,7 @@ local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local conv = require 'fastnn.ops.conv'
 local C = fnn_tensor.C
-local new, done, fail, istype, parse_shape, shape_str = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail,
-   fnn_tensor.is_tensor, fnn_tensor.parse_shape, fnn_tensor.shape_str
+local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 local tuple, parse, run = conv._tuple, conv._parse, conv._run
 local Param = nn.Param
 local floor, concat = math.floor, table.concat
@@ -19,12 +18,7 @@ local M = {}
 M.run = run
 M.LAYOUT = {'[N, C, L] or [C, L]', '[N, C, H, W] or [C, H, W]', '[N, C, D, H, W] or [C, D, H, W]'}
 
-local function uniform(shape, bound)
-   local n, buf = parse_shape('conv', false, shape)
-   local out = new()
-   if C.fnn_uniform(out, n, buf, -bound, bound) ~= 0 then fail() end
-   return done(out)
-end
+local function uniform(shape, bound) return fnn_tensor.uniform(shape, -bound, bound) end
 
 -- `level` below is the user's level as seen from the function's caller
 function M.check_positive(name, what, v, level)

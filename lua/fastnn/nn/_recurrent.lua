@@ -24,8 +24,7 @@ local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local noise = require 'fastnn.nn._noise'
 local C = fnn_tensor.C
-local new, done, istype, shape_str, parse_shape = fnn_tensor.new, fnn_tensor.done, fnn_tensor.is_tensor,
-   fnn_tensor.shape_str, fnn_tensor.parse_shape
+local new, done, istype, shape_str = fnn_tensor.new, fnn_tensor.done, fnn_tensor.is_tensor, fnn_tensor.shape_str
 local Param = nn.Param
 local stack = require('fastnn.ops.shape').stack
 
@@ -40,10 +39,7 @@ local KINDS = {
 local function raise(level) error(ffi.string(C.fnn_last_error()), level + 1) end
 
 local function uniform(rows, cols, bound)
-   local n, buf = parse_shape('recurrent', false, cols and {rows, cols} or {rows})
-   local out = new()
-   if C.fnn_uniform(out, n, buf, -bound, bound) ~= 0 then raise(2) end
-   return done(out)
+   return fnn_tensor.uniform(cols and {rows, cols} or {rows}, -bound, bound)
 end
 
 local function is_size(v, min) return type(v) == 'number' and v == math.floor(v) and v >= min end
