@@ -43,9 +43,10 @@ FASTNN_HOST_API int fastnn_lua_open(lua_State *L);
  * `pcall` catches it and a training loop can save a checkpoint; a second Ctrl-C before the
  * first was handled kills the process. One lua_State per process at a time (a signal has no
  * thread to go to); the launcher calls it around each chunk it runs.
- * LuaJIT caveat (the luajit CLI has it too): hooks do not run inside compiled traces, so a
- * loop that the JIT compiled whole, and that calls no Lua function that leaves the trace,
- * is not stopped by the hook; such loops poll fastnn_interrupted() instead. */
+ * Hooks do not run inside JIT-compiled traces (the luajit CLI has the same caveat), so every
+ * tensor op also reads the flag (fastnn_lua_open leaves its address in the registry): a
+ * compiled loop that does tensor work stops at its next op. A compiled loop with no tensor
+ * op and no call that leaves the trace polls fastnn_interrupted() instead. */
 FASTNN_HOST_API void fastnn_lua_catch_sigint(lua_State *L, int on);
 
 /* 1 when Ctrl-C was pressed since the last call and no "interrupted" error was raised for

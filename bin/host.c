@@ -112,6 +112,8 @@ static void resolve(host_paths *p) {
     }
 }
 
+static atomic_int interrupt_pending;             /* a Ctrl-C not yet handled (below) */
+
 /* Runs under lua_cpcall, so a memory error cannot escape to a host outside pcall. */
 static int open_protected(lua_State *L) {
     const host_paths *p = (const host_paths *)lua_touserdata(L, 1);
@@ -135,6 +137,10 @@ static int open_protected(lua_State *L) {
         lua_pushstring(L, p->lib);
         lua_setglobal(L, "FASTNN_LIB_PATH");
     }
+    /* The Ctrl-C flag, read by every tensor op binding (lua/fastnn/tensor.lua): a loop the
+     * JIT compiled into one trace never runs the hook, but it still stops at its next op. */
+    lua_pushlightuserdata(L, (void *)&interrupt_pending);
+    lua_setfield(L, LUA_REGISTRYINDEX, "fastnn.interrupt_flag");
     return 0;
 }
 
@@ -151,7 +157,6 @@ int fastnn_lua_open(lua_State *L) {
 
 /* ---- Ctrl-C ---- */
 
-static atomic_int interrupt_pending;             /* a Ctrl-C not yet handled */
 static _Atomic(lua_State *) sigint_state;        /* the state the hook goes to */
 
 /* Runs at the next safe point of the state after a Ctrl-C: drop the hook, raise. */

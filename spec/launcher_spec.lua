@@ -253,6 +253,33 @@ describe('fastnn-lua', function()
       os.remove(path)
    end)
 
+   it('stops a compiled loop of tensor ops at its next op, at the user\'s line, every time', function()
+      -- x = x + 1 on a tensor compiles into one trace (the binding inlined, one FFI call): the
+      -- host's hook never runs there, so the op bindings read the host's flag themselves
+      local path = script(PRELUDE .. [[
+         local fnn = require 'fastnn'
+         for round = 1, 5 do
+            os.execute('(sleep 0.2; kill -INT ' .. pid .. ') &')
+            local ok, err = pcall(function()
+               local x = fnn.zeros(1)
+               for _ = 1, 1e10 do x = x + 1 end  -- line 10 of the script
+               return 'not interrupted'
+            end)
+            print(round, ok, err)
+         end
+         print('saved checkpoint')
+      ]])
+      local r = run{path}
+      assert.equals('', r.err)
+      assert.equals(0, r.rc)
+      local expected = {}
+      for round = 1, 5 do
+         expected[round] = ('%d\tfalse\t%s:10: interrupted\n'):format(round, path)
+      end
+      assert.equals(table.concat(expected) .. 'saved checkpoint\n', r.out)
+      os.remove(path)
+   end)
+
    it('lets a compiled loop poll fastnn_interrupted(), which consumes the Ctrl-C', function()
       local path = script(PRELUDE .. [[
          print('before', ffi.C.fastnn_interrupted())

@@ -45,7 +45,31 @@ local function collect_gpu()
    gpu_threshold = math.max(256 * 1024 * 1024, tonumber(live_gpu[0]) * 1.4)
 end
 
+-- Ctrl-C. A host that opened this state with fastnn_lua_open (the launcher, embedding hosts)
+-- left the address of its interrupt flag in the registry. Every op reads it, so a loop the JIT
+-- compiled into one trace, where the host's hook never runs, still stops at its next tensor op
+-- with the error "interrupted" at the user's line. Without such a host the flag stays 0.
+local interrupt_flag = ffi.new('int32_t[1]')
+do
+   local host_flag = debug.getregistry()['fastnn.interrupt_flag']
+   if type(host_flag) == 'userdata' then interrupt_flag = ffi.cast('volatile int32_t *', host_flag) end
+end
+local library_dir = '@' .. (debug.getinfo(1, 'S').source:match('^@(.-)fastnn/tensor%.lua$') or '\0') .. 'fastnn/'
+
+local function raise_interrupted()
+   interrupt_flag[0] = 0                   -- consumed: the host's hook then finds nothing to raise
+   local level = 2                         -- the first frame outside these modules is the user's
+   while true do
+      local info = debug.getinfo(level, 'S')
+      if not info then level = 0 break end
+      if info.what ~= 'C' and info.source:sub(1, #library_dir) ~= library_dir then break end
+      level = level + 1
+   end
+   error('interrupted', level)
+end
+
 local function done(out)
+   if interrupt_flag[0] ~= 0 then raise_interrupted() end
    if out.storage ~= nil or out.node ~= nil then
       ffi_gc(out, clear)
       if live_cpu[0] > threshold then collect() end
