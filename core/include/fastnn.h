@@ -469,6 +469,14 @@ FNN_API int fnn_json_size(const fnn_json *j);                    /* children of 
 FNN_API const fnn_json *fnn_json_child(const fnn_json *j, int i);  /* 0-based */
 FNN_API const char *fnn_json_key(const fnn_json *j);
 
+/* ---- png: core/png.c (libpng; the pictures of fastnn.plot) ---- */
+/* path <- a width x height image of 8-bit pixels, channels 1 (grey), 2 (grey + alpha), 3 (RGB) or 4 (RGBA),
+ * rows top first, each width * channels bytes. Atomic: written to path.tmp.<pid>.<n>, then renamed. */
+FNN_API int fnn_png_write(const char *path, int width, int height, int channels, const uint8_t *pixels);
+/* read a PNG: its size and channels (palettes and low bit depths expanded to 8 bits, 16 bits stripped),
+ * and with pixels != NULL its rows, top first, into pixels (cap bytes, at least width * height * channels) */
+FNN_API int fnn_png_read(const char *path, int *width, int *height, int *channels, uint8_t *pixels, int64_t cap);
+
 /* ---- op registry: core/registry.c ---- */
 typedef struct fnn_op_info {
     const char *name;        /* as bound in Lua: "add", "gelu", ... */
