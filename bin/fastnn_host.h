@@ -8,8 +8,12 @@
  *     lua_close(L);
  *
  * Link with the fastnn_host static library (bin/host.c) and LuaJIT; libfastnn itself is
- * loaded by lua/fastnn/C.lua through the FFI. Several threads may each open their own
- * lua_State and call fastnn_lua_open on it at the same time: it keeps no state in C.
+ * loaded by lua/fastnn/C.lua through the FFI (a host that also calls the C API links -lfastnn:
+ *     cc host.c $(pkg-config --cflags --libs fastnn)
+ * and the Lua side then loads that same library). Tensors made in C reach a state without a
+ * copy through fnn.adopt(ptr) (examples/embed_host.c shares one checkpoint among 4 threads).
+ * Several threads may each open their own lua_State and call fastnn_lua_open on it at the same
+ * time: it keeps no state in C.
  * The launcher bin/fastnn-lua is such a host.
  */
 #ifndef FASTNN_HOST_H
@@ -28,8 +32,9 @@ extern "C" {
  *   the build tree; the installed module dir; <program dir>/../share/lua/5.1; the source
  *   tree's lua/ as a last resort. When none exists, package.path is left alone (a
  *   LuaRocks install puts the modules on LuaJIT's default path).
- * - Library: sets the global FASTNN_LIB_PATH to the first existing file of
- *   <build dir>/libfastnn.so (a build-tree program), <installed libdir>/libfastnn.so.0,
+ * - Library: sets the global FASTNN_LIB_PATH to the libfastnn this program is linked with, if
+ *   any (a host that makes tensors in C and hands them to Lua: one core, one allocator); else to
+ *   the first existing file of <build dir>/libfastnn.so (a build-tree program), <installed libdir>/libfastnn.so.0,
  *   <program dir>/../lib/lua/5.1/libfastnn.so (LuaRocks), <program dir>/../lib/libfastnn.so.0,
  *   <build dir>/libfastnn.so. lua/fastnn/C.lua loads $FASTNN_LIB first, then FASTNN_LIB_PATH,
  *   then searches package.cpath and the system linker path.

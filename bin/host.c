@@ -11,6 +11,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -94,6 +95,16 @@ static void resolve(host_paths *p) {
                 break;
             }
         }
+    }
+
+    /* a host linked with libfastnn (pkg-config's -lfastnn): the Lua side must load that very
+     * library, so that tensors the host made and the ones Lua makes share one core */
+    Dl_info linked;
+    void *sym = dlsym(RTLD_DEFAULT, "fnn_version");
+    if (sym && dladdr(sym, &linked) && linked.dli_fname && strstr(linked.dli_fname, "libfastnn") &&
+        is_file(linked.dli_fname)) {
+        if (realpath(linked.dli_fname, p->lib)) return;
+        p->lib[0] = '\0';
     }
 
     /* the library; $FASTNN_LIB needs nothing from us, C.lua reads it first */

@@ -58,6 +58,22 @@ function fnn.live_bytes(device) return tonumber(C.fnn_live_bytes(device == 'cuda
 function fnn.peak_bytes(device) return tonumber(C.fnn_peak_bytes(device == 'cuda' and 1 or 0)) end
 function fnn.empty_cache() C.fnn_empty_cache() end
 
+-- fnn.adopt(ptr): a tensor a C host made, passed as a `const fnn_tensor *` (lightuserdata or cdata).
+-- It shares the host's data without copying: one more reference (atomic; this state's GC drops it),
+-- and no graph node (detached), so several lua_States in several threads may adopt the same tensor.
+-- Read-only like every tensor; nn.Param copies it, so no optimizer ever writes into it.
+function fnn.adopt(ptr)
+   local kind = type(ptr)
+   if kind ~= 'userdata' and kind ~= 'cdata' then
+      error(('adopt: expected a pointer to an fnn_tensor, got a %s'):format(kind), 2)
+   end
+   local src = ffi.cast('const fnn_tensor *', ptr)
+   if src == nil then error('adopt: the pointer is NULL', 2) end
+   local out = fnn_tensor.new()
+   if C.fnn_detach(out, src) ~= 0 then error(ffi.string(C.fnn_last_error()):gsub('^detach', 'adopt'), 2) end
+   return fnn_tensor.done(out)
+end
+
 -- try_ forms: the same call, returning nil, message instead of raising
 local function strip_where(msg)
    if type(msg) ~= 'string' then return msg end
