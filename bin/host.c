@@ -174,7 +174,12 @@ static _Atomic(lua_State *) sigint_state;        /* the state the hook goes to *
 static void interrupt_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     lua_sethook(L, NULL, 0, 0);
-    if (atomic_exchange(&interrupt_pending, 0)) luaL_error(L, "interrupted");
+    if (!atomic_exchange(&interrupt_pending, 0)) return;   /* an op binding raised it already */
+    /* fastnn's own raiser puts the error at the user's line, not inside a binding */
+    lua_getfield(L, LUA_REGISTRYINDEX, "fastnn.raise_interrupted");
+    if (lua_isfunction(L, -1)) lua_call(L, 0, 0);
+    lua_pop(L, 1);
+    luaL_error(L, "interrupted");
 }
 
 /* Async-signal-safe: atomics, lua_sethook (as luajit.c does), signal and raise. */

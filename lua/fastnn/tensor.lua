@@ -67,6 +67,8 @@ local function raise_interrupted()
    end
    error('interrupted', level)
 end
+-- the host's hook raises through it too, when the Ctrl-C lands outside a trace
+debug.getregistry()['fastnn.raise_interrupted'] = raise_interrupted
 
 local function done(out)
    if interrupt_flag[0] ~= 0 then raise_interrupted() end
