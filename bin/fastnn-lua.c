@@ -310,6 +310,25 @@ static int runstdin(lua_State *L) {
     return report(L, status);
 }
 
+/* After an uncaught error: a rank of a distributed job (fastnn.distributed loaded) ends the
+ * whole job through the module's _abort_on_error (MPI_Abort), so the other ranks are not left
+ * waiting in a collective. Does nothing in a plain run. */
+static void abort_distributed(lua_State *L) {
+    int top = lua_gettop(L);
+    lua_getglobal(L, "package");
+    if (lua_istable(L, -1)) {
+        lua_getfield(L, -1, "loaded");
+        if (lua_istable(L, -1)) {
+            lua_getfield(L, -1, "fastnn.distributed");
+            if (lua_istable(L, -1)) {
+                lua_getfield(L, -1, "_abort_on_error");
+                if (lua_isfunction(L, -1)) lua_pcall(L, 0, 0, 0);
+            }
+        }
+    }
+    lua_settop(L, top);
+}
+
 static int pmain(lua_State *L) {
     cmdline *c = (cmdline *)lua_touserdata(L, 1);
     lua_settop(L, 0);
@@ -332,9 +351,9 @@ static int pmain(lua_State *L) {
     }
     setargs(L, c);
 
-    if (runargs(L, c) != 0) { c->status = 1; return 0; }
+    if (runargs(L, c) != 0) { abort_distributed(L); c->status = 1; return 0; }
     if (c->script < c->argc) {
-        if (runscript(L, c) != 0) { c->status = 1; return 0; }
+        if (runscript(L, c) != 0) { abort_distributed(L); c->status = 1; return 0; }
     }
     if (c->interactive) {
         repl(L);

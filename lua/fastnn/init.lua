@@ -106,6 +106,7 @@ add_tries(fnn)
 -- sub-modules load on first use: fnn.nn, fnn.optim, fnn.data, fnn.init, fnn.cuda, fnn.plot
 local submodules = {nn = 'fastnn.nn', optim = 'fastnn.optim', data = 'fastnn.data', init = 'fastnn.initializers',
                     cuda = 'fastnn.cuda', serialize = 'fastnn.serialize', plot = 'fastnn.plot'}
+submodules.distributed = 'fastnn.distributed'   -- data parallel (libfastnn_dist, -DFASTNN_MPI=ON)
 setmetatable(fnn, {__index = function(t, k)
    if submodules[k] then
       local m = require(submodules[k])

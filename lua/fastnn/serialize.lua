@@ -603,9 +603,18 @@ local function info_impl(path)
    end)
 end
 
-M.save = public(save_impl)
+-- in distributed mode (fastnn.distributed initialized with several ranks) rank 0 writes and
+-- every rank then waits at a barrier, so a load that follows sees the file on every rank
+local function on_main(impl)
+   return function(...)
+      local dist = package.loaded['fastnn.distributed']
+      if dist and dist.is_initialized() then return dist._on_main(impl, ...) end
+      return impl(...)
+   end
+end
+M.save = public(on_main(save_impl))
 M.load = public(load_impl)
-M.save_training = public(save_training_impl)
+M.save_training = public(on_main(save_training_impl))
 M.load_training = public(load_training_impl)
 M.save_safetensors = public(save_safetensors_impl)
 M.load_safetensors = public(load_safetensors_impl)

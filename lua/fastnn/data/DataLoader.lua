@@ -103,8 +103,47 @@ function DataLoader:is_prefetching()
    return self._prefetch > 0 and type(self.dataset.prefetch_source) == 'function'
 end
 
+-- shard(rank, world): this rank's part of every pass, for data parallel (PyTorch's
+-- DistributedSampler). Every rank draws the same permutation (the loader's own stream; seed 0
+-- unless seed(n) is given) and takes its items rank+1, rank+1+world, ... (rank is 0-based, as
+-- fastnn.distributed.rank()), so the ranks' slices are disjoint and together cover the pass.
+-- Every rank gets the same count, so all run the same number of steps: ceil(n/world) items,
+-- the last ranks wrapping around to the first items of the permutation when world does not
+-- divide n; with drop_last, floor(n/world) items (the tail of the permutation is dropped),
+-- then whole batches only. The batch at step k of the world is the batch at step k of one
+-- process at batch world*B over the same permutation.
+function DataLoader:shard(rank, world)
+   if type(world) ~= 'number' or world < 1 or world ~= floor(world) then
+      error(('DataLoader:shard: world size is %s, expected a positive integer'):format(tostring(world)), 2)
+   end
+   if type(rank) ~= 'number' or rank < 0 or rank >= world or rank ~= floor(rank) then
+      error(('DataLoader:shard: rank is %s, expected 0..%d (0-based, as distributed.rank())'):format(
+         tostring(rank), world - 1), 2)
+   end
+   self._shard = {rank = rank, world = world}
+   if self._rng == nil then self._rng = seed_state(0) end   -- the same permutation on every rank
+   return self
+end
+
+-- the number of items of one pass on this rank
+local function shard_count(self, n)
+   local w = self._shard.world
+   if self._drop_last then return floor(n / w) end
+   return floor((n + w - 1) / w)
+end
+
+-- this rank's ids of the pass order ids (n ids): positions rank, rank + world, ... (wrapping)
+local function shard_ids(self, ids, n)
+   local r, w = self._shard.rank, self._shard.world
+   local m = shard_count(self, n)
+   local out = ffi.new('int64_t[?]', math.max(m, 1))
+   for j = 0, m - 1 do out[j] = ids[(r + j * w) % n] end
+   return out, m
+end
+
 function DataLoader:len()
    local n, b = self.dataset:len(), self.batch_size
+   if self._shard then n = shard_count(self, n) end
    if self._drop_last then return floor(n / b) end
    return floor((n + b - 1) / b)
 end
@@ -246,6 +285,7 @@ function DataLoader:iter()
    local ds, b = self.dataset, self.batch_size
    local n = ds:len()
    local ids = order_of(self, n)
+   if self._shard then ids, n = shard_ids(self, ids, n) end
    local limit = self._drop_last and floor(n / b) * b or n
    if self:is_prefetching() then
       local it = iter_prefetch(self, ids, limit)   -- not a tail call: errors count levels from here
