@@ -63,7 +63,37 @@ typedef struct fnn_backend {
     int (*gemm)(int ordinal, int trans_a, int trans_b, int m, int n, int k, float alpha,
                 const float *a, int lda, int64_t stride_a, const float *b, int ldb, int64_t stride_b,
                 float beta, float *c, int ldc, int64_t stride_c, int batch);
+    /* ---- the device families (cuda/copy.cu map.cu reduction.cu optim.cu random.cu); NULL on the CPU ---- */
+    /* dst (contiguous) = src's elements in row-major order, elements of esize bytes (4 or 8) */
+    int (*strided_copy)(int ordinal, void *dst, const void *src, int esize, int ndim, const int64_t *shape,
+                        const int64_t *stride);
+    /* y = op(x[0], x[1], x[2]) over shape, op an FNN_MAP_* code (core/ops/elementwise_ops.h); input k's
+     * strides at stride[k * FNN_MAX_DIMS + d], 0 where broadcast; y contiguous; k0, k1 the op's numbers */
+    int (*map)(int ordinal, int op, float *y, const float *const *x, const int64_t *stride, int ndim,
+               const int64_t *shape, float k0, float k1);
+    /* an FNN_RED_* op over contiguous x [O, R, I] -> y [O, I] (idx: 1-based positions, max/min only,
+     * may be NULL); the softmax ops give y [O, R, I] */
+    int (*reduce)(int ordinal, int op, float *y, int64_t *idx, const float *x, int64_t O, int64_t R, int64_t I,
+                  double k0, double k1);
+    /* its backward: dx [O, R, I] from g [O, I] ([O, R, I] for softmax), the input x, the forward's y and idx
+     * (each NULL when the rule does not read it) */
+    int (*reduce_grad)(int ordinal, int op, float *dx, const float *g, const float *x, const float *y,
+                       const int64_t *idx, int64_t O, int64_t R, int64_t I, double k0, double k1);
+    /* a fused FNN_OPT_* step over n contiguous elements: w param, g gradient, s0..s2 state (NULL when
+     * unused), k the op's constants (see cuda/optim.cu) */
+    int (*optim)(int ordinal, int op, int64_t n, float *w, const float *g, float *s0, float *s1, float *s2,
+                 const float *k);
+    /* y[n] = FNN_RNG_* draws from the Philox stream (seed, subsequence offset): uniform in [k0, k1),
+     * normal (mean k0, std k1), bernoulli (1 with probability k0) */
+    int (*random)(int ordinal, int op, float *y, int64_t n, uint64_t seed, uint64_t offset, double k0, double k1);
 } fnn_backend;
+/* the reduce / reduce_grad ops (mean is SUM with k0 = 1/R; var: k0 ddof, k1 1 for std; norm: k0 = p;
+ * TIES and SELECT are gradients only: max/min over everything, and along a dim through idx) */
+enum { FNN_RED_SUM, FNN_RED_PROD, FNN_RED_VAR, FNN_RED_NORM, FNN_RED_LSE, FNN_RED_MAX, FNN_RED_MIN,
+       FNN_RED_TIES, FNN_RED_SELECT, FNN_RED_SOFTMAX, FNN_RED_LOG_SOFTMAX };
+enum { FNN_OPT_SGD, FNN_OPT_ADAM, FNN_OPT_AMSGRAD, FNN_OPT_RMSPROP, FNN_OPT_ADAGRAD, FNN_OPT_ADADELTA, FNN_OPT_RADAM,
+       FNN_OPT_LION, FNN_OPT_DECAY, FNN_OPT_LERP };
+enum { FNN_RNG_UNIFORM, FNN_RNG_NORMAL, FNN_RNG_BERNOULLI };
 void fnn_register_backend(int device_type, const fnn_backend *b);
 #ifdef FASTNN_WITH_CUDA
 void fnn_cuda_register(void);   /* cuda/backend.cu: registers the CUDA backend table */

@@ -43,6 +43,40 @@ static int check_state(const char *op, const char *what, const fnn_tensor *s, co
     return FNN_STATUS_OK;
 }
 
+/* on a device: the update runs there (cuda/optim.cu, FNN_OPT_* code) with constants k computed on the
+ * host; states[k] (NULL: unused) must be contiguous, shaped like the param and on its device */
+static int device_step(const char *op, int code, fnn_node *p, fnn_tensor *const *states, const char *const *names,
+                       int nstates, const float *k) {
+    if (p->leaf_grad.ndim < 0) return FNN_STATUS_OK;
+    const fnn_backend *be = fnn_backend_for(p->value.device);
+    FNN_CHECK(be && be->optim, FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
+    FNN_CHECK(fnn_same_shape(&p->leaf_grad, &p->value) && p->leaf_grad.device == p->value.device &&
+              fnn_tensor_is_contiguous(&p->value), FNN_STATUS_INTERNAL,
+              "%s: gradient %s does not match param %s (please report)", op, fnn_shape_of(&p->leaf_grad).s,
+              fnn_shape_of(&p->value).s);
+    float *s[3] = {NULL, NULL, NULL};
+    for (int j = 0; j < nstates; j++) {
+        if (!states[j]) continue;
+        FNN_TRY(fnn_check_input(op, states[j]));
+        FNN_CHECK(fnn_same_shape(states[j], &p->value) && fnn_tensor_is_contiguous(states[j]) &&
+                  states[j]->device == p->value.device, FNN_STATUS_SHAPE,
+                  "%s: %s %s does not match param %s (make it with zeros of the param's shape, on its device)", op,
+                  names[j], fnn_shape_of(states[j]).s, fnn_shape_of(&p->value).s);
+        s[j] = fnn_data(states[j]);
+    }
+    fnn_tensor gtmp;
+    int rc;
+    const float *g = fnn_contiguous_data(&p->leaf_grad, &gtmp, &rc);   /* a device copy when expanded */
+    FNN_TRY(rc);
+    rc = be->optim(fnn_device_ordinal(p->value.device), code, fnn_tensor_numel(&p->value), fnn_data(&p->value), g,
+                   s[0], s[1], s[2], k);
+    fnn_tensor_clear(&gtmp);
+    return rc;
+}
+static inline bool on_device(const fnn_node *p) {
+    return p && p->is_leaf && fnn_device_type_of(p->value.device) != FNN_DEVICE_CPU;
+}
+
 /* the SGD update of elements lo..hi-1 (see fnn_optim_sgd) */
 typedef struct {
     float *w, *buf;
@@ -82,6 +116,14 @@ static void sgd_span(void *ctx, int64_t lo, int64_t hi) {
  *   p -= lr * d */
 int fnn_optim_sgd(fnn_node *p, fnn_tensor *momentum_buf, double lr, double momentum, double dampening,
                   double weight_decay, int nesterov, int first_step) {
+    if (on_device(p)) {
+        FNN_CHECK(momentum == 0 || momentum_buf, FNN_STATUS_ARG, "sgd: momentum %g needs a momentum buffer", momentum);
+        fnn_tensor *st[3] = {momentum != 0 ? momentum_buf : NULL, NULL, NULL};
+        const char *names[3] = {"momentum buffer", "", ""};
+        const float k[6] = {(float)lr, (float)weight_decay, (float)momentum, 1.0f - (float)dampening,
+                            (float)(nesterov != 0), (float)(first_step != 0)};
+        return device_step("sgd", FNN_OPT_SGD, p, st, names, 1, k);
+    }
     float *w;
     const float *g;
     fnn_tensor gtmp;
@@ -177,10 +219,20 @@ static void adam_chunks(void *ctx, int64_t lo, int64_t hi) {
  * (the division by sqrt(1 - b2^t) is a multiplication by its reciprocal: one divider use less) */
 int fnn_optim_adam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, fnn_tensor *vmax, double lr, double beta1,
                    double beta2, double eps, double weight_decay, int decoupled, int64_t step) {
-    float *w;
-    const float *g;
+    if (on_device(p)) {
+        FNN_CHECK(step >= 1, FNN_STATUS_ARG, "adam: step %lld, steps count from 1", (long long)step);
+        FNN_CHECK(m && v, FNN_STATUS_ARG, "adam: needs its first and second moments");
+        fnn_tensor *st[3] = {m, v, vmax};
+        const char *names[3] = {"first moment", "second moment", "max second moment"};
+        const float k[7] = {decoupled ? (float)(1.0 - lr * weight_decay) : 1.0f, decoupled ? 0.0f : (float)weight_decay,
+                            (float)beta1, (float)beta2, (float)(lr / (1.0 - pow(beta1, (double)step))),
+                            (float)(1.0 / sqrt(1.0 - pow(beta2, (double)step))), (float)eps};
+        return device_step("adam", vmax ? FNN_OPT_AMSGRAD : FNN_OPT_ADAM, p, st, names, 3, k);
+    }
+    float *w = NULL;   /* set by param_parts; initialised for GCC, which cannot see it through the early return */
+    const float *g = NULL;
     fnn_tensor gtmp;
-    int64_t n;
+    int64_t n = 0;
     FNN_TRY(param_parts("adam", p, &w, &g, &gtmp, &n));
     if (!g) return FNN_STATUS_OK;
     int rc = step >= 1 ? FNN_STATUS_OK
@@ -277,6 +329,10 @@ int fnn_optim_rmsprop(fnn_node *p, fnn_tensor *square_avg, fnn_tensor *grad_avg,
     opt_parts o;
     fnn_tensor *const st[3] = {square_avg, grad_avg, momentum > 0 ? momentum_buf : NULL};
     const char *const names[3] = {"square_avg", "grad_avg", "momentum buffer"};
+    if (on_device(p)) {   /* k as opt_args: lr, a, b, eps, wd, mom, extra */
+        const float k[7] = {(float)lr, (float)alpha, 0, (float)eps, (float)weight_decay, (float)momentum, 0};
+        return device_step(op, FNN_OPT_RMSPROP, p, st, names, 3, k);
+    }
     FNN_TRY(opt_begin(op, p, &o, st, names, 3));
     if (!o.g) return FNN_STATUS_OK;
     opt_args a = {&o, (float)lr, (float)alpha, 0, (float)eps, (float)weight_decay, (float)momentum, 0};
@@ -308,6 +364,10 @@ int fnn_optim_adagrad(fnn_node *p, fnn_tensor *sum, double lr, double lr_decay, 
     opt_parts o;
     fnn_tensor *const st[1] = {sum};
     const char *const names[1] = {"sum"};
+    if (on_device(p)) {
+        const float k[7] = {(float)(lr / (1.0 + (double)(step - 1) * lr_decay)), 0, 0, (float)eps, (float)weight_decay, 0, 0};
+        return device_step(op, FNN_OPT_ADAGRAD, p, st, names, 1, k);
+    }
     FNN_TRY(opt_begin(op, p, &o, st, names, 1));
     if (!o.g) return FNN_STATUS_OK;
     double clr = lr / (1.0 + (double)(step - 1) * lr_decay);
@@ -341,6 +401,10 @@ int fnn_optim_adadelta(fnn_node *p, fnn_tensor *square_avg, fnn_tensor *acc_delt
     opt_parts o;
     fnn_tensor *const st[2] = {square_avg, acc_delta};
     const char *const names[2] = {"square_avg", "acc_delta"};
+    if (on_device(p)) {
+        const float k[7] = {(float)lr, (float)rho, 0, (float)eps, (float)weight_decay, 0, 0};
+        return device_step(op, FNN_OPT_ADADELTA, p, st, names, 2, k);
+    }
     FNN_TRY(opt_begin(op, p, &o, st, names, 2));
     if (!o.g) return FNN_STATUS_OK;
     opt_args a = {&o, (float)lr, (float)rho, 0, (float)eps, (float)weight_decay, 0, 0};
@@ -378,14 +442,18 @@ int fnn_optim_radam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, double lr, double
     opt_parts o;
     fnn_tensor *const st[2] = {m, v};
     const char *const names[2] = {"first moment", "second moment"};
-    FNN_TRY(opt_begin(op, p, &o, st, names, 2));
-    if (!o.g) return FNN_STATUS_OK;
     double t = (double)step, bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
     double rho_inf = 2.0 / (1.0 - beta2) - 1.0, rho_t = rho_inf - 2.0 * t * pow(beta2, t) / bc2;
     bool rect = rho_t > 5.0;
     double f = lr / bc1;
     if (rect)
         f *= sqrt((rho_t - 4.0) * (rho_t - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t)) * sqrt(bc2);
+    if (on_device(p)) {
+        const float k[7] = {(float)f, (float)beta1, (float)beta2, (float)eps, (float)weight_decay, 0, rect ? 1.0f : 0.0f};
+        return device_step(op, FNN_OPT_RADAM, p, st, names, 2, k);
+    }
+    FNN_TRY(opt_begin(op, p, &o, st, names, 2));
+    if (!o.g) return FNN_STATUS_OK;
     opt_args a = {&o, (float)f, (float)beta1, (float)beta2, (float)eps, (float)weight_decay, 0, rect ? 1.0f : 0.0f};
     fnn_parallel_for(o.n, fnn_threads_for(2 * o.n), radam_span, &a);
     fnn_tensor_clear(&o.gtmp);
@@ -412,6 +480,10 @@ int fnn_optim_lion(fnn_node *p, fnn_tensor *m, double lr, double beta1, double b
     opt_parts o;
     fnn_tensor *const st[1] = {m};
     const char *const names[1] = {"momentum"};
+    if (on_device(p)) {
+        const float k[7] = {(float)lr, (float)beta1, (float)beta2, 0, 0, 0, (float)(1.0 - lr * weight_decay)};
+        return device_step(op, FNN_OPT_LION, p, st, names, 1, k);
+    }
     FNN_TRY(opt_begin(op, p, &o, st, names, 1));
     if (!o.g) return FNN_STATUS_OK;
     opt_args a = {&o, (float)lr, (float)beta1, (float)beta2, 0, 0, 0, (float)(1.0 - lr * weight_decay)};
@@ -422,8 +494,13 @@ int fnn_optim_lion(fnn_node *p, fnn_tensor *m, double lr, double beta1, double b
 
 int fnn_optim_decay(fnn_node *p, double factor) {
     FNN_CHECK(p != NULL && p->is_leaf, FNN_STATUS_ARG, "decay: expected a Param");
-    FNN_CHECK(fnn_device_type_of(p->value.device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "decay: not implemented on cuda yet");
+    if (on_device(p)) {   /* w *= factor there; no gradient needed */
+        const fnn_backend *be = fnn_backend_for(p->value.device);
+        FNN_CHECK(be && be->optim, FNN_STATUS_DEVICE, "decay: not implemented on this device");
+        const float k[1] = {(float)factor};
+        return be->optim(fnn_device_ordinal(p->value.device), FNN_OPT_DECAY, fnn_tensor_numel(&p->value),
+                         fnn_data(&p->value), NULL, NULL, NULL, NULL, k);
+    }
     float *w = fnn_data(&p->value), f = (float)factor;
     int64_t n = fnn_tensor_numel(&p->value);
     for (int64_t i = 0; i < n; i++) w[i] *= f;
@@ -433,6 +510,22 @@ int fnn_optim_decay(fnn_node *p, double factor) {
 int fnn_optim_lerp(fnn_tensor *state, const fnn_tensor *target, double weight) {
     FNN_TRY(fnn_check_input("lerp", state));
     FNN_TRY(fnn_check_input("lerp", target));
+    if (fnn_device_type_of(state->device) != FNN_DEVICE_CPU) {   /* state += weight (target - state) there */
+        FNN_CHECK(fnn_same_shape(state, target) && fnn_tensor_is_contiguous(state) && state->device == target->device,
+                  FNN_STATUS_SHAPE, "lerp: state %s and target %s must be tensors of one shape on one device (state "
+                  "contiguous)", fnn_shape_of(state).s, fnn_shape_of(target).s);
+        const fnn_backend *be = fnn_backend_for(state->device);
+        FNN_CHECK(be && be->optim, FNN_STATUS_DEVICE, "lerp: not implemented on this device");
+        fnn_tensor tmp;
+        int rc;
+        const float *t = fnn_contiguous_data(target, &tmp, &rc);
+        FNN_TRY(rc);
+        const float k[1] = {(float)weight};
+        rc = be->optim(fnn_device_ordinal(state->device), FNN_OPT_LERP, fnn_tensor_numel(state), fnn_data(state), t,
+                       NULL, NULL, NULL, k);
+        fnn_tensor_clear(&tmp);
+        return rc;
+    }
     FNN_CHECK(fnn_same_shape(state, target) && fnn_tensor_is_contiguous(state) &&
               fnn_device_type_of(state->device) == FNN_DEVICE_CPU && state->device == target->device,
               FNN_STATUS_SHAPE, "lerp: state %s and target %s must be CPU tensors of one shape (state contiguous)",

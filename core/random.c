@@ -1,5 +1,6 @@
 /* random.c: the per-thread random source (xoshiro256**, seeded by splitmix64),
- * so every draw (init, dropout, shuffling, sampling) is reproducible per thread. */
+ * so every draw (init, dropout, shuffling, sampling) is reproducible per thread;
+ * and draws on a device (fnn_*_on), seeded from it (cuda/random.cu). */
 #include "internal.h"
 #include <math.h>
 #include <string.h>
@@ -65,4 +66,33 @@ int fnn_random_set_state(const uint64_t *in) {
     has_spare = (int)in[4];
     seeded = 1;
     return FNN_STATUS_OK;
+}
+
+/* ---- draws on a device: the backend's generator, seeded by one draw of this thread's stream ---- */
+static int random_on(const char *op, int kind, fnn_tensor *out, int device, int ndim, const int64_t *shape,
+                     double k0, double k1) {
+    int count = fnn_device_count(fnn_device_type_of(device));   /* registers the backend on first use */
+    const fnn_backend *be = fnn_backend_for(device);
+    char name[32];
+    FNN_CHECK(be && device >= 0 && fnn_device_ordinal(device) < count, FNN_STATUS_DEVICE,
+              "%s: %s is not available", op, fnn_device_name(device, name, (int)sizeof name));
+    FNN_CHECK(be->random, FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
+    FNN_TRY(fnn_new_output(out, device, ndim, shape));
+    int rc = be->random(fnn_device_ordinal(device), kind, fnn_data(out), fnn_tensor_numel(out), fnn_random_u64(), 0,
+                        k0, k1);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+int fnn_uniform_on(fnn_tensor *out, int device, int ndim, const int64_t *shape, double lo, double hi) {
+    if (fnn_device_type_of(device) == FNN_DEVICE_CPU) return fnn_uniform(out, ndim, shape, lo, hi);
+    return random_on("uniform", FNN_RNG_UNIFORM, out, device, ndim, shape, lo, hi);
+}
+int fnn_normal_on(fnn_tensor *out, int device, int ndim, const int64_t *shape, double mean, double std) {
+    if (fnn_device_type_of(device) == FNN_DEVICE_CPU) return fnn_normal(out, ndim, shape, mean, std);
+    return random_on("normal", FNN_RNG_NORMAL, out, device, ndim, shape, mean, std);
+}
+int fnn_bernoulli_on(fnn_tensor *out, int device, int ndim, const int64_t *shape, double p) {
+    if (fnn_device_type_of(device) == FNN_DEVICE_CPU) return fnn_bernoulli(out, ndim, shape, p);
+    FNN_CHECK(p >= 0 && p <= 1, FNN_STATUS_ARG, "bernoulli: p must be in [0, 1], got %g", p);
+    return random_on("bernoulli", FNN_RNG_BERNOULLI, out, device, ndim, shape, p, 0);
 }

@@ -257,8 +257,15 @@ void fnn_strided_copy(void *dst, const void *src, int esize, int ndim, const int
 }
 
 int fnn_materialize(fnn_tensor *out, const fnn_tensor *x) {
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "contiguous: not implemented on cuda for non-contiguous tensors yet");
+    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {   /* a device-side copy (cuda/copy.cu) */
+        const fnn_backend *be = fnn_backend_for(x->device);
+        FNN_CHECK(be && be->strided_copy, FNN_STATUS_DEVICE, "contiguous: not implemented on this device");
+        FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, x->shape));
+        int rc = be->strided_copy(fnn_device_ordinal(x->device), fnn_bytes(out), fnn_bytes(x), fnn_elem_size(x),
+                                  x->ndim, x->shape, x->stride);
+        if (rc) fnn_tensor_clear(out);
+        return rc;
+    }
     FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, x->shape));
     fnn_strided_copy(fnn_bytes(out), fnn_bytes(x), fnn_elem_size(x), x->ndim, x->shape, x->stride);
     return FNN_STATUS_OK;

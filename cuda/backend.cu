@@ -175,6 +175,12 @@ static const fnn_backend cuda_backend = {
     /* fill */ cuda_fill,
     /* binary */ fnn_cuda_binary,
     /* gemm */ fnn_cuda_gemm,
+    /* strided_copy */ fnn_cuda_strided_copy,
+    /* map */ fnn_cuda_map,
+    /* reduce */ fnn_cuda_reduce,
+    /* reduce_grad */ fnn_cuda_reduce_grad,
+    /* optim */ fnn_cuda_optim,
+    /* random */ fnn_cuda_random,
 };
 
 void fnn_cuda_register(void) { fnn_register_backend(FNN_DEVICE_CUDA, &cuda_backend); }

@@ -3,7 +3,9 @@
  * contributes to the backend table that backend.cu registers.
  *
  * defines: FNN_CUDA_CHECK, fnn_cuda_blocks, fnn_cuda_use_device,
- *          fnn_cuda_binary (elementwise.cu), fnn_cuda_gemm (linalg.cu) */
+ *          fnn_cuda_binary (elementwise.cu), fnn_cuda_gemm (linalg.cu), fnn_cuda_strided_copy
+ *          (copy.cu), fnn_cuda_map (map.cu), fnn_cuda_reduce and fnn_cuda_reduce_grad (reduction.cu),
+ *          fnn_cuda_optim (optim.cu), fnn_cuda_random (random.cu) */
 #ifndef FASTNN_CUDA_COMMON_CUH
 #define FASTNN_CUDA_COMMON_CUH
 
@@ -62,5 +64,16 @@ int fnn_cuda_binary(int ordinal, int op, float *y, const float *a, const int64_t
 int fnn_cuda_gemm(int ordinal, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                   int lda, int64_t stride_a, const float *b, int ldb, int64_t stride_b, float beta, float *c,
                   int ldc, int64_t stride_c, int batch);
+int fnn_cuda_strided_copy(int ordinal, void *dst, const void *src, int esize, int ndim, const int64_t *shape,
+                          const int64_t *stride);
+int fnn_cuda_map(int ordinal, int op, float *y, const float *const *x, const int64_t *stride, int ndim,
+                 const int64_t *shape, float k0, float k1);
+int fnn_cuda_reduce(int ordinal, int op, float *y, int64_t *idx, const float *x, int64_t O, int64_t R, int64_t I,
+                    double k0, double k1);
+int fnn_cuda_reduce_grad(int ordinal, int op, float *dx, const float *g, const float *x, const float *y,
+                         const int64_t *idx, int64_t O, int64_t R, int64_t I, double k0, double k1);
+int fnn_cuda_optim(int ordinal, int op, int64_t n, float *w, const float *g, float *s0, float *s1, float *s2,
+                   const float *k);
+int fnn_cuda_random(int ordinal, int op, float *y, int64_t n, uint64_t seed, uint64_t offset, double k0, double k1);
 
 #endif

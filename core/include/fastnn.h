@@ -116,6 +116,12 @@ FNN_API int fnn_randn(fnn_tensor *out, int ndim, const int64_t *shape);     /* N
 FNN_API int fnn_uniform(fnn_tensor *out, int ndim, const int64_t *shape, double lo, double hi);
 FNN_API int fnn_normal(fnn_tensor *out, int ndim, const int64_t *shape, double mean, double std);
 FNN_API int fnn_bernoulli(fnn_tensor *out, int ndim, const int64_t *shape, double p); /* 1 with prob p */
+/* the same three drawn on a device (fnn_device_type * 256 + ordinal): on the CPU exactly the calls
+ * above; on a GPU from cuRAND's Philox, seeded by one draw from this thread's stream (so
+ * fnn_manual_seed makes them reproducible; the values differ from the CPU's) */
+FNN_API int fnn_uniform_on(fnn_tensor *out, int device, int ndim, const int64_t *shape, double lo, double hi);
+FNN_API int fnn_normal_on(fnn_tensor *out, int device, int ndim, const int64_t *shape, double mean, double std);
+FNN_API int fnn_bernoulli_on(fnn_tensor *out, int device, int ndim, const int64_t *shape, double p);
 FNN_API int fnn_randperm(fnn_tensor *out, int64_t n);   /* int64 1-based permutation of 1..n */
 /* a (semi-)orthogonal [rows, cols] matrix times gain (QR of a Gaussian matrix, signs fixed as PyTorch) */
 FNN_API int fnn_orthogonal(fnn_tensor *out, int64_t rows, int64_t cols, double gain);

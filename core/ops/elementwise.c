@@ -20,6 +20,7 @@
  * ...) refuse int64, as every float-only op does. */
 #include "../internal.h"
 #include "../fastmath.h"
+#include "elementwise_ops.h"
 #include <math.h>
 #include <string.h>
 
@@ -109,6 +110,9 @@ static void map_run(row_fn row, float *y, const float *const *x, int64_t (*s)[FN
     else fnn_parallel_for(rows, threads, map_rows, &a);
 }
 
+static int device_map(const char *name, fnn_tensor *out, int device, row_fn row, const float *const *x,
+                      int64_t (*s)[FNN_MAX_DIMS], int ndim, const int64_t *shape, float k0, float k1);
+
 /* out = row(ins...) over the broadcast shape of the nin inputs (no node) */
 static int map(const char *name, fnn_tensor *out, int nin, const fnn_tensor *const *ins, row_fn row,
                float k0, float k1) {
@@ -124,8 +128,6 @@ static int map(const char *name, fnn_tensor *out, int nin, const fnn_tensor *con
             FNN_TRY(fnn_broadcast_shapes(name, ndim, so_far, ins[k]->ndim, ins[k]->shape, &ndim, shape));
         }
     }
-    FNN_CHECK(fnn_device_type_of(ins[0]->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "%s: not implemented on cuda yet", name);
     int64_t s[3][FNN_MAX_DIMS];
     const float *x[3];
     for (int k = 0; k < 3; k++) {
@@ -133,6 +135,8 @@ static int map(const char *name, fnn_tensor *out, int nin, const fnn_tensor *con
         fnn_broadcast_strides(t, ndim, shape, s[k]);
         x[k] = fnn_data(t);
     }
+    if (fnn_device_type_of(ins[0]->device) != FNN_DEVICE_CPU)
+        return device_map(name, out, ins[0]->device, row, x, s, ndim, shape, k0, k1);
     FNN_TRY(fnn_new_output(out, ins[0]->device, ndim, shape));
     int64_t run_shape[FNN_MAX_DIMS];
     memcpy(run_shape, shape, sizeof run_shape);
@@ -595,3 +599,24 @@ const fnn_op_def *const fnn_ops_elementwise[] = {
     &UNARY_clamp, &UNARY_leaky_relu, &UNARY_elu, &UNARY_selu, &UNARY_celu, &UNARY_mish, &UNARY_hardsigmoid,
     &UNARY_hardswish, &UNARY_softsign, &WHERE, NULL,
 };
+
+/* ================= on a device: each row's code for the backend's map (cuda/map.cu) ================= */
+/* compared at run time, never through a static table: the AVX2_CLONE rows are ifuncs, and a static
+ * initializer's address of one is not the address a call site passes */
+static int device_code(row_fn row) {
+#define DEVICE_ROW(name) if (row == name##_row) return FNN_MAP_##name;
+    FNN_MAP_OPS(DEVICE_ROW)
+#undef DEVICE_ROW
+    return -1;
+}
+
+static int device_map(const char *name, fnn_tensor *out, int device, row_fn row, const float *const *x,
+                      int64_t (*s)[FNN_MAX_DIMS], int ndim, const int64_t *shape, float k0, float k1) {
+    const fnn_backend *be = fnn_backend_for(device);
+    int code = device_code(row);
+    FNN_CHECK(be && be->map && code >= 0, FNN_STATUS_DEVICE, "%s: not implemented on this device", name);
+    FNN_TRY(fnn_new_output(out, device, ndim, shape));
+    int rc = be->map(fnn_device_ordinal(device), code, fnn_data(out), x, &s[0][0], ndim, shape, k0, k1);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}

@@ -220,8 +220,8 @@ static void reduced_shape(const fnn_tensor *x, int d, int keepdim, int *ndim, in
 
 /* checks every reduction runs first; dim -1 (or 0 on a scalar) means everything -> *d = -1 */
 static int prelude_dim(const char *name, const fnn_tensor *x, int dim, int *d) {
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "%s: not implemented on cuda yet", name);
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || !fnn_is_int64(x), FNN_STATUS_DEVICE,
+              "%s: int64 tensors are not implemented on cuda yet", name);
     if (dim == -1 || (x->ndim == 0 && dim == 0)) { *d = -1; return FNN_STATUS_OK; }
     return fnn_wrap_dim(name, x, dim, 0, d);
 }
@@ -247,6 +247,78 @@ static int record(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, b
     n->attr[1] = k1;
     return FNN_STATUS_OK;
 }
+
+/* ================= on a device (cuda/reduction.cu) =================
+ * x made contiguous there and seen as [O, R, I]; the backend runs the op and its rules */
+static bool on_device(const fnn_tensor *t) { return fnn_device_type_of(t->device) != FNN_DEVICE_CPU; }
+
+/* y (and the 1-based positions idx, for max/min) of FNN_RED_* op over dim d of x; the softmax ops
+ * give y of x's shape */
+static int device_reduce(const char *name, int op, fnn_tensor *y, fnn_tensor *idx, const fnn_tensor *x, int d,
+                         int keepdim, double k0, double k1) {
+    const fnn_backend *be = fnn_backend_for(x->device);
+    FNN_CHECK(be && be->reduce, FNN_STATUS_DEVICE, "%s: not implemented on this device", name);
+    int ondim = x->ndim;
+    int64_t oshape[FNN_MAX_DIMS], O, R, I;
+    if (op == FNN_RED_SOFTMAX || op == FNN_RED_LOG_SOFTMAX) memcpy(oshape, x->shape, sizeof oshape);
+    else reduced_shape(x, d, keepdim, &ondim, oshape);
+    split_shape(x->ndim, x->shape, d, &O, &R, &I);
+    fnn_tensor tmp;
+    int rc;
+    const float *xs = fnn_contiguous_data(x, &tmp, &rc);
+    FNN_TRY(rc);
+    if (idx) fnn_tensor_init(idx);
+    rc = fnn_new_output(y, x->device, ondim, oshape);
+    if (!rc && idx && (rc = fnn_new_output_dtype(idx, x->device, FNN_DTYPE_INT64, ondim, oshape))) fnn_tensor_clear(y);
+    if (!rc && (rc = be->reduce(fnn_device_ordinal(x->device), op, fnn_data(y), idx ? fnn_data_i64(idx) : NULL, xs,
+                                O, R, I, k0, k1))) {
+        fnn_tensor_clear(y);
+        if (idx) fnn_tensor_clear(idx);
+    }
+    fnn_tensor_clear(&tmp);
+    return rc;
+}
+
+/* din of n's input from dout through the backend's rule for op; x, y, idx: what it reads (or NULL) */
+static int device_reduce_grad(fnn_node *n, int op, const fnn_tensor *dout, fnn_tensor *din, const fnn_tensor *x,
+                              const fnn_tensor *y, const fnn_tensor *idx, double k0, double k1) {
+    const fnn_backend *be = fnn_backend_for(dout->device);
+    FNN_CHECK(be && be->reduce_grad, FNN_STATUS_DEVICE, "%s: backward not implemented on this device",
+              n->op->info.name);
+    int nd = n->in_ndim[0];
+    int64_t O, R, I;
+    split_shape(nd, n->in_shape[0], (int)n->iattr[0], &O, &R, &I);
+    fnn_tensor tg, tx, ty, ti;
+    fnn_tensor_init(&tx);
+    fnn_tensor_init(&ty);
+    fnn_tensor_init(&ti);
+    int rc;
+    const float *g = fnn_contiguous_data(dout, &tg, &rc), *xs = NULL, *ys = NULL;
+    const int64_t *is = NULL;
+    if (!rc && x) xs = fnn_contiguous_data(x, &tx, &rc);
+    if (!rc && y) ys = fnn_contiguous_data(y, &ty, &rc);
+    if (!rc && idx) is = fnn_contiguous_bytes(idx, &ti, &rc);
+    if (!rc) rc = fnn_new_output(din, dout->device, nd, n->in_shape[0]);
+    if (!rc && (rc = be->reduce_grad(fnn_device_ordinal(dout->device), op, fnn_data(din), g, xs, ys, is, O, R, I, k0,
+                                     k1)))
+        fnn_tensor_clear(din);
+    fnn_tensor_clear(&tg);
+    fnn_tensor_clear(&tx);
+    fnn_tensor_clear(&ty);
+    fnn_tensor_clear(&ti);
+    return rc;
+}
+
+/* the line kernels below, named so the device paths can tell which op they stand for */
+static void prod_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx);
+static void var_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx);
+static void norm_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx);
+static void lse_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx);
+static void prod_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
+static void var_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
+static void norm_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
+static void lse_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
+static void ties_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
 
 /* ================= drivers ================= */
 
@@ -325,6 +397,12 @@ static void grad_span(void *ctx, int64_t lo, int64_t hi) {
  * when the kernel reads them */
 static int grad_lines(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, grad_fn f, bool use_x, bool use_y) {
     if (!n->next[0]) return FNN_STATUS_OK;
+    if (on_device(dout)) {
+        int op = f == prod_grad ? FNN_RED_PROD : f == var_grad ? FNN_RED_VAR : f == norm_grad ? FNN_RED_NORM
+               : f == lse_grad ? FNN_RED_LSE : FNN_RED_TIES;
+        return device_reduce_grad(n, op, dout, din, use_x ? &n->saved[0] : NULL, use_y ? &n->saved[1] : NULL, NULL,
+                                  n->attr[0], n->attr[1]);
+    }
     int nd = n->in_ndim[0];
     const int64_t *shape = n->in_shape[0];
     int64_t O, R, I;
@@ -546,6 +624,8 @@ static int sum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     int nd = n->in_ndim[0];
     int64_t O, R, I;
     split_shape(nd, n->in_shape[0], (int)n->iattr[0], &O, &R, &I);
+    if (on_device(dout))
+        return device_reduce_grad(n, FNN_RED_SUM, dout, din, NULL, NULL, NULL, n->attr[0] != 0 ? 1.0 / (double)R : 1.0, 0);
     fnn_tensor tg;
     int rc;
     const float *g = fnn_contiguous_data(dout, &tg, &rc);
@@ -568,6 +648,12 @@ static int sum_mean(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x,
     int d, ondim;
     int64_t oshape[FNN_MAX_DIMS];
     FNN_TRY(prelude(def->info.name, x, dim, &d));
+    if (on_device(x)) {
+        int64_t O, R, I;
+        split_shape(x->ndim, x->shape, d, &O, &R, &I);
+        FNN_TRY(device_reduce(def->info.name, FNN_RED_SUM, out, NULL, x, d, keepdim, mean ? 1.0 / (double)R : 1.0, 0));
+        return record(def, out, x, false, NULL, d, keepdim, mean ? 1 : 0, 0);
+    }
     reduced_shape(x, d, keepdim, &ondim, oshape);
     geom g;
     FNN_TRY(geom_init(&g, x, d));
@@ -618,6 +704,11 @@ static int reduce(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, i
     int d, ondim;
     int64_t oshape[FNN_MAX_DIMS];
     FNN_TRY(prelude(def->info.name, x, dim, &d));
+    if (on_device(x)) {
+        int op = f == prod_line ? FNN_RED_PROD : f == var_line ? FNN_RED_VAR : f == norm_line ? FNN_RED_NORM : FNN_RED_LSE;
+        FNN_TRY(device_reduce(def->info.name, op, out, NULL, x, d, keepdim, k0, k1));
+        return record(def, out, x, save_x, save_out ? out : NULL, d, keepdim, k0, k1);
+    }
     reduced_shape(x, d, keepdim, &ondim, oshape);
     geom g;
     FNN_TRY(geom_init(&g, x, d));
@@ -799,6 +890,7 @@ static int extreme_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     int d = (int)n->iattr[0];
     if (d < 0) return grad_lines(n, g, din, ties_grad, true, true);
     if (!n->next[0]) return FNN_STATUS_OK;
+    if (on_device(g)) return device_reduce_grad(n, FNN_RED_SELECT, g, din, NULL, NULL, &n->saved[1], 0, 0);
     fnn_tensor zeros, gk, ik;
     fnn_tensor_init(&gk);
     fnn_tensor_init(&ik);
@@ -832,6 +924,11 @@ static int extreme(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *
             return FNN_FAIL(FNN_STATUS_SHAPE, "%s: tensor %s has no elements to reduce", name, fnn_shape_of(x).s);
         return FNN_FAIL(FNN_STATUS_SHAPE, "%s: dim %d of %s has size 0, nothing to reduce", name, d + 1,
                         fnn_shape_of(x).s);
+    }
+    if (on_device(x)) {
+        fnn_tensor_clear(&g.tmp);
+        *d_out = d;
+        return device_reduce(name, is_max ? FNN_RED_MAX : FNN_RED_MIN, vals, idx, x, d, keepdim, 0, 0);
     }
     int rc = fnn_new_output(vals, x->device, ondim, oshape);
     if (!rc) {
@@ -1117,6 +1214,8 @@ static int softmax_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din
     int64_t O, R, I;
     split_shape(nd, n->in_shape[0], (int)n->iattr[0], &O, &R, &I);
     bool lg = n->iattr[2] != 0;
+    if (on_device(dout))
+        return device_reduce_grad(n, lg ? FNN_RED_LOG_SOFTMAX : FNN_RED_SOFTMAX, dout, din, NULL, &n->saved[1], NULL, 0, 0);
     fnn_tensor tg, ty;
     fnn_tensor_init(&ty);
     int rc;
@@ -1140,10 +1239,14 @@ static const fnn_op_def LOG_SOFTMAX = {{"log_softmax", "reduction", 1, 0}, softm
 static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, bool lg) {
     const char *name = def->info.name;
     FNN_TRY(fnn_check_input(name, x));
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "%s: not implemented on cuda yet", name);
     int d = -1;   /* a scalar is one line of one */
     if (!(x->ndim == 0 && (dim == 0 || dim == -1))) FNN_TRY(fnn_wrap_dim(name, x, dim, 0, &d));
+    if (on_device(x)) {
+        FNN_TRY(device_reduce(name, lg ? FNN_RED_LOG_SOFTMAX : FNN_RED_SOFTMAX, out, NULL, x, d, 0, 0, 0));
+        FNN_TRY(record(def, out, x, false, out, d, 0, 0, 0));
+        if (out->node) out->node->iattr[2] = lg;
+        return FNN_STATUS_OK;
+    }
     geom g;
     FNN_TRY(geom_init(&g, x, d));
     int rc = fnn_new_output(out, x->device, x->ndim, x->shape);

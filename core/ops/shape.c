@@ -169,9 +169,8 @@ static int reshape_to(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *
                             "%s: cannot view %s (strides %s) as %s without a copy; use reshape, or contiguous first",
                             op, fnn_shape_of(x).s, fnn_shape_dims(x->ndim, xs).s, fnn_shape_dims(ndim, shape).s);
         }
-        FNN_TRY(cpu_only(op, x));
         fnn_tensor dense;
-        FNN_TRY(fnn_materialize(&dense, x));
+        FNN_TRY(fnn_materialize(&dense, x));   /* on a device too (its strided_copy) */
         fnn_contiguous_strides(ndim, shape, stride);
         int rc = fnn_make_view(out, &dense, ndim, shape, stride, 0);
         fnn_tensor_clear(&dense);
@@ -270,8 +269,7 @@ static const fnn_op_def CONTIGUOUS = {{"contiguous", "shape", 1, 0}, contiguous_
 int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) {
     FNN_TRY(fnn_check_input_any("contiguous", x));
     if (fnn_tensor_is_contiguous(x)) return fnn_tensor_ref(out, x);
-    FNN_TRY(cpu_only("contiguous", x));
-    FNN_TRY(fnn_materialize(out, x));
+    FNN_TRY(fnn_materialize(out, x));   /* on a device too (its strided_copy) */
     const fnn_tensor *ins[1] = {x};
     return record(&CONTIGUOUS, out, 1, ins, NULL);
 }

@@ -1,0 +1,182 @@
+// spec/gpu/emulated_backend.cpp: the CUDA backend's kernels run on the host, for checking the
+// device paths without a GPU (spec/gpu/emulate.sh builds it; see there). The device code of
+// cuda/map.cu, reduction.cu, optim.cu and copy.cu (everything above each file's "host side" line)
+// is compiled here as C++ with the CUDA keywords defined away: a kernel is a plain function whose
+// grid-stride loop covers everything as one thread; a reduction that runs a block per line on a
+// GPU runs here as blockDim host threads with real barriers for __syncthreads and a per-warp
+// exchange for __shfl_down_sync, so the warp and block reductions run as written. The math
+// intrinsics (__expf, __sinf, ...) become libm's, the allocator is malloc (no caching), matmul a
+// naive loop, and random draws a hash of (seed, index), not cuRAND. What this cannot show: the
+// real hardware (memory model, fast-math accuracy, launch limits, cuRAND, cuBLAS).
+#include <atomic>
+typedef std::atomic<long> atomic_long;
+#include "internal.h"
+#include "ops/elementwise_ops.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+#define __device__
+#define __global__
+#define __launch_bounds__(x)
+#define __forceinline__ inline
+#define __shared__ static
+#include <pthread.h>
+#include <thread>
+#include <vector>
+struct Dim3 { unsigned x; };
+static thread_local Dim3 threadIdx = {0};
+static Dim3 blockIdx = {0}, blockDim = {1}, gridDim = {1};
+/* one emulated block at a time: a host thread per CUDA thread, barriers per block and per warp */
+static pthread_barrier_t block_bar, warp_bar[32];
+static unsigned char shfl_slots[1024][8];
+template <class T> static T __shfl_down_sync(unsigned, T v, int o) {
+    unsigned t = threadIdx.x, lane = t & 31;
+    memcpy(shfl_slots[t], &v, sizeof v);
+    pthread_barrier_wait(&warp_bar[t >> 5]);
+    T r = v;
+    if (lane + o < 32) memcpy(&r, shfl_slots[t + o], sizeof r);
+    pthread_barrier_wait(&warp_bar[t >> 5]);
+    return r;
+}
+static void __syncthreads() { pthread_barrier_wait(&block_bar); }
+#define __expf expf
+#define __logf logf
+#define __sinf sinf
+#define __cosf cosf
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static long mode_block, mode_thread;
+#include "map_body.inc"   /* cut from cuda/*.cu by emulate.sh */
+#include "reduction_body.inc"
+#include "optim_body.inc"
+#include "copy_body.inc"
+
+static int count(void) { return 1; }
+static void *m_alloc(int, size_t b) { return malloc(b ? b : 1); }
+static void m_free(int, void *p, size_t) { free(p); }
+static int m_copy(void *d, int, const void *s, int, size_t b) { memcpy(d, s, b); return 0; }
+static int m_fill(int, float *y, int64_t n, float v) { for (int64_t i = 0; i < n; i++) y[i] = v; return 0; }
+static int m_binary(int, int op, float *y, const float *a, const int64_t *as, const float *b, const int64_t *bs, int nd,
+                    const int64_t *shape) {
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++) n *= shape[d];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t rem = i, ao = 0, bo = 0;
+        for (int d = nd - 1; d >= 0; d--) { int64_t k = rem % shape[d]; rem /= shape[d]; ao += k * as[d]; bo += k * bs[d]; }
+        float x = a[ao], z = b[bo];
+        y[i] = op == FNN_BIN_ADD ? x + z : op == FNN_BIN_SUB ? x - z : op == FNN_BIN_MUL ? x * z : x / z;
+    }
+    return 0;
+}
+static int m_gemm(int, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, int64_t sa,
+                  const float *b, int ldb, int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch) {
+    for (int q = 0; q < batch; q++)
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                double acc = 0;
+                for (int l = 0; l < k; l++)
+                    acc += (double)(ta ? a[q * sa + l * lda + i] : a[q * sa + i * lda + l]) *
+                           (tb ? b[q * sb + j * ldb + l] : b[q * sb + l * ldb + j]);
+                float *o = &c[q * sc + i * ldc + j];
+                *o = (float)(alpha * acc + (beta == 0 ? 0 : beta * *o));
+            }
+    return 0;
+}
+static int m_strided_copy(int, void *dst, const void *src, int esize, int ndim, const int64_t *shape, const int64_t *stride) {
+    CopyLayout L;
+    int64_t n = 1;
+    L.ndim = ndim;
+    for (int d = 0; d < ndim; d++) { L.shape[d] = shape[d]; L.stride[d] = stride[d]; n *= shape[d]; }
+    if (esize == 8) strided_copy_kernel<int64_t, int64_t>((int64_t *)dst, (const int64_t *)src, n, L);
+    else strided_copy_kernel<float, int64_t>((float *)dst, (const float *)src, n, L);
+    return 0;
+}
+static int m_map(int, int op, float *y, const float *const *x, const int64_t *stride, int ndim, const int64_t *shape,
+                 float k0, float k1) {
+    MapLayout L;
+    L.ndim = ndim;
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        L.shape[d] = shape[d];
+        for (int k = 0; k < 3; k++) L.stride[k][d] = stride[k * FNN_MAX_DIMS + d];
+        n *= shape[d];
+    }
+    if (n == 0) return 0;
+    coalesce(L);
+    switch (op) {
+#define CASE(name) case FNN_MAP_##name: \
+        if (L.ndim == 1 && L.stride[0][0] <= 1 && L.stride[1][0] <= 1 && L.stride[2][0] <= 1) \
+            map_flat<FNN_MAP_##name>(y, x[0], x[1], x[2], n, L.stride[0][0], L.stride[1][0], L.stride[2][0], k0, k1); \
+        else map_strided<FNN_MAP_##name, int64_t>(y, x[0], x[1], x[2], n, L, k0, k1); break;
+        FNN_MAP_OPS(CASE)
+#undef CASE
+    default: return FNN_FAIL(FNN_STATUS_INTERNAL, "mock map: bad op %d", op);
+    }
+    return 0;
+}
+/* run()'s choice of mode and block size, the block emulated with host threads */
+template <bool GRAD> static void emulate(const RedArgs &a) {
+    const int64_t lines = a.O * a.I;
+    if (lines == 0) return;
+    if (a.I == 1 || (lines < 2048 && a.R >= 64)) {
+        int threads = lines == 1 && a.R >= 4096 ? 1024 : a.R >= 256 ? 256 : (int)((a.R + 31) / 32 * 32);
+        if (threads < 32) threads = 32;
+        blockDim.x = threads;
+        pthread_barrier_init(&block_bar, NULL, threads);
+        for (int w = 0; w < threads / 32; w++) pthread_barrier_init(&warp_bar[w], NULL, 32);
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; t++) pool.emplace_back([t, &a] { threadIdx.x = t; lines_by_block<GRAD>(a); });
+        for (auto &th : pool) th.join();
+        pthread_barrier_destroy(&block_bar);
+        for (int w = 0; w < threads / 32; w++) pthread_barrier_destroy(&warp_bar[w]);
+        blockDim.x = 1;
+        mode_block++;
+    } else {
+        lines_by_thread<GRAD>(a);
+        mode_thread++;
+    }
+}
+static int m_reduce(int, int op, float *y, int64_t *idx, const float *x, int64_t O, int64_t R, int64_t I, double k0, double k1) {
+    RedArgs a = {op, y, idx, x, NULL, NULL, NULL, O, R, I, k0, k1};
+    emulate<false>(a);
+    return 0;
+}
+static int m_reduce_grad(int, int op, float *dx, const float *g, const float *x, const float *y, const int64_t *idx,
+                         int64_t O, int64_t R, int64_t I, double k0, double k1) {
+    RedArgs a = {op, dx, NULL, x, g, y, idx, O, R, I, k0, k1};
+    emulate<true>(a);
+    return 0;
+}
+static int m_optim(int, int op, int64_t n, float *w, const float *g, float *s0, float *s1, float *s2, const float *k) {
+    if (op == FNN_OPT_SGD) sgd_kernel(n, w, g, s0, k[0], k[1], k[2], k[3], k[4] != 0, k[5] != 0);
+    else if (op == FNN_OPT_ADAM || op == FNN_OPT_AMSGRAD)
+        adam_kernel(n, w, g, s0, s1, op == FNN_OPT_AMSGRAD ? s2 : NULL, k[0], k[1], k[2], k[3], k[4], k[5], k[6]);
+    else if (op == FNN_OPT_DECAY || op == FNN_OPT_LERP) rule_kernel(op, n, w, g, s0, s1, s2, k[0], 0, 0, 0, 0, 0, 0);
+    else rule_kernel(op, n, w, g, s0, s1, s2, k[0], k[1], k[2], k[3], k[4], k[5], k[6]);
+    return 0;
+}
+static uint64_t mix(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static int m_random(int, int op, float *y, int64_t n, uint64_t seed, uint64_t, double k0, double k1) {
+    for (int64_t i = 0; i < n; i++) {
+        double u = (double)(mix(seed ^ mix((uint64_t)i)) >> 11) * (1.0 / 9007199254740992.0);
+        double u2 = (double)(mix(seed + 7 * (uint64_t)i + 1) >> 11) * (1.0 / 9007199254740992.0) + 1e-300;
+        y[i] = op == FNN_RNG_UNIFORM ? (float)(k0 + (k1 - k0) * u)
+             : op == FNN_RNG_NORMAL ? (float)(k0 + k1 * sqrt(-2 * log(u2)) * cos(6.283185307179586 * u))
+             : (u < k0 ? 1.0f : 0.0f);
+    }
+    return 0;
+}
+static const fnn_backend mock = {"cuda", count, m_alloc, m_free, m_copy, m_fill, m_binary, m_gemm, m_strided_copy,
+                                 m_map, m_reduce, m_reduce_grad, m_optim, m_random};
+extern "C" {
+void fnn_cuda_register(void) { fnn_register_backend(FNN_DEVICE_CUDA, &mock); }
+__attribute__((visibility("default"))) int fnn_cuda_memory_stats(int64_t *live, int64_t *cached) { *live = 0; *cached = 0; return 0; }
+__attribute__((visibility("default"))) void fnn_cuda_empty_cache(void) {}
+__attribute__((destructor)) static void report(void) { fprintf(stderr, "emulated backend: %ld block-mode and %ld thread-mode reduction launches\n", mode_block, mode_thread); }
+}
