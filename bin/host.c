@@ -172,7 +172,14 @@ static _Atomic(lua_State *) sigint_state;        /* the state the hook goes to *
 
 /* Runs at the next safe point of the state after a Ctrl-C: drop the hook, raise. */
 static void interrupt_hook(lua_State *L, lua_Debug *ar) {
-    (void)ar;
+    /* Inside fastnn's own Lua code (tensor.lua registers its directory) the hook waits and fires
+     * again at the next instruction: an op binding between its C call and done() holds an output
+     * with no finalizer yet, which raising here would leak; done() raises after attaching it. */
+    lua_getfield(L, LUA_REGISTRYINDEX, "fastnn.library_dir");
+    const char *dir = lua_tostring(L, -1);
+    int inside = dir && lua_getinfo(L, "S", ar) && strncmp(ar->source, dir, strlen(dir)) == 0;
+    lua_pop(L, 1);
+    if (inside && atomic_load(&interrupt_pending)) return;
     lua_sethook(L, NULL, 0, 0);
     if (!atomic_exchange(&interrupt_pending, 0)) return;   /* an op binding raised it already */
     /* fastnn's own raiser puts the error at the user's line, not inside a binding */

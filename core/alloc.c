@@ -14,8 +14,12 @@ static volatile int64_t peak_bytes[2];
 const volatile int64_t *fnn_live_bytes_ptr(int device_type) {
     return &live_bytes[device_type == FNN_DEVICE_CUDA ? 1 : 0];
 }
-int64_t fnn_live_bytes(int device_type) { return *fnn_live_bytes_ptr(device_type); }
-int64_t fnn_peak_bytes(int device_type) { return peak_bytes[device_type == FNN_DEVICE_CUDA ? 1 : 0]; }
+/* atomic loads: count() updates both from any thread (Lua reads live_bytes through the pointer,
+ * a plain aligned 8-byte load; tools/sanitizers/tsan.supp says why that is left as it is) */
+int64_t fnn_live_bytes(int device_type) { return __atomic_load_n(fnn_live_bytes_ptr(device_type), __ATOMIC_RELAXED); }
+int64_t fnn_peak_bytes(int device_type) {
+    return __atomic_load_n(&peak_bytes[device_type == FNN_DEVICE_CUDA ? 1 : 0], __ATOMIC_RELAXED);
+}
 
 static void count(int type, int64_t delta) {
     int i = type == FNN_DEVICE_CUDA ? 1 : 0;
@@ -36,6 +40,19 @@ _Static_assert(sizeof(fnn_storage) <= STORAGE_HEADER, "storage header must fit b
 typedef struct small_block { struct small_block *next; } small_block;
 static _Thread_local small_block *small_free[SMALL_CLASSES];
 static _Thread_local int small_count[SMALL_CLASSES];
+/* A thread's lists go back to the system when it exits (a pthread key's destructor): without
+ * it every host thread that used fastnn and ended left up to SMALL_KEEP_BYTES per class behind. */
+static pthread_key_t small_key;
+static pthread_once_t small_key_once = PTHREAD_ONCE_INIT;
+static _Thread_local int small_key_set;
+static void small_lists_release(void);
+static void small_thread_exit(void *unused) { (void)unused; small_lists_release(); }
+static void small_key_init(void) { pthread_key_create(&small_key, small_thread_exit); }
+static void small_lists_register(void) {
+    pthread_once(&small_key_once, small_key_init);
+    pthread_setspecific(small_key, (void *)&small_key_set);   /* any non-NULL value runs the destructor */
+    small_key_set = 1;
+}
 
 /* ---- CPU buffer cache: exact-size buckets for buffers >= CACHE_MIN ----
  * A training step frees and re-allocates the same activation sizes every step, and a GC sweep
@@ -60,6 +77,8 @@ static int cache_slot(size_t bytes) {
     return -1;
 }
 
+static void cache_release(void);
+
 static void *cpu_alloc(int ordinal, size_t bytes) {
     (void)ordinal;
     if (bytes >= CACHE_MIN) {
@@ -74,8 +93,10 @@ static void *cpu_alloc(int ordinal, size_t bytes) {
         if (p) return p;
     }
     void *p = NULL;
-    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;
-    return p;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) == 0) return p;
+    cache_release();   /* the cached buffers of other sizes go back to the system; one retry */
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) == 0) return p;
+    return NULL;
 }
 
 static void cpu_free(int ordinal, void *p, size_t bytes) {
@@ -109,6 +130,10 @@ static void small_lists_release(void) {   /* this thread's lists */
 
 void fnn_empty_cache(void) {
     small_lists_release();
+    cache_release();
+}
+
+static void cache_release(void) {
     pthread_mutex_lock(&cache_lock);
     for (int i = 0; i < CACHE_BUCKETS; i++) {
         void *p = cache[i].head;
@@ -144,6 +169,34 @@ const fnn_backend *fnn_backend_for(int device) {
     return type >= 0 && type < 2 ? backends[type] : NULL;
 }
 
+/* ---- out-of-memory errors: the op, the bytes asked for, the bytes live ---- */
+
+static _Thread_local const char *current_op;
+static _Thread_local int op_pinned;   /* in backward: the ops and creators a rule calls keep its name */
+void fnn_set_op(const char *op) { if (!op_pinned) current_op = op; }
+void fnn_pin_op(const char *op) {
+    op_pinned = op != NULL;
+    if (op) current_op = op;
+}
+
+/* bytes as text: "512 B", "1.2 MB" (binary units) */
+static const char *bytes_text(char *buf, size_t len, double b) {
+    static const char *const unit[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+    int u = 0;
+    while (b >= 1024 && u < 5) { b /= 1024; u++; }
+    if (u == 0) snprintf(buf, len, "%.0f B", b);
+    else snprintf(buf, len, "%.1f %s", b, unit[u]);
+    return buf;
+}
+
+int fnn_alloc_failed(int device, double bytes, const char *why) {
+    char name[32], live[32], where[48] = "";
+    int type = fnn_device_type_of(device);
+    if (type != FNN_DEVICE_CPU) snprintf(where, sizeof where, " on %s", fnn_device_name(device, name, sizeof name));
+    return FNN_FAIL(FNN_STATUS_OOM, "%s: cannot allocate %.0f bytes%s (%s live): %s", current_op ? current_op : "alloc",
+                    bytes, where, bytes_text(live, sizeof live, (double)fnn_live_bytes(type)), why);
+}
+
 const char *fnn_device_name(int device, char *buf, int len) {
     if (fnn_device_type_of(device) == FNN_DEVICE_CPU) snprintf(buf, (size_t)len, "cpu");
     else snprintf(buf, (size_t)len, "cuda:%d", fnn_device_ordinal(device));
@@ -160,15 +213,12 @@ void *fnn_alloc(int device, int64_t bytes) {
     }
     /* refuse absurd sizes before asking the OS: 2^40 bytes is far past any machine here */
     if (bytes < 0 || bytes > ((int64_t)1 << 40)) {
-        FNN_FAIL(FNN_STATUS_OOM, "alloc: %lld bytes on %s is too large to allocate", (long long)bytes,
-                 fnn_device_name(device, name, sizeof name));
+        fnn_alloc_failed(device, (double)bytes, "too large to allocate");
         return NULL;
     }
     void *p = b->alloc(fnn_device_ordinal(device), (size_t)bytes);
     if (!p) {
-        FNN_FAIL(FNN_STATUS_OOM, "alloc: out of memory allocating %lld bytes on %s (%lld live)",
-                 (long long)bytes, fnn_device_name(device, name, sizeof name),
-                 (long long)fnn_live_bytes(fnn_device_type_of(device)));
+        fnn_alloc_failed(device, (double)bytes, "out of memory");
         return NULL;
     }
     count(fnn_device_type_of(device), bytes);
@@ -196,7 +246,7 @@ fnn_storage *fnn_storage_new(int device, int64_t bytes) {
             small_free[c] = small_free[c]->next;
             small_count[c]--;
         } else if (posix_memalign(&block, 64, STORAGE_HEADER + ((size_t)64 << c)) != 0) {
-            FNN_FAIL(FNN_STATUS_OOM, "alloc: out of memory allocating %lld bytes on cpu", (long long)bytes);
+            fnn_alloc_failed(device, (double)bytes, "out of memory");
             return NULL;
         }
         fnn_storage *s = block;
@@ -209,7 +259,7 @@ fnn_storage *fnn_storage_new(int device, int64_t bytes) {
         return s;
     }
     fnn_storage *s = malloc(sizeof *s);
-    if (!s) { FNN_FAIL(FNN_STATUS_OOM, "alloc: out of memory"); return NULL; }
+    if (!s) { fnn_alloc_failed(device, (double)bytes, "out of memory"); return NULL; }
     s->data = fnn_alloc(device, bytes);
     if (!s->data) { free(s); return NULL; }
     atomic_init(&s->refcount, 1);
@@ -228,6 +278,7 @@ void fnn_storage_release(fnn_storage *s) {
         if (c >= 0) {
             count(FNN_DEVICE_CPU, -s->bytes);
             if (((int64_t)small_count[c] << (6 + c)) < SMALL_KEEP_BYTES) {
+                if (!small_key_set) small_lists_register();
                 small_block *b = (small_block *)s;
                 b->next = small_free[c];
                 small_free[c] = b;

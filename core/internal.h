@@ -102,6 +102,14 @@ const fnn_backend *fnn_backend_for(int device);  /* NULL when that device type i
 
 /* ---- allocation: counted per device type ---- */
 void *fnn_alloc(int device, int64_t bytes);       /* NULL + error (OOM) */
+/* The op an allocation is for, named in out-of-memory errors ("matmul: cannot allocate N bytes
+ * (X live): out of memory"): set by fnn_check_input(_any), the creators and the engine (per
+ * backward rule); per thread; op must be a string that lives forever (a literal, an op's name). */
+void fnn_set_op(const char *op);
+/* the engine, around each node's gradient: op (NULL: unpin) until unpinned, whatever the rule calls */
+void fnn_pin_op(const char *op);
+/* the out-of-memory error for bytes on device (a double: a shape's bytes may pass int64); returns its status */
+int fnn_alloc_failed(int device, double bytes, const char *why);
 void fnn_free(int device, void *p, int64_t bytes);
 
 /* ---- tensor helpers ---- */

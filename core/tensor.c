@@ -91,6 +91,7 @@ _Static_assert(sizeof(((fnn_tensor *)0)->small) == FNN_INLINE_BYTES, "inline dat
 const void *fnn_tensor_storage_id(const fnn_tensor *t) { return t->storage ? (const void *)t->storage : (const void *)t; }
 
 int fnn_check_input_any(const char *op, const fnn_tensor *t) {
+    fnn_set_op(op);
     FNN_CHECK(t != NULL, FNN_STATUS_ARG, "%s: expected a tensor, got nil", op);
     FNN_CHECK(!t->freed, FNN_STATUS_ARG, "%s: tensor was freed", op);
     FNN_CHECK(t->ndim >= 0 && t->ndim <= FNN_MAX_DIMS, FNN_STATUS_ARG, "%s: tensor is empty (never set)", op);
@@ -160,13 +161,20 @@ int fnn_new_output_dtype(fnn_tensor *out, int device, int dtype, int ndim, const
     FNN_CHECK(ndim >= 0 && ndim <= FNN_MAX_DIMS, FNN_STATUS_SHAPE,
               "tensor: %d dims, at most %d supported", ndim, FNN_MAX_DIMS);
     int64_t n = 1;
+    double need = esize;   /* in double: the product may pass int64 */
+    double span = 1;       /* what the strides multiply up to, a size 0 counted as 1 */
     for (int i = 0; i < ndim; i++) {
         FNN_CHECK(shape[i] >= 0, FNN_STATUS_SHAPE, "tensor: negative size %lld in %s",
                   (long long)shape[i], fnn_shape_dims(ndim, shape).s);
-        FNN_CHECK(shape[i] == 0 || n <= ((int64_t)1 << 40) / shape[i], FNN_STATUS_OOM,
-                  "tensor: %s is too large to allocate", fnn_shape_dims(ndim, shape).s);
-        n *= shape[i];
+        need *= (double)shape[i];
+        span *= shape[i] > 0 ? (double)shape[i] : 1.0;
     }
+    /* with a size 0 the count is 0 whatever the others are, but the strides still multiply them */
+    FNN_CHECK(span < 4611686018427387904.0, FNN_STATUS_SHAPE, "tensor: sizes %s multiply past 2^62 (strides overflow)",
+              fnn_shape_dims(ndim, shape).s);
+    /* past 2^40 bytes no machine here has the memory: refused before the OS is asked */
+    if (need > (double)((int64_t)1 << 40)) return fnn_alloc_failed(device, need, "too large to allocate");
+    for (int i = 0; i < ndim; i++) n *= shape[i];
     fnn_tensor_init(out);
     if (fnn_device_type_of(device) != FNN_DEVICE_CPU || n * esize > FNN_INLINE_BYTES) {
         fnn_storage *s = fnn_storage_new(device, n * (int64_t)esize);
@@ -342,12 +350,18 @@ int fnn_sum_to_shape(fnn_tensor *out, const fnn_tensor *g, int ndim, const int64
     return FNN_STATUS_OK;
 }
 
-/* ---- creation ---- */
+/* ---- creation ----
+ * Each public creator names itself (fnn_set_op) for out-of-memory errors; creators built on others
+ * call the static fillers, so the name stays the one the caller used. */
+static int empty_as(const char *op, fnn_tensor *out, int ndim, const int64_t *shape, int dtype) {
+    fnn_set_op(op);
+    return fnn_new_output_dtype(out, fnn_make_device(FNN_DEVICE_CPU, 0), dtype, ndim, shape);
+}
 int fnn_empty(fnn_tensor *out, int ndim, const int64_t *shape) {
-    return fnn_new_output(out, fnn_make_device(FNN_DEVICE_CPU, 0), ndim, shape);
+    return empty_as("empty", out, ndim, shape, FNN_DTYPE_FLOAT32);
 }
 int fnn_empty_dtype(fnn_tensor *out, int ndim, const int64_t *shape, int dtype) {
-    return fnn_new_output_dtype(out, fnn_make_device(FNN_DEVICE_CPU, 0), dtype, ndim, shape);
+    return empty_as("empty", out, ndim, shape, dtype);
 }
 
 float *fnn_tensor_mutable_data(fnn_tensor *t) {
@@ -371,14 +385,14 @@ static int whole_number(const char *op, double v, int64_t pos, const char *where
 }
 
 int fnn_tensor_from_int64(fnn_tensor *out, int ndim, const int64_t *shape, const int64_t *data) {
-    FNN_TRY(fnn_empty_dtype(out, ndim, shape, FNN_DTYPE_INT64));
+    FNN_TRY(empty_as("tensor", out, ndim, shape, FNN_DTYPE_INT64));
     memcpy(fnn_data_i64(out), data, sizeof(int64_t) * (size_t)fnn_numel_of(ndim, shape));
     return FNN_STATUS_OK;
 }
 
 int fnn_tensor_from_doubles_dtype(fnn_tensor *out, int ndim, const int64_t *shape, const double *data, int dtype) {
     if (dtype == FNN_DTYPE_FLOAT32) return fnn_tensor_from_doubles(out, ndim, shape, data);
-    FNN_TRY(fnn_empty_dtype(out, ndim, shape, dtype));
+    FNN_TRY(empty_as("tensor", out, ndim, shape, dtype));
     int64_t *y = fnn_data_i64(out), n = fnn_numel_of(ndim, shape);
     fnn_shape_text where = fnn_shape_dims(ndim, shape);
     for (int64_t i = 0; i < n; i++) {
@@ -388,11 +402,13 @@ int fnn_tensor_from_doubles_dtype(fnn_tensor *out, int ndim, const int64_t *shap
     return FNN_STATUS_OK;
 }
 
+static int fill_as(const char *op, fnn_tensor *out, int ndim, const int64_t *shape, double value);
+
 int fnn_full_dtype(fnn_tensor *out, int ndim, const int64_t *shape, double value, int dtype) {
-    if (dtype == FNN_DTYPE_FLOAT32) return fnn_full(out, ndim, shape, value);
+    if (dtype == FNN_DTYPE_FLOAT32) return fill_as("full", out, ndim, shape, value);
     int64_t v = 0;
     FNN_TRY(whole_number("full", value, 0, "the fill value", &v));
-    FNN_TRY(fnn_empty_dtype(out, ndim, shape, dtype));
+    FNN_TRY(empty_as("full", out, ndim, shape, dtype));
     int64_t *y = fnn_data_i64(out), n = fnn_numel_of(ndim, shape);
     for (int64_t i = 0; i < n; i++) y[i] = v;
     return FNN_STATUS_OK;
@@ -427,28 +443,31 @@ int fnn_to_dtype(fnn_tensor *out, const fnn_tensor *x, int dtype) {
 }
 
 int fnn_tensor_from_data(fnn_tensor *out, int ndim, const int64_t *shape, const float *data) {
-    FNN_TRY(fnn_empty(out, ndim, shape));
+    FNN_TRY(empty_as("tensor", out, ndim, shape, FNN_DTYPE_FLOAT32));
     memcpy(fnn_data(out), data, sizeof(float) * (size_t)fnn_numel_of(ndim, shape));
     return FNN_STATUS_OK;
 }
 
 int fnn_tensor_from_doubles(fnn_tensor *out, int ndim, const int64_t *shape, const double *data) {
-    FNN_TRY(fnn_empty(out, ndim, shape));
+    FNN_TRY(empty_as("tensor", out, ndim, shape, FNN_DTYPE_FLOAT32));
     float *y = fnn_data(out);
     int64_t n = fnn_numel_of(ndim, shape);
     for (int64_t i = 0; i < n; i++) y[i] = (float)data[i];
     return FNN_STATUS_OK;
 }
 
-int fnn_full(fnn_tensor *out, int ndim, const int64_t *shape, double value) {
-    FNN_TRY(fnn_empty(out, ndim, shape));
+static int fill_as(const char *op, fnn_tensor *out, int ndim, const int64_t *shape, double value) {
+    FNN_TRY(empty_as(op, out, ndim, shape, FNN_DTYPE_FLOAT32));
     float *y = fnn_data(out), v = (float)value;
     int64_t n = fnn_numel_of(ndim, shape);
     for (int64_t i = 0; i < n; i++) y[i] = v;
     return FNN_STATUS_OK;
 }
-int fnn_zeros(fnn_tensor *out, int ndim, const int64_t *shape) { return fnn_full(out, ndim, shape, 0.0); }
-int fnn_ones(fnn_tensor *out, int ndim, const int64_t *shape) { return fnn_full(out, ndim, shape, 1.0); }
+int fnn_full(fnn_tensor *out, int ndim, const int64_t *shape, double value) {
+    return fill_as("full", out, ndim, shape, value);
+}
+int fnn_zeros(fnn_tensor *out, int ndim, const int64_t *shape) { return fill_as("zeros", out, ndim, shape, 0.0); }
+int fnn_ones(fnn_tensor *out, int ndim, const int64_t *shape) { return fill_as("ones", out, ndim, shape, 1.0); }
 
 int fnn_arange_dtype(fnn_tensor *out, double start, double stop, double step, int dtype) {
     if (dtype == FNN_DTYPE_FLOAT32) return fnn_arange(out, start, stop, step);
@@ -462,7 +481,7 @@ int fnn_arange_dtype(fnn_tensor *out, double start, double stop, double step, in
     int64_t n = 0;
     if (s > 0 && b > a) n = (int64_t)(((uint64_t)b - (uint64_t)a + (uint64_t)s - 1) / (uint64_t)s);
     if (s < 0 && b < a) n = (int64_t)(((uint64_t)a - (uint64_t)b + (uint64_t)(-s) - 1) / (uint64_t)(-s));
-    FNN_TRY(fnn_empty_dtype(out, 1, &n, FNN_DTYPE_INT64));
+    FNN_TRY(empty_as("arange", out, 1, &n, FNN_DTYPE_INT64));
     int64_t *y = fnn_data_i64(out);
     for (int64_t i = 0; i < n; i++) y[i] = a + i * s;
     return FNN_STATUS_OK;
@@ -473,7 +492,7 @@ int fnn_arange(fnn_tensor *out, double start, double stop, double step) {
               "arange: step must be a finite non-zero number (got start %g, stop %g, step %g)", start, stop, step);
     double count = ceil((stop - start) / step);
     int64_t n = count > 0 ? (int64_t)count : 0;
-    FNN_TRY(fnn_empty(out, 1, &n));
+    FNN_TRY(empty_as("arange", out, 1, &n, FNN_DTYPE_FLOAT32));
     float *y = fnn_data(out);
     for (int64_t i = 0; i < n; i++) y[i] = (float)(start + (double)i * step);
     return FNN_STATUS_OK;
@@ -481,7 +500,7 @@ int fnn_arange(fnn_tensor *out, double start, double stop, double step) {
 
 int fnn_linspace(fnn_tensor *out, double start, double stop, int64_t n) {
     FNN_CHECK(n >= 0, FNN_STATUS_ARG, "linspace: number of points must be >= 0, got %lld", (long long)n);
-    FNN_TRY(fnn_empty(out, 1, &n));
+    FNN_TRY(empty_as("linspace", out, 1, &n, FNN_DTYPE_FLOAT32));
     float *y = fnn_data(out);
     for (int64_t i = 0; i < n; i++)
         y[i] = n == 1 ? (float)start : (float)(start + (stop - start) * (double)i / (double)(n - 1));
@@ -490,33 +509,39 @@ int fnn_linspace(fnn_tensor *out, double start, double stop, int64_t n) {
 
 int fnn_eye(fnn_tensor *out, int64_t n, int64_t m) {
     int64_t shape[2] = {n, m < 0 ? n : m};
-    FNN_TRY(fnn_zeros(out, 2, shape));
+    FNN_TRY(fill_as("eye", out, 2, shape, 0.0));
     float *y = fnn_data(out);
     for (int64_t i = 0; i < shape[0] && i < shape[1]; i++) y[i * shape[1] + i] = 1.0f;
     return FNN_STATUS_OK;
 }
 
-int fnn_uniform(fnn_tensor *out, int ndim, const int64_t *shape, double lo, double hi) {
-    FNN_TRY(fnn_empty(out, ndim, shape));
+static int uniform_as(const char *op, fnn_tensor *out, int ndim, const int64_t *shape, double lo, double hi) {
+    FNN_TRY(empty_as(op, out, ndim, shape, FNN_DTYPE_FLOAT32));
     float *y = fnn_data(out);
     int64_t n = fnn_numel_of(ndim, shape);
     for (int64_t i = 0; i < n; i++) y[i] = (float)(lo + (hi - lo) * fnn_random_float());
     return FNN_STATUS_OK;
 }
-int fnn_rand(fnn_tensor *out, int ndim, const int64_t *shape) { return fnn_uniform(out, ndim, shape, 0, 1); }
+int fnn_uniform(fnn_tensor *out, int ndim, const int64_t *shape, double lo, double hi) {
+    return uniform_as("uniform", out, ndim, shape, lo, hi);
+}
+int fnn_rand(fnn_tensor *out, int ndim, const int64_t *shape) { return uniform_as("rand", out, ndim, shape, 0, 1); }
 
-int fnn_normal(fnn_tensor *out, int ndim, const int64_t *shape, double mean, double std) {
-    FNN_TRY(fnn_empty(out, ndim, shape));
+static int normal_as(const char *op, fnn_tensor *out, int ndim, const int64_t *shape, double mean, double std) {
+    FNN_TRY(empty_as(op, out, ndim, shape, FNN_DTYPE_FLOAT32));
     float *y = fnn_data(out);
     int64_t n = fnn_numel_of(ndim, shape);
     for (int64_t i = 0; i < n; i++) y[i] = (float)(mean + std * fnn_random_normal());
     return FNN_STATUS_OK;
 }
-int fnn_randn(fnn_tensor *out, int ndim, const int64_t *shape) { return fnn_normal(out, ndim, shape, 0, 1); }
+int fnn_normal(fnn_tensor *out, int ndim, const int64_t *shape, double mean, double std) {
+    return normal_as("normal", out, ndim, shape, mean, std);
+}
+int fnn_randn(fnn_tensor *out, int ndim, const int64_t *shape) { return normal_as("randn", out, ndim, shape, 0, 1); }
 
 int fnn_bernoulli(fnn_tensor *out, int ndim, const int64_t *shape, double p) {
     FNN_CHECK(p >= 0 && p <= 1, FNN_STATUS_ARG, "bernoulli: p must be in [0, 1], got %g", p);
-    FNN_TRY(fnn_empty(out, ndim, shape));
+    FNN_TRY(empty_as("bernoulli", out, ndim, shape, FNN_DTYPE_FLOAT32));
     float *y = fnn_data(out);
     int64_t n = fnn_numel_of(ndim, shape);
     for (int64_t i = 0; i < n; i++) y[i] = fnn_random_uniform() < p ? 1.0f : 0.0f;
@@ -525,7 +550,7 @@ int fnn_bernoulli(fnn_tensor *out, int ndim, const int64_t *shape, double p) {
 
 int fnn_randperm(fnn_tensor *out, int64_t n) {
     FNN_CHECK(n >= 0, FNN_STATUS_ARG, "randperm: n must be >= 0, got %lld", (long long)n);
-    FNN_TRY(fnn_empty_dtype(out, 1, &n, FNN_DTYPE_INT64));
+    FNN_TRY(empty_as("randperm", out, 1, &n, FNN_DTYPE_INT64));
     int64_t *y = fnn_data_i64(out);
     for (int64_t i = 0; i < n; i++) y[i] = i + 1;
     for (int64_t i = n - 1; i > 0; i--) {   /* Fisher-Yates */

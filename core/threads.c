@@ -3,6 +3,8 @@
  * loops large enough to pay for waking the team, and enter no OpenMP region at
  * all otherwise (fnn_parallel_for). */
 #include "internal.h"
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -11,27 +13,35 @@
 void openblas_set_num_threads(int n);
 int openblas_get_num_threads(void);
 
-static int num_threads = 0;  /* 0: not set yet */
+/* 0: not set yet. Host threads read it at once (every op asks), so it is an atomic, and the
+ * first read takes FASTNN_NUM_THREADS once (pthread_once), not once per racing thread. */
+static atomic_int num_threads;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 void fnn_set_num_threads(int n) {
     if (n < 1) n = 1;
-    num_threads = n;
+    atomic_store_explicit(&num_threads, n, memory_order_relaxed);
     openblas_set_num_threads(n);
 #ifdef _OPENMP
     omp_set_num_threads(n);
 #endif
 }
 
-int fnn_get_num_threads(void) {
-    if (!num_threads) {
-        const char *env = getenv("FASTNN_NUM_THREADS");
-        int n = env ? atoi(env) : 0;
+static void threads_from_env(void) {
+    if (atomic_load_explicit(&num_threads, memory_order_relaxed)) return;   /* set before the first read */
+    const char *env = getenv("FASTNN_NUM_THREADS");
+    int n = env ? atoi(env) : 0;
 #ifdef _OPENMP
-        if (n <= 0) n = omp_get_num_procs();
+    if (n <= 0) n = omp_get_num_procs();
 #endif
-        fnn_set_num_threads(n > 0 ? n : 1);
-    }
-    return num_threads;
+    fnn_set_num_threads(n > 0 ? n : 1);
+}
+
+int fnn_get_num_threads(void) {
+    int n = atomic_load_explicit(&num_threads, memory_order_relaxed);
+    if (n) return n;
+    pthread_once(&env_once, threads_from_env);
+    return atomic_load_explicit(&num_threads, memory_order_relaxed);
 }
 
 /* fnn_threads_for (internal.h) and its threshold FNN_PARALLEL_MIN_WORK = 2^18: work is counted in

@@ -115,7 +115,7 @@ describe('predict from several threads', function()
       write_file(worker, ('local SEQ_PATH, GRAPH_PATH = %q, %q\n'):format(seq_path, graph_path) .. WORKER)
       write_file(base .. '-host.c', HOST)
       local host = base .. '-host'
-      local compile = run(('cc -O1 -o %s %s -I%s/bin $(pkg-config --cflags luajit) %s/libfastnn_host.a '
+      local compile = run(('cc -O1 $FASTNN_HOST_CFLAGS -o %s %s -I%s/bin $(pkg-config --cflags luajit) %s/libfastnn_host.a '
                            .. '$(pkg-config --libs luajit) -lm -ldl -lpthread'):format(
                            quote(host), quote(base .. '-host.c'), quote(cwd), quote(build_dir)))
       assert.matches('rc=0\n$', compile)

@@ -3,8 +3,16 @@
 # prints one line: "N passed, N failed" counted over all specs.
 # With nvcc on the machine it also builds the CUDA backend (-DFASTNN_CUDA=ON)
 # so GPU code never rots; the GPU parity spec runs on a GPU machine (spec/gpu/check.sh).
+#
+# tools/test.sh --sanitize [address,undefined|thread] [ctest args...]
+#   builds build-san (ASan+UBSan, the default) or build-tsan (TSan) with -DFASTNN_SANITIZE and runs
+#   every spec there instead (tools/sanitizers/run.sh; ctest args such as -R host_threads pick specs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  exec bash tools/sanitizers/run.sh "$@"
+fi
 JOBS=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null || exit 1
 cmake --build build -j"$JOBS" || exit 1

@@ -188,6 +188,7 @@ int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
         if (!dins) { rc = FNN_FAIL(FNN_STATUS_OOM, "backward: out of memory"); goto restore; }
         for (int i = 0; i < n->n_inputs; i++) fnn_tensor_init(&dins[i]);
         bool embedded = false;
+        fnn_pin_op(n->op->info.name);   /* out-of-memory errors while n's gradient is made name its op */
         if (n->op->embeds && n->grad.ndim >= 0 && (rc = embed_into(n, &embedded))) {
             if (dins != dins_local) free(dins);
             goto restore;
@@ -225,6 +226,7 @@ int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
         }
     }
 restore:
+    fnn_pin_op(NULL);
     fnn_set_grad_enabled(was_enabled);
 done:
     for (size_t i = 0; i < all.len; i++) {

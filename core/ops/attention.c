@@ -67,7 +67,7 @@ static void attn_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alp
  * product in the form c = alpha a b with b's rows dense (the other operand transposed into a
  * scratch buffer first, which costs O(T D) against the product's O(T T D)). Causal products skip
  * the blocks the mask hides. Above ATTN_OWN_MAX multiply-adds per product cblas takes over. */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
 #define ATTN_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define ATTN_CLONE

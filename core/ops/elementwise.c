@@ -449,7 +449,7 @@ int fnn_rpow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return sca
 /* exp, log, tanh, sigmoid and erf come from fastmath.h: branch-free, so these rows vectorize. Being
  * compute-bound, with GCC on x86-64 glibc they are also built for x86-64-v3 (AVX2 + FMA, 8 lanes),
  * the copy picked at load time: 2-3x faster again where the CPU has it */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
 #define AVX2_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define AVX2_CLONE

@@ -204,7 +204,7 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
 
 /* the hot rows are memory-bound but gain from 8-lane AVX2 where the CPU has it: GCC on x86-64
  * glibc builds them twice and picks at load time (as elementwise.c does) */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
 #define NORM_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define NORM_CLONE

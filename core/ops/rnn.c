@@ -15,7 +15,7 @@
 
 /* compute-bound (five sigmoid/tanh per element): built for x86-64-v3 (AVX2 + FMA) too, picked at
  * load time, as elementwise.c's unary rows are */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
 #define AVX2_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define AVX2_CLONE

@@ -67,22 +67,29 @@ local function raise_interrupted()
    end
    error('interrupted', level)
 end
--- the host's hook raises through it too, when the Ctrl-C lands outside a trace
+-- the host's hook raises through it too, when the Ctrl-C lands outside a trace; inside these
+-- modules (source under library_dir) the hook waits, so that done() raises once the op's output
+-- has its finalizer (raised between the C call and done(), the output would leak)
 debug.getregistry()['fastnn.raise_interrupted'] = raise_interrupted
+debug.getregistry()['fastnn.library_dir'] = library_dir
 
 local function done(out)
-   if interrupt_flag[0] ~= 0 then raise_interrupted() end
    if out.storage ~= nil or out.node ~= nil then
       ffi_gc(out, clear)
       if live_cpu[0] > threshold then collect() end
       if live_gpu[0] > gpu_threshold then collect_gpu() end
    end
+   -- after the finalizer: raised before it, the op's output (storage and node) was never released
+   if interrupt_flag[0] ~= 0 then raise_interrupted() end
    return out
 end
 
 -- raise the core's message at the user's line (1 fail, 2 the binding, 3 the caller)
-local function fail()
-   error(ffi_string(C.fnn_last_error()), 3)
+-- as: the name the user called when the C entry has another (zeros and ones run fnn_full_dtype)
+local function fail(as)
+   local msg = ffi_string(C.fnn_last_error())
+   if as then msg = msg:gsub('^full: cannot allocate', as .. ': cannot allocate', 1) end
+   error(msg, 3)
 end
 
 M.new, M.done, M.fail = new, done, fail
@@ -210,7 +217,7 @@ local function typed_creator(op, value)
       end
       local out = new()
       local rc = value and C.fnn_full_dtype(out, n, shape, value, dtype) or C.fnn_empty_dtype(out, n, shape, dtype)
-      if rc ~= 0 then fail() end
+      if rc ~= 0 then fail(op) end
       return done(out)
    end
 end
