@@ -5,8 +5,10 @@
  * checked and reported with the file's name, never trusted into a crash. */
 #include "internal.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -55,8 +57,8 @@ static void advise_huge_pages(void *p, int64_t bytes) {
 #endif
 }
 
-/* out [dims...] = the file's unsigned bytes * scale, as float32 */
-static int read_idx_open(fnn_tensor *out, gzFile f, const char *path, double scale) {
+/* out [dims...] = the file's unsigned bytes * scale, as float32; file_bytes: its size on disk */
+static int read_idx_open(fnn_tensor *out, gzFile f, const char *path, double scale, int64_t file_bytes) {
     unsigned char head[4 + 4 * FNN_MAX_DIMS];
     int64_t got = read_full(f, head, 4);
     if (got < 0) return gz_failure(f, path, "cannot read the header");
@@ -72,15 +74,30 @@ static int read_idx_open(fnn_tensor *out, gzFile f, const char *path, double sca
     if (got < 0) return gz_failure(f, path, "cannot read the header");
     FNN_CHECK(got == 4 * ndim, FNN_STATUS_IO, "read_idx: %s: truncated header (%lld of %d bytes of sizes)", path,
               (long long)got, 4 * ndim);
-    int64_t shape[FNN_MAX_DIMS], total = 1;
+    int64_t shape[FNN_MAX_DIMS], total = 1, span = 1;
     for (int d = 0; d < ndim; d++) {
         const unsigned char *b = head + 4 + 4 * d;
         shape[d] = (int64_t)b[0] << 24 | (int64_t)b[1] << 16 | (int64_t)b[2] << 8 | (int64_t)b[3];
-        /* a corrupted size must not turn into a huge allocation: cap the element count */
-        FNN_CHECK(shape[d] == 0 || total <= ((int64_t)1 << 36) / shape[d], FNN_STATUS_IO,
+        /* a corrupted size must not turn into a huge allocation: cap the element count, and the
+         * product of the nonzero sizes too (a size 0 makes the count 0, not the strides) */
+        int64_t s = shape[d] > 0 ? shape[d] : 1;
+        FNN_CHECK(span <= ((int64_t)1 << 36) / s, FNN_STATUS_IO,
                   "read_idx: %s: sizes %s in the header are implausibly large", path, fnn_shape_dims(d + 1, shape).s);
+        span *= s;
         total *= shape[d];
     }
+    /* the data must be able to exist before it is allocated for: a plain file holds it after the
+     * header; a gzip stream inflates at most 1032:1 (deflate's limit), so a 20-byte file cannot
+     * claim gigabytes */
+    int64_t head_bytes = 4 + 4 * (int64_t)ndim;
+    if (gzdirect(f))
+        FNN_CHECK(total <= file_bytes - head_bytes, FNN_STATUS_IO,
+                  "read_idx: %s: truncated, expected %lld bytes of data, got %lld (sizes %s)", path, (long long)total,
+                  (long long)(file_bytes - head_bytes), fnn_shape_dims(ndim, shape).s);
+    else
+        FNN_CHECK(total + head_bytes <= file_bytes * 1032, FNN_STATUS_IO,
+                  "read_idx: %s: sizes %s need %lld bytes of data, more than %lld bytes of gzip can hold (truncated?)",
+                  path, fnn_shape_dims(ndim, shape).s, (long long)total, (long long)file_bytes);
     FNN_TRY(fnn_empty(out, ndim, shape));
     advise_huge_pages(fnn_data(out), total * (int64_t)sizeof(float));
     float table[256];   /* byte -> float: one lookup per value */
@@ -111,11 +128,21 @@ int fnn_read_idx(fnn_tensor *out, const char *path, double scale) {
     fnn_tensor_init(out);
     FNN_CHECK(path != NULL, FNN_STATUS_ARG, "read_idx: expected a path, got nil");
     errno = 0;
-    gzFile f = gzopen(path, "rb");
-    FNN_CHECK(f != NULL, FNN_STATUS_IO, "read_idx: %s: cannot open (%s)", path,
-              errno ? strerror(errno) : "out of memory");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    FNN_CHECK(fd >= 0, FNN_STATUS_IO, "read_idx: %s: cannot open (%s)", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        close(fd);
+        return FNN_FAIL(FNN_STATUS_IO, "read_idx: %s: not a regular file%s%s", path, e ? ": " : "", e ? strerror(e) : "");
+    }
+    gzFile f = gzdopen(fd, "rb");   /* owns fd from here */
+    if (!f) {
+        close(fd);
+        return FNN_FAIL(FNN_STATUS_IO, "read_idx: %s: cannot open (out of memory)", path);
+    }
     gzbuffer(f, 256 * 1024);
-    int rc = read_idx_open(out, f, path, scale);
+    int rc = read_idx_open(out, f, path, scale, (int64_t)st.st_size);
     gzclose(f);
     return rc;
 }

@@ -366,6 +366,10 @@ static int parse_entry(fnn_safetensors *f, const cJSON *item, st_entry *e) {
               f->path, name, (long long)e->begin, (long long)e->end, (long long)f->data_size);
     /* the size the shape claims, computed only while it stays within the offsets (no overflow) */
     int64_t held = e->end - e->begin, bytes = st_sizes[e->dtype];
+    double span = 1;   /* a size 0 empties the tensor, but its strides still multiply the other sizes */
+    for (d = 0; d < e->ndim; d++) span *= e->shape[d] > 0 ? (double)e->shape[d] : 1.0;
+    FNN_CHECK(span < 4611686018427387904.0, FNN_STATUS_IO, "%s: tensor '%s' has sizes %s, which multiply past 2^62",
+              f->path, name, fnn_shape_dims(e->ndim, e->shape).s);
     for (d = 0; d < e->ndim; d++) if (e->shape[d] == 0) bytes = 0;
     for (d = 0; d < e->ndim && bytes > 0; d++) {
         FNN_CHECK(e->shape[d] <= held / bytes, FNN_STATUS_IO,

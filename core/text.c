@@ -130,12 +130,16 @@ static int encode(fnn_tensor *ids, fnn_tensor *vocab, const unsigned char *s, in
         }
     } else {
         /* pass 1: which characters occur, and how many there are */
+        size_t top = 0;   /* past the largest code point seen: the scans below stop there (a short
+                           * ASCII text then touches one page of the map, not all 4.4 MB) */
         for (int64_t pos = 0; pos < len; count++) {
             int64_t at = pos;
             int32_t cp = bytes ? (int32_t)s[pos++] : next_code_point(s, len, &pos);
             if (cp < 0) { rc = invalid_utf8(name, s, at); break; }
             map[cp] = 1;
+            if ((size_t)cp >= top) top = (size_t)cp + 1;
         }
+        map_len = top;
         if (rc == FNN_STATUS_OK) {
             int64_t v = 0;
             for (size_t cp = 0; cp < map_len; cp++) if (map[cp]) v++;

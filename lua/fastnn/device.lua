@@ -96,6 +96,7 @@ function Tensor.device(t) return device_of(t.device_) end
 -- A GPU out of memory first gets the collector and the allocator cache back, then one retry.
 local stats = ffi.new('int64_t[2]')
 function Tensor.to(t, d)
+   if not fnn_tensor.is_tensor(t) then error(('to: expected a tensor, got a %s'):format(type(t)), 2) end
    local dev = parse('to', d)
    local out = new()
    local rc = C.fnn_to_device(out, t, dev.id)

@@ -424,6 +424,15 @@ local function check_random_state(op, path, words)
       if type(words[i]) ~= 'string' or not words[i]:match('^%d+$') then
          raise(('%s: %s: word %d of its random state is not a decimal number'):format(op, path, i))
       end
+      if #words[i] > 20 or (#words[i] == 20 and words[i] > '18446744073709551615') then
+         raise(('%s: %s: word %d of its random state is past 2^64'):format(op, path, i))
+      end
+   end
+   -- what fnn_random_set_state accepts, checked now: it runs after the model has been changed
+   local w = {}
+   for i = 1, 6 do w[i] = u64_of(words[i]) end
+   if (w[1] == 0 and w[2] == 0 and w[3] == 0 and w[4] == 0) or w[5] > 1 or w[6] > 0xffffffff then
+      raise(('%s: %s: its random state is not one fastnn writes (all-zero words or bad flags)'):format(op, path))
    end
 end
 local function restore_random_state(words)

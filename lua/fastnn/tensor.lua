@@ -121,10 +121,15 @@ local function parse_shape(op, allow_infer, first, ...)
       list = {first, ...}
    end
    if n > 8 then error(('%s: %d dims, at most 8 supported'):format(op, n), 3) end
+   local span = 1   -- what the strides multiply up to (a size 0 counts as 1): as the core, below 2^62
    for i = 1, n do
       local v = list[i]
       if type(v) ~= 'number' or v ~= floor(v) or (v < 0 and not (allow_infer and v == -1)) then
          error(('%s: size %d is %s, expected a non-negative integer'):format(op, i, tostring(v)), 3)
+      end
+      span = span * math.max(v, 1)
+      if span >= 2^62 then
+         error(('%s: sizes %s multiply past 2^62 (strides overflow)'):format(op, M.dims_str(list)), 3)
       end
       shape_buf[i - 1] = v
    end
@@ -330,8 +335,8 @@ function M.tensor(data, shape, opts)
       return done(out)
    end
    local out = new()
-   if type(data) == 'number' then
-      if C.fnn_full_dtype(out, 0, shape_buf, data, dtype) ~= 0 then fail() end
+   if type(data) == 'number' then   -- through the table path's C call, so a refusal names tensor
+      if C.fnn_tensor_from_doubles_dtype(out, 0, shape_buf, ffi.new('double[1]', data), dtype) ~= 0 then fail() end
       return done(out)
    end
    if type(data) ~= 'table' then
@@ -344,7 +349,9 @@ function M.tensor(data, shape, opts)
       local want = 1
       for i = 0, ndim - 1 do want = want * tonumber(shape_buf[i]) end
       if #data ~= want then
-         error(('tensor: %d values for shape %s (%d elements)'):format(#data, M.dims_str(shape), want), 2)
+         local sizes = {}   -- from shape_buf: the shape may have been given as one number
+         for i = 0, ndim - 1 do sizes[i + 1] = tonumber(shape_buf[i]) end
+         error(('tensor: %d values for shape %s (%d elements)'):format(#data, M.dims_str(sizes), want), 2)
       end
       values = ffi.new('double[?]', math.max(want, 1))
       for i = 1, want do
@@ -620,7 +627,9 @@ local function arith(name, tt, ts, st)
          if not istype(T, b) then error(what .. type(b), 2) end
          rc = tt(out, a, b)
       end
-      if rc ~= 0 then fail() end
+      if rc ~= 0 then   -- the scalar kernels name themselves (mul_scalar for t / 2): name the operator
+         error((ffi_string(C.fnn_last_error()):gsub('^r?%a+_scalar: ', name .. ': ', 1)), 2)
+      end
       return done(out)
    end
 end

@@ -108,7 +108,8 @@ setmetatable(CsvDataset, {__index = TensorDataset, __call = function(_, path, op
       end
    end
 
-   for line in f:lines() do
+   -- lines split here, not by f:lines(): LuaJIT's cuts a line at a NUL byte and drops the rest
+   for line in (f:read('*a') or ''):gmatch('([^\n]*)\n?') do
       lineno = lineno + 1
       line = line:gsub('\r$', '')
       if line:match('^%s*$') then goto continue end

@@ -8,11 +8,19 @@ local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail, as_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.as_tensor
 local M = {}
 
+-- a tensor argument checked before the C call: LuaJIT's own conversion error ("bad argument #2 to
+-- 'cfn'") would name neither the op nor the caller's line
+local is_tensor = fnn_tensor.is_tensor
+local function check_x(op, x)
+   if not is_tensor(x) then error(('%s: expected a tensor, got a %s'):format(op, type(x)), 3) end
+end
+
 -- unary: x -> same shape
 for _, name in ipairs{'neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid',
                       'relu', 'silu', 'softplus'} do
    local cfn = C['fnn_' .. name]
    Tensor[name] = function(x)
+      check_x(name, x)
       local out = new()
       if cfn(out, x) ~= 0 then fail() end
       return done(out)
@@ -21,6 +29,7 @@ end
 
 -- gelu: exact (erf) by default, {approximate = 'tanh'} for the tanh form
 function Tensor.gelu(x, opts)
+   check_x('gelu', x)
    local out = new()
    local tanh_form = type(opts) == 'table' and opts.approximate == 'tanh'
    if (tanh_form and C.fnn_gelu_tanh(out, x) or C.fnn_gelu(out, x)) ~= 0 then fail() end
@@ -29,6 +38,7 @@ end
 
 -- clamp(min, max): nil means no bound on that side
 function Tensor.clamp(x, lo, hi)
+   check_x('clamp', x)
    local out = new()
    if C.fnn_clamp(out, x, lo or -math.huge, hi or math.huge) ~= 0 then fail() end
    return done(out)
@@ -38,6 +48,7 @@ end
 for _, name in ipairs{'selu', 'mish', 'hardsigmoid', 'hardswish', 'softsign'} do
    local cfn = C['fnn_' .. name]
    Tensor[name] = function(x)
+      check_x(name, x)
       local out = new()
       if cfn(out, x) ~= 0 then fail() end
       return done(out)
@@ -53,6 +64,7 @@ for name, spec in pairs{leaky_relu = {'negative_slope', 0.01}, elu = {'alpha', 1
       if type(k) ~= 'number' then
          error(('%s: %s is a %s, expected a number'):format(name, what, type(k)), 2)
       end
+      check_x(name, x)
       local out = new()
       if cfn(out, x, k) ~= 0 then fail() end
       return done(out)

@@ -27,6 +27,7 @@ end
 
 -- reshape{3, -1} / reshape(3, -1): one -1 inferred; a view when the layout allows, else a copy
 function Tensor.reshape(x, ...)
+   check_tensor('reshape', x)
    local n, shape = parse_shape('reshape', true, ...)
    local out = new()
    if C.fnn_reshape(out, x, n, shape) ~= 0 then fail() end
@@ -35,6 +36,7 @@ end
 
 -- view: as reshape, but refuses when a copy would be needed
 function Tensor.view(x, ...)
+   check_tensor('view', x)
    local n, shape = parse_shape('view', true, ...)
    local out = new()
    if C.fnn_view(out, x, n, shape) ~= 0 then fail() end
@@ -43,6 +45,7 @@ end
 
 -- expand: size-1 dims (and new leading dims) repeat without copying; -1 keeps a size
 function Tensor.expand(x, ...)
+   check_tensor('expand', x)
    local n, shape = parse_shape('expand', true, ...)
    local out = new()
    if C.fnn_expand(out, x, n, shape) ~= 0 then fail() end
@@ -138,6 +141,7 @@ end
 
 -- contiguous(): the same values in row-major order (x itself when already so)
 function Tensor.contiguous(x)
+   check_tensor('contiguous', x)
    local out = new()
    if C.fnn_contiguous(out, x) ~= 0 then fail() end
    return done(out)

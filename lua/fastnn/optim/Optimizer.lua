@@ -361,6 +361,24 @@ function Optimizer:load_state(s)
          new_state[p] = st
       end
    end
+   -- the rest is checked before anything changes (a state from a file is untrusted): a group that
+   -- is not a table, or an option of another type than its default, would fail only at the next step
+   if s.steps ~= nil and (type(s.steps) ~= 'number' or s.steps < 0 or s.steps ~= math.floor(s.steps)) then
+      error(('optim.%s: load_state: steps is %s, expected a whole number'):format(name, tostring(s.steps)), 2)
+   end
+   for gi = 1, s.groups and #self.groups or 0 do
+      local sg = s.groups[gi]
+      if type(sg) ~= 'table' then
+         error(('optim.%s: load_state: group %d is a %s, expected a table of options'):format(name, gi, type(sg)), 2)
+      end
+      for k, v in pairs(sg) do
+         local d = self.defaults[k]
+         if d ~= nil and type(v) ~= type(d) then
+            error(('optim.%s: load_state: option %s of group %d is a %s, expected a %s'):format(
+               name, tostring(k), gi, type(v), type(d)), 2)
+         end
+      end
+   end
    self._state = new_state
    self._steps = s.steps or self._steps
    if s.groups then
