@@ -6,25 +6,10 @@
 -- The launcher is $FASTNN_LAUNCHER, else fastnn-lua beside $FASTNN_LIB, else build/fastnn-lua.
 local fnn = require 'fastnn'
 
-local function exists(path)
-   local f = io.open(path, 'rb')
-   if f then f:close() return true end
-   return false
-end
-local function quote(s) return "'" .. tostring(s):gsub("'", [['\'']]) .. "'" end
-local cwd = io.popen('pwd'):read('*l')
-local function absolute(path) return path:sub(1, 1) == '/' and path or (cwd .. '/' .. path) end
-local function dirname(path) return path:match('^(.*)/[^/]*$') or '.' end
+local process = require 'spec.process'
+local exists, quote, cwd = process.exists, process.quote, process.cwd
 
-local LAUNCHER = (function()
-   local env = os.getenv('FASTNN_LAUNCHER')
-   if env and env ~= '' then return absolute(env) end
-   local lib = os.getenv('FASTNN_LIB')
-   if lib and lib ~= '' and exists(absolute(dirname(lib)) .. '/fastnn-lua') then
-      return absolute(dirname(lib)) .. '/fastnn-lua'
-   end
-   return absolute('build/fastnn-lua')
-end)()
+local LAUNCHER = process.program('fastnn-lua', 'FASTNN_LAUNCHER')
 
 local dir = os.tmpname()
 os.remove(dir)

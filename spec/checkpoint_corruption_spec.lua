@@ -10,17 +10,8 @@ local dir = io.popen('mktemp -d /tmp/fastnn-corrupt-XXXXXX'):read('*l')
 local function file(name) return dir .. '/' .. name end
 teardown(function() os.execute('rm -rf ' .. dir) end)
 
-local function read_all(path)
-   local f = assert(io.open(path, 'rb'))
-   local s = f:read('*a')
-   f:close()
-   return s
-end
-local function write_file(path, bytes)
-   local f = assert(io.open(path, 'wb'))
-   f:write(bytes)
-   f:close()
-end
+local process = require 'spec.process'
+local read_all, write_file = process.read_all, process.write_file
 
 local function snapshot(m)
    local s = {}

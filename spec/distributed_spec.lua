@@ -11,27 +11,11 @@ local support = require 'spec.support'
 local dist = fnn.distributed
 local nn, optim, data = fnn.nn, fnn.optim, fnn.data
 
-local function exists(path)
-   local f = io.open(path, 'rb')
-   if f then f:close() return true end
-   return false
-end
-local function read_all(path)
-   local f = assert(io.open(path, 'rb'))
-   local s = f:read('*a')
-   f:close()
-   return s
-end
-local function quote(s) return "'" .. tostring(s):gsub("'", [['\'']]) .. "'" end
-local cwd = io.popen('pwd'):read('*l')
-local function absolute(path) return path:sub(1, 1) == '/' and path or (cwd .. '/' .. path) end
-local function dirname(path) return path:match('^(.*)/[^/]*$') or '.' end
+local process = require 'spec.process'
+local exists, read_all, quote, cwd, absolute, dirname =
+   process.exists, process.read_all, process.quote, process.cwd, process.absolute, process.dirname
 
-local BUILD = (function()
-   local lib = os.getenv('FASTNN_LIB')
-   if lib and lib ~= '' then return absolute(dirname(lib)) end
-   return absolute('build')
-end)()
+local BUILD = process.build_dir()
 local LAUNCHER = BUILD .. '/fastnn-lua'
 local HAVE_MPI = exists(BUILD .. '/libfastnn_dist.so') and exists(LAUNCHER)
 

@@ -9,32 +9,10 @@ local fnn = require 'fastnn'
 local nn = fnn.nn
 local support = require 'spec.support'
 
-local function exists(path)
-   local f = io.open(path, 'rb')
-   if f then f:close() return true end
-   return false
-end
-local function read_all(path)
-   local f = assert(io.open(path, 'rb'))
-   local s = f:read('*a')
-   f:close()
-   return s
-end
-local function quote(s) return "'" .. tostring(s):gsub("'", [['\'']]) .. "'" end
+local process = require 'spec.process'
+local read_all, quote = process.read_all, process.quote
 
-local cwd = io.popen('pwd'):read('*l')
-local function absolute(path) return path:sub(1, 1) == '/' and path or (cwd .. '/' .. path) end
-
-local HOST = (function()
-   local env = os.getenv('FASTNN_EMBED_HOST')
-   if env and env ~= '' then return absolute(env) end
-   local lib = os.getenv('FASTNN_LIB')
-   if lib and lib ~= '' then
-      local beside = absolute(lib:match('^(.*)/[^/]*$') or '.') .. '/embed_host'
-      if exists(beside) then return beside end
-   end
-   return absolute('build/embed_host')
-end)()
+local HOST = process.program('embed_host', 'FASTNN_EMBED_HOST')
 
 local TMP = io.popen('mktemp -d'):read('*l')
 

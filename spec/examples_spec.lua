@@ -6,34 +6,10 @@
 -- exits 0; a bad option exits 2 naming it. All the --quick runs together take about 30 s here.
 -- The launcher: $FASTNN_LAUNCHER, else fastnn-lua beside $FASTNN_LIB, else build/fastnn-lua.
 
-local function exists(path)
-   local f = io.open(path, 'rb')
-   if f then f:close() return true end
-   return false
-end
+local process = require 'spec.process'
+local exists, read_all, quote = process.exists, process.read_all, process.quote
 
-local function read_all(path)
-   local f = assert(io.open(path, 'rb'))
-   local s = f:read('*a')
-   f:close()
-   return s
-end
-
-local function quote(s) return "'" .. tostring(s):gsub("'", [['\'']]) .. "'" end
-
-local cwd = io.popen('pwd'):read('*l')
-local function absolute(path) return path:sub(1, 1) == '/' and path or (cwd .. '/' .. path) end
-
-local LAUNCHER = (function()
-   local env = os.getenv('FASTNN_LAUNCHER')
-   if env and env ~= '' then return absolute(env) end
-   local lib = os.getenv('FASTNN_LIB')
-   if lib and lib ~= '' then
-      local beside = absolute(lib:match('^(.*)/[^/]*$') or '.') .. '/fastnn-lua'
-      if exists(beside) then return beside end
-   end
-   return absolute('build/fastnn-lua')
-end)()
+local LAUNCHER = process.program('fastnn-lua', 'FASTNN_LAUNCHER')
 
 local TMP = io.popen('mktemp -d'):read('*l')
 

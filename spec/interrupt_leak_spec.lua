@@ -5,18 +5,10 @@
 -- examples/char_lm.lua's interrupt-and-resume run). A launcher child interrupts itself five
 -- times inside a JIT-compiled loop of ops and counts the live bytes and nodes afterwards.
 -- The launcher is $FASTNN_LAUNCHER, else fastnn-lua beside $FASTNN_LIB, else build/fastnn-lua.
-local cwd = io.popen('pwd'):read('*l')
-local function quote(s) return "'" .. tostring(s):gsub("'", [['\'']]) .. "'" end
-local function absolute(path) return path:sub(1, 1) == '/' and path or (cwd .. '/' .. path) end
-local function dirname(path) return path:match('^(.*)/[^/]*$') or '.' end
+local process = require 'spec.process'
+local quote, cwd = process.quote, process.cwd
 
-local LAUNCHER = (function()
-   local env = os.getenv('FASTNN_LAUNCHER')
-   if env and env ~= '' then return absolute(env) end
-   local lib = os.getenv('FASTNN_LIB')
-   if lib and lib ~= '' then return absolute(dirname(lib)) .. '/fastnn-lua' end
-   return absolute('build/fastnn-lua')
-end)()
+local LAUNCHER = process.program('fastnn-lua', 'FASTNN_LAUNCHER')
 
 local SCRIPT = [[
 local ffi = require 'ffi'

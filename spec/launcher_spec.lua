@@ -3,41 +3,11 @@
 -- library lookup from any directory, Ctrl-C as a catchable error, the REPL.
 -- The launcher is $FASTNN_LAUNCHER, else fastnn-lua beside $FASTNN_LIB, else build/fastnn-lua.
 
-local function exists(path)
-   local f = io.open(path, 'rb')
-   if f then f:close() return true end
-   return false
-end
+local process = require 'spec.process'
+local exists, read_all, write_file, quote = process.exists, process.read_all, process.write_file, process.quote
+local cwd, dirname = process.cwd, process.dirname
 
-local function read_all(path)
-   local f = assert(io.open(path, 'rb'))
-   local s = f:read('*a')
-   f:close()
-   return s
-end
-
-local function write_file(path, text)
-   local f = assert(io.open(path, 'wb'))
-   f:write(text)
-   f:close()
-end
-
-local function quote(s) return "'" .. tostring(s):gsub("'", [['\'']]) .. "'" end
-
-local cwd = io.popen('pwd'):read('*l')
-local function absolute(path) return path:sub(1, 1) == '/' and path or (cwd .. '/' .. path) end
-local function dirname(path) return path:match('^(.*)/[^/]*$') or '.' end
-
-local LAUNCHER = (function()
-   local env = os.getenv('FASTNN_LAUNCHER')
-   if env and env ~= '' then return absolute(env) end
-   local lib = os.getenv('FASTNN_LIB')
-   if lib and lib ~= '' then
-      local beside = absolute(dirname(lib)) .. '/fastnn-lua'
-      if exists(beside) then return beside end
-   end
-   return absolute('build/fastnn-lua')
-end)()
+local LAUNCHER = process.program('fastnn-lua', 'FASTNN_LAUNCHER')
 local BUILD_DIR = dirname(LAUNCHER)
 
 -- Run the launcher (or opts.program) with args; opts: cwd, env (set), unset (names), stdin.
