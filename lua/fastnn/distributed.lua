@@ -41,20 +41,7 @@ local CPU, INT64 = 0, 1
 -- errors: implementations raise with level 0; the public wrappers re-raise at the user's line
 
 local function raise(msg) error(msg, 0) end
-local function public(impl)
-   return function(...)
-      local r = {pcall(impl, ...)}
-      if not r[1] then
-         local err = r[2]
-         if type(err) == 'string' then
-            local file, rest = err:match('^([^:\n]+):%d+: (.*)$')
-            if file and file:find('fastnn', 1, true) then err = rest end
-         end
-         error(err, 2)
-      end
-      return unpack(r, 2, table.maxn(r))
-   end
-end
+local public = require 'fastnn.public'
 
 local function check(rc)
    if rc ~= 0 then raise(ffi.string(lib.fnn_dist_last_error())) end

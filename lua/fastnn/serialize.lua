@@ -31,21 +31,7 @@ local MAX_LISTED = 8           -- names per category in a mismatch message
 local function raise(msg) error(msg, 0) end
 local function last_error() return ffi.string(C.fnn_last_error()) end
 
-local function public(impl)
-   return function(...)
-      local r = {pcall(impl, ...)}
-      if not r[1] then
-         local err = r[2]
-         if type(err) == 'string' then
-            local file, rest = err:match('^([^:\n]+):%d+: (.*)$')
-            if file and file:find('fastnn', 1, true) then err = rest end
-            if err == 'interrupted' then error(err, 0) end
-         end
-         error(err, 2)
-      end
-      return unpack(r, 2, table.maxn(r))
-   end
-end
+local public = require 'fastnn.public'
 
 local function check_opts(op, opts)
    if opts == nil then return {} end
