@@ -147,13 +147,36 @@ int fnn_read_idx(fnn_tensor *out, const char *path, double scale) {
     return rc;
 }
 
+/* on a device: the ids (checked here) copied there, then the index walk of cuda/index.cu */
+static int device_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t *ids, const int64_t *shape) {
+    const fnn_backend *be = fnn_backend_for(x->device);
+    FNN_CHECK(be && be->index && be->copy, FNN_STATUS_DEVICE, "take_rows: not implemented on this device");
+    fnn_tensor dids;
+    FNN_TRY(fnn_new_output_dtype(&dids, x->device, FNN_DTYPE_INT64, 1, &n));
+    int rc = be->copy(fnn_data_i64(&dids), x->device, ids, fnn_make_device(FNN_DEVICE_CPU, 0),
+                      (size_t)n * sizeof(int64_t));
+    if (!rc) rc = fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape);
+    if (!rc) {
+        fnn_index_args a;
+        memset(&a, 0, sizeof a);
+        a.ndim = x->ndim, a.dim = 0, a.select = 1, a.size = x->shape[0];
+        memcpy(a.shape, shape, sizeof(int64_t) * (size_t)x->ndim);
+        memcpy(a.xstride, x->stride, sizeof(int64_t) * (size_t)x->ndim);
+        memcpy(a.ystride, out->stride, sizeof(int64_t) * (size_t)x->ndim);
+        if ((rc = be->index(fnn_device_ordinal(x->device), FNN_IDX_GATHER, (void *)fnn_bytes(x), fnn_bytes(out),
+                            fnn_data_i64(&dids), fnn_elem_size(x), &a)))
+            fnn_tensor_clear(out);
+    }
+    fnn_tensor_clear(&dids);
+    return rc;
+}
+
 /* ---- take_rows: x [N, rest...], ids 1-based -> [n, rest...] (plain data, no node) ---- */
 int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t *ids) {
     FNN_TRY(fnn_check_input_any("take_rows", x));
     FNN_CHECK(x->ndim >= 1, FNN_STATUS_SHAPE, "take_rows: expected a tensor with rows, got %s", fnn_shape_of(x).s);
     FNN_CHECK(n >= 0 && (n == 0 || ids != NULL), FNN_STATUS_ARG, "take_rows: %lld ids%s", (long long)n,
               n < 0 ? " (must be >= 0)" : " but no id array");
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE, "take_rows: not implemented on cuda yet");
     int64_t rows = x->shape[0];
     for (int64_t i = 0; i < n; i++)
         FNN_CHECK(ids[i] >= 1 && ids[i] <= rows, FNN_STATUS_ARG, "take_rows: id %lld outside 1..%lld (rows of %s)",
@@ -161,6 +184,7 @@ int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t
     int64_t shape[FNN_MAX_DIMS];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     shape[0] = n;
+    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) return device_take_rows(out, x, n, ids, shape);
     FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape));
     int64_t row = fnn_numel_of(x->ndim - 1, x->shape + 1);
     if (row == 0 || n == 0) return FNN_STATUS_OK;

@@ -48,6 +48,14 @@ void fnn_storage_release(fnn_storage *s);
 
 /* ---- backends: a table of function pointers per device type ---- */
 enum { FNN_BIN_ADD, FNN_BIN_SUB, FNN_BIN_MUL, FNN_BIN_DIV };
+/* the class losses' geometry (sites = N D, C classes, D inner), ignore_index, smoothing, FNN_REDUCTION_* */
+typedef struct { int64_t sites, cols, inner, ignore; int has_ignore, reduction; double smooth; } fnn_class_args;
+/* the index walk's geometry (see index below): skip a 1-based id that adds nothing (0: none) */
+typedef struct {
+    int ndim, dim, select;
+    int64_t size, skip;
+    int64_t shape[FNN_MAX_DIMS], xstride[FNN_MAX_DIMS], ystride[FNN_MAX_DIMS];
+} fnn_index_args;
 typedef struct fnn_backend {
     const char *name;
     int (*device_count)(void);
@@ -86,7 +94,54 @@ typedef struct fnn_backend {
     /* y[n] = FNN_RNG_* draws from the Philox stream (seed, subsequence offset): uniform in [k0, k1),
      * normal (mean k0, std k1), bernoulli (1 with probability k0) */
     int (*random)(int ordinal, int op, float *y, int64_t n, uint64_t seed, uint64_t offset, double k0, double k1);
+    /* ---- cuda/loss.cu ---- */
+    /* an FNN_CLS_* loss per site of contiguous x [N, C, D] with int64 targets t [N, D] (1-based): loss[site]
+     * (0 where ignored, nan where the id is outside 1..C: no host read to raise), wy[site] the weight w[y]
+     * (0 ignored), probs (softmax, cross_entropy only, may be NULL); w class weights or NULL */
+    int (*class_loss)(int ordinal, int op, float *loss, float *wy, float *probs, const float *x, const int64_t *t,
+                      const float *w, const fnn_class_args *a);
+    /* its backward: dx [N, C, D] from g ([sites] for NONE, else [1]); den the mean's sum of weights or NULL */
+    int (*class_loss_grad)(int ordinal, int op, float *dx, const float *probs, const int64_t *t, const float *w,
+                           const float *g, const float *den, const fnn_class_args *a);
+    /* an FNN_EWL_* loss per element of n contiguous x, t (w, pw broadcast weights or NULL): loss[n] */
+    int (*ew_loss)(int ordinal, int op, float *loss, const float *x, const float *t, const float *w, const float *pw,
+                   int64_t n);
+    /* its backward: dx, dt (either NULL) with the scale g[i] (per_elem) or g[0] k */
+    int (*ew_loss_grad)(int ordinal, int op, float *dx, float *dt, const float *x, const float *t, const float *w,
+                        const float *pw, const float *g, int per_elem, float k, int64_t n);
+    /* ---- cuda/index.cu: over every position p of a.shape (row-major), q = p with q[dim] = id - 1, where
+     * id = ids[p] (ids contiguous in a.shape) or ids[p[dim]] (a.select: one id per slice, index_select);
+     * FNN_IDX_GATHER  y[p . ystride] = x[q . xstride], elements of esize bytes (4 or 8); an id outside
+     *                 1..a.size gives nan (int64: 0), as there is no host read to raise;
+     * FNN_IDX_SCATTER x[q . xstride] += y[p . ystride], float32 through atomicAdd (the order of the adds,
+     *                 so the bits, may differ run to run); ids outside 1..a.size or equal to a.skip add nothing */
+    int (*index)(int ordinal, int op, void *x, void *y, const int64_t *ids, int esize, const fnn_index_args *a);
+    /* ---- cuda/norm.cu: FNN_NRM_* over contiguous rows x [rows, n]: y = (x - mean) rstd w + b (layer) or
+     * x rstd w (rms), w and b NULL when absent; stats (NULL: not kept) [rows, 2] mean, rstd (layer) or
+     * [rows] rstd (rms). The affine index of element j of row r is ((r % groups) n + j) / spatial:
+     * groups = spatial = 1 for layer_norm and rms_norm; group_norm's rows are (sample, group) runs of
+     * n = C/G S elements, its affine per channel */
+    int (*norm)(int ordinal, int op, float *y, float *stats, const float *x, const float *w, const float *b,
+                int64_t rows, int64_t n, double eps, int64_t groups, int64_t spatial);
+    /* its backward from g [rows, n] and the forward's x, w, stats: dx [rows, n], dw, db [the affine size],
+     * each NULL when not wanted */
+    int (*norm_grad)(int ordinal, int op, float *dx, float *dw, float *db, const float *g, const float *x,
+                     const float *w, const float *stats, int64_t rows, int64_t n, int64_t groups, int64_t spatial);
+    /* ---- cuda/cast.cu: y[n] (dtype) = x[n] (the other dtype), contiguous; a float that is not a whole
+     * int64 becomes INT64_MIN (no host read to raise) */
+    int (*cast)(int ordinal, int dtype, void *y, const void *x, int64_t n);
+    /* ---- cuda/int64.cu: y = a op b (FNN_INT_*) over shape, a/b strides 0 where broadcast, y contiguous:
+     * add/sub/mul of two int64 (int64 y, wrapping); comparisons of int64 or float32 operands (x_i64 says
+     * which), float32 0/1 y */
+    int (*int_binary)(int ordinal, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b,
+                      int b_i64, const int64_t *bs, int ndim, const int64_t *shape);
 } fnn_backend;
+/* int_binary's ops, numbered as elementwise.c's IOP_* */
+enum { FNN_INT_ADD, FNN_INT_SUB, FNN_INT_MUL, FNN_INT_EQ, FNN_INT_NE, FNN_INT_LT, FNN_INT_LE, FNN_INT_GT, FNN_INT_GE };
+enum { FNN_CLS_CROSS_ENTROPY, FNN_CLS_NLL };
+enum { FNN_EWL_MSE, FNN_EWL_BCE, FNN_EWL_BCEL };
+enum { FNN_IDX_GATHER, FNN_IDX_SCATTER };
+enum { FNN_NRM_LAYER, FNN_NRM_RMS };
 /* the reduce / reduce_grad ops (mean is SUM with k0 = 1/R; var: k0 ddof, k1 1 for std; norm: k0 = p;
  * TIES and SELECT are gradients only: max/min over everything, and along a dim through idx) */
 enum { FNN_RED_SUM, FNN_RED_PROD, FNN_RED_VAR, FNN_RED_NORM, FNN_RED_LSE, FNN_RED_MAX, FNN_RED_MIN,

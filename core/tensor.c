@@ -419,15 +419,18 @@ int fnn_to_dtype(fnn_tensor *out, const fnn_tensor *x, int dtype) {
     FNN_TRY(fnn_check_input_any(op, x));
     FNN_CHECK(fnn_dtype_size(dtype) > 0, FNN_STATUS_ARG, "to_dtype: unknown dtype code %d", dtype);
     if (x->dtype == dtype) return fnn_tensor_ref(out, x);
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "%s: not implemented on cuda yet (tensor %s)", op, fnn_shape_of(x).s);
+    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || (be && be->cast), FNN_STATUS_DEVICE,
+              "%s: not implemented on this device (tensor %s)", op, fnn_shape_of(x).s);
     fnn_tensor tmp;
     int rc;
     const void *src = fnn_contiguous_bytes(x, &tmp, &rc);
     FNN_TRY(rc);
     int64_t n = fnn_tensor_numel(x);
     rc = fnn_new_output_dtype(out, x->device, dtype, x->ndim, x->shape);
-    if (!rc && dtype == FNN_DTYPE_INT64) {
+    if (!rc && be) {   /* cuda/cast.cu */
+        if ((rc = be->cast(fnn_device_ordinal(x->device), dtype, fnn_bytes(out), src, n))) fnn_tensor_clear(out);
+    } else if (!rc && dtype == FNN_DTYPE_INT64) {
         const float *xs = src;
         int64_t *y = fnn_data_i64(out);
         fnn_shape_text where = fnn_shape_of(x);

@@ -181,6 +181,15 @@ static const fnn_backend cuda_backend = {
     /* reduce_grad */ fnn_cuda_reduce_grad,
     /* optim */ fnn_cuda_optim,
     /* random */ fnn_cuda_random,
+    /* class_loss */ fnn_cuda_class_loss,
+    /* class_loss_grad */ fnn_cuda_class_loss_grad,
+    /* ew_loss */ fnn_cuda_ew_loss,
+    /* ew_loss_grad */ fnn_cuda_ew_loss_grad,
+    /* index */ fnn_cuda_index,
+    /* norm */ fnn_cuda_norm,
+    /* norm_grad */ fnn_cuda_norm_grad,
+    /* cast */ fnn_cuda_cast,
+    /* int_binary */ fnn_cuda_int_binary,
 };
 
 void fnn_cuda_register(void) { fnn_register_backend(FNN_DEVICE_CUDA, &cuda_backend); }

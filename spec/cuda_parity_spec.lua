@@ -3,7 +3,12 @@
 -- same fixed weights on both sides). Families: the device strided copy (contiguous, reshape),
 -- add/sub/mul/div, every elementwise op of core/ops/elementwise.c (unary ops, ops with a
 -- number, pow/maximum/minimum, comparisons, where), the reductions and softmax family of
--- core/ops/reduction.c, matmul, every fused optimizer step of core/optim.c, and cuRAND draws.
+-- core/ops/reduction.c, matmul, every fused optimizer step of core/optim.c, cuRAND draws, the
+-- class losses with int64 targets on the device (cross_entropy, nll_loss), the elementwise losses
+-- (mse, bce, bce_with_logits fused; mae, huber, kl_div composed), the index family on int64 ids
+-- (index_select, gather, scatter_add, take_rows, embedding, masked_fill), layer_norm, rms_norm and
+-- group_norm, dtype casts, int64 arithmetic and comparisons, and a 20-step MLP training run
+-- (Linear-ReLU-Linear, cross_entropy, Adam).
 --
 -- Tolerances, |gpu - cpu| <= atol + rtol |cpu| (the CUDA build uses --use_fast_math):
 --   add/sub/mul/div, copies, comparisons, where, relu-like ops, max/min/argmax: exact
@@ -17,6 +22,15 @@
 --   matmul: atol 1e-5 sqrt(k) (cuBLAS sums k products in another order);
 --   SGD: rtol 1e-6 (FMA contraction); Adam/AdamW/amsgrad, RMSprop, Adagrad, Adadelta, RAdam, Lion,
 --     decay, lerp: rtol 2e-5, atol 1e-6 (fast sqrt and division).
+--   cross_entropy, nll_loss, the elementwise losses: rtol 2e-5, atol 1e-6 (__expf/__logf, sums in
+--     another order), gradients 2x;
+--   index_select, gather, take_rows, embedding forward, casts: exact; their backward and scatter_add
+--     add through atomicAdd, whose order (so the last bits) depends on the run: rtol 1e-5, atol 1e-6;
+--   layer_norm, rms_norm, group_norm: rtol 1e-5, atol 1e-5, gradients 10x (row sums in another order);
+--   the MLP run: every step's loss within rtol 1e-4, the final weights within 1e-4.
+-- On the GPU nothing is read back to the host inside an op, so an id outside its range (class
+-- losses, index family), a probability outside [0, 1] (bce) or a fraction cast to int64 gives
+-- nan (INT64_MIN for the cast) where the CPU raises; cases below check both behaviours.
 -- Sizes sit on both sides of launch edges (1, 127, 128, 129, 1023, 1024, 1025), inputs are
 -- non-contiguous (transposed) in the sweeps.
 --
@@ -500,6 +514,379 @@ describe('cuda: random draws (cuRAND Philox)', function()
          end)
       end
    end
+end)
+
+-- class ids 1..C (deterministic), as int64; ignore: every 7th id replaced by that value
+local function class_ids(n, classes, ignore)
+   local v = {}
+   for i = 1, n do v[i] = (ignore and i % 7 == 0) and ignore or (i * 37 + 11) % classes + 1 end
+   return fnn.tensor(v, {n}):long()
+end
+
+describe('cuda parity: cross_entropy and nll_loss (int64 targets on the device), forward and backward', function()
+   -- the targets follow the logits onto their device; tolerance FAST (__expf/__logf), gradients 2x
+   local function ce(t, opts) return function(x) return fnn.nn.cross_entropy(x, t:to(x:device()), opts) end end
+   for _, n in ipairs{1, 127, 128, 129, 1025} do
+      case(('cross_entropy [%d,5], mean'):format(n), function()
+         parity_grad('cross_entropy', {uniform({n, 5}, -3, 3)}, ce(class_ids(n, 5)), FAST[1], FAST[2])
+      end)
+   end
+   local w = fnn.tensor{0.5, 2, 1, 1.5, 0.25}
+   local OPTS = {   -- {label, opts (weight moved to the device in the case), ignore}
+      {'sum', {reduction = 'sum'}},
+      {'none', {reduction = 'none'}},
+      {'class weights', {weight = true}},
+      {'ignore_index 3', {ignore_index = 3}, 3},
+      {'ignore_index -100 present', {}, -100},
+      {'label smoothing 0.1', {label_smoothing = 0.1}},
+      {'weights, smoothing 0.2, ignore 2, sum', {weight = true, label_smoothing = 0.2, ignore_index = 2,
+                                                reduction = 'sum'}, 2},
+   }
+   for _, o in ipairs(OPTS) do
+      case(('cross_entropy [129,5], %s'):format(o[1]), function()
+         local t = class_ids(129, 5, o[3])
+         parity_grad('cross_entropy ' .. o[1], {uniform({129, 5}, -3, 3)}, function(x)
+            local opts = {}
+            for k, v in pairs(o[2]) do opts[k] = v end
+            if opts.weight then opts.weight = w:to(x:device()) end
+            return fnn.nn.cross_entropy(x, t:to(x:device()), opts)
+         end, FAST[1], FAST[2])
+      end)
+   end
+   case('cross_entropy [5,129]^T (non-contiguous logits)', function()
+      parity_grad('cross_entropy', {uniform({5, 129}, -3, 3)},
+                  function(x) return fnn.nn.cross_entropy(x:t(), class_ids(129, 5):to(x:device())) end, FAST[1], FAST[2])
+   end)
+   case('cross_entropy [3,4,2,5] (sites along d...), mean and none', function()
+      local t = class_ids(30, 4):reshape{3, 2, 5}
+      parity_grad('cross_entropy [N,C,d...]', {uniform({3, 4, 2, 5}, -3, 3)}, function(x)
+         local tt = t:to(x:device())
+         return fnn.nn.cross_entropy(x, tt, {reduction = 'none'}) + fnn.nn.cross_entropy(x, tt)
+      end, FAST[1], FAST[2])
+   end)
+   case('cross_entropy [7] (one site, scalar target)', function()
+      parity_grad('cross_entropy [C]', {uniform({7}, -3, 3)},
+                  function(x) return fnn.nn.cross_entropy(x, fnn.tensor({4}):long():reshape{}:to(x:device())) end,
+                  FAST[1], FAST[2])
+   end)
+   for _, o in ipairs{{'mean', {}}, {'sum, weights, ignore 1', {reduction = 'sum', weight = true, ignore_index = 1}, 1},
+                      {'none', {reduction = 'none'}}} do
+      case(('nll_loss of log_softmax [129,5], %s'):format(o[1]), function()
+         local t = class_ids(129, 5, o[3])
+         parity_grad('nll_loss ' .. o[1], {uniform({129, 5}, -3, 3)}, function(x)
+            local opts = {}
+            for k, v in pairs(o[2]) do opts[k] = v end
+            if opts.weight then opts.weight = w:to(x:device()) end
+            return fnn.nn.nll_loss(x:log_softmax(2), t:to(x:device()), opts)
+         end, FAST[1], FAST[2])
+      end)
+   end
+   case('cross_entropy with soft targets, categorical and sparse categorical cross entropy from logits', function()
+      local probs = uniform({65, 5}, 0, 1):softmax(2)
+      parity_grad('cross_entropy soft', {uniform({65, 5}, -3, 3), probs},
+                  function(x, p) return fnn.nn.cross_entropy(x, p, {label_smoothing = 0.1}) end, FAST[1], FAST[2])
+      parity_grad('categorical_cross_entropy', {uniform({65, 5}, -3, 3), probs},
+                  function(x, p) return fnn.nn.categorical_cross_entropy(x, p, {from_logits = true}) end,
+                  FAST[1], FAST[2])
+      local t = class_ids(65, 5)
+      parity_grad('sparse_categorical_cross_entropy', {uniform({65, 5}, -3, 3)}, function(x)
+         return fnn.nn.sparse_categorical_cross_entropy(x, t:to(x:device()), {from_logits = true})
+      end, FAST[1], FAST[2])
+      parity_grad('CrossEntropyLoss', {uniform({65, 5}, -3, 3)},
+                  function(x) return fnn.nn.CrossEntropyLoss()(x, t:to(x:device())) end, FAST[1], FAST[2])
+   end)
+   case('a class id outside 1..C gives nan on the GPU (no host read), an error on the CPU', function()
+      local x, t = uniform({4, 3}, -1, 1), fnn.tensor({1, 2, 9, 3}):long()
+      if not gpu then return skip('cross_entropy', {x, t}) end
+      assert.error_matches(function() return fnn.nn.cross_entropy(x, t) end, 'cross_entropy: class id 9 outside 1..3')
+      local per = fnn.nn.cross_entropy(x:to(gpu), t:to(gpu), {reduction = 'none'}):to('cpu'):to_flat()
+      assert.is_true(per[1] == per[1] and per[2] == per[2] and per[4] == per[4])
+      assert.is_true(per[3] ~= per[3], 'the bad site is not nan')
+      local mean = fnn.nn.cross_entropy(x:to(gpu), t:to(gpu)):to('cpu'):item()
+      assert.is_true(mean ~= mean, 'the mean is not nan')
+   end)
+   case('float class ids on the GPU are refused, naming the op and the shape', function()
+      local x, t = uniform({4, 3}, -1, 1), fnn.tensor{1, 2, 3, 3}
+      if not gpu then return skip('cross_entropy', {x, t}) end
+      assert.error_matches(function() return fnn.nn.cross_entropy(x:to(gpu), t:to(gpu)) end,
+                           'cross_entropy: targets %[4%] on a GPU must be int64 class ids')
+   end)
+end)
+
+-- ids 1..size, repeats included (deterministic), int64, of the given shape
+local function some_ids(shape, size)
+   local n, v = 1, {}
+   for _, d in ipairs(shape) do n = n * d end
+   for i = 1, n do v[i] = (i * 53 + 5) % size + 1 end
+   return fnn.tensor(v, shape):long()
+end
+
+-- the index family on int64 ids that live on the device (cuda/index.cu). Gathers copy: exact.
+-- Backward (and scatter_add) add through atomicAdd, so where ids repeat the order of the adds, and
+-- the last bits, depend on the run: rtol 1e-5, atol 1e-6.
+local ATOMIC = {1e-6, 1e-5}
+describe('cuda parity: index_select, gather, scatter_add, embedding, take_rows (int64 ids on the device)', function()
+   local function on(t, x) return t:to(x:device()) end
+   for _, n in ipairs{1, 127, 128, 129, 1025} do
+      case(('index_select [%d,5] along dim 1, 300 repeated ids'):format(n), function()
+         local ids = some_ids({300}, n)
+         parity_grad('index_select', {uniform({n, 5}, -2, 2)}, function(x) return x:index_select(1, on(ids, x)) end,
+                     ATOMIC[1], ATOMIC[2], 1)
+      end)
+      case(('index_select [3,%d]^T (non-contiguous) along dim 2'):format(n), function()
+         local ids = some_ids({7}, n)
+         parity_grad('index_select', {uniform({n, 3}, -2, 2)}, function(x) return x:t():index_select(2, on(ids, x)) end,
+                     ATOMIC[1], ATOMIC[2], 1)
+      end)
+      case(('embedding [%d,6], ids [4,300] with padding_idx 2'):format(n), function()
+         local ids = some_ids({4, 300}, n)
+         parity_grad('embedding', {uniform({n, 6}, -2, 2)}, function(w)
+            return fnn.embedding(on(ids, w), w, {padding_idx = n >= 2 and 2 or nil})
+         end, ATOMIC[1], ATOMIC[2], 1)
+      end)
+   end
+   case('index_select of an int64 tensor (exact), 0-D ids', function()
+      local x = some_ids({6, 4}, 1000)
+      parity('index_select int64', {x}, function(a) return a:index_select(2, on(some_ids({9}, 4), a)) end, 0, 0)
+      parity('index_select 0-D', {uniform({6, 4}, -1, 1)},
+             function(a) return a:index_select(1, on(fnn.tensor({3}):long():reshape{}, a)) end, 0, 0)
+   end)
+   for _, dim in ipairs{1, 2, 3} do
+      case(('gather [4,6,5] along dim %d, index [3,4,5] (smaller outside dim)'):format(dim), function()
+         local sizes = {4, 6, 5}
+         local ids = some_ids({3, 4, 5}, sizes[dim])
+         parity_grad('gather', {uniform({4, 6, 5}, -2, 2)}, function(x) return x:gather(dim, on(ids, x)) end,
+                     ATOMIC[1], ATOMIC[2], 1)
+      end)
+   end
+   case('gather of [6,1025]^T (non-contiguous) and of an int64 tensor', function()
+      local ids = some_ids({1025, 2}, 6)
+      parity_grad('gather', {uniform({6, 1025}, -2, 2)}, function(x) return x:t():gather(2, on(ids, x)) end,
+                  ATOMIC[1], ATOMIC[2], 1)
+      parity('gather int64', {some_ids({5, 4}, 99)}, function(a) return a:gather(1, on(some_ids({3, 4}, 5), a)) end, 0, 0)
+   end)
+   for _, n in ipairs{1, 129, 1025} do
+      case(('scatter_add [%d,4] along dim 1 from src [300,4], d x and d src'):format(n), function()
+         local ids = some_ids({300, 4}, n)
+         parity_grad('scatter_add', {uniform({n, 4}, -2, 2), uniform({300, 4}, -2, 2)},
+                     function(x, src) return x:scatter_add(1, on(ids, x), src) end, ATOMIC[1], ATOMIC[2], 1)
+      end)
+   end
+   case('scatter_add [5,7]^T along dim 2 (non-contiguous x and src)', function()
+      local ids = some_ids({7, 3}, 5)
+      parity_grad('scatter_add', {uniform({5, 7}, -2, 2), uniform({3, 7}, -2, 2)},
+                  function(x, src) return x:t():scatter_add(2, on(ids, x), src:t()) end, ATOMIC[1], ATOMIC[2], 1)
+   end)
+   case('take_rows of [1025,3] (float32) and [9,2]^T (int64, non-contiguous), host ids copied over', function()
+      local function take(x, ids)
+         local buf = ffi.new('int64_t[?]', #ids, ids)
+         local out = T.new()
+         ok(C.fnn_take_rows(out, x, #ids, buf))
+         return T.done(out)
+      end
+      local ids = {}
+      for i = 1, 700 do ids[i] = (i * 31) % 1025 + 1 end
+      parity('take_rows', {uniform({1025, 3}, -1, 1)}, function(x) return take(x, ids) end, 0, 0)
+      parity('take_rows int64', {some_ids({2, 9}, 50)}, function(x) return take(x:t(), {9, 1, 4, 4}) end, 0, 0)
+   end)
+   for _, n in ipairs{1, 129, 1025} do
+      case(('masked_fill [%d,3] with a broadcast [1,3] mask, and of a transposed view'):format(n), function()
+         local mask = fnn.tensor({{1, 0, 1}})
+         parity_grad('masked_fill', {uniform({n, 3}, -2, 2)},
+                     function(x) return x:masked_fill(mask:to(x:device()), -7.5) end, 0, 1e-6, 1)
+         parity_grad('masked_fill^T', {uniform({3, n}, -2, 2)},
+                     function(x) return x:t():masked_fill(x:t():gt(0), 0) end, 0, 1e-6, 1)
+      end)
+   end
+   case('an id outside the range gives nan on the GPU (no host read), an error on the CPU', function()
+      local x, ids = uniform({4, 3}, -1, 1), fnn.tensor({2, 7, 1}):long()
+      if not gpu then return skip('index_select', {x, ids}) end
+      assert.error_matches(function() return x:index_select(1, ids) end, 'index_select: index 7 outside 1..4')
+      local y = x:to(gpu):index_select(1, ids:to(gpu)):to('cpu'):to_table()
+      assert.is_true(y[1][1] == y[1][1] and y[3][3] == y[3][3])
+      for j = 1, 3 do assert.is_true(y[2][j] ~= y[2][j], 'the bad row is not nan') end
+      assert.error_matches(function() return x:to(gpu):index_select(1, fnn.tensor{1, 2}:to(gpu)) end,
+                           'index_select: index %[2%] on a GPU must be int64')
+   end)
+end)
+
+-- layer_norm, rms_norm, group_norm (cuda/norm.cu: a block per row, warp shuffles; both sides sum in double in
+-- different orders, rsqrt under fast math): rtol 1e-5, atol 1e-5 (xhat near 0 has absolute error);
+-- the gradients through the row sums 10x that.
+describe('cuda parity: layer_norm, rms_norm and group_norm (instance_norm), forward and backward', function()
+   for _, n in ipairs(SIZES) do
+      case(('layer_norm [3,%d] with weight and bias'):format(n), function()
+         parity_grad('layer_norm', {uniform({3, n}, -2, 2), uniform({n}, 0.5, 1.5), uniform({n}, -1, 1)},
+                     function(x, w, b) return x:layer_norm(w, b) end, 1e-5, 1e-5, 10)
+      end)
+      case(('rms_norm [3,%d] with weight'):format(n), function()
+         parity_grad('rms_norm', {uniform({3, n}, -2, 2), uniform({n}, 0.5, 1.5)},
+                     function(x, w) return x:rms_norm(w) end, 1e-5, 1e-5, 10)
+      end)
+   end
+   case('layer_norm [130,33]^T (non-contiguous, 33 rows of 130) without affine, and with weight only', function()
+      parity_grad('layer_norm', {uniform({130, 33}, -2, 2)}, function(x) return x:t():layer_norm() end, 1e-5, 1e-5, 10)
+      parity_grad('layer_norm', {uniform({5, 2, 64}, 1, 3), uniform({64}, 0.5, 1.5)},   -- a mean far from 0
+                  function(x, w) return x:layer_norm(w, nil, {eps = 1e-3}) end, 1e-5, 1e-5, 10)
+   end)
+   for _, c in ipairs{{{2, 6, 5}, 3}, {{4, 6}, 2}, {{1, 4, 1025}, 2}, {{3, 4, 2, 3}, 4}, {{2, 8, 129}, 1}} do
+      local shape, groups = c[1], c[2]
+      case(('group_norm %s, %d groups, with weight and bias, and without'):format(
+         fnn.shape_str(fnn.zeros(shape)), groups), function()
+         local C = shape[2]
+         parity_grad('group_norm', {uniform(shape, -2, 2), uniform({C}, 0.5, 1.5), uniform({C}, -1, 1)},
+                     function(x, w, b) return x:group_norm(groups, w, b) end, 1e-5, 1e-5, 10)
+         parity_grad('group_norm plain', {uniform(shape, -2, 2)}, function(x) return x:group_norm(groups) end,
+                     1e-5, 1e-5, 10)
+      end)
+   end
+   case('instance_norm [2,3,4,4] with affine, group_norm of a transposed [5,4,6] view', function()
+      parity_grad('instance_norm', {uniform({2, 3, 4, 4}, -2, 2), uniform({3}, 0.5, 1.5), uniform({3}, -1, 1)},
+                  function(x, w, b) return x:instance_norm(w, b) end, 1e-5, 1e-5, 10)
+      parity_grad('group_norm^T', {uniform({6, 4, 5}, -2, 2)},
+                  function(x) return x:transpose(1, 3):group_norm(2) end, 1e-5, 1e-5, 10)
+   end)
+   case('layer_norm over two trailing dims [4,3,5] (normalized 15), rms_norm without weight', function()
+      parity_grad('layer_norm', {uniform({4, 3, 5}, -2, 2), uniform({3, 5}, 0.5, 1.5), uniform({3, 5}, -1, 1)},
+                  function(x, w, b) return x:layer_norm(w, b) end, 1e-5, 1e-5, 10)
+      parity_grad('rms_norm', {uniform({1025, 7}, -2, 2)}, function(x) return x:rms_norm() end, 1e-5, 1e-5, 10)
+   end)
+end)
+
+-- the elementwise losses: mse, binary_cross_entropy and bce_with_logits fused (cuda/loss.cu, per-element
+-- terms summed by the device reduce), mae, huber and kl_div composed in Lua of device ops. FAST
+-- (__logf/__expf, sums in another order), gradients 2x.
+describe('cuda parity: mse, mae, huber, kl_div, binary_cross_entropy, bce_with_logits', function()
+   local nn = fnn.nn
+   for _, n in ipairs{1, 129, 1025} do
+      for _, r in ipairs{'mean', 'sum', 'none'} do
+         case(('mse, mae, huber [%d,3], reduction %s'):format(n, r), function()
+            local inputs = {uniform({n, 3}, -2, 2), uniform({n, 3}, -2, 2)}
+            parity_grad('mse', inputs, function(p, t) return nn.mse(p, t, {reduction = r}) end, FAST[1], FAST[2])
+            parity_grad('mae', inputs, function(p, t) return nn.mae(p, t, {reduction = r}) end, FAST[1], FAST[2])
+            parity_grad('huber', inputs, function(p, t) return nn.huber(p, t, {reduction = r, delta = 0.7}) end,
+                        FAST[1], FAST[2])
+         end)
+         case(('binary_cross_entropy and bce_with_logits [%d,3], reduction %s'):format(n, r), function()
+            parity_grad('binary_cross_entropy', {uniform({n, 3}, 0.05, 0.95), uniform({n, 3}, 0, 1)},
+                        function(p, t) return nn.binary_cross_entropy(p, t, {reduction = r}) end, FAST[1], FAST[2])
+            parity_grad('bce_with_logits', {uniform({n, 3}, -4, 4), uniform({n, 3}, 0, 1)},
+                        function(x, t) return nn.bce_with_logits(x, t, {reduction = r}) end, FAST[1], FAST[2])
+         end)
+      end
+   end
+   case('mse of [7,129]^T (non-contiguous)', function()
+      parity_grad('mse', {uniform({7, 129}, -2, 2), uniform({129, 7}, -2, 2)},
+                  function(p, t) return nn.mse(p:t(), t) end, FAST[1], FAST[2])
+   end)
+   case('binary_cross_entropy with a broadcast weight, bce_with_logits with weight and pos_weight', function()
+      local w, pw = uniform({3}, 0.5, 2), uniform({1, 3}, 0.5, 3)
+      parity_grad('binary_cross_entropy weight', {uniform({65, 3}, 0.05, 0.95), uniform({65, 3}, 0, 1)},
+                  function(p, t) return nn.binary_cross_entropy(p, t, {weight = w:to(p:device())}) end, FAST[1], FAST[2])
+      parity_grad('bce_with_logits weights', {uniform({65, 3}, -4, 4), uniform({65, 3}, 0, 1)}, function(x, t)
+         return nn.bce_with_logits(x, t, {weight = w:to(x:device()), pos_weight = pw:to(x:device()), reduction = 'sum'})
+      end, FAST[1], FAST[2])
+   end)
+   case('kl_div (batchmean; log_target; zeros in the target)', function()
+      local p = uniform({33, 5}, 0, 1):softmax(2)
+      local pz = p * uniform({33, 5}, 0, 1):gt(0.2)
+      parity_grad('kl_div', {uniform({33, 5}, -3, 0), p}, function(q, t) return nn.kl_div(q, t) end, FAST[1], FAST[2])
+      parity_grad('kl_div zeros', {uniform({33, 5}, -3, 0), pz},
+                  function(q, t) return nn.kl_div(q, t, {reduction = 'sum'}) end, FAST[1], FAST[2])
+      parity_grad('kl_div log_target', {uniform({33, 5}, -3, 0), uniform({33, 5}, -3, 0)},
+                  function(q, t) return nn.kl_div(q, t, {log_target = true}) end, FAST[1], FAST[2])
+   end)
+   case('binary_cross_entropy of a value outside [0, 1]: nan on the GPU (no host read), an error on the CPU', function()
+      local p, t = fnn.tensor{0.5, 1.5, 0.2}, fnn.tensor{1, 0, 1}
+      if not gpu then return skip('binary_cross_entropy', {p, t}) end
+      assert.error_matches(function() return nn.binary_cross_entropy(p, t) end,
+                           'binary_cross_entropy: input 1.5 at element 2 of %[3%] is outside %[0, 1%]')
+      local per = nn.binary_cross_entropy(p:to(gpu), t:to(gpu), {reduction = 'none'}):to('cpu'):to_flat()
+      assert.is_true(per[1] == per[1] and per[3] == per[3])
+      assert.is_true(per[2] ~= per[2], 'the bad element is not nan')
+   end)
+end)
+
+-- dtype casts on the device (cuda/cast.cu): exact both ways for whole numbers (ids up to 2^24 in a float)
+describe('cuda parity: dtype casts float32 <-> int64', function()
+   for _, n in ipairs{1, 129, 1025} do
+      case(('long and float of [%d,3] whole numbers, and of a transposed view'):format(n), function()
+         local x = some_ids({n, 3}, 10000):float() - 5000
+         parity('long', {x}, function(a) return a:long():float() end, 0, 0)
+         parity('long^T', {x}, function(a) return a:t():long() end, 0, 0)
+         parity('float', {some_ids({3, n}, 1e6)}, function(a) return a:float() end, 0, 0)
+      end)
+   end
+   for _, n in ipairs{1, 129, 1025} do
+      case(('int64 add, sub, mul, with numbers, and comparisons (int64 and mixed), [%d,3] and broadcast'):format(n),
+           function()
+         local a, b = some_ids({n, 3}, 1000) - 500, some_ids({1, 3}, 7)
+         parity('int64 add', {a, b}, function(x, y) return x + y end, 0, 0)
+         parity('int64 sub^T', {a, b}, function(x, y) return x:t() - y:t() end, 0, 0)
+         parity('int64 mul', {a, b}, function(x, y) return x * y end, 0, 0)
+         parity('int64 scalars', {a}, function(x) return (x + 3) * 2 - 1 end, 0, 0)
+         parity('int64 eq', {a, b}, function(x, y) return x:eq(y) end, 0, 0)
+         parity('int64 cmp', {a, b}, function(x, y) return x:lt(y) + x:ge(y) * 2 + x:ne(y) * 4 end, 0, 0)
+         parity('int64 vs float', {a, uniform({n, 3}, -500, 500)},
+                function(x, y) return x:gt(y) + x:le(y) * 2 end, 0, 0)
+         parity('int64 vs number', {a}, function(x) return x:gt(0) + x:eq(-3) end, 0, 0)
+      end)
+   end
+   case('accuracy: logits:argmax(2):eq(ids):float():mean() on the device', function()
+      local logits, ids = uniform({129, 5}, -1, 1), class_ids(129, 5)
+      parity('accuracy', {logits, ids}, function(x, t) return x:argmax(2):eq(t):float():mean() end, 0, 1e-6)
+   end)
+   case('a float that is not a whole number: INT64_MIN on the GPU (no host read), an error on the CPU', function()
+      local x = fnn.tensor{1, 2.5, -3}
+      if not gpu then return skip('long', {x}) end
+      assert.error_matches(function() return x:long() end, 'long: element 2 of %[3%] is 2.5, not a whole number')
+      local y = x:to(gpu):long():to('cpu')
+      assert.equals('int64', y:dtype())
+      local v = y:to_flat()
+      assert.equals(1, v[1]); assert.equals(-3, v[3])
+      assert.is_true(v[2] <= -2^62, 'the fraction did not become INT64_MIN')
+   end)
+end)
+
+-- 20 steps of Linear-ReLU-Linear, cross_entropy, Adam from the same initial weights on the CPU and the
+-- GPU: every step's loss agrees within rtol 1e-4, atol 1e-6 (each step's fast-math and cuBLAS order
+-- differences feed the next step's weights, so the tolerance is looser than one op's), and so do
+-- the final weights (atol 1e-4).
+describe('cuda parity: training runs', function()
+   case('MLP (Linear-ReLU-Linear, cross_entropy, Adam): 20 steps, same losses', function()
+      fnn.manual_seed(7)
+      local x, y = uniform({64, 20}, -1, 1), class_ids(64, 10)
+      if not gpu then return skip('mlp', {x, y}) end
+      local function train(dev)
+         fnn.manual_seed(42)
+         local model = fnn.nn.Sequential(fnn.nn.Linear(20, 32), fnn.nn.ReLU(), fnn.nn.Linear(32, 10))
+         model:to_device(dev)
+         local opt = fnn.optim.Adam(model:parameters(), 1e-2)
+         local xd, yd, losses = x:to(dev), y:to(dev), {}
+         for step = 1, 20 do
+            local loss = fnn.nn.cross_entropy(model(xd), yd)
+            assert.equals(dev, loss:device())
+            opt:zero_grad()
+            loss:backward()
+            opt:step()
+            losses[step] = loss:to('cpu'):item()
+         end
+         local ws = {}
+         for i, p in ipairs(model:parameters()) do
+            assert.equals(dev, p:tensor():device())
+            ws[i] = fnn.tensor(p:tensor():to('cpu'):to_flat(), p:tensor():shape())
+         end
+         return losses, ws
+      end
+      local want, wws = train(Device.cpu())
+      local got, gws = train(gpu)
+      for step = 1, 20 do
+         assert.is_true(math.abs(got[step] - want[step]) <= 1e-6 + 1e-4 * math.abs(want[step]),
+                        ('mlp: step %d: cpu loss %.9g, cuda %.9g'):format(step, want[step], got[step]))
+      end
+      assert.is_true(want[20] < want[1] * 0.8, 'mlp: the run did not learn')
+      for i = 1, #wws do assert_close(wws[i], gws[i], 1e-4, 1e-4, ('mlp: parameter %d after 20 steps'):format(i)) end
+   end)
 end)
 
 describe('cuda devices and memory', function()

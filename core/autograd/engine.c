@@ -163,6 +163,11 @@ int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
     fnn_tensor seed;
     if (grad) rc = fnn_tensor_ref(&seed, grad);
     else rc = fnn_ones(&seed, root->ndim, root->shape);
+    if (!rc && !grad && fnn_device_type_of(root->device) != FNN_DEVICE_CPU) {   /* the seed lives with the root */
+        fnn_tensor host = seed;
+        rc = fnn_to_device(&seed, &host, root->device);
+        fnn_tensor_clear(&host);
+    }
     if (rc) goto done;
     if (seed.node) { fnn_node_release(seed.node); seed.node = NULL; }
     fnn_tensor_clear(&start->grad);

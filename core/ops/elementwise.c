@@ -266,14 +266,21 @@ static int int_binary(const char *name, int_op op, fnn_tensor *out, const fnn_te
     FNN_TRY(fnn_check_input_any(name, b));
     bool compare = op >= IOP_EQ;
     FNN_TRY(fnn_check_same_device(name, a, b));
-    FNN_CHECK(fnn_device_type_of(a->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "%s: int64 tensors are not implemented on cuda yet", name);
+    const fnn_backend *be = fnn_device_type_of(a->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(a->device);
+    FNN_CHECK(fnn_device_type_of(a->device) == FNN_DEVICE_CPU || (be && be->int_binary), FNN_STATUS_DEVICE,
+              "%s: int64 tensors are not implemented on this device", name);
     int ndim;
     int64_t shape[FNN_MAX_DIMS], as[FNN_MAX_DIMS], bs[FNN_MAX_DIMS];
     FNN_TRY(fnn_broadcast_shapes(name, a->ndim, a->shape, b->ndim, b->shape, &ndim, shape));
     fnn_broadcast_strides(a, ndim, shape, as);
     fnn_broadcast_strides(b, ndim, shape, bs);
     FNN_TRY(fnn_new_output_dtype(out, a->device, compare ? FNN_DTYPE_FLOAT32 : FNN_DTYPE_INT64, ndim, shape));
+    if (be) {   /* cuda/int64.cu: FNN_INT_* numbered as IOP_* */
+        int rc = be->int_binary(fnn_device_ordinal(a->device), (int)op, fnn_bytes(out), fnn_bytes(a), fnn_is_int64(a),
+                                as, fnn_bytes(b), fnn_is_int64(b), bs, ndim, shape);
+        if (rc) fnn_tensor_clear(out);
+        return rc;
+    }
     bool exact = fnn_is_int64(a) && fnn_is_int64(b);
     const int64_t *ai = fnn_data_i64(a), *bi = fnn_data_i64(b);
     int64_t n = fnn_tensor_numel(out), idx[FNN_MAX_DIMS] = {0}, ao = 0, bo = 0;
@@ -299,8 +306,18 @@ static int int_binary(const char *name, int_op op, fnn_tensor *out, const fnn_te
 /* x op s for an int64 x and a whole number s (checked by the caller); rsub computes s - x */
 static int int_scalar(const char *name, int_op op, bool reversed, fnn_tensor *out, const fnn_tensor *x, double s) {
     FNN_TRY(fnn_check_input_any(name, x));
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "%s: int64 tensors are not implemented on cuda yet", name);
+    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {   /* s as an int64 scalar there, then int_binary */
+        const fnn_backend *be = fnn_backend_for(x->device);
+        FNN_CHECK(be && be->int_binary && be->copy, FNN_STATUS_DEVICE,
+                  "%s: int64 tensors are not implemented on this device", name);
+        const int64_t k = (int64_t)s;
+        fnn_tensor ks;
+        FNN_TRY(fnn_new_output_dtype(&ks, x->device, FNN_DTYPE_INT64, 0, NULL));
+        int rc = be->copy(fnn_bytes(&ks), x->device, &k, fnn_make_device(FNN_DEVICE_CPU, 0), sizeof k);
+        if (!rc) rc = reversed ? int_binary(name, op, out, &ks, x) : int_binary(name, op, out, x, &ks);
+        fnn_tensor_clear(&ks);
+        return rc;
+    }
     fnn_tensor tmp;
     int rc;
     const int64_t *xs = fnn_contiguous_bytes(x, &tmp, &rc);

@@ -73,10 +73,38 @@ static void emb_bwd_cols(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
+/* ================= on a device (cuda/index.cu): the index walk over [n, W] =================
+ * int64 ids, read on the device: an id outside 1..V gives a row of nan (no host read to raise), and
+ * the backward adds the rows through atomicAdd (order-dependent bits where ids repeat). The node
+ * saves the ids (contiguous, as given); iattr as on the CPU. */
+static int device_embedding_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
+    const int64_t pad = nd->iattr[0], n = nd->iattr[1], V = nd->iattr[2], W = nd->iattr[3];
+    const fnn_backend *be = fnn_backend_for(g->device);
+    FNN_CHECK(be && be->index && be->fill, FNN_STATUS_DEVICE, "embedding: backward not implemented on this device");
+    int64_t wshape[2] = {V, W};
+    fnn_tensor gt;
+    int rc;
+    const float *gp = fnn_contiguous_data(g, &gt, &rc);
+    if (!rc) rc = fnn_new_output(&din[0], g->device, 2, wshape);
+    if (!rc && (rc = be->fill(fnn_device_ordinal(g->device), fnn_data(&din[0]), V * W, 0.0f))) fnn_tensor_clear(&din[0]);
+    if (!rc) {
+        fnn_index_args a;
+        memset(&a, 0, sizeof a);
+        a.ndim = 2, a.dim = 0, a.select = 1, a.size = V, a.skip = pad + 1;   /* skip: the 1-based padding id */
+        a.shape[0] = n, a.shape[1] = W, a.xstride[0] = W, a.xstride[1] = 1, a.ystride[0] = W, a.ystride[1] = 1;
+        if ((rc = be->index(fnn_device_ordinal(g->device), FNN_IDX_SCATTER, fnn_data(&din[0]), (void *)gp,
+                            fnn_data_i64(&nd->saved[0]), 4, &a)))
+            fnn_tensor_clear(&din[0]);
+    }
+    fnn_tensor_clear(&gt);
+    return rc;
+}
+
 /* saved[0] = rows (int64 [n]); iattr: pad row, n, V, W */
 static int embedding_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
     const int64_t pad = nd->iattr[0], n = nd->iattr[1], V = nd->iattr[2], W = nd->iattr[3];
     int64_t wshape[2] = {V, W};
+    if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU) return device_embedding_backward(nd, g, din);
     fnn_tensor gt;
     int rc;
     const float *gp = fnn_contiguous_data(g, &gt, &rc);
@@ -91,8 +119,55 @@ static int embedding_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din
 }
 static const fnn_op_def EMBEDDING = {{"embedding", "embedding", 1, 0}, embedding_backward, FNN_EMBEDS_NONE};
 
+static int device_embedding(fnn_tensor *out, const fnn_tensor *weight, const fnn_tensor *ids, int64_t padding_idx) {
+    FNN_TRY(fnn_check_input_any("embedding", ids));
+    FNN_TRY(fnn_check_same_device("embedding", weight, ids));
+    const fnn_backend *be = fnn_backend_for(weight->device);
+    FNN_CHECK(be && be->index && be->fill, FNN_STATUS_DEVICE, "embedding: not implemented on this device");
+    FNN_CHECK(weight->ndim == 2, FNN_STATUS_SHAPE, "embedding: weight %s is not [vocabulary,width]",
+              fnn_shape_of(weight).s);
+    FNN_CHECK(fnn_is_int64(ids), FNN_STATUS_ARG, "embedding: ids %s on a GPU must be int64 (t:long()), not float32",
+              fnn_shape_of(ids).s);
+    FNN_CHECK(ids->ndim < FNN_MAX_DIMS, FNN_STATUS_SHAPE, "embedding: ids %s have %d dims, at most %d supported",
+              fnn_shape_of(ids).s, ids->ndim, FNN_MAX_DIMS - 1);
+    const int64_t V = weight->shape[0], W = weight->shape[1], n = fnn_tensor_numel(ids);
+    FNN_CHECK(padding_idx >= 0 && padding_idx <= V, FNN_STATUS_ARG,
+              "embedding: padding_idx %lld outside the vocabulary 1..%lld (weight %s)", (long long)padding_idx,
+              (long long)V, fnn_shape_of(weight).s);
+    int64_t oshape[FNN_MAX_DIMS];
+    memcpy(oshape, ids->shape, sizeof(int64_t) * (size_t)ids->ndim);
+    oshape[ids->ndim] = W;
+    fnn_tensor rows;
+    int rc = fnn_tensor_is_contiguous(ids) ? fnn_tensor_ref(&rows, ids) : fnn_materialize(&rows, ids);
+    if (rc) return rc;
+    rc = fnn_new_output(out, weight->device, ids->ndim + 1, oshape);
+    if (!rc) {
+        fnn_index_args a;
+        memset(&a, 0, sizeof a);
+        a.ndim = 2, a.dim = 0, a.select = 1, a.size = V;
+        a.shape[0] = n, a.shape[1] = W, a.xstride[0] = weight->stride[0], a.xstride[1] = weight->stride[1];
+        a.ystride[0] = W, a.ystride[1] = 1;
+        if ((rc = be->index(fnn_device_ordinal(weight->device), FNN_IDX_GATHER, (void *)fnn_data(weight), fnn_data(out),
+                            fnn_data_i64(&rows), 4, &a)))
+            fnn_tensor_clear(out);
+    }
+    const fnn_tensor *ins[1] = {weight};
+    if (!rc && fnn_needs_node(1, ins)) {
+        fnn_node *nd = fnn_attach_node(out, &EMBEDDING, 1, ins);
+        if (!nd || fnn_save(nd, 0, &rows)) {
+            rc = fnn_last_status();
+            fnn_tensor_clear(out);
+        } else {
+            nd->iattr[0] = padding_idx - 1, nd->iattr[1] = n, nd->iattr[2] = V, nd->iattr[3] = W;
+        }
+    }
+    fnn_tensor_clear(&rows);
+    return rc;
+}
+
 int fnn_embedding(fnn_tensor *out, const fnn_tensor *weight, const fnn_tensor *ids, int64_t padding_idx) {
     FNN_TRY(fnn_check_input("embedding", weight));
+    if (ids && fnn_device_type_of(weight->device) != FNN_DEVICE_CPU) return device_embedding(out, weight, ids, padding_idx);
     FNN_TRY(fnn_check_index("embedding", "ids", ids));
     FNN_CHECK(fnn_device_type_of(weight->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
               "embedding: not implemented on cuda yet");

@@ -10,6 +10,7 @@
  * differentiated: nodes take edges only from the data inputs, and keep the
  * index or mask as a saved tensor for the rule. */
 #include "../internal.h"
+#include "elementwise_ops.h"
 #include <math.h>
 #include <string.h>
 
@@ -19,6 +20,13 @@ static int cpu_only(const char *op, const fnn_tensor *x) {
     FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
               "%s: not implemented on cuda yet", op);
     return FNN_STATUS_OK;
+}
+
+/* index tensors are read on the CPU, or on the GPU beside a GPU x (cuda/index.cu) */
+static int check_ids(const char *op, const fnn_tensor *x, const fnn_tensor *index) {
+    if (x && index && fnn_device_type_of(x->device) != FNN_DEVICE_CPU && index->device == x->device)
+        return fnn_check_input_any(op, index);
+    return fnn_check_index(op, "index", index);
 }
 
 /* attach def's node with edges from the data inputs only; on failure out is cleared */
@@ -35,6 +43,74 @@ static int record(const fnn_op_def *def, fnn_tensor *out, int n, const fnn_tenso
 static void split_at(const fnn_tensor *x, int d, int64_t *outer, int64_t *inner) {
     *outer = fnn_numel_of(d, x->shape);
     *inner = fnn_numel_of(x->ndim - d - 1, x->shape + d + 1);
+}
+
+/* ================= on a device (cuda/index.cu) =================
+ * int64 ids only, read on the device: nothing comes back to the host, so an id outside its range
+ * gives nan (a gather) or adds nothing (a scatter) instead of an error. */
+static int device_backend(const char *op, const fnn_tensor *x, const fnn_tensor *index, const fnn_backend **be) {
+    *be = fnn_backend_for(x->device);
+    FNN_CHECK(*be && (*be)->index && (*be)->fill, FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
+    FNN_CHECK(!index || fnn_is_int64(index), FNN_STATUS_ARG, "%s: index %s on a GPU must be int64 (t:long()), not float32",
+              op, fnn_shape_of(index).s);
+    return FNN_STATUS_OK;
+}
+
+/* the walk over shape: x's strides (dim's too), y's strides, one id per slice of dim (select) or per position */
+static fnn_index_args walk_args(int ndim, const int64_t *shape, int d, int select, int64_t size, const int64_t *xs,
+                                const int64_t *ys) {
+    fnn_index_args a;
+    memset(&a, 0, sizeof a);
+    a.ndim = ndim, a.dim = d, a.select = select, a.size = size;
+    memcpy(a.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    memcpy(a.xstride, xs, sizeof(int64_t) * (size_t)ndim);
+    memcpy(a.ystride, ys, sizeof(int64_t) * (size_t)ndim);
+    return a;
+}
+
+/* y (new, contiguous, shape) = x gathered at index (select: 1-D, one id per slice of dim d) */
+static int device_gather(const char *op, fnn_tensor *out, const fnn_tensor *x, int d, const fnn_tensor *index,
+                         int select, int ndim, const int64_t *shape) {
+    const fnn_backend *be;
+    FNN_TRY(device_backend(op, x, index, &be));
+    fnn_tensor itmp;
+    int rc;
+    const int64_t *ids = fnn_contiguous_bytes(index, &itmp, &rc);
+    if (!rc) rc = fnn_new_output_dtype(out, x->device, x->dtype, ndim, shape);
+    if (!rc) {
+        fnn_index_args a = walk_args(ndim, shape, d, select, x->shape[d], x->stride, out->stride);
+        if ((rc = be->index(fnn_device_ordinal(x->device), FNN_IDX_GATHER, (void *)fnn_bytes(x), fnn_bytes(out), ids,
+                            fnn_elem_size(x), &a)))
+            fnn_tensor_clear(out);
+    }
+    fnn_tensor_clear(&itmp);
+    return rc;
+}
+
+/* dx = zeros [xndim, xshape] on g's device with g (shape: the walked shape) added at the ids */
+static int device_scatter_grad(const char *op, fnn_tensor *dx, int xndim, const int64_t *xshape, const fnn_tensor *g,
+                               int d, const fnn_tensor *index, int select, int64_t skip) {
+    const fnn_backend *be;
+    FNN_TRY(device_backend(op, g, index, &be));
+    fnn_tensor itmp, gtmp;
+    fnn_tensor_init(&gtmp);
+    int rc;
+    const int64_t *ids = fnn_contiguous_bytes(index, &itmp, &rc);
+    const float *gd = rc ? NULL : fnn_contiguous_data(g, &gtmp, &rc);
+    if (!rc) rc = fnn_new_output(dx, g->device, xndim, xshape);
+    if (!rc && (rc = be->fill(fnn_device_ordinal(g->device), fnn_data(dx), fnn_tensor_numel(dx), 0.0f)))
+        fnn_tensor_clear(dx);
+    if (!rc) {
+        int64_t gs[FNN_MAX_DIMS];
+        fnn_contiguous_strides(g->ndim, g->shape, gs);
+        fnn_index_args a = walk_args(g->ndim, g->shape, d, select, xshape[d], dx->stride, gs);
+        a.skip = skip;
+        if ((rc = be->index(fnn_device_ordinal(g->device), FNN_IDX_SCATTER, fnn_data(dx), (void *)gd, ids, 4, &a)))
+            fnn_tensor_clear(dx);
+    }
+    fnn_tensor_clear(&itmp);
+    fnn_tensor_clear(&gtmp);
+    return rc;
 }
 
 /* ================= index_select ================= */
@@ -86,6 +162,8 @@ static fnn_tensor shape_only(const fnn_node *n, int k) {
 /* dx = zeros of x's shape with each row of g added back at its id */
 static int index_select_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     int d = (int)n->iattr[0], rc;
+    if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU)
+        return device_scatter_grad("index_select", &din[0], n->in_ndim[0], n->in_shape[0], g, d, &n->saved[0], 1, 0);
     const fnn_tensor *index = &n->saved[0];
     fnn_tensor xs = shape_only(n, 0), gtmp;
     fnn_tensor_init(&gtmp);
@@ -108,12 +186,20 @@ static const fnn_op_def INDEX_SELECT = {{"index_select", "index", 1, 0}, index_s
 int fnn_index_select(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) {
     const char *op = "index_select";
     FNN_TRY(fnn_check_input_any(op, x));
-    FNN_TRY(fnn_check_index(op, "index", index));
+    FNN_TRY(check_ids(op, x, index));
     int d, rc;
     FNN_TRY(fnn_wrap_dim(op, x, dim, 0, &d));
     FNN_CHECK(index->ndim <= 1, FNN_STATUS_SHAPE, "%s: index must be 1-D, got %s for input %s", op,
               fnn_shape_of(index).s, fnn_shape_of(x).s);
     FNN_TRY(fnn_check_same_device(op, x, index));
+    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {
+        int64_t shape[FNN_MAX_DIMS];
+        memcpy(shape, x->shape, sizeof shape);
+        shape[d] = fnn_tensor_numel(index);
+        FNN_TRY(device_gather(op, out, x, d, index, 1, x->ndim, shape));
+        const fnn_tensor *ins[1] = {x};
+        return record(&INDEX_SELECT, out, 1, ins, index, d);
+    }
     FNN_TRY(cpu_only(op, x));
     fnn_tensor xtmp;
     fnn_tensor_init(&xtmp);
@@ -195,6 +281,8 @@ static int check_index_shape(const char *op, const fnn_tensor *x, const fnn_tens
 /* dx = zeros of x's shape with g added at the gathered positions */
 static int gather_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     int d = (int)n->iattr[0];
+    if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU)
+        return device_scatter_grad("gather", &din[0], n->in_ndim[0], n->in_shape[0], g, d, &n->saved[0], 0, 0);
     fnn_tensor xs = shape_only(n, 0), gtmp;
     FNN_TRY(fnn_zeros(&din[0], xs.ndim, xs.shape));
     int rc;
@@ -215,11 +303,16 @@ static const fnn_op_def GATHER = {{"gather", "index", 1, 0}, gather_backward, FN
 int fnn_gather(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) {
     const char *op = "gather";
     FNN_TRY(fnn_check_input_any(op, x));
-    FNN_TRY(fnn_check_index(op, "index", index));
+    FNN_TRY(check_ids(op, x, index));
     int d;
     FNN_TRY(fnn_wrap_dim(op, x, dim, 0, &d));
     FNN_TRY(check_index_shape(op, x, index, NULL, d));
     FNN_TRY(fnn_check_same_device(op, x, index));
+    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {
+        FNN_TRY(device_gather(op, out, x, d, index, 0, index->ndim, index->shape));
+        const fnn_tensor *ins[1] = {x};
+        return record(&GATHER, out, 1, ins, index, d);
+    }
     FNN_TRY(cpu_only(op, x));
     FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, index->ndim, index->shape));
     int rc = index_walk(op, fnn_is_int64(x) ? GATHER_I64 : GATHER_F32, fnn_bytes(x), x->stride, x, index,
@@ -257,13 +350,31 @@ static const fnn_op_def SCATTER_ADD = {{"scatter_add", "index", 1, 0}, scatter_a
 int fnn_scatter_add(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index, const fnn_tensor *src) {
     const char *op = "scatter_add";
     FNN_TRY(fnn_check_input(op, x));
-    FNN_TRY(fnn_check_index(op, "index", index));
+    FNN_TRY(check_ids(op, x, index));
     FNN_TRY(fnn_check_input(op, src));
     int d;
     FNN_TRY(fnn_wrap_dim(op, x, dim, 0, &d));
     FNN_TRY(check_index_shape(op, x, index, src, d));
     FNN_TRY(fnn_check_same_device(op, x, index));
     FNN_TRY(fnn_check_same_device(op, x, src));
+    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {   /* a copy of x, src added through atomicAdd */
+        const fnn_backend *be;
+        FNN_TRY(device_backend(op, x, index, &be));
+        fnn_tensor itmp;
+        int rc;
+        const int64_t *ids = fnn_contiguous_bytes(index, &itmp, &rc);
+        if (!rc) rc = fnn_materialize(out, x);
+        if (!rc) {
+            fnn_index_args a = walk_args(index->ndim, index->shape, d, 0, x->shape[d], out->stride, src->stride);
+            if ((rc = be->index(fnn_device_ordinal(x->device), FNN_IDX_SCATTER, fnn_data(out), (void *)fnn_data(src),
+                                ids, 4, &a)))
+                fnn_tensor_clear(out);
+        }
+        fnn_tensor_clear(&itmp);
+        FNN_TRY(rc);
+        const fnn_tensor *ins[2] = {x, src};
+        return record(&SCATTER_ADD, out, 2, ins, index, d);
+    }
     FNN_TRY(cpu_only(op, x));
     FNN_TRY(fnn_materialize(out, x));
     int rc = index_walk(op, SCATTER_ADD_F32, fnn_data(out), out->stride, x, index, (float *)fnn_data(src),
@@ -306,9 +417,31 @@ int fnn_masked_fill(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *mask
               "%s: mask %s does not broadcast to input %s (it would make %s)", op, fnn_shape_of(mask).s,
               fnn_shape_of(x).s, fnn_shape_dims(nb, bshape).s);
     FNN_TRY(fnn_check_same_device(op, x, mask));
-    FNN_TRY(cpu_only(op, x));
     int64_t ms[FNN_MAX_DIMS];
     fnn_broadcast_strides(mask, x->ndim, x->shape, ms);
+    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {   /* where(mask, value, x) through cuda/map.cu */
+        const fnn_backend *be = fnn_backend_for(x->device);
+        FNN_CHECK(be && be->map && be->fill, FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
+        const int ord = fnn_device_ordinal(x->device);
+        fnn_tensor v;   /* the value, one element read at stride 0 */
+        FNN_TRY(fnn_new_output(&v, x->device, 0, NULL));
+        int rc = be->fill(ord, fnn_data(&v), 1, (float)value);
+        if (!rc) rc = fnn_new_output(out, x->device, x->ndim, x->shape);
+        if (!rc) {
+            const float *in[3] = {fnn_data(mask), fnn_data(&v), fnn_data(x)};
+            int64_t st[3][FNN_MAX_DIMS];
+            memset(st, 0, sizeof st);
+            memcpy(st[0], ms, sizeof(int64_t) * (size_t)x->ndim);
+            memcpy(st[2], x->stride, sizeof(int64_t) * (size_t)x->ndim);
+            if ((rc = be->map(ord, FNN_MAP_where, fnn_data(out), in, &st[0][0], x->ndim, x->shape, 0, 0)))
+                fnn_tensor_clear(out);
+        }
+        fnn_tensor_clear(&v);
+        FNN_TRY(rc);
+        const fnn_tensor *ins[1] = {x};
+        return record(&MASKED_FILL, out, 1, ins, mask, 0);
+    }
+    FNN_TRY(cpu_only(op, x));
     FNN_TRY(fnn_new_output(out, x->device, x->ndim, x->shape));
     masked_fill_forward_cpu(fnn_data(out), fnn_data(x), x->stride, fnn_data(mask), ms, x->ndim, x->shape,
                             (float)value);

@@ -172,6 +172,97 @@ static int class_setup(const char *op, const char *xname, const fnn_tensor *x, c
     return rc;
 }
 
+/* ================= on a device (cuda/loss.cu): cross_entropy and nll_loss =================
+ * Per-site losses and weights from the backend, summed there by its reduce: nothing is read back to
+ * the host, so a class id outside 1..C gives nan (no error). Targets must be int64 there. The node
+ * saves [0] the softmax (cross_entropy), [1] the targets, [2] the weights, [3] the mean's sum of
+ * weights; iattr: reduction, D, has_ignore, ignore_index, FNN_CLS_*; attr[0] the smoothing. */
+static int device_class_loss(const fnn_op_def *def, int kind, fnn_tensor *out, const fnn_tensor *x,
+                             const fnn_tensor *targets, const fnn_tensor *weight, int has_ignore, int64_t ignore,
+                             double smooth, int reduction) {
+    const char *op = def->info.name;
+    FNN_TRY(fnn_check_input(op, x));
+    FNN_TRY(fnn_check_input_any(op, targets));
+    FNN_TRY(fnn_check_same_device(op, x, targets));
+    FNN_TRY(check_reduction(op, reduction));
+    FNN_TRY(class_shapes(op, kind == FNN_CLS_NLL ? "input" : "logits", x, targets));
+    const fnn_backend *be = fnn_backend_for(x->device);
+    FNN_CHECK(be && be->class_loss && be->reduce && be->binary, FNN_STATUS_DEVICE, "%s: not implemented on this device",
+              op);
+    FNN_CHECK(fnn_is_int64(targets), FNN_STATUS_ARG,
+              "%s: targets %s on a GPU must be int64 class ids (t:long()), not float32", op, fnn_shape_of(targets).s);
+    const int ord = fnn_device_ordinal(x->device);
+    fnn_class_args a = {fnn_tensor_numel(targets), x->shape[x->ndim == 1 ? 0 : 1], 1, ignore, has_ignore, reduction,
+                        smooth};
+    for (int k = 2; k < x->ndim; k++) a.inner *= x->shape[k];
+    fnn_tensor wc, xc, tc, probs, per, wy, wsum;
+    FNN_TRY(class_weight(op, x, weight, a.cols, &wc));
+    fnn_tensor_init(&xc), fnn_tensor_init(&tc), fnn_tensor_init(&probs), fnn_tensor_init(&per);
+    fnn_tensor_init(&wy), fnn_tensor_init(&wsum);
+    const fnn_tensor *ins[1] = {x};
+    const bool grad = fnn_needs_node(1, ins);
+    int rc;
+    const float *xs = fnn_contiguous_data(x, &xc, &rc);
+    if (!rc) rc = fnn_tensor_is_contiguous(targets) ? fnn_tensor_ref(&tc, targets) : fnn_materialize(&tc, targets);
+    if (!rc && grad && kind == FNN_CLS_CROSS_ENTROPY) rc = fnn_new_output(&probs, x->device, x->ndim, x->shape);
+    if (!rc) {
+        if (reduction == FNN_REDUCTION_NONE) rc = fnn_new_output(out, x->device, targets->ndim, targets->shape);
+        else if (!(rc = fnn_new_output(&per, x->device, 1, &a.sites))) rc = fnn_new_output(out, x->device, 0, NULL);
+    }
+    if (!rc) rc = fnn_new_output(&wy, x->device, 1, &a.sites);
+    if (!rc) rc = be->class_loss(ord, kind, fnn_data(reduction == FNN_REDUCTION_NONE ? out : &per), fnn_data(&wy),
+                                 probs.ndim >= 0 ? fnn_data(&probs) : NULL, xs, fnn_data_i64(&tc),
+                                 wc.ndim >= 0 ? fnn_data(&wc) : NULL, &a);
+    if (!rc && reduction != FNN_REDUCTION_NONE)
+        rc = be->reduce(ord, FNN_RED_SUM, fnn_data(out), NULL, fnn_data(&per), 1, a.sites, 1, 1.0, 0);
+    if (!rc && reduction == FNN_REDUCTION_MEAN) {   /* total / sum of w_y, on the device */
+        const int64_t one = 1, unit = 1;
+        rc = fnn_new_output(&wsum, x->device, 0, NULL);
+        if (!rc) rc = be->reduce(ord, FNN_RED_SUM, fnn_data(&wsum), NULL, fnn_data(&wy), 1, a.sites, 1, 1.0, 0);
+        if (!rc) rc = be->binary(ord, FNN_BIN_DIV, fnn_data(out), fnn_data(out), &unit, fnn_data(&wsum), &unit, 1, &one);
+    }
+    if (!rc && grad) {
+        fnn_node *n = fnn_attach_node(out, def, 1, ins);
+        if (!n || (kind == FNN_CLS_CROSS_ENTROPY && fnn_save(n, 0, &probs)) || fnn_save(n, 1, &tc) ||
+            (wc.ndim >= 0 && fnn_save(n, 2, &wc)) || (reduction == FNN_REDUCTION_MEAN && fnn_save(n, 3, &wsum))) {
+            rc = fnn_last_status();
+        } else {
+            n->attr[0] = smooth;
+            n->iattr[0] = reduction, n->iattr[1] = a.inner, n->iattr[2] = has_ignore, n->iattr[3] = ignore;
+            n->iattr[4] = kind;
+        }
+    }
+    fnn_tensor_clear(&wc), fnn_tensor_clear(&xc), fnn_tensor_clear(&tc), fnn_tensor_clear(&probs);
+    fnn_tensor_clear(&per), fnn_tensor_clear(&wy), fnn_tensor_clear(&wsum);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
+static int device_class_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    if (!n->next[0]) return FNN_STATUS_OK;
+    const fnn_backend *be = fnn_backend_for(g->device);
+    FNN_CHECK(be && be->class_loss_grad, FNN_STATUS_DEVICE, "%s: backward not implemented on this device",
+              n->op->info.name);
+    const fnn_tensor *t = &n->saved[1];
+    const int kind = (int)n->iattr[4];
+    fnn_class_args a = {fnn_tensor_numel(t), 0, n->iattr[1], n->iattr[3], (int)n->iattr[2], (int)n->iattr[0],
+                        n->attr[0]};
+    int64_t numel = 1;
+    for (int k = 0; k < n->in_ndim[0]; k++) numel *= n->in_shape[0][k];
+    a.cols = a.sites > 0 ? numel / a.sites : 0;
+    fnn_tensor gc;
+    int rc;
+    const float *gs = fnn_contiguous_data(g, &gc, &rc);
+    if (!rc) rc = fnn_new_output(&din[0], g->device, n->in_ndim[0], n->in_shape[0]);
+    if (!rc && (rc = be->class_loss_grad(fnn_device_ordinal(g->device), kind, fnn_data(&din[0]),
+                                         kind == FNN_CLS_CROSS_ENTROPY ? fnn_data(&n->saved[0]) : NULL,
+                                         fnn_data_i64(t), n->saved[2].ndim >= 0 ? fnn_data(&n->saved[2]) : NULL, gs,
+                                         n->saved[3].ndim >= 0 ? fnn_data(&n->saved[3]) : NULL, &a)))
+        fnn_tensor_clear(&din[0]);
+    fnn_tensor_clear(&gc);
+    return rc;
+}
+
 /* ================= cross_entropy: logits [N, C, d...], targets [N, d...] -> [] or [N, d...] ================= */
 
 typedef struct {
@@ -302,6 +393,7 @@ static void ce_bwd_sites(void *ctx, int64_t lo, int64_t hi) {
  * saved[2] the weights when given; attr: smoothing, the mean's denominator, W; iattr: reduction, D */
 static int cross_entropy_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
+    if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU) return device_class_backward(n, g, din);
     const fnn_tensor *p = &n->saved[0], *t = &n->saved[1];
     const int reduction = (int)n->iattr[0];
     const int64_t inner = n->iattr[1], sites = fnn_tensor_numel(t);
@@ -327,6 +419,9 @@ int fnn_cross_entropy_loss(fnn_tensor *out, const fnn_tensor *logits, const fnn_
     FNN_CHECK(label_smoothing >= 0 && label_smoothing <= 1, FNN_STATUS_ARG,
               "cross_entropy: label_smoothing %g is outside [0, 1] (logits %s)", label_smoothing,
               fnn_shape_of(logits).s);
+    if (logits && fnn_device_type_of(logits->device) != FNN_DEVICE_CPU)
+        return device_class_loss(&CROSS_ENTROPY, FNN_CLS_CROSS_ENTROPY, out, logits, targets, weight, has_ignore,
+                                 ignore_index, label_smoothing, reduction);
     fnn_tensor ids, wc, xc, probs;
     FNN_TRY(class_setup("cross_entropy", "logits", logits, targets, weight, has_ignore, ignore_index, reduction, &ids,
                         &wc));
@@ -385,6 +480,7 @@ int fnn_cross_entropy(fnn_tensor *out, const fnn_tensor *logits, const fnn_tenso
  * attr[1] the mean's denominator; iattr: reduction, D */
 static int nll_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
+    if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU) return device_class_backward(n, g, din);
     const fnn_tensor *t = &n->saved[0];
     const int reduction = (int)n->iattr[0];
     const int64_t inner = n->iattr[1], sites = fnn_tensor_numel(t);
@@ -413,6 +509,9 @@ static const fnn_op_def NLL_LOSS = {{"nll_loss", "loss", 1, 0}, nll_backward, FN
 
 int fnn_nll_loss(fnn_tensor *out, const fnn_tensor *log_probs, const fnn_tensor *targets, const fnn_tensor *weight,
                  int has_ignore, int64_t ignore_index, int reduction) {
+    if (log_probs && fnn_device_type_of(log_probs->device) != FNN_DEVICE_CPU)
+        return device_class_loss(&NLL_LOSS, FNN_CLS_NLL, out, log_probs, targets, weight, has_ignore, ignore_index,
+                                 0.0, reduction);
     fnn_tensor ids, wc, xc;
     FNN_TRY(class_setup("nll_loss", "input", log_probs, targets, weight, has_ignore, ignore_index, reduction, &ids,
                         &wc));
@@ -479,6 +578,14 @@ static int broadcast_weight(const char *op, const char *what, const fnn_tensor *
     FNN_TRY(fnn_new_output(wc, x->device, x->ndim, x->shape));
     int64_t st[FNN_MAX_DIMS];
     fnn_broadcast_strides(w, x->ndim, x->shape, st);
+    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {   /* the backend's strided copy reads stride 0 too */
+        const fnn_backend *be = fnn_backend_for(x->device);
+        int rc = be && be->strided_copy ? be->strided_copy(fnn_device_ordinal(x->device), fnn_data(wc), fnn_data(w), 4,
+                                                           x->ndim, x->shape, st)
+                                        : FNN_FAIL(FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
+        if (rc) fnn_tensor_clear(wc);
+        return rc;
+    }
     fnn_strided_copy(fnn_data(wc), fnn_data(w), 4, x->ndim, x->shape, st);
     return FNN_STATUS_OK;
 }
@@ -552,9 +659,53 @@ static int ew_check(const char *op, const char *xname, const fnn_tensor *x, cons
     FNN_TRY(check_reduction(op, reduction));
     FNN_CHECK(fnn_same_shape(x, t), FNN_STATUS_SHAPE, "%s: %s %s and target %s differ in shape", op, xname,
               fnn_shape_of(x).s, fnn_shape_of(t).s);
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE, "%s: not implemented on cuda yet",
-              op);
+    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || (be && be->ew_loss && be->reduce), FNN_STATUS_DEVICE,
+              "%s: not implemented on this device", op);
     return FNN_STATUS_OK;
+}
+
+/* ---- on a device (cuda/loss.cu): per-element losses there, reduced by the backend's reduce; nothing
+ * is read back, so binary_cross_entropy's probability check becomes nan for a value outside [0, 1] ---- */
+static int device_ew_forward(fnn_tensor *out, const fnn_tensor *like, int op, const ew_in *in, int reduction) {
+    const fnn_backend *be = fnn_backend_for(like->device);
+    const int ord = fnn_device_ordinal(like->device);
+    fnn_tensor per;
+    fnn_tensor_init(&per);
+    int rc;
+    if (reduction == FNN_REDUCTION_NONE) rc = fnn_new_output(out, like->device, like->ndim, like->shape);
+    else if (!(rc = fnn_new_output(&per, like->device, 1, &in->n))) rc = fnn_new_output(out, like->device, 0, NULL);
+    if (!rc) rc = be->ew_loss(ord, op, fnn_data(reduction == FNN_REDUCTION_NONE ? out : &per), in->x, in->t, in->w,
+                              in->pw, in->n);
+    if (!rc && reduction != FNN_REDUCTION_NONE)   /* the mean: the sum scaled by 1/n (empty: nan) */
+        rc = be->reduce(ord, FNN_RED_SUM, fnn_data(out), NULL, fnn_data(&per), 1, in->n, 1,
+                        reduction == FNN_REDUCTION_MEAN ? 1.0 / (double)in->n : 1.0, 0);
+    fnn_tensor_clear(&per);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
+/* dx = din[0], dt = din[1] (where wanted) of an elementwise loss on a device: g[i] (NONE) or g[0] k */
+static int device_ew_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din, int op, const float *x,
+                              const float *t, const float *w, const float *pw, int64_t count, int reduction,
+                              double k) {
+    const fnn_backend *be = fnn_backend_for(g->device);
+    FNN_CHECK(be && be->ew_loss_grad, FNN_STATUS_DEVICE, "%s: backward not implemented on this device",
+              n->op->info.name);
+    fnn_tensor gc;
+    int rc;
+    const float *gp = fnn_contiguous_data(g, &gc, &rc);
+    float *dx = NULL, *dt = NULL;
+    if (!rc && n->next[0] && !(rc = fnn_new_output(&din[0], g->device, n->in_ndim[0], n->in_shape[0])))
+        dx = fnn_data(&din[0]);
+    if (!rc && n->next[1] && !(rc = fnn_new_output(&din[1], g->device, n->in_ndim[1], n->in_shape[1])))
+        dt = fnn_data(&din[1]);
+    if (!rc && (dx || dt))
+        rc = be->ew_loss_grad(fnn_device_ordinal(g->device), op, dx, dt, x, t, w, pw, gp,
+                              reduction == FNN_REDUCTION_NONE, (float)k, count);
+    fnn_tensor_clear(&gc);
+    if (rc) { fnn_tensor_clear(&din[0]); fnn_tensor_clear(&din[1]); }
+    return rc;
 }
 
 /* a saved tensor's data, or NULL for an empty slot */
@@ -596,6 +747,10 @@ static void bce_bwd_elems(void *ctx, int64_t lo, int64_t hi) {
 static int bce_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *p = &n->saved[0];
     int64_t count = fnn_tensor_numel(p);
+    if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU)
+        return device_ew_backward(n, g, din, FNN_EWL_BCE, fnn_data(p), fnn_data(&n->saved[1]), saved_or_null(n, 2),
+                                  NULL, count, (int)n->iattr[0],
+                                  n->iattr[0] == FNN_REDUCTION_MEAN ? 1.0 / (double)count : 1.0);
     fnn_tensor gc;
     const float *gp;
     float one = 0;
@@ -625,7 +780,10 @@ int fnn_binary_cross_entropy(fnn_tensor *out, const fnn_tensor *pred, const fnn_
     int rc = fnn_tensor_is_contiguous(pred) ? fnn_tensor_ref(&pc, pred) : fnn_materialize(&pc, pred);
     if (!rc) rc = fnn_tensor_is_contiguous(target) ? fnn_tensor_ref(&tc, target) : fnn_materialize(&tc, target);
     ew_in in = {NULL, NULL, NULL, NULL, fnn_tensor_numel(pred)};
-    if (!rc) {
+    if (!rc && fnn_device_type_of(pred->device) != FNN_DEVICE_CPU) {
+        in.x = fnn_data(&pc), in.t = fnn_data(&tc), in.w = wc.ndim >= 0 ? fnn_data(&wc) : NULL;
+        rc = device_ew_forward(out, pred, FNN_EWL_BCE, &in, reduction);
+    } else if (!rc) {
         in.x = fnn_data(&pc), in.t = fnn_data(&tc), in.w = wc.ndim >= 0 ? fnn_data(&wc) : NULL;
         /* probabilities only: a logit passed by mistake fails here, naming the first one */
         for (int64_t i = 0; i < in.n; i++) {
@@ -637,8 +795,8 @@ int fnn_binary_cross_entropy(fnn_tensor *out, const fnn_tensor *pred, const fnn_
                 break;
             }
         }
+        if (!rc) rc = ew_forward(out, pred, &in, bce_losses, reduction, 8);
     }
-    if (!rc) rc = ew_forward(out, pred, &in, bce_losses, reduction, 8);
     const fnn_tensor *ins[2] = {pred, target};
     if (!rc && fnn_needs_node(2, ins)) {
         fnn_node *n = fnn_attach_node(out, &BINARY_CROSS_ENTROPY, 2, ins);
@@ -691,6 +849,10 @@ static void bcel_bwd_elems(void *ctx, int64_t lo, int64_t hi) {
 static int bcel_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0];
     int64_t count = fnn_tensor_numel(x);
+    if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU)
+        return device_ew_backward(n, g, din, FNN_EWL_BCEL, fnn_data(x), fnn_data(&n->saved[1]), saved_or_null(n, 2),
+                                  saved_or_null(n, 3), count, (int)n->iattr[0],
+                                  n->iattr[0] == FNN_REDUCTION_MEAN ? 1.0 / (double)count : 1.0);
     fnn_tensor gc;
     const float *gp;
     float one = 0;
@@ -724,7 +886,8 @@ int fnn_bce_with_logits(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *
     if (!rc) {
         in.x = fnn_data(&xc), in.t = fnn_data(&tc);
         in.w = wc.ndim >= 0 ? fnn_data(&wc) : NULL, in.pw = pc.ndim >= 0 ? fnn_data(&pc) : NULL;
-        rc = ew_forward(out, x, &in, bcel_losses, reduction, 12);
+        rc = fnn_device_type_of(x->device) != FNN_DEVICE_CPU ? device_ew_forward(out, x, FNN_EWL_BCEL, &in, reduction)
+                                                              : ew_forward(out, x, &in, bcel_losses, reduction, 12);
     }
     const fnn_tensor *ins[2] = {x, target};
     if (!rc && fnn_needs_node(2, ins)) {
@@ -748,6 +911,9 @@ int fnn_bce_with_logits(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *
 static int mse_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *p = &n->saved[0], *t = &n->saved[1];
     int64_t count = fnn_tensor_numel(p);
+    if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU)   /* saved contiguous on a device */
+        return device_ew_backward(n, g, din, FNN_EWL_MSE, fnn_data(p), fnn_data(t), NULL, NULL, count,
+                                  FNN_REDUCTION_MEAN, 2.0 / (double)count);
     const float scale = (float)(2.0 * fnn_data(g)[0] / (double)count);
     fnn_tensor pc, tc;
     int rc, rc2;
@@ -775,8 +941,24 @@ int fnn_mse_loss(fnn_tensor *out, const fnn_tensor *pred, const fnn_tensor *targ
     FNN_TRY(fnn_check_same_device("mse_loss", pred, target));
     FNN_CHECK(fnn_same_shape(pred, target), FNN_STATUS_SHAPE,
               "mse_loss: pred %s and target %s differ in shape", fnn_shape_of(pred).s, fnn_shape_of(target).s);
-    FNN_CHECK(fnn_device_type_of(pred->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "mse_loss: not implemented on cuda yet");
+    if (fnn_device_type_of(pred->device) != FNN_DEVICE_CPU) {   /* cuda/loss.cu; saves contiguous x, t */
+        const fnn_backend *be = fnn_backend_for(pred->device);
+        FNN_CHECK(be && be->ew_loss && be->reduce, FNN_STATUS_DEVICE, "mse_loss: not implemented on this device");
+        fnn_tensor pc, tc;
+        fnn_tensor_init(&pc), fnn_tensor_init(&tc);
+        int rc = fnn_tensor_is_contiguous(pred) ? fnn_tensor_ref(&pc, pred) : fnn_materialize(&pc, pred);
+        if (!rc) rc = fnn_tensor_is_contiguous(target) ? fnn_tensor_ref(&tc, target) : fnn_materialize(&tc, target);
+        ew_in in = {rc ? NULL : fnn_data(&pc), rc ? NULL : fnn_data(&tc), NULL, NULL, fnn_tensor_numel(pred)};
+        if (!rc) rc = device_ew_forward(out, pred, FNN_EWL_MSE, &in, FNN_REDUCTION_MEAN);
+        const fnn_tensor *ins[2] = {pred, target};
+        if (!rc && fnn_needs_node(2, ins)) {
+            fnn_node *n = fnn_attach_node(out, &MSE_LOSS, 2, ins);
+            if (!n || fnn_save(n, 0, &pc) || fnn_save(n, 1, &tc)) { fnn_tensor_clear(out); rc = fnn_last_status(); }
+        }
+        fnn_tensor_clear(&pc);
+        fnn_tensor_clear(&tc);
+        return rc;
+    }
     fnn_tensor pc, tc;
     int rc, rc2;
     const float *p = fnn_contiguous_data(pred, &pc, &rc);

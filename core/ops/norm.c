@@ -111,7 +111,12 @@ static int layer_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
         dw = fnn_data(&din[1]);
     if (!rc && n->next[2] && !(rc = fnn_new_output(&din[2], x->device, n->in_ndim[2], n->in_shape[2])))
         db = fnn_data(&din[2]);
-    if (!rc) {
+    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
+    if (!rc && be) {   /* cuda/norm.cu */
+        rc = be->norm_grad ? be->norm_grad(fnn_device_ordinal(x->device), FNN_NRM_LAYER, dx, dw, db, gp, fnn_data(x),
+                                           has_w ? fnn_data(&n->saved[2]) : NULL, fnn_data(st), rows, cols, 1, 1)
+                           : FNN_FAIL(FNN_STATUS_DEVICE, "layer_norm: backward not implemented on this device");
+    } else if (!rc) {
         ln_bwd_args a = {fnn_data(x), gp, has_w ? fnn_data(&n->saved[2]) : NULL, fnn_data(st),
                          dx, dw, db, rows, cols};
         if (dx) fnn_parallel_for(rows, fnn_threads_for(total * 4), ln_bwd_rows, &a);
@@ -167,8 +172,9 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
     FNN_CHECK(eps >= 0, FNN_STATUS_ARG, "layer_norm: eps %g is negative (input %s)", eps, fnn_shape_of(x).s);
     FNN_TRY(ln_check_affine(x, w, "weight", normalized));
     FNN_TRY(ln_check_affine(x, b, "bias", normalized));
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "layer_norm: not implemented on cuda yet");
+    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || (be && be->norm), FNN_STATUS_DEVICE,
+              "layer_norm: not implemented on this device");
 
     const fnn_tensor *ins[3] = {x, w, b};
     const bool grad = fnn_needs_node(3, ins);
@@ -186,7 +192,10 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
     int64_t sshape[2] = {rows, 2};
     if (!rc && grad) rc = fnn_new_output(&stats, x->device, 2, sshape);
     if (!rc) rc = fnn_new_output(out, x->device, x->ndim, x->shape);
-    if (!rc) {
+    if (!rc && be) {   /* cuda/norm.cu */
+        rc = be->norm(fnn_device_ordinal(x->device), FNN_NRM_LAYER, fnn_data(out), grad ? fnn_data(&stats) : NULL, xp,
+                      wp, bp, rows, normalized, eps, 1, 1);
+    } else if (!rc) {
         ln_fwd_args a = {xp, wp, bp, fnn_data(out), grad ? fnn_data(&stats) : NULL, normalized, eps};
         fnn_parallel_for(rows, fnn_threads_for(total * 4), ln_fwd_rows, &a);   /* 3 passes + a sqrt per row */
     }
@@ -679,6 +688,21 @@ static int group_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
         a.y = fnn_data(&din[0]);
     if (!rc && n->next[1] && !(rc = fnn_new_output(&din[1], x->device, 1, &C))) dw = fnn_data(&din[1]);
     if (!rc && n->next[2] && !(rc = fnn_new_output(&din[2], x->device, 1, &C))) db = fnn_data(&din[2]);
+    if (!rc && fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {   /* cuda/norm.cu, as layer_norm's rule */
+        const fnn_backend *be = fnn_backend_for(x->device);
+        const int ord = fnn_device_ordinal(x->device);
+        if (!be || !be->norm_grad || !be->fill) {
+            rc = FNN_FAIL(FNN_STATUS_DEVICE, "group_norm: backward not implemented on this device");
+        } else if (total == 0) {   /* nothing summed: zeros */
+            if (dw) rc = be->fill(ord, dw, C, 0.0f);
+            if (!rc && db) rc = be->fill(ord, db, C, 0.0f);
+        } else {
+            rc = be->norm_grad(ord, FNN_NRM_LAYER, a.y, dw, db, gp, a.x, a.w, a.stats, N * a.G, C / a.G * a.S, a.G, a.S);
+        }
+        fnn_tensor_clear(&gc);
+        if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
+        return rc;
+    }
     const int64_t bytes = (2 * N * C + 1) * (int64_t)sizeof(double);
     if (!rc && !(a.part = fnn_alloc(x->device, bytes))) rc = fnn_last_status();
     if (!rc) {
@@ -713,8 +737,9 @@ int fnn_group_norm(fnn_tensor *out, const fnn_tensor *x, int64_t groups, const f
     FNN_CHECK(eps >= 0, FNN_STATUS_ARG, "group_norm: eps %g is negative (input %s)", eps, fnn_shape_of(x).s);
     FNN_TRY(check_channels("group_norm", x, w, "weight", C));
     FNN_TRY(check_channels("group_norm", x, b, "bias", C));
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "group_norm: not implemented on cuda yet");
+    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || (be && be->norm), FNN_STATUS_DEVICE,
+              "group_norm: not implemented on this device");
 
     const fnn_tensor *ins[3] = {x, w, b};
     const bool grad = fnn_needs_node(3, ins);
@@ -729,7 +754,10 @@ int fnn_group_norm(fnn_tensor *out, const fnn_tensor *x, int64_t groups, const f
     int64_t sshape[3] = {N, groups, 2};
     if (!rc && grad && !(rc = fnn_new_output(&stats, x->device, 3, sshape))) a.stats = fnn_data(&stats);
     if (!rc && !(rc = fnn_new_output(out, x->device, x->ndim, x->shape))) a.y = fnn_data(out);
-    if (!rc) fnn_parallel_for(N * groups, fnn_threads_for(2 * total), gn_fwd_groups, &a);   /* two passes */
+    if (!rc && be)   /* cuda/norm.cu: a row per (sample, group), the affine per channel */
+        rc = be->norm(fnn_device_ordinal(x->device), FNN_NRM_LAYER, a.y, a.stats, xp, a.w, a.b, N * groups,
+                      C / groups * a.S, eps, groups, a.S > 0 ? a.S : 1);
+    else if (!rc) fnn_parallel_for(N * groups, fnn_threads_for(2 * total), gn_fwd_groups, &a);   /* two passes */
     if (!rc && grad) rc = record_norm(&GROUP_NORM, out, 3, ins, groups, eps, x, &xc, &stats, w, &wc);
     fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&bc); fnn_tensor_clear(&stats);
     if (rc) fnn_tensor_clear(out);
@@ -828,7 +856,12 @@ static int rms_norm_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din)
         a.y = fnn_data(&din[0]);
     if (!rc && nd->next[1] && !(rc = fnn_new_output(&din[1], x->device, nd->in_ndim[1], nd->in_shape[1])))
         a.dw = fnn_data(&din[1]);
-    if (!rc) {
+    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
+    if (!rc && be) {   /* cuda/norm.cu */
+        rc = be->norm_grad ? be->norm_grad(fnn_device_ordinal(x->device), FNN_NRM_RMS, a.y, a.dw, NULL, gp, a.x, a.w,
+                                           a.rstd, rows, n, 1, 1)
+                           : FNN_FAIL(FNN_STATUS_DEVICE, "rms_norm: backward not implemented on this device");
+    } else if (!rc) {
         if (a.y) fnn_parallel_for(rows, fnn_threads_for(2 * total), rms_bwd_rows, &a);
         if (a.dw) fnn_parallel_for((n + RMS_COLS - 1) / RMS_COLS, fnn_threads_for(total * 2), rms_bwd_cols, &a);
     }
@@ -857,8 +890,9 @@ int fnn_rms_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, int6
                   "rms_norm: weight %s has %lld elements, expected %lld (the normalized size) for input %s",
                   fnn_shape_of(w).s, (long long)fnn_tensor_numel(w), (long long)normalized, fnn_shape_of(x).s);
     }
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "rms_norm: not implemented on cuda yet");
+    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || (be && be->norm), FNN_STATUS_DEVICE,
+              "rms_norm: not implemented on this device");
 
     const fnn_tensor *ins[2] = {x, w};
     const bool grad = fnn_needs_node(2, ins);
@@ -872,7 +906,10 @@ int fnn_rms_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, int6
     if (!rc) rc = r1;
     if (!rc && grad && !(rc = fnn_new_output(&rstd, x->device, 1, &rows))) a.rstd = fnn_data(&rstd);
     if (!rc && !(rc = fnn_new_output(out, x->device, x->ndim, x->shape))) a.y = fnn_data(out);
-    if (!rc) fnn_parallel_for(rows, fnn_threads_for(2 * total), rms_fwd_rows, &a);
+    if (!rc && be)   /* cuda/norm.cu */
+        rc = be->norm(fnn_device_ordinal(x->device), FNN_NRM_RMS, a.y, a.rstd, xp, a.w, NULL, rows, normalized, eps, 1,
+                      1);
+    else if (!rc) fnn_parallel_for(rows, fnn_threads_for(2 * total), rms_fwd_rows, &a);
     if (!rc && grad) rc = record_norm(&RMS_NORM, out, 2, ins, normalized, eps, x, &xc, &rstd, w, &wc);
     fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&rstd);
     if (rc) fnn_tensor_clear(out);

@@ -176,7 +176,13 @@ local function as_tensor(op, x, pos, other)
       local out = new()
       local int = istype(T, other) and other.dtype_ == 1 and x == floor(x) and x > -2^63 and x < 2^63
       if C.fnn_full_dtype(out, 0, shape_buf, x, int and 1 or 0) ~= 0 then fail() end
-      return done(out)
+      out = done(out)
+      if istype(T, other) and other.device_ ~= 0 then   -- beside a GPU tensor: the scalar goes there too
+         local moved = new()
+         if C.fnn_to_device(moved, out, other.device_) ~= 0 then fail() end
+         return done(moved)
+      end
+      return out
    end
    error(('%s: argument %d is a %s, expected a tensor or a number'):format(op, pos, type(x)), 3)
 end

@@ -12,7 +12,7 @@ root=$PWD
 out=$root/build-emu
 mkdir -p "$out/obj"
 # the device code of each .cu file: everything above its "host side" line, common.cuh left out
-for f in map reduction optim copy; do
+for f in map reduction optim copy loss index norm cast int64; do
    awk '/==== host side/ {exit} !/#include "common.cuh"/ {print}' "cuda/$f.cu" > "$out/${f}_body.inc"
 done
 cflags="-O2 -fPIC -fvisibility=hidden -fopenmp -std=gnu11 -Dfastnn_EXPORTS -DFASTNN_WITH_CUDA=1 -Icore/include -Icore"

@@ -1,6 +1,6 @@
 // spec/gpu/emulated_backend.cpp: the CUDA backend's kernels run on the host, for checking the
 // device paths without a GPU (spec/gpu/emulate.sh builds it; see there). The device code of
-// cuda/map.cu, reduction.cu, optim.cu and copy.cu (everything above each file's "host side" line)
+// cuda/map.cu, reduction.cu, optim.cu, copy.cu, loss.cu, index.cu, norm.cu, cast.cu and int64.cu (everything above each file's "host side" line)
 // is compiled here as C++ with the CUDA keywords defined away: a kernel is a plain function whose
 // grid-stride loop covers everything as one thread; a reduction that runs a block per line on a
 // GPU runs here as blockDim host threads with real barriers for __syncthreads and a per-warp
@@ -46,11 +46,18 @@ static void __syncthreads() { pthread_barrier_wait(&block_bar); }
 #define __cosf cosf
 static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+/* one host thread runs a whole grid: an atomic add is a plain one */
+static inline float atomicAdd(float *p, float v) { float old = *p; *p = old + v; return old; }
 static long mode_block, mode_thread;
 #include "map_body.inc"   /* cut from cuda/*.cu by emulate.sh */
 #include "reduction_body.inc"
 #include "optim_body.inc"
 #include "copy_body.inc"
+#include "loss_body.inc"
+#include "index_body.inc"
+#include "norm_body.inc"
+#include "cast_body.inc"
+#include "int64_body.inc"
 
 static int count(void) { return 1; }
 static void *m_alloc(int, size_t b) { return malloc(b ? b : 1); }
@@ -172,8 +179,78 @@ static int m_random(int, int op, float *y, int64_t n, uint64_t seed, uint64_t, d
     }
     return 0;
 }
+static int m_class_loss(int, int op, float *loss, float *wy, float *probs, const float *x, const int64_t *t,
+                        const float *w, const fnn_class_args *a) {
+    class_loss_kernel(op, loss, wy, probs, x, t, w, *a);
+    return 0;
+}
+static int m_class_loss_grad(int, int op, float *dx, const float *probs, const int64_t *t, const float *w,
+                             const float *g, const float *den, const fnn_class_args *a) {
+    class_loss_grad_kernel(op, dx, probs, t, w, g, den, *a);
+    return 0;
+}
+static int m_ew_loss(int, int op, float *loss, const float *x, const float *t, const float *w, const float *pw,
+                     int64_t n) {
+    ew_loss_kernel(op, loss, x, t, w, pw, n);
+    return 0;
+}
+static int m_ew_loss_grad(int, int op, float *dx, float *dt, const float *x, const float *t, const float *w,
+                          const float *pw, const float *g, int per_elem, float k, int64_t n) {
+    ew_loss_grad_kernel(op, dx, dt, x, t, w, pw, g, per_elem, k, n);
+    return 0;
+}
+static int m_index(int, int op, void *x, void *y, const int64_t *ids, int esize, const fnn_index_args *a) {
+    int64_t n = 1;
+    for (int d = 0; d < a->ndim; d++) n *= a->shape[d];
+    if (n == 0) return 0;
+    if (op == FNN_IDX_SCATTER) index_scatter_kernel((float *)x, (const float *)y, ids, n, *a);
+    else if (esize == 8) index_gather_kernel<int64_t>((int64_t *)y, (const int64_t *)x, ids, n, *a);
+    else index_gather_kernel<float>((float *)y, (const float *)x, ids, n, *a);
+    return 0;
+}
+/* a kernel run as one block of `threads` host threads (barriers as in emulate below) */
+template <class F> static void run_block(int threads, F f) {
+    blockDim.x = threads;
+    pthread_barrier_init(&block_bar, NULL, threads);
+    for (int w = 0; w < threads / 32; w++) pthread_barrier_init(&warp_bar[w], NULL, 32);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; t++) pool.emplace_back([t, &f] { threadIdx.x = t; f(); });
+    for (auto &th : pool) th.join();
+    pthread_barrier_destroy(&block_bar);
+    for (int w = 0; w < threads / 32; w++) pthread_barrier_destroy(&warp_bar[w]);
+    blockDim.x = 1;
+    mode_block++;
+}
+static int m_norm(int, int op, float *y, float *stats, const float *x, const float *w, const float *b, int64_t rows,
+                  int64_t n, double eps, int64_t G, int64_t S) {
+    if (rows && n) run_block(norm_threads(n), [&] { norm_rows_kernel(op, y, stats, x, w, b, rows, n, eps, G, S); });
+    return 0;
+}
+static int m_norm_grad(int, int op, float *dx, float *dw, float *db, const float *g, const float *x, const float *w,
+                       const float *stats, int64_t rows, int64_t n, int64_t G, int64_t S) {
+    if (!n) return 0;
+    if (dx && rows) run_block(norm_threads(n), [&] { norm_grad_rows_kernel(op, dx, g, x, w, stats, rows, n, G, S); });
+    if (dw || db) norm_grad_cols_kernel(op, dw, db, g, x, stats, rows, n, G, S);
+    return 0;
+}
+static int m_cast(int, int dtype, void *y, const void *x, int64_t n) {
+    if (dtype == FNN_DTYPE_INT64) cast_to_long_kernel((int64_t *)y, (const float *)x, n);
+    else cast_to_float_kernel((float *)y, (const int64_t *)x, n);
+    return 0;
+}
+static int m_int_binary(int, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b, int b_i64,
+                        const int64_t *bs, int ndim, const int64_t *shape) {
+    IntLayout L;
+    L.ndim = ndim;
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) { L.shape[d] = shape[d]; L.as[d] = as[d]; L.bs[d] = bs[d]; n *= shape[d]; }
+    if (n) int_binary_kernel(op, y, a, a_i64, b, b_i64, n, L);
+    return 0;
+}
 static const fnn_backend mock = {"cuda", count, m_alloc, m_free, m_copy, m_fill, m_binary, m_gemm, m_strided_copy,
-                                 m_map, m_reduce, m_reduce_grad, m_optim, m_random};
+                                 m_map, m_reduce, m_reduce_grad, m_optim, m_random, m_class_loss, m_class_loss_grad,
+                                 m_ew_loss, m_ew_loss_grad, m_index, m_norm, m_norm_grad, m_cast,
+                                 m_int_binary};
 extern "C" {
 void fnn_cuda_register(void) { fnn_register_backend(FNN_DEVICE_CUDA, &mock); }
 __attribute__((visibility("default"))) int fnn_cuda_memory_stats(int64_t *live, int64_t *cached) { *live = 0; *cached = 0; return 0; }

@@ -84,7 +84,9 @@ end
 -- where(cond, a, b): cond ~= 0 picks a, else b (all three broadcast)
 function M.where(cond, a, b)
    local out = new()
-   if C.fnn_where(out, as_tensor('where', cond, 1), as_tensor('where', a, 2), as_tensor('where', b, 3)) ~= 0 then
+   -- a number takes the dtype and device of the other value (of cond when both are numbers)
+   if C.fnn_where(out, as_tensor('where', cond, 1), as_tensor('where', a, 2, type(b) == 'number' and cond or b),
+                  as_tensor('where', b, 3, type(a) == 'number' and cond or a)) ~= 0 then
       fail()
    end
    return done(out)

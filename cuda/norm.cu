@@ -1,0 +1,157 @@
+/* norm.cu: layer_norm, rms_norm and group_norm of core/ops/norm.c on the GPU, forward beside backward,
+ * over contiguous rows x [rows, n] (group_norm: a row per (sample, group), n = its channels' elements,
+ * the affine per channel). A block per row (blocks stride over the rows): each thread sums its
+ * strided share of the row in double, then warp shuffles and one shared slot per warp give every
+ * thread the row's sums. layer_norm takes two passes (the mean, then the centred squares: stable for
+ * large means, as on the CPU); rms_norm one. dw and db: a thread per column summing over the rows in
+ * row order, so they are deterministic. Statistics as the CPU saves them: layer [rows, 2] (mean,
+ * rstd), rms [rows] (rstd). */
+#include "common.cuh"
+
+/* every thread of the block gets the block's sums of a and b (blockDim a multiple of 32) */
+__device__ void norm_block_sum2(double &a, double &b) {
+    __shared__ double pa[32], pb[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    for (int o = 16; o > 0; o >>= 1) {
+        a += __shfl_down_sync(0xffffffffu, a, o);
+        b += __shfl_down_sync(0xffffffffu, b, o);
+    }
+    __syncthreads();   /* the previous call's readers are done with pa, pb */
+    if (lane == 0) { pa[warp] = a; pb[warp] = b; }
+    __syncthreads();
+    if (warp == 0) {
+        a = lane < warps ? pa[lane] : 0.0;
+        b = lane < warps ? pb[lane] : 0.0;
+        for (int o = 16; o > 0; o >>= 1) {
+            a += __shfl_down_sync(0xffffffffu, a, o);
+            b += __shfl_down_sync(0xffffffffu, b, o);
+        }
+        if (lane == 0) { pa[0] = a; pb[0] = b; }
+    }
+    __syncthreads();
+    a = pa[0];
+    b = pb[0];
+}
+
+/* y = (x - mean) rstd w + b (layer) or x rstd w (rms); w, b may be NULL; stats may be NULL */
+__global__ void __launch_bounds__(256) norm_rows_kernel(int op, float *y, float *stats, const float *x,
+                                                        const float *w, const float *b, int64_t rows, int64_t n,
+                                                        double eps, int64_t G, int64_t S) {
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {   /* uniform per block: the syncs are safe */
+        const float *xi = x + r * n;
+        float *yi = y + r * n;
+        double s = 0, unused = 0;
+        float m = 0, rs;
+        if (op == FNN_NRM_LAYER) {
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += xi[j];
+            norm_block_sum2(s, unused);
+            const double mean = s / (double)n;
+            double v = 0;
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) { const double d = xi[j] - mean; v += d * d; }
+            norm_block_sum2(v, unused);
+            m = (float)mean;
+            rs = (float)(1.0 / sqrt(v / (double)n + eps));   /* biased variance, eps inside */
+        } else {
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += (double)xi[j] * xi[j];
+            norm_block_sum2(s, unused);
+            rs = (float)(1.0 / sqrt(s / (double)n + eps));
+        }
+        const int64_t a0 = (r % G) * n;   /* the affine index of element j: (a0 + j) / S */
+        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+            float v = (xi[j] - m) * rs;
+            if (w) v *= w[(a0 + j) / S];
+            if (b) v += b[(a0 + j) / S];
+            yi[j] = v;
+        }
+        if (stats && threadIdx.x == 0) {
+            if (op == FNN_NRM_LAYER) { stats[2 * r] = m; stats[2 * r + 1] = rs; }
+            else stats[r] = rs;
+        }
+    }
+}
+
+/* dx per row, with gw = g w and xhat = (x - mean) rstd:
+ * layer dx = rstd (gw - mean(gw) - xhat mean(gw xhat)); rms dx = rstd gw - rstd^3 sum(gw x) / n x */
+__global__ void __launch_bounds__(256) norm_grad_rows_kernel(int op, float *dx, const float *g, const float *x,
+                                                             const float *w, const float *stats, int64_t rows,
+                                                             int64_t n, int64_t G, int64_t S) {
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float *xi = x + r * n, *gi = g + r * n;
+        float *di = dx + r * n;
+        const float m = op == FNN_NRM_LAYER ? stats[2 * r] : 0.0f;
+        const float rs = op == FNN_NRM_LAYER ? stats[2 * r + 1] : stats[r];
+        const int64_t a0 = (r % G) * n;
+        double s1 = 0, s2 = 0;
+        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+            const float gw = w ? gi[j] * w[(a0 + j) / S] : gi[j];
+            s1 += gw;
+            s2 += op == FNN_NRM_LAYER ? gw * ((xi[j] - m) * rs) : gw * xi[j];
+        }
+        norm_block_sum2(s1, s2);
+        if (op == FNN_NRM_LAYER) {
+            const float c1 = (float)(s1 / (double)n), c2 = (float)(s2 / (double)n);
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+                const float gw = w ? gi[j] * w[(a0 + j) / S] : gi[j];
+                di[j] = rs * (gw - c1 - (xi[j] - m) * rs * c2);
+            }
+        } else {
+            const float kx = (float)(-(double)rs * rs * rs * s2 / (double)n);
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+                const float gw = w ? gi[j] * w[(a0 + j) / S] : gi[j];
+                di[j] = rs * gw + kx * xi[j];
+            }
+        }
+    }
+}
+
+/* dw_c = sum of g xhat, db_c = sum of g over the elements of affine channel c (either may be NULL): a
+ * thread per channel, over the N = rows / G samples and the S elements of c in each, in order. x is
+ * [N, C, S] with C = G n / S (layer_norm and rms_norm: G = S = 1, C = n) */
+__global__ void norm_grad_cols_kernel(int op, float *dw, float *db, const float *g, const float *x,
+                                      const float *stats, int64_t rows, int64_t n, int64_t G, int64_t S) {
+    const int64_t C = G * n / S, N = rows / G;
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < C; c += (int64_t)gridDim.x * blockDim.x) {
+        double sw = 0, sb = 0;
+        for (int64_t i = 0; i < N; i++) {
+            const int64_t e0 = (i * C + c) * S, r = e0 / n;   /* one channel's S elements lie in one row */
+            const float m = op == FNN_NRM_LAYER ? stats[2 * r] : 0.0f;
+            const float rs = op == FNN_NRM_LAYER ? stats[2 * r + 1] : stats[r];
+            for (int64_t e = e0; e < e0 + S; e++) {
+                const float gv = g[e];
+                sw += gv * ((x[e] - m) * rs);
+                sb += gv;
+            }
+        }
+        if (dw) dw[c] = (float)sw;
+        if (db) db[c] = (float)sb;
+    }
+}
+
+/* threads per row's block: a multiple of 32 up to 256 */
+static inline int norm_threads(int64_t n) { return n >= 256 ? 256 : n <= 32 ? 32 : (int)((n + 31) / 32 * 32); }
+
+/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+static const char *norm_name(int op) { return op == FNN_NRM_LAYER ? "layer_norm" : "rms_norm"; }
+static unsigned norm_blocks(int64_t rows) { return (unsigned)(rows < (1 << 20) ? rows : (1 << 20)); }
+
+int fnn_cuda_norm(int ordinal, int op, float *y, float *stats, const float *x, const float *w, const float *b,
+                  int64_t rows, int64_t n, double eps, int64_t groups, int64_t spatial) {
+    if (rows == 0 || n == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device(norm_name(op), ordinal));
+    norm_rows_kernel<<<norm_blocks(rows), norm_threads(n)>>>(op, y, stats, x, w, b, rows, n, eps, groups, spatial);
+    FNN_CUDA_CHECK(norm_name(op), cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+
+int fnn_cuda_norm_grad(int ordinal, int op, float *dx, float *dw, float *db, const float *g, const float *x,
+                       const float *w, const float *stats, int64_t rows, int64_t n, int64_t groups, int64_t spatial) {
+    if (n == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device(norm_name(op), ordinal));
+    if (dx && rows > 0)
+        norm_grad_rows_kernel<<<norm_blocks(rows), norm_threads(n)>>>(op, dx, g, x, w, stats, rows, n, groups, spatial);
+    if (dw || db)   /* no rows: zeros */
+        norm_grad_cols_kernel<<<fnn_cuda_blocks(groups * n / spatial), FNN_CUDA_THREADS>>>(op, dw, db, g, x, stats, rows,
+                                                                                           n, groups, spatial);
+    FNN_CUDA_CHECK(norm_name(op), cudaGetLastError());
+    return FNN_STATUS_OK;
+}
