@@ -9,18 +9,8 @@ local dir = io.popen('mktemp -d /tmp/fastnn-crash-XXXXXX'):read('*l')
 local cwd = io.popen('pwd'):read('*l')
 teardown(function() os.execute('rm -rf ' .. dir) end)
 
-local function write_file(path, text)
-   local f = assert(io.open(path, 'wb'))
-   f:write(text)
-   f:close()
-end
-local function read_all(path)
-   local f = io.open(path, 'rb')
-   if not f then return nil end
-   local s = f:read('*a')
-   f:close()
-   return s
-end
+local process = require 'spec.process'
+local write_file, read_all = process.write_file, process.try_read   -- read_all: nil when missing
 local function exists(path) return read_all(path) ~= nil end
 
 -- the environment a child needs to find fastnn: these sources, and the library the specs use

@@ -10,11 +10,7 @@ local function be32(n)
    return string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256)
 end
 
-local function write(path, bytes)
-   local f = assert(io.open(path, 'wb'))
-   f:write(bytes)
-   f:close()
-end
+local write = require('spec.process').write_file
 
 local function idx(dims, values, type_byte)
    local parts = {string.char(0, 0, type_byte or 8, #dims)}

@@ -15,18 +15,8 @@ local function read_cmd(cmd)
    p:close()
    return out
 end
-local function write(path, bytes)
-   local f = assert(io.open(path, 'wb'))
-   f:write(bytes)
-   f:close()
-end
-local function read(path)
-   local f = io.open(path, 'rb')
-   if not f then return nil end
-   local s = f:read('*a')
-   f:close()
-   return s
-end
+local process = require 'spec.process'
+local write, read = process.write_file, process.try_read   -- read: nil when missing
 local function md5sum(path) return read_cmd(('md5sum %q'):format(path)):match('^(%x+)') end
 local function sha256sum(path) return read_cmd(('sha256sum %q'):format(path)):match('^(%x+)') end
 local function tmpdir()

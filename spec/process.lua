@@ -9,8 +9,12 @@ function M.exists(path)
    return false
 end
 
-function M.read_all(path)
-   local f = assert(io.open(path, 'rb'))
+function M.read_all(path) return (assert(M.try_read(path), 'cannot open ' .. path)) end
+
+-- the file's bytes, or nil when it cannot be opened (missing, say)
+function M.try_read(path)
+   local f = io.open(path, 'rb')
+   if not f then return nil end
    local s = f:read('*a')
    f:close()
    return s

@@ -12,11 +12,7 @@ local dir = io.popen('mktemp -d /tmp/fastnn-st-XXXXXX'):read('*l')
 local function file(name) return dir .. '/' .. name end
 teardown(function() os.execute('rm -rf ' .. dir) end)
 
-local function write_file(path, text)
-   local f = assert(io.open(path, 'wb'))
-   f:write(text)
-   f:close()
-end
+local write_file = require('spec.process').write_file
 
 -- run a Python script (the reference implementation); returns its output, failing on a bad exit
 local function python(script, ...)
