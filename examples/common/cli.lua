@@ -30,7 +30,7 @@ local function usage(spec, list)
       local flag = '--' .. name:gsub('_', '-')
       if type(default) ~= 'boolean' then flag = flag .. ' ' .. (o[4] or type(default) == 'number' and 'N' or 'S') end
       local extra = ''
-      if type(default) ~= 'boolean' then extra = (' (default %s'):format(tostring(default)) end
+      if type(default) ~= 'boolean' and default ~= '' then extra = (' (default %s'):format(tostring(default)) end
       local q = spec.quick and spec.quick[name]
       if q ~= nil then extra = extra .. (extra == '' and ' (' or ', ') .. ('--quick: %s'):format(tostring(q)) end
       if extra ~= '' then extra = extra .. ')' end
