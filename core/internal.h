@@ -135,6 +135,16 @@ typedef struct fnn_backend {
      * which), float32 0/1 y */
     int (*int_binary)(int ordinal, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b,
                       int b_i64, const int64_t *bs, int ndim, const int64_t *shape);
+    /* ---- cuda/conv.cu: conv, conv_transpose, depthwise (im2col/col2im + gemm) ---- */
+    /* (end of conv) */
+    /* ---- cuda/pool.cu: pooling and upsampling; cuda/batch_norm.cu: batch_norm ---- */
+    /* (end of pool) */
+    /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
+    /* (end of shape) */
+    /* ---- cuda/rnn.cu: the recurrent cells and sequences; cuda/attention.cu: fused attention ---- */
+    /* (end of seq) */
+    /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
+    /* (end of xfer) */
 } fnn_backend;
 /* int_binary's ops, numbered as elementwise.c's IOP_* */
 enum { FNN_INT_ADD, FNN_INT_SUB, FNN_INT_MUL, FNN_INT_EQ, FNN_INT_NE, FNN_INT_LT, FNN_INT_LE, FNN_INT_GT, FNN_INT_GE };

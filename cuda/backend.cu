@@ -190,6 +190,16 @@ static const fnn_backend cuda_backend = {
     /* norm_grad */ fnn_cuda_norm_grad,
     /* cast */ fnn_cuda_cast,
     /* int_binary */ fnn_cuda_int_binary,
+    /* ---- cuda/conv.cu: conv, conv_transpose, depthwise (im2col/col2im + gemm) ---- */
+    /* (end of conv) */
+    /* ---- cuda/pool.cu: pooling and upsampling; cuda/batch_norm.cu: batch_norm ---- */
+    /* (end of pool) */
+    /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
+    /* (end of shape) */
+    /* ---- cuda/rnn.cu: the recurrent cells and sequences; cuda/attention.cu: fused attention ---- */
+    /* (end of seq) */
+    /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
+    /* (end of xfer) */
 };
 
 void fnn_cuda_register(void) { fnn_register_backend(FNN_DEVICE_CUDA, &cuda_backend); }

@@ -94,5 +94,15 @@ int fnn_cuda_norm(int ordinal, int op, float *y, float *stats, const float *x, c
                   int64_t rows, int64_t n, double eps, int64_t groups, int64_t spatial);
 int fnn_cuda_norm_grad(int ordinal, int op, float *dx, float *dw, float *db, const float *g, const float *x,
                        const float *w, const float *stats, int64_t rows, int64_t n, int64_t groups, int64_t spatial);
+/* ---- cuda/conv.cu: conv, conv_transpose, depthwise (im2col/col2im + gemm) ---- */
+/* (end of conv) */
+/* ---- cuda/pool.cu: pooling and upsampling; cuda/batch_norm.cu: batch_norm ---- */
+/* (end of pool) */
+/* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
+/* (end of shape) */
+/* ---- cuda/rnn.cu: the recurrent cells and sequences; cuda/attention.cu: fused attention ---- */
+/* (end of seq) */
+/* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
+/* (end of xfer) */
 
 #endif

@@ -44,104 +44,12 @@ local fnn = require 'fastnn'
 local C = require 'fastnn.C'
 local T = require 'fastnn.tensor'
 local Device, Param = fnn.Device, fnn.Param
+local S = require 'cuda_support'
+local gpu, why, built, reason, CUDA0, SIZES = S.gpu, S.why, S.built, S.reason, S.CUDA0, S.SIZES
+local uniform, assert_close, case, skip, to_gpu = S.uniform, S.assert_close, S.case, S.skip, S.to_gpu
+local parity, weights, parity_grad, class_ids, some_ids, ok = S.parity, S.weights, S.parity_grad, S.class_ids, S.some_ids, S.ok
+local EXACT, FAST, TRIG, POW, ATOMIC = S.EXACT, S.FAST, S.TRIG, S.POW, S.ATOMIC
 
-local gpu, why = Device.cuda(0)
-local built = C.fnn_cuda_built() == 1
--- the reason we expect when there is no GPU (a Lua pattern)
-local reason = built and 'cuda:0 is not available: no CUDA device found'
-                      or 'cuda:0 is not available: this build has no CUDA backend; rebuild with %-DFASTNN_CUDA=ON'
-local CUDA0 = 256   -- FNN_DEVICE_CUDA * 256 + ordinal 0, for the raw C entries
-
-local SIZES = {1, 127, 128, 129, 1023, 1024, 1025}
-
-local function uniform(shape, lo, hi) return fnn.rand(shape) * (hi - lo) + lo end
-
--- got (a CPU tensor from the GPU) against want (the CPU result), |g - w| <= atol + rtol |w|;
--- nan must meet nan
-local function assert_close(want, got, atol, rtol, label)
-   assert.equals(want:shape_str(), got:shape_str(), label .. ': shapes differ')
-   local w, g = want:to_flat(), got:to_flat()
-   for i = 1, #w do
-      local ok = (w[i] ~= w[i] and g[i] ~= g[i]) or math.abs(g[i] - w[i]) <= atol + rtol * math.abs(w[i])
-      if not ok then error(('%s: element %d: cpu %.9g, cuda %.9g'):format(label, i, w[i], g[i]), 2) end
-   end
-end
-
--- it() that remembers the case's name, so a skipped case can say which it is
-local current = '?'
-local function case(desc, f) it(desc, function() current = desc; return f() end) end
-
--- without a GPU: say so for this case, and check the reason is given both by Device.cuda and
--- by moving each input
-local function skip(label, inputs)
-   print(('%s: skipped: no CUDA device'):format(current))
-   assert.is_nil(gpu)
-   assert.is_truthy(why:find(reason), ('%s: unexpected reason: %s'):format(label, tostring(why)))
-   for _, x in ipairs(inputs) do
-      assert.error_matches(function() return x:to('cuda:0') end, 'to: ' .. reason)
-      assert.equals('cpu', tostring(x:device()))
-   end
-end
-
-local function to_gpu(inputs)
-   local out = {}
-   for i, x in ipairs(inputs) do
-      out[i] = x:to(gpu)
-      assert.equals(gpu, out[i]:device())
-   end
-   return out
-end
-
--- run compute on CPU inputs and on their GPU copies and compare the results
-local function parity(label, inputs, compute, atol, rtol)
-   if not gpu then return skip(label, inputs) end
-   local want = compute(unpack(inputs))
-   local got = compute(unpack(to_gpu(inputs)))
-   assert.equals(gpu, got:device(), label .. ': result left the GPU')
-   assert_close(want, got:to('cpu'), atol, rtol, label)
-end
-
--- fixed, distinct weights for backward (as fnn.gradcheck's), on the output's device
-local function weights(y)
-   local w = {}
-   for i = 1, y:numel() do w[i] = 0.5 + ((i * 7919) % 101) / 101 end
-   return fnn.tensor(w, y:shape()):to(y:device())
-end
-
--- forward and backward: y = fn(inputs as Params), y:backward(weights); compare y and every
--- input's gradient (gtol: the gradients' tolerance factor over the forward's)
-local function parity_grad(label, inputs, fn, atol, rtol, gtol)
-   if not gpu then return skip(label, inputs) end
-   gtol = gtol or 2
-   local function run(xs)
-      local ps, ts = {}, {}
-      for i, x in ipairs(xs) do
-         ps[i] = Param(x)
-         ts[i] = ps[i]:tensor()
-      end
-      local y = fn(unpack(ts))
-      y:backward(weights(y))
-      local grads = {}
-      for i, p in ipairs(ps) do grads[i] = p:grad() or false end
-      return y, grads
-   end
-   local want, wgrads = run(inputs)
-   local got, ggrads = run(to_gpu(inputs))
-   assert.equals(gpu, got:device(), label .. ': result left the GPU')
-   assert_close(want, got:to('cpu'), atol, rtol, label)
-   for i = 1, #inputs do
-      assert.equals(not wgrads[i], not ggrads[i], ('%s: input %d: gradient on one side only'):format(label, i))
-      if wgrads[i] then
-         assert.equals(gpu, ggrads[i]:device(), label .. ': gradient left the GPU')
-         assert_close(wgrads[i], ggrads[i]:to('cpu'), atol * gtol, rtol * gtol, ('%s: d input %d'):format(label, i))
-      end
-   end
-end
-
-local EXACT = {0, 1e-6}
-local FAST = {1e-6, 2e-5}
-local TRIG = {2e-6, 2e-5}
-local POW = {1e-6, 1e-4}
 
 describe('cuda parity: strided copies (contiguous, reshape)', function()
    for _, n in ipairs(SIZES) do
@@ -364,8 +272,6 @@ describe('cuda parity: matmul', function()
    end)
 end)
 
-local function ok(rc) assert.equals(0, rc, rc ~= 0 and ffi.string(C.fnn_last_error()) or nil) end
-
 -- three optimizer steps through the raw C entry on the CPU and on the GPU; the param and every
 -- state tensor must agree after each step. step(p, states, t) runs one step.
 local function parity_optim(label, n, nstates, step, atol, rtol)
@@ -516,12 +422,6 @@ describe('cuda: random draws (cuRAND Philox)', function()
    end
 end)
 
--- class ids 1..C (deterministic), as int64; ignore: every 7th id replaced by that value
-local function class_ids(n, classes, ignore)
-   local v = {}
-   for i = 1, n do v[i] = (ignore and i % 7 == 0) and ignore or (i * 37 + 11) % classes + 1 end
-   return fnn.tensor(v, {n}):long()
-end
 
 describe('cuda parity: cross_entropy and nll_loss (int64 targets on the device), forward and backward', function()
    -- the targets follow the logits onto their device; tolerance FAST (__expf/__logf), gradients 2x
@@ -613,18 +513,9 @@ describe('cuda parity: cross_entropy and nll_loss (int64 targets on the device),
    end)
 end)
 
--- ids 1..size, repeats included (deterministic), int64, of the given shape
-local function some_ids(shape, size)
-   local n, v = 1, {}
-   for _, d in ipairs(shape) do n = n * d end
-   for i = 1, n do v[i] = (i * 53 + 5) % size + 1 end
-   return fnn.tensor(v, shape):long()
-end
-
 -- the index family on int64 ids that live on the device (cuda/index.cu). Gathers copy: exact.
 -- Backward (and scatter_add) add through atomicAdd, so where ids repeat the order of the adds, and
 -- the last bits, depend on the run: rtol 1e-5, atol 1e-6.
-local ATOMIC = {1e-6, 1e-5}
 describe('cuda parity: index_select, gather, scatter_add, embedding, take_rows (int64 ids on the device)', function()
    local function on(t, x) return t:to(x:device()) end
    for _, n in ipairs{1, 127, 128, 129, 1025} do

@@ -27,12 +27,12 @@ local gpu, why = fnn.Device.cuda(0)
 if not gpu then io.stderr:write("check.sh: the CUDA build sees no GPU: ", why, "\n") os.exit(1) end
 print(("check.sh: %s, %d GPU(s)"):format(tostring(gpu), fnn.Device.count("cuda")))'
 
-# the parity spec (copies, elementwise, reductions/softmax, matmul, optimizer steps, cuRAND draws),
+# the parity specs (spec/cuda_parity*_spec.lua: every family the backend implements),
 # then one summary: busted's counts, and how many cases skipped (must be 0 on a GPU machine)
 log=$build/parity.log
 start=$(date +%s)
 set +e
-{ busted --lua=luajit -o utfTerminal "$@" spec/cuda_parity_spec.lua; echo $? > "$log.rc"; } 2>&1 | tee "$log"
+{ busted --lua=luajit -o utfTerminal "$@" spec/cuda_parity*_spec.lua; echo $? > "$log.rc"; } 2>&1 | tee "$log"
 set -e
 rc=$(cat "$log.rc")   # busted's status, not tee's (sh has no pipefail)
 skipped=$(grep -c 'skipped: no CUDA device' "$log" || true)

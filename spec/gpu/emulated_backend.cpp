@@ -8,47 +8,7 @@
 // intrinsics (__expf, __sinf, ...) become libm's, the allocator is malloc (no caching), matmul a
 // naive loop, and random draws a hash of (seed, index), not cuRAND. What this cannot show: the
 // real hardware (memory model, fast-math accuracy, launch limits, cuRAND, cuBLAS).
-#include <atomic>
-typedef std::atomic<long> atomic_long;
-#include "internal.h"
-#include "ops/elementwise_ops.h"
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
-#include <stdint.h>
-#define __device__
-#define __global__
-#define __launch_bounds__(x)
-#define __forceinline__ inline
-#define __shared__ static
-#include <pthread.h>
-#include <thread>
-#include <vector>
-struct Dim3 { unsigned x; };
-static thread_local Dim3 threadIdx = {0};
-static Dim3 blockIdx = {0}, blockDim = {1}, gridDim = {1};
-/* one emulated block at a time: a host thread per CUDA thread, barriers per block and per warp */
-static pthread_barrier_t block_bar, warp_bar[32];
-static unsigned char shfl_slots[1024][8];
-template <class T> static T __shfl_down_sync(unsigned, T v, int o) {
-    unsigned t = threadIdx.x, lane = t & 31;
-    memcpy(shfl_slots[t], &v, sizeof v);
-    pthread_barrier_wait(&warp_bar[t >> 5]);
-    T r = v;
-    if (lane + o < 32) memcpy(&r, shfl_slots[t + o], sizeof r);
-    pthread_barrier_wait(&warp_bar[t >> 5]);
-    return r;
-}
-static void __syncthreads() { pthread_barrier_wait(&block_bar); }
-#define __expf expf
-#define __logf logf
-#define __sinf sinf
-#define __cosf cosf
-static inline float __fdiv_rn(float a, float b) { return a / b; }
-static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
-/* one host thread runs a whole grid: an atomic add is a plain one */
-static inline float atomicAdd(float *p, float v) { float old = *p; *p = old + v; return old; }
-static long mode_block, mode_thread;
+#include "emulated.h"
 #include "map_body.inc"   /* cut from cuda/*.cu by emulate.sh */
 #include "reduction_body.inc"
 #include "optim_body.inc"
@@ -208,19 +168,6 @@ static int m_index(int, int op, void *x, void *y, const int64_t *ids, int esize,
     else index_gather_kernel<float>((float *)y, (const float *)x, ids, n, *a);
     return 0;
 }
-/* a kernel run as one block of `threads` host threads (barriers as in emulate below) */
-template <class F> static void run_block(int threads, F f) {
-    blockDim.x = threads;
-    pthread_barrier_init(&block_bar, NULL, threads);
-    for (int w = 0; w < threads / 32; w++) pthread_barrier_init(&warp_bar[w], NULL, 32);
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; t++) pool.emplace_back([t, &f] { threadIdx.x = t; f(); });
-    for (auto &th : pool) th.join();
-    pthread_barrier_destroy(&block_bar);
-    for (int w = 0; w < threads / 32; w++) pthread_barrier_destroy(&warp_bar[w]);
-    blockDim.x = 1;
-    mode_block++;
-}
 static int m_norm(int, int op, float *y, float *stats, const float *x, const float *w, const float *b, int64_t rows,
                   int64_t n, double eps, int64_t G, int64_t S) {
     if (rows && n) run_block(norm_threads(n), [&] { norm_rows_kernel(op, y, stats, x, w, b, rows, n, eps, G, S); });
@@ -247,12 +194,13 @@ static int m_int_binary(int, int op, void *y, const void *a, int a_i64, const in
     if (n) int_binary_kernel(op, y, a, a_i64, b, b_i64, n, L);
     return 0;
 }
-static const fnn_backend mock = {"cuda", count, m_alloc, m_free, m_copy, m_fill, m_binary, m_gemm, m_strided_copy,
+static fnn_backend table = {"cuda", count, m_alloc, m_free, m_copy, m_fill, m_binary, m_gemm, m_strided_copy,
                                  m_map, m_reduce, m_reduce_grad, m_optim, m_random, m_class_loss, m_class_loss_grad,
                                  m_ew_loss, m_ew_loss_grad, m_index, m_norm, m_norm_grad, m_cast,
                                  m_int_binary};
+fnn_backend *emulated_backend(void) { return &table; }
 extern "C" {
-void fnn_cuda_register(void) { fnn_register_backend(FNN_DEVICE_CUDA, &mock); }
+void fnn_cuda_register(void) { fnn_register_backend(FNN_DEVICE_CUDA, &table); }
 __attribute__((visibility("default"))) int fnn_cuda_memory_stats(int64_t *live, int64_t *cached) { *live = 0; *cached = 0; return 0; }
 __attribute__((visibility("default"))) void fnn_cuda_empty_cache(void) {}
 __attribute__((destructor)) static void report(void) { fprintf(stderr, "emulated backend: %ld block-mode and %ld thread-mode reduction launches\n", mode_block, mode_thread); }
