@@ -230,9 +230,9 @@ static const fnn_op_def ADD = {{"add", "elementwise", 1, 1}, add_backward, FNN_E
 static const fnn_op_def SUB = {{"sub", "elementwise", 1, 1}, sub_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def MUL = {{"mul", "elementwise", 1, 1}, mul_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def DIV = {{"div", "elementwise", 1, 1}, div_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def POW = {{"pow", "elementwise", 1, 0}, pow_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MAXIMUM = {{"maximum", "elementwise", 1, 0}, maximum_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MINIMUM = {{"minimum", "elementwise", 1, 0}, minimum_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def POW = {{"pow", "elementwise", 1, 1}, pow_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MAXIMUM = {{"maximum", "elementwise", 1, 1}, maximum_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MINIMUM = {{"minimum", "elementwise", 1, 1}, minimum_backward, FNN_EMBEDS_NONE};
 
 /* ================= int64 operands ================= */
 typedef enum { IOP_NONE = -1, IOP_ADD, IOP_SUB, IOP_MUL, IOP_EQ, IOP_NE, IOP_LT, IOP_LE, IOP_GT, IOP_GE } int_op;
@@ -403,12 +403,12 @@ ROW(lt, a < b ? 1.0f : 0.0f)
 ROW(le, a <= b ? 1.0f : 0.0f)
 ROW(gt, a > b ? 1.0f : 0.0f)
 ROW(ge, a >= b ? 1.0f : 0.0f)
-static const fnn_op_def EQ = {{"eq", "elementwise", 0, 0}, NULL, FNN_EMBEDS_NONE};
-static const fnn_op_def NE = {{"ne", "elementwise", 0, 0}, NULL, FNN_EMBEDS_NONE};
-static const fnn_op_def LT = {{"lt", "elementwise", 0, 0}, NULL, FNN_EMBEDS_NONE};
-static const fnn_op_def LE = {{"le", "elementwise", 0, 0}, NULL, FNN_EMBEDS_NONE};
-static const fnn_op_def GT = {{"gt", "elementwise", 0, 0}, NULL, FNN_EMBEDS_NONE};
-static const fnn_op_def GE = {{"ge", "elementwise", 0, 0}, NULL, FNN_EMBEDS_NONE};
+static const fnn_op_def EQ = {{"eq", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
+static const fnn_op_def NE = {{"ne", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
+static const fnn_op_def LT = {{"lt", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
+static const fnn_op_def LE = {{"le", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
+static const fnn_op_def GT = {{"gt", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
+static const fnn_op_def GE = {{"ge", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
 int fnn_eq(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&EQ, -1, IOP_EQ, eq_row, out, a, b); }
 int fnn_ne(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&NE, -1, IOP_NE, ne_row, out, a, b); }
 int fnn_lt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&LT, -1, IOP_LT, lt_row, out, a, b); }
@@ -435,12 +435,12 @@ static int rdiv_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { 
 static int pow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), pow_s_d_row, (float)n->attr[0], 0); }
 static int rpow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 3, G(n, g), rpow_s_d_row, (float)n->attr[0], 0); }
 
-static const fnn_op_def ADD_S = {{"add_scalar", "elementwise", 1, 0}, add_s_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MUL_S = {{"mul_scalar", "elementwise", 1, 0}, mul_s_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def RSUB_S = {{"rsub_scalar", "elementwise", 1, 0}, rsub_s_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def RDIV_S = {{"rdiv_scalar", "elementwise", 1, 0}, rdiv_s_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def POW_S = {{"pow_scalar", "elementwise", 1, 0}, pow_s_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def RPOW_S = {{"rpow_scalar", "elementwise", 1, 0}, rpow_s_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def ADD_S = {{"add_scalar", "elementwise", 1, 1}, add_s_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MUL_S = {{"mul_scalar", "elementwise", 1, 1}, mul_s_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def RSUB_S = {{"rsub_scalar", "elementwise", 1, 1}, rsub_s_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def RDIV_S = {{"rdiv_scalar", "elementwise", 1, 1}, rdiv_s_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def POW_S = {{"pow_scalar", "elementwise", 1, 1}, pow_s_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def RPOW_S = {{"rpow_scalar", "elementwise", 1, 1}, rpow_s_backward, FNN_EMBEDS_NONE};
 
 static int scalar_op(const fnn_op_def *def, row_fn row, fnn_tensor *out, const fnn_tensor *a, double s, bool save_out) {
     if (any_int64(a, NULL)) {
@@ -514,7 +514,7 @@ static inline float hardsigmoidf(float x) {
     static int name##_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {                   \
         return grad_map(n, 0, &din[0], 3, G(n, g), name##_g_row, (float)n->attr[0], (float)n->attr[1]); \
     }                                                                                                 \
-    static const fnn_op_def UNARY_##name = {{#name, "elementwise", DIFF, 0}, name##_backward, FNN_EMBEDS_NONE};
+    static const fnn_op_def UNARY_##name = {{#name, "elementwise", DIFF, 1}, name##_backward, FNN_EMBEDS_NONE};
 
 /*     op         forward y(a)                               gradient dx(a = g, b = x, c = y) */
 UNARY(neg,       -a,                                        -a, 1)
@@ -602,7 +602,7 @@ static int where_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     FNN_TRY(grad_map(n, 1, &din[1], 2, G(n, g), where_d1_row, 0, 0));
     return grad_map(n, 2, &din[2], 2, G(n, g), where_d2_row, 0, 0);
 }
-static const fnn_op_def WHERE = {{"where", "elementwise", 1, 0}, where_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def WHERE = {{"where", "elementwise", 1, 1}, where_backward, FNN_EMBEDS_NONE};
 int fnn_where(fnn_tensor *out, const fnn_tensor *cond, const fnn_tensor *a, const fnn_tensor *b) {
     const fnn_tensor *ins[3] = {cond, a, b};
     return apply(&WHERE, out, 3, ins, where_row, 0, 0, false);

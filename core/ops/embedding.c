@@ -117,7 +117,7 @@ static int embedding_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din
     if (rc) fnn_tensor_clear(&din[0]);
     return rc;
 }
-static const fnn_op_def EMBEDDING = {{"embedding", "embedding", 1, 0}, embedding_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def EMBEDDING = {{"embedding", "embedding", 1, 1}, embedding_backward, FNN_EMBEDS_NONE};
 
 static int device_embedding(fnn_tensor *out, const fnn_tensor *weight, const fnn_tensor *ids, int64_t padding_idx) {
     FNN_TRY(fnn_check_input_any("embedding", ids));

@@ -180,7 +180,7 @@ static int index_select_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *d
     fnn_tensor_clear(&gtmp);
     return rc;
 }
-static const fnn_op_def INDEX_SELECT = {{"index_select", "index", 1, 0}, index_select_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def INDEX_SELECT = {{"index_select", "index", 1, 1}, index_select_backward, FNN_EMBEDS_NONE};
 
 /* index_select: x [.., n, ..], index [m] of ids in 1..n -> [.., m, ..] */
 int fnn_index_select(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) {
@@ -297,7 +297,7 @@ static int gather_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (rc) fnn_tensor_clear(&din[0]);
     return rc;
 }
-static const fnn_op_def GATHER = {{"gather", "index", 1, 0}, gather_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def GATHER = {{"gather", "index", 1, 1}, gather_backward, FNN_EMBEDS_NONE};
 
 /* gather: x [s...], index [t...] (same ndim, t <= s outside dim) -> [t...], y[p] = x[p with dim = index[p]] */
 int fnn_gather(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) {
@@ -343,7 +343,7 @@ static int scatter_add_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *di
     fnn_tensor_clear(&part);
     return rc;
 }
-static const fnn_op_def SCATTER_ADD = {{"scatter_add", "index", 1, 0}, scatter_add_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def SCATTER_ADD = {{"scatter_add", "index", 1, 1}, scatter_add_backward, FNN_EMBEDS_NONE};
 
 /* scatter_add: x [s...], index [t...], src [u...] (t <= u, t <= s outside dim) -> [s...]:
  * a copy of x with src[p] added at p with dim = index[p] */
@@ -403,7 +403,7 @@ static void masked_fill_forward_cpu(float *y, const float *x, const int64_t *xs,
 static int masked_fill_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return fnn_masked_fill(&din[0], g, &n->saved[0], 0.0);
 }
-static const fnn_op_def MASKED_FILL = {{"masked_fill", "index", 1, 0}, masked_fill_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MASKED_FILL = {{"masked_fill", "index", 1, 1}, masked_fill_backward, FNN_EMBEDS_NONE};
 
 /* masked_fill: x [s...], mask broadcastable to [s...] -> [s...] with value where mask != 0 */
 int fnn_masked_fill(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *mask, double value) {

@@ -411,7 +411,7 @@ static int cross_entropy_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *
     fnn_tensor_clear(&gc);
     return rc;
 }
-static const fnn_op_def CROSS_ENTROPY = {{"cross_entropy", "loss", 1, 0}, cross_entropy_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def CROSS_ENTROPY = {{"cross_entropy", "loss", 1, 1}, cross_entropy_backward, FNN_EMBEDS_NONE};
 
 int fnn_cross_entropy_loss(fnn_tensor *out, const fnn_tensor *logits, const fnn_tensor *targets,
                            const fnn_tensor *weight, int has_ignore, int64_t ignore_index, double label_smoothing,
@@ -505,7 +505,7 @@ static int nll_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_clear(&gc);
     return rc;
 }
-static const fnn_op_def NLL_LOSS = {{"nll_loss", "loss", 1, 0}, nll_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def NLL_LOSS = {{"nll_loss", "loss", 1, 1}, nll_backward, FNN_EMBEDS_NONE};
 
 int fnn_nll_loss(fnn_tensor *out, const fnn_tensor *log_probs, const fnn_tensor *targets, const fnn_tensor *weight,
                  int has_ignore, int64_t ignore_index, int reduction) {
@@ -767,7 +767,7 @@ static int bce_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (rc) { fnn_tensor_clear(&din[0]); fnn_tensor_clear(&din[1]); }
     return rc;
 }
-static const fnn_op_def BINARY_CROSS_ENTROPY = {{"binary_cross_entropy", "loss", 1, 0}, bce_backward,
+static const fnn_op_def BINARY_CROSS_ENTROPY = {{"binary_cross_entropy", "loss", 1, 1}, bce_backward,
                                                 FNN_EMBEDS_NONE};
 
 int fnn_binary_cross_entropy(fnn_tensor *out, const fnn_tensor *pred, const fnn_tensor *target,
@@ -870,7 +870,7 @@ static int bcel_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (rc) { fnn_tensor_clear(&din[0]); fnn_tensor_clear(&din[1]); }
     return rc;
 }
-static const fnn_op_def BCE_WITH_LOGITS = {{"bce_with_logits", "loss", 1, 0}, bcel_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def BCE_WITH_LOGITS = {{"bce_with_logits", "loss", 1, 1}, bcel_backward, FNN_EMBEDS_NONE};
 
 int fnn_bce_with_logits(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *target, const fnn_tensor *weight,
                         const fnn_tensor *pos_weight, int reduction) {
@@ -933,7 +933,7 @@ static int mse_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (rc) { fnn_tensor_clear(&din[0]); fnn_tensor_clear(&din[1]); }
     return rc;
 }
-static const fnn_op_def MSE_LOSS = {{"mse_loss", "loss", 1, 0}, mse_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MSE_LOSS = {{"mse_loss", "loss", 1, 1}, mse_backward, FNN_EMBEDS_NONE};
 
 int fnn_mse_loss(fnn_tensor *out, const fnn_tensor *pred, const fnn_tensor *target) {
     FNN_TRY(fnn_check_input("mse_loss", pred));

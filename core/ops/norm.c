@@ -126,7 +126,7 @@ static int layer_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
     if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
     return rc;
 }
-static const fnn_op_def LAYER_NORM = {{"layer_norm", "norm", 1, 0}, layer_norm_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def LAYER_NORM = {{"layer_norm", "norm", 1, 1}, layer_norm_backward, FNN_EMBEDS_NONE};
 
 /* the node of a norm op: iattr[0] = its integer (normalized size, training flag, groups),
  * iattr[1] = has weight, attr[0] = eps; saved x and w as the forward read them (the contiguous
@@ -723,7 +723,7 @@ static int group_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
     if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
     return rc;
 }
-static const fnn_op_def GROUP_NORM = {{"group_norm", "norm", 1, 0}, group_norm_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def GROUP_NORM = {{"group_norm", "norm", 1, 1}, group_norm_backward, FNN_EMBEDS_NONE};
 
 int fnn_group_norm(fnn_tensor *out, const fnn_tensor *x, int64_t groups, const fnn_tensor *w, const fnn_tensor *b,
                    double eps) {
@@ -869,7 +869,7 @@ static int rms_norm_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din)
     if (rc) for (int k = 0; k < 2; k++) fnn_tensor_clear(&din[k]);
     return rc;
 }
-static const fnn_op_def RMS_NORM = {{"rms_norm", "norm", 1, 0}, rms_norm_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def RMS_NORM = {{"rms_norm", "norm", 1, 1}, rms_norm_backward, FNN_EMBEDS_NONE};
 
 int fnn_rms_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, int64_t normalized, double eps) {
     FNN_TRY(fnn_check_input("rms_norm", x));

@@ -640,8 +640,8 @@ static int sum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     return rc;
 }
 
-static const fnn_op_def SUM = {{"sum", "reduction", 1, 0}, sum_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MEAN = {{"mean", "reduction", 1, 0}, sum_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def SUM = {{"sum", "reduction", 1, 1}, sum_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MEAN = {{"mean", "reduction", 1, 1}, sum_backward, FNN_EMBEDS_NONE};
 
 /* sum and mean: x any shape -> reduced shape (sum of none = 0, mean of none = nan) */
 static int sum_mean(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, bool mean) {
@@ -741,7 +741,7 @@ static void prod_grad(float *dx, const float *x, int64_t n, int64_t s, float g, 
     if (zeros == 1) dx[at * s] = (float)(g * p);
 }
 static int prod_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, prod_grad, true, false); }
-static const fnn_op_def PROD = {{"prod", "reduction", 1, 0}, prod_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def PROD = {{"prod", "reduction", 1, 1}, prod_backward, FNN_EMBEDS_NONE};
 int fnn_prod(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
     return reduce(&PROD, out, x, dim, keepdim, prod_line, 0, 0, true, false);
 }
@@ -762,8 +762,8 @@ static void var_grad(float *dx, const float *x, int64_t n, int64_t s, float g, f
 }
 static int var_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, var_grad, true, false); }
 static int std_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, var_grad, true, true); }
-static const fnn_op_def VAR = {{"var", "reduction", 1, 0}, var_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def STD = {{"std", "reduction", 1, 0}, std_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def VAR = {{"var", "reduction", 1, 1}, var_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def STD = {{"std", "reduction", 1, 1}, std_backward, FNN_EMBEDS_NONE};
 int fnn_var(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, int unbiased) {
     return reduce(&VAR, out, x, dim, keepdim, var_line, unbiased ? 1 : 0, 0, true, false);
 }
@@ -819,7 +819,7 @@ static void norm_grad(float *dx, const float *x, int64_t n, int64_t s, float g, 
     }
 }
 static int norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, norm_grad, true, true); }
-static const fnn_op_def NORM = {{"norm", "reduction", 1, 0}, norm_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def NORM = {{"norm", "reduction", 1, 1}, norm_backward, FNN_EMBEDS_NONE};
 int fnn_norm(fnn_tensor *out, const fnn_tensor *x, double p, int dim, int keepdim) {
     FNN_CHECK(!isnan(p), FNN_STATUS_ARG, "norm: p must be a number or +-inf, got nan");
     return reduce(&NORM, out, x, dim, keepdim, norm_line, p, 0, true, true);
@@ -846,7 +846,7 @@ static void lse_grad(float *dx, const float *x, int64_t n, int64_t s, float g, f
     for (int64_t r = 0; r < n; r++) dx[r * s] = (isinf(y) && y < 0) ? 0.0f : g * fnn_expf(x[r * s] - y);
 }
 static int lse_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, lse_grad, true, true); }
-static const fnn_op_def LOGSUMEXP = {{"logsumexp", "reduction", 1, 0}, lse_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def LOGSUMEXP = {{"logsumexp", "reduction", 1, 1}, lse_backward, FNN_EMBEDS_NONE};
 int fnn_logsumexp(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
     return reduce(&LOGSUMEXP, out, x, dim, keepdim, lse_line, 0, 0, true, true);
 }
@@ -904,10 +904,10 @@ static int extreme_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_clear(&ik);
     return rc;
 }
-static const fnn_op_def MAX = {{"max", "reduction", 1, 0}, extreme_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MIN = {{"min", "reduction", 1, 0}, extreme_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def ARGMAX = {{"argmax", "reduction", 0, 0}, NULL, FNN_EMBEDS_NONE};
-static const fnn_op_def ARGMIN = {{"argmin", "reduction", 0, 0}, NULL, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX = {{"max", "reduction", 1, 1}, extreme_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MIN = {{"min", "reduction", 1, 1}, extreme_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def ARGMAX = {{"argmax", "reduction", 0, 1}, NULL, FNN_EMBEDS_NONE};
+static const fnn_op_def ARGMIN = {{"argmin", "reduction", 0, 1}, NULL, FNN_EMBEDS_NONE};
 
 /* values and 1-based indices of the max (min); refuses to reduce over no elements */
 static int extreme(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *idx, const fnn_tensor *x,
@@ -1232,8 +1232,8 @@ static int softmax_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din
     fnn_tensor_clear(&ty);
     return rc;
 }
-static const fnn_op_def SOFTMAX = {{"softmax", "reduction", 1, 0}, softmax_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def LOG_SOFTMAX = {{"log_softmax", "reduction", 1, 0}, softmax_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def SOFTMAX = {{"softmax", "reduction", 1, 1}, softmax_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def LOG_SOFTMAX = {{"log_softmax", "reduction", 1, 1}, softmax_backward, FNN_EMBEDS_NONE};
 
 /* x any shape -> same shape, normalised along dim (negative counts from the end) */
 static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, bool lg) {

@@ -147,11 +147,11 @@ static int reshape_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return fnn_reshape(&din[0], g, n->in_ndim[0], n->in_shape[0]);
 }
 
-static const fnn_op_def RESHAPE = {{"reshape", "shape", 1, 0}, reshape_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def VIEW = {{"view", "shape", 1, 0}, reshape_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def FLATTEN = {{"flatten", "shape", 1, 0}, reshape_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def SQUEEZE = {{"squeeze", "shape", 1, 0}, reshape_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def UNSQUEEZE = {{"unsqueeze", "shape", 1, 0}, reshape_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def RESHAPE = {{"reshape", "shape", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def VIEW = {{"view", "shape", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def FLATTEN = {{"flatten", "shape", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def SQUEEZE = {{"squeeze", "shape", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def UNSQUEEZE = {{"unsqueeze", "shape", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
 
 /* x -> shape (already checked to hold numel(x) elements): a view when the strides allow,
  * else (allow_copy) a contiguous copy; the node is def's either way */
@@ -263,7 +263,7 @@ static int contiguous_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
     (void)n;
     return fnn_tensor_ref(&din[0], g);
 }
-static const fnn_op_def CONTIGUOUS = {{"contiguous", "shape", 1, 0}, contiguous_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def CONTIGUOUS = {{"contiguous", "shape", 1, 1}, contiguous_backward, FNN_EMBEDS_NONE};
 
 /* contiguous: x -> same values in row-major order; x itself (one more reference) when already so */
 int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) {
@@ -280,7 +280,7 @@ int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) {
 static int transpose_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return fnn_transpose(&din[0], g, (int)n->iattr[0], (int)n->iattr[1]);
 }
-static const fnn_op_def TRANSPOSE = {{"transpose", "shape", 1, 0}, transpose_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def TRANSPOSE = {{"transpose", "shape", 1, 1}, transpose_backward, FNN_EMBEDS_NONE};
 
 /* transpose: swaps dims d1 and d2 (a view) */
 int fnn_transpose(fnn_tensor *out, const fnn_tensor *x, int d1, int d2) {
@@ -307,7 +307,7 @@ static int permute_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     for (int i = 0; i < n->in_ndim[0]; i++) inv[n->iattr[i]] = i;
     return fnn_permute(&din[0], g, n->in_ndim[0], inv);
 }
-static const fnn_op_def PERMUTE = {{"permute", "shape", 1, 0}, permute_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def PERMUTE = {{"permute", "shape", 1, 1}, permute_backward, FNN_EMBEDS_NONE};
 
 /* permute: output dim i is input dim dims[i] (a view) */
 int fnn_permute(fnn_tensor *out, const fnn_tensor *x, int ndim, const int *dims) {
@@ -339,7 +339,7 @@ int fnn_permute(fnn_tensor *out, const fnn_tensor *x, int ndim, const int *dims)
 static int expand_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return fnn_sum_to_shape(&din[0], g, n->in_ndim[0], n->in_shape[0]);
 }
-static const fnn_op_def EXPAND = {{"expand", "shape", 1, 0}, expand_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def EXPAND = {{"expand", "shape", 1, 1}, expand_backward, FNN_EMBEDS_NONE};
 
 /* expand: size-1 dims (and new leading dims) repeat with stride 0; -1 keeps a size */
 int fnn_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) {
@@ -384,7 +384,7 @@ static int embed_along(fnn_tensor *out, const fnn_tensor *g, int ndim, const int
 static int narrow_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return embed_along(&din[0], g, n->in_ndim[0], n->in_shape[0], (int)n->iattr[0], n->iattr[1]);
 }
-static const fnn_op_def NARROW = {{"narrow", "shape", 1, 0}, narrow_backward, FNN_EMBEDS_NARROW};
+static const fnn_op_def NARROW = {{"narrow", "shape", 1, 1}, narrow_backward, FNN_EMBEDS_NARROW};
 
 /* narrow: x [.., n, ..] -> [.., length, ..], elements start .. start+length-1 of dim (0-based) */
 int fnn_narrow(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t start, int64_t length) {
@@ -415,7 +415,7 @@ static int select_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_clear(&g1);
     return rc;
 }
-static const fnn_op_def SELECT = {{"select", "shape", 1, 0}, select_backward, FNN_EMBEDS_SELECT};
+static const fnn_op_def SELECT = {{"select", "shape", 1, 1}, select_backward, FNN_EMBEDS_SELECT};
 
 /* select: x [.., n, ..] -> [.., ..], position index of dim (0-based; negative counts from the end) */
 int fnn_select(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t index) {
