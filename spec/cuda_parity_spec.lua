@@ -423,6 +423,58 @@ describe('cuda: random draws (cuRAND Philox)', function()
 end)
 
 
+-- the noise layers draw their masks on the input's device (no mask crosses the bus): the GPU
+-- stream differs from the CPU's, so these check the layers' arithmetic on the device's own draw
+describe('cuda: Dropout, AlphaDropout, GaussianNoise on device draws', function()
+   local nn = fnn.nn
+   for _, n in ipairs{1, 1025, 20000} do
+      case(('Dropout(0.3) on [%d]: mask drawn on the GPU, kept values x / 0.7, gradient mask / 0.7'):format(n), function()
+         local x0 = uniform({n}, 1, 2)   -- never 0, so a zero output is a dropped element
+         if not gpu then return skip('dropout', {x0}) end
+         local layer = nn.Dropout(0.3)
+         local p = Param(x0:to(gpu))
+         local y = layer(p:tensor())
+         assert.equals(gpu, y:device())
+         y:backward(fnn.ones(n):to(gpu))
+         local xv, yv, gv = x0:to_flat(), y:to('cpu'):to_flat(), p:grad():to('cpu'):to_flat()
+         local dropped = 0
+         for i = 1, n do
+            if yv[i] == 0 then
+               dropped = dropped + 1
+               assert.equals(0, gv[i])
+            else
+               assert.is_true(math.abs(yv[i] - xv[i] / 0.7) <= 1e-6 * yv[i], ('dropout: element %d'):format(i))
+               assert.is_true(math.abs(gv[i] - 1 / 0.7) <= 1e-6, ('dropout: gradient %d'):format(i))
+            end
+         end
+         if n >= 1000 then   -- 6 standard errors of the dropped fraction
+            assert.is_true(math.abs(dropped / n - 0.3) <= 6 * math.sqrt(0.21 / n), ('dropout: dropped %d of %d'):format(dropped, n))
+         end
+         layer:eval()
+         assert_close(x0, layer(x0:to(gpu)):to('cpu'), 0, 0, 'dropout in eval mode')
+      end)
+   end
+   case('AlphaDropout(0.2) and GaussianNoise(0.5) on a GPU input stay there, with the moments of their rules', function()
+      local x0 = fnn.zeros(4096)
+      if not gpu then return skip('noise', {x0}) end
+      local x = x0:to(gpu)
+      local y = nn.GaussianNoise(0.5)(x)
+      assert.equals(gpu, y:device())
+      local v, s, s2 = y:to('cpu'):to_flat(), 0, 0
+      for i = 1, #v do s, s2 = s + v[i], s2 + v[i] * v[i] end
+      local m = s / #v
+      assert.is_true(math.abs(m) <= 6 * 0.5 / 64, ('gaussian noise: mean %g'):format(m))
+      assert.is_true(math.abs(math.sqrt(s2 / #v - m * m) - 0.5) <= 0.05, 'gaussian noise: std')
+      local a = nn.AlphaDropout(0.2)(x)   -- on zeros: kept elements give b, dropped ones a alpha' + b
+      assert.equals(gpu, a:device())
+      local values = {}
+      for _, e in ipairs(a:to('cpu'):to_flat()) do values[('%.5f'):format(e)] = true end
+      local distinct = 0
+      for _ in pairs(values) do distinct = distinct + 1 end
+      assert.equals(2, distinct)
+   end)
+end)
+
 describe('cuda parity: cross_entropy and nll_loss (int64 targets on the device), forward and backward', function()
    -- the targets follow the logits onto their device; tolerance FAST (__expf/__logf), gradients 2x
    local function ce(t, opts) return function(x) return fnn.nn.cross_entropy(x, t:to(x:device()), opts) end end

@@ -18,9 +18,9 @@ function AlphaDropout:forward(x)
    if not nd then error(('%s: %s'):format(self:short_str(), shape), 2) end
    local a = ((1 - p) * (1 + p * ALPHA_P * ALPHA_P)) ^ -0.5
    local b = -a * ALPHA_P * p
-   local keep = noise.bernoulli(nd, shape, 1 - p)
+   local keep = noise.bernoulli(nd, shape, 1 - p, x)
    -- a (x keep + alpha' (1 - keep)) + b = x (a keep) + (a alpha' + b - a alpha' keep): one mul, one add
-   return x * noise.like(keep * a, x) + noise.like(keep * (-a * ALPHA_P) + (a * ALPHA_P + b), x)
+   return x * (keep * a) + (keep * (-a * ALPHA_P) + (a * ALPHA_P + b))
 end
 
 return AlphaDropout

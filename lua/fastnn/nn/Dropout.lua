@@ -70,7 +70,7 @@ function Dropout:forward(x)
    local nd, shape = self:mask_shape(x)
    if not nd then error(('%s: %s'):format(self:short_str(), shape), 2) end
    local keep = 1 - self.p
-   return x * noise.like(noise.bernoulli(nd, shape, keep) * (1 / keep), x)
+   return x * (noise.bernoulli(nd, shape, keep, x) * (1 / keep))
 end
 
 function Dropout:__tostring()

@@ -18,7 +18,7 @@ function GaussianDropout:forward(x)
    if not istype(x) then error(('%s: input is a %s, expected a tensor'):format(self:short_str(), type(x)), 2) end
    local rate = self.rate
    if not self.training or rate == 0 then return x end
-   return x * noise.like(noise.normal(x.ndim, x.shape_, 1, math.sqrt(rate / (1 - rate))), x)
+   return x * noise.normal(x.ndim, x.shape_, 1, math.sqrt(rate / (1 - rate)), x)
 end
 
 function GaussianDropout:__tostring() return ('nn.GaussianDropout(rate=%g)'):format(self.rate) end

@@ -16,7 +16,7 @@ end
 function GaussianNoise:forward(x)
    if not istype(x) then error(('%s: input is a %s, expected a tensor'):format(self:short_str(), type(x)), 2) end
    if not self.training or self.stddev == 0 then return x end
-   return x + noise.like(noise.normal(x.ndim, x.shape_, 0, self.stddev), x)
+   return x + noise.normal(x.ndim, x.shape_, 0, self.stddev, x)
 end
 
 function GaussianNoise:__tostring() return ('nn.GaussianNoise(stddev=%g)'):format(self.stddev) end

@@ -7,24 +7,25 @@ local new, done, fail = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
 
 local M = {}
 
+-- Each draw lands on the device of `like` (the layer's input): on a GPU it is drawn there
+-- (cuRAND, core/random.c), so a model moved to a GPU copies no mask per step.
+
 -- [shape] of 1 with probability keep, else 0 (plain data: no node)
-function M.bernoulli(ndim, shape, keep)
+function M.bernoulli(ndim, shape, keep, like)
    local out = new()
-   if C.fnn_bernoulli(out, ndim, shape, keep) ~= 0 then fail() end
+   local rc = like.device_ == 0 and C.fnn_bernoulli(out, ndim, shape, keep)
+                                 or C.fnn_bernoulli_on(out, like.device_, ndim, shape, keep)
+   if rc ~= 0 then fail() end
    return done(out)
 end
 
 -- [shape] drawn from N(mean, std^2)
-function M.normal(ndim, shape, mean, std)
+function M.normal(ndim, shape, mean, std, like)
    local out = new()
-   if C.fnn_normal(out, ndim, shape, mean, std) ~= 0 then fail() end
+   local rc = like.device_ == 0 and C.fnn_normal(out, ndim, shape, mean, std)
+                                 or C.fnn_normal_on(out, like.device_, ndim, shape, mean, std)
+   if rc ~= 0 then fail() end
    return done(out)
-end
-
--- t (drawn on the CPU) on the device of x, so a model moved to a GPU keeps working
-function M.like(t, x)
-   if x.device_ == 0 then return t end
-   return t:to(x:device())
 end
 
 local function finite(v) return type(v) == 'number' and v == v and v ~= math.huge and v ~= -math.huge end

@@ -203,7 +203,7 @@ function M.class(name, kind)
          if cell then cs[k + 1] = out:select(2, T + 1) end
          if drop and k < L - 1 then
             local keep = 1 - self.dropout
-            seq = seq * noise.like(noise.bernoulli(3, seq.shape_, keep) * (1 / keep), seq)
+            seq = seq * (noise.bernoulli(3, seq.shape_, keep, seq) * (1 / keep))
          end
          input = seq
       end
