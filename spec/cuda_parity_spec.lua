@@ -270,6 +270,53 @@ describe('cuda parity: matmul', function()
       parity('matmul', {uniform({129, 127}, -1, 1), uniform({129, 33}, -1, 1)},
              function(a, b) return a:t():matmul(b) end, tol(129), 1e-5)
    end)
+   -- backward: da = g b^T and db = a^T g are gemms of the same kind (k = the other side's size)
+   for _, s in ipairs{{{3, 5}, {5, 7}}, {{129, 127}, {127, 33}}, {{1025, 2}, {2, 3}}, {{5, 128}, {128}}, {{1023}, {1023, 3}}} do
+      local a, b = s[1], s[2]
+      case(('matmul backward %s x %s'):format(fnn.shape_str(fnn.zeros(a)), fnn.shape_str(fnn.zeros(b))), function()
+         parity_grad('matmul', {uniform(a, -1, 1), uniform(b, -1, 1)}, mm, tol(1025), 1e-5)
+      end)
+   end
+   case('bmm [4,33,17] x [4,17,65] and outer [129] x [127], with backward', function()
+      parity_grad('bmm', {uniform({4, 33, 17}, -1, 1), uniform({4, 17, 65}, -1, 1)},
+                  function(a, b) return a:bmm(b) end, tol(65), 1e-5)
+      parity_grad('outer', {uniform({129}, -1, 1), uniform({127}, -1, 1)},
+                  function(a, b) return a:outer(b) end, 1e-6, 1e-6)
+   end)
+   for _, n in ipairs{1, 129, 1025} do
+      case(('linear [%d,33] x [17,33]^T + [17], with backward; without bias'):format(n), function()
+         parity_grad('linear', {uniform({n, 33}, -1, 1), uniform({17, 33}, -1, 1), uniform({17}, -1, 1)},
+                     function(x, w, b) return x:linear(w, b) end, tol(n), 1e-5)
+         parity_grad('linear no bias', {uniform({2, n, 5}, -1, 1), uniform({3, 5}, -1, 1)},
+                     function(x, w) return x:linear(w) end, tol(n), 1e-5)
+      end)
+   end
+end)
+
+-- the views: no kernel of their own (the device strided copy makes them contiguous, their
+-- backward is a view or a sum of the device's own ops): exact
+describe('cuda parity: view ops with backward (expand, squeeze, unsqueeze, flatten, select, narrow)', function()
+   for _, n in ipairs{1, 129, 1025} do
+      case(('expand, squeeze, unsqueeze, flatten of [%d,1,3] views'):format(n), function()
+         parity_grad('expand', {uniform({n, 1, 3}, -1, 1)}, function(x) return x:expand(n, 4, 3):contiguous() end, 0, 1e-6)
+         parity_grad('squeeze', {uniform({n, 1, 3}, -1, 1)}, function(x) return x:squeeze(2):t():contiguous() end, 0, 0)
+         parity_grad('unsqueeze', {uniform({n, 3}, -1, 1)}, function(x) return x:t():unsqueeze(1):contiguous() end, 0, 0)
+         parity_grad('flatten', {uniform({2, n, 3}, -1, 1)}, function(x) return x:permute(3, 1, 2):flatten() end, 0, 0)
+         parity_grad('select', {uniform({n, 4, 3}, -1, 1)}, function(x) return x:select(2, 3):contiguous() end, 0, 0)
+         parity_grad('narrow', {uniform({n, 4, 3}, -1, 1)}, function(x) return x:narrow(2, 2, 2):contiguous() end, 0, 0)
+         parity_grad('view', {uniform({n, 4, 3}, -1, 1)}, function(x) return x:view(n * 2, 6):t():contiguous() end, 0, 0)
+         parity_grad('permute', {uniform({2, n, 3}, -1, 1)}, function(x) return x:permute(2, 3, 1):contiguous() end, 0, 0)
+      end)
+      case(('to_device backward: a CPU Param [%d,3] through the GPU gets its gradient on the CPU'):format(n), function()
+         local x0 = uniform({n, 3}, -1, 1)
+         if not gpu then return skip('to_device', {x0}) end
+         local p = Param(x0)
+         local y = (p:tensor():to(gpu) * 3):sum()
+         y:backward()
+         assert.equals('cpu', tostring(p:grad():device()))
+         assert_close(fnn.full({n, 3}, 3), p:grad(), 0, 0, 'to_device: gradient')
+      end)
+   end
 end)
 
 -- three optimizer steps through the raw C entry on the CPU and on the GPU; the param and every
@@ -705,7 +752,7 @@ describe('cuda parity: mse, mae, huber, kl_div, binary_cross_entropy, bce_with_l
       for _, r in ipairs{'mean', 'sum', 'none'} do
          case(('mse, mae, huber [%d,3], reduction %s'):format(n, r), function()
             local inputs = {uniform({n, 3}, -2, 2), uniform({n, 3}, -2, 2)}
-            parity_grad('mse', inputs, function(p, t) return nn.mse(p, t, {reduction = r}) end, FAST[1], FAST[2])
+            parity_grad('mse_loss', inputs, function(p, t) return nn.mse(p, t, {reduction = r}) end, FAST[1], FAST[2])
             parity_grad('mae', inputs, function(p, t) return nn.mae(p, t, {reduction = r}) end, FAST[1], FAST[2])
             parity_grad('huber', inputs, function(p, t) return nn.huber(p, t, {reduction = r, delta = 0.7}) end,
                         FAST[1], FAST[2])
@@ -719,7 +766,7 @@ describe('cuda parity: mse, mae, huber, kl_div, binary_cross_entropy, bce_with_l
       end
    end
    case('mse of [7,129]^T (non-contiguous)', function()
-      parity_grad('mse', {uniform({7, 129}, -2, 2), uniform({129, 7}, -2, 2)},
+      parity_grad('mse_loss', {uniform({7, 129}, -2, 2), uniform({129, 7}, -2, 2)},
                   function(p, t) return nn.mse(p:t(), t) end, FAST[1], FAST[2])
    end)
    case('binary_cross_entropy with a broadcast weight, bce_with_logits with weight and pos_weight', function()
@@ -891,5 +938,26 @@ describe('cuda devices and memory', function()
       C.fnn_cuda_empty_cache()
       C.fnn_cuda_memory_stats(stats, stats + 1)
       assert.equals(0, tonumber(stats[1]))
+   end)
+end)
+
+-- every op the registry says the CUDA backend implements has parity cases in some
+-- spec/cuda_parity*_spec.lua (its name appears in a case), so has_cuda cannot run ahead of them
+describe('cuda coverage', function()
+   it('names every has_cuda op of the registry in a parity spec', function()
+      local P = require 'process'
+      local text = {}
+      for f in io.popen('ls spec/cuda_parity*_spec.lua'):lines() do text[#text + 1] = P.read_all(f) end
+      text = table.concat(text, '\n')
+      local missing, with, without = {}, 0, 0
+      for _, op in ipairs(fnn.ops()) do
+         if op.has_cuda then
+            with = with + 1
+            if not text:find("'" .. op.name, 1, true) then missing[#missing + 1] = op.name end
+         else without = without + 1 end
+      end
+      assert.same({}, missing)
+      assert.is_true(with >= 60, 'fewer has_cuda ops than the backend implements')
+      print(('cuda coverage: %d ops on cuda, %d not yet'):format(with, without))
    end)
 end)
