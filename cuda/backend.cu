@@ -191,6 +191,10 @@ static const fnn_backend cuda_backend = {
     /* cast */ fnn_cuda_cast,
     /* int_binary */ fnn_cuda_int_binary,
     /* ---- cuda/conv.cu: conv, conv_transpose, depthwise (im2col/col2im + gemm) ---- */
+    /* conv_im2col */ fnn_cuda_conv_im2col,
+    /* conv_col2im */ fnn_cuda_conv_col2im,
+    /* conv_depthwise */ fnn_cuda_conv_depthwise,
+    /* conv_depthwise_input_grad */ fnn_cuda_conv_depthwise_input_grad,
     /* (end of conv) */
     /* ---- cuda/pool.cu: pooling and upsampling; cuda/batch_norm.cu: batch_norm ---- */
     /* (end of pool) */

@@ -95,6 +95,14 @@ int fnn_cuda_norm(int ordinal, int op, float *y, float *stats, const float *x, c
 int fnn_cuda_norm_grad(int ordinal, int op, float *dx, float *dw, float *db, const float *g, const float *x,
                        const float *w, const float *stats, int64_t rows, int64_t n, int64_t groups, int64_t spatial);
 /* ---- cuda/conv.cu: conv, conv_transpose, depthwise (im2col/col2im + gemm) ---- */
+int fnn_cuda_conv_im2col(int ordinal, float *col, const float *x, const void *geom, int64_t count,
+                         int64_t row_stride, int64_t image_stride);
+int fnn_cuda_conv_col2im(int ordinal, float *dx, const float *col, const float *bias_in, const void *geom,
+                         int64_t count);
+int fnn_cuda_conv_depthwise(int ordinal, float *y, const float *x, const float *w, const float *b, const void *geom,
+                            int64_t count);
+int fnn_cuda_conv_depthwise_input_grad(int ordinal, float *dx, const float *dy, const float *w, const float *bias_in,
+                                       const void *geom, int64_t count);
 /* (end of conv) */
 /* ---- cuda/pool.cu: pooling and upsampling; cuda/batch_norm.cu: batch_norm ---- */
 /* (end of pool) */
