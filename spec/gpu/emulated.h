@@ -50,7 +50,7 @@ static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 /* one host thread runs a whole grid: an atomic add is a plain one */
 static inline float atomicAdd(float *p, float v) { float old = *p; *p = old + v; return old; }
 /* reduction launches by mode, for emulated_backend.cpp's report (this translation unit's) */
-static long mode_block, mode_thread;
+__attribute__((unused)) static long mode_block, mode_thread;
 /* a kernel run as one block of `threads` host threads (barriers as in emulate below) */
 template <class F> static void run_block(int threads, F f) {
     blockDim.x = threads;

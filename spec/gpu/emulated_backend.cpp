@@ -9,7 +9,7 @@
 // naive loop, and random draws a hash of (seed, index), not cuRAND. What this cannot show: the
 // real hardware (memory model, fast-math accuracy, launch limits, cuRAND, cuBLAS).
 #include "emulated.h"
-#include "map_body.inc"   /* cut from cuda/*.cu by emulate.sh */
+#include "map_body.inc"   /* cut from each cuda/<name>.cu at its host-side line (cmake/cut_device_code.cmake) */
 #include "reduction_body.inc"
 #include "optim_body.inc"
 #include "copy_body.inc"
