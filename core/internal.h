@@ -163,6 +163,37 @@ typedef struct fnn_backend {
     /* ---- cuda/pool.cu: pooling and upsampling; cuda/batch_norm.cu: batch_norm ---- */
     /* (end of pool) */
     /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
+    /* dst[p . dstride] = src[p . sstride] for every p of shape (both strided, in elements of esize bytes,
+     * 4 or 8): cat and stack copy each input into its slab of the output through this */
+    int (*copy_into)(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
+                     int esize, int ndim, const int64_t *shape);
+    /* y [yshape] contiguous: y[p] = x[(p - before) . xstride] where p - before lies in xshape, else value
+     * (an int64 x takes (int64_t)value); before may be negative (a crop); elements of esize bytes */
+    int (*pad)(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
+               const int64_t *yshape, const int64_t *xshape, const int64_t *before, double value);
+    /* y [yshape] contiguous: y[p] = x[(p mod xshape) . xstride] (x seen with y's ndim: leading dims of size
+     * 1), elements of esize bytes */
+    int (*repeat)(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
+                  const int64_t *yshape, const int64_t *xshape);
+    /* its backward: dx [xshape] contiguous = the sum over the tiles of g [repeats * xshape] contiguous,
+     * added in g's row-major order (as the CPU) */
+    int (*repeat_grad)(int ordinal, float *dx, const float *g, int ndim, const int64_t *xshape,
+                       const int64_t *repeats);
+    /* tril (upper 0) / triu (upper 1) of contiguous x [batch, rows, cols] into y: x where col - row <= k
+     * (triu: >= k), else 0; elements of esize bytes */
+    int (*tri)(int ordinal, void *y, const void *x, int esize, int64_t batch, int64_t rows, int64_t cols, int64_t k,
+               int upper);
+    /* sort/topk: each line of contiguous x [O, n, I] along n in the CPU's stable order (ascending, or
+     * descending), the first m -> values y and 1-based positions idx, both [O, m, I] contiguous */
+    int (*sort)(int ordinal, float *y, int64_t *idx, const float *x, int64_t O, int64_t n, int64_t I, int64_t m,
+                int descending);
+    /* their backward: dx [O, n, I] contiguous = zeros with g [O, m, I] put at the positions idx [O, m, I] */
+    int (*sort_grad)(int ordinal, float *dx, const float *g, const int64_t *idx, int64_t O, int64_t n, int64_t I,
+                     int64_t m);
+    /* int64 FNN_RED_SUM (wrapping) / MAX / MIN over contiguous x [O, R, I] -> y [O, I]; idx (MAX/MIN, may
+     * be NULL) the 1-based position of the first extreme */
+    int (*int_reduce)(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,
+                      int64_t I);
     /* (end of shape) */
     /* ---- cuda/rnn.cu: the recurrent cells and sequences; cuda/attention.cu: fused attention ---- */
     /* (end of seq) */

@@ -199,6 +199,14 @@ static const fnn_backend cuda_backend = {
     /* ---- cuda/pool.cu: pooling and upsampling; cuda/batch_norm.cu: batch_norm ---- */
     /* (end of pool) */
     /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
+    /* copy_into */ fnn_cuda_copy_into,
+    /* pad */ fnn_cuda_pad,
+    /* repeat */ fnn_cuda_repeat,
+    /* repeat_grad */ fnn_cuda_repeat_grad,
+    /* tri */ fnn_cuda_tri,
+    /* sort */ fnn_cuda_sort,
+    /* sort_grad */ fnn_cuda_sort_grad,
+    /* int_reduce */ fnn_cuda_int_reduce,
     /* (end of shape) */
     /* ---- cuda/rnn.cu: the recurrent cells and sequences; cuda/attention.cu: fused attention ---- */
     /* (end of seq) */

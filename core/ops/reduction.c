@@ -220,8 +220,9 @@ static void reduced_shape(const fnn_tensor *x, int d, int keepdim, int *ndim, in
 
 /* checks every reduction runs first; dim -1 (or 0 on a scalar) means everything -> *d = -1 */
 static int prelude_dim(const char *name, const fnn_tensor *x, int dim, int *d) {
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || !fnn_is_int64(x), FNN_STATUS_DEVICE,
-              "%s: int64 tensors are not implemented on cuda yet", name);
+    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || !fnn_is_int64(x) || (be && be->int_reduce),
+              FNN_STATUS_DEVICE, "%s: int64 tensors are not implemented on this device", name);
     if (dim == -1 || (x->ndim == 0 && dim == 0)) { *d = -1; return FNN_STATUS_OK; }
     return fnn_wrap_dim(name, x, dim, 0, d);
 }
@@ -664,7 +665,8 @@ static int sum_mean(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x,
     return record(def, out, x, false, NULL, d, keepdim, mean ? 1 : 0, 0);
 }
 
-/* int64 sum (counts, ids): exact, wrapping on overflow as PyTorch; plain loops, no gradient */
+/* int64 sum (counts, ids): exact, wrapping on overflow as PyTorch; plain loops (cuda/int64_reduce.cu on a
+ * device), no gradient */
 static int sum_i64(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
     int d, ondim;
     int64_t oshape[FNN_MAX_DIMS], O, R, I;
@@ -677,7 +679,11 @@ static int sum_i64(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
     const int64_t *xs = fnn_contiguous_bytes(x, &tmp, &rc);
     FNN_TRY(rc);
     rc = fnn_new_output_dtype(out, x->device, FNN_DTYPE_INT64, ondim, oshape);
-    if (!rc) {
+    if (!rc && on_device(x)) {   /* cuda/int64_reduce.cu */
+        if ((rc = fnn_backend_for(x->device)->int_reduce(fnn_device_ordinal(x->device), FNN_RED_SUM, fnn_data_i64(out),
+                                                         NULL, xs, O, R, I)))
+            fnn_tensor_clear(out);
+    } else if (!rc) {
         int64_t *y = fnn_data_i64(out);
         for (int64_t o = 0; o < O; o++)
             for (int64_t i = 0; i < I; i++) {
@@ -945,7 +951,7 @@ static int extreme(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *
 }
 
 /* max/min of an int64 x (ids, counts): int64 values and 1-based int64 indices of the first extreme;
- * plain loops, no gradient */
+ * plain loops (cuda/int64_reduce.cu on a device), no gradient */
 static int extreme_i64(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *idx, const fnn_tensor *x,
                        int dim, int keepdim) {
     int d, ondim;
@@ -963,7 +969,13 @@ static int extreme_i64(const char *name, bool is_max, fnn_tensor *vals, fnn_tens
     fnn_tensor_init(idx);
     rc = fnn_new_output_dtype(vals, x->device, FNN_DTYPE_INT64, ondim, oshape);
     if (!rc) rc = fnn_new_output_dtype(idx, x->device, FNN_DTYPE_INT64, ondim, oshape);
-    if (!rc) {
+    if (!rc && on_device(x))   /* cuda/int64_reduce.cu */
+        rc = fnn_backend_for(x->device)->int_reduce(fnn_device_ordinal(x->device), is_max ? FNN_RED_MAX : FNN_RED_MIN,
+                                                    fnn_data_i64(vals), fnn_data_i64(idx), xs, O, R, I);
+    if (rc) {
+        fnn_tensor_clear(vals);
+        fnn_tensor_clear(idx);
+    } else if (!on_device(x)) {
         int64_t *v = fnn_data_i64(vals), *at = fnn_data_i64(idx);
         for (int64_t o = 0; o < O; o++)
             for (int64_t i = 0; i < I; i++) {
@@ -976,9 +988,6 @@ static int extreme_i64(const char *name, bool is_max, fnn_tensor *vals, fnn_tens
                 v[o * I + i] = best;
                 at[o * I + i] = pos + 1;
             }
-    } else {
-        fnn_tensor_clear(vals);
-        fnn_tensor_clear(idx);
     }
     fnn_tensor_clear(&tmp);
     return rc;

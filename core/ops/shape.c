@@ -11,18 +11,30 @@
  * mask; repeat sums the repeated blocks back with a kernel of its own.
  *
  * Views and copies take any dtype (an int64 tensor of ids reshapes, slices,
- * joins, repeats, pads and masks like a float one). */
+ * joins, repeats, pads and masks like a float one). On a device the copies run
+ * in cuda/shape.cu (cat and stack as one strided copy per input into its slab
+ * of the output, pad and repeat as gathers over the output, tril/triu as a
+ * masked copy, repeat's backward as a sum over the tiles). */
 #include "../internal.h"
 #include <math.h>
 #include <string.h>
 
 /* ================= helpers ================= */
 
-static int cpu_only(const char *op, const fnn_tensor *x) {
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "%s: not implemented on cuda yet", op);
+/* the backend that runs a copy on x's device (cuda/shape.cu): NULL on the CPU; has says whether
+ * that backend has the op's entry (an error naming op when it does not) */
+static int device_for(const char *op, const fnn_tensor *x, const fnn_backend **be, bool (*has)(const fnn_backend *)) {
+    *be = NULL;
+    if (fnn_device_type_of(x->device) == FNN_DEVICE_CPU) return FNN_STATUS_OK;
+    *be = fnn_backend_for(x->device);
+    FNN_CHECK(*be && has(*be), FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
     return FNN_STATUS_OK;
 }
+static bool has_copy_into(const fnn_backend *b) { return b->copy_into != NULL; }
+static bool has_repeat(const fnn_backend *b) { return b->repeat != NULL; }
+static bool has_repeat_grad(const fnn_backend *b) { return b->repeat_grad != NULL; }
+static bool has_pad(const fnn_backend *b) { return b->pad != NULL; }
+static bool has_tri(const fnn_backend *b) { return b->tri != NULL; }
 
 static int check_ndim(const char *op, int ndim) {
     FNN_CHECK(ndim >= 0 && ndim <= FNN_MAX_DIMS, FNN_STATUS_SHAPE, "%s: %d dims, at most %d supported", op, ndim,
@@ -452,7 +464,7 @@ static int cat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     }
     return FNN_STATUS_OK;
 }
-static const fnn_op_def CAT = {{"cat", "shape", 1, 0}, cat_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def CAT = {{"cat", "shape", 1, 1}, cat_backward, FNN_EMBEDS_NONE};
 
 /* cat: n tensors equal outside dim -> one with the sizes along dim added */
 int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
@@ -474,13 +486,18 @@ int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
                   fnn_shape_of(x0).s, fnn_shape_of(x).s, k + 1, d + 1);
         shape[d] += x->shape[d];
     }
-    FNN_TRY(cpu_only("cat", x0));
+    const fnn_backend *be;
+    FNN_TRY(device_for("cat", x0, &be, has_copy_into));
     FNN_TRY(fnn_new_output_dtype(out, x0->device, x0->dtype, x0->ndim, shape));
     int64_t off = 0;
     int esize = fnn_elem_size(x0);
     for (int k = 0; k < n; k++) {
-        copy_nd((char *)fnn_bytes(out) + off * out->stride[d] * esize, out->stride, fnn_bytes(xs[k]), xs[k]->stride,
-                x0->ndim, xs[k]->shape, esize);
+        char *slab = (char *)fnn_bytes(out) + off * out->stride[d] * esize;
+        int rc = FNN_STATUS_OK;
+        if (be) rc = be->copy_into(fnn_device_ordinal(x0->device), slab, out->stride, fnn_bytes(xs[k]), xs[k]->stride,
+                                   esize, x0->ndim, xs[k]->shape);
+        else copy_nd(slab, out->stride, fnn_bytes(xs[k]), xs[k]->stride, x0->ndim, xs[k]->shape, esize);
+        if (rc) { fnn_tensor_clear(out); return rc; }
         off += xs[k]->shape[d];
     }
     fnn_node *nd;
@@ -495,7 +512,7 @@ static int stack_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
         if (n->next[k]) FNN_TRY(fnn_select(&din[k], g, (int)n->iattr[0], k));
     return FNN_STATUS_OK;
 }
-static const fnn_op_def STACK = {{"stack", "shape", 1, 0}, stack_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def STACK = {{"stack", "shape", 1, 1}, stack_backward, FNN_EMBEDS_NONE};
 
 /* stack: n tensors of one shape [s...] -> [.., n, ..] with the new dim at dim (0..ndim) */
 int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
@@ -511,16 +528,22 @@ int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
         FNN_CHECK(fnn_same_shape(x0, xs[k]), FNN_STATUS_SHAPE, "stack: shapes %s (tensor 1) and %s (tensor %d) differ",
                   fnn_shape_of(x0).s, fnn_shape_of(xs[k]).s, k + 1);
     }
-    FNN_TRY(cpu_only("stack", x0));
+    const fnn_backend *be;
+    FNN_TRY(device_for("stack", x0, &be, has_copy_into));
     int64_t shape[FNN_MAX_DIMS];
     for (int i = 0, j = 0; i <= x0->ndim; i++) shape[i] = i == d ? n : x0->shape[j++];
     FNN_TRY(fnn_new_output_dtype(out, x0->device, x0->dtype, x0->ndim + 1, shape));
     int64_t ds[FNN_MAX_DIMS];   /* out's strides without the new dim */
     for (int i = 0, j = 0; i <= x0->ndim; i++) if (i != d) ds[j++] = out->stride[i];
     int esize = fnn_elem_size(x0);
-    for (int k = 0; k < n; k++)
-        copy_nd((char *)fnn_bytes(out) + k * out->stride[d] * esize, ds, fnn_bytes(xs[k]), xs[k]->stride, x0->ndim,
-                x0->shape, esize);
+    for (int k = 0; k < n; k++) {
+        char *slab = (char *)fnn_bytes(out) + k * out->stride[d] * esize;
+        int rc = FNN_STATUS_OK;
+        if (be) rc = be->copy_into(fnn_device_ordinal(x0->device), slab, ds, fnn_bytes(xs[k]), xs[k]->stride, esize,
+                                   x0->ndim, x0->shape);
+        else copy_nd(slab, ds, fnn_bytes(xs[k]), xs[k]->stride, x0->ndim, x0->shape, esize);
+        if (rc) { fnn_tensor_clear(out); return rc; }
+    }
     fnn_node *nd;
     FNN_TRY(record(&STACK, out, n, xs, &nd));
     if (nd) nd->iattr[0] = d;
@@ -585,11 +608,25 @@ static int repeat_by_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, cons
 
 /* dx = sum of g over the repeated blocks: dx[i] += g[j] for each j with j mod s = i */
 static int repeat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    FNN_TRY(cpu_only("repeat", g));
+    const fnn_backend *be;
+    FNN_TRY(device_for("repeat", g, &be, has_repeat_grad));
     fnn_tensor tmp;
     int rc;
     const float *gd = fnn_contiguous_data(g, &tmp, &rc);
     if (rc) return rc;
+    if (be) {   /* cuda/shape.cu: a thread per dx element sums its tiles */
+        int64_t s[FNN_MAX_DIMS], reps[FNN_MAX_DIMS];
+        const int lead = g->ndim - n->in_ndim[0];   /* x seen with g's ndim: leading dims of size 1 */
+        for (int i = 0; i < g->ndim; i++) {
+            s[i] = i < lead ? 1 : n->in_shape[0][i - lead];
+            reps[i] = s[i] ? g->shape[i] / s[i] : 0;
+        }
+        rc = fnn_new_output(&din[0], g->device, n->in_ndim[0], n->in_shape[0]);
+        if (!rc && (rc = be->repeat_grad(fnn_device_ordinal(g->device), fnn_data(&din[0]), gd, g->ndim, s, reps)))
+            fnn_tensor_clear(&din[0]);
+        fnn_tensor_clear(&tmp);
+        return rc;
+    }
     rc = fnn_zeros(&din[0], n->in_ndim[0], n->in_shape[0]);
     if (rc == FNN_STATUS_OK) {
         int64_t s[FNN_MAX_DIMS], st[FNN_MAX_DIMS], cs[FNN_MAX_DIMS];
@@ -600,7 +637,7 @@ static int repeat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_clear(&tmp);
     return rc;
 }
-static const fnn_op_def REPEAT = {{"repeat", "shape", 1, 0}, repeat_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def REPEAT = {{"repeat", "shape", 1, 1}, repeat_backward, FNN_EMBEDS_NONE};
 
 /* repeat (Torch semantics): x [s...] tiled repeats[i] times along each dim -> [r0*s0, ...];
  * more counts than dims add leading dims */
@@ -616,7 +653,17 @@ int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *re
                   (long long)repeats[i], i + 1, fnn_shape_of(x).s);
         shape[i] = repeats[i] * s[i];
     }
-    FNN_TRY(cpu_only("repeat", x));
+    const fnn_backend *be;
+    FNN_TRY(device_for("repeat", x, &be, has_repeat));
+    if (be) {   /* cuda/shape.cu: a gather over the output, any dtype */
+        FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, ndim, shape));
+        int rc = be->repeat(fnn_device_ordinal(x->device), fnn_bytes(out), fnn_bytes(x), st, fnn_elem_size(x), ndim,
+                            shape, s);
+        if (rc) { fnn_tensor_clear(out); return rc; }
+        if (fnn_is_int64(x)) return FNN_STATUS_OK;   /* no gradient, as on the CPU */
+        const fnn_tensor *ins[1] = {x};
+        return record(&REPEAT, out, 1, ins, NULL);
+    }
     if (fnn_is_int64(x)) return repeat_by_expand(out, x, ndim, s, st, repeats, shape);
     FNN_TRY(fnn_new_output(out, x->device, ndim, shape));
     repeat_kernel(fnn_data(out), fnn_data(x), st, s, ndim, shape, false);
@@ -634,7 +681,7 @@ static int pad_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
         neg[i] = -(1 + i < FNN_NODE_ATTRS ? n->iattr[1 + i] : (int64_t)n->attr[1 + i - FNN_NODE_ATTRS]);
     return fnn_pad(&din[0], g, npairs, neg, 0.0);
 }
-static const fnn_op_def PAD = {{"pad", "shape", 1, 0}, pad_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def PAD = {{"pad", "shape", 1, 1}, pad_backward, FNN_EMBEDS_NONE};
 
 /* pad: x [.., n] -> [.., before + n + after] for each of the last npairs dims (last dim first,
  * F.pad order), new places filled with value; negative widths crop */
@@ -657,17 +704,26 @@ int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pad
         len[d] = x->shape[d] - src_start[d] - (after < 0 ? -after : 0);
         if (len[d] < 0) len[d] = 0;
     }
-    FNN_TRY(cpu_only("pad", x));
+    const fnn_backend *be;
+    FNN_TRY(device_for("pad", x, &be, has_pad));
     FNN_CHECK(!fnn_is_int64(x) || (value == floor(value) && fabs(value) < 9223372036854775808.0), FNN_STATUS_ARG,
               "pad: an int64 tensor %s pads with whole numbers, got %g", fnn_shape_of(x).s, value);
     FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape));
     int64_t n = fnn_tensor_numel(out), esize = fnn_elem_size(x);
-    if (fnn_is_int64(x)) { int64_t *y = fnn_data_i64(out), v = (int64_t)value; for (int64_t i = 0; i < n; i++) y[i] = v; }
-    else { float *y = fnn_data(out), v = (float)value; for (int64_t i = 0; i < n; i++) y[i] = v; }
-    int64_t soff = 0, doff = 0;
-    for (int d = 0; d < x->ndim; d++) { soff += src_start[d] * x->stride[d]; doff += dst_start[d] * out->stride[d]; }
-    copy_nd((char *)fnn_bytes(out) + doff * esize, out->stride, (const char *)fnn_bytes(x) + soff * esize, x->stride,
-            x->ndim, len, (int)esize);
+    if (be) {   /* cuda/shape.cu: one gather over the output, border and interior */
+        int64_t before[FNN_MAX_DIMS] = {0};
+        for (int i = 0; i < npairs; i++) before[x->ndim - 1 - i] = pads[2 * i];
+        int rc = be->pad(fnn_device_ordinal(x->device), fnn_bytes(out), fnn_bytes(x), x->stride, (int)esize, x->ndim,
+                         shape, x->shape, before, value);
+        if (rc) { fnn_tensor_clear(out); return rc; }
+    } else {
+        if (fnn_is_int64(x)) { int64_t *y = fnn_data_i64(out), v = (int64_t)value; for (int64_t i = 0; i < n; i++) y[i] = v; }
+        else { float *y = fnn_data(out), v = (float)value; for (int64_t i = 0; i < n; i++) y[i] = v; }
+        int64_t soff = 0, doff = 0;
+        for (int d = 0; d < x->ndim; d++) { soff += src_start[d] * x->stride[d]; doff += dst_start[d] * out->stride[d]; }
+        copy_nd((char *)fnn_bytes(out) + doff * esize, out->stride, (const char *)fnn_bytes(x) + soff * esize, x->stride,
+                x->ndim, len, (int)esize);
+    }
     const fnn_tensor *ins[1] = {x};
     fnn_node *nd;
     FNN_TRY(record(&PAD, out, 1, ins, &nd));
@@ -690,7 +746,8 @@ static int tri(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int6
     const char *op = def->info.name;
     FNN_TRY(fnn_check_input_any(op, x));
     FNN_CHECK(x->ndim >= 2, FNN_STATUS_SHAPE, "%s: needs at least 2 dims, got %s", op, fnn_shape_of(x).s);
-    FNN_TRY(cpu_only(op, x));
+    const fnn_backend *be;
+    FNN_TRY(device_for(op, x, &be, has_tri));
     fnn_tensor tmp;
     int rc;
     const void *xd = fnn_contiguous_bytes(x, &tmp, &rc);
@@ -700,6 +757,11 @@ static int tri(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int6
     int64_t rows = x->shape[x->ndim - 2], cols = x->shape[x->ndim - 1];
     int64_t batch = rows > 0 && cols > 0 ? fnn_tensor_numel(x) / (rows * cols) : 0;
     bool i64 = fnn_is_int64(x);
+    if (be) {   /* cuda/shape.cu: one masked copy */
+        rc = be->tri(fnn_device_ordinal(x->device), fnn_bytes(out), xd, fnn_elem_size(x), batch, rows, cols, k, upper);
+        if (rc) { fnn_tensor_clear(out); fnn_tensor_clear(&tmp); return rc; }
+        batch = 0;   /* the host loop below has nothing left to do */
+    }
     for (int64_t b = 0; b < batch; b++)
         for (int64_t i = 0; i < rows; i++)
             for (int64_t j = 0; j < cols; j++) {
@@ -719,8 +781,8 @@ static int tri(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int6
 /* dx = the same mask applied to g */
 static int tril_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_tril(&din[0], g, n->iattr[0]); }
 static int triu_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_triu(&din[0], g, n->iattr[0]); }
-static const fnn_op_def TRIL = {{"tril", "shape", 1, 0}, tril_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def TRIU = {{"triu", "shape", 1, 0}, triu_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def TRIL = {{"tril", "shape", 1, 1}, tril_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def TRIU = {{"triu", "shape", 1, 1}, triu_backward, FNN_EMBEDS_NONE};
 
 int fnn_tril(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIL, out, x, k, false); }
 int fnn_triu(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIU, out, x, k, true); }

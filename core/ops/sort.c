@@ -15,7 +15,8 @@
  *
  * values are float32 and differentiable; indices are int64, 1-based along dim,
  * and never carry a node. The gradient of both ops scatters g back to the saved
- * indices into zeros of x's shape. */
+ * indices into zeros of x's shape. On a device both directions run in cuda/sort.cu (the same keys,
+ * a bitonic sort per line). */
 #include "../internal.h"
 #include <math.h>
 #include <string.h>
@@ -194,6 +195,32 @@ static void scatter_lines(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
+/* the backward on a device (cuda/sort.cu): the same scatter, a store per element of g */
+static int sort_backward_device(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    const fnn_backend *be = fnn_backend_for(g->device);
+    FNN_CHECK(be && be->sort_grad, FNN_STATUS_DEVICE, "%s: backward not implemented on this device", n->op->info.name);
+    int d = (int)n->iattr[0], xnd = n->in_ndim[0];
+    const int64_t *xshape = n->in_shape[0];
+    const fnn_tensor *index = &n->saved[0];
+    int64_t O = 1, len = 1, I = 1, m = fnn_tensor_numel(index);
+    if (d >= 0) {
+        O = fnn_numel_of(d, xshape);
+        I = fnn_numel_of(xnd - d - 1, xshape + d + 1);
+        len = xshape[d];
+        m = index->shape[d];
+    }
+    fnn_tensor gtmp;
+    int rc;
+    const float *gd = fnn_contiguous_data(g, &gtmp, &rc);
+    if (rc) return rc;
+    rc = fnn_new_output(&din[0], g->device, xnd, xshape);
+    if (!rc && (rc = be->sort_grad(fnn_device_ordinal(g->device), fnn_data(&din[0]), gd, fnn_data_i64(index), O, len,
+                                   I, m)))
+        fnn_tensor_clear(&din[0]);
+    fnn_tensor_clear(&gtmp);
+    return rc;
+}
+
 /* dx = zeros of x's shape with g scattered back to the saved indices along dim.
  * saved[0] = indices (int64, contiguous, g's shape); iattr[0] = d (-1 for a 0-dim x) */
 static int sort_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
@@ -202,6 +229,7 @@ static int sort_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *index = &n->saved[0];
     FNN_ASSERT(index->dtype == FNN_DTYPE_INT64 && fnn_tensor_is_contiguous(index));
     FNN_ASSERT(fnn_tensor_numel(index) == fnn_tensor_numel(g));
+    if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU) return sort_backward_device(n, g, din);
     FNN_TRY(fnn_zeros(&din[0], xnd, xshape));
     scatter_job j = {.dx = fnn_data(&din[0]), .idx = fnn_data_i64(index), .n = 1, .m = 1, .inner = 1};
     atomic_init(&j.bad, 0);
@@ -227,8 +255,8 @@ static int sort_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (rc) fnn_tensor_clear(&din[0]);
     return rc;
 }
-static const fnn_op_def SORT = {{"sort", "sort", 1, 0}, sort_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def TOPK = {{"topk", "sort", 1, 0}, sort_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def SORT = {{"sort", "sort", 1, 1}, sort_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def TOPK = {{"topk", "sort", 1, 1}, sort_backward, FNN_EMBEDS_NONE};
 
 /* ================= entries ================= */
 
@@ -256,8 +284,9 @@ static int sort_common(const fnn_op_def *def, fnn_tensor *values, fnn_tensor *in
     FNN_TRY(fnn_check_input(op, x));
     int d;
     FNN_TRY(sort_dim(op, x, dim, &d));
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "%s: not implemented on cuda yet", op);
+    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || (be && be->sort), FNN_STATUS_DEVICE,
+              "%s: not implemented on this device", op);
     int64_t n = d >= 0 ? x->shape[d] : 1, m = whole ? n : k;
     if (m < 0 || m > n) {
         if (d < 0) return FNN_FAIL(FNN_STATUS_ARG, "%s: k = %lld out of range for [] (0..1)", op, (long long)m);
@@ -288,7 +317,14 @@ static int sort_common(const fnn_op_def *def, fnn_tensor *values, fnn_tensor *in
     j.nlines = outer * j.inner;
     /* a heap pays when few are kept from a long line */
     j.heap = m <= n / 16;
-    rc = sort_forward_cpu(&j);
+    if (be) {   /* cuda/sort.cu: x contiguous on the device, a block per line */
+        fnn_tensor xtmp;
+        const float *xc = fnn_contiguous_data(x, &xtmp, &rc);
+        if (!rc) rc = be->sort(fnn_device_ordinal(x->device), j.y, j.idx, xc, outer, n, j.inner, m, descending);
+        fnn_tensor_clear(&xtmp);
+    } else {
+        rc = sort_forward_cpu(&j);
+    }
 
     const fnn_tensor *ins[1] = {x};
     if (!rc && fnn_needs_node(1, ins)) {

@@ -1,0 +1,202 @@
+/* shape.cu: the copying shape ops of core/ops/shape.c on the GPU, a thread per element written
+ * (grid-stride loops, no atomics, so every result is deterministic and exact):
+ *   copy_into    dst (strided) = src (strided) over a shape: cat and stack copy each input into its
+ *                slab of the output (a narrowed or selected view of it) through this;
+ *   pad          y (contiguous) = x shifted by the leading widths, value outside x (negative widths crop);
+ *   repeat       y (contiguous) = x tiled: y[p] = x[p mod s];
+ *   repeat_grad  dx[c] = the sum of g over the tiles, added in g's row-major order as the CPU adds
+ *                them, so the bits match;
+ *   tri          tril/triu: y = x where col - row <= k (triu: >= k), else 0.
+ * Elements of 4 or 8 bytes (float32, int64), except repeat_grad (float32 gradients).
+ *
+ * defines: fnn_cuda_copy_into, fnn_cuda_pad, fnn_cuda_repeat, fnn_cuda_repeat_grad, fnn_cuda_tri */
+#include "common.cuh"
+
+/* a shape and up to three per-dim vectors (strides, sizes, offsets); passed by value (kernel
+ * parameter space) */
+struct ShapeLayout {
+    int ndim;
+    int64_t shape[FNN_MAX_DIMS], a[FNN_MAX_DIMS], b[FNN_MAX_DIMS], c[FNN_MAX_DIMS];
+};
+
+/* dst[p . L.a] = src[p . L.b] over p in L.shape; I the index type (32-bit when everything fits) */
+template <typename T, typename I> __global__ void copy_into_kernel(T *dst, const T *src, I n, ShapeLayout L) {
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+        I rem = i, doff = 0, soff = 0;
+        for (int d = L.ndim - 1; d >= 0; d--) {
+            const I size = (I)L.shape[d], p = rem % size;
+            rem /= size;
+            doff += p * (I)L.a[d];
+            soff += p * (I)L.b[d];
+        }
+        dst[doff] = src[soff];
+    }
+}
+
+/* y [L.shape] contiguous: q = p - before (L.a); inside x's shape (L.b): x[q . xstride (L.c)], else value */
+template <typename T> __global__ void pad_kernel(T *y, const T *x, T value, int64_t n, ShapeLayout L) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t rem = i, off = 0;
+        bool inside = true;
+        for (int d = L.ndim - 1; d >= 0; d--) {
+            const int64_t q = rem % L.shape[d] - L.a[d];
+            rem /= L.shape[d];
+            inside = inside && q >= 0 && q < L.b[d];
+            off += q * L.c[d];
+        }
+        y[i] = inside ? x[off] : value;
+    }
+}
+
+/* y [L.shape] contiguous = x [p mod L.a] read through x's strides L.b */
+template <typename T> __global__ void repeat_kernel(T *y, const T *x, int64_t n, ShapeLayout L) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t rem = i, off = 0;
+        for (int d = L.ndim - 1; d >= 0; d--) {
+            const int64_t p = rem % L.shape[d];
+            rem /= L.shape[d];
+            off += (p % L.a[d]) * L.b[d];
+        }
+        y[i] = x[off];
+    }
+}
+
+/* dx [L.a] contiguous, g [L.shape] = [r0 s0, r1 s1, ...] contiguous with strides L.c, repeats L.b:
+ * dx[c] = sum over tiles k (row-major) of g[k s + c]; tiles tiles in all */
+__global__ void repeat_grad_kernel(float *dx, const float *g, int64_t n, int64_t tiles, ShapeLayout L) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t rem = i, base = 0;
+        for (int d = L.ndim - 1; d >= 0; d--) {
+            base += rem % L.a[d] * L.c[d];
+            rem /= L.a[d];
+        }
+        float acc = 0.0f;
+        for (int64_t k = 0; k < tiles; k++) {
+            int64_t kr = k, off = base;
+            for (int d = L.ndim - 1; d >= 0; d--) {
+                off += kr % L.b[d] * L.a[d] * L.c[d];
+                kr /= L.b[d];
+            }
+            acc += g[off];
+        }
+        dx[i] = acc;
+    }
+}
+
+/* y, x [batch, rows, cols] contiguous: keep x where col - row <= k (upper: >= k), else 0 */
+template <typename T> __global__ void tri_kernel(T *y, const T *x, int64_t n, int64_t rows, int64_t cols, int64_t k,
+                                                 int upper) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t col = i % cols, row = i / cols % rows, diff = col - row;
+        const bool keep = upper ? diff >= k : diff <= k;
+        y[i] = keep ? x[i] : (T)0;
+    }
+}
+
+/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
+                       int esize, int ndim, const int64_t *shape) {
+    FNN_ASSERT((esize == 4 || esize == 8) && ndim >= 0 && ndim <= FNN_MAX_DIMS);
+    ShapeLayout L;
+    L.ndim = ndim;
+    int64_t n = 1, dreach = 0, sreach = 0;
+    for (int d = 0; d < ndim; d++) {
+        L.shape[d] = shape[d];
+        L.a[d] = dstride[d];
+        L.b[d] = sstride[d];
+        n *= shape[d];
+        dreach += (shape[d] - 1) * dstride[d];
+        sreach += (shape[d] - 1) * sstride[d];
+    }
+    if (n == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("copy", ordinal));
+    const int64_t limit = (int64_t)1 << 30;   /* leaves room for i + the grid-stride step */
+    const bool narrow = n < limit && dreach < limit && sreach < limit;
+    const unsigned blocks = fnn_cuda_blocks(n);
+    if (esize == 8) {
+        if (narrow) copy_into_kernel<int64_t, int32_t><<<blocks, FNN_CUDA_THREADS>>>((int64_t *)dst, (const int64_t *)src, (int32_t)n, L);
+        else copy_into_kernel<int64_t, int64_t><<<blocks, FNN_CUDA_THREADS>>>((int64_t *)dst, (const int64_t *)src, n, L);
+    } else {
+        if (narrow) copy_into_kernel<float, int32_t><<<blocks, FNN_CUDA_THREADS>>>((float *)dst, (const float *)src, (int32_t)n, L);
+        else copy_into_kernel<float, int64_t><<<blocks, FNN_CUDA_THREADS>>>((float *)dst, (const float *)src, n, L);
+    }
+    FNN_CUDA_CHECK("copy", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+
+int fnn_cuda_pad(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
+                 const int64_t *yshape, const int64_t *xshape, const int64_t *before, double value) {
+    FNN_ASSERT((esize == 4 || esize == 8) && ndim >= 0 && ndim <= FNN_MAX_DIMS);
+    ShapeLayout L;
+    L.ndim = ndim;
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        L.shape[d] = yshape[d];
+        L.a[d] = before[d];
+        L.b[d] = xshape[d];
+        L.c[d] = xstride[d];
+        n *= yshape[d];
+    }
+    if (n == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("pad", ordinal));
+    if (esize == 8)
+        pad_kernel<int64_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((int64_t *)y, (const int64_t *)x, (int64_t)value, n, L);
+    else pad_kernel<float><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((float *)y, (const float *)x, (float)value, n, L);
+    FNN_CUDA_CHECK("pad", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+
+int fnn_cuda_repeat(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
+                    const int64_t *yshape, const int64_t *xshape) {
+    FNN_ASSERT((esize == 4 || esize == 8) && ndim >= 0 && ndim <= FNN_MAX_DIMS);
+    ShapeLayout L;
+    L.ndim = ndim;
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        L.shape[d] = yshape[d];
+        L.a[d] = xshape[d];
+        L.b[d] = xstride[d];
+        n *= yshape[d];
+    }
+    if (n == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("repeat", ordinal));
+    if (esize == 8) repeat_kernel<int64_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((int64_t *)y, (const int64_t *)x, n, L);
+    else repeat_kernel<float><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((float *)y, (const float *)x, n, L);
+    FNN_CUDA_CHECK("repeat", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+
+int fnn_cuda_repeat_grad(int ordinal, float *dx, const float *g, int ndim, const int64_t *xshape,
+                         const int64_t *repeats) {
+    FNN_ASSERT(ndim >= 0 && ndim <= FNN_MAX_DIMS);
+    ShapeLayout L;
+    L.ndim = ndim;
+    int64_t n = 1, tiles = 1, stride = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        L.shape[d] = xshape[d] * repeats[d];
+        L.a[d] = xshape[d];
+        L.b[d] = repeats[d];
+        L.c[d] = stride;
+        stride *= L.shape[d];
+        n *= xshape[d];
+        tiles *= repeats[d];
+    }
+    if (n == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("repeat", ordinal));
+    repeat_grad_kernel<<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(dx, g, n, tiles, L);
+    FNN_CUDA_CHECK("repeat", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+
+int fnn_cuda_tri(int ordinal, void *y, const void *x, int esize, int64_t batch, int64_t rows, int64_t cols,
+                 int64_t k, int upper) {
+    FNN_ASSERT(esize == 4 || esize == 8);
+    const int64_t n = batch * rows * cols;
+    if (n == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device(upper ? "triu" : "tril", ordinal));
+    if (esize == 8)
+        tri_kernel<int64_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((int64_t *)y, (const int64_t *)x, n, rows, cols, k, upper);
+    else tri_kernel<float><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((float *)y, (const float *)x, n, rows, cols, k, upper);
+    FNN_CUDA_CHECK(upper ? "triu" : "tril", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
