@@ -197,6 +197,18 @@ static const fnn_backend cuda_backend = {
     /* conv_depthwise_input_grad */ fnn_cuda_conv_depthwise_input_grad,
     /* (end of conv) */
     /* ---- cuda/pool.cu: pooling and upsampling; cuda/batch_norm.cu: batch_norm ---- */
+    /* max_pool */ fnn_cuda_max_pool,
+    /* max_pool_grad */ fnn_cuda_max_pool_grad,
+    /* avg_pool */ fnn_cuda_avg_pool,
+    /* avg_pool_grad */ fnn_cuda_avg_pool_grad,
+    /* adaptive_avg_pool */ fnn_cuda_adaptive_avg_pool,
+    /* adaptive_avg_pool_grad */ fnn_cuda_adaptive_avg_pool_grad,
+    /* upsample_nearest */ fnn_cuda_upsample_nearest,
+    /* upsample_nearest_grad */ fnn_cuda_upsample_nearest_grad,
+    /* upsample_bilinear */ fnn_cuda_upsample_bilinear,
+    /* upsample_bilinear_grad */ fnn_cuda_upsample_bilinear_grad,
+    /* batch_norm */ fnn_cuda_batch_norm,
+    /* batch_norm_grad */ fnn_cuda_batch_norm_grad,
     /* (end of pool) */
     /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
     /* copy_into */ fnn_cuda_copy_into,

@@ -34,11 +34,6 @@ void openblas_set_num_threads(int n);
 
 /* ================= shared ================= */
 
-static int check_cpu(const char *op, const fnn_tensor *x) {
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE, "%s: not implemented on cuda yet", op);
-    return FNN_STATUS_OK;
-}
-
 /* float <-> bits, and c ? a : b through a mask: branch-free, so the pooling loops vectorize
  * (a float ternary may stay a branch under GCC's default -ftrapping-math) */
 static inline uint32_t f2u(float x) { uint32_t u; memcpy(&u, &x, sizeof u); return u; }
@@ -882,12 +877,26 @@ typedef struct {
     bool fast;                 /* 2x2, stride 2, no padding, every window inside the input */
 } pool_geom;
 
-/* checks shared by the pools, then the geometry; out gets [.., Ho, Wo] */
+/* x's device backend (cuda/pool.cu), NULL on the CPU */
+static const fnn_backend *pool_backend(const fnn_tensor *x) {
+    return !x || fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
+}
+
+/* the geometry as cuda/pool.cu takes it: a plane [1, H, W], kernel, stride, padding along D, H, W */
+typedef struct { int64_t in[3], out[3], k[3], s[3], p[3]; } pool_dev_geom;
+static pool_dev_geom pool_dev(const pool_geom *g) {
+    pool_dev_geom d = {{1, g->H, g->W}, {1, g->Ho, g->Wo}, {1, g->kh, g->kw}, {1, g->sh, g->sw}, {0, g->ph, g->pw}};
+    return d;
+}
+
+/* checks shared by the pools, then the geometry; out gets [.., Ho, Wo]. has_kernel: x's device
+ * backend has the op's kernel (a cuda input is refused otherwise) */
 static int pool_setup(const char *op, pool_geom *g, fnn_tensor *out, const fnn_tensor *x, int kh, int kw, int sh,
-                      int sw, int ph, int pw, int ceil_mode) {
+                      int sw, int ph, int pw, int ceil_mode, bool has_kernel) {
     fnn_tensor_init(out);
     FNN_TRY(fnn_check_input(op, x));
-    FNN_TRY(check_cpu(op, x));
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || has_kernel, FNN_STATUS_DEVICE,
+              "%s: not implemented on this device", op);
     FNN_CHECK(x->ndim == 4 || x->ndim == 3, FNN_STATUS_SHAPE, "%s: input %s must be 4-D [N,C,H,W] or 3-D [C,H,W]",
               op, fnn_shape_of(x).s);
     FNN_CHECK(kh >= 1 && kw >= 1, FNN_STATUS_ARG, "%s: kernel %dx%d must be positive", op, kh, kw);
@@ -1055,15 +1064,42 @@ static int pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, f
     return rc;
 }
 
+/* both pools' backward on a device (cuda/pool.cu, a gather per input element): idx the saved argmax
+ * offsets (max) or NULL (avg) */
+static int pool_backward_device(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_backend *be,
+                                const fnn_tensor *idx) {
+    FNN_CHECK(idx ? be->max_pool_grad != NULL : be->avg_pool_grad != NULL, FNN_STATUS_DEVICE,
+              "%s: backward not implemented on this device", n->op->info.name);
+    pool_geom g;
+    pool_geom_of(&g, n);
+    const pool_dev_geom d = pool_dev(&g);
+    fnn_tensor dyt;
+    int rc;
+    const float *dy = fnn_contiguous_data(dout, &dyt, &rc);
+    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
+    if (!rc) {
+        const int ord = fnn_device_ordinal(dout->device);
+        rc = idx ? be->max_pool_grad(ord, fnn_data(&din[0]), dy, (const int32_t *)(const void *)fnn_data(idx), g.planes,
+                                     d.in, d.out, d.k, d.s, d.p)
+                 : be->avg_pool_grad(ord, fnn_data(&din[0]), dy, g.planes, d.in, d.out, d.k, d.s, d.p,
+                                     g.count_include_pad);
+    }
+    fnn_tensor_clear(&dyt);
+    return rc;
+}
+
 /* saved[0] = the argmax offsets [planes * Ho * Wo] (int32 bits) */
 static int max_pool2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    const fnn_backend *be = pool_backend(dout);
+    if (be) return pool_backward_device(n, dout, din, be, &n->saved[0]);
     return pool_backward(n, dout, din, max_backward_planes, fnn_data(&n->saved[0]));
 }
-static const fnn_op_def MAX_POOL2D = {{"max_pool2d", "conv", 1, 0}, max_pool2d_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX_POOL2D = {{"max_pool2d", "conv", 1, 1}, max_pool2d_backward, FNN_EMBEDS_NONE};
 
 int fnn_max_pool2d(fnn_tensor *out, const fnn_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, int ceil_mode) {
+    const fnn_backend *be = pool_backend(x);
     pool_geom g;
-    FNN_TRY(pool_setup("max_pool2d", &g, out, x, kh, kw, sh, sw, ph, pw, ceil_mode));
+    FNN_TRY(pool_setup("max_pool2d", &g, out, x, kh, kw, sh, sw, ph, pw, ceil_mode, be && be->max_pool));
     if (g.H * g.W > INT32_MAX) {   /* the argmax offsets are int32 */
         fnn_tensor_clear(out);
         return FNN_FAIL(FNN_STATUS_SHAPE, "max_pool2d: input %s has planes of over 2^31 elements", fnn_shape_of(x).s);
@@ -1079,7 +1115,14 @@ int fnn_max_pool2d(fnn_tensor *out, const fnn_tensor *x, int kh, int kw, int sh,
     if (!rc && node) rc = fnn_new_output(&idx, x->device, 1, &nout);   /* argmax offsets, for backward only */
     if (rc) goto done;
     if (node) j.idx = fnn_data(&idx);
-    fnn_parallel_for(g.planes, fnn_threads_for(nout * g.kh * g.kw), max_forward_planes, &j);
+    if (be) {   /* cuda/pool.cu */
+        const pool_dev_geom d = pool_dev(&g);
+        rc = be->max_pool(fnn_device_ordinal(x->device), j.y, node ? (int32_t *)(void *)j.idx : NULL, j.x, g.planes,
+                          d.in, d.out, d.k, d.s, d.p);
+        if (rc) goto done;
+    } else {
+        fnn_parallel_for(g.planes, fnn_threads_for(nout * g.kh * g.kw), max_forward_planes, &j);
+    }
     if (node) {
         fnn_node *n = fnn_attach_node(out, &MAX_POOL2D, 1, ins);
         if (!n || fnn_save(n, 0, &idx)) { rc = fnn_last_status(); goto done; }
@@ -1166,21 +1209,31 @@ static void avg_backward_planes(void *ctx, int64_t lo, int64_t hi) {
 }
 
 static int avg_pool2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    const fnn_backend *be = pool_backend(dout);
+    if (be) return pool_backward_device(n, dout, din, be, NULL);
     return pool_backward(n, dout, din, avg_backward_planes, NULL);
 }
-static const fnn_op_def AVG_POOL2D = {{"avg_pool2d", "conv", 1, 0}, avg_pool2d_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def AVG_POOL2D = {{"avg_pool2d", "conv", 1, 1}, avg_pool2d_backward, FNN_EMBEDS_NONE};
 
 int fnn_avg_pool2d(fnn_tensor *out, const fnn_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, int ceil_mode,
                    int count_include_pad) {
+    const fnn_backend *be = pool_backend(x);
     pool_geom g;
-    FNN_TRY(pool_setup("avg_pool2d", &g, out, x, kh, kw, sh, sw, ph, pw, ceil_mode));
+    FNN_TRY(pool_setup("avg_pool2d", &g, out, x, kh, kw, sh, sw, ph, pw, ceil_mode, be && be->avg_pool));
     g.count_include_pad = count_include_pad != 0;
     fnn_tensor xt;
     int rc;
     pool_job j = {&g, NULL, NULL, fnn_data(out), NULL, NULL};
     j.x = fnn_contiguous_data(x, &xt, &rc);
     if (rc) goto done;
-    fnn_parallel_for(g.planes, fnn_threads_for(g.planes * g.Ho * g.Wo * g.kh * g.kw), avg_forward_planes, &j);
+    if (be) {   /* cuda/pool.cu */
+        const pool_dev_geom d = pool_dev(&g);
+        rc = be->avg_pool(fnn_device_ordinal(x->device), j.y, j.x, g.planes, d.in, d.out, d.k, d.s, d.p,
+                          g.count_include_pad);
+        if (rc) goto done;
+    } else {
+        fnn_parallel_for(g.planes, fnn_threads_for(g.planes * g.Ho * g.Wo * g.kh * g.kw), avg_forward_planes, &j);
+    }
     const fnn_tensor *ins[1] = {x};
     if (fnn_needs_node(1, ins)) {
         fnn_node *n = fnn_attach_node(out, &AVG_POOL2D, 1, ins);

@@ -295,7 +295,8 @@ static int check_channels(const char *op, const fnn_tensor *x, const fnn_tensor 
  * Channels of at least BN_PLANE_MIN elements per image are split over the threads, each channel's
  * sums and rows done by one task (so the rows are still in cache for the second pass, and the
  * result does not depend on the thread count); narrower layouts ([N, C]) go by blocks of rows
- * with per-block partial sums added in block order. */
+ * with per-block partial sums added in block order. A cuda input goes to cuda/batch_norm.cu (a
+ * block or a thread per channel), which needs no host scratch. */
 
 enum { BN_PLANE_MIN = 32, BN_BLOCK = 8192 };
 
@@ -497,6 +498,16 @@ static int batch_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
         a.y = fnn_data(&din[0]);
     if (!rc && n->next[1] && !(rc = fnn_new_output(&din[1], x->device, 1, &C))) a.dw = fnn_data(&din[1]);
     if (!rc && n->next[2] && !(rc = fnn_new_output(&din[2], x->device, 1, &C))) a.db = fnn_data(&din[2]);
+    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
+    if (be) {   /* cuda/batch_norm.cu: no host scratch */
+        if (!rc)
+            rc = be->batch_norm_grad ? be->batch_norm_grad(fnn_device_ordinal(x->device), a.y, a.dw, a.db, gp, a.x, a.w,
+                                                           a.stats, N, C, a.S, a.training)
+                                     : FNN_FAIL(FNN_STATUS_DEVICE, "batch_norm: backward not implemented on this device");
+        fnn_tensor_clear(&gc);
+        if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
+        return rc;
+    }
     int64_t bytes = 0;
     void *block = rc ? NULL : bn_scratch(&a, x->device, &bytes);
     if (!rc && !block) rc = fnn_last_status();
@@ -525,7 +536,7 @@ static int batch_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
     if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
     return rc;
 }
-static const fnn_op_def BATCH_NORM = {{"batch_norm", "norm", 1, 0}, batch_norm_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def BATCH_NORM = {{"batch_norm", "norm", 1, 1}, batch_norm_backward, FNN_EMBEDS_NONE};
 
 int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_var, const fnn_tensor *x,
                    const fnn_tensor *running_mean, const fnn_tensor *running_var, const fnn_tensor *w,
@@ -544,8 +555,9 @@ int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_va
               "batch_norm: eval mode needs running_mean and running_var (input %s)", fnn_shape_of(x).s);
     FNN_CHECK(!training || N * S > 1, FNN_STATUS_SHAPE,
               "batch_norm: expected more than 1 value per channel when training, got input %s", fnn_shape_of(x).s);
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "batch_norm: not implemented on cuda yet");
+    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || (be && be->batch_norm), FNN_STATUS_DEVICE,
+              "batch_norm: not implemented on this device");
 
     const fnn_tensor *ins[3] = {x, w, b};
     const bool grad = fnn_needs_node(3, ins);
@@ -568,9 +580,12 @@ int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_va
     if (!rc && training && batch_var && !(rc = fnn_new_output(batch_var, x->device, 1, &C)))
         a.bvar = fnn_data(batch_var);
     int64_t bytes = 0;
-    void *block = rc ? NULL : bn_scratch(&a, x->device, &bytes);
-    if (!rc && !block) rc = fnn_last_status();
-    if (!rc) {
+    void *block = rc || be ? NULL : bn_scratch(&a, x->device, &bytes);
+    if (!rc && !be && !block) rc = fnn_last_status();
+    if (!rc && be) {   /* cuda/batch_norm.cu */
+        rc = be->batch_norm(fnn_device_ordinal(x->device), a.y, a.stats, a.bmean, a.bvar, xp, a.w, a.b, rm, rv, N, C, S,
+                            training != 0, eps);
+    } else if (!rc) {
         const int threads = fnn_threads_for(total);   /* one pass over x counts as an add */
         const bool wide = S >= BN_PLANE_MIN;
         if (!training) {

@@ -9,7 +9,8 @@
  * backward. Upsampling splits rows (plane, depth, row) instead, so that a few large planes still
  * use every thread, and writes its backward as a gather: each input row sums the output rows that
  * read it, then each input element the output columns that read it, so no two threads (and no
- * two iterations) ever add into the same element. */
+ * two iterations) ever add into the same element. A cuda input goes to the backend's kernels
+ * (cuda/pool.cu) with the same geometry; the argmax offsets stay on the device. */
 #include "../internal.h"
 #include <limits.h>
 #include <math.h>
@@ -17,9 +18,9 @@
 
 /* ================= shared ================= */
 
-static int check_cpu(const char *op, const fnn_tensor *x) {
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE, "%s: not implemented on cuda yet", op);
-    return FNN_STATUS_OK;
+/* x's device backend (cuda/pool.cu), NULL on the CPU (and for no tensor: the input checks name it) */
+static const fnn_backend *device_backend(const fnn_tensor *x) {
+    return !x || fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
 }
 
 /* the layouts an op of `dims` spatial dims takes, for messages */
@@ -31,10 +32,12 @@ static const char *layouts(int dims) {
     }
 }
 
-/* the usable-input checks of every op here: float32 on the CPU, batched or unbatched rank */
-static int check_spatial(const char *op, const fnn_tensor *x, int dims) {
+/* the usable-input checks of every op here: float32 on the CPU or on a device whose backend has the
+ * op's kernel (has_kernel), batched or unbatched rank */
+static int check_spatial(const char *op, const fnn_tensor *x, int dims, bool has_kernel) {
     FNN_TRY(fnn_check_input(op, x));
-    FNN_TRY(check_cpu(op, x));
+    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || has_kernel, FNN_STATUS_DEVICE,
+              "%s: not implemented on this device", op);
     FNN_CHECK(x->ndim == dims + 2 || x->ndim == dims + 1, FNN_STATUS_SHAPE, "%s: input %s must be %s", op,
               fnn_shape_of(x).s, layouts(dims));
     return FNN_STATUS_OK;
@@ -100,9 +103,9 @@ static int64_t out_size(int64_t in, int64_t pad, int64_t k, int64_t stride, bool
 /* checks shared by the pools, then the geometry; out gets [..., Do, Ho, Wo]. kp/sp/pp hold the
  * op's `dims` values */
 static int pool_setup(const char *op, pool_geom *g, fnn_tensor *out, const fnn_tensor *x, int dims, const int *kp,
-                      const int *sp, const int *pp, int ceil_mode) {
+                      const int *sp, const int *pp, int ceil_mode, bool has_kernel) {
     fnn_tensor_init(out);
-    FNN_TRY(check_spatial(op, x, dims));
+    FNN_TRY(check_spatial(op, x, dims, has_kernel));
     g->dims = dims;
     for (int i = 0; i < 3; i++) { g->k[i] = 1; g->s[i] = 1; g->p[i] = 0; }
     bool kpos = true, spos = true, pok = true;
@@ -239,18 +242,44 @@ static int pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, f
     return rc;
 }
 
+/* both pools' backward on a device (cuda/pool.cu, a gather per input element): idx the saved argmax
+ * offsets (max) or NULL (avg) */
+static int pool_backward_device(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_backend *be,
+                                const fnn_tensor *idx) {
+    FNN_CHECK(idx ? be->max_pool_grad != NULL : be->avg_pool_grad != NULL, FNN_STATUS_DEVICE,
+              "%s: backward not implemented on this device", n->op->info.name);
+    pool_geom g;
+    pool_geom_of(&g, n);
+    fnn_tensor dyt;
+    int rc;
+    const float *dy = fnn_contiguous_data(dout, &dyt, &rc);
+    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
+    if (!rc) {
+        const int ord = fnn_device_ordinal(dout->device);
+        rc = idx ? be->max_pool_grad(ord, fnn_data(&din[0]), dy, (const int32_t *)(const void *)fnn_data(idx), g.planes,
+                                     g.in, g.out, g.k, g.s, g.p)
+                 : be->avg_pool_grad(ord, fnn_data(&din[0]), dy, g.planes, g.in, g.out, g.k, g.s, g.p,
+                                     g.count_include_pad);
+    }
+    fnn_tensor_clear(&dyt);
+    return rc;
+}
+
 /* saved[0] = the argmax offsets [planes * Do * Ho * Wo] (int32 bits) */
 static int max_pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    const fnn_backend *be = device_backend(dout);
+    if (be) return pool_backward_device(n, dout, din, be, &n->saved[0]);
     return pool_backward(n, dout, din, max_backward_planes, fnn_data(&n->saved[0]));
 }
-static const fnn_op_def MAX_POOL1D = {{"max_pool1d", "pool", 1, 0}, max_pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MAX_POOL3D = {{"max_pool3d", "pool", 1, 0}, max_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX_POOL1D = {{"max_pool1d", "pool", 1, 1}, max_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX_POOL3D = {{"max_pool3d", "pool", 1, 1}, max_pool_backward, FNN_EMBEDS_NONE};
 
 static int max_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dims, const int *k,
                     const int *s, const int *p, int ceil_mode) {
     const char *op = def->info.name;
+    const fnn_backend *be = device_backend(x);
     pool_geom g;
-    FNN_TRY(pool_setup(op, &g, out, x, dims, k, s, p, ceil_mode));
+    FNN_TRY(pool_setup(op, &g, out, x, dims, k, s, p, ceil_mode, be && be->max_pool));
     if (g.in[0] * g.in[1] * g.in[2] > INT32_MAX) {   /* the argmax offsets are int32 */
         fnn_tensor_clear(out);
         return FNN_FAIL(FNN_STATUS_SHAPE, "%s: input %s has planes of over 2^31 elements", op, fnn_shape_of(x).s);
@@ -266,7 +295,13 @@ static int max_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x,
     if (!rc && node) rc = fnn_new_output(&idx, x->device, 1, &nout);   /* argmax offsets, for backward only */
     if (rc) goto done;
     if (node) j.idx = fnn_data(&idx);
-    fnn_parallel_for(g.planes, fnn_threads_for(nout * g.k[0] * g.k[1] * g.k[2]), max_forward_planes, &j);
+    if (be) {   /* cuda/pool.cu */
+        rc = be->max_pool(fnn_device_ordinal(x->device), j.y, node ? (int32_t *)(void *)j.idx : NULL, j.x, g.planes, g.in,
+                          g.out, g.k, g.s, g.p);
+        if (rc) goto done;
+    } else {
+        fnn_parallel_for(g.planes, fnn_threads_for(nout * g.k[0] * g.k[1] * g.k[2]), max_forward_planes, &j);
+    }
     if (node) {
         fnn_node *n = fnn_attach_node(out, def, 1, ins);
         if (!n || fnn_save(n, 0, &idx)) { rc = fnn_last_status(); goto done; }
@@ -351,23 +386,32 @@ static void avg_backward_planes(void *ctx, int64_t plo, int64_t phi) {
 }
 
 static int avg_pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    const fnn_backend *be = device_backend(dout);
+    if (be) return pool_backward_device(n, dout, din, be, NULL);
     return pool_backward(n, dout, din, avg_backward_planes, NULL);
 }
-static const fnn_op_def AVG_POOL1D = {{"avg_pool1d", "pool", 1, 0}, avg_pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def AVG_POOL3D = {{"avg_pool3d", "pool", 1, 0}, avg_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def AVG_POOL1D = {{"avg_pool1d", "pool", 1, 1}, avg_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def AVG_POOL3D = {{"avg_pool3d", "pool", 1, 1}, avg_pool_backward, FNN_EMBEDS_NONE};
 
 static int avg_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dims, const int *k,
                     const int *s, const int *p, int ceil_mode, int count_include_pad) {
+    const fnn_backend *be = device_backend(x);
     pool_geom g;
-    FNN_TRY(pool_setup(def->info.name, &g, out, x, dims, k, s, p, ceil_mode));
+    FNN_TRY(pool_setup(def->info.name, &g, out, x, dims, k, s, p, ceil_mode, be && be->avg_pool));
     g.count_include_pad = count_include_pad != 0;
     fnn_tensor xt;
     int rc;
     pool_job j = {&g, NULL, NULL, fnn_data(out), NULL, NULL};
     j.x = fnn_contiguous_data(x, &xt, &rc);
     if (rc) goto done;
-    int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
-    fnn_parallel_for(g.planes, fnn_threads_for(nout * g.k[0] * g.k[1] * g.k[2]), avg_forward_planes, &j);
+    if (be) {   /* cuda/pool.cu */
+        rc = be->avg_pool(fnn_device_ordinal(x->device), j.y, j.x, g.planes, g.in, g.out, g.k, g.s, g.p,
+                          g.count_include_pad);
+        if (rc) goto done;
+    } else {
+        int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
+        fnn_parallel_for(g.planes, fnn_threads_for(nout * g.k[0] * g.k[1] * g.k[2]), avg_forward_planes, &j);
+    }
     const fnn_tensor *ins[1] = {x};
     if (fnn_needs_node(1, ins)) {
         fnn_node *n = fnn_attach_node(out, def, 1, ins);
@@ -458,11 +502,17 @@ static int adaptive_avg_pool2d_backward(fnn_node *n, const fnn_tensor *dout, fnn
     adaptive_job j = {0, 0, 0, 0, NULL, NULL, NULL, NULL};
     adaptive_job_of(&j, n);
     int64_t planes = fnn_numel_of(n->in_ndim[0] - 2, n->in_shape[0]);
+    const fnn_backend *be = device_backend(dout);
+    FNN_CHECK(!be || be->adaptive_avg_pool_grad, FNN_STATUS_DEVICE,
+              "adaptive_avg_pool2d: backward not implemented on this device");
     fnn_tensor dyt;
     int rc;
     j.dy = fnn_contiguous_data(dout, &dyt, &rc);
     if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
-    if (!rc) {
+    if (!rc && be) {   /* cuda/pool.cu */
+        rc = be->adaptive_avg_pool_grad(fnn_device_ordinal(dout->device), fnn_data(&din[0]), j.dy, planes, j.H, j.W,
+                                        j.Ho, j.Wo);
+    } else if (!rc) {
         j.dx = fnn_data(&din[0]);
         /* each window's elements are visited once: about H*W + Ho*Wo per plane, more where they overlap */
         int64_t work = planes * (j.H * j.W + j.Ho * j.Wo * ((j.H + j.Ho - 1) / j.Ho) * ((j.W + j.Wo - 1) / j.Wo));
@@ -471,13 +521,14 @@ static int adaptive_avg_pool2d_backward(fnn_node *n, const fnn_tensor *dout, fnn
     fnn_tensor_clear(&dyt);
     return rc;
 }
-static const fnn_op_def ADAPTIVE_AVG_POOL2D = {{"adaptive_avg_pool2d", "pool", 1, 0}, adaptive_avg_pool2d_backward,
+static const fnn_op_def ADAPTIVE_AVG_POOL2D = {{"adaptive_avg_pool2d", "pool", 1, 1}, adaptive_avg_pool2d_backward,
                                                FNN_EMBEDS_NONE};
 
 int fnn_adaptive_avg_pool2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, int64_t ow) {
     const char *op = "adaptive_avg_pool2d";
     fnn_tensor_init(out);
-    FNN_TRY(check_spatial(op, x, 2));
+    const fnn_backend *be = device_backend(x);
+    FNN_TRY(check_spatial(op, x, 2, be && be->adaptive_avg_pool));
     int nd = x->ndim;
     int64_t H = x->shape[nd - 2], W = x->shape[nd - 1];
     FNN_CHECK(oh >= 1 && ow >= 1, FNN_STATUS_ARG, "%s: output size %lldx%lld must be positive (input %s)", op,
@@ -492,8 +543,13 @@ int fnn_adaptive_avg_pool2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, in
     int rc;
     j.x = fnn_contiguous_data(x, &xt, &rc);
     if (rc) goto done;
-    int64_t work = planes * (H * W + oh * ow * ((H + oh - 1) / oh) * ((W + ow - 1) / ow));
-    fnn_parallel_for(planes, fnn_threads_for(work), adaptive_forward_planes, &j);
+    if (be) {   /* cuda/pool.cu */
+        rc = be->adaptive_avg_pool(fnn_device_ordinal(x->device), j.y, j.x, planes, H, W, oh, ow);
+        if (rc) goto done;
+    } else {
+        int64_t work = planes * (H * W + oh * ow * ((H + oh - 1) / oh) * ((W + ow - 1) / ow));
+        fnn_parallel_for(planes, fnn_threads_for(work), adaptive_forward_planes, &j);
+    }
     const fnn_tensor *ins[1] = {x};
     if (fnn_needs_node(1, ins) && !fnn_attach_node(out, &ADAPTIVE_AVG_POOL2D, 1, ins)) rc = fnn_last_status();
 done:
@@ -519,10 +575,10 @@ static void resize_geom_of(resize_geom *g, int dims, const fnn_node *n) {
 
 /* checks shared by the resizes, then the geometry; out gets [..., size] */
 static int resize_setup(const char *op, resize_geom *g, fnn_tensor *out, const fnn_tensor *x, int dims,
-                        const int64_t *size) {
+                        const int64_t *size, bool has_kernel) {
     fnn_tensor_init(out);
     FNN_CHECK(dims >= 1 && dims <= 3, FNN_STATUS_ARG, "%s: %d spatial dims, expected 1, 2 or 3", op, dims);
-    FNN_TRY(check_spatial(op, x, dims));
+    FNN_TRY(check_spatial(op, x, dims, has_kernel));
     g->dims = dims;
     spatial_of(dims, x->ndim, x->shape, g->in, &g->planes);
     bool positive = true;
@@ -644,14 +700,19 @@ static int upsample_nearest_backward(fnn_node *n, const fnn_tensor *dout, fnn_te
     int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
     nearest_job j = {&g, {{NULL}, {NULL}}, slots_for(units, nout + g.planes * g.in[0] * g.in[1] * g.in[2]), NULL,
                      NULL, NULL, NULL, NULL};
+    const fnn_backend *be = device_backend(dout);
+    FNN_CHECK(!be || be->upsample_nearest_grad, FNN_STATUS_DEVICE,
+              "upsample_nearest: backward not implemented on this device");
     fnn_tensor dyt;
     void *block = NULL;
     int64_t bytes = 0, *ibuf = NULL;
     int rc;
     j.dy = fnn_contiguous_data(dout, &dyt, &rc);
     if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
-    if (!rc) rc = run_resize(dout->device, nearest_ints(&g), g.out[2], j.slots, &block, &bytes, &ibuf, &j.rows);
-    if (!rc) {
+    if (!rc && be)   /* cuda/pool.cu: the maps are computed in the kernel, no scratch */
+        rc = be->upsample_nearest_grad(fnn_device_ordinal(dout->device), fnn_data(&din[0]), j.dy, g.planes, g.in, g.out);
+    else if (!rc) rc = run_resize(dout->device, nearest_ints(&g), g.out[2], j.slots, &block, &bytes, &ibuf, &j.rows);
+    if (!rc && !be) {
         nearest_fill(&g, &j.m, ibuf);
         j.dx = fnn_data(&din[0]);
         fnn_parallel_for(j.slots, j.slots, nearest_backward_slot, &j);
@@ -660,12 +721,13 @@ static int upsample_nearest_backward(fnn_node *n, const fnn_tensor *dout, fnn_te
     fnn_tensor_clear(&dyt);
     return rc;
 }
-static const fnn_op_def UPSAMPLE_NEAREST = {{"upsample_nearest", "pool", 1, 0}, upsample_nearest_backward,
+static const fnn_op_def UPSAMPLE_NEAREST = {{"upsample_nearest", "pool", 1, 1}, upsample_nearest_backward,
                                             FNN_EMBEDS_NONE};
 
 int fnn_upsample_nearest(fnn_tensor *out, const fnn_tensor *x, int dims, const int64_t *size) {
     resize_geom g;
-    FNN_TRY(resize_setup("upsample_nearest", &g, out, x, dims, size));
+    const fnn_backend *be = device_backend(x);
+    FNN_TRY(resize_setup("upsample_nearest", &g, out, x, dims, size, be && be->upsample_nearest));
     int64_t units = g.planes * g.out[0] * g.out[1];
     nearest_job j = {&g, {{NULL}, {NULL}}, slots_for(units, units * g.out[2]), NULL, NULL, fnn_data(out), NULL, NULL};
     fnn_tensor xt;
@@ -674,10 +736,15 @@ int fnn_upsample_nearest(fnn_tensor *out, const fnn_tensor *x, int dims, const i
     float *unused;
     int rc;
     j.x = fnn_contiguous_data(x, &xt, &rc);
-    if (!rc) rc = run_resize(x->device, nearest_ints(&g), 0, j.slots, &block, &bytes, &ibuf, &unused);
-    if (rc) goto done;
-    nearest_fill(&g, &j.m, ibuf);
-    fnn_parallel_for(j.slots, j.slots, nearest_forward_slot, &j);
+    if (!rc && be) {   /* cuda/pool.cu */
+        rc = be->upsample_nearest(fnn_device_ordinal(x->device), j.y, j.x, g.planes, g.in, g.out);
+        if (rc) goto done;
+    } else {
+        if (!rc) rc = run_resize(x->device, nearest_ints(&g), 0, j.slots, &block, &bytes, &ibuf, &unused);
+        if (rc) goto done;
+        nearest_fill(&g, &j.m, ibuf);
+        fnn_parallel_for(j.slots, j.slots, nearest_forward_slot, &j);
+    }
     const fnn_tensor *ins[1] = {x};
     if (fnn_needs_node(1, ins)) {
         fnn_node *n = fnn_attach_node(out, &UPSAMPLE_NEAREST, 1, ins);
@@ -839,14 +906,20 @@ static int upsample_bilinear2d_backward(fnn_node *n, const fnn_tensor *dout, fnn
     resize_geom_of(&g, 2, n);
     bilinear_job j = {g.planes, g.in[1], g.in[2], g.out[1], g.out[2], {0}, {0}, 0, NULL, NULL, NULL, NULL, NULL};
     j.slots = slots_for(g.planes * g.in[1], g.planes * (3 * g.out[1] * g.out[2] + g.in[1] * g.in[2]));
+    const fnn_backend *be = device_backend(dout);
+    FNN_CHECK(!be || be->upsample_bilinear_grad, FNN_STATUS_DEVICE,
+              "upsample_bilinear2d: backward not implemented on this device");
     fnn_tensor dyt;
     void *block = NULL;
     int64_t bytes = 0;
     int rc;
     j.dy = fnn_contiguous_data(dout, &dyt, &rc);
     if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
-    if (!rc) rc = bilinear_scratch(&j, dout->device, n->iattr[0] != 0, &block, &bytes);
-    if (!rc) {
+    if (!rc && be)   /* cuda/pool.cu: the weights are computed in the kernel, no scratch */
+        rc = be->upsample_bilinear_grad(fnn_device_ordinal(dout->device), fnn_data(&din[0]), j.dy, g.planes, j.H, j.W,
+                                        j.Ho, j.Wo, (int)n->iattr[0]);
+    else if (!rc) rc = bilinear_scratch(&j, dout->device, n->iattr[0] != 0, &block, &bytes);
+    if (!rc && !be) {
         j.dx = fnn_data(&din[0]);
         fnn_parallel_for(j.slots, j.slots, bilinear_backward_slot, &j);
     }
@@ -854,13 +927,14 @@ static int upsample_bilinear2d_backward(fnn_node *n, const fnn_tensor *dout, fnn
     fnn_tensor_clear(&dyt);
     return rc;
 }
-static const fnn_op_def UPSAMPLE_BILINEAR2D = {{"upsample_bilinear2d", "pool", 1, 0}, upsample_bilinear2d_backward,
+static const fnn_op_def UPSAMPLE_BILINEAR2D = {{"upsample_bilinear2d", "pool", 1, 1}, upsample_bilinear2d_backward,
                                                FNN_EMBEDS_NONE};
 
 int fnn_upsample_bilinear2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, int64_t ow, int align_corners) {
     resize_geom g;
     int64_t size[2] = {oh, ow};
-    FNN_TRY(resize_setup("upsample_bilinear2d", &g, out, x, 2, size));
+    const fnn_backend *be = device_backend(x);
+    FNN_TRY(resize_setup("upsample_bilinear2d", &g, out, x, 2, size, be && be->upsample_bilinear));
     bilinear_job j = {g.planes, g.in[1], g.in[2], oh, ow, {0}, {0}, 0, NULL, NULL, fnn_data(out), NULL, NULL};
     j.slots = slots_for(g.planes * oh, g.planes * 3 * oh * ow);
     fnn_tensor xt;
@@ -868,9 +942,15 @@ int fnn_upsample_bilinear2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, in
     int64_t bytes = 0;
     int rc;
     j.x = fnn_contiguous_data(x, &xt, &rc);
-    if (!rc) rc = bilinear_scratch(&j, x->device, align_corners != 0, &block, &bytes);
-    if (rc) goto done;
-    fnn_parallel_for(j.slots, j.slots, bilinear_forward_slot, &j);
+    if (!rc && be) {   /* cuda/pool.cu */
+        rc = be->upsample_bilinear(fnn_device_ordinal(x->device), j.y, j.x, g.planes, g.in[1], g.in[2], oh, ow,
+                                   align_corners != 0);
+        if (rc) goto done;
+    } else {
+        if (!rc) rc = bilinear_scratch(&j, x->device, align_corners != 0, &block, &bytes);
+        if (rc) goto done;
+        fnn_parallel_for(j.slots, j.slots, bilinear_forward_slot, &j);
+    }
     const fnn_tensor *ins[1] = {x};
     if (fnn_needs_node(1, ins)) {
         fnn_node *n = fnn_attach_node(out, &UPSAMPLE_BILINEAR2D, 1, ins);
