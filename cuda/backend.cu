@@ -221,6 +221,13 @@ static const fnn_backend cuda_backend = {
     /* int_reduce */ fnn_cuda_int_reduce,
     /* (end of shape) */
     /* ---- cuda/rnn.cu: the recurrent cells and sequences; cuda/attention.cu: fused attention ---- */
+    /* lstm_cell */ fnn_cuda_lstm_cell,
+    /* lstm_cell_grad */ fnn_cuda_lstm_cell_grad,
+    /* rnn_step */ fnn_cuda_rnn_step,
+    /* rnn_step_grad */ fnn_cuda_rnn_step_grad,
+    /* seq_copy */ fnn_cuda_seq_copy,
+    /* attn_softmax */ fnn_cuda_attn_softmax,
+    /* attn_softmax_grad */ fnn_cuda_attn_softmax_grad,
     /* (end of seq) */
     /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
     /* (end of xfer) */

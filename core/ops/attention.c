@@ -17,6 +17,7 @@
 #include "../internal.h"
 #include "../fastmath.h"
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -338,8 +339,150 @@ static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
     if (t) fnn_free(FNN_DEVICE_CPU, t, sbytes);
 }
 
+/* ================= the device path (cuda/attention.cu): products by be->gemm, rows by the kernels ================= */
+
+/* c = alpha op(a) op(b) for every (batch, head): one strided-batched call over B H when every operand's
+ * batch stride is its head stride times H (or B or H is 1), else a call per batch entry over its H heads */
+static int attn_dgemm(const fnn_backend *be, int ord, int ta, int tb, int64_t B, int64_t H, int64_t m, int64_t n,
+                      int64_t k, float alpha, const attn_mat *a, const attn_mat *b, float *c, const int64_t cs[3]) {
+    const attn_mat *ops[2] = {a, b};
+    bool flat = B == 1 || H == 1;
+    if (!flat) {
+        flat = cs[0] == H * cs[1];
+        for (int i = 0; i < 2; i++) flat = flat && ops[i]->s[0] == H * ops[i]->s[1];
+    }
+    if (flat) {   /* entry e = b H + h at e times the head stride (or the batch stride when H is 1) */
+        const int64_t sa = H == 1 ? a->s[0] : a->s[1], sb = H == 1 ? b->s[0] : b->s[1], sc = H == 1 ? cs[0] : cs[1];
+        return be->gemm(ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p, (int)a->s[2], sa, b->p, (int)b->s[2], sb, 0.0f,
+                        c, (int)cs[2], sc, (int)(B * H));
+    }
+    for (int64_t i = 0; i < B; i++)
+        FNN_TRY(be->gemm(ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p + i * a->s[0], (int)a->s[2], a->s[1],
+                         b->p + i * b->s[0], (int)b->s[2], b->s[1], 0.0f, c + i * cs[0], (int)cs[2], cs[1], (int)H));
+    return FNN_STATUS_OK;
+}
+
+static const fnn_backend *attn_device_backend(int device) {
+    const fnn_backend *be = fnn_backend_for(device);
+    if (!be || !be->gemm || !be->attn_softmax || !be->attn_softmax_grad) {
+        FNN_FAIL(FNN_STATUS_DEVICE, "attention: not implemented on this device");
+        return NULL;
+    }
+    return be;
+}
+
+/* attention_backward on a device: the same products as attn_bwd_heads, dS by the row kernel */
+static int attention_backward_device(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    const fnn_tensor *q = &n->saved[0], *k = &n->saved[1], *v = &n->saved[2], *p = &n->saved[3];
+    const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
+    const int64_t Tk = k->shape[2], Dv = v->shape[3];
+    const int ord = fnn_device_ordinal(q->device);
+    const fnn_backend *be = attn_device_backend(q->device);
+    if (!be) return fnn_last_status();
+    fnn_tensor tmp[4], t[3], ds;
+    fnn_tensor_init(&ds);
+    for (int i = 0; i < 4; i++) fnn_tensor_init(&tmp[i]);
+    for (int i = 0; i < 3; i++) fnn_tensor_init(&t[i]);
+    attn_mat mq, mk, mv, mg;
+    const fnn_tensor *used;
+    int rc = attn_read(q, &tmp[0], &mq, &used);
+    if (!rc) rc = attn_read(k, &tmp[1], &mk, &used);
+    if (!rc) rc = attn_read(v, &tmp[2], &mv, &used);
+    if (!rc) rc = attn_read(g, &tmp[3], &mg, &used);
+    const int64_t T[3] = {Tq, Tk, Tk}, Cc[3] = {D, D, Dv};
+    for (int i = 0; i < 3 && !rc; i++) {
+        if (!n->next[i]) continue;
+        int64_t shape[4] = {B, T[i], H, Cc[i]};
+        rc = fnn_new_output(&t[i], q->device, 4, shape);
+    }
+    int64_t sshape[4] = {B, H, Tq, Tk};
+    if (!rc && (n->next[0] || n->next[1])) rc = fnn_new_output(&ds, q->device, 4, sshape);
+    const float scale = (float)n->attr[0];
+    const int causal = n->iattr[0] != 0;
+    const int64_t ps[3] = {H * Tq * Tk, Tq * Tk, Tk};
+    const attn_mat mp = {fnn_data(p), {ps[0], ps[1], ps[2]}};
+    if (!rc && n->next[2]) {   /* dv = P^T dO */
+        const int64_t cs[3] = {Tk * H * Dv, Dv, H * Dv};
+        rc = attn_dgemm(be, ord, 1, 0, B, H, Tk, Dv, Tq, 1.0f, &mp, &mg, fnn_data(&t[2]), cs);
+    }
+    if (!rc && (n->next[0] || n->next[1])) {
+        float *dsp = fnn_data(&ds);
+        const attn_mat mds = {dsp, {ps[0], ps[1], ps[2]}};
+        rc = attn_dgemm(be, ord, 0, 1, B, H, Tq, Tk, Dv, 1.0f, &mg, &mv, dsp, ps);   /* dP = dO v^T */
+        if (!rc) rc = be->attn_softmax_grad(ord, dsp, mp.p, B * H * Tq, Tq, Tk, causal);
+        if (!rc && n->next[0]) {   /* dq = scale dS k */
+            const int64_t cs[3] = {Tq * H * D, D, H * D};
+            rc = attn_dgemm(be, ord, 0, 0, B, H, Tq, D, Tk, scale, &mds, &mk, fnn_data(&t[0]), cs);
+        }
+        if (!rc && n->next[1]) {   /* dk = scale dS^T q */
+            const int64_t cs[3] = {Tk * H * D, D, H * D};
+            rc = attn_dgemm(be, ord, 1, 0, B, H, Tk, D, Tq, scale, &mds, &mq, fnn_data(&t[1]), cs);
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        if (t[i].ndim >= 0 && !rc) rc = attn_view_bhtc(&din[i], &t[i], B, H, T[i], Cc[i]);
+    for (int i = 0; i < 3; i++) fnn_tensor_clear(&t[i]);
+    for (int i = 0; i < 4; i++) fnn_tensor_clear(&tmp[i]);
+    fnn_tensor_clear(&ds);
+    if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
+    return rc;
+}
+
+/* fnn_attention on a device (its checks done): S = scale q k^T, the masked softmax in place, o = P v */
+static int attention_device(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, const fnn_tensor *v,
+                            const fnn_tensor *m, int causal, double scale, const fnn_op_def *def) {
+    const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
+    const int64_t Tk = k->shape[2], Dv = v->shape[3];
+    const int ord = fnn_device_ordinal(q->device);
+    const fnn_backend *be = attn_device_backend(q->device);
+    if (!be) return fnn_last_status();
+    FNN_CHECK(B * H < INT_MAX && Tq < INT_MAX && Tk < INT_MAX && D < INT_MAX && Dv < INT_MAX, FNN_STATUS_SHAPE,
+              "attention: q %s and k %s are too large for one GEMM", fnn_shape_of(q).s, fnn_shape_of(k).s);
+    const fnn_tensor *ins[3] = {q, k, v};
+    const bool grad = fnn_needs_node(3, ins);
+    fnn_tensor qt, kt, vt, o, p;
+    fnn_tensor_init(&o);
+    fnn_tensor_init(&p);
+    attn_mat mq, mk, mv;
+    const fnn_tensor *qu = NULL, *ku = NULL, *vu = NULL;
+    int rc = attn_read(q, &qt, &mq, &qu);
+    if (!rc) rc = attn_read(k, &kt, &mk, &ku);
+    if (!rc) rc = attn_read(v, &vt, &mv, &vu);
+    int64_t oshape[4] = {B, Tq, H, Dv}, pshape[4] = {B, H, Tq, Tk};
+    if (!rc) rc = fnn_new_output(&o, q->device, 4, oshape);
+    if (!rc) rc = fnn_new_output(&p, q->device, 4, pshape);
+    if (!rc) {
+        const int64_t ps[3] = {H * Tq * Tk, Tq * Tk, Tk}, os[3] = {Tq * H * Dv, Dv, H * Dv};
+        const attn_mat mp = {fnn_data(&p), {ps[0], ps[1], ps[2]}};
+        rc = attn_dgemm(be, ord, 0, 1, B, H, Tq, Tk, D, (float)scale, &mq, &mk, fnn_data(&p), ps);
+        if (!rc)
+            rc = be->attn_softmax(ord, fnn_data(&p), B * H * Tq, Tq, Tk, H, causal != 0, m ? fnn_bytes(m) : NULL,
+                                  m && fnn_is_int64(m), m ? m->stride[0] : 0, m ? m->stride[1] : 0);
+        if (!rc) rc = attn_dgemm(be, ord, 0, 0, B, H, Tq, Dv, Tk, 1.0f, &mp, &mv, fnn_data(&o), os);
+        if (!rc) rc = attn_view_bhtc(out, &o, B, H, Tq, Dv);
+    }
+    if (!rc && grad) {
+        fnn_node *n = fnn_attach_node(out, def, 3, ins);
+        if (!n) rc = fnn_last_status();
+        else {
+            n->attr[0] = scale;
+            n->iattr[0] = causal != 0;
+            if (fnn_save(n, 0, qu) || fnn_save(n, 1, ku) || fnn_save(n, 2, vu) || fnn_save(n, 3, &p))
+                rc = fnn_last_status();
+        }
+    }
+    fnn_tensor_clear(&qt);
+    fnn_tensor_clear(&kt);
+    fnn_tensor_clear(&vt);
+    fnn_tensor_clear(&o);
+    fnn_tensor_clear(&p);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
 /* saved: q, k, v as read (views or contiguous copies), P [B,H,Tq,Tk]; attr[0] scale */
 static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    if (fnn_device_type_of(n->saved[0].device) != FNN_DEVICE_CPU) return attention_backward_device(n, g, din);
     const fnn_tensor *q = &n->saved[0], *k = &n->saved[1], *v = &n->saved[2], *p = &n->saved[3];
     const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
     const int64_t Tk = k->shape[2], Dv = v->shape[3];
@@ -380,7 +523,7 @@ static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
     if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
     return rc;
 }
-static const fnn_op_def ATTENTION = {{"attention", "attention", 1, 0}, attention_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def ATTENTION = {{"attention", "attention", 1, 1}, attention_backward, FNN_EMBEDS_NONE};
 
 /* the padding mask as bytes [B, Tk] (1 = padding) in buf */
 static int attn_pad_bytes(const fnn_tensor *m, unsigned char *buf, int64_t B, int64_t Tk) {
@@ -416,8 +559,8 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
                   fnn_shape_of(m).s, fnn_shape_of(k).s, (long long)B, (long long)Tk);
     }
     FNN_CHECK(isfinite(scale), FNN_STATUS_ARG, "attention: scale %g is not finite (q %s)", scale, fnn_shape_of(q).s);
-    FNN_CHECK(fnn_device_type_of(q->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "attention: not implemented on cuda yet");
+    if (fnn_device_type_of(q->device) != FNN_DEVICE_CPU)   /* cuda/attention.cu */
+        return attention_device(out, q, k, v, m, causal, scale, &ATTENTION);
 
     const fnn_tensor *ins[3] = {q, k, v};
     const bool grad = fnn_needs_node(3, ins);
@@ -489,12 +632,20 @@ static void cache_write(fnn_tensor *buf, const fnn_tensor *x, int64_t pos) {
             }
 }
 
+/* cache_write on a device: rows pos.. of buf [B,H,cap,C] from x's strides */
+static int cache_write_device(const fnn_backend *be, fnn_tensor *buf, const fnn_tensor *x, int64_t pos) {
+    const int64_t H = x->shape[1], C = x->shape[3], cap = buf->shape[2];
+    const int64_t ds[4] = {H * cap * C, cap * C, C, 1};
+    return be->seq_copy(fnn_device_ordinal(buf->device), fnn_data(buf) + pos * C, ds, fnn_data(x), x->stride, x->shape);
+}
+
 static int cache_check(const char *what, const fnn_tensor *buf, const fnn_tensor *x, int64_t pos) {
     FNN_TRY(fnn_check_input("attention_cache_append", buf));
     FNN_TRY(fnn_check_input("attention_cache_append", x));
     FNN_TRY(fnn_check_same_device("attention_cache_append", buf, x));
-    FNN_CHECK(fnn_device_type_of(buf->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "attention_cache_append: not implemented on cuda yet");
+    const fnn_backend *be = fnn_device_type_of(buf->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(buf->device);
+    FNN_CHECK(fnn_device_type_of(buf->device) == FNN_DEVICE_CPU || (be && be->seq_copy), FNN_STATUS_DEVICE,
+              "attention_cache_append: not implemented on this device");
     FNN_CHECK(buf->ndim == 4 && fnn_tensor_is_contiguous(buf) && buf->node == NULL, FNN_STATUS_ARG,
               "attention_cache_append: %s buffer %s must be a contiguous 4-d tensor without a graph", what,
               fnn_shape_of(buf).s);
@@ -516,6 +667,11 @@ int fnn_attention_cache_append(fnn_tensor *k_cache, fnn_tensor *v_cache, const f
     FNN_CHECK(k->shape[2] == v->shape[2], FNN_STATUS_SHAPE,
               "attention_cache_append: keys %s and values %s have different lengths", fnn_shape_of(k).s,
               fnn_shape_of(v).s);
+    if (fnn_device_type_of(k_cache->device) != FNN_DEVICE_CPU) {   /* a strided copy per buffer (cuda/rnn.cu) */
+        const fnn_backend *be = fnn_backend_for(k_cache->device);
+        FNN_TRY(cache_write_device(be, k_cache, k, pos));
+        return cache_write_device(be, v_cache, v, pos);
+    }
     cache_write(k_cache, k, pos);
     cache_write(v_cache, v, pos);
     return FNN_STATUS_OK;

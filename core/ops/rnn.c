@@ -108,7 +108,12 @@ static int lstm_cell_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
     /* both gradients come out of one pass; the one no input needs is dropped after */
     if (!rc) rc = fnn_new_output(&din[0], c->device, 2, zshape);
     if (!rc) rc = fnn_new_output(&din[1], c->device, 2, c->shape);
-    if (!rc) {
+    const fnn_backend *be = fnn_device_type_of(c->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(c->device);
+    if (!rc && be) {   /* cuda/rnn.cu */
+        rc = be->lstm_cell_grad ? be->lstm_cell_grad(fnn_device_ordinal(c->device), fnn_data(&din[0]), fnn_data(&din[1]),
+                                                     gp, fnn_data(acts), cp, N, H)
+                                : FNN_FAIL(FNN_STATUS_DEVICE, "lstm_cell: backward not implemented on this device");
+    } else if (!rc) {
         lstm_bwd_args a = {gp, fnn_data(acts), cp, fnn_data(&din[0]), fnn_data(&din[1]), H};
         fnn_parallel_for(N, fnn_threads_for(N * H * 8), lstm_bwd_rows, &a);
     }
@@ -118,7 +123,7 @@ static int lstm_cell_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
     if (rc || !n->next[1]) fnn_tensor_clear(&din[1]);
     return rc;
 }
-static const fnn_op_def LSTM_CELL = {{"lstm_cell", "rnn", 1, 0}, lstm_cell_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def LSTM_CELL = {{"lstm_cell", "rnn", 1, 1}, lstm_cell_backward, FNN_EMBEDS_NONE};
 
 int fnn_lstm_cell(fnn_tensor *out, const fnn_tensor *z, const fnn_tensor *c) {
     FNN_TRY(fnn_check_input("lstm_cell", z));
@@ -128,8 +133,9 @@ int fnn_lstm_cell(fnn_tensor *out, const fnn_tensor *z, const fnn_tensor *c) {
               FNN_STATUS_SHAPE,
               "lstm_cell: gates %s and cell %s do not agree (expected gates [N,4H] and cell [N,H])",
               fnn_shape_of(z).s, fnn_shape_of(c).s);
-    FNN_CHECK(fnn_device_type_of(z->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "lstm_cell: not implemented on cuda yet");
+    const fnn_backend *be = fnn_device_type_of(z->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(z->device);
+    FNN_CHECK(fnn_device_type_of(z->device) == FNN_DEVICE_CPU || (be && be->lstm_cell), FNN_STATUS_DEVICE,
+              "lstm_cell: not implemented on this device");
     int64_t N = c->shape[0], H = c->shape[1];
     int64_t oshape[2] = {N, 2 * H}, ashape[2] = {N, 5 * H};
     const fnn_tensor *ins[2] = {z, c};
@@ -142,7 +148,9 @@ int fnn_lstm_cell(fnn_tensor *out, const fnn_tensor *z, const fnn_tensor *c) {
     if (!rc) rc = rc2;
     if (!rc && grad) rc = fnn_new_output(&acts, z->device, 2, ashape);
     if (!rc) rc = fnn_new_output(out, z->device, 2, oshape);
-    if (!rc) {
+    if (!rc && be) {   /* cuda/rnn.cu */
+        rc = be->lstm_cell(fnn_device_ordinal(z->device), fnn_data(out), grad ? fnn_data(&acts) : NULL, zp, cp, N, H);
+    } else if (!rc) {
         lstm_fwd_args a = {zp, cp, fnn_data(out), grad ? fnn_data(&acts) : NULL, H};
         fnn_parallel_for(N, fnn_threads_for(N * H * LSTM_WORK_PER_ELEM), lstm_fwd_rows, &a);
     }
@@ -320,8 +328,124 @@ static void rnn_colsum(const float *m, int64_t rows, int64_t cols, float *out) {
     }
 }
 
+/* ---- the device path (cuda/rnn.cu): the same steps as below, as launches only (no host reads) ---- */
+/* the backend entries the sequence layers use on a device; NULL + error when one is missing */
+static const fnn_backend *rnn_device_backend(const char *op, int device) {
+    const fnn_backend *be = fnn_backend_for(device);
+    if (!be || !be->gemm || !be->fill || !be->reduce || !be->binary || !be->rnn_step ||
+        !be->rnn_step_grad || !be->seq_copy) {
+        FNN_FAIL(FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
+        return NULL;
+    }
+    return be;
+}
+/* row-major C[m, n] = op(A) op(B) + beta C on the device (k = 0 gives beta C) */
+static int rnn_dgemm(const fnn_backend *be, int ord, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    return be->gemm(ord, ta, tb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, 0, b, (int)ldb, 0, beta, c, (int)ldc, 0, 1);
+}
+/* dst [rows, cols] (row stride dld) = src [rows, cols] (row stride sld), on the device */
+static int rnn_drows(const fnn_backend *be, int ord, float *dst, int64_t dld, const float *src, int64_t sld,
+                     int64_t rows, int64_t cols) {
+    const int64_t shape[4] = {rows, cols, 1, 1}, ds[4] = {dld, 1, 0, 0}, ss[4] = {sld, 1, 0, 0};
+    return be->seq_copy(ord, dst, ds, src, ss, shape);
+}
+
+static int rnn_seq_backward_device(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
+    const int kind = (int)nd->iattr[0];
+    const int64_t N = nd->iattr[1], T = nd->iattr[2], I = nd->iattr[3], H = nd->iattr[4];
+    const bool reverse = nd->iattr[5] != 0;
+    const int64_t G = RNN_GATES[kind], GH = G * H, P = T * N, rows_out = kind == RNN_LSTM ? T + 1 : T;
+    const int dev = nd->saved[0].device, ord = fnn_device_ordinal(dev);
+    const fnn_backend *be = rnn_device_backend(RNN_OP[kind], dev);
+    if (!be) return fnn_last_status();
+    const rnn_layout L = rnn_layout_of(kind, N, T, I, H);
+    const float *ws = fnn_data(&nd->saved[0]);
+    const float *xs = ws + L.xs, *hs = ws + L.hs, *cs = ws + L.cs, *acts = ws + L.acts;
+    fnn_tensor gt, wit, wht, dzt, dhzt, carry, tmp;
+    fnn_tensor_init(&dzt); fnn_tensor_init(&dhzt); fnn_tensor_init(&carry); fnn_tensor_init(&tmp);
+    int rc, rc2, rc3;
+    const float *gp = fnn_contiguous_data(g, &gt, &rc);
+    const float *w_ih = fnn_contiguous_data(&nd->saved[1], &wit, &rc2);
+    if (!rc) rc = rc2;
+    const float *w_hh = fnn_contiguous_data(&nd->saved[2], &wht, &rc3);
+    if (!rc) rc = rc3;
+    int64_t zshape[2] = {P, GH}, cshape[2] = {3, N * H};
+    if (!rc) rc = fnn_new_output(&dzt, dev, 2, zshape);
+    if (!rc && kind == RNN_GRU) rc = fnn_new_output(&dhzt, dev, 2, zshape);
+    if (!rc) rc = fnn_new_output(&carry, dev, 2, cshape);   /* dh, dc (lstm) or dh_direct (gru), scratch */
+    if (rc) goto done;
+    float *dZ = fnn_data(&dzt), *dHZ = kind == RNN_GRU ? fnn_data(&dhzt) : dZ;
+    float *dh = fnn_data(&carry), *dc = dh + N * H, *dhd = dc + N * H;
+    if ((rc = be->fill(ord, dh, N * H, 0.0f))) goto done;
+    if (kind == RNN_LSTM && (rc = rnn_drows(be, ord, dc, H, gp + T * H, rows_out * H, N, H))) goto done;
+    const bool want_h0 = nd->next[IN_H0] != NULL;
+    const int64_t act_w = kind == RNN_LSTM ? 5 * H : kind == RNN_GRU ? 4 * H : 0;
+    for (int64_t s = T - 1; s >= 0; s--) {
+        bool lstm = kind == RNN_LSTM;
+        rc = be->rnn_step_grad(ord, kind, N, H, gp + s * H, rows_out * H, dh, act_w ? acts + s * N * act_w : NULL,
+                               lstm ? cs + s * N * H : NULL, hs + (s + 1) * N * H, hs + s * N * H, dZ + s * N * GH,
+                               dHZ + s * N * GH, dc, dhd);
+        if (rc) goto done;
+        if (s == 0 && !want_h0) break;
+        /* dh_prev = dz W_hh (+ z dh for gru) */
+        if (kind == RNN_GRU) {
+            if ((rc = rnn_drows(be, ord, dh, H, dhd, H, N, H))) goto done;
+            rc = rnn_dgemm(be, ord, false, false, N, H, GH, dHZ + s * N * GH, GH, w_hh, H, 1.0f, dh, H);
+        } else {
+            rc = rnn_dgemm(be, ord, false, false, N, H, GH, dZ + s * N * GH, GH, w_hh, H, 0.0f, dh, H);
+        }
+        if (rc) goto done;
+    }
+    int64_t hshape[2] = {N, H};
+    if (want_h0) {
+        if ((rc = fnn_new_output(&din[IN_H0], dev, 2, hshape))) goto done;
+        if ((rc = rnn_drows(be, ord, fnn_data(&din[IN_H0]), H, dh, H, N, H))) goto done;
+    }
+    if (nd->next[IN_C0]) {
+        if ((rc = fnn_new_output(&din[IN_C0], dev, 2, hshape))) goto done;
+        if ((rc = rnn_drows(be, ord, fnn_data(&din[IN_C0]), H, dc, H, N, H))) goto done;
+    }
+    if (nd->next[IN_WIH]) {   /* dW_ih = dZ^T xs: one GEMM over all steps */
+        int64_t wshape[2] = {GH, I};
+        if ((rc = fnn_new_output(&din[IN_WIH], dev, 2, wshape))) goto done;
+        if ((rc = rnn_dgemm(be, ord, true, false, GH, I, P, dZ, GH, xs, I, 0.0f, fnn_data(&din[IN_WIH]), I))) goto done;
+    }
+    if (nd->next[IN_WHH]) {   /* dW_hh = dZh^T hs[0..T-1] */
+        int64_t wshape[2] = {GH, H};
+        if ((rc = fnn_new_output(&din[IN_WHH], dev, 2, wshape))) goto done;
+        if ((rc = rnn_dgemm(be, ord, true, false, GH, H, P, dHZ, GH, hs, H, 0.0f, fnn_data(&din[IN_WHH]), H))) goto done;
+    }
+    for (int k = IN_BIH; k <= IN_BHH; k++) {
+        if (!nd->next[k]) continue;
+        int64_t bshape[1] = {GH};
+        if ((rc = fnn_new_output(&din[k], dev, 1, bshape))) goto done;
+        if (k == IN_BHH && dHZ == dZ && nd->next[IN_BIH])   /* both biases add to z: one sum serves */
+            rc = rnn_drows(be, ord, fnn_data(&din[k]), GH, fnn_data(&din[IN_BIH]), GH, 1, GH);
+        else   /* column sums: the reduction's SUM over [1, P, GH] */
+            rc = be->reduce(ord, FNN_RED_SUM, fnn_data(&din[k]), NULL, k == IN_BIH ? dZ : dHZ, 1, P, GH, 1.0, 0);
+        if (rc) goto done;
+    }
+    if (nd->next[IN_X]) {   /* dx = dZ W_ih, back from processing order to [N, T, I] */
+        int64_t tshape[2] = {P, I}, xshape[3] = {N, T, I};
+        if ((rc = fnn_new_output(&tmp, dev, 2, tshape))) goto done;
+        if ((rc = fnn_new_output(&din[IN_X], dev, 3, xshape))) goto done;
+        float *dxs = fnn_data(&tmp);
+        if ((rc = rnn_dgemm(be, ord, false, false, P, I, GH, dZ, GH, w_ih, I, 0.0f, dxs, I))) goto done;
+        const int64_t shape[4] = {N, T, I, 1}, dst[4] = {T * I, I, 1, 0};
+        const int64_t src[4] = {I, reverse ? -N * I : N * I, 1, 0};
+        rc = be->seq_copy(ord, fnn_data(&din[IN_X]), dst, dxs + (reverse ? (T - 1) * N * I : 0), src, shape);
+    }
+done:
+    fnn_tensor_clear(&gt); fnn_tensor_clear(&wit); fnn_tensor_clear(&wht);
+    fnn_tensor_clear(&dzt); fnn_tensor_clear(&dhzt); fnn_tensor_clear(&carry); fnn_tensor_clear(&tmp);
+    if (rc) for (int k = 0; k < IN_COUNT; k++) fnn_tensor_clear(&din[k]);
+    return rc;
+}
+
 /* saved[0] = workspace, saved[1] = w_ih, saved[2] = w_hh; iattr: kind, N, T, I, H, reverse */
 static int rnn_seq_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
+    if (fnn_device_type_of(nd->saved[0].device) != FNN_DEVICE_CPU) return rnn_seq_backward_device(nd, g, din);
     const int kind = (int)nd->iattr[0];
     const int64_t N = nd->iattr[1], T = nd->iattr[2], I = nd->iattr[3], H = nd->iattr[4];
     const bool reverse = nd->iattr[5] != 0;
@@ -413,10 +537,93 @@ done:
     if (rc) for (int k = 0; k < IN_COUNT; k++) fnn_tensor_clear(&din[k]);
     return rc;
 }
-static const fnn_op_def RNN_TANH_SEQ = {{"rnn_tanh", "rnn", 1, 0}, rnn_seq_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def LSTM_SEQ = {{"lstm", "rnn", 1, 0}, rnn_seq_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def GRU_SEQ = {{"gru", "rnn", 1, 0}, rnn_seq_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def RNN_TANH_SEQ = {{"rnn_tanh", "rnn", 1, 1}, rnn_seq_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def LSTM_SEQ = {{"lstm", "rnn", 1, 1}, rnn_seq_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def GRU_SEQ = {{"gru", "rnn", 1, 1}, rnn_seq_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def *const RNN_DEF[3] = {&RNN_TANH_SEQ, &LSTM_SEQ, &GRU_SEQ};
+
+/* the forward on a device (rnn_seq's checks done): rnn_seq's steps as launches, the same workspace */
+static int rnn_seq_device(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *c0,
+                          const fnn_tensor *w_ih, const fnn_tensor *w_hh, const fnn_tensor *b_ih,
+                          const fnn_tensor *b_hh, int reverse, int64_t N, int64_t T, int64_t I, int64_t H) {
+    const int dev = x->device, ord = fnn_device_ordinal(dev);
+    const fnn_backend *be = rnn_device_backend(RNN_OP[kind], dev);
+    if (!be) return fnn_last_status();
+    const int64_t GH = RNN_GATES[kind] * H, P = T * N, rows_out = kind == RNN_LSTM ? T + 1 : T;
+    const rnn_layout L = rnn_layout_of(kind, N, T, I, H);
+    const fnn_tensor *ins[IN_COUNT] = {x, h0, c0, w_ih, w_hh, b_ih, b_hh};
+    const bool grad = fnn_needs_node(IN_COUNT, ins);
+    fnn_tensor wst, zt, hzt, wit, wht, bit, bht, h0t, c0t;
+    fnn_tensor_init(&wst); fnn_tensor_init(&zt); fnn_tensor_init(&hzt);
+    fnn_tensor_init(&wit); fnn_tensor_init(&wht); fnn_tensor_init(&bit); fnn_tensor_init(&bht);
+    fnn_tensor_init(&h0t); fnn_tensor_init(&c0t);
+    int64_t wsshape[1] = {L.total}, zshape[2] = {P, GH}, hzshape[2] = {N, GH}, oshape[3] = {N, rows_out, H};
+    int rc = fnn_new_output(&wst, dev, 1, wsshape);
+    if (!rc) rc = fnn_new_output(&zt, dev, 2, zshape);
+    if (!rc && kind == RNN_GRU) rc = fnn_new_output(&hzt, dev, 2, hzshape);
+    if (!rc) rc = fnn_new_output(out, dev, 3, oshape);
+    const float *wi = NULL, *wh = NULL, *bi = NULL, *bh = NULL, *h0p = NULL, *c0p = NULL;
+    if (!rc) wi = fnn_contiguous_data(w_ih, &wit, &rc);
+    if (!rc) wh = fnn_contiguous_data(w_hh, &wht, &rc);
+    if (!rc && b_ih) bi = fnn_contiguous_data(b_ih, &bit, &rc);
+    if (!rc && b_hh) bh = fnn_contiguous_data(b_hh, &bht, &rc);
+    if (!rc && h0) h0p = fnn_contiguous_data(h0, &h0t, &rc);
+    if (!rc && c0) c0p = fnn_contiguous_data(c0, &c0t, &rc);
+    if (rc) goto done;
+    {
+        float *ws = fnn_data(&wst), *xs = ws + L.xs, *hs = ws + L.hs, *cs = ws + L.cs, *acts = ws + L.acts;
+        float *z = fnn_data(&zt), *hz = kind == RNN_GRU ? fnn_data(&hzt) : NULL, *o = fnn_data(out);
+        /* x in processing order, time-major, straight from x's strides: xs[s N + n] = x[n, t(s)] */
+        const int64_t xshape[4] = {T, N, I, 1}, xd[4] = {N * I, I, 1, 0};
+        const int64_t xsrc[4] = {reverse ? -x->stride[1] : x->stride[1], x->stride[0], x->stride[2], 0};
+        if ((rc = be->seq_copy(ord, xs, xd, fnn_data(x) + (reverse ? (T - 1) * x->stride[1] : 0), xsrc, xshape)))
+            goto done;
+        /* z = the biases the cell does not add itself, broadcast over the rows, + the input projection
+         * of every step at once */
+        const float *b2 = kind == RNN_GRU ? NULL : bh;
+        const int64_t bstride[2] = {0, 1}, zsh[2] = {P, GH};
+        if (bi && b2) rc = be->binary(ord, FNN_BIN_ADD, z, bi, bstride, b2, bstride, 2, zsh);
+        else if (bi || b2) rc = rnn_drows(be, ord, z, GH, bi ? bi : b2, 0, P, GH);
+        if (!rc) rc = rnn_dgemm(be, ord, false, true, P, GH, I, xs, I, wi, I, bi || b2 ? 1.0f : 0.0f, z, GH);
+        if (!rc) rc = h0p ? rnn_drows(be, ord, hs, H, h0p, H, N, H) : be->fill(ord, hs, N * H, 0.0f);
+        if (!rc && kind == RNN_LSTM) rc = c0p ? rnn_drows(be, ord, cs, H, c0p, H, N, H) : be->fill(ord, cs, N * H, 0.0f);
+        if (rc) goto done;
+        const int64_t act_w = kind == RNN_LSTM ? 5 * H : kind == RNN_GRU ? 4 * H : 0;
+        for (int64_t s = 0; s < T && !rc; s++) {
+            float *zs = z + s * N * GH;
+            const float *hprev = hs + s * N * H;
+            bool zero_h = s == 0 && !h0p;   /* h W_hh^T is zero: no GEMM */
+            if (kind == RNN_GRU) {
+                if (zero_h) rc = be->fill(ord, hz, N * GH, 0.0f);
+                else rc = rnn_dgemm(be, ord, false, true, N, GH, H, hprev, H, wh, H, 0.0f, hz, GH);
+            } else if (!zero_h) {
+                rc = rnn_dgemm(be, ord, false, true, N, GH, H, hprev, H, wh, H, 1.0f, zs, GH);
+            }
+            bool lstm = kind == RNN_LSTM;
+            if (!rc)
+                rc = be->rnn_step(ord, kind, N, H, zs, hz, bh, hprev, lstm ? cs + s * N * H : NULL,
+                                  hs + (s + 1) * N * H, lstm ? cs + (s + 1) * N * H : NULL,
+                                  act_w && (grad || !lstm) ? acts + s * N * act_w : NULL, o + s * H, rows_out * H);
+        }
+        if (!rc && kind == RNN_LSTM) rc = rnn_drows(be, ord, o + T * H, rows_out * H, cs + T * N * H, H, N, H);
+        if (rc) goto done;
+    }
+    if (grad) {
+        fnn_node *nd = fnn_attach_node(out, RNN_DEF[kind], IN_COUNT, ins);
+        if (!nd || fnn_save(nd, 0, &wst) || fnn_save(nd, 1, w_ih) || fnn_save(nd, 2, w_hh)) {
+            rc = fnn_last_status();
+        } else {
+            int64_t at[6] = {kind, N, T, I, H, reverse != 0};
+            memcpy(nd->iattr, at, sizeof at);
+        }
+    }
+done:
+    fnn_tensor_clear(&wst); fnn_tensor_clear(&zt); fnn_tensor_clear(&hzt);
+    fnn_tensor_clear(&wit); fnn_tensor_clear(&wht); fnn_tensor_clear(&bit); fnn_tensor_clear(&bht);
+    fnn_tensor_clear(&h0t); fnn_tensor_clear(&c0t);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
 
 /* a state h0/c0 must be [N, H] */
 static int rnn_check_state(const char *op, const char *what, const fnn_tensor *s, const fnn_tensor *x, int64_t N,
@@ -439,7 +646,6 @@ static int rnn_seq(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_ten
     FNN_TRY(fnn_check_input(op, w_hh));
     FNN_TRY(fnn_check_same_device(op, x, w_ih));
     FNN_TRY(fnn_check_same_device(op, x, w_hh));
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE, "%s: not implemented on cuda yet", op);
     const int64_t G = RNN_GATES[kind];
     FNN_CHECK(w_hh->ndim == 2 && w_hh->shape[1] >= 1 && w_hh->shape[0] == G * w_hh->shape[1], FNN_STATUS_SHAPE,
               "%s: weight_hh %s is not [%lldH,H]", op, fnn_shape_of(w_hh).s, (long long)G);
@@ -466,6 +672,8 @@ static int rnn_seq(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_ten
     FNN_TRY(rnn_check_state(op, "c0", c0, x, N, H));
     FNN_CHECK(T * N < INT_MAX && GH < INT_MAX && I < INT_MAX && (T + 1) * H < INT_MAX, FNN_STATUS_SHAPE,
               "%s: input %s with hidden size %lld is too large for one GEMM", op, fnn_shape_of(x).s, (long long)H);
+    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU)   /* cuda/rnn.cu */
+        return rnn_seq_device(kind, out, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse, N, T, I, H);
 
     const int dev = x->device;
     const int64_t P = T * N, rows_out = kind == RNN_LSTM ? T + 1 : T;

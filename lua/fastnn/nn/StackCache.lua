@@ -37,20 +37,24 @@ function StackCache:len() return self.n end
 function StackCache:capacity() return self.cap end
 function StackCache:reset() self.n = 0; return self end
 
--- buffers for a step of t positions at batch N (the caller's caller sees the error: level 3)
-function StackCache:_reserve(N, t)
+-- buffers for a step of t positions at batch N on device (nil: the CPU), where the step's keys
+-- are (the caller's caller sees the error: level 3)
+function StackCache:_reserve(N, t, device)
    if self.batch ~= nil and self.batch ~= N then
       error(('nn.StackCache: a step of batch %d on a cache of batch %d (make a new cache per batch)'):format(
             N, self.batch), 3)
    end
    local need = self.n + t
-   if self.batch ~= nil and need <= self.cap then return end
+   local moved = device ~= nil and self.kv[1] ~= nil and self.kv[1].k:device() ~= device
+   if self.batch ~= nil and need <= self.cap and not moved then return end
    local cap = self.cap
    while cap < need do cap = cap * 2 end
    for l = 1, self.layers do
       local k = fnn_tensor.zeros(N, self.heads, cap, self.head_dim)
       local v = fnn_tensor.zeros(N, self.heads, cap, self.head_dim)
+      if device ~= nil and k:device() ~= device then k, v = k:to(device), v:to(device) end
       local old = self.kv[l]
+      if old and old.k:device() ~= k:device() then old = {k = old.k:to(k:device()), v = old.v:to(k:device())} end
       if old and self.n > 0 then
          if C.fnn_attention_cache_append(k, v, old.k:narrow(3, 1, self.n), old.v:narrow(3, 1, self.n), 0) ~= 0 then
             fnn_tensor.fail()

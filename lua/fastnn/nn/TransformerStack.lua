@@ -84,7 +84,7 @@ function Stack:forward_cached(x, cache)
             cache.heads, cache.head_dim), 2)
    end
    local t = tonumber(x.shape_[1])
-   cache:_reserve(tonumber(x.shape_[0]), t)
+   cache:_reserve(tonumber(x.shape_[0]), t, x:device())
    local pos = cache.n + 1
    for i = 1, self.num_layers do x = self.layers[i]:forward_cached(x, cache.kv[i], pos) end
    cache.n = cache.n + t

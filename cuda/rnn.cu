@@ -1,0 +1,232 @@
+/* rnn.cu: the pointwise halves of core/ops/rnn.c on the GPU, forward beside backward: the fused
+ * lstm_cell, one time step of the sequence layers (rnn_tanh, lstm, gru) and its backward, and a
+ * 4-d strided copy (any strides, negative too) that puts a sequence in processing order and back,
+ * moves states and writes the KV cache (cuda/attention.cu's users). The GEMMs of the sequence
+ * layers are be->gemm calls from the core's host loop over time; every kernel here is elementwise
+ * over the batch rows and hidden units (a thread per (row, unit), grid-stride, coalesced along
+ * the unit), reading the gates as the CPU lays them out. Activations: sigmoid as the CPU's
+ * (exp of -|x|, so no overflow) through __expf, tanh through tanhf.
+ *
+ * defines: fnn_cuda_lstm_cell, fnn_cuda_lstm_cell_grad, fnn_cuda_rnn_step, fnn_cuda_rnn_step_grad,
+ *          fnn_cuda_seq_copy */
+#include "common.cuh"
+
+enum { SEQ_TANH = 0, SEQ_LSTM = 1, SEQ_GRU = 2 };   /* rnn.c's RNN_* kinds */
+
+__device__ __forceinline__ float seq_sigmoid(float x) {
+    const float e = __expf(-fabsf(x));
+    return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+}
+
+/* one LSTM unit: z row (i, f, g, o blocks of H), previous cell c -> h, c'; acts (5 blocks) if not NULL */
+template <typename I>
+__device__ __forceinline__ void lstm_unit(const float *z, float c, I j, I H, float *h, float *cn, float *acts) {
+    const float i = seq_sigmoid(z[j]), f = seq_sigmoid(z[H + j]), g = tanhf(z[2 * H + j]), o = seq_sigmoid(z[3 * H + j]);
+    const float cc = f * c + i * g, tc = tanhf(cc);
+    *h = o * tc;
+    *cn = cc;
+    if (acts) { acts[j] = i; acts[H + j] = f; acts[2 * H + j] = g; acts[3 * H + j] = o; acts[4 * H + j] = tc; }
+}
+
+/* its backward: d_h the gradient at h, *dc in: at c', out: at the previous c; dz the 4 gate blocks */
+template <typename I>
+__device__ __forceinline__ void lstm_unit_grad(const float *acts, float c, float d_h, float *dc, I j, I H, float *dz) {
+    const float i = acts[j], f = acts[H + j], g = acts[2 * H + j], o = acts[3 * H + j], tc = acts[4 * H + j];
+    const float dcc = *dc + d_h * o * (1.0f - tc * tc);
+    dz[j] = dcc * g * i * (1.0f - i);
+    dz[H + j] = dcc * c * f * (1.0f - f);
+    dz[2 * H + j] = dcc * i * (1.0f - g * g);
+    dz[3 * H + j] = d_h * tc * o * (1.0f - o);
+    *dc = dcc * f;
+}
+
+/* lstm_cell: z [N, 4H], c [N, H] -> out [N, 2H] = (h, c'), acts [N, 5H] or NULL */
+template <typename I>
+__global__ void lstm_cell_kernel(float *out, float *acts, const float *z, const float *c, I N, I H) {
+    const I n = N * H;
+    for (I e = blockIdx.x * (I)blockDim.x + threadIdx.x; e < n; e += (I)gridDim.x * blockDim.x) {
+        const I r = e / H, j = e - r * H;
+        lstm_unit<I>(z + r * 4 * H, c[e], j, H, out + r * 2 * H + j, out + r * 2 * H + H + j,
+                     acts ? acts + r * 5 * H : NULL);
+    }
+}
+
+/* g [N, 2H] = (dh, dc') -> dz [N, 4H], dc [N, H] */
+template <typename I>
+__global__ void lstm_cell_grad_kernel(float *dz, float *dc, const float *g, const float *acts, const float *c, I N,
+                                      I H) {
+    const I n = N * H;
+    for (I e = blockIdx.x * (I)blockDim.x + threadIdx.x; e < n; e += (I)gridDim.x * blockDim.x) {
+        const I r = e / H, j = e - r * H;
+        float d = g[r * 2 * H + H + j];
+        lstm_unit_grad<I>(acts + r * 5 * H, c[e], g[r * 2 * H + j], &d, j, H, dz + r * 4 * H);
+        dc[e] = d;
+    }
+}
+
+/* one step of a sequence layer, as rnn.c's rnn_step_rows: z [N, GH] (x W_ih^T + biases, + h W_hh^T
+ * for tanh and lstm), gru: hz [N, 3H] = h W_hh^T and b_hh [3H] or NULL; h [N, H] (and c for lstm)
+ * the new state, acts the saved activations (lstm: 5H per row or NULL, gru: 4H), out row r at
+ * out + r out_ld gets h too */
+template <typename I>
+__global__ void rnn_step_kernel(int kind, I N, I H, const float *z, const float *hz, const float *b_hh,
+                                const float *h_prev, const float *c_prev, float *h, float *c, float *acts, float *out,
+                                I out_ld) {
+    const I n = N * H;
+    for (I e = blockIdx.x * (I)blockDim.x + threadIdx.x; e < n; e += (I)gridDim.x * blockDim.x) {
+        const I r = e / H, j = e - r * H;
+        float hv;
+        if (kind == SEQ_LSTM) {
+            lstm_unit<I>(z + r * 4 * H, c_prev[e], j, H, &hv, &c[e], acts ? acts + r * 5 * H : NULL);
+        } else if (kind == SEQ_GRU) {
+            const float *x3 = z + r * 3 * H, *h3 = hz + r * 3 * H;
+            const float br = b_hh ? b_hh[j] : 0.0f, bz = b_hh ? b_hh[H + j] : 0.0f, bn = b_hh ? b_hh[2 * H + j] : 0.0f;
+            const float rg = seq_sigmoid(x3[j] + h3[j] + br);
+            const float zg = seq_sigmoid(x3[H + j] + h3[H + j] + bz);
+            const float hn = h3[2 * H + j] + bn;
+            const float ng = tanhf(x3[2 * H + j] + rg * hn);
+            hv = (1.0f - zg) * ng + zg * h_prev[e];
+            float *a = acts + r * 4 * H;
+            a[j] = rg; a[H + j] = zg; a[2 * H + j] = ng; a[3 * H + j] = hn;
+        } else {
+            hv = tanhf(z[e]);
+        }
+        h[e] = hv;
+        out[r * out_ld + j] = hv;
+    }
+}
+
+/* its backward, as rnn.c's rnn_back_rows: g row r at g + r g_ld (this step's output gradient), dh
+ * [N, H] from the next step; dz [N, GH] the pre-activation gradients (gru: of the x side, dhz of the
+ * h side), lstm: dc in place (this cell's in, the previous out), gru: dh_direct = z (g + dh) */
+template <typename I>
+__global__ void rnn_step_grad_kernel(int kind, I N, I H, const float *g, I g_ld, const float *dh, const float *acts,
+                                     const float *c_prev, const float *h, const float *h_prev, float *dz, float *dhz,
+                                     float *dc, float *dh_direct) {
+    const I n = N * H;
+    for (I e = blockIdx.x * (I)blockDim.x + threadIdx.x; e < n; e += (I)gridDim.x * blockDim.x) {
+        const I r = e / H, j = e - r * H;
+        const float d = g[r * g_ld + j] + dh[e];
+        if (kind == SEQ_LSTM) {
+            float dcv = dc[e];
+            lstm_unit_grad<I>(acts + r * 5 * H, c_prev[e], d, &dcv, j, H, dz + r * 4 * H);
+            dc[e] = dcv;
+        } else if (kind == SEQ_GRU) {
+            const float *a = acts + r * 4 * H;
+            const float rg = a[j], zg = a[H + j], ng = a[2 * H + j], hn = a[3 * H + j];
+            const float dzp = d * (h_prev[e] - ng) * zg * (1.0f - zg);
+            const float dnp = d * (1.0f - zg) * (1.0f - ng * ng);
+            const float drp = dnp * hn * rg * (1.0f - rg);
+            float *x3 = dz + r * 3 * H, *h3 = dhz + r * 3 * H;
+            x3[j] = drp; x3[H + j] = dzp; x3[2 * H + j] = dnp;
+            h3[j] = drp; h3[H + j] = dzp; h3[2 * H + j] = dnp * rg;
+            dh_direct[e] = d * zg;
+        } else {
+            const float hv = h[e];
+            dz[e] = d * (1.0f - hv * hv);
+        }
+    }
+}
+
+/* the 4-d copy's geometry, by value (kernel parameter space) */
+struct SeqCopy { int64_t shape[4], ds[4], ss[4]; };
+
+/* dst[i . ds] = src[i . ss] over every index i of shape (row-major) */
+template <typename I> __global__ void seq_copy_kernel(float *dst, const float *src, I n, SeqCopy L) {
+    for (I e = blockIdx.x * (I)blockDim.x + threadIdx.x; e < n; e += (I)gridDim.x * blockDim.x) {
+        I rem = e;
+        int64_t doff = 0, soff = 0;
+        for (int d = 3; d >= 0; d--) {
+            const I size = (I)L.shape[d], k = rem % size;
+            rem /= size;
+            doff += (int64_t)k * L.ds[d];
+            soff += (int64_t)k * L.ss[d];
+        }
+        dst[doff] = src[soff];
+    }
+}
+
+/* 32-bit indices when every index a kernel forms stays below 2^30 (room for the grid step) */
+static inline bool seq_small(int64_t n) { return n < ((int64_t)1 << 30); }
+
+/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+
+int fnn_cuda_lstm_cell(int ordinal, float *out, float *acts, const float *z, const float *c, int64_t N, int64_t H) {
+    if (N * H == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("lstm_cell", ordinal));
+    const unsigned blocks = fnn_cuda_blocks(N * H);
+    if (seq_small(N * 5 * H))
+        lstm_cell_kernel<int32_t><<<blocks, FNN_CUDA_THREADS>>>(out, acts, z, c, (int32_t)N, (int32_t)H);
+    else
+        lstm_cell_kernel<int64_t><<<blocks, FNN_CUDA_THREADS>>>(out, acts, z, c, N, H);
+    FNN_CUDA_CHECK("lstm_cell", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+
+int fnn_cuda_lstm_cell_grad(int ordinal, float *dz, float *dc, const float *g, const float *acts, const float *c,
+                            int64_t N, int64_t H) {
+    if (N * H == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("lstm_cell", ordinal));
+    const unsigned blocks = fnn_cuda_blocks(N * H);
+    if (seq_small(N * 5 * H))
+        lstm_cell_grad_kernel<int32_t><<<blocks, FNN_CUDA_THREADS>>>(dz, dc, g, acts, c, (int32_t)N, (int32_t)H);
+    else
+        lstm_cell_grad_kernel<int64_t><<<blocks, FNN_CUDA_THREADS>>>(dz, dc, g, acts, c, N, H);
+    FNN_CUDA_CHECK("lstm_cell", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+
+static const char *seq_name(int kind) { return kind == SEQ_LSTM ? "lstm" : kind == SEQ_GRU ? "gru" : "rnn_tanh"; }
+
+int fnn_cuda_rnn_step(int ordinal, int kind, int64_t N, int64_t H, const float *z, const float *hz, const float *b_hh,
+                      const float *h_prev, const float *c_prev, float *h, float *c, float *acts, float *out,
+                      int64_t out_ld) {
+    if (N * H == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device(seq_name(kind), ordinal));
+    const unsigned blocks = fnn_cuda_blocks(N * H);
+    if (seq_small(N * 5 * H) && seq_small(N * out_ld))
+        rnn_step_kernel<int32_t><<<blocks, FNN_CUDA_THREADS>>>(kind, (int32_t)N, (int32_t)H, z, hz, b_hh, h_prev, c_prev,
+                                                               h, c, acts, out, (int32_t)out_ld);
+    else
+        rnn_step_kernel<int64_t><<<blocks, FNN_CUDA_THREADS>>>(kind, N, H, z, hz, b_hh, h_prev, c_prev, h, c, acts, out,
+                                                               out_ld);
+    FNN_CUDA_CHECK(seq_name(kind), cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+
+int fnn_cuda_rnn_step_grad(int ordinal, int kind, int64_t N, int64_t H, const float *g, int64_t g_ld, const float *dh,
+                           const float *acts, const float *c_prev, const float *h, const float *h_prev, float *dz,
+                           float *dhz, float *dc, float *dh_direct) {
+    if (N * H == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device(seq_name(kind), ordinal));
+    const unsigned blocks = fnn_cuda_blocks(N * H);
+    if (seq_small(N * 5 * H) && seq_small(N * g_ld))
+        rnn_step_grad_kernel<int32_t><<<blocks, FNN_CUDA_THREADS>>>(kind, (int32_t)N, (int32_t)H, g, (int32_t)g_ld, dh,
+                                                                    acts, c_prev, h, h_prev, dz, dhz, dc, dh_direct);
+    else
+        rnn_step_grad_kernel<int64_t><<<blocks, FNN_CUDA_THREADS>>>(kind, N, H, g, g_ld, dh, acts, c_prev, h, h_prev, dz,
+                                                                    dhz, dc, dh_direct);
+    FNN_CUDA_CHECK(seq_name(kind), cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+
+int fnn_cuda_seq_copy(int ordinal, float *dst, const int64_t *dstride, const float *src, const int64_t *sstride,
+                      const int64_t *shape) {
+    SeqCopy L;
+    int64_t n = 1;
+    for (int d = 0; d < 4; d++) {
+        FNN_ASSERT(shape[d] >= 0);
+        L.shape[d] = shape[d];
+        L.ds[d] = dstride[d];
+        L.ss[d] = sstride[d];
+        n *= shape[d];
+    }
+    if (n == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("copy", ordinal));
+    if (seq_small(n))
+        seq_copy_kernel<int32_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(dst, src, (int32_t)n, L);
+    else
+        seq_copy_kernel<int64_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(dst, src, n, L);
+    FNN_CUDA_CHECK("copy", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
