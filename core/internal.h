@@ -278,6 +278,24 @@ typedef struct fnn_backend {
     int (*attn_softmax_grad)(int ordinal, float *ds, const float *p, int64_t rows, int64_t Tq, int64_t Tk, int causal);
     /* (end of seq) */
     /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
+    /* wait on the host until the operations queued on the device are done: every stream of every thread
+     * (thread_only 0: fnn.cuda.synchronize), or the calling thread's own stream (1) */
+    int (*synchronize)(int ordinal, int thread_only);
+    /* page-locked host memory (cudaHostAlloc), cached by rounded size like alloc; NULL on failure */
+    void *(*host_alloc)(size_t bytes);
+    /* p (from host_alloc) back to the cache; it is handed out again only once every copy_async that
+     * read it has finished (a poll of the copy's event, never a wait) */
+    void (*host_free)(void *p, size_t bytes);
+    /* the pinned cache: s[0] live bytes, s[1] cached bytes, s[2] buffers from the driver, s[3] reuses */
+    int (*host_stats)(int64_t *s);
+    /* device dst (on ordinal) = host src (bytes; a host_alloc buffer's start, or pageable memory),
+     * queued on the device's copy stream; returns once queued. The calling thread's stream waits for the
+     * copy on the GPU (an event), so its later kernels read the new data; src must stay unchanged and
+     * allocated until then (host_free takes care of that for a pinned src) */
+    int (*copy_async)(int ordinal, void *dst, const void *src, size_t bytes);
+    /* on (1) / off (0): this thread's device allocations come from the copy pool, whose blocks the
+     * copy stream writes after waiting for the streams that used them (bracket copy_async's dst) */
+    void (*copy_pool)(int on);
     /* (end of xfer) */
 } fnn_backend;
 /* int_binary's ops, numbered as elementwise.c's IOP_* */

@@ -123,6 +123,13 @@ static void *worker(void *arg) {
         pthread_mutex_unlock(&p->lock);
         slot_init(&made);
         make_batch(p, k, &made);
+        /* a dataset on a GPU: this thread gathered the batch on its own stream, which the caller's
+         * kernels are not ordered after, so the worker waits for its stream (the caller never does) */
+        if (made.status == FNN_STATUS_OK && fnn_device_type_of(made.x.device) != FNN_DEVICE_CPU) {
+            const fnn_backend *be = fnn_backend_for(made.x.device);
+            if (be && be->synchronize && (made.status = be->synchronize(fnn_device_ordinal(made.x.device), 1)))
+                snprintf(made.msg, sizeof made.msg, "%s", fnn_last_error());
+        }
         pthread_mutex_lock(&p->lock);
         p->worker_k = -1;
         if (p->stolen == k) {   /* the caller made it meanwhile: ours goes to the trash */

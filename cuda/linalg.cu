@@ -10,18 +10,24 @@
  * defines: fnn_cuda_gemm */
 #include "common.cuh"
 
-#include <mutex>
-
-/* one cuBLAS handle per device, made on first use; never destroyed, since
- * tearing down at process exit races the driver's own shutdown */
-static std::mutex handle_lock;
-static cublasHandle_t handles[256];
+/* one cuBLAS handle per (host thread, device), made on first use: a handle's workspace must not be
+ * shared by two threads at once, and each thread launches onto its own stream (cuda/ is built with
+ * --default-stream per-thread), which cublasSetStream(cudaStreamPerThread) gives cuBLAS too. Never
+ * destroyed, since tearing down at process exit races the driver's own shutdown (a thread's handles
+ * outlive it: a few KiB each). */
+static thread_local cublasHandle_t handles[256];
 
 static int handle_for(int ordinal, cublasHandle_t *out) {
-    std::lock_guard<std::mutex> guard(handle_lock);
     if (!handles[ordinal]) {
         /* cublasCreate binds the handle to the current device, set by the caller */
-        FNN_CUDA_CHECK("matmul", cublasCreate(&handles[ordinal]));
+        cublasHandle_t h = NULL;
+        FNN_CUDA_CHECK("matmul", cublasCreate(&h));
+        cublasStatus_t s = cublasSetStream(h, cudaStreamPerThread);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            cublasDestroy(h);
+            return fnn_cuda_status("matmul", "cublasSetStream", s, __FILE__, __LINE__);
+        }
+        handles[ordinal] = h;
     }
     *out = handles[ordinal];
     return FNN_STATUS_OK;

@@ -32,6 +32,7 @@ local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local floor = math.floor
+local parse_device = require('fastnn.device').parse
 
 local DataLoader = {}
 DataLoader.__index = DataLoader
@@ -81,7 +82,10 @@ function DataLoader:seed(n)
    return self
 end
 
--- batches are moved to device d (what Tensor:to accepts)
+-- batches are moved to device d (what Tensor:to accepts). To a GPU, each batch is staged into a
+-- pinned host buffer (a cached one) and copied on the device's copy stream: iter() returns the batch
+-- once the copy is queued, so the loop makes batch k+1 (and the GPU copies it) while the GPU still
+-- computes on batch k; the compute stream waits for the copy on the GPU, never the host.
 function DataLoader:to_device(d)
    self._device = d
    return self
@@ -241,11 +245,20 @@ local function batch_by_write(ds, n, ids)
    return x, y
 end
 
+-- a CPU batch tensor to the loader's device: asynchronously through a pinned buffer
+-- (fnn_to_device_async, the plain copy on the CPU or without the CUDA backend), else Tensor:to,
+-- whose error names the device and whose out-of-memory path empties the cache and retries
+local function send(t, dev)
+   local out = new()
+   if C.fnn_to_device_async(out, t, dev.id) == 0 then return done(out) end
+   return t:to(dev)
+end
+
 -- ---------------------------------------------------------------------------
 
 -- the batches of one pass from the background thread
 local fnn_prefetch_next, fnn_prefetch_free = C.fnn_prefetch_next, C.fnn_prefetch_free
-local function iter_prefetch(self, ids, limit)
+local function iter_prefetch(self, ids, limit, device)
    local kind, a, t, context, stride = self.dataset:prefetch_source()
    local pp = ffi.new('fnn_prefetch *[1]')
    if C.fnn_prefetch_new(pp, kind, a, t, context or 0, stride or 0, limit, ids, self.batch_size,
@@ -253,7 +266,6 @@ local function iter_prefetch(self, ids, limit)
       error(fnn_tensor.last_error(), 3)
    end
    local p = ffi.gc(pp[0], fnn_prefetch_free)   -- an abandoned pass: the GC stops the thread
-   local device = self._device
    local index = 0
    local function finish()
       ffi.gc(p, nil)
@@ -272,8 +284,8 @@ local function iter_prefetch(self, ids, limit)
       x = done(x)
       y = y.ndim >= 0 and done(y) or nil
       if device ~= nil then
-         x = x:to(device)
-         if y ~= nil then y = y:to(device) end
+         x = send(x, device)
+         if y ~= nil then y = send(y, device) end
       end
       index = index + 1
       return setmetatable({inputs = x, targets = y, size = tonumber(x.shape_[0])}, Batch), index
@@ -287,22 +299,22 @@ function DataLoader:iter()
    local ids = order_of(self, n)
    if self._shard then ids, n = shard_ids(self, ids, n) end
    local limit = self._drop_last and floor(n / b) * b or n
+   local device = self._device ~= nil and parse_device('to_device', self._device) or nil
    if self:is_prefetching() then
-      local it = iter_prefetch(self, ids, limit)   -- not a tail call: errors count levels from here
+      local it = iter_prefetch(self, ids, limit, device)   -- not a tail call: errors count levels from here
       return it
    end
    local make = ds.take and function(m, at) return ds:take(m, at) end
       or ds.write and function(m, at) return batch_by_write(ds, m, at) end
       or function(m, at) return batch_by_get(ds, m, at) end
-   local device = self._device
    local pos, index = 0, 0
    return function()
       if pos >= limit then return nil end
       local m = math.min(b, limit - pos)
       local x, y = make(m, ids + pos)
       if device ~= nil then
-         x = x:to(device)
-         if y ~= nil then y = y:to(device) end
+         x = send(x, device)
+         if y ~= nil then y = send(y, device) end
       end
       pos = pos + m
       index = index + 1
