@@ -19,4 +19,4 @@ case "${1:-}" in
    *) set -- spec/cuda_parity*_spec.lua "$@" ;;
 esac
 FASTNN_LIB="$out/libfastnn.so" FASTNN_EMULATED_GPU=1 LUA_PATH="$root/lua/?.lua;$root/lua/?/init.lua;;" \
-   exec busted --lua=luajit "$@"
+   exec busted --lua=luajit --no-auto-insulate "$@"   # one fastnn for every file (FFI metatypes are per process)
