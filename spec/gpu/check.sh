@@ -57,7 +57,7 @@ log=$build/parity.log
 start=$(date +%s)
 set +e
 # shellcheck disable=SC2086
-{ timeout "${PARITY_TIMEOUT:-240}" busted --lua=luajit -o utfTerminal "$@" ${CHECK_SPECS:-spec/cuda_parity*_spec.lua}
+{ timeout "${PARITY_TIMEOUT:-240}" busted --lua=luajit --no-auto-insulate -o utfTerminal "$@" ${CHECK_SPECS:-spec/cuda_parity*_spec.lua}
   echo $? > "$log.rc"; } 2>&1 | tee "$log"
 set -e
 rc=$(cat "$log.rc")   # busted's status, not tee's (sh has no pipefail); 124: the timeout
