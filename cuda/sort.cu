@@ -95,8 +95,10 @@ int fnn_cuda_sort(int ordinal, float *y, int64_t *idx, const float *x, int64_t O
     uint64_t *scratch = NULL;
     int64_t blocks = lines < (1 << 20) ? lines : (1 << 20), bytes = 0;
     const int device = fnn_make_device(FNN_DEVICE_CUDA, ordinal);
-    if (P > SORT_SHARED) {   /* a slab per block; fewer blocks bound the scratch */
+    if (P > SORT_SHARED) {   /* a slab per block; fewer blocks bound the scratch (1024, and 1 GiB in all) */
+        const int64_t fit = ((int64_t)1 << 30) / (P * (int64_t)sizeof(uint64_t));
         if (blocks > 1024) blocks = 1024;
+        if (blocks > fit) blocks = fit > 1 ? fit : 1;
         bytes = blocks * P * (int64_t)sizeof(uint64_t);
         scratch = (uint64_t *)fnn_alloc(device, bytes);
         if (!scratch) return fnn_last_status();
@@ -115,7 +117,7 @@ int fnn_cuda_sort_grad(int ordinal, float *dx, const float *g, const int64_t *id
     if (O * n * I == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("sort", ordinal));
     if (m < n) {
-        FNN_CUDA_CHECK("sort", cudaMemsetAsync(dx, 0, (size_t)(O * n * I) * sizeof(float), 0));
+        FNN_CUDA_CHECK("sort", cudaMemsetAsync(dx, 0, (size_t)(O * n * I) * sizeof(float), cudaStreamPerThread));
     }
     if (total == 0) return FNN_STATUS_OK;
     sort_grad_kernel<<<fnn_cuda_blocks(total), FNN_CUDA_THREADS>>>(dx, g, idx, O, n, I, m);

@@ -1,7 +1,7 @@
 -- CUDA parity of the convolutions of core/ops/conv.c (cuda/conv.cu + the device path in conv.c):
 -- conv1d/2d/3d and conv_transpose1d/2d/3d, forward and the gradient of every input (x, w, b),
--- with stride, padding (per side), dilation, groups, depthwise (groups = C, which on the device
--- takes the general im2col + gemm path), output_padding, 1x1 convolutions (x read as its own col),
+-- with stride, padding (per side), dilation, groups, depthwise (groups = C: direct kernels for the
+-- forward and the input gradient, im2col + gemm for the weight gradient), output_padding, 1x1 convolutions (x read as its own col),
 -- batch 1 and 3 and unbatched inputs, non-contiguous (permuted, transposed) inputs, output lengths
 -- on both sides of launch edges, and the refusal of mixed devices.
 --
