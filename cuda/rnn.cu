@@ -5,7 +5,7 @@
  * layers are be->gemm calls from the core's host loop over time; every kernel here is elementwise
  * over the batch rows and hidden units (a thread per (row, unit), grid-stride, coalesced along
  * the unit), reading the gates as the CPU lays them out. Activations: sigmoid as the CPU's
- * (exp of -|x|, so no overflow) through __expf, tanh through tanhf.
+ * (exp of -|x|, so no overflow) through __expf, tanh through double tanh (seq_tanh).
  *
  * defines: fnn_cuda_lstm_cell, fnn_cuda_lstm_cell_grad, fnn_cuda_rnn_step, fnn_cuda_rnn_step_grad,
  *          fnn_cuda_seq_copy */
@@ -18,11 +18,16 @@ __device__ __forceinline__ float seq_sigmoid(float x) {
     return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 
+/* tanh in double: under --use_fast_math nvcc turns tanhf into tanh.approx.f32 (MUFU.TANH, relative
+ * error up to 2^-11), far outside the parity tolerances; the double path is exact to the float and
+ * untouched by fast math (these kernels are memory bound, so its cost does not show) */
+__device__ __forceinline__ float seq_tanh(float x) { return (float)tanh((double)x); }
+
 /* one LSTM unit: z row (i, f, g, o blocks of H), previous cell c -> h, c'; acts (5 blocks) if not NULL */
 template <typename I>
 __device__ __forceinline__ void lstm_unit(const float *z, float c, I j, I H, float *h, float *cn, float *acts) {
-    const float i = seq_sigmoid(z[j]), f = seq_sigmoid(z[H + j]), g = tanhf(z[2 * H + j]), o = seq_sigmoid(z[3 * H + j]);
-    const float cc = f * c + i * g, tc = tanhf(cc);
+    const float i = seq_sigmoid(z[j]), f = seq_sigmoid(z[H + j]), g = seq_tanh(z[2 * H + j]), o = seq_sigmoid(z[3 * H + j]);
+    const float cc = f * c + i * g, tc = seq_tanh(cc);
     *h = o * tc;
     *cn = cc;
     if (acts) { acts[j] = i; acts[H + j] = f; acts[2 * H + j] = g; acts[3 * H + j] = o; acts[4 * H + j] = tc; }
@@ -84,12 +89,12 @@ __global__ void rnn_step_kernel(int kind, I N, I H, const float *z, const float 
             const float rg = seq_sigmoid(x3[j] + h3[j] + br);
             const float zg = seq_sigmoid(x3[H + j] + h3[H + j] + bz);
             const float hn = h3[2 * H + j] + bn;
-            const float ng = tanhf(x3[2 * H + j] + rg * hn);
+            const float ng = seq_tanh(x3[2 * H + j] + rg * hn);
             hv = (1.0f - zg) * ng + zg * h_prev[e];
             float *a = acts + r * 4 * H;
             a[j] = rg; a[H + j] = zg; a[2 * H + j] = ng; a[3 * H + j] = hn;
         } else {
-            hv = tanhf(z[e]);
+            hv = seq_tanh(z[e]);
         }
         h[e] = hv;
         out[r * out_ld + j] = hv;

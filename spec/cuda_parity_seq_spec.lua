@@ -4,7 +4,7 @@
 -- 20-step training runs, a small GPT and an LSTM, from the same seed and data on both sides.
 --
 -- Tolerances, |gpu - cpu| <= atol + rtol |cpu| (the CUDA build uses --use_fast_math):
---   lstm_cell: atol 2e-6, rtol 2e-5, gradients 5x (sigmoid through __expf, tanh through tanhf
+--   lstm_cell: atol 2e-6, rtol 2e-5, gradients 5x (sigmoid through __expf, tanh in double (fast math would make tanhf tanh.approx)
 --     against fastmath.h's polynomials: a few ulp per activation, products of five of them);
 --   rnn_tanh, lstm, gru over a sequence: atol 1e-5, rtol 1e-4, gradients 10x (the cells' fast
 --     math as lstm_cell, and the per-step cuBLAS products in another summation order, both fed back
