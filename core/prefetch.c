@@ -124,11 +124,18 @@ static void *worker(void *arg) {
         slot_init(&made);
         make_batch(p, k, &made);
         /* a dataset on a GPU: this thread gathered the batch on its own stream, which the caller's
-         * kernels are not ordered after, so the worker waits for its stream (the caller never does) */
-        if (made.status == FNN_STATUS_OK && fnn_device_type_of(made.x.device) != FNN_DEVICE_CPU) {
-            const fnn_backend *be = fnn_backend_for(made.x.device);
-            if (be && be->synchronize && (made.status = be->synchronize(fnn_device_ordinal(made.x.device), 1)))
+         * kernels are not ordered after, so the worker waits for its stream (the caller never does).
+         * Also after a failure: a gather already queued (x before a failed y) still reads the dataset,
+         * which the caller may free, and reuse in its own stream order, once the pass ends */
+        for (int t = 0; t < 2; t++) {
+            const fnn_tensor *d = t == 0 ? &p->a : &p->b;
+            if (d->ndim < 0 || fnn_device_type_of(d->device) == FNN_DEVICE_CPU) continue;
+            const fnn_backend *be = fnn_backend_for(d->device);
+            int src = be && be->synchronize ? be->synchronize(fnn_device_ordinal(d->device), 1) : FNN_STATUS_OK;
+            if (src && made.status == FNN_STATUS_OK) {
+                made.status = src;
                 snprintf(made.msg, sizeof made.msg, "%s", fnn_last_error());
+            }
         }
         pthread_mutex_lock(&p->lock);
         p->worker_k = -1;

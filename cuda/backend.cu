@@ -371,8 +371,13 @@ static int cuda_copy_async(int ordinal, void *dst, const void *src, size_t bytes
     }
     FNN_CHECK(s != NULL, FNN_STATUS_DEVICE, "to: cannot create the copy stream of cuda:%d", ordinal);
     FNN_CUDA_CHECK("to", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
-    FNN_CUDA_CHECK("to", cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-    cudaError_t e = cudaEventRecord(ev, s);
+    cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (e != cudaSuccess) {   /* the copy is queued but nothing will mark its end: wait for it here, so that
+                               * the caller may reuse src (host_free) and dst is written before any kernel */
+        cudaStreamSynchronize(s);
+        return fnn_cuda_status("to", "cudaEventCreateWithFlags", e, __FILE__, __LINE__);
+    }
+    e = cudaEventRecord(ev, s);
     if (e == cudaSuccess) e = cudaStreamWaitEvent(cudaStreamPerThread, ev, 0);
     if (e != cudaSuccess) {
         cudaStreamSynchronize(s);   /* no ordering on the GPU: order it on the host */
