@@ -152,9 +152,7 @@ static int device_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, con
     const fnn_backend *be = fnn_backend_for(x->device);
     FNN_CHECK(be && be->index && be->copy, FNN_STATUS_DEVICE, "take_rows: not implemented on this device");
     fnn_tensor dids;
-    FNN_TRY(fnn_new_output_dtype(&dids, x->device, FNN_DTYPE_INT64, 1, &n));
-    int rc = be->copy(fnn_data_i64(&dids), x->device, ids, fnn_make_device(FNN_DEVICE_CPU, 0),
-                      (size_t)n * sizeof(int64_t));
+    int rc = fnn_upload(&dids, x->device, FNN_DTYPE_INT64, 1, &n, ids);
     if (!rc) rc = fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape);
     if (!rc) {
         fnn_index_args a;
@@ -209,51 +207,4 @@ int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t
         fnn_strided_copy(y + (size_t)i * row_bytes, src + (ids[i] - 1) * x->stride[0] * esize, esize, x->ndim - 1,
                          x->shape + 1, x->stride + 1);
     return FNN_STATUS_OK;
-}
-
-/* ---- the loader's transfers: a batch to the GPU without a host wait (the backend's copy stream) ---- */
-int fnn_to_device_async(fnn_tensor *out, const fnn_tensor *x, int device) {
-    FNN_TRY(fnn_check_input_any("to", x));
-    (void)fnn_device_count(FNN_DEVICE_CUDA);   /* registers the CUDA backend on first use */
-    const fnn_backend *be = fnn_backend_for(device);
-    const fnn_tensor *ins[1] = {x};
-    size_t bytes = (size_t)fnn_tensor_numel(x) * (size_t)fnn_elem_size(x);
-    if (fnn_device_type_of(device) == FNN_DEVICE_CPU || fnn_device_type_of(x->device) != FNN_DEVICE_CPU || !be ||
-        !be->copy_async || !be->host_alloc || !be->host_free || bytes == 0 ||
-        fnn_device_ordinal(device) >= fnn_device_count(fnn_device_type_of(device)) || fnn_needs_node(1, ins))
-        return fnn_to_device(out, x, device);   /* its checks and messages, its autograd node */
-    void *host = be->host_alloc(bytes);
-    if (!host) return fnn_to_device(out, x, device);   /* no pinned memory left: a pageable copy */
-    fnn_tensor tmp;
-    int rc;
-    const void *data = fnn_contiguous_bytes(x, &tmp, &rc);
-    if (!rc) {
-        memcpy(host, data, bytes);   /* staged: x may change or go once this returns, the buffer stays */
-        fnn_tensor_clear(&tmp);
-        if (be->copy_pool) be->copy_pool(1);
-        rc = fnn_new_output_dtype(out, device, x->dtype, x->ndim, x->shape);
-        if (be->copy_pool) be->copy_pool(0);
-        if (!rc && (rc = be->copy_async(fnn_device_ordinal(device), fnn_bytes(out), host, bytes)))
-            fnn_tensor_clear(out);
-    }
-    be->host_free(host, bytes);   /* reused once the copy is done */
-    return rc;
-}
-
-int fnn_device_synchronize(int device) {
-    (void)fnn_device_count(FNN_DEVICE_CUDA);
-    if (fnn_device_type_of(device) == FNN_DEVICE_CPU) return FNN_STATUS_OK;
-    const fnn_backend *be = fnn_backend_for(device);
-    char name[32];
-    FNN_CHECK(be && fnn_device_ordinal(device) < fnn_device_count(fnn_device_type_of(device)), FNN_STATUS_DEVICE,
-              "synchronize: device %s is not available", fnn_device_name(device, name, sizeof name));
-    return be->synchronize ? be->synchronize(fnn_device_ordinal(device), 0) : FNN_STATUS_OK;
-}
-
-int fnn_cuda_pinned_stats(int64_t *stats) {
-    FNN_CHECK(stats != NULL, FNN_STATUS_ARG, "pinned_stats: no array for the 4 counts");
-    memset(stats, 0, 4 * sizeof *stats);
-    (void)fnn_device_count(FNN_DEVICE_CUDA);
-    const fnn_backend *be = fnn_backend_for(fnn_make_device(FNN_DEVICE_CUDA, 0));
-    return be && be->host_stats ? be->host_stats(stats) : FNN_STATUS_OK;
 }

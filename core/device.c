@@ -63,6 +63,71 @@ int fnn_to_device(fnn_tensor *out, const fnn_tensor *x, int device) {
     return FNN_STATUS_OK;
 }
 
+/* ---- transfers without a host wait (the backend's copy stream), synchronize, the pinned cache ---- */
+/* out = a new tensor on device holding the host bytes src (dtype, shape). Where the backend has
+ * pinned asynchronous copies, src is staged in a cached pinned buffer (so it may change once this
+ * returns) and copied on the device's copy stream, which the calling thread's stream waits for on the
+ * GPU: no host wait. A plain be->copy from pageable memory (cudaMemcpy) would make the host wait for
+ * every kernel queued before it. The block comes from the copy pool (written by the copy stream, so
+ * reused only after its last reader, cuda/backend.cu). Without those entries: a synchronous copy. */
+int fnn_upload(fnn_tensor *out, int device, int dtype, int ndim, const int64_t *shape, const void *src) {
+    fnn_tensor_init(out);   /* cleared on every failure below, so the caller may always clear it */
+    const fnn_backend *be = fnn_backend_for(device);
+    FNN_CHECK(be && be->copy, FNN_STATUS_DEVICE, "upload: no backend for device %d", device);
+    const size_t bytes = (size_t)fnn_numel_of(ndim, shape) * (size_t)fnn_dtype_size(dtype);
+    void *host = bytes && be->copy_async && be->host_alloc && be->host_free ? be->host_alloc(bytes) : NULL;
+    int rc;
+    if (!host) {
+        FNN_TRY(fnn_new_output_dtype(out, device, dtype, ndim, shape));
+        rc = bytes ? be->copy(fnn_bytes(out), device, src, fnn_make_device(FNN_DEVICE_CPU, 0), bytes) : FNN_STATUS_OK;
+    } else {
+        memcpy(host, src, bytes);
+        if (be->copy_pool) be->copy_pool(1);
+        rc = fnn_new_output_dtype(out, device, dtype, ndim, shape);
+        if (be->copy_pool) be->copy_pool(0);
+        if (!rc) rc = be->copy_async(fnn_device_ordinal(device), fnn_bytes(out), host, bytes);
+        be->host_free(host, bytes);   /* reused once the copy is done */
+    }
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
+int fnn_to_device_async(fnn_tensor *out, const fnn_tensor *x, int device) {
+    FNN_TRY(fnn_check_input_any("to", x));
+    ensure_backends();
+    const fnn_backend *be = fnn_backend_for(device);
+    const fnn_tensor *ins[1] = {x};
+    if (fnn_device_type_of(device) == FNN_DEVICE_CPU || fnn_device_type_of(x->device) != FNN_DEVICE_CPU || !be ||
+        !be->copy_async || fnn_tensor_numel(x) == 0 ||
+        fnn_device_ordinal(device) >= fnn_device_count(fnn_device_type_of(device)) || fnn_needs_node(1, ins))
+        return fnn_to_device(out, x, device);   /* its checks and messages, its autograd node */
+    fnn_tensor tmp;
+    int rc;
+    const void *data = fnn_contiguous_bytes(x, &tmp, &rc);
+    FNN_TRY(rc);
+    rc = fnn_upload(out, device, x->dtype, x->ndim, x->shape, data);
+    fnn_tensor_clear(&tmp);
+    return rc;
+}
+
+int fnn_device_synchronize(int device) {
+    ensure_backends();
+    if (fnn_device_type_of(device) == FNN_DEVICE_CPU) return FNN_STATUS_OK;
+    const fnn_backend *be = fnn_backend_for(device);
+    char name[32];
+    FNN_CHECK(be && fnn_device_ordinal(device) < fnn_device_count(fnn_device_type_of(device)), FNN_STATUS_DEVICE,
+              "synchronize: device %s is not available", fnn_device_name(device, name, sizeof name));
+    return be->synchronize ? be->synchronize(fnn_device_ordinal(device), 0) : FNN_STATUS_OK;
+}
+
+int fnn_cuda_pinned_stats(int64_t *stats) {
+    FNN_CHECK(stats != NULL, FNN_STATUS_ARG, "pinned_stats: no array for the 4 counts");
+    memset(stats, 0, 4 * sizeof *stats);
+    ensure_backends();
+    const fnn_backend *be = fnn_backend_for(fnn_make_device(FNN_DEVICE_CUDA, 0));
+    return be && be->host_stats ? be->host_stats(stats) : FNN_STATUS_OK;
+}
+
 #ifndef FASTNN_WITH_CUDA
 int fnn_cuda_memory_stats(int64_t *live, int64_t *cached) {
     if (live) *live = 0;

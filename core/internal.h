@@ -352,6 +352,8 @@ void fnn_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
 /* make out a new contiguous float32 tensor of this shape on this device (inline when small, CPU only) */
 int fnn_new_output(fnn_tensor *out, int device, int ndim, const int64_t *shape);
 int fnn_new_output_dtype(fnn_tensor *out, int device, int dtype, int ndim, const int64_t *shape);
+/* out = host bytes src as a new tensor on device, without a host wait where the backend can (core/device.c) */
+int fnn_upload(fnn_tensor *out, int device, int dtype, int ndim, const int64_t *shape, const void *src);
 /* out := a view of x's data (shares storage, no node) with given shape/strides/offset */
 int fnn_make_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape,
                   const int64_t *stride, int64_t offset);

@@ -312,9 +312,8 @@ static int int_scalar(const char *name, int_op op, bool reversed, fnn_tensor *ou
                   "%s: int64 tensors are not implemented on this device", name);
         const int64_t k = (int64_t)s;
         fnn_tensor ks;
-        FNN_TRY(fnn_new_output_dtype(&ks, x->device, FNN_DTYPE_INT64, 0, NULL));
-        int rc = be->copy(fnn_bytes(&ks), x->device, &k, fnn_make_device(FNN_DEVICE_CPU, 0), sizeof k);
-        if (!rc) rc = reversed ? int_binary(name, op, out, &ks, x) : int_binary(name, op, out, x, &ks);
+        FNN_TRY(fnn_upload(&ks, x->device, FNN_DTYPE_INT64, 0, NULL, &k));   /* no host wait */
+        int rc = reversed ? int_binary(name, op, out, &ks, x) : int_binary(name, op, out, x, &ks);
         fnn_tensor_clear(&ks);
         return rc;
     }
