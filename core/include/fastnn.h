@@ -151,7 +151,7 @@ FNN_API int fnn_device_count(int device_type);        /* 0 when that backend is 
 FNN_API int fnn_to_device(fnn_tensor *out, const fnn_tensor *x, int device);
 FNN_API int fnn_cuda_memory_stats(int64_t *live, int64_t *cached);
 FNN_API void fnn_cuda_empty_cache(void);
-/* the loader's transfers (core/data.c): out = x (a CPU tensor) on device, staged through a pinned
+/* the loader's transfers (core/device.c): out = x (a CPU tensor) on device, staged through a pinned
  * host buffer and copied on the device's copy stream; returns once the copy is queued (later work of
  * the calling thread on that device waits for it on the GPU; the host never waits). Not recorded for
  * autograd: for an x that needs a gradient, a CPU device, or a backend without async copies it is
