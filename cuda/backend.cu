@@ -20,8 +20,11 @@
  * reusing stream waits on it on the GPU (cudaStreamWaitEvent, no host wait):
  * a block freed by another thread than its owner, and the copy pool's blocks
  * (the loader's device batches, owner COPY_OWNER), which the copy stream
- * writes while the compute stream may still read the previous ones. A dead
- * thread's cached blocks wait for empty_cache (or an OOM) to go back.
+ * writes while the compute stream may still read the previous ones. When a
+ * thread exits (ThreadExit below) its streams are waited for and its cached
+ * blocks go back to the driver; its live blocks, freed later by another
+ * thread, join that thread's lists (nothing of the dead owner is queued any
+ * more), so a prefetch worker per pass strands nothing.
  *
  * Pinned host buffers (cudaHostAlloc) are cached the same way (HostCache
  * below); a freed buffer that an async copy may still read waits, with that
@@ -32,6 +35,7 @@
 
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -164,6 +168,10 @@ static unsigned thread_owner(void) {
     return thread_owner_id;
 }
 static uint64_t list_key(unsigned owner, size_t size) { return (uint64_t)owner << 42 | (uint64_t)size; }
+static const uint64_t SIZE_MASK = ((uint64_t)1 << 42) - 1;
+/* threads that exited; under pool_lock; never destroyed (as pools) */
+static std::unordered_set<unsigned> *const dead_owners = new std::unordered_set<unsigned>;
+
 
 /* an event of this (current) device, from the spares; NULL if none can be made. Under pool_lock. */
 static cudaEvent_t event_get(Pool &p) {
@@ -179,6 +187,38 @@ static cudaEvent_t event_get(Pool &p) {
 static void event_put(Pool &p, cudaEvent_t e) {
     try { p.spare_events.push_back(e); } catch (...) { cudaEventDestroy(e); }
 }
+
+/* A host thread's exit: wait for its streams, give its cached blocks back to the driver, and mark it
+ * dead so that its live blocks, when another thread frees them, go to that thread's lists. */
+struct ThreadExit {
+    uint64_t used[MAX_GPUS / 64] = {};   /* the ordinals this thread allocated on */
+    bool uses(int d) const { return used[d / 64] >> (d % 64) & 1; }
+    void mark(int d) { used[d / 64] |= (uint64_t)1 << (d % 64); }
+    ~ThreadExit() {
+        if (!thread_owner_id) return;
+        for (int d = 0; d < MAX_GPUS; d++)
+            if (uses(d) && cudaSetDevice(d) == cudaSuccess) cudaStreamSynchronize(cudaStreamPerThread);
+        (void)cudaGetLastError();
+        std::lock_guard<std::mutex> guard(pool_lock);
+        try { dead_owners->insert(thread_owner_id); } catch (...) {}   /* no room: its blocks wait for an OOM */
+        for (int d = 0; d < MAX_GPUS; d++) {
+            if (!uses(d)) continue;
+            Pool &p = pools[d];
+            cudaSetDevice(d);
+            for (auto it = p.free_lists.begin(); it != p.free_lists.end();) {
+                if ((unsigned)(it->first >> 42) != thread_owner_id) { ++it; continue; }
+                for (Cached &c : it->second) {
+                    cudaFree(c.blk);
+                    if (c.ev) event_put(p, c.ev);
+                    cached_bytes -= (int64_t)(it->first & SIZE_MASK);
+                }
+                it = p.free_lists.erase(it);
+            }
+        }
+        (void)cudaGetLastError();
+    }
+};
+static thread_local ThreadExit thread_exit;   /* made on a thread's first allocation or cached free */
 
 /* the device's copy stream (current device = ordinal); NULL if it cannot be made. Under pool_lock. */
 static cudaStream_t copy_stream_locked(Pool &p) {
@@ -196,7 +236,7 @@ static void release_cached(int ordinal) {
     if (p.free_lists.empty()) return;
     cudaSetDevice(ordinal);
     for (auto &bucket : p.free_lists) {
-        size_t size = bucket.first & (((uint64_t)1 << 42) - 1);
+        size_t size = bucket.first & SIZE_MASK;
         for (Cached &c : bucket.second) {
             cudaFree(c.blk);
             if (c.ev) event_put(p, c.ev);
@@ -241,6 +281,7 @@ static void *cuda_alloc(int ordinal, size_t bytes) {
             }
         }
     }
+    if (owner != COPY_OWNER) thread_exit.mark(ordinal);
     try {
         p.live[blk] = {size, owner};
     } catch (...) {   /* host out of memory for the bookkeeping: no exception may reach C */
@@ -262,7 +303,10 @@ static void cuda_free(int ordinal, void *ptr, size_t bytes) {
     p.live.erase(it);
     live_bytes -= (int64_t)b.size;
     cudaEvent_t ev = NULL;
-    if (b.owner == COPY_OWNER || b.owner != thread_owner()) {
+    if (b.owner != COPY_OWNER && b.owner != thread_owner() && dead_owners->count(b.owner)) {
+        b.owner = thread_owner();   /* its owner exited after waiting for its stream: ours now, in our order */
+        thread_exit.mark(ordinal);
+    } else if (b.owner == COPY_OWNER || b.owner != thread_owner()) {
         /* the freeing thread's stream is not the one that reuses it: mark where its work ends */
         cudaSetDevice(ordinal);
         ev = event_get(p);
