@@ -16,30 +16,7 @@
 
 #include <math.h>
 
-/* every thread of the block gets the block's sums of a and b (blockDim a multiple of 32) */
-__device__ void bn_block_sum2(double &a, double &b) {
-    __shared__ double pa[32], pb[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-    for (int o = 16; o > 0; o >>= 1) {
-        a += __shfl_down_sync(0xffffffffu, a, o);
-        b += __shfl_down_sync(0xffffffffu, b, o);
-    }
-    __syncthreads();   /* the previous call's readers are done with pa, pb */
-    if (lane == 0) { pa[warp] = a; pb[warp] = b; }
-    __syncthreads();
-    if (warp == 0) {
-        a = lane < warps ? pa[lane] : 0.0;
-        b = lane < warps ? pb[lane] : 0.0;
-        for (int o = 16; o > 0; o >>= 1) {
-            a += __shfl_down_sync(0xffffffffu, a, o);
-            b += __shfl_down_sync(0xffffffffu, b, o);
-        }
-        if (lane == 0) { pa[0] = a; pb[0] = b; }
-    }
-    __syncthreads();
-    a = pa[0];
-    b = pb[0];
-}
+#include "block_sum.cuh"
 
 /* element e (0 .. N S - 1) of channel c: image e / S, position e % S */
 __device__ __forceinline__ int64_t bn_at(int64_t e, int64_t c, int64_t C, int64_t S) {
@@ -47,7 +24,7 @@ __device__ __forceinline__ int64_t bn_at(int64_t e, int64_t c, int64_t C, int64_
 }
 
 /* the channels a thread works and its share of each channel's elements: BLOCK, a block per channel
- * (threads stride over its elements, the sums combined by bn_block_sum2); else a thread per channel
+ * (threads stride over its elements, the sums combined by fnn_block_sum2); else a thread per channel
  * (all its elements in order: no barriers, for channels too short to keep a block busy) */
 template <bool BLOCK> struct BnWalk {
     int64_t c0, cstep, e0, estep;
@@ -79,7 +56,7 @@ __global__ void __launch_bounds__(256) bn_train_kernel(float *y, float *stats, f
             s1 += d;
             s2 += d * d;
         }
-        if (BLOCK) bn_block_sum2(s1, s2);
+        if (BLOCK) fnn_block_sum2(s1, s2);
         const double d = s1 / (double)M, mean = k + d;
         double var = s2 / (double)M - d * d;
         if (var < 0) var = 0;
@@ -135,7 +112,7 @@ __global__ void __launch_bounds__(256) bn_grad_kernel(float *dx, float *dw, floa
                 sg += gv;
                 sgx += gv * (double)(x[at] - m);
             }
-            if (BLOCK) bn_block_sum2(sg, sgx);
+            if (BLOCK) fnn_block_sum2(sg, sgx);
         }
         if (t.e0 == 0) {
             if (dw) dw[c] = (float)(sgx * r);

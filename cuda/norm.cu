@@ -8,30 +8,7 @@
  * rstd), rms [rows] (rstd). */
 #include "common.cuh"
 
-/* every thread of the block gets the block's sums of a and b (blockDim a multiple of 32) */
-__device__ void norm_block_sum2(double &a, double &b) {
-    __shared__ double pa[32], pb[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-    for (int o = 16; o > 0; o >>= 1) {
-        a += __shfl_down_sync(0xffffffffu, a, o);
-        b += __shfl_down_sync(0xffffffffu, b, o);
-    }
-    __syncthreads();   /* the previous call's readers are done with pa, pb */
-    if (lane == 0) { pa[warp] = a; pb[warp] = b; }
-    __syncthreads();
-    if (warp == 0) {
-        a = lane < warps ? pa[lane] : 0.0;
-        b = lane < warps ? pb[lane] : 0.0;
-        for (int o = 16; o > 0; o >>= 1) {
-            a += __shfl_down_sync(0xffffffffu, a, o);
-            b += __shfl_down_sync(0xffffffffu, b, o);
-        }
-        if (lane == 0) { pa[0] = a; pb[0] = b; }
-    }
-    __syncthreads();
-    a = pa[0];
-    b = pb[0];
-}
+#include "block_sum.cuh"
 
 /* y = (x - mean) rstd w + b (layer) or x rstd w (rms); w, b may be NULL; stats may be NULL */
 __global__ void __launch_bounds__(256) norm_rows_kernel(int op, float *y, float *stats, const float *x,
@@ -44,16 +21,16 @@ __global__ void __launch_bounds__(256) norm_rows_kernel(int op, float *y, float 
         float m = 0, rs;
         if (op == FNN_NRM_LAYER) {
             for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += xi[j];
-            norm_block_sum2(s, unused);
+            fnn_block_sum2(s, unused);
             const double mean = s / (double)n;
             double v = 0;
             for (int64_t j = threadIdx.x; j < n; j += blockDim.x) { const double d = xi[j] - mean; v += d * d; }
-            norm_block_sum2(v, unused);
+            fnn_block_sum2(v, unused);
             m = (float)mean;
             rs = (float)(1.0 / sqrt(v / (double)n + eps));   /* biased variance, eps inside */
         } else {
             for (int64_t j = threadIdx.x; j < n; j += blockDim.x) s += (double)xi[j] * xi[j];
-            norm_block_sum2(s, unused);
+            fnn_block_sum2(s, unused);
             rs = (float)(1.0 / sqrt(s / (double)n + eps));
         }
         const int64_t a0 = (r % G) * n;   /* the affine index of element j: (a0 + j) / S */
@@ -87,7 +64,7 @@ __global__ void __launch_bounds__(256) norm_grad_rows_kernel(int op, float *dx, 
             s1 += gw;
             s2 += op == FNN_NRM_LAYER ? gw * ((xi[j] - m) * rs) : gw * xi[j];
         }
-        norm_block_sum2(s1, s2);
+        fnn_block_sum2(s1, s2);
         if (op == FNN_NRM_LAYER) {
             const float c1 = (float)(s1 / (double)n), c2 = (float)(s2 / (double)n);
             for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
