@@ -3,8 +3,8 @@
  * the affine per channel). A block per row (blocks stride over the rows): each thread sums its
  * strided share of the row in double, then warp shuffles and one shared slot per warp give every
  * thread the row's sums. layer_norm takes two passes (the mean, then the centred squares: stable for
- * large means, as on the CPU); rms_norm one. dw and db: a thread per column summing over the rows in
- * row order, so they are deterministic. Statistics as the CPU saves them: layer [rows, 2] (mean,
+ * large means, as on the CPU); rms_norm one. dw and db: partial sums over chunks of rows, then a
+ * thread per column adding the chunks in order, so they are deterministic. Statistics as the CPU saves them: layer [rows, 2] (mean,
  * rstd), rms [rows] (rstd). */
 #include "common.cuh"
 
@@ -81,15 +81,21 @@ __global__ void __launch_bounds__(256) norm_grad_rows_kernel(int op, float *dx, 
     }
 }
 
-/* dw_c = sum of g xhat, db_c = sum of g over the elements of affine channel c (either may be NULL): a
- * thread per channel, over the N = rows / G samples and the S elements of c in each, in order. x is
- * [N, C, S] with C = G n / S (layer_norm and rms_norm: G = S = 1, C = n) */
-__global__ void norm_grad_cols_kernel(int op, float *dw, float *db, const float *g, const float *x,
-                                      const float *stats, int64_t rows, int64_t n, int64_t G, int64_t S) {
+/* dw_c = sum of g xhat, db_c = sum of g over the elements of affine channel c (either may be NULL),
+ * over the N = rows / G samples and the S elements of c in each; x is [N, C, S] with C = G n / S
+ * (layer_norm and rms_norm: G = S = 1, C = n). Two passes, so that a few hundred channels over
+ * thousands of rows keep the GPU busy (a thread per channel walking every row would be one block):
+ * part: a thread per (chunk k, channel c), neighbouring threads on neighbouring channels
+ * (coalesced), sums samples [k chunk, (k + 1) chunk) in order into part[2 (k C + c) + {0, 1}];
+ * sum: a thread per channel adds its chunks in order. Deterministic: the chunking depends only
+ * on the sizes (norm_chunks). */
+__global__ void norm_grad_part_kernel(int op, double *part, const float *g, const float *x, const float *stats,
+                                      int64_t rows, int64_t n, int64_t G, int64_t S, int64_t chunk, int64_t chunks) {
     const int64_t C = G * n / S, N = rows / G;
-    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < C; c += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < chunks * C; t += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t k = t / C, c = t % C, i1 = (k + 1) * chunk < N ? (k + 1) * chunk : N;
         double sw = 0, sb = 0;
-        for (int64_t i = 0; i < N; i++) {
+        for (int64_t i = k * chunk; i < i1; i++) {
             const int64_t e0 = (i * C + c) * S, r = e0 / n;   /* one channel's S elements lie in one row */
             const float m = op == FNN_NRM_LAYER ? stats[2 * r] : 0.0f;
             const float rs = op == FNN_NRM_LAYER ? stats[2 * r + 1] : stats[r];
@@ -99,9 +105,29 @@ __global__ void norm_grad_cols_kernel(int op, float *dw, float *db, const float 
                 sb += gv;
             }
         }
+        part[2 * t] = sw;
+        part[2 * t + 1] = sb;
+    }
+}
+__global__ void norm_grad_sum_kernel(float *dw, float *db, const double *part, int64_t C, int64_t chunks) {
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < C; c += (int64_t)gridDim.x * blockDim.x) {
+        double sw = 0, sb = 0;
+        for (int64_t k = 0; k < chunks; k++) {
+            sw += part[2 * (k * C + c)];
+            sb += part[2 * (k * C + c) + 1];
+        }
         if (dw) dw[c] = (float)sw;
         if (db) db[c] = (float)sb;
     }
+}
+/* chunks of samples for the two passes: about 16384 (chunk, channel) threads, at least one sample
+ * per chunk, one chunk when there are no samples */
+static inline void norm_chunks(int64_t N, int64_t C, int64_t *chunk, int64_t *chunks) {
+    int64_t want = C >= 16384 ? 1 : 16384 / C;
+    if (want > N) want = N;
+    if (want < 1) want = 1;
+    *chunk = N > 0 ? (N + want - 1) / want : 1;
+    *chunks = N > 0 ? (N + *chunk - 1) / *chunk : 1;
 }
 
 /* threads per row's block: a multiple of 32 up to 256 */
@@ -126,9 +152,21 @@ int fnn_cuda_norm_grad(int ordinal, int op, float *dx, float *dw, float *db, con
     FNN_TRY(fnn_cuda_use_device(norm_name(op), ordinal));
     if (dx && rows > 0)
         norm_grad_rows_kernel<<<norm_blocks(rows), norm_threads(n)>>>(op, dx, g, x, w, stats, rows, n, groups, spatial);
-    if (dw || db)   /* no rows: zeros */
-        norm_grad_cols_kernel<<<fnn_cuda_blocks(groups * n / spatial), FNN_CUDA_THREADS>>>(op, dw, db, g, x, stats, rows,
-                                                                                           n, groups, spatial);
     FNN_CUDA_CHECK(norm_name(op), cudaGetLastError());
+    if (dw || db) {   /* no rows: zeros */
+        const int64_t C = groups * n / spatial;
+        int64_t chunk, chunks;
+        norm_chunks(rows / groups, C, &chunk, &chunks);
+        const int64_t bytes = 2 * chunks * C * (int64_t)sizeof(double);
+        const int dev = fnn_make_device(FNN_DEVICE_CUDA, ordinal);
+        double *part = (double *)fnn_alloc(dev, bytes);
+        if (!part) return fnn_last_status();
+        norm_grad_part_kernel<<<fnn_cuda_blocks(chunks * C), FNN_CUDA_THREADS>>>(op, part, g, x, stats, rows, n, groups,
+                                                                                 spatial, chunk, chunks);
+        norm_grad_sum_kernel<<<fnn_cuda_blocks(C), FNN_CUDA_THREADS>>>(dw, db, part, C, chunks);
+        cudaError_t e = cudaGetLastError();
+        fnn_free(dev, part, bytes);   /* this thread's stream runs the kernels before any reuse */
+        FNN_CUDA_CHECK(norm_name(op), e);
+    }
     return FNN_STATUS_OK;
 }

@@ -743,6 +743,12 @@ describe('cuda parity: layer_norm, rms_norm and group_norm (instance_norm), forw
       parity_grad('group_norm^T', {uniform({6, 4, 5}, -2, 2)},
                   function(x) return x:transpose(1, 3):group_norm(2) end, 1e-5, 1e-5, 10)
    end)
+   case('layer_norm and rms_norm [99,512]: the weight gradient in chunks of 4 rows, the last one short', function()
+      parity_grad('layer_norm', {uniform({99, 512}, -2, 2), uniform({512}, 0.5, 1.5), uniform({512}, -1, 1)},
+                  function(x, w, b) return x:layer_norm(w, b) end, 1e-5, 1e-5, 10)
+      parity_grad('rms_norm', {uniform({99, 512}, -2, 2), uniform({512}, 0.5, 1.5)},
+                  function(x, w) return x:rms_norm(w) end, 1e-5, 1e-5, 10)
+   end)
    case('layer_norm over two trailing dims [4,3,5] (normalized 15), rms_norm without weight', function()
       parity_grad('layer_norm', {uniform({4, 3, 5}, -2, 2), uniform({3, 5}, 0.5, 1.5), uniform({3, 5}, -1, 1)},
                   function(x, w, b) return x:layer_norm(w, b) end, 1e-5, 1e-5, 10)

@@ -177,7 +177,16 @@ static int m_norm_grad(int, int op, float *dx, float *dw, float *db, const float
                        const float *stats, int64_t rows, int64_t n, int64_t G, int64_t S) {
     if (!n) return 0;
     if (dx && rows) run_block(norm_threads(n), [&] { norm_grad_rows_kernel(op, dx, g, x, w, stats, rows, n, G, S); });
-    if (dw || db) norm_grad_cols_kernel(op, dw, db, g, x, stats, rows, n, G, S);
+    if (dw || db) {   /* the launcher's two passes, scratch by malloc */
+        const int64_t C = G * n / S;
+        int64_t chunk, chunks;
+        norm_chunks(rows / G, C, &chunk, &chunks);
+        double *part = (double *)malloc(2 * chunks * C * sizeof(double));
+        if (!part) return FNN_FAIL(FNN_STATUS_OOM, "emulated norm_grad: no scratch");
+        norm_grad_part_kernel(op, part, g, x, stats, rows, n, G, S, chunk, chunks);
+        norm_grad_sum_kernel(dw, db, part, C, chunks);
+        free(part);
+    }
     return 0;
 }
 static int m_cast(int, int dtype, void *y, const void *x, int64_t n) {
