@@ -18,10 +18,9 @@ function Adadelta.check_options(cls, o)
 end
 
 function Adadelta:update(p, g, st)
-   if st.square_avg == nil then
-      st.square_avg = Optimizer.zeros_like_param(p)
-      st.acc_delta = Optimizer.zeros_like_param(p)
-   end
+   -- each buffer on its own: a loaded state may lack one
+   if st.square_avg == nil then st.square_avg = Optimizer.zeros_like_param(p) end
+   if st.acc_delta == nil then st.acc_delta = Optimizer.zeros_like_param(p) end
    if C.fnn_optim_adadelta(p.node, st.square_avg, st.acc_delta, g.lr, g.rho, g.eps, Optimizer.coupled_decay(p, g)) ~= 0 then
       fail()
    end

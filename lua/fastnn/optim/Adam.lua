@@ -23,12 +23,10 @@ function Adam.check_options(cls, o)
 end
 
 function Adam:update(p, g, st)
+   -- each buffer on its own: a loaded state may lack one (it then starts at zero, as on a first step)
+   if st.exp_avg == nil then st.exp_avg = Optimizer.zeros_like_param(p) end
+   if st.exp_avg_sq == nil then st.exp_avg_sq = Optimizer.zeros_like_param(p) end
    local m = st.exp_avg
-   if m == nil then
-      m = Optimizer.zeros_like_param(p)
-      st.exp_avg = m
-      st.exp_avg_sq = Optimizer.zeros_like_param(p)
-   end
    if g.amsgrad and st.max_exp_avg_sq == nil then st.max_exp_avg_sq = Optimizer.zeros_like_param(p) end
    local betas = g.betas
    if fnn_optim_adam(p.node, m, st.exp_avg_sq, g.amsgrad and st.max_exp_avg_sq or nil, g.lr, betas[1], betas[2],

@@ -21,10 +21,9 @@ function RAdam.check_options(cls, o)
 end
 
 function RAdam:update(p, g, st)
-   if st.exp_avg == nil then
-      st.exp_avg = Optimizer.zeros_like_param(p)
-      st.exp_avg_sq = Optimizer.zeros_like_param(p)
-   end
+   -- each buffer on its own: a loaded state may lack one
+   if st.exp_avg == nil then st.exp_avg = Optimizer.zeros_like_param(p) end
+   if st.exp_avg_sq == nil then st.exp_avg_sq = Optimizer.zeros_like_param(p) end
    if C.fnn_optim_radam(p.node, st.exp_avg, st.exp_avg_sq, g.lr, g.betas[1], g.betas[2], g.eps,
                         Optimizer.coupled_decay(p, g), st.step) ~= 0 then
       fail()

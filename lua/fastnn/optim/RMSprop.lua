@@ -24,11 +24,10 @@ function RMSprop.check_options(cls, o)
 end
 
 function RMSprop:update(p, g, st)
-   if st.square_avg == nil then
-      st.square_avg = Optimizer.zeros_like_param(p)
-      if g.centered then st.grad_avg = Optimizer.zeros_like_param(p) end
-      if g.momentum > 0 then st.momentum_buffer = Optimizer.zeros_like_param(p) end
-   end
+   -- each buffer on its own: a loaded state may lack one, or its options may turn one on
+   if st.square_avg == nil then st.square_avg = Optimizer.zeros_like_param(p) end
+   if g.centered and st.grad_avg == nil then st.grad_avg = Optimizer.zeros_like_param(p) end
+   if g.momentum > 0 and st.momentum_buffer == nil then st.momentum_buffer = Optimizer.zeros_like_param(p) end
    if C.fnn_optim_rmsprop(p.node, st.square_avg, g.centered and st.grad_avg or nil,
                           g.momentum > 0 and st.momentum_buffer or nil, g.lr, g.alpha, g.eps,
                           Optimizer.coupled_decay(p, g), g.momentum) ~= 0 then
