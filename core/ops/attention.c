@@ -371,60 +371,33 @@ static const fnn_backend *attn_device_backend(int device) {
     return be;
 }
 
-/* attention_backward on a device: the same products as attn_bwd_heads, dS by the row kernel */
-static int attention_backward_device(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    const fnn_tensor *q = &n->saved[0], *k = &n->saved[1], *v = &n->saved[2], *p = &n->saved[3];
-    const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
-    const int64_t Tk = k->shape[2], Dv = v->shape[3];
-    const int ord = fnn_device_ordinal(q->device);
-    const fnn_backend *be = attn_device_backend(q->device);
+/* attention_backward's products on a device (a as attn_bwd_heads takes it, over B batches): the same
+ * products as attn_bwd_heads by be->gemm, dS by the row kernel */
+static int attention_backward_device(const attn_bwd_args *a, int64_t B, int device) {
+    const fnn_backend *be = attn_device_backend(device);
     if (!be) return fnn_last_status();
-    fnn_tensor tmp[4], t[3], ds;
-    fnn_tensor_init(&ds);
-    for (int i = 0; i < 4; i++) fnn_tensor_init(&tmp[i]);
-    for (int i = 0; i < 3; i++) fnn_tensor_init(&t[i]);
-    attn_mat mq, mk, mv, mg;
-    const fnn_tensor *used;
-    int rc = attn_read(q, &tmp[0], &mq, &used);
-    if (!rc) rc = attn_read(k, &tmp[1], &mk, &used);
-    if (!rc) rc = attn_read(v, &tmp[2], &mv, &used);
-    if (!rc) rc = attn_read(g, &tmp[3], &mg, &used);
-    const int64_t T[3] = {Tq, Tk, Tk}, Cc[3] = {D, D, Dv};
-    for (int i = 0; i < 3 && !rc; i++) {
-        if (!n->next[i]) continue;
-        int64_t shape[4] = {B, T[i], H, Cc[i]};
-        rc = fnn_new_output(&t[i], q->device, 4, shape);
-    }
-    int64_t sshape[4] = {B, H, Tq, Tk};
-    if (!rc && (n->next[0] || n->next[1])) rc = fnn_new_output(&ds, q->device, 4, sshape);
-    const float scale = (float)n->attr[0];
-    const int causal = n->iattr[0] != 0;
+    const int ord = fnn_device_ordinal(device);
+    const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv;
     const int64_t ps[3] = {H * Tq * Tk, Tq * Tk, Tk};
-    const attn_mat mp = {fnn_data(p), {ps[0], ps[1], ps[2]}};
-    if (!rc && n->next[2]) {   /* dv = P^T dO */
+    const attn_mat mp = {a->p, {ps[0], ps[1], ps[2]}};
+    int rc = FNN_STATUS_OK;
+    if (a->dv) {   /* dv = P^T dO */
         const int64_t cs[3] = {Tk * H * Dv, Dv, H * Dv};
-        rc = attn_dgemm(be, ord, 1, 0, B, H, Tk, Dv, Tq, 1.0f, &mp, &mg, fnn_data(&t[2]), cs);
+        rc = attn_dgemm(be, ord, 1, 0, B, H, Tk, Dv, Tq, 1.0f, &mp, &a->g, a->dv, cs);
     }
-    if (!rc && (n->next[0] || n->next[1])) {
-        float *dsp = fnn_data(&ds);
-        const attn_mat mds = {dsp, {ps[0], ps[1], ps[2]}};
-        rc = attn_dgemm(be, ord, 0, 1, B, H, Tq, Tk, Dv, 1.0f, &mg, &mv, dsp, ps);   /* dP = dO v^T */
-        if (!rc) rc = be->attn_softmax_grad(ord, dsp, mp.p, B * H * Tq, Tq, Tk, causal);
-        if (!rc && n->next[0]) {   /* dq = scale dS k */
+    if (!rc && a->ds) {
+        const attn_mat mds = {a->ds, {ps[0], ps[1], ps[2]}};
+        rc = attn_dgemm(be, ord, 0, 1, B, H, Tq, Tk, Dv, 1.0f, &a->g, &a->v, a->ds, ps);   /* dP = dO v^T */
+        if (!rc) rc = be->attn_softmax_grad(ord, a->ds, a->p, B * H * Tq, Tq, Tk, a->causal);
+        if (!rc && a->dq) {   /* dq = scale dS k */
             const int64_t cs[3] = {Tq * H * D, D, H * D};
-            rc = attn_dgemm(be, ord, 0, 0, B, H, Tq, D, Tk, scale, &mds, &mk, fnn_data(&t[0]), cs);
+            rc = attn_dgemm(be, ord, 0, 0, B, H, Tq, D, Tk, a->scale, &mds, &a->k, a->dq, cs);
         }
-        if (!rc && n->next[1]) {   /* dk = scale dS^T q */
+        if (!rc && a->dk) {   /* dk = scale dS^T q */
             const int64_t cs[3] = {Tk * H * D, D, H * D};
-            rc = attn_dgemm(be, ord, 1, 0, B, H, Tk, D, Tq, scale, &mds, &mq, fnn_data(&t[1]), cs);
+            rc = attn_dgemm(be, ord, 1, 0, B, H, Tk, D, Tq, a->scale, &mds, &a->q, a->dk, cs);
         }
     }
-    for (int i = 0; i < 3; i++)
-        if (t[i].ndim >= 0 && !rc) rc = attn_view_bhtc(&din[i], &t[i], B, H, T[i], Cc[i]);
-    for (int i = 0; i < 3; i++) fnn_tensor_clear(&t[i]);
-    for (int i = 0; i < 4; i++) fnn_tensor_clear(&tmp[i]);
-    fnn_tensor_clear(&ds);
-    if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
     return rc;
 }
 
@@ -482,7 +455,6 @@ static int attention_device(fnn_tensor *out, const fnn_tensor *q, const fnn_tens
 
 /* saved: q, k, v as read (views or contiguous copies), P [B,H,Tq,Tk]; attr[0] scale */
 static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    if (fnn_device_type_of(n->saved[0].device) != FNN_DEVICE_CPU) return attention_backward_device(n, g, din);
     const fnn_tensor *q = &n->saved[0], *k = &n->saved[1], *v = &n->saved[2], *p = &n->saved[3];
     const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
     const int64_t Tk = k->shape[2], Dv = v->shape[3];
@@ -513,7 +485,8 @@ static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
         a.H = H; a.Tq = Tq; a.Tk = Tk; a.D = D; a.Dv = Dv;
         a.scale = (float)n->attr[0];
         a.causal = n->iattr[0] != 0;
-        attn_run(B * H, 2.0 * (double)(B * H) * (double)(Tq * Tk) * (double)(2 * D + 2 * Dv), attn_bwd_heads, &a);
+        if (fnn_device_type_of(q->device) != FNN_DEVICE_CPU) rc = attention_backward_device(&a, B, q->device);
+        else attn_run(B * H, 2.0 * (double)(B * H) * (double)(Tq * Tk) * (double)(2 * D + 2 * Dv), attn_bwd_heads, &a);
     }
     for (int i = 0; i < 3; i++)
         if (t[i].ndim >= 0 && !rc) rc = attn_view_bhtc(&din[i], &t[i], B, H, T[i], Cc[i]);
