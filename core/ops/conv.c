@@ -1064,28 +1064,13 @@ static int pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, f
     return rc;
 }
 
-/* both pools' backward on a device (cuda/pool.cu, a gather per input element): idx the saved argmax
- * offsets (max) or NULL (avg) */
+/* both pools' backward on a device: pool.c's, over this geometry (idx: max's argmax offsets, or NULL) */
 static int pool_backward_device(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_backend *be,
                                 const fnn_tensor *idx) {
-    FNN_CHECK(idx ? be->max_pool_grad != NULL : be->avg_pool_grad != NULL, FNN_STATUS_DEVICE,
-              "%s: backward not implemented on this device", n->op->info.name);
     pool_geom g;
     pool_geom_of(&g, n);
     const pool_dev_geom d = pool_dev(&g);
-    fnn_tensor dyt;
-    int rc;
-    const float *dy = fnn_contiguous_data(dout, &dyt, &rc);
-    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
-    if (!rc) {
-        const int ord = fnn_device_ordinal(dout->device);
-        rc = idx ? be->max_pool_grad(ord, fnn_data(&din[0]), dy, (const int32_t *)(const void *)fnn_data(idx), g.planes,
-                                     d.in, d.out, d.k, d.s, d.p)
-                 : be->avg_pool_grad(ord, fnn_data(&din[0]), dy, g.planes, d.in, d.out, d.k, d.s, d.p,
-                                     g.count_include_pad);
-    }
-    fnn_tensor_clear(&dyt);
-    return rc;
+    return fnn_pool_backward_device(n, dout, din, be, idx, g.planes, d.in, d.out, d.k, d.s, d.p, g.count_include_pad);
 }
 
 /* saved[0] = the argmax offsets [planes * Ho * Wo] (int32 bits) */

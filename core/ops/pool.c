@@ -242,27 +242,32 @@ static int pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, f
     return rc;
 }
 
-/* both pools' backward on a device (cuda/pool.cu, a gather per input element): idx the saved argmax
- * offsets (max) or NULL (avg) */
-static int pool_backward_device(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_backend *be,
-                                const fnn_tensor *idx) {
+/* every pool's backward on a device (cuda/pool.cu, a gather per input element) over `planes` planes of
+ * [D,H,W] (in, out, kernel, stride, padding as the backend takes them): idx the saved argmax offsets
+ * (max) or NULL (avg). The 2-d pools of conv.c use it too. */
+int fnn_pool_backward_device(const fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_backend *be,
+                             const fnn_tensor *idx, int64_t planes, const int64_t *in, const int64_t *out,
+                             const int64_t *k, const int64_t *s, const int64_t *p, int count_include_pad) {
     FNN_CHECK(idx ? be->max_pool_grad != NULL : be->avg_pool_grad != NULL, FNN_STATUS_DEVICE,
               "%s: backward not implemented on this device", n->op->info.name);
-    pool_geom g;
-    pool_geom_of(&g, n);
     fnn_tensor dyt;
     int rc;
     const float *dy = fnn_contiguous_data(dout, &dyt, &rc);
     if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
     if (!rc) {
         const int ord = fnn_device_ordinal(dout->device);
-        rc = idx ? be->max_pool_grad(ord, fnn_data(&din[0]), dy, (const int32_t *)(const void *)fnn_data(idx), g.planes,
-                                     g.in, g.out, g.k, g.s, g.p)
-                 : be->avg_pool_grad(ord, fnn_data(&din[0]), dy, g.planes, g.in, g.out, g.k, g.s, g.p,
-                                     g.count_include_pad);
+        rc = idx ? be->max_pool_grad(ord, fnn_data(&din[0]), dy, (const int32_t *)(const void *)fnn_data(idx), planes,
+                                     in, out, k, s, p)
+                 : be->avg_pool_grad(ord, fnn_data(&din[0]), dy, planes, in, out, k, s, p, count_include_pad);
     }
     fnn_tensor_clear(&dyt);
     return rc;
+}
+static int pool_backward_device(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_backend *be,
+                                const fnn_tensor *idx) {
+    pool_geom g;
+    pool_geom_of(&g, n);
+    return fnn_pool_backward_device(n, dout, din, be, idx, g.planes, g.in, g.out, g.k, g.s, g.p, g.count_include_pad);
 }
 
 /* saved[0] = the argmax offsets [planes * Do * Ho * Wo] (int32 bits) */
