@@ -542,86 +542,60 @@ static const fnn_op_def LSTM_SEQ = {{"lstm", "rnn", 1, 1}, rnn_seq_backward, FNN
 static const fnn_op_def GRU_SEQ = {{"gru", "rnn", 1, 1}, rnn_seq_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def *const RNN_DEF[3] = {&RNN_TANH_SEQ, &LSTM_SEQ, &GRU_SEQ};
 
-/* the forward on a device (rnn_seq's checks done): rnn_seq's steps as launches, the same workspace */
-static int rnn_seq_device(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *c0,
-                          const fnn_tensor *w_ih, const fnn_tensor *w_hh, const fnn_tensor *b_ih,
-                          const fnn_tensor *b_hh, int reverse, int64_t N, int64_t T, int64_t I, int64_t H) {
-    const int dev = x->device, ord = fnn_device_ordinal(dev);
-    const fnn_backend *be = rnn_device_backend(RNN_OP[kind], dev);
-    if (!be) return fnn_last_status();
-    const int64_t GH = RNN_GATES[kind] * H, P = T * N, rows_out = kind == RNN_LSTM ? T + 1 : T;
-    const rnn_layout L = rnn_layout_of(kind, N, T, I, H);
-    const fnn_tensor *ins[IN_COUNT] = {x, h0, c0, w_ih, w_hh, b_ih, b_hh};
-    const bool grad = fnn_needs_node(IN_COUNT, ins);
-    fnn_tensor wst, zt, hzt, wit, wht, bit, bht, h0t, c0t;
-    fnn_tensor_init(&wst); fnn_tensor_init(&zt); fnn_tensor_init(&hzt);
-    fnn_tensor_init(&wit); fnn_tensor_init(&wht); fnn_tensor_init(&bit); fnn_tensor_init(&bht);
-    fnn_tensor_init(&h0t); fnn_tensor_init(&c0t);
-    int64_t wsshape[1] = {L.total}, zshape[2] = {P, GH}, hzshape[2] = {N, GH}, oshape[3] = {N, rows_out, H};
-    int rc = fnn_new_output(&wst, dev, 1, wsshape);
-    if (!rc) rc = fnn_new_output(&zt, dev, 2, zshape);
-    if (!rc && kind == RNN_GRU) rc = fnn_new_output(&hzt, dev, 2, hzshape);
-    if (!rc) rc = fnn_new_output(out, dev, 3, oshape);
-    const float *wi = NULL, *wh = NULL, *bi = NULL, *bh = NULL, *h0p = NULL, *c0p = NULL;
-    if (!rc) wi = fnn_contiguous_data(w_ih, &wit, &rc);
-    if (!rc) wh = fnn_contiguous_data(w_hh, &wht, &rc);
-    if (!rc && b_ih) bi = fnn_contiguous_data(b_ih, &bit, &rc);
-    if (!rc && b_hh) bh = fnn_contiguous_data(b_hh, &bht, &rc);
-    if (!rc && h0) h0p = fnn_contiguous_data(h0, &h0t, &rc);
-    if (!rc && c0) c0p = fnn_contiguous_data(c0, &c0t, &rc);
-    if (rc) goto done;
-    {
-        float *ws = fnn_data(&wst), *xs = ws + L.xs, *hs = ws + L.hs, *cs = ws + L.cs, *acts = ws + L.acts;
-        float *z = fnn_data(&zt), *hz = kind == RNN_GRU ? fnn_data(&hzt) : NULL, *o = fnn_data(out);
-        /* x in processing order, time-major, straight from x's strides: xs[s N + n] = x[n, t(s)] */
-        const int64_t xshape[4] = {T, N, I, 1}, xd[4] = {N * I, I, 1, 0};
-        const int64_t xsrc[4] = {reverse ? -x->stride[1] : x->stride[1], x->stride[0], x->stride[2], 0};
-        if ((rc = be->seq_copy(ord, xs, xd, fnn_data(x) + (reverse ? (T - 1) * x->stride[1] : 0), xsrc, xshape)))
-            goto done;
-        /* z = the biases the cell does not add itself, broadcast over the rows, + the input projection
-         * of every step at once */
-        const float *b2 = kind == RNN_GRU ? NULL : bh;
-        const int64_t bstride[2] = {0, 1}, zsh[2] = {P, GH};
-        if (bi && b2) rc = be->binary(ord, FNN_BIN_ADD, z, bi, bstride, b2, bstride, 2, zsh);
-        else if (bi || b2) rc = rnn_drows(be, ord, z, GH, bi ? bi : b2, 0, P, GH);
-        if (!rc) rc = rnn_dgemm(be, ord, false, true, P, GH, I, xs, I, wi, I, bi || b2 ? 1.0f : 0.0f, z, GH);
-        if (!rc) rc = h0p ? rnn_drows(be, ord, hs, H, h0p, H, N, H) : be->fill(ord, hs, N * H, 0.0f);
-        if (!rc && kind == RNN_LSTM) rc = c0p ? rnn_drows(be, ord, cs, H, c0p, H, N, H) : be->fill(ord, cs, N * H, 0.0f);
-        if (rc) goto done;
-        const int64_t act_w = kind == RNN_LSTM ? 5 * H : kind == RNN_GRU ? 4 * H : 0;
-        for (int64_t s = 0; s < T && !rc; s++) {
-            float *zs = z + s * N * GH;
-            const float *hprev = hs + s * N * H;
-            bool zero_h = s == 0 && !h0p;   /* h W_hh^T is zero: no GEMM */
-            if (kind == RNN_GRU) {
-                if (zero_h) rc = be->fill(ord, hz, N * GH, 0.0f);
-                else rc = rnn_dgemm(be, ord, false, true, N, GH, H, hprev, H, wh, H, 0.0f, hz, GH);
-            } else if (!zero_h) {
-                rc = rnn_dgemm(be, ord, false, true, N, GH, H, hprev, H, wh, H, 1.0f, zs, GH);
-            }
-            bool lstm = kind == RNN_LSTM;
-            if (!rc)
-                rc = be->rnn_step(ord, kind, N, H, zs, hz, bh, hprev, lstm ? cs + s * N * H : NULL,
-                                  hs + (s + 1) * N * H, lstm ? cs + (s + 1) * N * H : NULL,
-                                  act_w && (grad || !lstm) ? acts + s * N * act_w : NULL, o + s * H, rows_out * H);
+/* what the forward's steps read and write, set up once by rnn_seq for either path: the workspace
+ * (xs, hs, cs, acts: rnn_layout), z and hz (GRU), the output o, the contiguous weights, biases and
+ * states (NULL when absent) */
+typedef struct {
+    int kind, reverse;
+    bool grad;
+    int64_t N, T, I, H, GH, P, rows_out;
+    const fnn_tensor *x;
+    const float *wi, *wh, *bi, *bh, *h0p, *c0p;
+    float *xs, *hs, *cs, *acts, *z, *hz, *o;
+} rnn_fwd;
+
+/* the forward's steps on a device (cuda/rnn.cu): rnn_fwd_cpu's steps as launches */
+static int rnn_fwd_device(const fnn_backend *be, int ord, const rnn_fwd *f) {
+    const int kind = f->kind, reverse = f->reverse;
+    const bool grad = f->grad;
+    const int64_t N = f->N, T = f->T, I = f->I, H = f->H, GH = f->GH, P = f->P, rows_out = f->rows_out;
+    const fnn_tensor *x = f->x;
+    const float *wi = f->wi, *wh = f->wh, *bi = f->bi, *bh = f->bh, *h0p = f->h0p, *c0p = f->c0p;
+    float *xs = f->xs, *hs = f->hs, *cs = f->cs, *acts = f->acts, *z = f->z, *hz = f->hz, *o = f->o;
+    int rc = FNN_STATUS_OK;
+    /* x in processing order, time-major, straight from x's strides: xs[s N + n] = x[n, t(s)] */
+    const int64_t xshape[4] = {T, N, I, 1}, xd[4] = {N * I, I, 1, 0};
+    const int64_t xsrc[4] = {reverse ? -x->stride[1] : x->stride[1], x->stride[0], x->stride[2], 0};
+    if ((rc = be->seq_copy(ord, xs, xd, fnn_data(x) + (reverse ? (T - 1) * x->stride[1] : 0), xsrc, xshape)))
+        return rc;
+    /* z = the biases the cell does not add itself, broadcast over the rows, + the input projection
+     * of every step at once */
+    const float *b2 = kind == RNN_GRU ? NULL : bh;
+    const int64_t bstride[2] = {0, 1}, zsh[2] = {P, GH};
+    if (bi && b2) rc = be->binary(ord, FNN_BIN_ADD, z, bi, bstride, b2, bstride, 2, zsh);
+    else if (bi || b2) rc = rnn_drows(be, ord, z, GH, bi ? bi : b2, 0, P, GH);
+    if (!rc) rc = rnn_dgemm(be, ord, false, true, P, GH, I, xs, I, wi, I, bi || b2 ? 1.0f : 0.0f, z, GH);
+    if (!rc) rc = h0p ? rnn_drows(be, ord, hs, H, h0p, H, N, H) : be->fill(ord, hs, N * H, 0.0f);
+    if (!rc && kind == RNN_LSTM) rc = c0p ? rnn_drows(be, ord, cs, H, c0p, H, N, H) : be->fill(ord, cs, N * H, 0.0f);
+    if (rc) return rc;
+    const int64_t act_w = kind == RNN_LSTM ? 5 * H : kind == RNN_GRU ? 4 * H : 0;
+    for (int64_t s = 0; s < T && !rc; s++) {
+        float *zs = z + s * N * GH;
+        const float *hprev = hs + s * N * H;
+        bool zero_h = s == 0 && !h0p;   /* h W_hh^T is zero: no GEMM */
+        if (kind == RNN_GRU) {
+            if (zero_h) rc = be->fill(ord, hz, N * GH, 0.0f);
+            else rc = rnn_dgemm(be, ord, false, true, N, GH, H, hprev, H, wh, H, 0.0f, hz, GH);
+        } else if (!zero_h) {
+            rc = rnn_dgemm(be, ord, false, true, N, GH, H, hprev, H, wh, H, 1.0f, zs, GH);
         }
-        if (!rc && kind == RNN_LSTM) rc = rnn_drows(be, ord, o + T * H, rows_out * H, cs + T * N * H, H, N, H);
-        if (rc) goto done;
+        bool lstm = kind == RNN_LSTM;
+        if (!rc)
+            rc = be->rnn_step(ord, kind, N, H, zs, hz, bh, hprev, lstm ? cs + s * N * H : NULL,
+                              hs + (s + 1) * N * H, lstm ? cs + (s + 1) * N * H : NULL,
+                              act_w && (grad || !lstm) ? acts + s * N * act_w : NULL, o + s * H, rows_out * H);
     }
-    if (grad) {
-        fnn_node *nd = fnn_attach_node(out, RNN_DEF[kind], IN_COUNT, ins);
-        if (!nd || fnn_save(nd, 0, &wst) || fnn_save(nd, 1, w_ih) || fnn_save(nd, 2, w_hh)) {
-            rc = fnn_last_status();
-        } else {
-            int64_t at[6] = {kind, N, T, I, H, reverse != 0};
-            memcpy(nd->iattr, at, sizeof at);
-        }
-    }
-done:
-    fnn_tensor_clear(&wst); fnn_tensor_clear(&zt); fnn_tensor_clear(&hzt);
-    fnn_tensor_clear(&wit); fnn_tensor_clear(&wht); fnn_tensor_clear(&bit); fnn_tensor_clear(&bht);
-    fnn_tensor_clear(&h0t); fnn_tensor_clear(&c0t);
-    if (rc) fnn_tensor_clear(out);
+    if (!rc && kind == RNN_LSTM) rc = rnn_drows(be, ord, o + T * H, rows_out * H, cs + T * N * H, H, N, H);
     return rc;
 }
 
@@ -635,6 +609,63 @@ static int rnn_check_state(const char *op, const char *what, const fnn_tensor *s
               "%s: %s %s does not match input %s and hidden size %lld (expected [%lld,%lld])", op, what,
               fnn_shape_of(s).s, fnn_shape_of(x).s, (long long)H, (long long)N, (long long)H);
     return FNN_STATUS_OK;
+}
+
+/* the forward's steps on the CPU */
+static void rnn_fwd_cpu(const rnn_fwd *f) {
+    const int kind = f->kind, reverse = f->reverse;
+    const bool grad = f->grad;
+    const int64_t N = f->N, T = f->T, I = f->I, H = f->H, GH = f->GH, P = f->P, rows_out = f->rows_out;
+    const fnn_tensor *x = f->x;
+    const float *wi = f->wi, *wh = f->wh, *bi = f->bi, *bh = f->bh, *h0p = f->h0p, *c0p = f->c0p;
+    float *xs = f->xs, *hs = f->hs, *cs = f->cs, *acts = f->acts, *z = f->z, *hz = f->hz, *o = f->o;
+    /* x in processing order, time-major: xs[s N + n] = x[n, t(s)] */
+    const float *xp = fnn_data(x);
+    for (int64_t s = 0; s < T; s++) {
+        int64_t t = reverse ? T - 1 - s : s;
+        for (int64_t n = 0; n < N; n++) {
+            const float *src = xp + n * x->stride[0] + t * x->stride[1];
+            float *dst = xs + (s * N + n) * I;
+            if (x->stride[2] == 1) memcpy(dst, src, sizeof(float) * (size_t)I);
+            else for (int64_t i = 0; i < I; i++) dst[i] = src[i * x->stride[2]];
+        }
+    }
+    /* the input projection of every step at once, with the biases the cell does not add itself */
+    rnn_gemm(false, true, P, GH, I, xs, I, wi, I, 0.0f, z, GH);
+    const float *b2 = kind == RNN_GRU ? NULL : bh;
+    if (bi || b2)
+        for (int64_t r = 0; r < P; r++) {
+            float *zr = z + r * GH;
+            if (bi) for (int64_t j = 0; j < GH; j++) zr[j] += bi[j];
+            if (b2) for (int64_t j = 0; j < GH; j++) zr[j] += b2[j];
+        }
+    if (h0p) memcpy(hs, h0p, sizeof(float) * (size_t)(N * H));
+    else memset(hs, 0, sizeof(float) * (size_t)(N * H));
+    if (kind == RNN_LSTM) {
+        if (c0p) memcpy(cs, c0p, sizeof(float) * (size_t)(N * H));
+        else memset(cs, 0, sizeof(float) * (size_t)(N * H));
+    }
+    const int64_t act_w = kind == RNN_LSTM ? 5 * H : kind == RNN_GRU ? 4 * H : 0;
+    for (int64_t s = 0; s < T; s++) {
+        float *zs = z + s * N * GH;
+        const float *hprev = hs + s * N * H;
+        bool zero_h = s == 0 && !h0p;   /* h W_hh^T is zero: no GEMM */
+        if (kind == RNN_GRU) {
+            if (zero_h) memset(hz, 0, sizeof(float) * (size_t)(N * GH));
+            else rnn_gemm(false, true, N, GH, H, hprev, H, wh, H, 0.0f, hz, GH);
+        } else if (!zero_h) {
+            rnn_gemm(false, true, N, GH, H, hprev, H, wh, H, 1.0f, zs, GH);
+        }
+        bool lstm = kind == RNN_LSTM;
+        rnn_step_args a = {kind, H, zs, hz, bh, hprev, lstm ? cs + s * N * H : NULL, hs + (s + 1) * N * H,
+                           lstm ? cs + (s + 1) * N * H : NULL,
+                           act_w && (grad || !lstm) ? acts + s * N * act_w : NULL, o + s * H,
+                           rows_out * H};
+        fnn_parallel_for(N, fnn_threads_for(N * H * LSTM_WORK_PER_ELEM), rnn_step_rows, &a);
+    }
+    if (kind == RNN_LSTM)
+        for (int64_t n = 0; n < N; n++)
+            memcpy(o + (n * rows_out + T) * H, cs + (T * N + n) * H, sizeof(float) * (size_t)H);
 }
 
 static int rnn_seq(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *c0,
@@ -672,10 +703,9 @@ static int rnn_seq(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_ten
     FNN_TRY(rnn_check_state(op, "c0", c0, x, N, H));
     FNN_CHECK(T * N < INT_MAX && GH < INT_MAX && I < INT_MAX && (T + 1) * H < INT_MAX, FNN_STATUS_SHAPE,
               "%s: input %s with hidden size %lld is too large for one GEMM", op, fnn_shape_of(x).s, (long long)H);
-    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU)   /* cuda/rnn.cu */
-        return rnn_seq_device(kind, out, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse, N, T, I, H);
-
     const int dev = x->device;
+    const fnn_backend *be = NULL;   /* cuda/rnn.cu on a device */
+    if (fnn_device_type_of(dev) != FNN_DEVICE_CPU && !(be = rnn_device_backend(op, dev))) return fnn_last_status();
     const int64_t P = T * N, rows_out = kind == RNN_LSTM ? T + 1 : T;
     const rnn_layout L = rnn_layout_of(kind, N, T, I, H);
     const fnn_tensor *ins[IN_COUNT] = {x, h0, c0, w_ih, w_hh, b_ih, b_hh};
@@ -698,55 +728,13 @@ static int rnn_seq(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_ten
     if (!rc && c0) c0p = fnn_contiguous_data(c0, &c0t, &rc);
     if (rc) goto done;
     {
-        float *ws = fnn_data(&wst), *xs = ws + L.xs, *hs = ws + L.hs, *cs = ws + L.cs, *acts = ws + L.acts;
-        float *z = fnn_data(&zt), *hz = kind == RNN_GRU ? fnn_data(&hzt) : NULL, *o = fnn_data(out);
-        /* x in processing order, time-major: xs[s N + n] = x[n, t(s)] */
-        const float *xp = fnn_data(x);
-        for (int64_t s = 0; s < T; s++) {
-            int64_t t = reverse ? T - 1 - s : s;
-            for (int64_t n = 0; n < N; n++) {
-                const float *src = xp + n * x->stride[0] + t * x->stride[1];
-                float *dst = xs + (s * N + n) * I;
-                if (x->stride[2] == 1) memcpy(dst, src, sizeof(float) * (size_t)I);
-                else for (int64_t i = 0; i < I; i++) dst[i] = src[i * x->stride[2]];
-            }
-        }
-        /* the input projection of every step at once, with the biases the cell does not add itself */
-        rnn_gemm(false, true, P, GH, I, xs, I, wi, I, 0.0f, z, GH);
-        const float *b2 = kind == RNN_GRU ? NULL : bh;
-        if (bi || b2)
-            for (int64_t r = 0; r < P; r++) {
-                float *zr = z + r * GH;
-                if (bi) for (int64_t j = 0; j < GH; j++) zr[j] += bi[j];
-                if (b2) for (int64_t j = 0; j < GH; j++) zr[j] += b2[j];
-            }
-        if (h0p) memcpy(hs, h0p, sizeof(float) * (size_t)(N * H));
-        else memset(hs, 0, sizeof(float) * (size_t)(N * H));
-        if (kind == RNN_LSTM) {
-            if (c0p) memcpy(cs, c0p, sizeof(float) * (size_t)(N * H));
-            else memset(cs, 0, sizeof(float) * (size_t)(N * H));
-        }
-        const int64_t act_w = kind == RNN_LSTM ? 5 * H : kind == RNN_GRU ? 4 * H : 0;
-        for (int64_t s = 0; s < T; s++) {
-            float *zs = z + s * N * GH;
-            const float *hprev = hs + s * N * H;
-            bool zero_h = s == 0 && !h0p;   /* h W_hh^T is zero: no GEMM */
-            if (kind == RNN_GRU) {
-                if (zero_h) memset(hz, 0, sizeof(float) * (size_t)(N * GH));
-                else rnn_gemm(false, true, N, GH, H, hprev, H, wh, H, 0.0f, hz, GH);
-            } else if (!zero_h) {
-                rnn_gemm(false, true, N, GH, H, hprev, H, wh, H, 1.0f, zs, GH);
-            }
-            bool lstm = kind == RNN_LSTM;
-            rnn_step_args a = {kind, H, zs, hz, bh, hprev, lstm ? cs + s * N * H : NULL, hs + (s + 1) * N * H,
-                               lstm ? cs + (s + 1) * N * H : NULL,
-                               act_w && (grad || !lstm) ? acts + s * N * act_w : NULL, o + s * H,
-                               rows_out * H};
-            fnn_parallel_for(N, fnn_threads_for(N * H * LSTM_WORK_PER_ELEM), rnn_step_rows, &a);
-        }
-        if (kind == RNN_LSTM)
-            for (int64_t n = 0; n < N; n++)
-                memcpy(o + (n * rows_out + T) * H, cs + (T * N + n) * H, sizeof(float) * (size_t)H);
+        float *ws = fnn_data(&wst);
+        const rnn_fwd f = {kind, reverse, grad, N, T, I, H, GH, P, rows_out, x, wi, wh, bi, bh, h0p, c0p,
+                           ws + L.xs, ws + L.hs, ws + L.cs, ws + L.acts, fnn_data(&zt),
+                           kind == RNN_GRU ? fnn_data(&hzt) : NULL, fnn_data(out)};
+        if (be) rc = rnn_fwd_device(be, fnn_device_ordinal(dev), &f);
+        else rnn_fwd_cpu(&f);
+        if (rc) goto done;
     }
     if (grad) {
         fnn_node *nd = fnn_attach_node(out, RNN_DEF[kind], IN_COUNT, ins);
