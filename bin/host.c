@@ -170,14 +170,27 @@ int fastnn_lua_open(lua_State *L) {
 
 static _Atomic(lua_State *) sigint_state;        /* the state the hook goes to */
 
+/* Whether the innermost Lua function running is fastnn's own (its source under dir). C frames
+ * are skipped: the interpreter calls a hook on entering and leaving a builtin too, and indexing
+ * a cdata (out.storage in done()) runs the FFI's __index builtin, whose frame is "=[C]". */
+static int inside_library(lua_State *L, const char *dir) {
+    lua_Debug frame;
+    for (int level = 0; lua_getstack(L, level, &frame); level++) {
+        if (!lua_getinfo(L, "S", &frame)) return 0;
+        if (strcmp(frame.what, "C") != 0) return strncmp(frame.source, dir, strlen(dir)) == 0;
+    }
+    return 0;
+}
+
 /* Runs at the next safe point of the state after a Ctrl-C: drop the hook, raise. */
 static void interrupt_hook(lua_State *L, lua_Debug *ar) {
+    (void)ar;
     /* Inside fastnn's own Lua code (tensor.lua registers its directory) the hook waits and fires
      * again at the next instruction: an op binding between its C call and done() holds an output
      * with no finalizer yet, which raising here would leak; done() raises after attaching it. */
     lua_getfield(L, LUA_REGISTRYINDEX, "fastnn.library_dir");
     const char *dir = lua_tostring(L, -1);
-    int inside = dir && lua_getinfo(L, "S", ar) && strncmp(ar->source, dir, strlen(dir)) == 0;
+    int inside = dir && inside_library(L, dir);
     lua_pop(L, 1);
     if (inside && atomic_load(&interrupt_pending)) return;
     lua_sethook(L, NULL, 0, 0);
