@@ -32,14 +32,21 @@ static int to_device_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
 static const fnn_op_def TO_DEVICE = {{"to_device", "device", 1, 1}, to_device_backward, FNN_EMBEDS_NONE};
 const fnn_op_def *const fnn_ops_device[] = {&TO_DEVICE, NULL};
 
-int fnn_to_device(fnn_tensor *out, const fnn_tensor *x, int device) {
-    FNN_TRY(fnn_check_input_any("to", x));
+/* an error naming op and the device when there is no such device here */
+static int check_available(const char *op, int device) {
     ensure_backends();
     char name[32];
     int type = fnn_device_type_of(device);
     FNN_CHECK(fnn_backend_for(device) != NULL && fnn_device_ordinal(device) < fnn_device_count(type),
-              FNN_STATUS_DEVICE, "to: device %s is not available (%s)", fnn_device_name(device, name, sizeof name),
+              FNN_STATUS_DEVICE, "%s: device %s is not available (%s)", op, fnn_device_name(device, name, sizeof name),
               fnn_cuda_built() ? "no such GPU" : "this build has no CUDA backend; rebuild with -DFASTNN_CUDA=ON");
+    return FNN_STATUS_OK;
+}
+
+int fnn_to_device(fnn_tensor *out, const fnn_tensor *x, int device) {
+    FNN_TRY(fnn_check_input_any("to", x));
+    FNN_TRY(check_available("to", device));
+    int type = fnn_device_type_of(device);
     if (device == x->device) return fnn_tensor_ref(out, x);
     fnn_tensor src;
     int rc;
@@ -61,6 +68,38 @@ int fnn_to_device(fnn_tensor *out, const fnn_tensor *x, int device) {
         n->iattr[0] = x->device;
     }
     return FNN_STATUS_OK;
+}
+
+/* ---- made on a device: full and empty where they are used ---- */
+/* A float tensor is filled by the device's own kernel (be->fill): made on the CPU and copied
+ * over, a GPU optimizer's state or a decoding cache crossed the bus once per buffer. int64 has
+ * no device fill, so it is filled on the host and sent in one upload (no host wait). */
+int fnn_empty_on(fnn_tensor *out, int device, int ndim, const int64_t *shape, int dtype) {
+    fnn_tensor_init(out);
+    if (fnn_device_type_of(device) == FNN_DEVICE_CPU) return fnn_empty_dtype(out, ndim, shape, dtype);
+    FNN_TRY(check_available("empty", device));
+    fnn_set_op("empty");
+    return fnn_new_output_dtype(out, device, dtype, ndim, shape);
+}
+
+int fnn_full_on(fnn_tensor *out, int device, int ndim, const int64_t *shape, double value, int dtype) {
+    fnn_tensor_init(out);
+    if (fnn_device_type_of(device) == FNN_DEVICE_CPU) return fnn_full_dtype(out, ndim, shape, value, dtype);
+    FNN_TRY(check_available("full", device));
+    const fnn_backend *be = fnn_backend_for(device);
+    if (dtype != FNN_DTYPE_FLOAT32 || !be->fill) {
+        fnn_tensor host;
+        FNN_TRY(fnn_full_dtype(&host, ndim, shape, value, dtype));   /* its checks of the value */
+        int rc = fnn_upload(out, device, dtype, ndim, shape, fnn_bytes(&host));
+        fnn_tensor_clear(&host);
+        return rc;
+    }
+    fnn_set_op("full");
+    FNN_TRY(fnn_new_output_dtype(out, device, dtype, ndim, shape));
+    int64_t n = fnn_tensor_numel(out);
+    int rc = n ? be->fill(fnn_device_ordinal(device), fnn_data(out), n, (float)value) : FNN_STATUS_OK;
+    if (rc) fnn_tensor_clear(out);
+    return rc;
 }
 
 /* ---- transfers without a host wait (the backend's copy stream), synchronize, the pinned cache ---- */

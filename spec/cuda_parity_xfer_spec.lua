@@ -213,4 +213,38 @@ describe('CUDA transfers: DataLoader:to_device and the pinned copy path', functi
          for _ in data.DataLoader(data.TensorDataset(x, y), 64):to_device('cuda:' .. n):iter() do end
       end, 'no GPU ' .. n)
    end)
+
+   for _, n in ipairs{1, 127, 128, 129, 1025} do
+      case(('zeros, ones, full, empty and the *_like creators of %d elements are made on the GPU'):format(n), function()
+         local probe = fnn.randn(n)
+         if not gpu then
+            S.skip('creators', {probe})
+            assert.error_matches(function() return fnn.zeros(n, {device = 'cuda'}) end, 'zeros: ' .. S.reason)
+            return
+         end
+         for _, c in ipairs{
+            {'zeros', fnn.zeros(n, {device = gpu}), fnn.zeros(n)},
+            {'ones', fnn.ones({n}, {device = 'cuda:0'}), fnn.ones(n)},
+            {'full', fnn.full({n}, -2.5, {device = gpu}), fnn.full({n}, -2.5)},
+            {'full int64', fnn.full({n}, 2^40 + 3, {device = gpu, dtype = 'int64'}), fnn.full({n}, 2^40 + 3, {dtype = 'int64'})},
+            {'zeros_like', fnn.zeros_like(probe:to(gpu)), fnn.zeros(n)},
+            {'ones_like int64', fnn.ones_like(probe:to(gpu), {dtype = 'int64'}), fnn.ones(n, {dtype = 'int64'})},
+            {'full_like', fnn.full_like(probe:to(gpu), 4), fnn.full({n}, 4)},
+         } do
+            local label, got, want = c[1], c[2], c[3]
+            assert.equals(gpu, got:device(), label)
+            assert.equals(want:dtype(), got:dtype(), label)
+            assert.same(want:to_flat(), got:to('cpu'):to_flat(), label)
+         end
+         local e = fnn.empty({n, 2}, {device = gpu})
+         assert.equals(gpu, e:device())
+         assert.same({n, 2}, e:shape())
+         for _, r in ipairs{fnn.rand_like(probe:to(gpu)), fnn.randn_like(probe:to(gpu))} do
+            assert.equals(gpu, r:device())
+            assert.same({n}, r:shape())
+         end
+         local u = fnn.rand_like(fnn.zeros(4096, {device = gpu})):to('cpu'):to_flat()
+         for i = 1, #u do assert.is_true(u[i] >= 0 and u[i] < 1, 'rand_like: ' .. u[i]) end
+      end)
+   end
 end)

@@ -32,6 +32,41 @@ describe('creation', function()
       assert.same({{5, 5}}, fnn.full_like(fnn.ones(1, 2), 5):to_table())
    end)
 
+   it('makes zeros, ones, full and empty on the device its options name, the *_like ones on the model\'s', function()
+      local cpu = fnn.Device.cpu()
+      for _, d in ipairs{'cpu', cpu} do
+         local z = fnn.zeros(2, 3, {device = d})
+         assert.equals(cpu, z:device())
+         assert.same({{0, 0, 0}, {0, 0, 0}}, z:to_table())
+         assert.same({7, 7}, fnn.full({2}, 7, {device = d, dtype = 'int64'}):to_table())
+         assert.equals('int64', fnn.ones({3}, {dtype = 'int64', device = d}):dtype())
+         assert.same({4}, fnn.empty(4, {device = d}):shape())
+      end
+      -- *_like keep the dtype and device of their model; options override one and keep the other
+      local ids = fnn.arange(3)
+      assert.equals('int64', fnn.zeros_like(ids):dtype())
+      assert.same({9, 9, 9}, fnn.full_like(ids, 9):to_table())
+      local f = fnn.full_like(ids, 1.5, {dtype = 'float32'})
+      assert.equals('float32', f:dtype())
+      assert.same({1.5, 1.5, 1.5}, f:to_table())
+      assert.equals(cpu, fnn.ones_like(ids, {device = 'cpu'}):device())
+      assert.same({2, 5}, fnn.randn_like(fnn.zeros(2, 5)):shape())
+      local u = fnn.rand_like(fnn.zeros(1000)):to_flat()
+      for i = 1, #u do assert.is_true(u[i] >= 0 and u[i] < 1) end
+      -- a device this build or machine lacks, or a name that is no device: an error at the caller's
+      -- line (assert.error_matches strips the position, so pcall here)
+      local function err_of(f) local ok, e = pcall(f); assert.is_false(ok); return e end
+      local want = fnn.Device.cuda(0) and 'no GPU 255' or 'cuda:0 is not available'
+      local bad = fnn.Device.cuda(0) and 'cuda:255' or 'cuda'
+      assert.matches('tensor_spec%.lua:%d+: zeros: .*' .. want, err_of(function() local t = fnn.zeros(2, {device = bad}); return t end))
+      assert.matches("tensor_spec%.lua:%d+: full: device is 'gpu', expected a Device, 'cpu', 'cuda' or 'cuda:<n>'",
+                     err_of(function() local t = fnn.full({2}, 1, {device = 'gpu'}); return t end))
+      assert.matches('tensor_spec%.lua:%d+: zeros_like: device is number',
+                     err_of(function() local t = fnn.zeros_like(ids, {device = 7}); return t end))
+      assert.matches('tensor_spec%.lua:%d+: zeros_like: expected a tensor, got number',
+                     err_of(function() local t = fnn.zeros_like(3); return t end))
+   end)
+
    it('draws reproducible random numbers per seed with the right distributions', function()
       fnn.manual_seed(42)
       local a = flat(fnn.randn(1000))

@@ -99,6 +99,9 @@ FNN_API int fnn_tensor_from_int64(fnn_tensor *out, int ndim, const int64_t *shap
 FNN_API int fnn_empty(fnn_tensor *out, int ndim, const int64_t *shape);   /* uninitialised; for loaders */
 FNN_API int fnn_empty_dtype(fnn_tensor *out, int ndim, const int64_t *shape, int dtype);
 FNN_API int fnn_full_dtype(fnn_tensor *out, int ndim, const int64_t *shape, double value, int dtype);
+/* the same on a device (type * 256 + ordinal, as fnn_to_device takes), made and filled there */
+FNN_API int fnn_empty_on(fnn_tensor *out, int device, int ndim, const int64_t *shape, int dtype);
+FNN_API int fnn_full_on(fnn_tensor *out, int device, int ndim, const int64_t *shape, double value, int dtype);
 /* start, start + step, ... below stop (above it for a negative step); int64 takes whole numbers only */
 FNN_API int fnn_arange_dtype(fnn_tensor *out, double start, double stop, double step, int dtype);
 /* x as dtype (a new tensor; x itself when it has that dtype already). To int64: refuses a value that

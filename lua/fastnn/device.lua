@@ -72,22 +72,25 @@ function Device.best()
    return Device.cuda(0) or Device.cpu()
 end
 
--- 'cpu', 'cuda', 'cuda:1' or a Device -> a Device (raising for anything else)
-local function parse(op, d)
+-- 'cpu', 'cuda', 'cuda:1' or a Device -> a Device (raising for anything else, at `level` above
+-- parse's caller: 2, the default, is the caller's caller)
+local function parse(op, d, level)
+   level = (level or 2) + 1
    if getmetatable(d) == Device then return d end
    if type(d) == 'string' then
       if d == 'cpu' then return Device.cpu() end
       local ord = d == 'cuda' and '0' or d:match('^cuda:(%d+)$')
       if ord then
          local dev, why = Device.cuda(tonumber(ord))
-         if not dev then error(op .. ': ' .. why, 3) end
+         if not dev then error(op .. ': ' .. why, level) end
          return dev
       end
    end
    error(("%s: device is %s, expected a Device, 'cpu', 'cuda' or 'cuda:<n>'"):format(
-      op, type(d) == 'string' and ("'" .. d .. "'") or type(d)), 3)
+      op, type(d) == 'string' and ("'" .. d .. "'") or type(d)), level)
 end
 M.parse = parse
+fnn_tensor.parse_device = parse   -- the creators' {device = ...} (tensor.lua)
 
 -- t:device(): where t's data lives
 function Tensor.device(t) return device_of(t.device_) end

@@ -175,14 +175,12 @@ local function as_tensor(op, x, pos, other)
    if type(x) == 'number' then
       local out = new()
       local int = istype(T, other) and other.dtype_ == 1 and x == floor(x) and x > -2^63 and x < 2^63
-      if C.fnn_full_dtype(out, 0, shape_buf, x, int and 1 or 0) ~= 0 then fail() end
-      out = done(out)
-      if istype(T, other) and other.device_ ~= 0 then   -- beside a GPU tensor: the scalar goes there too
-         local moved = new()
-         if C.fnn_to_device(moved, out, other.device_) ~= 0 then fail() end
-         return done(moved)
+      if istype(T, other) and other.device_ ~= 0 then   -- beside a GPU tensor: the scalar is made there
+         if C.fnn_full_on(out, other.device_, 0, shape_buf, x, int and 1 or 0) ~= 0 then fail() end
+         return done(out)
       end
-      return out
+      if C.fnn_full_dtype(out, 0, shape_buf, x, int and 1 or 0) ~= 0 then fail() end
+      return done(out)
    end
    error(('%s: argument %d is a %s, expected a tensor or a number'):format(op, pos, type(x)), 3)
 end
@@ -213,38 +211,54 @@ function M.uniform(shape, lo, hi)
 end
 M.randn = creator('randn', C.fnn_randn)
 
--- zeros, ones, empty: sizes as varargs or a table, then optionally {dtype = 'int64'}
+-- the device a creator's opts name (a Device, 'cpu', 'cuda', 'cuda:<n>') as its id, 0 for the CPU;
+-- fastnn.device sets M.parse_device when it loads (it requires this module)
+local function device_id(op, opts)
+   if opts == nil or opts.device == nil then return 0 end
+   return M.parse_device(op, opts.device, 3).id   -- raised at the creator's caller
+end
+
+-- value (nil: empty) of dtype on device: made there, never made here and copied over
+local function make_filled(op, n, shape, value, dtype, device)
+   local out = new()
+   local rc
+   if device == 0 then
+      rc = value and C.fnn_full_dtype(out, n, shape, value, dtype) or C.fnn_empty_dtype(out, n, shape, dtype)
+   else
+      rc = value and C.fnn_full_on(out, device, n, shape, value, dtype) or C.fnn_empty_on(out, device, n, shape, dtype)
+   end
+   if rc ~= 0 then fail(op) end
+   return done(out)
+end
+
+-- zeros, ones, empty: sizes as varargs or a table, then optionally {dtype = 'int64', device = d}
 local function typed_creator(op, value)
    return function(...)
       local nargs = select('#', ...)
       local last = nargs > 0 and select(nargs, ...) or nil
-      local dtype = 0
+      local dtype, device = 0, 0
       local n, shape
       if is_opts(last) then
-         dtype = dtype_of(op, last)
+         dtype, device = dtype_of(op, last), device_id(op, last)
          n, shape = parse_shape(op, false, unpack({...}, 1, nargs - 1))
       else
          n, shape = parse_shape(op, false, ...)
       end
-      local out = new()
-      local rc = value and C.fnn_full_dtype(out, n, shape, value, dtype) or C.fnn_empty_dtype(out, n, shape, dtype)
-      if rc ~= 0 then fail(op) end
-      return done(out)
+      return make_filled(op, n, shape, value, dtype, device)
    end
 end
 M.zeros = typed_creator('zeros', 0)
 M.ones = typed_creator('ones', 1)
 M.empty = typed_creator('empty', nil)
 
+-- full(shape, value[, {dtype = ..., device = ...}])
 function M.full(shape, value, opts)
    if type(value) ~= 'number' then
       error(('full: value is a %s, expected a number'):format(type(value)), 2)
    end
-   local dtype = dtype_of('full', opts)
+   local dtype, device = dtype_of('full', opts), device_id('full', opts)
    local n, buf = parse_shape('full', false, shape)
-   local out = new()
-   if C.fnn_full_dtype(out, n, buf, value, dtype) ~= 0 then fail() end
-   return done(out)
+   return make_filled('full', n, buf, value, dtype, device)
 end
 
 -- arange(n), arange(a, b[, step]), each optionally followed by {dtype = ...}. As in PyTorch, whole
@@ -298,26 +312,35 @@ function M.manual_seed(seed)
    C.fnn_manual_seed(seed)
 end
 
--- *_like: same shape
-local function like(maker)
-   return function(t, ...)
-      if not istype(T, t) then error('expected a tensor, got ' .. type(t), 2) end
-      return maker(t:shape(), ...)
+-- rand_like, randn_like: t's shape, drawn on t's device (cuRAND on a GPU)
+local function like_random(op, cfn, lo, hi, cfn_on)
+   return function(t)
+      if not istype(T, t) then error(('%s: expected a tensor, got %s'):format(op, type(t)), 2) end
+      local out = new()
+      local rc
+      if t.device_ == 0 then rc = cfn(out, t.ndim, t.shape_) else rc = cfn_on(out, t.device_, t.ndim, t.shape_, lo, hi) end
+      if rc ~= 0 then fail() end
+      return done(out)
    end
 end
--- zeros_like, ones_like, full_like keep t's dtype unless opts name another
-local function like_typed(maker)
-   return function(t, ...)
-      if not istype(T, t) then error('expected a tensor, got ' .. type(t), 2) end
-      local args = {...}
-      local last = args[#args]
-      if not is_opts(last) then args[#args + 1] = {dtype = DTYPE_NAME[t.dtype_]} end
-      return maker(t:shape(), unpack(args))
+M.rand_like = like_random('rand_like', C.fnn_rand, 0, 1, C.fnn_uniform_on)
+M.randn_like = like_random('randn_like', C.fnn_randn, 0, 1, C.fnn_normal_on)
+-- zeros_like(t[, opts]), ones_like(t[, opts]), full_like(t, value[, opts]): t's shape, dtype and
+-- device (PyTorch's), unless opts name another dtype or device
+local function like_filled(op, fixed)
+   return function(t, a, b)
+      if not istype(T, t) then error(('%s: expected a tensor, got %s'):format(op, type(t)), 2) end
+      local value, opts = fixed, a
+      if fixed == nil then
+         value, opts = a, b
+         if type(value) ~= 'number' then error(('%s: value is a %s, expected a number'):format(op, type(value)), 2) end
+      end
+      local dtype = opts and opts.dtype ~= nil and dtype_of(op, opts) or t.dtype_
+      local device = opts and opts.device ~= nil and device_id(op, opts) or t.device_
+      return make_filled(op, t.ndim, t.shape_, value, dtype, device)
    end
 end
-M.zeros_like, M.ones_like = like_typed(M.zeros), like_typed(M.ones)
-M.rand_like, M.randn_like = like(M.rand), like(M.randn)
-M.full_like = like_typed(M.full)
+M.zeros_like, M.ones_like, M.full_like = like_filled('zeros_like', 0), like_filled('ones_like', 1), like_filled('full_like')
 
 -- fnn.tensor(nested_table) or fnn.tensor(flat_table, shape) or fnn.tensor(number)
 local function nested_shape(data)

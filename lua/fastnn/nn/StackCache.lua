@@ -50,9 +50,9 @@ function StackCache:_reserve(N, t, device)
    local cap = self.cap
    while cap < need do cap = cap * 2 end
    for l = 1, self.layers do
-      local k = fnn_tensor.zeros(N, self.heads, cap, self.head_dim)
-      local v = fnn_tensor.zeros(N, self.heads, cap, self.head_dim)
-      if device ~= nil and k:device() ~= device then k, v = k:to(device), v:to(device) end
+      local where = {device = device or 'cpu'}   -- made on the step's device
+      local k = fnn_tensor.zeros(N, self.heads, cap, self.head_dim, where)
+      local v = fnn_tensor.zeros(N, self.heads, cap, self.head_dim, where)
       local old = self.kv[l]
       if old and old.k:device() ~= k:device() then old = {k = old.k:to(k:device()), v = old.v:to(k:device())} end
       if old and self.n > 0 then

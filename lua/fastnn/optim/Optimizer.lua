@@ -186,19 +186,9 @@ local function has_grad(p)
    return has
 end
 
--- a zero tensor shaped (and placed) like p's value: fresh storage the kernels update in place
-function Optimizer.zeros_like_param(p)
-   local t = p:tensor()
-   local out = new()
-   if C.fnn_zeros(out, t.ndim, t.shape_) ~= 0 then fail() end
-   out = done(out)
-   if t.device_ ~= 0 then
-      local moved = new()
-      if C.fnn_to_device(moved, out, t.device_) ~= 0 then fail() end
-      out = done(moved)
-   end
-   return out
-end
+-- a zero tensor shaped (and placed) like p's value: fresh storage the kernels update in place,
+-- made on p's device (a GPU parameter's state is filled there, not sent over from the host)
+function Optimizer.zeros_like_param(p) return Optimizer.full_like_param(p, 0) end
 
 -- step(closure): one update of every parameter that has a gradient (frozen ones are skipped).
 -- closure, when given, is called first (grad on) and its result returned.
@@ -240,12 +230,11 @@ function Optimizer.coupled_decay(p, group)
    return wd
 end
 
--- a state tensor of p's shape filled with v (Adagrad's initial accumulator)
+-- a state tensor of p's shape and device filled with v (Adagrad's initial accumulator)
 function Optimizer.full_like_param(p, v)
-   local t = Optimizer.zeros_like_param(p)
-   if v == 0 then return t end
+   local t = p:tensor()
    local out = new()
-   if C.fnn_add_scalar(out, t, v) ~= 0 then fail() end
+   if C.fnn_full_on(out, t.device_, t.ndim, t.shape_, v, 0) ~= 0 then fail() end
    return done(out)
 end
 
