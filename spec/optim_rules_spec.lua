@@ -311,6 +311,35 @@ describe('state() and load_state()', function()
       assert.matches('exp_avg of parameter 1 is %[5%], the parameter is %[3%]', err)
       assert.is_nil(other:state().params[1].exp_avg)      -- unchanged: still no moments
    end)
+
+   for _, case in ipairs(cases) do
+      it(case[1] .. ': a stepped parameter\'s state without a buffer its options use is refused, naming it', function()
+         local _, p1, opt1 = run(case[2], 2)
+         local full = opt1:state()
+         local names = {}
+         for k, v in pairs(full.params[1]) do if k ~= 'step' then names[#names + 1] = k end end
+         table.sort(names)
+         local need = {}
+         for _, k in ipairs(opt1.required_state(opt1.groups[1])) do need[k] = true end
+         if not case[1]:match('^SGD') then assert.is_true(#names >= 1 and next(need) ~= nil) end
+         for _, k in ipairs(names) do
+            local cut = opt1:state()
+            cut.params[1][k] = nil
+            local p2 = nn.Param(p1:tensor():detach() * 1)
+            local opt2 = case[2]({p2})
+            opt2:load_state(full)                          -- a complete state first: a refusal must keep it
+            local ok, err = pcall(function() opt2:load_state(cut) end)
+            if need[k] then
+               assert.is_false(ok, k .. ' is needed but its absence loaded')
+               assert.matches(('load_state: parameter 1 has stepped %%(step 2%%) but its state has no %s %%(an '
+                               .. 'incomplete state'):format(k), err)
+               assert.is_truthy(opt2:state().params[1][k], 'the refused load changed the state')
+            else   -- SGD: a missing momentum buffer starts from the gradient, as PyTorch's does
+               assert.is_true(ok, tostring(err))
+            end
+         end
+      end)
+   end
 end)
 
 describe('Lookahead and Ema', function()

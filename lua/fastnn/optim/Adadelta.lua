@@ -17,8 +17,11 @@ function Adadelta.check_options(cls, o)
    Optimizer.check_range(cls, 'eps', o.eps, 0, math.huge, true)
 end
 
+-- what a stepped parameter's loaded state must hold (Optimizer:load_state)
+function Adadelta.required_state() return {'square_avg', 'acc_delta'} end
+
 function Adadelta:update(p, g, st)
-   -- each buffer on its own: a loaded state may lack one
+   -- each buffer on its own (load_state refuses a state missing one)
    if st.square_avg == nil then st.square_avg = Optimizer.zeros_like_param(p) end
    if st.acc_delta == nil then st.acc_delta = Optimizer.zeros_like_param(p) end
    if C.fnn_optim_adadelta(p.node, st.square_avg, st.acc_delta, g.lr, g.rho, g.eps, Optimizer.coupled_decay(p, g)) ~= 0 then

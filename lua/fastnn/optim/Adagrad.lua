@@ -19,6 +19,9 @@ function Adagrad.check_options(cls, o)
    Optimizer.check_range(cls, 'eps', o.eps, 0, math.huge, true)
 end
 
+-- what a stepped parameter's loaded state must hold (Optimizer:load_state)
+function Adagrad.required_state() return {'sum'} end
+
 function Adagrad:update(p, g, st)
    if st.sum == nil then st.sum = Optimizer.full_like_param(p, g.initial_accumulator_value) end
    if C.fnn_optim_adagrad(p.node, st.sum, g.lr, g.lr_decay, Optimizer.coupled_decay(p, g), g.eps, st.step) ~= 0 then

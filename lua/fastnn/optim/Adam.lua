@@ -22,8 +22,15 @@ function Adam.check_options(cls, o)
    Optimizer.check_range(cls, 'eps', o.eps, 0, math.huge, true)
 end
 
+-- what a stepped parameter's loaded state must hold (Optimizer:load_state)
+function Adam.required_state(g)
+   if g.amsgrad then return {'exp_avg', 'exp_avg_sq', 'max_exp_avg_sq'} end
+   return {'exp_avg', 'exp_avg_sq'}
+end
+
 function Adam:update(p, g, st)
-   -- each buffer on its own: a loaded state may lack one (it then starts at zero, as on a first step)
+   -- each buffer on its own: amsgrad turned on after a load finds no max_exp_avg_sq (load_state
+   -- refuses a state missing one its options need)
    if st.exp_avg == nil then st.exp_avg = Optimizer.zeros_like_param(p) end
    if st.exp_avg_sq == nil then st.exp_avg_sq = Optimizer.zeros_like_param(p) end
    local m = st.exp_avg

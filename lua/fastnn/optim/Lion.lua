@@ -15,6 +15,9 @@ function Lion.check_options(cls, o)
    Optimizer.check_betas(cls, o.betas)
 end
 
+-- what a stepped parameter's loaded state must hold (Optimizer:load_state)
+function Lion.required_state() return {'exp_avg'} end
+
 function Lion:update(p, g, st)
    if st.exp_avg == nil then st.exp_avg = Optimizer.zeros_like_param(p) end
    if C.fnn_optim_lion(p.node, st.exp_avg, g.lr, g.betas[1], g.betas[2], g.weight_decay) ~= 0 then fail() end

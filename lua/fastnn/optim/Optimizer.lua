@@ -305,8 +305,13 @@ local function fresh_copy(t)
    return done(out)
 end
 
+-- the state tensors a parameter that has stepped must hold under the group options g; a
+-- class lists its own (SGD none: PyTorch's SGD starts a missing momentum buffer from the gradient)
+function Optimizer.required_state(g) return {} end
+
 -- load_state(s): refuses (leaving this optimizer unchanged) a state for another
--- parameter count or with a mis-shaped tensor
+-- parameter count, with a mis-shaped tensor, or missing a buffer its options need (Adam's
+-- exp_avg_sq made again as zeros beside a loaded exp_avg and step would take steps ~30x lr)
 function Optimizer:load_state(s)
    local name = self._name
    if type(s) ~= 'table' or type(s.params) ~= 'table' then
@@ -323,6 +328,18 @@ function Optimizer:load_state(s)
    if s.groups and #s.groups ~= #self.groups then
       error(('optim.%s: load_state: state has %d groups, this optimizer has %d'):format(
          name, #s.groups, #self.groups), 2)
+   end
+   -- each parameter's group options as they will be once the state's groups are loaded
+   local options_of = {}
+   for gi, g in ipairs(self.groups) do
+      local sg = s.groups and type(s.groups[gi]) == 'table' and s.groups[gi] or {}
+      local o = {}
+      for k in pairs(self.defaults) do
+         local v = sg[k]
+         if v == nil or type(v) ~= type(self.defaults[k]) then v = g[k] end   -- a mistyped one is refused below
+         o[k] = v
+      end
+      for _ = 1, #g.params do options_of[#options_of + 1] = o end
    end
    local new_state = {}
    for i, p in ipairs(params) do
@@ -345,6 +362,13 @@ function Optimizer:load_state(s)
                      name, tn, i, fnn_tensor.shape_str(t), want), 2)
                end
                st[tn] = fresh_copy(t:detach())
+            end
+         end
+         local need = self.required_state(options_of[i])
+         for _, tn in ipairs(need) do
+            if st[tn] == nil then
+               error(('optim.%s: load_state: parameter %d has stepped (step %d) but its state has no %s (an incomplete '
+                      .. 'state: with these options it needs %s)'):format(name, i, e.step, tn, table.concat(need, ', ')), 2)
             end
          end
          new_state[p] = st

@@ -20,8 +20,11 @@ function RAdam.check_options(cls, o)
    Optimizer.check_range(cls, 'eps', o.eps, 0, math.huge, true)
 end
 
+-- what a stepped parameter's loaded state must hold (Optimizer:load_state)
+function RAdam.required_state() return {'exp_avg', 'exp_avg_sq'} end
+
 function RAdam:update(p, g, st)
-   -- each buffer on its own: a loaded state may lack one
+   -- each buffer on its own (load_state refuses a state missing one)
    if st.exp_avg == nil then st.exp_avg = Optimizer.zeros_like_param(p) end
    if st.exp_avg_sq == nil then st.exp_avg_sq = Optimizer.zeros_like_param(p) end
    if C.fnn_optim_radam(p.node, st.exp_avg, st.exp_avg_sq, g.lr, g.betas[1], g.betas[2], g.eps,

@@ -23,8 +23,17 @@ function RMSprop.check_options(cls, o)
    Optimizer.check_range(cls, 'momentum', o.momentum, 0, math.huge, true)
 end
 
+-- what a stepped parameter's loaded state must hold (Optimizer:load_state)
+function RMSprop.required_state(g)
+   local need = {'square_avg'}
+   if g.centered then need[#need + 1] = 'grad_avg' end
+   if g.momentum > 0 then need[#need + 1] = 'momentum_buffer' end
+   return need
+end
+
 function RMSprop:update(p, g, st)
-   -- each buffer on its own: a loaded state may lack one, or its options may turn one on
+   -- each buffer on its own: options turned on after a load (centered, momentum) find none yet
+   -- (load_state refuses a state missing one its options need)
    if st.square_avg == nil then st.square_avg = Optimizer.zeros_like_param(p) end
    if g.centered and st.grad_avg == nil then st.grad_avg = Optimizer.zeros_like_param(p) end
    if g.momentum > 0 and st.momentum_buffer == nil then st.momentum_buffer = Optimizer.zeros_like_param(p) end
