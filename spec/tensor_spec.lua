@@ -65,6 +65,10 @@ describe('creation', function()
                      err_of(function() local t = fnn.zeros_like(ids, {device = 7}); return t end))
       assert.matches('tensor_spec%.lua:%d+: zeros_like: expected a tensor, got number',
                      err_of(function() local t = fnn.zeros_like(3); return t end))
+      assert.matches('tensor_spec%.lua:%d+: full_like: options are a number, expected a table',
+                     err_of(function() local t = fnn.full_like(ids, 1, 2); return t end))
+      assert.matches('tensor_spec%.lua:%d+: full_like: value is a nil, expected a number',
+                     err_of(function() local t = fnn.full_like(ids); return t end))
    end)
 
    it('draws reproducible random numbers per seed with the right distributions', function()

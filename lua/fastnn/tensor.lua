@@ -335,6 +335,9 @@ local function like_filled(op, fixed)
          value, opts = a, b
          if type(value) ~= 'number' then error(('%s: value is a %s, expected a number'):format(op, type(value)), 2) end
       end
+      if opts ~= nil and type(opts) ~= 'table' then
+         error(('%s: options are a %s, expected a table such as {dtype = ..., device = ...}'):format(op, type(opts)), 2)
+      end
       local dtype = opts and opts.dtype ~= nil and dtype_of(op, opts) or t.dtype_
       local device = opts and opts.device ~= nil and device_id(op, opts) or t.device_
       return make_filled(op, t.ndim, t.shape_, value, dtype, device)
