@@ -173,7 +173,10 @@ const fnn_backend *fnn_backend_for(int device) {
 
 static _Thread_local const char *current_op;
 static _Thread_local int op_pinned;   /* in backward: the ops and creators a rule calls keep its name */
-void fnn_set_op(const char *op) { if (!op_pinned) current_op = op; }
+void fnn_set_op(const char *op) {
+    if (!op_pinned) current_op = op;
+    if (fnn_profile_maybe()) fnn_profile_op_named(op);   /* profile.c: names the open bracket */
+}
 void fnn_pin_op(const char *op) {
     op_pinned = op != NULL;
     if (op) current_op = op;

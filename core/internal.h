@@ -323,6 +323,12 @@ void *fnn_alloc(int device, int64_t bytes);       /* NULL + error (OOM) */
  * (X live): out of memory"): set by fnn_check_input(_any), the creators and the engine (per
  * backward rule); per thread; op must be a string that lives forever (a literal, an op's name). */
 void fnn_set_op(const char *op);
+/* ---- profile.c: fnn.profile's per-thread op timing (off unless a thread started it) ---- */
+extern atomic_int fnn_profilers;   /* threads profiling now */
+bool fnn_profiling(void);          /* this thread is */
+static inline bool fnn_profile_maybe(void) { return atomic_load_explicit(&fnn_profilers, memory_order_relaxed) != 0; }
+void fnn_profile_add(const char *name, int kind, int64_t ns);   /* kind as fnn_profile_mark's */
+void fnn_profile_op_named(const char *op);
 /* the engine, around each node's gradient: op (NULL: unpin) until unpinned, whatever the rule calls */
 void fnn_pin_op(const char *op);
 /* the out-of-memory error for bytes on device (a double: a shape's bytes may pass int64); returns its status */

@@ -15,6 +15,7 @@
  * *g = NULL when the Param has no gradient */
 static int param_parts(const char *op, fnn_node *p, float **value, const float **g, fnn_tensor *gtmp, int64_t *n) {
     fnn_tensor_init(gtmp);
+    fnn_set_op(op);   /* the step's name in out-of-memory errors and in fnn.profile */
     FNN_CHECK(p != NULL && p->is_leaf, FNN_STATUS_ARG, "%s: expected a Param", op);
     *g = NULL;
     *value = NULL;

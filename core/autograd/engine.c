@@ -193,6 +193,7 @@ int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
         if (!dins) { rc = FNN_FAIL(FNN_STATUS_OOM, "backward: out of memory"); goto restore; }
         for (int i = 0; i < n->n_inputs; i++) fnn_tensor_init(&dins[i]);
         bool embedded = false;
+        const int64_t t_rule = fnn_profile_maybe() && fnn_profiling() ? fnn_profile_now() : 0;   /* fnn.profile */
         fnn_pin_op(n->op->info.name);   /* out-of-memory errors while n's gradient is made name its op */
         if (n->op->embeds && n->grad.ndim >= 0 && (rc = embed_into(n, &embedded))) {
             if (dins != dins_local) free(dins);
@@ -220,6 +221,7 @@ int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
         }
         for (int i = 0; i < n->n_inputs; i++) fnn_tensor_clear(&dins[i]);
         if (dins != dins_local) free(dins);
+        if (t_rule) fnn_profile_add(n->op->info.name, 1, fnn_profile_now() - t_rule);
         if (rc) goto restore;
         /* this node is done: free what it saved */
         fnn_tensor_clear(&n->grad);

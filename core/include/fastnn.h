@@ -160,6 +160,21 @@ FNN_API void fnn_cuda_empty_cache(void);
  * autograd: for an x that needs a gradient, a CPU device, or a backend without async copies it is
  * fnn_to_device */
 FNN_API int fnn_to_device_async(fnn_tensor *out, const fnn_tensor *x, int device);
+
+/* ---- per-thread op timing (fnn.profile): start, run ops, stop, read the entries, release ---- */
+/* start fails (FNN_STATUS_ARG) when this thread is profiling already; the entries stay readable
+ * after stop until release or the next start. kind: 0 an op's forward call, 1 a backward rule
+ * (with the accumulation of its input gradients), 2 an optimizer's update of one parameter.
+ * begin/mark(kind) bracket one op's C call (the Lua bindings' new() and done()); brackets nest,
+ * the first op named inside one owns it, and its time excludes the brackets inside it. */
+FNN_API int fnn_profile_start(void);
+FNN_API int fnn_profile_stop(void);   /* the number of entries */
+FNN_API int fnn_profile_entry(int i, const char **name, int *kind, int64_t *calls, int64_t *ns);
+FNN_API int fnn_profile_dropped(void);   /* spans not counted: more than 512 op names */
+FNN_API void fnn_profile_release(void);
+FNN_API void fnn_profile_begin(void);
+FNN_API void fnn_profile_mark(int kind);
+FNN_API int64_t fnn_profile_now(void);   /* a monotonic clock, ns */
 /* wait until everything queued on device (every stream) has finished; a no-op on the CPU */
 FNN_API int fnn_device_synchronize(int device);
 /* the pinned host buffer cache: stats[0] live bytes, [1] cached bytes, [2] buffers allocated from

@@ -33,6 +33,7 @@ for family in pairs(families) do
 end
 
 fnn.Device = require('fastnn.device').Device
+fnn.profile = require('fastnn.profile').profile
 
 local autograd = require 'fastnn.autograd'
 merge(autograd)

@@ -34,7 +34,16 @@ end
 M.collect = collect
 function M.set_gc_threshold(bytes) MIN_THRESHOLD = bytes; threshold = bytes end
 
-local function new() return T() end   -- zero-filled; C fills every field (T(-1) would not compile)
+-- fnn.profile (profile.lua) turns this on for the duration of its function: new() and done()
+-- then bracket each op's C call for the core's per-thread timer (core/profile.c)
+local profiling = false
+function M.set_profiling(on) profiling = on end
+function M.profiling() return profiling end
+
+local function new()   -- zero-filled; C fills every field (T(-1) would not compile)
+   if profiling then C.fnn_profile_begin() end
+   return T()
+end
 
 -- a filled header becomes a tensor; only headers that hold something get a finalizer
 local live_gpu = C.fnn_live_bytes_ptr(1)
@@ -74,6 +83,7 @@ debug.getregistry()['fastnn.raise_interrupted'] = raise_interrupted
 debug.getregistry()['fastnn.library_dir'] = library_dir
 
 local function done(out)
+   if profiling then C.fnn_profile_mark(0) end   -- before the finalizer and any collection
    if out.storage ~= nil or out.node ~= nil then
       ffi_gc(out, clear)
       if live_cpu[0] > threshold then collect() end

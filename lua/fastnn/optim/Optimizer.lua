@@ -196,6 +196,7 @@ function Optimizer:step(closure)
    local loss
    if closure ~= nil then loss = autograd.enable_grad(closure) end
    local state = self._state
+   local profiling = fnn_tensor.profiling()   -- fnn.profile: each update is an op of its own
    for _, group in ipairs(self.groups) do
       local params = group.params
       for i = 1, #params do
@@ -207,7 +208,9 @@ function Optimizer:step(closure)
                state[p] = st
             end
             st.step = st.step + 1
+            if profiling then C.fnn_profile_begin() end
             self:update(p, group, st)
+            if profiling then C.fnn_profile_mark(2) end
          end
       end
    end
