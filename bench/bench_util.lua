@@ -107,7 +107,16 @@ end
 
 -- run the workload; "not implemented" from the core becomes NOTYET, anything else fails loudly
 B.is_missing = function(msg) return is_missing(msg) end
+-- BENCH_PROFILE=n: run under fnn.profile and print its first n rows (setup included) to stderr
 function B.main(name, fn)
+   local rows = tonumber(os.getenv('BENCH_PROFILE') or '')
+   if rows and fnn.profile then
+      local inner = fn
+      fn = function()
+         local report = fnn.profile(inner)
+         io.stderr:write(report:text(rows), '\n')
+      end
+   end
    local good, err = xpcall(fn, debug.traceback)
    if good then
       -- leave without lua_close: unloading libfastnn under live OpenMP workers

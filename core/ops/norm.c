@@ -1,7 +1,7 @@
 /* norm.c: fused normalizations, each one graph node: layer_norm (rows of trailing elements),
  * batch_norm (per channel over N and the spatial dims; training and eval), group_norm (per
  * sample and group of channels; instance norm is one group per channel) and rms_norm. The
- * forward computes the statistics (batch, group and rms norm in one pass of shifted sums), writes
+ * forward computes the statistics (in one pass of shifted sums, float lanes within chunks), writes
  * y = (x - mean) * rstd * w + b, and keeps only mean and rstd for the backward, which recomputes
  * xhat from them instead of storing it. Composed from mean/var/rsqrt the same op costs ~8 tensors of x's size and as many
  * graph nodes. Every reduction runs in a fixed order, so results do not depend on the thread count. */
@@ -9,6 +9,82 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ================= shared by every normalization ================= */
+
+/* the hot rows are memory-bound but gain from 8-lane AVX2 where the CPU has it: GCC on x86-64
+ * glibc builds them twice and picks at load time (as elementwise.c does) */
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
+#define NORM_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define NORM_CLONE
+#endif
+
+enum { NORM_CHUNK = 1024 };   /* floats summed in float lanes before the partial goes to a double */
+
+/* 8 float lanes (GCC/clang vector extension: two SSE registers, or one AVX register in the
+ * x86-64-v3 clone; the same lanes and sum order either way). GCC 12 turns a float a[8] lane array
+ * into shuffles and scalar adds */
+typedef float norm_v8 __attribute__((vector_size(32)));
+/* vectors never cross a call boundary (a 32-byte vector argument changes the ABI without AVX) */
+#define LOAD8(v, ptr) memcpy(&(v), (ptr), sizeof(v))
+static inline float sum8(const norm_v8 *v) {
+    const float *a = (const float *)v;
+    return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+}
+
+/* s1 += sum(p - kp), s2 += sum((p - kp) * (x - kx)) over n elements: with p = x, kp = kx = a shift
+ * near the mean, the moments of a one-pass variance s2/n - (s1/n)^2 that does not cancel; with
+ * p = g, kp = 0, kx = mean, the sums of a normalization's backward. 8 float lanes within chunks of
+ * NORM_CHUNK (one accumulator would be a chain of dependent adds), chunks in double */
+static inline void pair_sums(const float *p, const float *x, int64_t n, float kp, float kx, double *s1, double *s2) {
+    double d1 = 0, d2 = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += NORM_CHUNK) {
+        const int64_t i1 = i0 + NORM_CHUNK < n ? i0 + NORM_CHUNK : n;
+        norm_v8 a = {0}, b = {0};
+        int64_t i = i0;
+        for (; i + 8 <= i1; i += 8) {
+            norm_v8 pv, xv;
+            LOAD8(pv, p + i);
+            LOAD8(xv, x + i);
+            const norm_v8 u = pv - kp;
+            a += u;
+            b += u * (xv - kx);
+        }
+        float ta = sum8(&a), tb = sum8(&b);
+        for (; i < i1; i++) {
+            float u = p[i] - kp;
+            ta += u;
+            tb += u * (x[i] - kx);
+        }
+        d1 += ta;
+        d2 += tb;
+    }
+    *s1 += d1;
+    *s2 += d2;
+}
+
+/* y = (x - m) a + b over n elements */
+static inline void affine_row(float *y, const float *x, int64_t n, float m, float a, float b) {
+    for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) * a + b;
+}
+
+/* dx = a g + b (x - m) + c over n elements: every normalization's input gradient has this form
+ * per channel once its sums are known */
+static inline void dx_row(float *dx, const float *g, const float *x, int64_t n, float m, float a, float b, float c) {
+    for (int64_t i = 0; i < n; i++) dx[i] = a * g[i] + b * (x[i] - m) + c;
+}
+
+/* an optional per-channel tensor (weight, bias, running stats): float32, x's device, [C] */
+static int check_channels(const char *op, const fnn_tensor *x, const fnn_tensor *t, const char *what, int64_t c) {
+    if (!t) return FNN_STATUS_OK;
+    FNN_TRY(fnn_check_input(op, t));
+    FNN_TRY(fnn_check_same_device(op, x, t));
+    FNN_CHECK(t->ndim == 1 && t->shape[0] == c, FNN_STATUS_SHAPE,
+              "%s: %s %s does not match the %lld channels of input %s (expected [%lld])", op, what,
+              fnn_shape_of(t).s, (long long)c, fnn_shape_of(x).s, (long long)c);
+    return FNN_STATUS_OK;
+}
 
 /* ================= layer_norm: x [..., N] (rows of N trailing elements) -> x's shape ================= */
 
@@ -19,20 +95,23 @@ typedef struct {
     double eps;
 } ln_fwd_args;
 
-/* rows lo..hi-1: two passes over the row in double (stable for large means), then y */
-static void ln_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
+/* rows lo..hi-1: the moments in one pass of shifted sums in float lanes (pair_sums, as group_norm
+ * does; two passes with a double accumulator were a chain of dependent adds, 7% of a char_gpt
+ * step), then y */
+static NORM_CLONE void ln_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
     const ln_fwd_args *a = ctx;
-    const int64_t n = a->n;
+    const int64_t n = a->n, m16 = n < 16 ? n : 16;
     for (int64_t i = lo; i < hi; i++) {
         const float *xi = a->x + i * n;
         float *yi = a->y + i * n;
-        double s = 0;
-        for (int64_t j = 0; j < n; j++) s += xi[j];
-        const double mean = s / (double)n;
-        double v = 0;
-        for (int64_t j = 0; j < n; j++) { double d = xi[j] - mean; v += d * d; }
-        const double rstd = 1.0 / sqrt(v / (double)n + a->eps);   /* biased variance, eps inside */
-        const float m = (float)mean, r = (float)rstd;
+        double k0 = 0;
+        for (int64_t j = 0; j < m16; j++) k0 += xi[j];
+        const float k = m16 > 0 ? (float)(k0 / (double)m16) : 0.0f;   /* a shift near the mean */
+        double s1 = 0, s2 = 0;
+        pair_sums(xi, xi, n, k, k, &s1, &s2);
+        const double d = s1 / (double)n, var = s2 / (double)n - d * d;
+        const double rstd = 1.0 / sqrt((var > 0 ? var : 0) + a->eps);   /* biased variance, eps inside */
+        const float m = (float)(k + d), r = (float)rstd;
         if (a->w && a->b) for (int64_t j = 0; j < n; j++) yi[j] = (xi[j] - m) * r * a->w[j] + a->b[j];
         else if (a->w)    for (int64_t j = 0; j < n; j++) yi[j] = (xi[j] - m) * r * a->w[j];
         else if (a->b)    for (int64_t j = 0; j < n; j++) yi[j] = (xi[j] - m) * r + a->b[j];
@@ -49,20 +128,41 @@ typedef struct {
 
 /* dx rows lo..hi-1: with gw = g*w and xhat = (x - mean) * rstd,
  * dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) */
-static void ln_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
+static NORM_CLONE void ln_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
     const ln_bwd_args *a = ctx;
     const int64_t n = a->n;
     for (int64_t i = lo; i < hi; i++) {
         const float *xi = a->x + i * n, *gi = a->g + i * n;
         float *di = a->dx + i * n;
         const float m = a->stats[2 * i], r = a->stats[2 * i + 1];
-        double s1 = 0, s2 = 0;
-        for (int64_t j = 0; j < n; j++) {
-            float gw = a->w ? gi[j] * a->w[j] : gi[j];
-            s1 += gw;
-            s2 += gw * ((xi[j] - m) * r);
+        double s1 = 0, s2 = 0;   /* sum gw, sum gw (x - m): in float lanes as pair_sums */
+        if (a->w) {
+            for (int64_t j0 = 0; j0 < n; j0 += NORM_CHUNK) {
+                const int64_t j1 = j0 + NORM_CHUNK < n ? j0 + NORM_CHUNK : n;
+                norm_v8 acc1 = {0}, acc2 = {0};
+                int64_t j = j0;
+                for (; j + 8 <= j1; j += 8) {
+                    norm_v8 gv, wv, xv;
+                    LOAD8(gv, gi + j);
+                    LOAD8(wv, a->w + j);
+                    LOAD8(xv, xi + j);
+                    const norm_v8 gw = gv * wv;
+                    acc1 += gw;
+                    acc2 += gw * (xv - m);
+                }
+                float t1 = sum8(&acc1), t2 = sum8(&acc2);
+                for (; j < j1; j++) {
+                    float gw = gi[j] * a->w[j];
+                    t1 += gw;
+                    t2 += gw * (xi[j] - m);
+                }
+                s1 += t1;
+                s2 += t2;
+            }
+        } else {
+            pair_sums(gi, xi, n, 0.0f, m, &s1, &s2);
         }
-        const float c1 = (float)(s1 / (double)n), c2 = (float)(s2 / (double)n);
+        const float c1 = (float)(s1 / (double)n), c2 = (float)(s2 * r / (double)n);
         for (int64_t j = 0; j < n; j++) {
             float gw = a->w ? gi[j] * a->w[j] : gi[j];
             di[j] = r * (gw - c1 - (xi[j] - m) * r * c2);
@@ -208,82 +308,6 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
     return rc;
 }
 
-
-/* ================= shared by batch_norm, group_norm, rms_norm ================= */
-
-/* the hot rows are memory-bound but gain from 8-lane AVX2 where the CPU has it: GCC on x86-64
- * glibc builds them twice and picks at load time (as elementwise.c does) */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
-#define NORM_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define NORM_CLONE
-#endif
-
-enum { NORM_CHUNK = 1024 };   /* floats summed in float lanes before the partial goes to a double */
-
-/* 8 float lanes (GCC/clang vector extension: two SSE registers, or one AVX register in the
- * x86-64-v3 clone; the same lanes and sum order either way). GCC 12 turns a float a[8] lane array
- * into shuffles and scalar adds */
-typedef float norm_v8 __attribute__((vector_size(32)));
-/* vectors never cross a call boundary (a 32-byte vector argument changes the ABI without AVX) */
-#define LOAD8(v, ptr) memcpy(&(v), (ptr), sizeof(v))
-static inline float sum8(const norm_v8 *v) {
-    const float *a = (const float *)v;
-    return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
-}
-
-/* s1 += sum(p - kp), s2 += sum((p - kp) * (x - kx)) over n elements: with p = x, kp = kx = a shift
- * near the mean, the moments of a one-pass variance s2/n - (s1/n)^2 that does not cancel; with
- * p = g, kp = 0, kx = mean, the sums of a normalization's backward. 8 float lanes within chunks of
- * NORM_CHUNK (one accumulator would be a chain of dependent adds), chunks in double */
-static inline void pair_sums(const float *p, const float *x, int64_t n, float kp, float kx, double *s1, double *s2) {
-    double d1 = 0, d2 = 0;
-    for (int64_t i0 = 0; i0 < n; i0 += NORM_CHUNK) {
-        const int64_t i1 = i0 + NORM_CHUNK < n ? i0 + NORM_CHUNK : n;
-        norm_v8 a = {0}, b = {0};
-        int64_t i = i0;
-        for (; i + 8 <= i1; i += 8) {
-            norm_v8 pv, xv;
-            LOAD8(pv, p + i);
-            LOAD8(xv, x + i);
-            const norm_v8 u = pv - kp;
-            a += u;
-            b += u * (xv - kx);
-        }
-        float ta = sum8(&a), tb = sum8(&b);
-        for (; i < i1; i++) {
-            float u = p[i] - kp;
-            ta += u;
-            tb += u * (x[i] - kx);
-        }
-        d1 += ta;
-        d2 += tb;
-    }
-    *s1 += d1;
-    *s2 += d2;
-}
-
-/* y = (x - m) a + b over n elements */
-static inline void affine_row(float *y, const float *x, int64_t n, float m, float a, float b) {
-    for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) * a + b;
-}
-
-/* dx = a g + b (x - m) + c over n elements: every normalization's input gradient has this form
- * per channel once its sums are known */
-static inline void dx_row(float *dx, const float *g, const float *x, int64_t n, float m, float a, float b, float c) {
-    for (int64_t i = 0; i < n; i++) dx[i] = a * g[i] + b * (x[i] - m) + c;
-}
-
-/* an optional per-channel tensor (weight, bias, running stats): float32, x's device, [C] */
-static int check_channels(const char *op, const fnn_tensor *x, const fnn_tensor *t, const char *what, int64_t c) {
-    if (!t) return FNN_STATUS_OK;
-    FNN_TRY(fnn_check_input(op, t));
-    FNN_TRY(fnn_check_same_device(op, x, t));
-    FNN_CHECK(t->ndim == 1 && t->shape[0] == c, FNN_STATUS_SHAPE,
-              "%s: %s %s does not match the %lld channels of input %s (expected [%lld])", op, what,
-              fnn_shape_of(t).s, (long long)c, fnn_shape_of(x).s, (long long)c);
-    return FNN_STATUS_OK;
-}
 
 /* ================= batch_norm: x [N, C, *] (S = the product of the spatial dims) -> x's shape =================
  * Training: per channel the mean and biased variance over N and S in one pass (shifted sums),
