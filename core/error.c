@@ -17,6 +17,7 @@ int fnn_set_error(int status, const char *file, int line, const char *fmt, ...) 
     va_end(ap);
     snprintf(last_where, sizeof last_where, "%s:%d", file, line);
     last_status = status;
+    if (fnn_profile_maybe()) fnn_profile_failed();   /* fnn.profile: the failed op's bracket ends here */
     return status;
 }
 

@@ -329,6 +329,7 @@ bool fnn_profiling(void);          /* this thread is */
 static inline bool fnn_profile_maybe(void) { return atomic_load_explicit(&fnn_profilers, memory_order_relaxed) != 0; }
 void fnn_profile_add(const char *name, int kind, int64_t ns);   /* kind as fnn_profile_mark's */
 void fnn_profile_op_named(const char *op);
+void fnn_profile_failed(void);   /* from fnn_set_error */
 /* the engine, around each node's gradient: op (NULL: unpin) until unpinned, whatever the rule calls */
 void fnn_pin_op(const char *op);
 /* the out-of-memory error for bytes on device (a double: a shape's bytes may pass int64); returns its status */

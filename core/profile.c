@@ -4,7 +4,9 @@
  * done() fnn_profile_mark. Brackets nest (a binding may call p:tensor() or make a scalar
  * between its new() and its C call), so they form a stack: the first op named by fnn_set_op
  * while a bracket is on top owns it (every op names itself when it checks its inputs, before
- * any op it calls), and a bracket's time excludes the brackets inside it. Backward: the engine
+ * any op it calls), and a bracket's time excludes the brackets inside it. An op that fails
+ * (fnn_set_error) ends its bracket there, for bindings that raise without reaching done().
+ * Backward: the engine
  * times each node's rule with the accumulation of its input gradients. Everything is per host
  * thread (a thread profiles what it runs) and off unless started: the cost when off is one
  * load of a global counter in fnn_set_op and in the engine's node loop. On a GPU the times are those of
@@ -24,6 +26,7 @@ enum { PROFILE_DEPTH = 16 };
 typedef struct {
     const char *name;        /* the op that owns the bracket, NULL until one is named */
     int64_t start, inner;    /* when it opened; the time of the brackets closed inside it */
+    int64_t failed_at;       /* when its op failed (fnn_set_error), else 0 */
 } prof_bracket;
 typedef struct {
     bool on;
@@ -101,13 +104,26 @@ void fnn_profile_release(void) {
     prof = NULL;
 }
 
+/* close the top bracket at `end`: its time, less the brackets inside it, to its op */
+static void close_top(prof_state *p, int kind, int64_t end) {
+    prof_bracket b = p->open[--p->depth];
+    int64_t span = end - b.start;
+    if (p->depth > 0) p->open[p->depth - 1].inner += span;
+    /* an unnamed bracket (a second output of the same op, a header filled outside an op) counts
+     * nothing: its op was counted by the bracket that named it */
+    if (b.name) fnn_profile_add(b.name, kind, span - b.inner);
+}
+
 void fnn_profile_begin(void) {
     prof_state *p = prof;
     if (!p || !p->on) return;
-    /* a binding that raised between its new() and done() leaves its bracket open: a full stack
-     * holds only such leftovers, which are dropped */
+    /* an op that failed and whose binding raised without done() left its bracket open: close it
+     * at the failure (it ran, and counts) */
+    while (p->depth > 0 && p->open[p->depth - 1].failed_at) close_top(p, 0, p->open[p->depth - 1].failed_at);
+    /* a binding that raised before its C call leaves an unnamed bracket: a full stack holds only
+     * such leftovers, which are dropped */
     if (p->depth == PROFILE_DEPTH) p->depth = 0;
-    p->open[p->depth++] = (prof_bracket){NULL, fnn_profile_now(), 0};
+    p->open[p->depth++] = (prof_bracket){NULL, fnn_profile_now(), 0, 0};
 }
 
 /* from fnn_set_op: the first op named while a bracket is on top owns it */
@@ -116,13 +132,15 @@ void fnn_profile_op_named(const char *op) {
     if (p && p->depth > 0 && !p->open[p->depth - 1].name) p->open[p->depth - 1].name = op;
 }
 
+void fnn_profile_failed(void) {
+    prof_state *p = prof;
+    if (p && p->on && p->depth > 0 && p->open[p->depth - 1].name && !p->open[p->depth - 1].failed_at)
+        p->open[p->depth - 1].failed_at = fnn_profile_now();
+}
+
 void fnn_profile_mark(int kind) {
     prof_state *p = prof;
     if (!p || !p->on || p->depth == 0) return;
-    prof_bracket b = p->open[--p->depth];
-    int64_t span = fnn_profile_now() - b.start;
-    if (p->depth > 0) p->open[p->depth - 1].inner += span;
-    /* an unnamed bracket (a second output of the same op, a header filled outside an op) counts
-     * nothing: its op was counted by the bracket that named it */
-    if (b.name) fnn_profile_add(b.name, kind, span - b.inner);
+    /* a failed op whose binding went on (a retry after an out-of-memory error) ends now */
+    close_top(p, kind, fnn_profile_now());
 }

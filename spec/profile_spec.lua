@@ -100,6 +100,19 @@ describe('fnn.profile', function()
       assert.matches('profile: expected a function, got number', select(2, pcall(fnn.profile, 3)))
    end)
 
+   it('keeps counting right after ops that failed and were caught inside the profile', function()
+      local report = fnn.profile(function()
+         for _ = 1, 20 do pcall(function() local _ = fnn.ones(2) + fnn.ones(3) end) end
+         local x = fnn.ones(4)
+         for _ = 1, 3 do local _ = x * 3 end
+      end)
+      assert.equals(20, calls(report, 'add', 'forward'))          -- the failed calls ran, and count
+      assert.equals(3, calls(report, 'mul_scalar', 'forward'))
+      assert.equals(41, calls(report, 'full', 'forward'))         -- ones: 40 in the loop, then x
+      local add = row(report, 'add', 'forward')
+      assert.is_true(add.ms <= report.wall_ms)
+   end)
+
    it('records nothing outside a profile', function()
       for _ = 1, 5 do local _ = fnn.ones(3) + 1 end
       local report = fnn.profile(function() end)
