@@ -324,12 +324,14 @@ void *fnn_alloc(int device, int64_t bytes);       /* NULL + error (OOM) */
  * backward rule); per thread; op must be a string that lives forever (a literal, an op's name). */
 void fnn_set_op(const char *op);
 /* ---- profile.c: fnn.profile's per-thread op timing (off unless a thread started it) ---- */
+#ifndef __cplusplus   /* C only: cuda/ never profiles (and C++17 has no C11 atomic_int) */
 extern atomic_int fnn_profilers;   /* threads profiling now */
 bool fnn_profiling(void);          /* this thread is */
 static inline bool fnn_profile_maybe(void) { return atomic_load_explicit(&fnn_profilers, memory_order_relaxed) != 0; }
 void fnn_profile_add(const char *name, int kind, int64_t ns);   /* kind as fnn_profile_mark's */
 void fnn_profile_op_named(const char *op);
 void fnn_profile_failed(void);   /* from fnn_set_error */
+#endif
 /* the engine, around each node's gradient: op (NULL: unpin) until unpinned, whatever the rule calls */
 void fnn_pin_op(const char *op);
 /* the out-of-memory error for bytes on device (a double: a shape's bytes may pass int64); returns its status */

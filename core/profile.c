@@ -6,11 +6,10 @@
  * while a bracket is on top owns it (every op names itself when it checks its inputs, before
  * any op it calls), and a bracket's time excludes the brackets inside it. An op that fails
  * (fnn_set_error) ends its bracket there, for bindings that raise without reaching done().
- * Backward: the engine
- * times each node's rule with the accumulation of its input gradients. Everything is per host
- * thread (a thread profiles what it runs) and off unless started: the cost when off is one
- * load of a global counter in fnn_set_op and in the engine's node loop. On a GPU the times are those of
- * the launches, which do not wait for the kernels. */
+ * Backward: the engine times each node's rule with the accumulation of its input gradients.
+ * Everything is per host thread (a thread profiles what it runs) and off unless started: the
+ * cost when off is one load of a global counter in fnn_set_op and in the engine's node loop. On
+ * a GPU the times are those of the launches, which do not wait for the kernels. */
 #include "internal.h"
 #include <stdlib.h>
 #include <string.h>
