@@ -33,11 +33,13 @@ static inline float sum8(const norm_v8 *v) {
     return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
 }
 
-/* s1 += sum(p - kp), s2 += sum((p - kp) * (x - kx)) over n elements: with p = x, kp = kx = a shift
- * near the mean, the moments of a one-pass variance s2/n - (s1/n)^2 that does not cancel; with
- * p = g, kp = 0, kx = mean, the sums of a normalization's backward. 8 float lanes within chunks of
- * NORM_CHUNK (one accumulator would be a chain of dependent adds), chunks in double */
-static inline void pair_sums(const float *p, const float *x, int64_t n, float kp, float kx, double *s1, double *s2) {
+/* s1 += sum(p w - kp), s2 += sum((p w - kp) * (x - kx)) over n elements, w a weight per element
+ * or NULL (1): with p = x, kp = kx = a shift near the mean, the moments of a one-pass variance
+ * s2/n - (s1/n)^2 that does not cancel; with p = g, kp = 0, kx = mean, the sums of a
+ * normalization's backward (weighted: layer_norm's and rms_norm's g w). 8 float lanes within
+ * chunks of NORM_CHUNK (one accumulator would be a chain of dependent adds), chunks in double */
+static inline void pair_sums(const float *p, const float *w, const float *x, int64_t n, float kp, float kx,
+                             double *s1, double *s2) {
     double d1 = 0, d2 = 0;
     for (int64_t i0 = 0; i0 < n; i0 += NORM_CHUNK) {
         const int64_t i1 = i0 + NORM_CHUNK < n ? i0 + NORM_CHUNK : n;
@@ -47,13 +49,18 @@ static inline void pair_sums(const float *p, const float *x, int64_t n, float kp
             norm_v8 pv, xv;
             LOAD8(pv, p + i);
             LOAD8(xv, x + i);
+            if (w) {
+                norm_v8 wv;
+                LOAD8(wv, w + i);
+                pv *= wv;
+            }
             const norm_v8 u = pv - kp;
             a += u;
             b += u * (xv - kx);
         }
         float ta = sum8(&a), tb = sum8(&b);
         for (; i < i1; i++) {
-            float u = p[i] - kp;
+            float u = (w ? p[i] * w[i] : p[i]) - kp;
             ta += u;
             tb += u * (x[i] - kx);
         }
@@ -108,7 +115,7 @@ static NORM_CLONE void ln_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
         for (int64_t j = 0; j < m16; j++) k0 += xi[j];
         const float k = m16 > 0 ? (float)(k0 / (double)m16) : 0.0f;   /* a shift near the mean */
         double s1 = 0, s2 = 0;
-        pair_sums(xi, xi, n, k, k, &s1, &s2);
+        pair_sums(xi, NULL, xi, n, k, k, &s1, &s2);
         const double d = s1 / (double)n, var = s2 / (double)n - d * d;
         const double rstd = 1.0 / sqrt((var > 0 ? var : 0) + a->eps);   /* biased variance, eps inside */
         const float m = (float)(k + d), r = (float)rstd;
@@ -135,33 +142,8 @@ static NORM_CLONE void ln_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
         const float *xi = a->x + i * n, *gi = a->g + i * n;
         float *di = a->dx + i * n;
         const float m = a->stats[2 * i], r = a->stats[2 * i + 1];
-        double s1 = 0, s2 = 0;   /* sum gw, sum gw (x - m): in float lanes as pair_sums */
-        if (a->w) {
-            for (int64_t j0 = 0; j0 < n; j0 += NORM_CHUNK) {
-                const int64_t j1 = j0 + NORM_CHUNK < n ? j0 + NORM_CHUNK : n;
-                norm_v8 acc1 = {0}, acc2 = {0};
-                int64_t j = j0;
-                for (; j + 8 <= j1; j += 8) {
-                    norm_v8 gv, wv, xv;
-                    LOAD8(gv, gi + j);
-                    LOAD8(wv, a->w + j);
-                    LOAD8(xv, xi + j);
-                    const norm_v8 gw = gv * wv;
-                    acc1 += gw;
-                    acc2 += gw * (xv - m);
-                }
-                float t1 = sum8(&acc1), t2 = sum8(&acc2);
-                for (; j < j1; j++) {
-                    float gw = gi[j] * a->w[j];
-                    t1 += gw;
-                    t2 += gw * (xi[j] - m);
-                }
-                s1 += t1;
-                s2 += t2;
-            }
-        } else {
-            pair_sums(gi, xi, n, 0.0f, m, &s1, &s2);
-        }
+        double s1 = 0, s2 = 0;   /* sum g w, sum g w (x - m) */
+        pair_sums(gi, a->w, xi, n, 0.0f, m, &s1, &s2);
         const float c1 = (float)(s1 / (double)n), c2 = (float)(s2 * r / (double)n);
         for (int64_t j = 0; j < n; j++) {
             float gw = a->w ? gi[j] * a->w[j] : gi[j];
@@ -396,7 +378,7 @@ static NORM_CLONE void bn_fwd_channels(void *ctx, int64_t lo, int64_t hi) {
         double s1 = 0, s2 = 0;
         for (int64_t n = 0; n < a->N; n++) {
             const float *x = a->x + (n * C + c) * S;
-            pair_sums(x, x, S, k, k, &s1, &s2);
+            pair_sums(x, NULL, x, S, k, k, &s1, &s2);
         }
         bn_batch_channel(a, c, k, s1, s2);
         for (int64_t n = 0; n < a->N; n++)
@@ -426,7 +408,7 @@ static NORM_CLONE void bn_partial_blocks(void *ctx, int64_t lo, int64_t hi) {
             } else {
                 for (int64_t c = 0; c < C; c++) {
                     const float kc = (float)k[c];
-                    pair_sums(u + c * S, x + c * S, S, bwd ? 0.0f : kc, kc, &p1[c], &p2[c]);
+                    pair_sums(u + c * S, NULL, x + c * S, S, bwd ? 0.0f : kc, kc, &p1[c], &p2[c]);
                 }
             }
         }
@@ -480,7 +462,7 @@ static NORM_CLONE void bn_bwd_channels(void *ctx, int64_t lo, int64_t hi) {
         double sg = 0, sgx = 0;
         if (sums)
             for (int64_t n = 0; n < a->N; n++)
-                pair_sums(a->g + (n * C + c) * S, a->x + (n * C + c) * S, S, 0.0f, m, &sg, &sgx);
+                pair_sums(a->g + (n * C + c) * S, NULL, a->x + (n * C + c) * S, S, 0.0f, m, &sg, &sgx);
         bn_grad_channel(a, c, sg, sgx);
         if (a->y)
             for (int64_t n = 0; n < a->N; n++) {
@@ -669,7 +651,7 @@ static NORM_CLONE void gn_fwd_groups(void *ctx, int64_t lo, int64_t hi) {
         for (int64_t i = 0; i < m16; i++) k0 += x[i];
         const float k = m16 > 0 ? (float)(k0 / (double)m16) : 0.0f;   /* a shift near the mean */
         double s1 = 0, s2 = 0;
-        pair_sums(x, x, L, k, k, &s1, &s2);
+        pair_sums(x, NULL, x, L, k, k, &s1, &s2);
         const double d = L > 0 ? s1 / (double)L : 0, var = L > 0 ? s2 / (double)L - d * d : 0;
         const double mean = k + d, rstd = 1.0 / sqrt((var > 0 ? var : 0) + a->eps);
         if (a->stats) { a->stats[2 * t] = (float)mean; a->stats[2 * t + 1] = (float)rstd; }
@@ -693,7 +675,7 @@ static NORM_CLONE void gn_bwd_groups(void *ctx, int64_t lo, int64_t hi) {
         for (int64_t j = 0; j < Cg; j++) {
             const int64_t c = c0 + j;
             double sg = 0, sgx = 0;
-            pair_sums(a->g + t * L + j * S, a->x + t * L + j * S, S, 0.0f, m, &sg, &sgx);
+            pair_sums(a->g + t * L + j * S, NULL, a->x + t * L + j * S, S, 0.0f, m, &sg, &sgx);
             a->part[2 * (n * C + c)] = sg;
             a->part[2 * (n * C + c) + 1] = sgx;
             const double wc = a->w ? a->w[c] : 1.0;
@@ -822,7 +804,7 @@ static NORM_CLONE void rms_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
         const float *x = a->x + i * n;
         float *y = a->y + i * n;
         double s1 = 0, s2 = 0;
-        pair_sums(x, x, n, 0.0f, 0.0f, &s1, &s2);
+        pair_sums(x, NULL, x, n, 0.0f, 0.0f, &s1, &s2);
         const float r = (float)(1.0 / sqrt(s2 / (double)n + a->eps));
         if (a->w) for (int64_t j = 0; j < n; j++) y[j] = x[j] * r * a->w[j];
         else for (int64_t j = 0; j < n; j++) y[j] = x[j] * r;
@@ -837,27 +819,8 @@ static NORM_CLONE void rms_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
         const float *x = a->x + i * n, *g = a->g + i * n;
         float *dx = a->y + i * n;
         const float r = a->rstd[i];
-        double s = 0;
-        if (a->w) {
-            for (int64_t j0 = 0; j0 < n; j0 += NORM_CHUNK) {   /* sum(g w x): pair_sums' lanes, three factors */
-                const int64_t j1 = j0 + NORM_CHUNK < n ? j0 + NORM_CHUNK : n;
-                norm_v8 acc = {0};
-                int64_t j = j0;
-                for (; j + 8 <= j1; j += 8) {
-                    norm_v8 gv, wv, xv;
-                    LOAD8(gv, g + j);
-                    LOAD8(wv, a->w + j);
-                    LOAD8(xv, x + j);
-                    acc += gv * wv * xv;
-                }
-                float t = sum8(&acc);
-                for (; j < j1; j++) t += g[j] * a->w[j] * x[j];
-                s += t;
-            }
-        } else {
-            double s1 = 0;
-            pair_sums(g, x, n, 0.0f, 0.0f, &s1, &s);
-        }
+        double s = 0, s1 = 0;   /* sum(g w x) (sum(g x) without w) into s; s1 is not used */
+        pair_sums(g, a->w, x, n, 0.0f, 0.0f, &s1, &s);
         const float kx = (float)(-(double)r * r * r * s / (double)n);
         if (a->w) for (int64_t j = 0; j < n; j++) dx[j] = r * a->w[j] * g[j] + kx * x[j];
         else for (int64_t j = 0; j < n; j++) dx[j] = r * g[j] + kx * x[j];
