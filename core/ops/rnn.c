@@ -328,7 +328,7 @@ static void rnn_colsum(const float *m, int64_t rows, int64_t cols, float *out) {
     }
 }
 
-/* ---- the device path (cuda/rnn.cu): the same steps as below, as launches only (no host reads) ---- */
+/* ---- the device path (cuda/rnn.cu): the CPU's steps as launches only (no host reads) ---- */
 /* the backend entries the sequence layers use on a device; NULL + error when one is missing */
 static const fnn_backend *rnn_device_backend(const char *op, int device) {
     const fnn_backend *be = fnn_backend_for(device);
@@ -351,106 +351,41 @@ static int rnn_drows(const fnn_backend *be, int ord, float *dst, int64_t dld, co
     return be->seq_copy(ord, dst, ds, src, ss, shape);
 }
 
-static int rnn_seq_backward_device(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
-    const int kind = (int)nd->iattr[0];
-    const int64_t N = nd->iattr[1], T = nd->iattr[2], I = nd->iattr[3], H = nd->iattr[4];
-    const bool reverse = nd->iattr[5] != 0;
-    const int64_t G = RNN_GATES[kind], GH = G * H, P = T * N, rows_out = kind == RNN_LSTM ? T + 1 : T;
-    const int dev = nd->saved[0].device, ord = fnn_device_ordinal(dev);
-    const fnn_backend *be = rnn_device_backend(RNN_OP[kind], dev);
-    if (!be) return fnn_last_status();
-    const rnn_layout L = rnn_layout_of(kind, N, T, I, H);
-    const float *ws = fnn_data(&nd->saved[0]);
-    const float *xs = ws + L.xs, *hs = ws + L.hs, *cs = ws + L.cs, *acts = ws + L.acts;
-    fnn_tensor gt, wit, wht, dzt, dhzt, carry, tmp;
-    fnn_tensor_init(&dzt); fnn_tensor_init(&dhzt); fnn_tensor_init(&carry); fnn_tensor_init(&tmp);
-    int rc, rc2, rc3;
-    const float *gp = fnn_contiguous_data(g, &gt, &rc);
-    const float *w_ih = fnn_contiguous_data(&nd->saved[1], &wit, &rc2);
-    if (!rc) rc = rc2;
-    const float *w_hh = fnn_contiguous_data(&nd->saved[2], &wht, &rc3);
-    if (!rc) rc = rc3;
-    int64_t zshape[2] = {P, GH}, cshape[2] = {3, N * H};
-    if (!rc) rc = fnn_new_output(&dzt, dev, 2, zshape);
-    if (!rc && kind == RNN_GRU) rc = fnn_new_output(&dhzt, dev, 2, zshape);
-    if (!rc) rc = fnn_new_output(&carry, dev, 2, cshape);   /* dh, dc (lstm) or dh_direct (gru), scratch */
-    if (rc) goto done;
-    float *dZ = fnn_data(&dzt), *dHZ = kind == RNN_GRU ? fnn_data(&dhzt) : dZ;
-    float *dh = fnn_data(&carry), *dc = dh + N * H, *dhd = dc + N * H;
-    if ((rc = be->fill(ord, dh, N * H, 0.0f))) goto done;
-    if (kind == RNN_LSTM && (rc = rnn_drows(be, ord, dc, H, gp + T * H, rows_out * H, N, H))) goto done;
-    const bool want_h0 = nd->next[IN_H0] != NULL;
-    const int64_t act_w = kind == RNN_LSTM ? 5 * H : kind == RNN_GRU ? 4 * H : 0;
-    for (int64_t s = T - 1; s >= 0; s--) {
-        bool lstm = kind == RNN_LSTM;
-        rc = be->rnn_step_grad(ord, kind, N, H, gp + s * H, rows_out * H, dh, act_w ? acts + s * N * act_w : NULL,
-                               lstm ? cs + s * N * H : NULL, hs + (s + 1) * N * H, hs + s * N * H, dZ + s * N * GH,
-                               dHZ + s * N * GH, dc, dhd);
-        if (rc) goto done;
-        if (s == 0 && !want_h0) break;
-        /* dh_prev = dz W_hh (+ z dh for gru) */
-        if (kind == RNN_GRU) {
-            if ((rc = rnn_drows(be, ord, dh, H, dhd, H, N, H))) goto done;
-            rc = rnn_dgemm(be, ord, false, false, N, H, GH, dHZ + s * N * GH, GH, w_hh, H, 1.0f, dh, H);
-        } else {
-            rc = rnn_dgemm(be, ord, false, false, N, H, GH, dZ + s * N * GH, GH, w_hh, H, 0.0f, dh, H);
-        }
-        if (rc) goto done;
-    }
-    int64_t hshape[2] = {N, H};
-    if (want_h0) {
-        if ((rc = fnn_new_output(&din[IN_H0], dev, 2, hshape))) goto done;
-        if ((rc = rnn_drows(be, ord, fnn_data(&din[IN_H0]), H, dh, H, N, H))) goto done;
-    }
-    if (nd->next[IN_C0]) {
-        if ((rc = fnn_new_output(&din[IN_C0], dev, 2, hshape))) goto done;
-        if ((rc = rnn_drows(be, ord, fnn_data(&din[IN_C0]), H, dc, H, N, H))) goto done;
-    }
-    if (nd->next[IN_WIH]) {   /* dW_ih = dZ^T xs: one GEMM over all steps */
-        int64_t wshape[2] = {GH, I};
-        if ((rc = fnn_new_output(&din[IN_WIH], dev, 2, wshape))) goto done;
-        if ((rc = rnn_dgemm(be, ord, true, false, GH, I, P, dZ, GH, xs, I, 0.0f, fnn_data(&din[IN_WIH]), I))) goto done;
-    }
-    if (nd->next[IN_WHH]) {   /* dW_hh = dZh^T hs[0..T-1] */
-        int64_t wshape[2] = {GH, H};
-        if ((rc = fnn_new_output(&din[IN_WHH], dev, 2, wshape))) goto done;
-        if ((rc = rnn_dgemm(be, ord, true, false, GH, H, P, dHZ, GH, hs, H, 0.0f, fnn_data(&din[IN_WHH]), H))) goto done;
-    }
-    for (int k = IN_BIH; k <= IN_BHH; k++) {
-        if (!nd->next[k]) continue;
-        int64_t bshape[1] = {GH};
-        if ((rc = fnn_new_output(&din[k], dev, 1, bshape))) goto done;
-        if (k == IN_BHH && dHZ == dZ && nd->next[IN_BIH])   /* both biases add to z: one sum serves */
-            rc = rnn_drows(be, ord, fnn_data(&din[k]), GH, fnn_data(&din[IN_BIH]), GH, 1, GH);
-        else   /* column sums: the reduction's SUM over [1, P, GH] */
-            rc = be->reduce(ord, FNN_RED_SUM, fnn_data(&din[k]), NULL, k == IN_BIH ? dZ : dHZ, 1, P, GH, 1.0, 0);
-        if (rc) goto done;
-    }
-    if (nd->next[IN_X]) {   /* dx = dZ W_ih, back from processing order to [N, T, I] */
-        int64_t tshape[2] = {P, I}, xshape[3] = {N, T, I};
-        if ((rc = fnn_new_output(&tmp, dev, 2, tshape))) goto done;
-        if ((rc = fnn_new_output(&din[IN_X], dev, 3, xshape))) goto done;
-        float *dxs = fnn_data(&tmp);
-        if ((rc = rnn_dgemm(be, ord, false, false, P, I, GH, dZ, GH, w_ih, I, 0.0f, dxs, I))) goto done;
-        const int64_t shape[4] = {N, T, I, 1}, dst[4] = {T * I, I, 1, 0};
-        const int64_t src[4] = {I, reverse ? -N * I : N * I, 1, 0};
-        rc = be->seq_copy(ord, fnn_data(&din[IN_X]), dst, dxs + (reverse ? (T - 1) * N * I : 0), src, shape);
-    }
-done:
-    fnn_tensor_clear(&gt); fnn_tensor_clear(&wit); fnn_tensor_clear(&wht);
-    fnn_tensor_clear(&dzt); fnn_tensor_clear(&dhzt); fnn_tensor_clear(&carry); fnn_tensor_clear(&tmp);
-    if (rc) for (int k = 0; k < IN_COUNT; k++) fnn_tensor_clear(&din[k]);
-    return rc;
+/* ---- the backward's moves and products on either side: be NULL is the CPU ---- */
+typedef struct {
+    const fnn_backend *be;
+    int ord;
+} rnn_side;
+
+/* dst [rows, cols] (row stride dld) = src [rows, cols] (row stride sld) */
+static int side_rows(const rnn_side *d, float *dst, int64_t dld, const float *src, int64_t sld, int64_t rows,
+                     int64_t cols) {
+    if (d->be) return rnn_drows(d->be, d->ord, dst, dld, src, sld, rows, cols);
+    for (int64_t r = 0; r < rows; r++) memcpy(dst + r * dld, src + r * sld, sizeof(float) * (size_t)cols);
+    return FNN_STATUS_OK;
 }
 
-/* saved[0] = workspace, saved[1] = w_ih, saved[2] = w_hh; iattr: kind, N, T, I, H, reverse */
+/* row-major C[m, n] = op(A) op(B) + beta C */
+static int side_gemm(const rnn_side *d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (d->be) return rnn_dgemm(d->be, d->ord, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    rnn_gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    return FNN_STATUS_OK;
+}
+
+/* saved[0] = workspace, saved[1] = w_ih, saved[2] = w_hh; iattr: kind, N, T, I, H, reverse. One
+ * function for both sides: per step the cell's backward (rnn_back_rows on the CPU, the backend's
+ * rnn_step_grad on a device) and one GEMM for dh; then the weight gradients as GEMMs over all
+ * steps, the biases as column sums and dx back from processing order to [N, T, I]. */
 static int rnn_seq_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
-    if (fnn_device_type_of(nd->saved[0].device) != FNN_DEVICE_CPU) return rnn_seq_backward_device(nd, g, din);
     const int kind = (int)nd->iattr[0];
     const int64_t N = nd->iattr[1], T = nd->iattr[2], I = nd->iattr[3], H = nd->iattr[4];
     const bool reverse = nd->iattr[5] != 0;
     const int64_t G = RNN_GATES[kind], GH = G * H, P = T * N, rows_out = kind == RNN_LSTM ? T + 1 : T;
     const int dev = nd->saved[0].device;
+    rnn_side d = {NULL, fnn_device_ordinal(dev)};
+    if (fnn_device_type_of(dev) != FNN_DEVICE_CPU && !(d.be = rnn_device_backend(RNN_OP[kind], dev)))
+        return fnn_last_status();
     const rnn_layout L = rnn_layout_of(kind, N, T, I, H);
     const float *ws = fnn_data(&nd->saved[0]);
     const float *xs = ws + L.xs, *hs = ws + L.hs, *cs = ws + L.cs, *acts = ws + L.acts;
@@ -469,10 +404,11 @@ static int rnn_seq_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) 
     if (rc) goto done;
     float *dZ = fnn_data(&dzt), *dHZ = kind == RNN_GRU ? fnn_data(&dhzt) : dZ;
     float *dh = fnn_data(&carry), *dc = dh + N * H, *dhd = dc + N * H;
-    memset(dh, 0, sizeof(float) * (size_t)(N * H));
-    if (kind == RNN_LSTM)   /* the final cell's gradient: row T of the output */
-        for (int64_t r = 0; r < N; r++)
-            memcpy(dc + r * H, gp + (r * rows_out + T) * H, sizeof(float) * (size_t)H);
+    if (d.be) rc = d.be->fill(d.ord, dh, N * H, 0.0f);
+    else memset(dh, 0, sizeof(float) * (size_t)(N * H));
+    /* the final cell's gradient: row T of the output */
+    if (!rc && kind == RNN_LSTM) rc = side_rows(&d, dc, H, gp + T * H, rows_out * H, N, H);
+    if (rc) goto done;
     const bool want_h0 = nd->next[IN_H0] != NULL;
     const int64_t act_w = kind == RNN_LSTM ? 5 * H : kind == RNN_GRU ? 4 * H : 0;
     for (int64_t s = T - 1; s >= 0; s--) {
@@ -480,55 +416,70 @@ static int rnn_seq_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) 
         rnn_back_args a = {kind, H, gp + s * H, rows_out * H, dh, act_w ? acts + s * N * act_w : NULL,
                            lstm ? cs + s * N * H : NULL, hs + (s + 1) * N * H, hs + s * N * H, dZ + s * N * GH,
                            dHZ + s * N * GH, dc, dhd};
-        fnn_parallel_for(N, fnn_threads_for(N * H * LSTM_WORK_PER_ELEM), rnn_back_rows, &a);
+        if (d.be) {
+            rc = d.be->rnn_step_grad(d.ord, kind, N, H, a.g, a.g_ld, a.dh, a.acts, a.c_prev, a.h, a.h_prev, a.dz,
+                                     a.dhz, a.dc, a.dh_direct);
+            if (rc) goto done;
+        } else {
+            fnn_parallel_for(N, fnn_threads_for(N * H * LSTM_WORK_PER_ELEM), rnn_back_rows, &a);
+        }
         if (s == 0 && !want_h0) break;
         /* dh_prev = dz W_hh (+ z dh for gru) */
         if (kind == RNN_GRU) {
-            memcpy(dh, dhd, sizeof(float) * (size_t)(N * H));
-            rnn_gemm(false, false, N, H, GH, dHZ + s * N * GH, GH, w_hh, H, 1.0f, dh, H);
+            if ((rc = side_rows(&d, dh, H, dhd, H, N, H))) goto done;
+            rc = side_gemm(&d, false, false, N, H, GH, dHZ + s * N * GH, GH, w_hh, H, 1.0f, dh, H);
         } else {
-            rnn_gemm(false, false, N, H, GH, dZ + s * N * GH, GH, w_hh, H, 0.0f, dh, H);
+            rc = side_gemm(&d, false, false, N, H, GH, dZ + s * N * GH, GH, w_hh, H, 0.0f, dh, H);
         }
+        if (rc) goto done;
     }
+    int64_t hshape[2] = {N, H};
     if (want_h0) {
-        int64_t hshape[2] = {N, H};
         if ((rc = fnn_new_output(&din[IN_H0], dev, 2, hshape))) goto done;
-        memcpy(fnn_data(&din[IN_H0]), dh, sizeof(float) * (size_t)(N * H));
+        if ((rc = side_rows(&d, fnn_data(&din[IN_H0]), H, dh, H, N, H))) goto done;
     }
     if (nd->next[IN_C0]) {
-        int64_t hshape[2] = {N, H};
         if ((rc = fnn_new_output(&din[IN_C0], dev, 2, hshape))) goto done;
-        memcpy(fnn_data(&din[IN_C0]), dc, sizeof(float) * (size_t)(N * H));
+        if ((rc = side_rows(&d, fnn_data(&din[IN_C0]), H, dc, H, N, H))) goto done;
     }
     if (nd->next[IN_WIH]) {   /* dW_ih = dZ^T xs: one GEMM over all steps */
         int64_t wshape[2] = {GH, I};
         if ((rc = fnn_new_output(&din[IN_WIH], dev, 2, wshape))) goto done;
-        rnn_gemm(true, false, GH, I, P, dZ, GH, xs, I, 0.0f, fnn_data(&din[IN_WIH]), I);
+        if ((rc = side_gemm(&d, true, false, GH, I, P, dZ, GH, xs, I, 0.0f, fnn_data(&din[IN_WIH]), I))) goto done;
     }
     if (nd->next[IN_WHH]) {   /* dW_hh = dZh^T hs[0..T-1] */
         int64_t wshape[2] = {GH, H};
         if ((rc = fnn_new_output(&din[IN_WHH], dev, 2, wshape))) goto done;
-        rnn_gemm(true, false, GH, H, P, dHZ, GH, hs, H, 0.0f, fnn_data(&din[IN_WHH]), H);
+        if ((rc = side_gemm(&d, true, false, GH, H, P, dHZ, GH, hs, H, 0.0f, fnn_data(&din[IN_WHH]), H))) goto done;
     }
     for (int k = IN_BIH; k <= IN_BHH; k++) {
         if (!nd->next[k]) continue;
         int64_t bshape[1] = {GH};
         if ((rc = fnn_new_output(&din[k], dev, 1, bshape))) goto done;
         if (k == IN_BHH && dHZ == dZ && nd->next[IN_BIH])   /* both biases add to z: one sum serves */
-            memcpy(fnn_data(&din[k]), fnn_data(&din[IN_BIH]), sizeof(float) * (size_t)GH);
+            rc = side_rows(&d, fnn_data(&din[k]), GH, fnn_data(&din[IN_BIH]), GH, 1, GH);
+        else if (d.be)   /* column sums: the reduction's SUM over [1, P, GH] */
+            rc = d.be->reduce(d.ord, FNN_RED_SUM, fnn_data(&din[k]), NULL, k == IN_BIH ? dZ : dHZ, 1, P, GH, 1.0, 0);
         else
             rnn_colsum(k == IN_BIH ? dZ : dHZ, P, GH, fnn_data(&din[k]));
+        if (rc) goto done;
     }
     if (nd->next[IN_X]) {   /* dx = dZ W_ih, back from processing order to [N, T, I] */
         int64_t tshape[2] = {P, I}, xshape[3] = {N, T, I};
         if ((rc = fnn_new_output(&tmp, dev, 2, tshape))) goto done;
         if ((rc = fnn_new_output(&din[IN_X], dev, 3, xshape))) goto done;
         float *dxs = fnn_data(&tmp), *dx = fnn_data(&din[IN_X]);
-        rnn_gemm(false, false, P, I, GH, dZ, GH, w_ih, I, 0.0f, dxs, I);
-        for (int64_t s = 0; s < T; s++) {
-            int64_t t = reverse ? T - 1 - s : s;
-            for (int64_t r = 0; r < N; r++)
-                memcpy(dx + (r * T + t) * I, dxs + (s * N + r) * I, sizeof(float) * (size_t)I);
+        if ((rc = side_gemm(&d, false, false, P, I, GH, dZ, GH, w_ih, I, 0.0f, dxs, I))) goto done;
+        if (d.be) {   /* dx[n, t(s)] = dxs[s N + n], one strided copy */
+            const int64_t shape[4] = {N, T, I, 1}, dst[4] = {T * I, I, 1, 0};
+            const int64_t src[4] = {I, reverse ? -N * I : N * I, 1, 0};
+            rc = d.be->seq_copy(d.ord, dx, dst, dxs + (reverse ? (T - 1) * N * I : 0), src, shape);
+        } else {
+            for (int64_t s = 0; s < T; s++) {
+                int64_t t = reverse ? T - 1 - s : s;
+                for (int64_t r = 0; r < N; r++)
+                    memcpy(dx + (r * T + t) * I, dxs + (s * N + r) * I, sizeof(float) * (size_t)I);
+            }
         }
     }
 done:
