@@ -3,9 +3,10 @@
 --   print(report)                 -- a table: op, forward/backward, calls, ms, share
 --   report.rows[1].name, report.rows[1].ms, report.wall_ms, report.op_ms
 -- Forward rows time each op's C call, backward rows each rule the engine runs (with the adding
--- of its input gradients), step rows each optimizer update of one parameter. What the ops do not cover (Lua, the collector, waiting) is
--- wall_ms - op_ms. It profiles the calling host thread only; on a GPU the times are those of
--- the launches (call fnn.cuda.synchronize() inside fn to count the kernels' time once).
+-- of its input gradients), step rows each optimizer update of one parameter. What the ops do not
+-- cover (Lua, the collector, waiting) is wall_ms - op_ms. It profiles the calling host thread
+-- only; on a GPU the times are those of the launches (call fnn.cuda.synchronize() inside fn to
+-- count the kernels' time once).
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C

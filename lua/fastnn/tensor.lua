@@ -185,11 +185,8 @@ local function as_tensor(op, x, pos, other)
    if type(x) == 'number' then
       local out = new()
       local int = istype(T, other) and other.dtype_ == 1 and x == floor(x) and x > -2^63 and x < 2^63
-      if istype(T, other) and other.device_ ~= 0 then   -- beside a GPU tensor: the scalar is made there
-         if C.fnn_full_on(out, other.device_, 0, shape_buf, x, int and 1 or 0) ~= 0 then fail() end
-         return done(out)
-      end
-      if C.fnn_full_dtype(out, 0, shape_buf, x, int and 1 or 0) ~= 0 then fail() end
+      local device = istype(T, other) and other.device_ or 0   -- beside a GPU tensor: made there
+      if C.fnn_full_on(out, device, 0, shape_buf, x, int and 1 or 0) ~= 0 then fail() end
       return done(out)
    end
    error(('%s: argument %d is a %s, expected a tensor or a number'):format(op, pos, type(x)), 3)
@@ -231,12 +228,7 @@ end
 -- value (nil: empty) of dtype on device: made there, never made here and copied over
 local function make_filled(op, n, shape, value, dtype, device)
    local out = new()
-   local rc
-   if device == 0 then
-      rc = value and C.fnn_full_dtype(out, n, shape, value, dtype) or C.fnn_empty_dtype(out, n, shape, dtype)
-   else
-      rc = value and C.fnn_full_on(out, device, n, shape, value, dtype) or C.fnn_empty_on(out, device, n, shape, dtype)
-   end
+   local rc = value and C.fnn_full_on(out, device, n, shape, value, dtype) or C.fnn_empty_on(out, device, n, shape, dtype)
    if rc ~= 0 then fail(op) end
    return done(out)
 end
