@@ -123,10 +123,11 @@ FNN_MATH float fnn_sigmoidf(float x) {
     return fnn_sel(x >= 0, 1.0f, e) / (1.0f + e);
 }
 
-/* erf: odd, +-1 beyond |x| = 3.92; absolute error below 8e-8 */
-FNN_MATH float fnn_erff(float x) {
+/* erf(x) given e = e^(-x^2), for callers that need e as well (gelu's gradient): |x| < 1 from the
+ * polynomial, beyond from e; the same values as fnn_erff */
+FNN_MATH float fnn_erff_with(float x, float e) {
     float a = fnn_absf(x);
-    a = fnn_sel(a > 4.0f, 4.0f, a); /* erf(4) rounds to 1 (nan passes) */
+    a = fnn_sel(a > 4.0f, 4.0f, a); /* erf(4) rounds to 1 (nan passes); e beyond it only shrinks */
     /* |x| < 1: erf(x) = x + x P(x^2), adding x last keeps the rounding of P small */
     float u = a * a;
     float small = ((((((7.853861461626366e-05f * u - 8.010193705558777e-04f) * u + 5.188327748328447e-03f) * u
@@ -137,8 +138,15 @@ FNN_MATH float fnn_erff(float x) {
     float R = (((((2.5378325954079628e-02f * t - 1.3875170052051544e-01f) * t + 3.086557686328888e-01f) * t
                  - 3.099701404571533e-01f) * t - 3.3942483365535736e-02f) * t + 5.778751373291016e-01f) * t
               - 1.6613201005384326e-03f;
-    float big = 1.0f - fnn_expf(-u) * R;
+    float big = 1.0f - e * R;
     return fnn_signf(fnn_sel(a < 1.0f, small, big), x);
+}
+
+/* erf: odd, +-1 beyond |x| = 3.92; absolute error below 8e-8 */
+FNN_MATH float fnn_erff(float x) {
+    float a = fnn_absf(x);
+    a = fnn_sel(a > 4.0f, 4.0f, a);
+    return fnn_erff_with(x, fnn_expf(-(a * a)));
 }
 
 #endif

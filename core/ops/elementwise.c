@@ -473,6 +473,11 @@ int fnn_rpow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return sca
 
 /* log(1 + e^x) = max(x, 0) + log1p(e^-|x|): nothing overflows, large x give x itself */
 static inline float softplusf(float x) { return fnn_sel(x > 0, x, 0.0f) + fnn_log1pf(fnn_expf(-fnn_absf(x))); }
+/* d/dx x Phi(x) = Phi(x) + x phi(x): one e^(-x^2/2) serves phi and erf's tail */
+static inline float gelu_grad(float x) {
+    float z = x * 0.70710678f, e = fnn_expf(-(z * z));
+    return 0.5f * (1.0f + fnn_erff_with(z, e)) + x * 0.3989422804f * e;
+}
 static inline float gelu_tanhf(float x) {
     const float k = 0.7978845608028654f; /* sqrt(2/pi) */
     return 0.5f * x * (1.0f + fnn_tanhf(k * (x + 0.044715f * x * x * x)));
@@ -527,8 +532,7 @@ UNARY(cos,       cosf(a),                                   -a * sinf(b), 1)
 UNARY(tanh,      fnn_tanhf(a),                              a * (1.0f - c * c), 1)
 UNARY(sigmoid,   fnn_sigmoidf(a),                           a * c * (1.0f - c), 1)
 UNARY(relu,      a > 0 ? a : 0.0f,                          b > 0 ? a : 0.0f, 1)
-UNARY(gelu,      0.5f * a * (1.0f + fnn_erff(a * 0.70710678f)),
-                 a * (0.5f * (1.0f + fnn_erff(b * 0.70710678f)) + b * 0.3989422804f * fnn_expf(-0.5f * b * b)), 1)
+UNARY(gelu,      0.5f * a * (1.0f + fnn_erff(a * 0.70710678f)),    a * gelu_grad(b), 1)
 UNARY(gelu_tanh, gelu_tanhf(a),                             a * gelu_tanh_grad(b), 1)
 UNARY(silu,      a * fnn_sigmoidf(a),                       a * (fnn_sigmoidf(b) * (1.0f + b * (1.0f - fnn_sigmoidf(b)))), 1)
 UNARY(softplus,  softplusf(a),                              a * fnn_sigmoidf(b), 1)
