@@ -411,6 +411,9 @@ static inline bool fnn_same_shape(const fnn_tensor *a, const fnn_tensor *b) {
 uint64_t fnn_random_u64(void);
 float fnn_random_float(void);     /* U[0,1) */
 float fnn_random_normal(void);    /* N(0,1) */
+void fnn_random_normals(float *y, int64_t n, float mean, float std);   /* n draws of N(mean, std^2) */
+void fnn_random_uniforms(float *y, int64_t n, double lo, double hi);  /* n draws of U[lo, hi) */
+void fnn_random_bernoullis(float *y, int64_t n, double p);             /* n draws of 1 with probability p */
 
 /* ---- threads ---- */
 /* How many threads a loop of this much work should use. Work counts elements of a memory-bound

@@ -2,6 +2,7 @@
  * so every draw (init, dropout, shuffling, sampling) is reproducible per thread;
  * and draws on a device (fnn_*_on), seeded from it (cuda/random.cu). */
 #include "internal.h"
+#include "fastmath.h"
 #include <math.h>
 #include <string.h>
 
@@ -33,17 +34,103 @@ uint64_t fnn_random_u64(void) {
     return r;
 }
 
+/* n draws at once: the state in locals (a thread-local in a shared library costs a call per access) */
+static void random_u64s(uint64_t *out, int64_t n) {
+    if (!seeded) fnn_manual_seed(0x5eed);
+    uint64_t s0 = state[0], s1 = state[1], s2 = state[2], s3 = state[3];
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = rotl(s1 * 5, 7) * 9;
+        uint64_t t = s1 << 17;
+        s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3;
+        s2 ^= t; s3 = rotl(s3, 45);
+    }
+    state[0] = s0; state[1] = s1; state[2] = s2; state[3] = s3;
+}
+
 float fnn_random_float(void) { return (float)(fnn_random_u64() >> 40) * (1.0f / 16777216.0f); }
 double fnn_random_uniform(void) { return (double)(fnn_random_u64() >> 11) * (1.0 / 9007199254740992.0); }
 
-float fnn_random_normal(void) {   /* Box-Muller, two draws per pair */
+/* y[0..n) = lo + (hi - lo) U[0,1), and masks of p: the values of fnn_random_float and
+ * fnn_random_uniform, drawn a block at a time */
+enum { DRAW_BLOCK = 256 };
+void fnn_random_uniforms(float *y, int64_t n, double lo, double hi) {
+    uint64_t bits[DRAW_BLOCK];
+    for (int64_t i = 0; i < n; i += DRAW_BLOCK) {
+        int64_t m = n - i < DRAW_BLOCK ? n - i : DRAW_BLOCK;
+        random_u64s(bits, m);
+        for (int64_t j = 0; j < m; j++)
+            y[i + j] = (float)(lo + (hi - lo) * ((float)(bits[j] >> 40) * (1.0f / 16777216.0f)));
+    }
+}
+void fnn_random_bernoullis(float *y, int64_t n, double p) {
+    uint64_t bits[DRAW_BLOCK];
+    for (int64_t i = 0; i < n; i += DRAW_BLOCK) {
+        int64_t m = n - i < DRAW_BLOCK ? n - i : DRAW_BLOCK;
+        random_u64s(bits, m);
+        for (int64_t j = 0; j < m; j++)
+            y[i + j] = (double)(bits[j] >> 11) * (1.0 / 9007199254740992.0) < p ? 1.0f : 0.0f;
+    }
+}
+
+/* Normals by Box-Muller in float, a pair from one 64-bit draw:
+ *   radius  R = sqrt(-2 log u), u = k 2^-31 + 2^-32 in (0, 1] from 31 of the low 32 bits, so the
+ *           tails reach 6.7 sigma (24-bit uniforms, as PyTorch's float randn uses, stop at 5.8);
+ *   angle   the top two bits pick a quadrant q, the next 30 an angle r in [-pi/4, pi/4) within
+ *           it: q pi/2 + r is uniform on the circle, and r's sine and cosine need only Cephes'
+ *           short sinf/cosf polynomials (no range reduction); the quadrant rotates the pair.
+ * Branch-free, so a block of pairs vectorizes (built for x86-64-v3 too, as elementwise.c). */
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
+#define RANDOM_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define RANDOM_CLONE
+#endif
+static inline void normal_pair(uint64_t bits, float *z0, float *z1) {
+    const uint32_t k = (uint32_t)bits, h = (uint32_t)(bits >> 32);
+    const float u = (float)(int32_t)(k >> 1) * 4.6566128730773926e-10f + 2.3283064365386963e-10f;
+    const float radius = sqrtf(-2.0f * fnn_logf(u));
+    const float r = ((float)(int32_t)(h & 0x3fffffffu) * 9.3132257461547852e-10f - 0.5f) * 1.5707963267948966f;
+    const float z = r * r;
+    const float s = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
+    const float c = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z
+                    - 0.5f * z + 1.0f;
+    /* (cos, sin) of q pi/2 + r: q = 0 (c, s), 1 (-s, c), 2 (-c, -s), 3 (s, -c) */
+    const uint32_t q = h >> 30;
+    const float x = fnn_sel(q & 1, s, c), y = fnn_sel(q & 1, c, s);
+    *z0 = radius * fnn_sel((q == 1) | (q == 2), -x, x);
+    *z1 = radius * fnn_sel(q >= 2, -y, y);
+}
+
+float fnn_random_normal(void) {   /* one of a pair; the other waits as the spare */
     if (has_spare) { has_spare = 0; return spare; }
-    double u1 = fnn_random_uniform(), u2 = fnn_random_uniform();
-    if (u1 < 1e-300) u1 = 1e-300;
-    double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
-    spare = (float)(r * sin(th));
+    float z0, z1;
+    normal_pair(fnn_random_u64(), &z0, &z1);
+    spare = z1;
     has_spare = 1;
-    return (float)(r * cos(th));
+    return z0;
+}
+
+/* y[0..n) = mean + std z: the spare first, then blocks of pairs (the draws serial, the transform
+ * in vector lanes), an odd last one leaving its pair's other half as the spare */
+RANDOM_CLONE static void normal_block(float *restrict y, const uint64_t *restrict bits, int64_t pairs, float mean,
+                                      float std) {
+    for (int64_t i = 0; i < pairs; i++) {
+        float z0, z1;
+        normal_pair(bits[i], &z0, &z1);
+        y[i] = mean + std * z0;            /* the first halves, then the second: both stores dense */
+        y[pairs + i] = mean + std * z1;
+    }
+}
+void fnn_random_normals(float *y, int64_t n, float mean, float std) {
+    int64_t i = 0;
+    if (n > 0 && has_spare) { y[i++] = mean + std * fnn_random_normal(); }
+    uint64_t bits[DRAW_BLOCK];
+    while (n - i >= 2) {
+        int64_t pairs = (n - i) / 2 < DRAW_BLOCK ? (n - i) / 2 : DRAW_BLOCK;
+        random_u64s(bits, pairs);
+        normal_block(y + i, bits, pairs, mean, std);
+        i += 2 * pairs;
+    }
+    if (i < n) y[i] = mean + std * fnn_random_normal();
 }
 
 /* the whole state as 6 words (xoshiro's 4, seeded, and the spare normal's flag and bits), so a

@@ -522,7 +522,7 @@ static int uniform_as(const char *op, fnn_tensor *out, int ndim, const int64_t *
     FNN_TRY(empty_as(op, out, ndim, shape, FNN_DTYPE_FLOAT32));
     float *y = fnn_data(out);
     int64_t n = fnn_numel_of(ndim, shape);
-    for (int64_t i = 0; i < n; i++) y[i] = (float)(lo + (hi - lo) * fnn_random_float());
+    fnn_random_uniforms(y, n, lo, hi);
     return FNN_STATUS_OK;
 }
 int fnn_uniform(fnn_tensor *out, int ndim, const int64_t *shape, double lo, double hi) {
@@ -534,7 +534,7 @@ static int normal_as(const char *op, fnn_tensor *out, int ndim, const int64_t *s
     FNN_TRY(empty_as(op, out, ndim, shape, FNN_DTYPE_FLOAT32));
     float *y = fnn_data(out);
     int64_t n = fnn_numel_of(ndim, shape);
-    for (int64_t i = 0; i < n; i++) y[i] = (float)(mean + std * fnn_random_normal());
+    fnn_random_normals(y, n, (float)mean, (float)std);
     return FNN_STATUS_OK;
 }
 int fnn_normal(fnn_tensor *out, int ndim, const int64_t *shape, double mean, double std) {
@@ -547,7 +547,7 @@ int fnn_bernoulli(fnn_tensor *out, int ndim, const int64_t *shape, double p) {
     FNN_TRY(empty_as("bernoulli", out, ndim, shape, FNN_DTYPE_FLOAT32));
     float *y = fnn_data(out);
     int64_t n = fnn_numel_of(ndim, shape);
-    for (int64_t i = 0; i < n; i++) y[i] = fnn_random_uniform() < p ? 1.0f : 0.0f;
+    fnn_random_bernoullis(y, n, p);
     return FNN_STATUS_OK;
 }
 
