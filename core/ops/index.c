@@ -120,8 +120,7 @@ static void index_select_forward_cpu(char *y, const char *x, int esize, const in
                                      int64_t n, int64_t m, int64_t inner) {
     size_t row = (size_t)inner * (size_t)esize;
     for (int64_t o = 0; o < outer; o++)
-        for (int64_t j = 0; j < m; j++)
-            memcpy(y + (size_t)(o * m + j) * row, x + (size_t)(o * n + ids[j]) * row, row);
+        fnn_gather_rows(y + (size_t)(o * m) * row, x + (size_t)(o * n) * row, (int64_t)row, row, ids, m, 0);
 }
 
 /* dx [outer, n, inner] += g [outer, m, inner] at rows ids (repeated ids add up) */
