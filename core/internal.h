@@ -363,10 +363,6 @@ int fnn_new_output(fnn_tensor *out, int device, int ndim, const int64_t *shape);
 int fnn_new_output_dtype(fnn_tensor *out, int device, int dtype, int ndim, const int64_t *shape);
 /* out = host bytes src as a new tensor on device, without a host wait where the backend can (core/device.c) */
 int fnn_upload(fnn_tensor *out, int device, int dtype, int ndim, const int64_t *shape, const void *src);
-/* a pool's backward on a device over planes of [D,H,W] (core/ops/pool.c; conv.c's 2-d pools call it too) */
-int fnn_pool_backward_device(const fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_backend *be,
-                             const fnn_tensor *idx, int64_t planes, const int64_t *in, const int64_t *out,
-                             const int64_t *k, const int64_t *s, const int64_t *p, int count_include_pad);
 /* out := a view of x's data (shares storage, no node) with given shape/strides/offset */
 int fnn_make_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape,
                   const int64_t *stride, int64_t offset);

@@ -1,4 +1,4 @@
--- conv2d, max_pool2d and avg_pool2d (core/ops/conv.c) against naive nested loops
+-- conv2d, max_pool2d and avg_pool2d (core/ops/conv.c, core/ops/pool.c) against naive nested loops
 -- written here: stride, padding, dilation, groups, bias, 1x1, 'same'/'valid',
 -- non-contiguous and unbatched inputs, ceil_mode (with PyTorch's last-window
 -- rule), ties and nan in max pooling, count_include_pad; gradients against the

@@ -1,17 +1,20 @@
-/* pool.c: max_pool1d/3d and avg_pool1d/3d (stride, padding, ceil_mode; count_include_pad),
+/* pool.c: max_pool1d/2d/3d and avg_pool1d/2d/3d (stride, padding, ceil_mode; count_include_pad),
  * adaptive_avg_pool2d, upsample_nearest over 1..3 spatial dims and upsample_bilinear2d
- * (align_corners either way), CPU, PyTorch's semantics and output sizes. The 2-d pools live in
- * conv.c. Inputs are channels first, batched [N,C,...] or unbatched [C,...].
+ * (align_corners either way), CPU, PyTorch's semantics and output sizes. Inputs are channels
+ * first, batched [N,C,...] or unbatched [C,...].
  *
  * Every op sees its input as N*C planes of three spatial dims [D,H,W], a 1-d input being a plane
  * [1,1,L] and a 2-d one [1,H,W], so one kernel serves every rank. Pools split the planes over the
  * threads; max pooling saves the argmax of each output (int32 offsets into its plane) for
- * backward. Upsampling splits rows (plane, depth, row) instead, so that a few large planes still
+ * backward. A 2x2 stride-2 unpadded pool over [H,W] planes, the common case, has kernels of its
+ * own, branch-free so that rows vectorize, whose backward writes every input gradient once.
+ * Upsampling splits rows (plane, depth, row) instead, so that a few large planes still
  * use every thread, and writes its backward as a gather: each input row sums the output rows that
  * read it, then each input element the output columns that read it, so no two threads (and no
  * two iterations) ever add into the same element. A cuda input goes to the backend's kernels
  * (cuda/pool.cu) with the same geometry; the argmax offsets stay on the device. */
 #include "../internal.h"
+#include "../fastmath.h"
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -81,15 +84,22 @@ static int slots_for(int64_t units, int64_t work) {
     return units < t ? (int)units : t;
 }
 
-/* ================= max and avg pooling over 1 and 3 spatial dims ================= */
+/* ================= max and avg pooling over 1, 2 and 3 spatial dims ================= */
 
 typedef struct {
-    int dims;                     /* 1 or 3 */
+    int dims;                     /* 1, 2 or 3 */
     int64_t planes;               /* N*C */
     int64_t in[3], out[3];        /* D, H, W and Do, Ho, Wo (1 along dims the op lacks) */
     int64_t k[3], s[3], p[3];     /* kernel, stride, padding (1, 1, 0 along dims the op lacks) */
     bool count_include_pad;
+    bool fast;                    /* 2x2, stride 2, no padding over [1,H,W] planes: the kernels below */
 } pool_geom;
+
+static bool pool_fast(const pool_geom *g) {
+    return g->in[0] == 1 && g->k[0] == 1 && g->s[0] == 1 && g->p[0] == 0 && g->k[1] == 2 && g->k[2] == 2 &&
+           g->s[1] == 2 && g->s[2] == 2 && g->p[1] == 0 && g->p[2] == 0 && 2 * g->out[1] <= g->in[1] &&
+           2 * g->out[2] <= g->in[2];
+}
 
 /* PyTorch's pooling output size: floor((in + 2p - k) / s) + 1, or ceil in ceil_mode, where the
  * last window must start inside the input or the left padding */
@@ -132,6 +142,7 @@ static int pool_setup(const char *op, pool_geom *g, fnn_tensor *out, const fnn_t
               dims_str(dims, g->k).s, dims_str(dims, padded).s, fnn_shape_of(x).s, dims_str(dims, g->p).s);
     for (int i = 0; i < 3; i++) g->out[i] = out_size(g->in[i], g->p[i], g->k[i], g->s[i], ceil_mode != 0);
     g->count_include_pad = false;
+    g->fast = pool_fast(g);
     return new_spatial_output(out, x, dims, g->out);
 }
 
@@ -149,6 +160,7 @@ static void pool_geom_of(pool_geom *g, const fnn_node *n) {
     spatial_of(g->dims, n->in_ndim[0], n->in_shape[0], g->in, &g->planes);
     int64_t unused;
     spatial_of(g->dims, n->out_ndim, n->out_shape, g->out, &unused);
+    g->fast = pool_fast(g);
 }
 
 /* window o along axis a: [*lo, *hi) inside the input; returns its extent clipped to the padded
@@ -171,7 +183,102 @@ typedef struct {
     float *y, *dx, *idx;       /* idx: int32 argmax offsets (max), or NULL */
 } pool_job;
 
-/* ---- max_pool1d, max_pool3d ---- */
+/* ---- the 2x2 stride-2 kernels over one [H, W] plane (every window inside it) ---- */
+
+/* c ? a : b for a mask c of all ones or zeros: branch-free, so the rows vectorize */
+static inline int32_t isel(uint32_t mask, int32_t a, int32_t b) { return (int32_t)(((uint32_t)a & mask) | ((uint32_t)b & ~mask)); }
+static inline float fsel(uint32_t mask, float a, float b) { return fnn_u2f((fnn_f2u(a) & mask) | (fnn_f2u(b) & ~mask)); }
+
+/* y = the maxima, idx (or NULL) their offsets; the candidates in order a b / c d: the first
+ * maximum wins ties and a nan wins over numbers, as the general loop below */
+static void max_2x2_plane(const float *x, float *y, float *idx, int64_t W, int64_t Ho, int64_t Wo) {
+    for (int64_t oy = 0; oy < Ho; oy++) {
+        const float *r0 = x + 2 * oy * W, *r1 = r0 + W;
+        float *yr = y + oy * Wo;
+        if (!idx) {   /* no graph: the maxima alone */
+            for (int64_t ox = 0; ox < Wo; ox++) {
+                float m = r0[2 * ox], c1 = r0[2 * ox + 1], c2 = r1[2 * ox], c3 = r1[2 * ox + 1];
+                m = fsel(-(uint32_t)((c1 > m) | (c1 != c1)), c1, m);
+                m = fsel(-(uint32_t)((c2 > m) | (c2 != c2)), c2, m);
+                yr[ox] = fsel(-(uint32_t)((c3 > m) | (c3 != c3)), c3, m);
+            }
+            continue;
+        }
+        float *ir = idx + oy * Wo;
+        const int32_t base = (int32_t)(2 * oy * W), w1 = (int32_t)W;
+        for (int64_t ox = 0; ox < Wo; ox++) {
+            float m = r0[2 * ox], c1 = r0[2 * ox + 1], c2 = r1[2 * ox], c3 = r1[2 * ox + 1];
+            int32_t at = base + 2 * (int32_t)ox;
+            uint32_t t = -(uint32_t)((c1 > m) | (c1 != c1));   /* c != c: nan wins, as PyTorch */
+            m = fsel(t, c1, m); at = isel(t, base + 2 * (int32_t)ox + 1, at);
+            t = -(uint32_t)((c2 > m) | (c2 != c2));
+            m = fsel(t, c2, m); at = isel(t, base + w1 + 2 * (int32_t)ox, at);
+            t = -(uint32_t)((c3 > m) | (c3 != c3));
+            m = fsel(t, c3, m); at = isel(t, base + w1 + 2 * (int32_t)ox + 1, at);
+            yr[ox] = m;
+            put_i32(ir, ox, at);
+        }
+    }
+}
+
+/* dx = dy at each window's argmax, 0 elsewhere: the windows tile the plane, so every element is
+ * written once (no zero fill first) */
+static void max_2x2_plane_grad(float *dx, const float *dy, const float *idx, int64_t H, int64_t W, int64_t Ho,
+                               int64_t Wo) {
+    for (int64_t oy = 0; oy < Ho; oy++) {
+        float *r0 = dx + 2 * oy * W, *r1 = r0 + W;
+        const float *dr = dy + oy * Wo, *ir = idx + oy * Wo;
+        const int32_t base = (int32_t)(2 * oy * W), w1 = (int32_t)W;
+        for (int64_t ox = 0; ox < Wo; ox++) {
+            int32_t at = get_i32(ir, ox) - (base + 2 * (int32_t)ox);
+            float d = dr[ox];
+            r0[2 * ox] = fsel(-(uint32_t)(at == 0), d, 0.0f);
+            r0[2 * ox + 1] = fsel(-(uint32_t)(at == 1), d, 0.0f);
+            r1[2 * ox] = fsel(-(uint32_t)(at == w1), d, 0.0f);
+            r1[2 * ox + 1] = fsel(-(uint32_t)(at == w1 + 1), d, 0.0f);
+        }
+        for (int64_t ix = 2 * Wo; ix < W; ix++) r0[ix] = r1[ix] = 0;
+    }
+    if (2 * Ho < H) memset(dx + 2 * Ho * W, 0, sizeof(float) * (size_t)((H - 2 * Ho) * W));
+}
+
+static void avg_2x2_plane(const float *x, float *y, int64_t W, int64_t Ho, int64_t Wo) {
+    for (int64_t oy = 0; oy < Ho; oy++) {
+        const float *r0 = x + 2 * oy * W, *r1 = r0 + W;
+        for (int64_t ox = 0; ox < Wo; ox++)
+            y[oy * Wo + ox] = 0.25f * ((r0[2 * ox] + r0[2 * ox + 1]) + (r1[2 * ox] + r1[2 * ox + 1]));
+    }
+}
+
+static void avg_2x2_plane_grad(float *dx, const float *dy, int64_t H, int64_t W, int64_t Ho, int64_t Wo) {
+    for (int64_t oy = 0; oy < Ho; oy++) {
+        float *r0 = dx + 2 * oy * W, *r1 = r0 + W;
+        for (int64_t ox = 0; ox < Wo; ox++) {
+            float d = 0.25f * dy[oy * Wo + ox];
+            r0[2 * ox] = r0[2 * ox + 1] = r1[2 * ox] = r1[2 * ox + 1] = d;
+        }
+        for (int64_t ix = 2 * Wo; ix < W; ix++) r0[ix] = r1[ix] = 0;
+    }
+    if (2 * Ho < H) memset(dx + 2 * Ho * W, 0, sizeof(float) * (size_t)((H - 2 * Ho) * W));
+}
+
+/* ---- max_pool1d, max_pool2d, max_pool3d ---- */
+
+/* the maximum of x [D,H,W] over a window (-inf for none) and its offset: the first in row-major
+ * order wins ties, a nan wins over numbers */
+static inline int64_t window_max(const float *x, int64_t H, int64_t W, int64_t d0, int64_t d1, int64_t h0, int64_t h1,
+                                 int64_t w0, int64_t w1, float *max) {
+    float m = -INFINITY;
+    int64_t at = (d0 * H + h0) * W + w0;
+    for (int64_t id = d0; id < d1; id++)
+        for (int64_t ih = h0; ih < h1; ih++) {
+            const float *xr = x + (id * H + ih) * W;
+            for (int64_t iw = w0; iw < w1; iw++)
+                if (xr[iw] > m || isnan(xr[iw])) { m = xr[iw]; at = (id * H + ih) * W + iw; }
+        }
+    *max = m;
+    return at;
+}
 
 /* planes [lo, hi): y [Do,Ho,Wo] = max over each window of x [D,H,W] (padding is -inf), idx = its
  * offset in the plane; the first maximum in row-major window order wins ties, a nan wins over
@@ -184,6 +291,7 @@ static void max_forward_planes(void *ctx, int64_t lo, int64_t hi) {
     for (int64_t p = lo; p < hi; p++) {
         const float *x = j->x + p * plane;
         float *y = j->y + p * oplane, *idx = j->idx ? j->idx + p * oplane : NULL;
+        if (g->fast) { max_2x2_plane(x, y, idx, W, Ho, Wo); continue; }
         for (int64_t od = 0; od < Do; od++) {
             int64_t d0, d1;
             window(g, 0, od, &d0, &d1);
@@ -193,14 +301,10 @@ static void max_forward_planes(void *ctx, int64_t lo, int64_t hi) {
                 for (int64_t ow = 0; ow < Wo; ow++) {
                     int64_t w0, w1;
                     window(g, 2, ow, &w0, &w1);
-                    float m = -INFINITY;
-                    int64_t at = (d0 * H + h0) * W + w0;
-                    for (int64_t id = d0; id < d1; id++)
-                        for (int64_t ih = h0; ih < h1; ih++) {
-                            const float *xr = x + (id * H + ih) * W;
-                            for (int64_t iw = w0; iw < w1; iw++)
-                                if (xr[iw] > m || isnan(xr[iw])) { m = xr[iw]; at = (id * H + ih) * W + iw; }
-                        }
+                    float m;
+                    /* a plane of one depth (the 2-d pools) gets the depth loop compiled away */
+                    int64_t at = g->in[0] == 1 ? window_max(x, H, W, 0, 1, h0, h1, w0, w1, &m)
+                                               : window_max(x, H, W, d0, d1, h0, h1, w0, w1, &m);
                     int64_t o = (od * Ho + oh) * Wo + ow;
                     y[o] = m;
                     if (idx) put_i32(idx, o, (int32_t)at);
@@ -218,6 +322,7 @@ static void max_backward_planes(void *ctx, int64_t lo, int64_t hi) {
     for (int64_t p = lo; p < hi; p++) {
         float *dx = j->dx + p * plane;
         const float *dy = j->dy + p * oplane, *idx = j->idx + p * oplane;
+        if (g->fast) { max_2x2_plane_grad(dx, dy, idx, g->in[1], g->in[2], g->out[1], g->out[2]); continue; }
         memset(dx, 0, sizeof(float) * (size_t)plane);
         for (int64_t o = 0; o < oplane; o++) dx[get_i32(idx, o)] += dy[o];
     }
@@ -242,32 +347,27 @@ static int pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, f
     return rc;
 }
 
-/* every pool's backward on a device (cuda/pool.cu, a gather per input element) over `planes` planes of
- * [D,H,W] (in, out, kernel, stride, padding as the backend takes them): idx the saved argmax offsets
- * (max) or NULL (avg). The 2-d pools of conv.c use it too. */
-int fnn_pool_backward_device(const fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_backend *be,
-                             const fnn_tensor *idx, int64_t planes, const int64_t *in, const int64_t *out,
-                             const int64_t *k, const int64_t *s, const int64_t *p, int count_include_pad) {
+/* every pool's backward on a device (cuda/pool.cu, a gather per input element): idx the saved
+ * argmax offsets (max) or NULL (avg) */
+static int pool_backward_device(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_backend *be,
+                                const fnn_tensor *idx) {
     FNN_CHECK(idx ? be->max_pool_grad != NULL : be->avg_pool_grad != NULL, FNN_STATUS_DEVICE,
               "%s: backward not implemented on this device", n->op->info.name);
+    pool_geom g;
+    pool_geom_of(&g, n);
     fnn_tensor dyt;
     int rc;
     const float *dy = fnn_contiguous_data(dout, &dyt, &rc);
     if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
     if (!rc) {
         const int ord = fnn_device_ordinal(dout->device);
-        rc = idx ? be->max_pool_grad(ord, fnn_data(&din[0]), dy, (const int32_t *)(const void *)fnn_data(idx), planes,
-                                     in, out, k, s, p)
-                 : be->avg_pool_grad(ord, fnn_data(&din[0]), dy, planes, in, out, k, s, p, count_include_pad);
+        rc = idx ? be->max_pool_grad(ord, fnn_data(&din[0]), dy, (const int32_t *)(const void *)fnn_data(idx), g.planes,
+                                     g.in, g.out, g.k, g.s, g.p)
+                 : be->avg_pool_grad(ord, fnn_data(&din[0]), dy, g.planes, g.in, g.out, g.k, g.s, g.p,
+                                     g.count_include_pad);
     }
     fnn_tensor_clear(&dyt);
     return rc;
-}
-static int pool_backward_device(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_backend *be,
-                                const fnn_tensor *idx) {
-    pool_geom g;
-    pool_geom_of(&g, n);
-    return fnn_pool_backward_device(n, dout, din, be, idx, g.planes, g.in, g.out, g.k, g.s, g.p, g.count_include_pad);
 }
 
 /* saved[0] = the argmax offsets [planes * Do * Ho * Wo] (int32 bits) */
@@ -277,6 +377,7 @@ static int max_pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *di
     return pool_backward(n, dout, din, max_backward_planes, fnn_data(&n->saved[0]));
 }
 static const fnn_op_def MAX_POOL1D = {{"max_pool1d", "pool", 1, 1}, max_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX_POOL2D = {{"max_pool2d", "pool", 1, 1}, max_pool_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def MAX_POOL3D = {{"max_pool3d", "pool", 1, 1}, max_pool_backward, FNN_EMBEDS_NONE};
 
 static int max_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dims, const int *k,
@@ -323,26 +424,47 @@ int fnn_max_pool1d(fnn_tensor *out, const fnn_tensor *x, int k, int s, int p, in
     return max_pool(&MAX_POOL1D, out, x, 1, &k, &s, &p, ceil_mode);
 }
 
+int fnn_max_pool2d(fnn_tensor *out, const fnn_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, int ceil_mode) {
+    int k[2] = {kh, kw}, s[2] = {sh, sw}, p[2] = {ph, pw};
+    return max_pool(&MAX_POOL2D, out, x, 2, k, s, p, ceil_mode);
+}
+
 int fnn_max_pool3d(fnn_tensor *out, const fnn_tensor *x, int kd, int kh, int kw, int sd, int sh, int sw, int pd,
                    int ph, int pw, int ceil_mode) {
     int k[3] = {kd, kh, kw}, s[3] = {sd, sh, sw}, p[3] = {pd, ph, pw};
     return max_pool(&MAX_POOL3D, out, x, 3, k, s, p, ceil_mode);
 }
 
-/* ---- avg_pool1d, avg_pool3d ---- */
+/* ---- avg_pool1d, avg_pool2d, avg_pool3d ---- */
 
-/* the divisor of window (od, oh, ow) and its extent inside the input: the window clipped to the
- * padded input (count_include_pad), or to the input itself */
-static inline float avg_window(const pool_geom *g, const int64_t o[3], int64_t lo[3], int64_t hi[3]) {
-    int64_t padded = 1, inside = 1;
-    for (int a = 0; a < 3; a++) {
-        padded *= window(g, a, o[a], &lo[a], &hi[a]);
-        inside *= hi[a] - lo[a];
-    }
+/* a window's divisor from its extents along the three axes: clipped to the padded input
+ * (count_include_pad), or to the input itself */
+static inline float avg_divisor(const pool_geom *g, int64_t padded, int64_t inside) {
     return (float)(g->count_include_pad ? padded : inside);
 }
 
-/* planes [lo, hi): y [Do,Ho,Wo] = mean of each window of x [D,H,W] */
+/* the sum of x [D,H,W] over a window, and d added to dx over one, in row-major order */
+static inline float window_sum(const float *x, int64_t H, int64_t W, int64_t d0, int64_t d1, int64_t h0, int64_t h1,
+                               int64_t w0, int64_t w1) {
+    float s = 0;
+    for (int64_t id = d0; id < d1; id++)
+        for (int64_t ih = h0; ih < h1; ih++) {
+            const float *xr = x + (id * H + ih) * W;
+            for (int64_t iw = w0; iw < w1; iw++) s += xr[iw];
+        }
+    return s;
+}
+static inline void window_add(float *dx, int64_t H, int64_t W, int64_t d0, int64_t d1, int64_t h0, int64_t h1,
+                              int64_t w0, int64_t w1, float d) {
+    for (int64_t id = d0; id < d1; id++)
+        for (int64_t ih = h0; ih < h1; ih++) {
+            float *xr = dx + (id * H + ih) * W;
+            for (int64_t iw = w0; iw < w1; iw++) xr[iw] += d;
+        }
+}
+
+/* planes [lo, hi): y [Do,Ho,Wo] = mean of each window of x [D,H,W] (each axis' window found once
+ * per position along it) */
 static void avg_forward_planes(void *ctx, int64_t plo, int64_t phi) {
     const pool_job *j = ctx;
     const pool_geom *g = j->g;
@@ -351,18 +473,21 @@ static void avg_forward_planes(void *ctx, int64_t plo, int64_t phi) {
     for (int64_t p = plo; p < phi; p++) {
         const float *x = j->x + p * plane;
         float *y = j->y + p * oplane;
-        int64_t o[3], lo[3], hi[3];
-        for (o[0] = 0; o[0] < Do; o[0]++)
-            for (o[1] = 0; o[1] < Ho; o[1]++)
-                for (o[2] = 0; o[2] < Wo; o[2]++) {
-                    float div = avg_window(g, o, lo, hi), s = 0;
-                    for (int64_t id = lo[0]; id < hi[0]; id++)
-                        for (int64_t ih = lo[1]; ih < hi[1]; ih++) {
-                            const float *xr = x + (id * H + ih) * W;
-                            for (int64_t iw = lo[2]; iw < hi[2]; iw++) s += xr[iw];
-                        }
-                    y[(o[0] * Ho + o[1]) * Wo + o[2]] = s / div;
+        if (g->fast) { avg_2x2_plane(x, y, W, Ho, Wo); continue; }
+        for (int64_t od = 0; od < Do; od++) {
+            int64_t d0, d1, ed = window(g, 0, od, &d0, &d1);
+            for (int64_t oh = 0; oh < Ho; oh++) {
+                int64_t h0, h1, eh = window(g, 1, oh, &h0, &h1);
+                float *yr = y + (od * Ho + oh) * Wo;
+                for (int64_t ow = 0; ow < Wo; ow++) {
+                    int64_t w0, w1, ew = window(g, 2, ow, &w0, &w1);
+                    /* a plane of one depth (the 2-d pools) gets the depth loop compiled away */
+                    float s = g->in[0] == 1 ? window_sum(x, H, W, 0, 1, h0, h1, w0, w1)
+                                            : window_sum(x, H, W, d0, d1, h0, h1, w0, w1);
+                    yr[ow] = s / avg_divisor(g, ed * eh * ew, (d1 - d0) * (h1 - h0) * (w1 - w0));
                 }
+            }
+        }
     }
 }
 
@@ -375,18 +500,21 @@ static void avg_backward_planes(void *ctx, int64_t plo, int64_t phi) {
     for (int64_t p = plo; p < phi; p++) {
         float *dx = j->dx + p * plane;
         const float *dy = j->dy + p * oplane;
+        if (g->fast) { avg_2x2_plane_grad(dx, dy, H, W, Ho, Wo); continue; }
         memset(dx, 0, sizeof(float) * (size_t)plane);
-        int64_t o[3], lo[3], hi[3];
-        for (o[0] = 0; o[0] < Do; o[0]++)
-            for (o[1] = 0; o[1] < Ho; o[1]++)
-                for (o[2] = 0; o[2] < Wo; o[2]++) {
-                    float div = avg_window(g, o, lo, hi), d = dy[(o[0] * Ho + o[1]) * Wo + o[2]] / div;
-                    for (int64_t id = lo[0]; id < hi[0]; id++)
-                        for (int64_t ih = lo[1]; ih < hi[1]; ih++) {
-                            float *xr = dx + (id * H + ih) * W;
-                            for (int64_t iw = lo[2]; iw < hi[2]; iw++) xr[iw] += d;
-                        }
+        for (int64_t od = 0; od < Do; od++) {
+            int64_t d0, d1, ed = window(g, 0, od, &d0, &d1);
+            for (int64_t oh = 0; oh < Ho; oh++) {
+                int64_t h0, h1, eh = window(g, 1, oh, &h0, &h1);
+                const float *dyr = dy + (od * Ho + oh) * Wo;
+                for (int64_t ow = 0; ow < Wo; ow++) {
+                    int64_t w0, w1, ew = window(g, 2, ow, &w0, &w1);
+                    float d = dyr[ow] / avg_divisor(g, ed * eh * ew, (d1 - d0) * (h1 - h0) * (w1 - w0));
+                    if (g->in[0] == 1) window_add(dx, H, W, 0, 1, h0, h1, w0, w1, d);
+                    else window_add(dx, H, W, d0, d1, h0, h1, w0, w1, d);
                 }
+            }
+        }
     }
 }
 
@@ -396,6 +524,7 @@ static int avg_pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *di
     return pool_backward(n, dout, din, avg_backward_planes, NULL);
 }
 static const fnn_op_def AVG_POOL1D = {{"avg_pool1d", "pool", 1, 1}, avg_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def AVG_POOL2D = {{"avg_pool2d", "pool", 1, 1}, avg_pool_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def AVG_POOL3D = {{"avg_pool3d", "pool", 1, 1}, avg_pool_backward, FNN_EMBEDS_NONE};
 
 static int avg_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dims, const int *k,
@@ -431,6 +560,12 @@ done:
 
 int fnn_avg_pool1d(fnn_tensor *out, const fnn_tensor *x, int k, int s, int p, int ceil_mode, int count_include_pad) {
     return avg_pool(&AVG_POOL1D, out, x, 1, &k, &s, &p, ceil_mode, count_include_pad);
+}
+
+int fnn_avg_pool2d(fnn_tensor *out, const fnn_tensor *x, int kh, int kw, int sh, int sw, int ph, int pw, int ceil_mode,
+                   int count_include_pad) {
+    int k[2] = {kh, kw}, s[2] = {sh, sw}, p[2] = {ph, pw};
+    return avg_pool(&AVG_POOL2D, out, x, 2, k, s, p, ceil_mode, count_include_pad);
 }
 
 int fnn_avg_pool3d(fnn_tensor *out, const fnn_tensor *x, int kd, int kh, int kw, int sd, int sh, int sw, int pd,
@@ -969,5 +1104,5 @@ done:
     return rc;
 }
 
-const fnn_op_def *const fnn_ops_pool[] = {&MAX_POOL1D, &MAX_POOL3D, &AVG_POOL1D, &AVG_POOL3D, &ADAPTIVE_AVG_POOL2D,
-                                          &UPSAMPLE_NEAREST, &UPSAMPLE_BILINEAR2D, NULL};
+const fnn_op_def *const fnn_ops_pool[] = {&MAX_POOL1D, &MAX_POOL2D, &MAX_POOL3D, &AVG_POOL1D, &AVG_POOL2D,
+                                          &AVG_POOL3D, &ADAPTIVE_AVG_POOL2D, &UPSAMPLE_NEAREST, &UPSAMPLE_BILINEAR2D, NULL};

@@ -10,9 +10,7 @@
 --        w [in, out/groups, k...], b [out]; out = (in-1) s - 2p + d(k-1) + output_padding + 1
 --        (PyTorch's); output_padding must be smaller than the stride or the dilation; padding
 --        'same' gives in * stride (Keras)
---   fnn.max_pool2d(x, kernel, {stride = kernel, padding = 0, ceil_mode = false})
---   fnn.avg_pool2d(x, kernel, {stride = kernel, padding = 0, ceil_mode = false, count_include_pad = true})
--- Each is also a tensor method: x:conv1d(w, b, opts), x:max_pool2d(2).
+-- Each is also a tensor method: x:conv1d(w, b, opts). (The pools are in fastnn.ops.pool.)
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
@@ -25,26 +23,6 @@ local function check_tensor(op, t, what)
 end
 
 local function is_int(v) return type(v) == 'number' and v == floor(v) end
-
--- a number or {h, w} -> h, w (default when nil); level 3 is the binding's caller, 4 when called
--- through pool_args
-local function pair(op, what, v, default, level)
-   if v == nil then v = default end
-   if is_int(v) then return v, v end
-   if type(v) == 'table' and #v == 2 and is_int(v[1]) and is_int(v[2]) then return v[1], v[2] end
-   error(('%s: %s is %s, expected an integer or a table {h, w}'):format(op, what,
-         type(v) == 'table' and ('a table of ' .. #v .. ' values') or tostring(v)), level or 3)
-end
-
-M._pair = pair   -- for the nn layers (not merged into fnn: leading underscore)
-
-local function options(op, opts)
-   if opts == nil then return {} end
-   if type(opts) ~= 'table' then
-      error(('%s: options must be a table like {stride = 2}, got a %s'):format(op, type(opts)), 3)
-   end
-   return opts
-end
 
 -- ---------------------------------------------------------------------------
 -- convolutions: options parsed into a spec once (the layers keep theirs), then run per call
@@ -199,35 +177,5 @@ for nd = 1, 3 do
    M[name], M[tname] = binding(name, nd, false), binding(tname, nd, true)
    Tensor[name], Tensor[tname] = M[name], M[tname]
 end
-
--- the shared options of the pools -> kh, kw, sh, sw, ph, pw, ceil_mode
-local function pool_args(op, x, kernel, opts)
-   if not is_tensor(x) then error(('%s: input is a %s, expected a tensor'):format(op, type(x)), 3) end
-   if kernel == nil then error(('%s: kernel size missing (a number or {h, w})'):format(op), 3) end
-   opts = options(op, opts)
-   local kh, kw = pair(op, 'kernel', kernel, nil, 4)
-   local sh, sw = pair(op, 'stride', opts.stride, {kh, kw}, 4)
-   local ph, pw = pair(op, 'padding', opts.padding, 0, 4)
-   return kh, kw, sh, sw, ph, pw, opts.ceil_mode and 1 or 0, opts
-end
-
-local fnn_max_pool2d = C.fnn_max_pool2d
-function M.max_pool2d(x, kernel, opts)
-   local kh, kw, sh, sw, ph, pw, ceil = pool_args('max_pool2d', x, kernel, opts)
-   local out = new()
-   if fnn_max_pool2d(out, x, kh, kw, sh, sw, ph, pw, ceil) ~= 0 then fail() end
-   return done(out)
-end
-Tensor.max_pool2d = M.max_pool2d
-
-local fnn_avg_pool2d = C.fnn_avg_pool2d
-function M.avg_pool2d(x, kernel, opts)
-   local kh, kw, sh, sw, ph, pw, ceil, o = pool_args('avg_pool2d', x, kernel, opts)
-   local include = o.count_include_pad == nil or o.count_include_pad
-   local out = new()
-   if fnn_avg_pool2d(out, x, kh, kw, sh, sw, ph, pw, ceil, include and 1 or 0) ~= 0 then fail() end
-   return done(out)
-end
-Tensor.avg_pool2d = M.avg_pool2d
 
 return M

@@ -1,14 +1,14 @@
 -- fastnn.ops.pool: bindings for core/ops/pool.c. Inputs are channels first, batched or not.
 --   fnn.max_pool1d(x, kernel, {stride = kernel, padding = 0, ceil_mode = false})   x [N,C,L] or [C,L]
+--   fnn.max_pool2d(x, kernel, opts)   x [N,C,H,W] or [C,H,W]; kernel, stride, padding: numbers or {h, w}
 --   fnn.max_pool3d(x, kernel, opts)   x [N,C,D,H,W] or [C,D,H,W]; kernel, stride, padding: numbers or {d, h, w}
---   fnn.avg_pool1d(x, kernel, {..., count_include_pad = true}), fnn.avg_pool3d likewise
+--   fnn.avg_pool1d/2d/3d(x, kernel, {..., count_include_pad = true})
 --   fnn.adaptive_avg_pool2d(x, size)   x [N,C,H,W] or [C,H,W]; size a number or {h, w}
 --   fnn.upsample(x, {scale_factor = s | size = n, mode = 'nearest' | 'bilinear', align_corners = false})
 --        s: a positive integer, or one per spatial dim; n: the output size, or one per spatial
 --        dim. The spatial dims are x's dims after [N, C], or as many as the table given lists
 --        (so an unbatched [C, H, W] works with {scale_factor = {2, 2}}); 'bilinear' needs 2.
--- (2-d max/avg pooling: fnn.max_pool2d, fnn.avg_pool2d in fastnn.ops.conv.) Each is also a
--- tensor method: x:max_pool1d(3), x:upsample{scale_factor = 2}.
+-- Each is also a tensor method: x:max_pool2d(2), x:upsample{scale_factor = 2}.
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
@@ -67,7 +67,7 @@ local function options(op, opts, example)
 end
 
 -- ---------------------------------------------------------------------------
--- max and avg pooling over 1 and 3 spatial dims
+-- max and avg pooling over 1, 2 and 3 spatial dims
 
 -- the C arguments after (out, x): kernel..., stride..., padding..., ceil_mode (tuple's errors:
 -- 1 tuple, 2 here, 3 the binding, 4 its caller)
@@ -91,7 +91,7 @@ end
 M._pool_args = pool_args
 
 local unpack = unpack
-for _, spec in ipairs{{'max', 1}, {'max', 3}, {'avg', 1}, {'avg', 3}} do
+for _, spec in ipairs{{'max', 1}, {'max', 2}, {'max', 3}, {'avg', 1}, {'avg', 2}, {'avg', 3}} do
    local kind, dims = spec[1], spec[2]
    local name = ('%s_pool%dd'):format(kind, dims)
    local cfn = C['fnn_' .. name]
