@@ -1,7 +1,7 @@
 -- The CPU random draws (core/random.c): normals by a float Box-Muller a block of pairs at a time,
 -- checked against the normal distribution's CDF, moments, tails and independence; uniforms and
--- masks; and one stream per seed whatever the sizes of the draws, the pending half of a pair
--- included, through the state a checkpoint saves.
+-- masks; and one stream per seed, the pending half of a pair included, through the state a
+-- checkpoint saves.
 local ffi = require 'ffi'
 local fnn = require 'fastnn'
 local support = require 'spec.support'
