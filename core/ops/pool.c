@@ -280,6 +280,20 @@ static inline int64_t window_max(const float *x, int64_t H, int64_t W, int64_t d
     return at;
 }
 
+/* one output row of a max pool: the windows along W of depth rows [d0, d1) and rows [h0, h1)
+ * (the W axis' numbers in locals keep the loop's values in registers); idx may be NULL */
+static inline void max_row(const pool_geom *g, const float *x, float *yr, float *ir, int64_t H, int64_t W,
+                           int64_t d0, int64_t d1, int64_t h0, int64_t h1) {
+    const int64_t sw = g->s[2], pw = g->p[2], kw = g->k[2], Wo = g->out[2];
+    for (int64_t ow = 0; ow < Wo; ow++) {
+        const int64_t start = ow * sw - pw, end = start + kw;
+        float m;
+        int64_t at = window_max(x, H, W, d0, d1, h0, h1, start < 0 ? 0 : start, end < W ? end : W, &m);
+        yr[ow] = m;
+        if (ir) put_i32(ir, ow, (int32_t)at);
+    }
+}
+
 /* planes [lo, hi): y [Do,Ho,Wo] = max over each window of x [D,H,W] (padding is -inf), idx = its
  * offset in the plane; the first maximum in row-major window order wins ties, a nan wins over
  * numbers (as PyTorch) */
@@ -298,17 +312,10 @@ static void max_forward_planes(void *ctx, int64_t lo, int64_t hi) {
             for (int64_t oh = 0; oh < Ho; oh++) {
                 int64_t h0, h1;
                 window(g, 1, oh, &h0, &h1);
-                for (int64_t ow = 0; ow < Wo; ow++) {
-                    int64_t w0, w1;
-                    window(g, 2, ow, &w0, &w1);
-                    float m;
-                    /* a plane of one depth (the 2-d pools) gets the depth loop compiled away */
-                    int64_t at = g->in[0] == 1 ? window_max(x, H, W, 0, 1, h0, h1, w0, w1, &m)
-                                               : window_max(x, H, W, d0, d1, h0, h1, w0, w1, &m);
-                    int64_t o = (od * Ho + oh) * Wo + ow;
-                    y[o] = m;
-                    if (idx) put_i32(idx, o, (int32_t)at);
-                }
+                const int64_t o = (od * Ho + oh) * Wo;
+                /* a plane of one depth (the 2-d pools) gets the depth loop compiled away */
+                if (g->in[0] == 1) max_row(g, x, y + o, idx ? idx + o : NULL, H, W, 0, 1, h0, h1);
+                else max_row(g, x, y + o, idx ? idx + o : NULL, H, W, d0, d1, h0, h1);
             }
         }
     }
@@ -437,12 +444,6 @@ int fnn_max_pool3d(fnn_tensor *out, const fnn_tensor *x, int kd, int kh, int kw,
 
 /* ---- avg_pool1d, avg_pool2d, avg_pool3d ---- */
 
-/* a window's divisor from its extents along the three axes: clipped to the padded input
- * (count_include_pad), or to the input itself */
-static inline float avg_divisor(const pool_geom *g, int64_t padded, int64_t inside) {
-    return (float)(g->count_include_pad ? padded : inside);
-}
-
 /* the sum of x [D,H,W] over a window, and d added to dx over one, in row-major order */
 static inline float window_sum(const float *x, int64_t H, int64_t W, int64_t d0, int64_t d1, int64_t h0, int64_t h1,
                                int64_t w0, int64_t w1) {
@@ -463,6 +464,36 @@ static inline void window_add(float *dx, int64_t H, int64_t W, int64_t d0, int64
         }
 }
 
+/* one output row of an avg pool: the windows along W of depth rows [d0, d1) and rows [h0, h1),
+ * whose extents over D and H multiply to edh (padded) and ndh (inside); the W axis' numbers in
+ * locals keep the loop's values in registers */
+static inline void avg_row(const pool_geom *g, const float *x, float *yr, int64_t H, int64_t W, int64_t d0,
+                           int64_t d1, int64_t h0, int64_t h1, int64_t edh, int64_t ndh) {
+    const int64_t sw = g->s[2], pw = g->p[2], kw = g->k[2], Wo = g->out[2];
+    const bool include_pad = g->count_include_pad;
+    for (int64_t ow = 0; ow < Wo; ow++) {
+        const int64_t start = ow * sw - pw, end = start + kw;
+        const int64_t w0 = start < 0 ? 0 : start, w1 = end < W ? end : W;
+        const int64_t padded_end = end < W + pw ? end : W + pw;
+        float s = window_sum(x, H, W, d0, d1, h0, h1, w0, w1);
+        yr[ow] = s / (float)(include_pad ? edh * (padded_end - start) : ndh * (w1 - w0));
+    }
+}
+
+/* avg_row's gradient: each window's dy / divisor added over the window */
+static inline void avg_row_grad(const pool_geom *g, float *dx, const float *dyr, int64_t H, int64_t W, int64_t d0,
+                                int64_t d1, int64_t h0, int64_t h1, int64_t edh, int64_t ndh) {
+    const int64_t sw = g->s[2], pw = g->p[2], kw = g->k[2], Wo = g->out[2];
+    const bool include_pad = g->count_include_pad;
+    for (int64_t ow = 0; ow < Wo; ow++) {
+        const int64_t start = ow * sw - pw, end = start + kw;
+        const int64_t w0 = start < 0 ? 0 : start, w1 = end < W ? end : W;
+        const int64_t padded_end = end < W + pw ? end : W + pw;
+        float d = dyr[ow] / (float)(include_pad ? edh * (padded_end - start) : ndh * (w1 - w0));
+        window_add(dx, H, W, d0, d1, h0, h1, w0, w1, d);
+    }
+}
+
 /* planes [lo, hi): y [Do,Ho,Wo] = mean of each window of x [D,H,W] (each axis' window found once
  * per position along it) */
 static void avg_forward_planes(void *ctx, int64_t plo, int64_t phi) {
@@ -479,13 +510,9 @@ static void avg_forward_planes(void *ctx, int64_t plo, int64_t phi) {
             for (int64_t oh = 0; oh < Ho; oh++) {
                 int64_t h0, h1, eh = window(g, 1, oh, &h0, &h1);
                 float *yr = y + (od * Ho + oh) * Wo;
-                for (int64_t ow = 0; ow < Wo; ow++) {
-                    int64_t w0, w1, ew = window(g, 2, ow, &w0, &w1);
-                    /* a plane of one depth (the 2-d pools) gets the depth loop compiled away */
-                    float s = g->in[0] == 1 ? window_sum(x, H, W, 0, 1, h0, h1, w0, w1)
-                                            : window_sum(x, H, W, d0, d1, h0, h1, w0, w1);
-                    yr[ow] = s / avg_divisor(g, ed * eh * ew, (d1 - d0) * (h1 - h0) * (w1 - w0));
-                }
+                /* a plane of one depth (the 2-d pools) gets the depth loop compiled away */
+                if (g->in[0] == 1) avg_row(g, x, yr, H, W, 0, 1, h0, h1, eh, h1 - h0);
+                else avg_row(g, x, yr, H, W, d0, d1, h0, h1, ed * eh, (d1 - d0) * (h1 - h0));
             }
         }
     }
@@ -507,12 +534,8 @@ static void avg_backward_planes(void *ctx, int64_t plo, int64_t phi) {
             for (int64_t oh = 0; oh < Ho; oh++) {
                 int64_t h0, h1, eh = window(g, 1, oh, &h0, &h1);
                 const float *dyr = dy + (od * Ho + oh) * Wo;
-                for (int64_t ow = 0; ow < Wo; ow++) {
-                    int64_t w0, w1, ew = window(g, 2, ow, &w0, &w1);
-                    float d = dyr[ow] / avg_divisor(g, ed * eh * ew, (d1 - d0) * (h1 - h0) * (w1 - w0));
-                    if (g->in[0] == 1) window_add(dx, H, W, 0, 1, h0, h1, w0, w1, d);
-                    else window_add(dx, H, W, d0, d1, h0, h1, w0, w1, d);
-                }
+                if (g->in[0] == 1) avg_row_grad(g, dx, dyr, H, W, 0, 1, h0, h1, eh, h1 - h0);
+                else avg_row_grad(g, dx, dyr, H, W, d0, d1, h0, h1, ed * eh, (d1 - d0) * (h1 - h0));
             }
         }
     }
