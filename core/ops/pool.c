@@ -464,33 +464,29 @@ static inline void window_add(float *dx, int64_t H, int64_t W, int64_t d0, int64
         }
 }
 
-/* one output row of an avg pool: the windows along W of depth rows [d0, d1) and rows [h0, h1),
- * whose extents over D and H multiply to edh (padded) and ndh (inside); the W axis' numbers in
- * locals keep the loop's values in registers */
-static inline void avg_row(const pool_geom *g, const float *x, float *yr, int64_t H, int64_t W, int64_t d0,
-                           int64_t d1, int64_t h0, int64_t h1, int64_t edh, int64_t ndh) {
-    const int64_t sw = g->s[2], pw = g->p[2], kw = g->k[2], Wo = g->out[2];
-    const bool include_pad = g->count_include_pad;
-    for (int64_t ow = 0; ow < Wo; ow++) {
-        const int64_t start = ow * sw - pw, end = start + kw;
-        const int64_t w0 = start < 0 ? 0 : start, w1 = end < W ? end : W;
-        const int64_t padded_end = end < W + pw ? end : W + pw;
-        float s = window_sum(x, H, W, d0, d1, h0, h1, w0, w1);
-        yr[ow] = s / (float)(include_pad ? edh * (padded_end - start) : ndh * (w1 - w0));
-    }
+/* window ow along W: [*w0, *w1) inside the input, and its divisor, given the extents over D and H
+ * multiplied: edh clipped to the padded input (count_include_pad), ndh to the input itself */
+static inline float avg_w_window(int64_t ow, int64_t sw, int64_t pw, int64_t kw, int64_t W, bool include_pad,
+                                 int64_t edh, int64_t ndh, int64_t *w0, int64_t *w1) {
+    const int64_t start = ow * sw - pw, end = start + kw, padded_end = end < W + pw ? end : W + pw;
+    *w0 = start < 0 ? 0 : start;
+    *w1 = end < W ? end : W;
+    return (float)(include_pad ? edh * (padded_end - start) : ndh * (*w1 - *w0));
 }
 
-/* avg_row's gradient: each window's dy / divisor added over the window */
-static inline void avg_row_grad(const pool_geom *g, float *dx, const float *dyr, int64_t H, int64_t W, int64_t d0,
-                                int64_t d1, int64_t h0, int64_t h1, int64_t edh, int64_t ndh) {
+/* one output row of an avg pool (the windows along W of depth rows [d0, d1) and rows [h0, h1)),
+ * forward or, with grad, backward (each window's dy / divisor added over it); the W axis'
+ * numbers in locals keep the loop's values in registers */
+static inline void avg_row(const pool_geom *g, bool grad, const float *x, float *yr, float *dx, const float *dyr,
+                           int64_t H, int64_t W, int64_t d0, int64_t d1, int64_t h0, int64_t h1, int64_t edh,
+                           int64_t ndh) {
     const int64_t sw = g->s[2], pw = g->p[2], kw = g->k[2], Wo = g->out[2];
     const bool include_pad = g->count_include_pad;
     for (int64_t ow = 0; ow < Wo; ow++) {
-        const int64_t start = ow * sw - pw, end = start + kw;
-        const int64_t w0 = start < 0 ? 0 : start, w1 = end < W ? end : W;
-        const int64_t padded_end = end < W + pw ? end : W + pw;
-        float d = dyr[ow] / (float)(include_pad ? edh * (padded_end - start) : ndh * (w1 - w0));
-        window_add(dx, H, W, d0, d1, h0, h1, w0, w1, d);
+        int64_t w0, w1;
+        const float div = avg_w_window(ow, sw, pw, kw, W, include_pad, edh, ndh, &w0, &w1);
+        if (grad) window_add(dx, H, W, d0, d1, h0, h1, w0, w1, dyr[ow] / div);
+        else yr[ow] = window_sum(x, H, W, d0, d1, h0, h1, w0, w1) / div;
     }
 }
 
@@ -511,8 +507,8 @@ static void avg_forward_planes(void *ctx, int64_t plo, int64_t phi) {
                 int64_t h0, h1, eh = window(g, 1, oh, &h0, &h1);
                 float *yr = y + (od * Ho + oh) * Wo;
                 /* a plane of one depth (the 2-d pools) gets the depth loop compiled away */
-                if (g->in[0] == 1) avg_row(g, x, yr, H, W, 0, 1, h0, h1, eh, h1 - h0);
-                else avg_row(g, x, yr, H, W, d0, d1, h0, h1, ed * eh, (d1 - d0) * (h1 - h0));
+                if (g->in[0] == 1) avg_row(g, false, x, yr, NULL, NULL, H, W, 0, 1, h0, h1, eh, h1 - h0);
+                else avg_row(g, false, x, yr, NULL, NULL, H, W, d0, d1, h0, h1, ed * eh, (d1 - d0) * (h1 - h0));
             }
         }
     }
@@ -534,8 +530,8 @@ static void avg_backward_planes(void *ctx, int64_t plo, int64_t phi) {
             for (int64_t oh = 0; oh < Ho; oh++) {
                 int64_t h0, h1, eh = window(g, 1, oh, &h0, &h1);
                 const float *dyr = dy + (od * Ho + oh) * Wo;
-                if (g->in[0] == 1) avg_row_grad(g, dx, dyr, H, W, 0, 1, h0, h1, eh, h1 - h0);
-                else avg_row_grad(g, dx, dyr, H, W, d0, d1, h0, h1, ed * eh, (d1 - d0) * (h1 - h0));
+                if (g->in[0] == 1) avg_row(g, true, NULL, NULL, dx, dyr, H, W, 0, 1, h0, h1, eh, h1 - h0);
+                else avg_row(g, true, NULL, NULL, dx, dyr, H, W, d0, d1, h0, h1, ed * eh, (d1 - d0) * (h1 - h0));
             }
         }
     }
