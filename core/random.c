@@ -26,14 +26,6 @@ void fnn_manual_seed(uint64_t seed) {
 
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-uint64_t fnn_random_u64(void) {
-    if (!seeded) fnn_manual_seed(0x5eed);
-    uint64_t r = rotl(state[1] * 5, 7) * 9, t = state[1] << 17;
-    state[2] ^= state[0]; state[3] ^= state[1]; state[1] ^= state[2]; state[0] ^= state[3];
-    state[2] ^= t; state[3] = rotl(state[3], 45);
-    return r;
-}
-
 /* n draws at once: the state in locals (a thread-local in a shared library costs a call per access) */
 static void random_u64s(uint64_t *out, int64_t n) {
     if (!seeded) fnn_manual_seed(0x5eed);
@@ -47,8 +39,18 @@ static void random_u64s(uint64_t *out, int64_t n) {
     state[0] = s0; state[1] = s1; state[2] = s2; state[3] = s3;
 }
 
-float fnn_random_float(void) { return (float)(fnn_random_u64() >> 40) * (1.0f / 16777216.0f); }
-double fnn_random_uniform(void) { return (double)(fnn_random_u64() >> 11) * (1.0 / 9007199254740992.0); }
+uint64_t fnn_random_u64(void) {
+    uint64_t r;
+    random_u64s(&r, 1);
+    return r;
+}
+
+/* a draw as U[0,1): 24 bits as a float, 53 as a double */
+static inline float float_of(uint64_t bits) { return (float)(bits >> 40) * (1.0f / 16777216.0f); }
+static inline double double_of(uint64_t bits) { return (double)(bits >> 11) * (1.0 / 9007199254740992.0); }
+
+float fnn_random_float(void) { return float_of(fnn_random_u64()); }
+double fnn_random_uniform(void) { return double_of(fnn_random_u64()); }
 
 /* y[0..n) = lo + (hi - lo) U[0,1), and masks of p: the values of fnn_random_float and
  * fnn_random_uniform, drawn a block at a time */
@@ -59,7 +61,7 @@ void fnn_random_uniforms(float *y, int64_t n, double lo, double hi) {
         int64_t m = n - i < DRAW_BLOCK ? n - i : DRAW_BLOCK;
         random_u64s(bits, m);
         for (int64_t j = 0; j < m; j++)
-            y[i + j] = (float)(lo + (hi - lo) * ((float)(bits[j] >> 40) * (1.0f / 16777216.0f)));
+            y[i + j] = (float)(lo + (hi - lo) * float_of(bits[j]));
     }
 }
 void fnn_random_bernoullis(float *y, int64_t n, double p) {
@@ -68,13 +70,13 @@ void fnn_random_bernoullis(float *y, int64_t n, double p) {
         int64_t m = n - i < DRAW_BLOCK ? n - i : DRAW_BLOCK;
         random_u64s(bits, m);
         for (int64_t j = 0; j < m; j++)
-            y[i + j] = (double)(bits[j] >> 11) * (1.0 / 9007199254740992.0) < p ? 1.0f : 0.0f;
+            y[i + j] = double_of(bits[j]) < p ? 1.0f : 0.0f;
     }
 }
 
 /* Normals by Box-Muller in float, a pair from one 64-bit draw:
  *   radius  R = sqrt(-2 log u), u = k 2^-31 + 2^-32 in (0, 1] from 31 of the low 32 bits, so the
- *           tails reach 6.7 sigma (24-bit uniforms, as PyTorch's float randn uses, stop at 5.8);
+ *           tails reach 6.7 sigma (24-bit uniforms would stop at 5.8);
  *   angle   the top two bits pick a quadrant q, the next 30 an angle r in [-pi/4, pi/4) within
  *           it: q pi/2 + r is uniform on the circle, and r's sine and cosine need only Cephes'
  *           short sinf/cosf polynomials (no range reduction); the quadrant rotates the pair.
