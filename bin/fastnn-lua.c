@@ -369,10 +369,8 @@ static int pmain(lua_State *L) {
 }
 
 int main(int argc, char **argv) {
-    /* OpenMP workers of the core must sleep, not spin, between loops: a spinning worker
-     * would steal a core from OpenBLAS's pool in the GEMM that follows (libgomp reads this
-     * when libfastnn is loaded, which happens later, from Lua) */
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    /* how OpenMP's workers wait is set by lua/fastnn/C.lua before it loads libfastnn (and so
+     * libgomp), from the kernels that library runs */
     lua_State *L = luaL_newstate();
     if (L == NULL) {
         fprintf(stderr, "%s: cannot create state: not enough memory\n", progname);

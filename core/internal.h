@@ -432,6 +432,14 @@ static inline void fnn_parallel_for(int64_t n, int threads, fnn_range_fn fn, voi
     else fnn_parallel_team(n, threads, fn, ctx);
 }
 
+/* ---- the CPU GEMM (blas.c): row-major C = alpha op(A) op(B) + beta C, through oneDNN or OpenBLAS ---- */
+void fnn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+               const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* fnn_parallel_for over parts that call fnn_sgemm themselves: each such GEMM runs on its part's thread */
+void fnn_sgemm_parallel_for(int64_t n, int threads, fnn_range_fn fn, void *ctx);
+bool fnn_blas_portable(void);         /* the OpenBLAS kernels run (no oneDNN, or fnn_set_kernels) */
+void fnn_blas_set_threads(int n);     /* OpenBLAS's pool: n while it runs the GEMMs, else 1 */
+
 /* ---- autograd ---- */
 typedef int (*fnn_backward_fn)(fnn_node *n, const fnn_tensor *dout, fnn_tensor *dins);
 /* ops whose gradient is the incoming one placed into zeros of the input's shape (a slice along

@@ -1,4 +1,4 @@
-/* threads.c: one setting for OpenBLAS's pool and the core's own loops, so the
+/* threads.c: one setting for the core's OpenMP loops, oneDNN (the same pool) and OpenBLAS, so the
  * two never oversubscribe the cores. The core's kernels use OpenMP only for
  * loops large enough to pay for waking the team, and enter no OpenMP region at
  * all otherwise (fnn_parallel_for). */
@@ -10,9 +10,6 @@
 #include <omp.h>
 #endif
 
-void openblas_set_num_threads(int n);
-int openblas_get_num_threads(void);
-
 /* 0: not set yet. Host threads read it at once (every op asks), so it is an atomic, and the
  * first read takes FASTNN_NUM_THREADS once (pthread_once), not once per racing thread. */
 static atomic_int num_threads;
@@ -21,7 +18,7 @@ static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 void fnn_set_num_threads(int n) {
     if (n < 1) n = 1;
     atomic_store_explicit(&num_threads, n, memory_order_relaxed);
-    openblas_set_num_threads(n);
+    fnn_blas_set_threads(n);
 #ifdef _OPENMP
     omp_set_num_threads(n);
 #endif

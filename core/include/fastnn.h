@@ -182,8 +182,17 @@ FNN_API int fnn_device_synchronize(int device);
 FNN_API int fnn_cuda_pinned_stats(int64_t *stats);
 
 /* ---- threads: core/threads.c ---- */
-FNN_API void fnn_set_num_threads(int n);   /* OpenBLAS and the core's kernels together */
+FNN_API void fnn_set_num_threads(int n);   /* the core's kernels, oneDNN and OpenBLAS together */
 FNN_API int fnn_get_num_threads(void);
+
+/* ---- the compute layer: core/blas.c ----
+ * The GEMM-bound ops run oneDNN's kernels ("onednn", the default where the build has oneDNN) or
+ * OpenBLAS's ("portable"); FASTNN_KERNELS picks at load. fnn_config writes what a bug report needs
+ * (CPU, instruction sets, the BLAS and its core, oneDNN and its ISA, threads, build) as
+ * "key<TAB>value" lines into buf, cut at cap, and returns the length it needed. */
+FNN_API int fnn_set_kernels(const char *name);
+FNN_API const char *fnn_get_kernels(void);
+FNN_API int64_t fnn_config(char *buf, int64_t cap);
 
 /* ---- elementwise: core/ops/elementwise.c ----
  * int64 follows PyTorch's promotion: add, sub, mul (and neg) of int64 with int64 or a whole number

@@ -11,17 +11,14 @@
  * q, k, v and the incoming gradient are read in place through their strides when their last dim is
  * dense (the [B,T,H,D] -> [B,H,T,D] transposes of a projection cost no copy). The output and the
  * gradients are stored [B,T,H,D] and handed out as [B,H,T,D] views, so the usual transpose back to
- * [B,T,H*D] is free too. Heads are split over the threads (OpenBLAS held at one thread meanwhile);
+ * [B,T,H*D] is free too. Heads are split over the threads (fnn_sgemm_parallel_for);
  * per head the products run in mm_nn (below) or, for one or two query rows (a decode step), in
- * plain loops, and in cblas_sgemm above ATTN_OWN_MAX. */
+ * plain loops, and in fnn_sgemm (blas.c) above ATTN_OWN_MAX. */
 #include "../internal.h"
 #include "../fastmath.h"
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
-
-void openblas_set_num_threads(int n);
 
 /* ================= shared ================= */
 
@@ -34,8 +31,7 @@ static void attn_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alp
     /* one or two rows (a decode step's query) stay in plain loops at any length: a cblas call on a
      * single row costs more than the row itself */
     if (m > 2 && m * n * k >= ATTN_GEMM_MIN) {
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
-                    (int)k, alpha, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
+        fnn_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
         return;
     }
     if (!ta && tb) {   /* rows of a against rows of b: contiguous dots in 8 lanes (they vectorize) */
@@ -181,13 +177,11 @@ static int attn_view_bhtc(fnn_tensor *out, fnn_tensor *tmp, int64_t B, int64_t H
 }
 
 /* heads run one per thread slot when there is enough work and enough heads; else in order, each
- * gemm threaded by OpenBLAS. A flop counts about an eighth of fnn_threads_for's unit (as in conv.c) */
+ * gemm threaded by the GEMM library. A flop counts about an eighth of fnn_threads_for's unit (as in conv.c) */
 static void attn_run(int64_t heads, double flops, fnn_range_fn fn, void *ctx) {
     int t = fnn_threads_for((int64_t)(flops > 1e15 ? 1e15 : flops) / 8);
     if (t <= 1 || heads < t) { fn(ctx, 0, heads); return; }
-    openblas_set_num_threads(1);
-    fnn_parallel_for(heads, t, fn, ctx);
-    openblas_set_num_threads(fnn_get_num_threads());
+    fnn_sgemm_parallel_for(heads, t, fn, ctx);
 }
 
 /* ================= attention: q [B,H,Tq,D], k [B,H,Tk,D], v [B,H,Tk,Dv] -> [B,H,Tq,Dv] ================= */

@@ -5,7 +5,7 @@
  *
  * Every convolution is described by one geometry (conv.h): a forward convolution from
  * [N, C, D, H, W] to [N, O, Do, Ho, Wo], 1-d and 2-d ones with their leading dims at 1. It runs
- * as im2col + one cblas_sgemm per image and group:
+ * as im2col + one fnn_sgemm (blas.c) per image and group:
  *     y[n,g] [Og, L] = w[g] [Og, Kg] @ col [Kg, L]     Kg = C/groups*kd*kh*kw, L = Do*Ho*Wo
  * col is rebuilt per image in a buffer that stays in cache, and a 1x1 / stride 1 / pad 0 conv
  * reads the input itself as col. Backward per image:
@@ -14,19 +14,16 @@
  *     db      = sum of dy over N and the spatial dims
  * A transposed convolution is the dx part of the convolution whose input is its output (gemm,
  * then col2im), and its backward is that convolution's forward (dx) and weight gradient (dw).
- * Images are split over the threads, each with its own col buffer and dw/db partial sums, while
- * OpenBLAS is held at one thread: so im2col and col2im run in parallel too (not only the gemms,
- * which are small: M 64, N 196, K 288 in a small CNN, where OpenBLAS's own split gains little),
- * and the two kinds of threads never nest. With one thread (or fewer images than threads) the
- * images run in order and OpenBLAS threads each gemm as usual. Depthwise convolutions (groups =
+ * Images are split over the threads, each with its own col buffer and dw/db partial sums, and each
+ * gemm runs on its slot's thread (fnn_sgemm_parallel_for): so im2col and col2im run in parallel too
+ * (not only the gemms, which are small: M 64, N 196, K 288 in a small CNN, where a library's own
+ * split gains little), and threads never nest. With one thread (or fewer images than threads) the
+ * images run in order and the GEMM library threads each gemm as usual. Depthwise convolutions (groups =
  * input channels) skip all this for the direct kernels of conv_depthwise.c. */
 #include "conv.h"
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
-
-void openblas_set_num_threads(int n);
 
 /* ================= shared ================= */
 
@@ -49,17 +46,14 @@ static inline void split_range(int64_t n, int64_t parts, int64_t t, int64_t *lo,
 }
 
 /* run fn(ctx, slot, slot + 1) for slots 0..slots-1, one slot per thread. slots > 1 only where the
- * caller split the images over the threads: OpenBLAS is held at one thread meanwhile, so the gemms
- * inside each slot run on the thread that calls them (the setting is process-wide: a gemm that
- * another host thread runs meanwhile also runs on one thread, correct but slower) */
+ * caller split the images over the threads: the gemms inside each slot then run on the thread that
+ * calls them (fnn_sgemm_parallel_for) */
 static void run_slots(int slots, fnn_range_fn fn, void *ctx) {
     if (slots <= 1) { fn(ctx, 0, 1); return; }
-    openblas_set_num_threads(1);
-    fnn_parallel_for(slots, slots, fn, ctx);
-    openblas_set_num_threads(fnn_get_num_threads());
+    fnn_sgemm_parallel_for(slots, slots, fn, ctx);
 }
 
-/* how many threads split `n` images costing `flops` in all (1: the images in order, OpenBLAS
+/* how many threads split `n` images costing `flops` in all (1: the images in order, the GEMM library
  * threading each gemm; also where there are fewer images than threads). A flop of a gemm costs
  * about an eighth of an element of a memory-bound loop, fnn_threads_for's unit. */
 static int image_slots(int64_t n, double flops) {
@@ -252,8 +246,7 @@ static void conv_forward_slot(void *ctx, int64_t s0, int64_t s1) {
                 if (Kg == 0) continue;   /* no input channels: the bias alone */
                 const float *xg = j->x + (n * g->C + gr * g->Cg) * S, *src = xg;
                 if (!g->pointwise) { im2col(col, xg, g); src = col; }
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Og, (int)L, (int)Kg, 1.0f,
-                            j->w + gr * Og * Kg, (int)Kg, src, (int)L, bias ? 1.0f : 0.0f, yg, (int)L);
+                fnn_sgemm(false, false, Og, L, Kg, 1.0f, j->w + gr * Og * Kg, Kg, src, L, bias ? 1.0f : 0.0f, yg, L);
             }
     }
 }
@@ -286,14 +279,12 @@ static void conv_backward_slot(void *ctx, int64_t s0, int64_t s1) {
                 if (dw) {   /* dw[g] [Og, Kg] += dy [Og, L] @ col^T [L, Kg] */
                     const float *xg = j->x + (n * g->C + gr * g->Cg) * S, *src = xg;
                     if (!g->pointwise) { im2col(col, xg, g); src = col; }
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Og, (int)Kg, (int)L, 1.0f, dyg, (int)L,
-                                src, (int)L, 1.0f, dw + gr * Og * Kg, (int)Kg);
+                    fnn_sgemm(false, true, Og, Kg, L, 1.0f, dyg, L, src, L, 1.0f, dw + gr * Og * Kg, Kg);
                 }
                 if (dxn) {   /* col [Kg, L] = w[g]^T [Kg, Og] @ dy [Og, L], folded back onto dx */
                     const float *wg = j->w + gr * Og * Kg;
                     float *dxg = dxn + gr * g->Cg * S;
-                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)Kg, (int)L, (int)Og, 1.0f, wg, (int)Kg,
-                                dyg, (int)L, 0.0f, g->pointwise ? dxg : col, (int)L);
+                    fnn_sgemm(true, false, Kg, L, Og, 1.0f, wg, Kg, dyg, L, 0.0f, g->pointwise ? dxg : col, L);
                     if (!g->pointwise) col2im(dxg, col, g);
                 }
             }

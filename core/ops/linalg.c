@@ -5,14 +5,13 @@
  * Every product goes through one engine, gemm_views(). Operands are strided
  * matrix views (mview) over a broadcast batch shape; a transpose is a swap of
  * the view's strides (no copy); a view BLAS can read (row- or column-major
- * with a valid leading dimension) goes to cblas_sgemm as is, with CblasTrans
+ * with a valid leading dimension) goes to fnn_sgemm (blas.c) as is, transposed
  * for column-major, and only truly strided operands are copied. Batch dims
  * fold into one big sgemm where the strides allow it: into the rows of A
  * (x [B,T,F] @ w [F,G]) or into the inner dim (a weight gradient summed over
  * the batch). The gradient of a broadcast operand accumulates in place
  * (beta = 1) instead of materializing [B,...] and summing it afterwards. */
 #include "../internal.h"
-#include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
@@ -147,9 +146,7 @@ static int gemm_call(const char *op, int device, bool ta, bool tb, int64_t m, in
               (long long)m, (long long)k, (long long)k, (long long)n);
     if (fnn_device_type_of(device) == FNN_DEVICE_CPU) {
         for (int64_t i = 0; i < batch; i++)
-            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                        (int)m, (int)n, (int)k, 1.0f, a + i * sa, (int)lda, b + i * sb, (int)ldb,
-                        beta, c + i * sc, (int)ldc);
+            fnn_sgemm(ta, tb, m, n, k, 1.0f, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
         return FNN_STATUS_OK;
     }
     const fnn_backend *be = fnn_backend_for(device);

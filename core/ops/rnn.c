@@ -4,8 +4,6 @@
  * nn.SimpleRNN, nn.LSTM and nn.GRU). */
 #include "../internal.h"
 #include "../fastmath.h"
-#include <cblas.h>
-#undef I   /* complex.h (through cblas.h) defines it; here it is the input width */
 #include <limits.h>
 #include <string.h>
 
@@ -203,8 +201,7 @@ static void rnn_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const fl
         if (beta == 0.0f) for (int64_t r = 0; r < m; r++) memset(c + r * ldc, 0, sizeof(float) * (size_t)n);
         return;
     }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
-                (int)k, 1.0f, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    fnn_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* ---- the cells' forward: one step, rows lo..hi-1 of the batch ---- */

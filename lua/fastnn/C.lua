@@ -11,11 +11,25 @@ local cdef = require('fastnn.cdef'):gsub('(typedef struct fnn_tensor {.-} fnn_te
 end)
 ffi.cdef(cdef)
 
--- OpenMP workers of the core must sleep, not spin, between loops: a spinning
--- worker steals a core from OpenBLAS (or from anyone else) on a 2-core machine.
--- libgomp reads this once, when libfastnn (its first user) is loaded below.
+-- How OpenMP's workers wait between loops; libgomp reads it once, when libfastnn (its first user)
+-- is loaded below. With the oneDNN kernels every GEMM runs in OpenMP's pool, and workers that spin
+-- a little before they sleep (libgomp's default) answer the next loop at once: passive waiting cost
+-- lstm_seq and char_gpt 30-40%. With the portable kernels OpenBLAS's own pool runs the GEMMs, and
+-- OpenMP workers that spin would steal its cores: they must sleep (passive), as the user may also ask.
 ffi.cdef[[int setenv(const char *name, const char *value, int overwrite);]]
-ffi.C.setenv('OMP_WAIT_POLICY', 'PASSIVE', 0)
+local function runs_onednn(path)
+   local kernels = os.getenv('FASTNN_KERNELS')
+   if kernels == 'portable' then return false end
+   -- does the library need libdnnl? DT_NEEDED names sit in .dynstr, in the file's first pages
+   local f = path and io.open(path, 'rb')
+   if not f then return false end
+   local head = f:read(1024 * 1024) or ''
+   f:close()
+   return head:find('libdnnl.so', 1, true) ~= nil
+end
+local function set_wait_policy(path)
+   if not runs_onednn(path) then ffi.C.setenv('OMP_WAIT_POLICY', 'PASSIVE', 0) end
+end
 
 -- where libfastnn is: $FASTNN_LIB, a path set by a host (FASTNN_LIB_PATH global),
 -- the build tree beside these sources, the installed library (cmake or LuaRocks layout),
@@ -47,6 +61,7 @@ end
 -- a library named explicitly must load, or we say why: never fall back silently to another build
 local explicit = os.getenv('FASTNN_LIB')
 if explicit and explicit ~= '' then
+   set_wait_policy(explicit)
    local ok, lib = pcall(ffi.load, explicit)
    if ok then return lib end
    error(('fastnn: cannot load FASTNN_LIB=%s: %s'):format(explicit, tostring(lib)), 2)
@@ -55,6 +70,7 @@ end
 local tried = {}
 for _, path in ipairs(candidates()) do
    if path == 'fastnn' or file_exists(path) then
+      set_wait_policy(path ~= 'fastnn' and path or nil)
       local ok, lib = pcall(ffi.load, path)
       if ok then return lib end
       tried[#tried + 1] = path .. ' (' .. tostring(lib) .. ')'

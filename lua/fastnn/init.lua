@@ -55,6 +55,37 @@ function fnn.set_num_threads(n)
    C.fnn_set_num_threads(n)
 end
 function fnn.get_num_threads() return C.fnn_get_num_threads() end
+
+-- the compute layer (core/blas.c): 'onednn' (the default where the build has it) or 'portable'
+-- (OpenBLAS) kernels for the GEMM-bound ops
+function fnn.set_kernels(name)
+   if type(name) ~= 'string' then
+      error(('set_kernels: expected a name (onednn or portable), got %s'):format(type(name)), 2)
+   end
+   if C.fnn_set_kernels(name) ~= 0 then error(ffi.string(C.fnn_last_error()), 2) end
+end
+function fnn.get_kernels() return ffi.string(C.fnn_get_kernels()) end
+
+-- fnn.config(): what a bug report needs, as torch.__config__.show(): a table of strings (cpu, isa,
+-- kernels, blas, blas_core, blas_core_note, onednn, onednn_isa, threads, openmp, build) whose
+-- printed form lists them one a line
+local config_order = {'cpu', 'vendor', 'isa', 'kernels', 'blas', 'blas_core', 'blas_core_note', 'onednn',
+                      'onednn_isa', 'threads', 'openmp', 'build'}
+local config_mt = {__tostring = function(t)
+   local lines = {'fastnn-lua ' .. fnn._VERSION}
+   for _, k in ipairs(config_order) do
+      if t[k] ~= nil then lines[#lines + 1] = ('  %-15s %s'):format(k, t[k]) end
+   end
+   return table.concat(lines, '\n')
+end}
+function fnn.config()
+   local n = tonumber(C.fnn_config(nil, 0))
+   local buf = ffi.new('char[?]', n + 1)
+   C.fnn_config(buf, n + 1)
+   local t = {}
+   for k, v in ffi.string(buf):gmatch('([^\t\n]+)\t([^\n]*)\n') do t[k] = v end
+   return setmetatable(t, config_mt)
+end
 function fnn.live_bytes(device) return tonumber(C.fnn_live_bytes(device == 'cuda' and 1 or 0)) end
 function fnn.peak_bytes(device) return tonumber(C.fnn_peak_bytes(device == 'cuda' and 1 or 0)) end
 function fnn.empty_cache() C.fnn_empty_cache() end

@@ -1,0 +1,351 @@
+/* blas.c: the CPU compute layer's matrix products and the kernel libraries behind them.
+ *
+ * Every CPU GEMM of the core (linear, matmul, bmm, convolution, the recurrent layers, attention)
+ * calls fnn_sgemm. It runs oneDNN's dnnl_sgemm when the build has oneDNN (-DFASTNN_ONEDNN=ON) and
+ * the oneDNN kernels are selected (the default), else OpenBLAS's cblas_sgemm: the portable
+ * kernels, which FASTNN_KERNELS=portable or fnn_set_kernels("portable") selects at run time so
+ * that specs can hold the two paths against each other.
+ *
+ * One thread runtime: oneDNN threads with OpenMP, in the same libgomp pool as the core's own loops
+ * (fnn_set_num_threads sets its size), and runs serially inside a parallel region, so a kernel
+ * that splits images over threads can call it as is. OpenBLAS, a pthread pool of its own, is held
+ * at one thread while the oneDNN kernels are selected, so no second pool spins beside OpenMP's.
+ *
+ * OpenBLAS's core: a DYNAMIC_ARCH OpenBLAS picks its kernels from the CPU model, and an older
+ * one does not know newer models (Debian 12's 0.3.21 runs its generic SSE3 "Prescott" kernels on
+ * Sapphire and Emerald Rapids, at about 12% of peak). When libfastnn loads, it compares the core
+ * OpenBLAS chose with the instruction sets cpuid reports; if the core is below them it selects
+ * the matching one through OpenBLAS's own re-initialisation (gotoblas_dynamic_quit/init with
+ * OPENBLAS_CORETYPE), checks a small sgemm against a plain loop, and keeps it only if it agrees.
+ * What it cannot fix it says once on stderr. fnn_config reports all of it. */
+#include "internal.h"
+#include <cblas.h>
+#include <cpuid.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef FASTNN_WITH_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+#ifndef FASTNN_BUILD_INFO   /* CMakeLists.txt: build type and options */
+#define FASTNN_BUILD_INFO "unknown"
+#endif
+
+void openblas_set_num_threads(int n);
+char *openblas_get_corename(void);
+/* DYNAMIC_ARCH builds export these; weak, so an OpenBLAS built for one core still links */
+void gotoblas_dynamic_init(void) __attribute__((weak));
+void gotoblas_dynamic_quit(void) __attribute__((weak));
+
+/* ================= which kernels run ================= */
+
+enum { KERNELS_ONEDNN, KERNELS_PORTABLE };
+
+#ifdef FASTNN_WITH_ONEDNN
+/* read by every GEMM from any host thread; set by fnn_set_kernels or FASTNN_KERNELS at load */
+static atomic_int kernels = KERNELS_ONEDNN;
+#else
+static atomic_int kernels = KERNELS_PORTABLE;
+#endif
+
+static inline bool onednn_on(void) {
+    return atomic_load_explicit(&kernels, memory_order_relaxed) == KERNELS_ONEDNN;
+}
+
+bool fnn_blas_portable(void) { return !onednn_on(); }
+
+/* OpenBLAS's own pool: the thread count while it runs the GEMMs, one while oneDNN does */
+void fnn_blas_set_threads(int n) { openblas_set_num_threads(onednn_on() ? 1 : n); }
+
+int fnn_set_kernels(const char *name) {
+    int want;
+    if (name && strcmp(name, "portable") == 0) want = KERNELS_PORTABLE;
+    else if (name && strcmp(name, "onednn") == 0) want = KERNELS_ONEDNN;
+    else return FNN_FAIL(FNN_STATUS_ARG, "set_kernels: unknown kernels '%s' (choices: onednn, portable)",
+                         name ? name : "(null)");
+#ifndef FASTNN_WITH_ONEDNN
+    FNN_CHECK(want == KERNELS_PORTABLE, FNN_STATUS_ARG,
+              "set_kernels: this build has no oneDNN (built with -DFASTNN_ONEDNN=OFF); only 'portable' runs");
+#endif
+    atomic_store_explicit(&kernels, want, memory_order_relaxed);
+    fnn_blas_set_threads(fnn_get_num_threads());
+    return FNN_STATUS_OK;
+}
+
+const char *fnn_get_kernels(void) { return onednn_on() ? "onednn" : "portable"; }
+
+/* ================= the GEMM ================= */
+
+void fnn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+               const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+#ifdef FASTNN_WITH_ONEDNN
+    if (onednn_on()) {
+        /* row-major, as cblas_sgemm with CblasRowMajor; it fails only on arguments the callers
+         * have already checked (sizes, leading dimensions) */
+        dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+#endif
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+/* a kernel that splits its work over the threads and calls fnn_sgemm inside each part: oneDNN
+ * already runs serially there; OpenBLAS is held at one thread meanwhile (process-wide: a GEMM that
+ * another host thread runs meanwhile also runs on one thread, correct but slower) */
+void fnn_sgemm_parallel_for(int64_t n, int threads, fnn_range_fn fn, void *ctx) {
+    bool hold = threads > 1 && !onednn_on();
+    if (hold) openblas_set_num_threads(1);
+    fnn_parallel_for(n, threads, fn, ctx);
+    if (hold) openblas_set_num_threads(fnn_get_num_threads());
+}
+
+/* ================= the CPU ================= */
+
+typedef struct {
+    char model[49];
+    char vendor[13];
+    unsigned family, model_id, stepping;
+    bool sse42, avx, avx2, fma, avx512, avx512_bf16, avx512_vnni, amx;
+} cpu_info;
+
+static void read_cpu(cpu_info *c) {
+    memset(c, 0, sizeof *c);
+    unsigned r[4] = {0, 0, 0, 0};
+    if (__get_cpuid(0, &r[0], &r[1], &r[2], &r[3])) {
+        memcpy(c->vendor, &r[1], 4); memcpy(c->vendor + 4, &r[3], 4); memcpy(c->vendor + 8, &r[2], 4);
+    }
+    if (__get_cpuid(1, &r[0], &r[1], &r[2], &r[3])) {   /* the display family and model, as lscpu */
+        unsigned fam = (r[0] >> 8) & 15, mod = (r[0] >> 4) & 15;
+        c->family = fam == 15 ? fam + ((r[0] >> 20) & 255) : fam;
+        c->model_id = fam == 6 || fam == 15 ? mod | (((r[0] >> 16) & 15) << 4) : mod;
+        c->stepping = r[0] & 15;
+    }
+    unsigned top = __get_cpuid_max(0x80000000u, NULL);
+    if (top >= 0x80000004u) {
+        for (unsigned i = 0; i < 3; i++) {
+            __get_cpuid(0x80000002u + i, &r[0], &r[1], &r[2], &r[3]);
+            memcpy(c->model + 16 * i, r, 16);
+        }
+    }
+    char *s = c->model;   /* brand strings are padded with spaces on the left */
+    while (*s == ' ') s++;
+    memmove(c->model, s, strlen(s) + 1);
+    /* __builtin_cpu_supports also checks that the OS saves the wide registers (XCR0) */
+    __builtin_cpu_init();
+    c->sse42 = __builtin_cpu_supports("sse4.2");
+    c->avx = __builtin_cpu_supports("avx");
+    c->avx2 = __builtin_cpu_supports("avx2");
+    c->fma = __builtin_cpu_supports("fma");
+    c->avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                __builtin_cpu_supports("avx512cd");
+    c->avx512_vnni = __builtin_cpu_supports("avx512vnni");
+    c->avx512_bf16 = __builtin_cpu_supports("avx512bf16");
+    unsigned a7, b7, c7, d7;
+    c->amx = __get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) && (d7 & (1u << 24));   /* AMX-TILE */
+}
+
+/* the widest vector level: 3 AVX-512, 2 AVX2+FMA, 1 AVX, 0 below */
+static int cpu_level(const cpu_info *c) {
+    return c->avx512 ? 3 : c->avx2 && c->fma ? 2 : c->avx ? 1 : 0;
+}
+
+static void isa_text(const cpu_info *c, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s%s%s%s%s%s%s%s", c->sse42 ? "SSE4.2" : "SSE", c->avx ? " AVX" : "",
+             c->avx2 ? " AVX2" : "", c->fma ? " FMA" : "", c->avx512 ? " AVX-512" : "",
+             c->avx512_vnni ? " AVX512-VNNI" : "", c->avx512_bf16 ? " AVX512-BF16" : "", c->amx ? " AMX" : "");
+}
+
+/* ================= OpenBLAS's core ================= */
+
+/* the vector level of an OpenBLAS core, as above */
+static int core_level(const char *core) {
+    static const char *const l3[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+    static const char *const l2[] = {"Haswell", "Zen", "Excavator"};
+    static const char *const l1[] = {"Sandybridge", "Bulldozer", "Piledriver", "Steamroller"};
+    for (size_t i = 0; i < sizeof l3 / sizeof *l3; i++) if (strcasecmp(core, l3[i]) == 0) return 3;
+    for (size_t i = 0; i < sizeof l2 / sizeof *l2; i++) if (strcasecmp(core, l2[i]) == 0) return 2;
+    for (size_t i = 0; i < sizeof l1 / sizeof *l1; i++) if (strcasecmp(core, l1[i]) == 0) return 1;
+    return 0;
+}
+
+/* OpenBLAS's name for the core that matches a level on this CPU (its own choice for such CPUs) */
+static const char *core_for(const cpu_info *c, int level) {
+    if (level >= 3) return c->avx512_bf16 ? "Cooperlake" : "SkylakeX";
+    if (level == 2) return strcmp(c->vendor, "AuthenticAMD") == 0 ? "Zen" : "Haswell";
+    return "Sandybridge";
+}
+
+static struct {
+    pthread_once_t once;
+    cpu_info cpu;
+    char found[32];      /* the core OpenBLAS chose itself */
+    char running[32];    /* the core it runs now */
+    char note[160];      /* what the check did, for fnn_config */
+} blas = {.once = PTHREAD_ONCE_INIT};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* does cblas_sgemm agree with a plain loop in double on small odd shapes, both transposes? */
+static bool sgemm_agrees(void) {
+    enum { M = 37, N = 29, K = 53 };
+    static float a[M * K], b[K * N], c[M * N];
+    uint32_t s = 12345;
+    for (int i = 0; i < M * K; i++) { s = s * 1664525u + 1013904223u; a[i] = (float)(s >> 8) / 16777216.0f - 0.5f; }
+    for (int i = 0; i < K * N; i++) { s = s * 1664525u + 1013904223u; b[i] = (float)(s >> 8) / 16777216.0f - 0.5f; }
+    for (int t = 0; t < 4; t++) {
+        bool ta = t & 1, tb = t & 2;
+        for (int i = 0; i < M * N; i++) c[i] = 1.0f;
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K,
+                    0.5f, a, ta ? M : K, b, tb ? K : N, 2.0f, c, N);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double acc = 0;
+                for (int p = 0; p < K; p++)
+                    acc += (double)(ta ? a[p * M + i] : a[i * K + p]) * (double)(tb ? b[j * K + p] : b[p * N + j]);
+                double want = 0.5 * acc + 2.0;
+                if (!(fabs((double)c[i * N + j] - want) <= 1e-4 * (1.0 + fabs(want)))) return false;
+            }
+    }
+    return true;
+}
+
+/* GFLOP/s of a 256^3 sgemm on one thread, for the warning's figures */
+static double sgemm_gflops(void) {
+    enum { S = 256 };
+    float *a = calloc(3 * S * S, sizeof(float));
+    if (!a) return 0;
+    openblas_set_num_threads(1);
+    double t0 = now_s();
+    for (int r = 0; r < 4; r++)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, S, S, 1.0f, a, S, a + S * S, S, 0.0f,
+                    a + 2 * S * S, S);
+    double dt = now_s() - t0;
+    free(a);
+    return dt > 0 ? 4.0 * 2.0 * S * S * S / dt * 1e-9 : 0;
+}
+
+static void select_core(const char *name) {
+    const char *old = getenv("OPENBLAS_CORETYPE");
+    char saved[64] = "";
+    if (old) snprintf(saved, sizeof saved, "%s", old);
+    setenv("OPENBLAS_CORETYPE", name, 1);
+    gotoblas_dynamic_quit();
+    gotoblas_dynamic_init();
+    if (old) setenv("OPENBLAS_CORETYPE", saved, 1);
+    else unsetenv("OPENBLAS_CORETYPE");
+}
+
+static void check_core(void) {
+    read_cpu(&blas.cpu);
+    const char *core = openblas_get_corename();
+    snprintf(blas.found, sizeof blas.found, "%s", core ? core : "unknown");
+    snprintf(blas.running, sizeof blas.running, "%s", blas.found);
+    int want = cpu_level(&blas.cpu), have = core_level(blas.found);
+    if (want <= have || want < 2) {
+        snprintf(blas.note, sizeof blas.note, "chosen by OpenBLAS");
+        return;
+    }
+    char isa[128];
+    isa_text(&blas.cpu, isa, sizeof isa);
+    const char *keep = getenv("FASTNN_BLAS_CORE");
+    bool may_fix = !(keep && strcmp(keep, "keep") == 0) && gotoblas_dynamic_init && gotoblas_dynamic_quit;
+    if (may_fix) {
+        const char *target = core_for(&blas.cpu, want);
+        select_core(target);
+        const char *now = openblas_get_corename();
+        if (now && strcasecmp(now, target) == 0 && sgemm_agrees()) {
+            snprintf(blas.running, sizeof blas.running, "%s", now);
+            snprintf(blas.note, sizeof blas.note, "corrected from %s, which OpenBLAS chose on this CPU", blas.found);
+            return;
+        }
+        select_core(blas.found);   /* back to what OpenBLAS chose itself */
+    }
+    double gf = sgemm_gflops();
+    openblas_set_num_threads(fnn_get_num_threads());
+    snprintf(blas.note, sizeof blas.note, "left at %s: %s; a 256^3 sgemm ran at %.0f GFLOP/s on one thread",
+             blas.found, may_fix ? "the matching core failed its check" : "not allowed to change it", gf);
+    fprintf(stderr,
+            "fastnn: OpenBLAS runs its '%s' kernels on this CPU (%s), below what it supports; a 256^3 sgemm "
+            "ran at %.0f GFLOP/s on one thread. %s\n",
+            blas.found, isa, gf,
+            may_fix ? "Selecting the matching core failed its check against a plain loop, so it was left."
+                    : "FASTNN_BLAS_CORE=keep (or an OpenBLAS without DYNAMIC_ARCH) kept it.");
+#ifdef FASTNN_WITH_ONEDNN
+    fprintf(stderr, "fastnn: the oneDNN kernels (the default) do not use OpenBLAS.\n");
+#endif
+}
+
+/* at load, on the loading thread, before any GEMM: OpenBLAS's constructor has run (a dependency) */
+__attribute__((constructor)) static void blas_load(void) {
+    const char *env = getenv("FASTNN_KERNELS");
+    if (env && *env && fnn_set_kernels(env) != FNN_STATUS_OK)
+        fprintf(stderr, "fastnn: FASTNN_KERNELS=%s ignored: %s\n", env, fnn_last_error());
+    pthread_once(&blas.once, check_core);
+}
+
+/* ================= fnn_config ================= */
+
+#ifdef FASTNN_WITH_ONEDNN
+static const char *onednn_isa_name(dnnl_cpu_isa_t isa) {
+    switch (isa) {
+    case dnnl_cpu_isa_sse41: return "SSE4.1";
+    case dnnl_cpu_isa_avx: return "AVX";
+    case dnnl_cpu_isa_avx2: return "AVX2";
+    case dnnl_cpu_isa_avx2_vnni: return "AVX2-VNNI";
+    case dnnl_cpu_isa_avx512_core: return "AVX-512";
+    case dnnl_cpu_isa_avx512_core_vnni: return "AVX-512 VNNI";
+    case dnnl_cpu_isa_avx512_core_bf16: return "AVX-512 BF16";
+    case dnnl_cpu_isa_avx512_core_amx: return "AVX-512 AMX";
+    default: return "other";
+    }
+}
+#endif
+
+/* "key\tvalue\n" lines into buf (cut at cap); returns the length it needed */
+int64_t fnn_config(char *buf, int64_t cap) {
+    pthread_once(&blas.once, check_core);
+    char isa[128];
+    isa_text(&blas.cpu, isa, sizeof isa);
+    char text[2048], version[32];
+    const char *ov = OPENBLAS_VERSION;   /* " OpenBLAS 0.3.21 " */
+    while (*ov == ' ') ov++;
+    snprintf(version, sizeof version, "%s", ov);
+    for (size_t n = strlen(version); n > 0 && version[n - 1] == ' '; n--) version[n - 1] = '\0';
+    int len = snprintf(text, sizeof text,
+                       "cpu\t%s (family %u, model %u, stepping %u)\nvendor\t%s\nisa\t%s\nkernels\t%s\nblas\t%s\n"
+                       "blas_core\t%s\nblas_core_note\t%s\n",
+                       blas.cpu.model[0] ? blas.cpu.model : "unknown", blas.cpu.family, blas.cpu.model_id,
+                       blas.cpu.stepping, blas.cpu.vendor, isa, fnn_get_kernels(), version, blas.running, blas.note);
+#ifdef FASTNN_WITH_ONEDNN
+    const dnnl_version_t *v = dnnl_version();
+    len += snprintf(text + len, sizeof text - (size_t)len, "onednn\t%d.%d.%d (%s)\nonednn_isa\t%s\n", v->major,
+                    v->minor, v->patch, v->hash ? v->hash : "", onednn_isa_name(dnnl_get_effective_cpu_isa()));
+#else
+    len += snprintf(text + len, sizeof text - (size_t)len, "onednn\tnot built (-DFASTNN_ONEDNN=OFF)\n");
+#endif
+    len += snprintf(text + len, sizeof text - (size_t)len, "threads\t%d\nopenmp\t%s\n", fnn_get_num_threads(),
+#ifdef _OPENMP
+                    "yes"
+#else
+                    "no"
+#endif
+    );
+    len += snprintf(text + len, sizeof text - (size_t)len, "build\t%s\n", FASTNN_BUILD_INFO);
+    if (buf && cap > 0) {
+        int64_t n = len < cap ? len : cap - 1;
+        memcpy(buf, text, (size_t)n);
+        buf[n] = '\0';
+    }
+    return len;
+}
