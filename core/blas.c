@@ -18,6 +18,7 @@
  * the matching one through OpenBLAS's own re-initialisation (gotoblas_dynamic_quit/init with
  * OPENBLAS_CORETYPE), checks a small sgemm against a plain loop, and keeps it only if it agrees.
  * What it cannot fix it says once on stderr. fnn_config reports all of it. */
+#define _DEFAULT_SOURCE   /* setenv, strcasecmp, clock_gettime under -std=c11 */
 #include "internal.h"
 #include <cblas.h>
 #include <cpuid.h>
@@ -25,6 +26,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #ifdef _OPENMP
 #include <omp.h>

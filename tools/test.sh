@@ -7,11 +7,21 @@
 # tools/test.sh --sanitize [address,undefined|thread] [ctest args...]
 #   builds build-san (ASan+UBSan, the default) or build-tsan (TSan) with -DFASTNN_SANITIZE and runs
 #   every spec there instead (tools/sanitizers/run.sh; ctest args such as -R host_threads pick specs).
+# tools/test.sh --portable
+#   the portable build (-DFASTNN_ONEDNN=OFF: every GEMM through OpenBLAS) in build-portable, and
+#   every spec there; no CUDA build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--sanitize" ]; then
   shift
   exec bash tools/sanitizers/run.sh "$@"
+fi
+dir=build
+onednn=ON
+if [ "${1:-}" = "--portable" ]; then
+  shift
+  dir=build-portable
+  onednn=OFF
 fi
 JOBS=$(nproc 2>/dev/null || echo 2)
 # with Open MPI present, libfastnn_dist too, and its mpirun specs must run (FASTNN_REQUIRE_MPI)
@@ -20,10 +30,11 @@ if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
   mpi=ON
   export FASTNN_REQUIRE_MPI=1
 fi
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFASTNN_MPI=$mpi >/dev/null || exit 1
-cmake --build build -j"$JOBS" || exit 1
+echo "== build in $dir (-DFASTNN_ONEDNN=$onednn)"
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFASTNN_MPI=$mpi -DFASTNN_ONEDNN=$onednn >/dev/null || exit 1
+cmake --build "$dir" -j"$JOBS" || exit 1
 cuda_failed=0
-if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+if [ "$dir" = build ] && { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then
   export PATH="$PATH:/usr/local/cuda/bin"
   # one architecture keeps the never-rot compile short; a release build makes the fat binary
   # (CMakeLists.txt's default list). FASTNN_CUDA_ARCHS overrides.
@@ -36,8 +47,8 @@ if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   fi
 fi
 echo "== specs"
-(cd build && ctest -j"$JOBS" --output-on-failure) 
-log=build/Testing/Temporary/LastTest.log
+(cd "$dir" && ctest -j"$JOBS" --output-on-failure)
+log=$dir/Testing/Temporary/LastTest.log
 passed=0; failed=0
 if [ -f "$log" ]; then
   # busted prints "<n> successes / <n> failures / <n> errors / <n> pending" per spec file

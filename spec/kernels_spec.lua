@@ -1,0 +1,233 @@
+-- The CPU compute layer (core/blas.c): every op whose products run in oneDNN or in OpenBLAS gives
+-- the same values and gradients through both kernel paths (fnn.set_kernels), on odd shapes,
+-- transposed and broadcast operands; fnn.config(); and the check of OpenBLAS's core, run in child
+-- processes that start OpenBLAS on its generic kernels (OPENBLAS_CORETYPE=Prescott).
+-- (The convolutions have their own such spec, conv_kernels_spec.lua.)
+local fnn = require 'fastnn'
+local nn = fnn.nn
+local process = require 'spec.process'
+
+local config = fnn.config()
+local has_onednn = not config.onednn:match('^not built')
+
+-- the largest |a - b| over the largest |a| (at least 1)
+local function rel_diff(a, b)
+   local fa, fb = a:to_flat(), b:to_flat()
+   assert.equals(#fa, #fb)
+   local worst, scale = 0, 1
+   for i = 1, #fa do
+      worst = math.max(worst, math.abs(fa[i] - fb[i]))
+      scale = math.max(scale, math.abs(fa[i]))
+   end
+   return worst / scale
+end
+
+-- run(case) with each kernel path; case() returns a list of tensors (outputs and gradients)
+local function both_paths(case)
+   local results = {}
+   for _, kernels in ipairs{'onednn', 'portable'} do
+      fnn.set_kernels(kernels)
+      fnn.manual_seed(7)
+      results[kernels] = case()
+   end
+   fnn.set_kernels('onednn')
+   return results.onednn, results.portable
+end
+
+-- out's gradient is a fixed random weighting, so every output element matters to every gradient
+local function backward_weighted(out)
+   local w = fnn.randn(unpack(out:shape()))
+   local loss = (out * w):sum()
+   loss:backward()
+end
+
+local function grads_of(params)
+   local list = {}
+   for i, p in ipairs(params) do list[i] = p:grad() end
+   return list
+end
+
+local cases = {
+   {'matmul, odd sizes', function()
+      local a, b = fnn.Param(fnn.randn(37, 53)), fnn.Param(fnn.randn(53, 29))
+      local y = a:tensor():matmul(b:tensor())
+      backward_weighted(y)
+      return {y, a:grad(), b:grad()}
+   end},
+   {'matmul of transposed views (no copies: the GEMM reads them transposed)', function()
+      local a, b = fnn.Param(fnn.randn(41, 19)), fnn.Param(fnn.randn(23, 41))
+      local y = a:tensor():transpose(1, 2):matmul(b:tensor():transpose(1, 2))
+      backward_weighted(y)
+      return {y, a:grad(), b:grad()}
+   end},
+   {'batched matmul with broadcast batch dims', function()
+      local a, b = fnn.Param(fnn.randn(3, 1, 5, 17)), fnn.Param(fnn.randn(4, 17, 6))
+      local y = a:tensor():matmul(b:tensor())
+      backward_weighted(y)
+      return {y, a:grad(), b:grad()}
+   end},
+   {'bmm', function()
+      local a, b = fnn.Param(fnn.randn(5, 9, 33)), fnn.Param(fnn.randn(5, 33, 7))
+      local y = fnn.bmm(a:tensor(), b:tensor())
+      backward_weighted(y)
+      return {y, a:grad(), b:grad()}
+   end},
+   {'matrix times vector and vector times matrix', function()
+      local m, v = fnn.Param(fnn.randn(13, 31)), fnn.Param(fnn.randn(31))
+      local y1, y2 = m:tensor():matmul(v:tensor()), v:tensor():matmul(m:tensor():transpose(1, 2))
+      backward_weighted(y1)
+      return {y1, y2, m:grad(), v:grad()}
+   end},
+   {'nn.Linear on a [N, T, F] input', function()
+      local layer = nn.Linear(45, 27)
+      local x = fnn.Param(fnn.randn(3, 11, 45))
+      local y = layer(x:tensor())
+      backward_weighted(y)
+      return {y, x:grad(), layer.weight:grad(), layer.bias:grad()}
+   end},
+   {'attention large enough for the GEMM path, causal and not', function()
+      local q, k, v = fnn.Param(fnn.randn(1, 2, 260, 64)), fnn.Param(fnn.randn(1, 2, 260, 64)),
+                      fnn.Param(fnn.randn(1, 2, 260, 64))
+      local y = fnn.attention(q:tensor(), k:tensor(), v:tensor(), {causal = true}) + fnn.attention(q:tensor(), k:tensor(), v:tensor())
+      backward_weighted(y)
+      return {y, q:grad(), k:grad(), v:grad()}
+   end},
+   {'nn.LSTM, two layers', function()
+      local layer = nn.LSTM(7, 13, {num_layers = 2})
+      local x = fnn.Param(fnn.randn(5, 9, 7))
+      local y = layer(x:tensor())
+      backward_weighted(y)
+      local out = {y, x:grad()}
+      for _, g in ipairs(grads_of(layer:parameters())) do out[#out + 1] = g end
+      return out
+   end},
+   {'nn.GRU', function()
+      local layer = nn.GRU(6, 10)
+      local x = fnn.Param(fnn.randn(4, 8, 6))
+      local y = layer(x:tensor())
+      backward_weighted(y)
+      local out = {y, x:grad()}
+      for _, g in ipairs(grads_of(layer:parameters())) do out[#out + 1] = g end
+      return out
+   end},
+}
+
+describe('the compute layer', function()
+   it('reports what a bug report needs in fnn.config()', function()
+      for _, key in ipairs{'cpu', 'isa', 'kernels', 'blas', 'blas_core', 'blas_core_note', 'onednn', 'threads', 'build'} do
+         assert.is_string(config[key], key)
+      end
+      assert.matches('^OpenBLAS %d', config.blas)
+      assert.equals(tostring(fnn.get_num_threads()), config.threads)
+      local text = tostring(config)
+      assert.matches('\n  cpu +', text)
+      assert.matches('\n  blas_core +' .. config.blas_core, text)
+   end)
+
+   it('refuses an unknown kernel library, naming the choices', function()
+      local ok, err = pcall(fnn.set_kernels, 'mkl')
+      assert.is_false(ok)
+      assert.matches("set_kernels: unknown kernels 'mkl' %(choices: onednn, portable%)", err)
+      assert.equals(has_onednn and 'onednn' or 'portable', fnn.get_kernels())
+   end)
+
+   if not has_onednn then
+      it('runs the portable kernels only, and says so, in a build without oneDNN', function()
+         local ok, err = pcall(fnn.set_kernels, 'onednn')
+         assert.is_false(ok)
+         assert.matches('FASTNN_ONEDNN=OFF', err)
+         assert.equals('portable', config.kernels)
+      end)
+      return
+   end
+
+   it('selects oneDNN by default and OpenBLAS on request', function()
+      assert.equals('onednn', config.kernels)
+      assert.matches('^%d+%.%d+%.%d+', config.onednn)
+      fnn.set_kernels('portable')
+      assert.equals('portable', fnn.get_kernels())
+      assert.equals('portable', fnn.config().kernels)
+      fnn.set_kernels('onednn')
+      assert.equals('onednn', fnn.get_kernels())
+   end)
+
+   for _, case in ipairs(cases) do
+      it(case[1] .. ': the same values and gradients through oneDNN and OpenBLAS', function()
+         local a, b = both_paths(case[2])
+         assert.equals(#a, #b)
+         for i = 1, #a do
+            assert.same(a[i]:shape(), b[i]:shape())
+            local d = rel_diff(a[i], b[i])
+            assert.is_true(d <= 2e-5, ('%s, result %d: relative difference %.3g'):format(case[1], i, d))
+         end
+      end)
+   end
+end)
+
+-- a child process whose OpenBLAS starts on its generic SSE3 kernels, as Debian 12's 0.3.21 does on
+-- CPUs newer than it knows (Sapphire and Emerald Rapids)
+describe("OpenBLAS's core", function()
+   local launcher = process.program('fastnn-lua', 'FASTNN_LAUNCHER')
+   local probe = [[
+      local fnn = require 'fastnn'
+      fnn.set_kernels('portable')
+      local c = fnn.config()
+      -- a product through OpenBLAS, against a plain loop
+      local a, b = fnn.randn(67, 45), fnn.randn(45, 71)
+      local y, fa, fb = a:matmul(b):to_flat(), a:to_flat(), b:to_flat()
+      local worst = 0
+      for i = 0, 66 do
+         for j = 0, 70 do
+            local s = 0
+            for p = 0, 44 do s = s + fa[i * 45 + p + 1] * fb[p * 71 + j + 1] end
+            worst = math.max(worst, math.abs(s - y[i * 71 + j + 1]))
+         end
+      end
+      print('core=' .. c.blas_core)
+      print('note=' .. c.blas_core_note)
+      print('worst=' .. worst)
+   ]]
+   local function run(env)
+      local script = os.tmpname() .. '.lua'
+      process.write_file(script, probe)
+      local out, err = os.tmpname(), os.tmpname()
+      local cmd = ('env %s timeout 60 %s %s >%s 2>%s; echo $?'):format(env, process.quote(launcher),
+                                                                      process.quote(script), out, err)
+      local p = io.popen(cmd)
+      local rc = tonumber(p:read('*a'))
+      p:close()
+      local r = {rc = rc, out = process.read_all(out), err = process.read_all(err)}
+      os.remove(script); os.remove(out); os.remove(err)
+      return r
+   end
+   local wide = config.isa:match('AVX2') and config.isa:match('FMA')
+
+   it('is corrected when OpenBLAS chose a generic core on a CPU with AVX2 or AVX-512', function()
+      local r = run('OPENBLAS_CORETYPE=Prescott')
+      assert.equals(0, r.rc, r.err)
+      assert.is_true(tonumber(r.out:match('worst=(%S+)')) < 1e-3, r.out)
+      if wide then
+         local core = r.out:match('core=(%S+)')
+         assert.are_not.equal('Prescott', core)
+         assert.matches('note=corrected from Prescott', r.out)
+         assert.equals(config.isa:match('AVX%-512') and true or false, core == 'SkylakeX' or core == 'Cooperlake')
+         assert.equals('', r.err)   -- corrected: nothing to warn about
+      else
+         assert.matches('core=Prescott', r.out)
+         assert.matches('note=chosen by OpenBLAS', r.out)
+      end
+   end)
+
+   it('is warned about once, with its figures, when it may not be changed', function()
+      local r = run('OPENBLAS_CORETYPE=Prescott FASTNN_BLAS_CORE=keep')
+      assert.equals(0, r.rc, r.err)
+      assert.is_true(tonumber(r.out:match('worst=(%S+)')) < 1e-3, r.out)
+      assert.matches('core=Prescott', r.out)
+      if wide then
+         local _, count = r.err:gsub("OpenBLAS runs its 'Prescott' kernels on this CPU", '')
+         assert.equals(1, count, r.err)
+         assert.matches('%d+ GFLOP/s on one thread', r.err)
+         assert.matches('note=left at Prescott', r.out)
+      end
+   end)
+end)
