@@ -463,10 +463,12 @@ int fnn_rpow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return sca
 
 /* ================= unary: forward row (a = x) and gradient row (a = g, b = x, c = y) ================= */
 /* exp, log, tanh, sigmoid and erf come from fastmath.h: branch-free, so these rows vectorize. Being
- * compute-bound, with GCC on x86-64 glibc they are also built for x86-64-v3 (AVX2 + FMA, 8 lanes),
- * the copy picked at load time: 2-3x faster again where the CPU has it */
+ * compute-bound, with GCC on x86-64 glibc they are also built for x86-64-v3 (AVX2 + FMA, 8 lanes)
+ * and x86-64-v4 (AVX-512, 16 lanes), the copy picked at load time: 2-3x faster again where the CPU
+ * has AVX2, and the exact GELU about 1.6x faster again with AVX-512 (1.96 to 0.83-1.3 ns an
+ * element forward on one thread; relu, all memory, runs 0.6 on the same [2048,512]) */
 #if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
-#define AVX2_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define AVX2_CLONE __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define AVX2_CLONE
 #endif

@@ -13,9 +13,12 @@ ffi.cdef(cdef)
 
 -- How OpenMP's workers wait between loops; libgomp reads it once, when libfastnn (its first user)
 -- is loaded below. With the oneDNN kernels every GEMM runs in OpenMP's pool, and workers that spin
--- a little before they sleep (libgomp's default) answer the next loop at once: passive waiting cost
--- lstm_seq and char_gpt 30-40%. With the portable kernels OpenBLAS's own pool runs the GEMMs, and
--- OpenMP workers that spin would steal its cores: they must sleep (passive), as the user may also ask.
+-- a little before they sleep answer the next loop at once: passive waiting cost lstm_seq and
+-- char_gpt 30-40%. But only a little: libgomp's default spin (300000 rounds, milliseconds) made a
+-- char_gpt step 10x slower on a machine loaded by other processes (a spinning worker holds a core
+-- another thread needs), so GOMP_SPINCOUNT is 10000 unless the user says otherwise. With the
+-- portable kernels OpenBLAS's own pool runs the GEMMs, and OpenMP workers that spin would steal its
+-- cores: they sleep (passive).
 ffi.cdef[[int setenv(const char *name, const char *value, int overwrite);]]
 local function runs_onednn(path)
    local kernels = os.getenv('FASTNN_KERNELS')
@@ -28,7 +31,12 @@ local function runs_onednn(path)
    return head:find('libdnnl.so', 1, true) ~= nil
 end
 local function set_wait_policy(path)
-   if not runs_onednn(path) then ffi.C.setenv('OMP_WAIT_POLICY', 'PASSIVE', 0) end
+   if os.getenv('OMP_WAIT_POLICY') then return end   -- the user's choice
+   if runs_onednn(path) then
+      ffi.C.setenv('GOMP_SPINCOUNT', '10000', 0)
+   else
+      ffi.C.setenv('OMP_WAIT_POLICY', 'PASSIVE', 0)
+   end
 end
 
 -- where libfastnn is: $FASTNN_LIB, a path set by a host (FASTNN_LIB_PATH global),
