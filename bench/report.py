@@ -71,7 +71,32 @@ ROWS = [
      "blas_sgemm_t1", "sgemm_t1_n1024", "ge", 0.9),
     ("sgemm n=1024, 2 threads (vs raw OpenBLAS)", "gflops", "GFLOP/s", "fnn_sgemm", "sgemm_fastnn_t2_n1024",
      "blas_sgemm_t2", "sgemm_t2_n1024", "ge", 0.9),
+] + [
+    # the compute layer against the machine: fastnn's GEMMs over the measured 2-thread FMA peak
+    (f"sgemm {label}, 2 threads / FMA peak", "gflops", "GFLOP/s", "fnn_sgemm", f"sgemm_{key}_t2",
+     "blas_sgemm_t1", "fma_peak_t2", "ge", 0.7)
+    for key, label in [("fastnn", "n=1024"), ("shape_qkv", "char_gpt qkv 2048x128x384"),
+                       ("shape_fc1", "char_gpt fc1 2048x128x512"), ("shape_fc2", "char_gpt fc2 2048x512x128"),
+                       ("shape_fc1_dx", "char_gpt fc1 dx 2048x512x128"),
+                       ("shape_fc1_dw", "char_gpt fc1 dW 512x2048x128"),
+                       ("shape_lstm_step", "lstm_seq step 32x256x1024"),
+                       ("shape_lstm_input", "lstm_seq input 1600x64x1024"),
+                       ("shape_mlp1", "mlp layer 128x784x128")]
 ]
+# fixes the FMA-peak row of n=1024 (its RESULT name carries the size)
+ROWS = [r if r[4] != "sgemm_fastnn_t2" else r[:4] + ("sgemm_fastnn_t2_n1024",) + r[5:] for r in ROWS]
+
+# README's ratios on AMD Zen 3 (df31ead, 2026-12-01): the AVX2-only rows (bench/run.sh --avx2)
+# must not be worse
+ZEN3 = {"mlp_fmnist epoch": 0.502, "cnn_fmnist step": 0.557, "resnet_small step": 1.034, "char_gpt step": 1.073,
+        "lstm_seq step": 1.137, "nn_ops conv1d [32,64,256] k5 fwd+bwd": 0.835,
+        "nn_ops conv3d [8,16,16^3] k3 fwd+bwd": 1.119, "nn_ops conv_transpose2d [16,64,16,16] k4 s2 fwd+bwd": 1.404,
+        "nn_ops depthwise conv2d [32,64,32,32] k3 fwd+bwd": 0.605, "nn_ops batch_norm2d [64,64,32,32] fwd+bwd": 0.289,
+        "nn_ops group_norm 8 groups [32,64,32,32] fwd+bwd": 0.766,
+        "nn_ops bilinear upsampling x2 [16,32,32,32] fwd+bwd": 0.211}
+AVX2_ROWS = [(label + ", as an AVX2-only CPU", metric, unit, fj.replace("fnn_", "fnn_avx2_", 1), fr,
+              rj.replace("torch_", "torch_avx2_", 1), rr, kind, ZEN3[label])
+             for (label, metric, unit, fj, fr, rj, rr, kind, target) in ROWS if label in ZEN3]
 
 METRICS = {m for row in ROWS for m in row[1].split("|")}
 SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
@@ -224,6 +249,12 @@ def main():
                  + (f"; {blas_cfg}" if blas_cfg else ""))
     lines.append(f"Reference: {torch_ver}.")
     lines.append(f"fastnn: {meta.get('fastnn', '?')}.")
+    if meta.get("config"):
+        lines.append(f"fnn.config(): {meta['config']}.")
+    if any(j.startswith("fnn_avx2_") for j in runs):
+        lines.append("AVX2-only rows: fastnn with ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell, PyTorch with "
+                     "ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2, in the same "
+                     "interleaved run; their target is README's Zen 3 ratio of df31ead.")
     lines.append(f"Run: {meta.get('date', '?')}, git {meta.get('git', '?')}, reps={meta.get('reps', '?')}"
                  f"{' (--quick)' if meta.get('quick') == '1' else ''}, medians over reps; "
                  f"command: `{meta.get('command', 'bench/run.sh')}`.")
@@ -233,7 +264,8 @@ def main():
 
     selected = set(a.workloads.split()) if a.workloads else None
     summary = {"pass": 0, "fail": 0, "open": 0}
-    for (label, metric, unit, fj, fr, rj, rr, kind, target) in ROWS:
+    rows = ROWS + (AVX2_ROWS if any(j.startswith("fnn_avx2_") for j in runs) else [])
+    for (label, metric, unit, fj, fr, rj, rr, kind, target) in rows:
         wl = fr if not fr.startswith("sgemm") else "sgemm"
         if selected is not None and wl not in selected:
             continue
@@ -294,7 +326,7 @@ def main():
     lines.append("")
     lines.append(f"Targets: {summary['pass']} pass, {summary['fail']} fail or error, {summary['open']} open "
                  "(not yet / not run). Ratios are fastnn / PyTorch for times (lower is better) and "
-                 "fastnn / raw OpenBLAS for GFLOP/s (higher is better); peak RSS is the largest "
+                 "fastnn / raw OpenBLAS or / the FMA peak for GFLOP/s (higher is better); peak RSS is the largest "
                  "process of each job (getrusage), which must not exceed PyTorch's.")
     if canaries:
         lines.append(f"Noise: host-speed canary {min(canaries):.0f}-{max(canaries):.0f} ns/iter "

@@ -4,6 +4,10 @@
 #
 #   bench/run.sh                  # every workload, 3 interleaved reps (takes a while)
 #   bench/run.sh --quick          # 1 rep of tiny_ops, mlp_fmnist, sgemm; no idle wait (< 2 min)
+#   bench/run.sh --avx2           # also every training workload and nn_ops as an AVX2-only CPU runs
+#                                 #   them (fastnn: ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell;
+#                                 #   PyTorch: ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2
+#                                 #   ONEDNN_MAX_CPU_ISA=AVX2), interleaved with the rest
 #   bench/run.sh --reps 5 char_gpt lstm_seq    # a subset (mlp_fmnist cnn_fmnist resnet_small char_gpt lstm_seq
 #                                               #   tiny_ops nn_ops optim_step data_loader checkpoint
 #                                               #   keras_fit_overhead gpt_generate sgemm; data_loader,
@@ -33,6 +37,7 @@ if [ -z "$SHARED" ] || [ ! -f "$SHARED/measure.py" ]; then
 fi
 
 QUICK=0
+AVX2=0
 REPS=3
 REPS_SET=0
 WANT=()
@@ -40,10 +45,11 @@ EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
+    --avx2) AVX2=1 ;;
     --reps) REPS=$2; REPS_SET=1; shift ;;
     --reps=*) REPS=${1#--reps=}; REPS_SET=1 ;;
     --no-wait) EXTRA+=(--no-wait) ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     mlp_fmnist|cnn_fmnist|resnet_small|char_gpt|lstm_seq|tiny_ops|nn_ops|optim_step|data_loader|checkpoint|keras_fit_overhead|gpt_generate|sgemm) WANT+=("$1") ;;
     *) echo "bench/run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -131,6 +137,18 @@ for w in "${WANT[@]}"; do
       fi ;;
   esac
 done
+# the same workloads as an AVX2-only CPU runs them (Zen 3, say), in the same interleaved run
+if [ "$AVX2" = 1 ]; then
+  for w in "${WANT[@]}"; do
+    case "$w" in mlp_fmnist|cnn_fmnist|resnet_small|char_gpt|lstm_seq|nn_ops) ;; *) continue ;; esac
+    jobs+=("fnn_avx2_$w=$(q "${FNN_ENV[@]}" ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell "$HPY" "$ROOT/bench/rss.py" "$w" "${LUA[@]}" "$ROOT/bench/$w.lua")")
+    refdir=$SHARED/reference
+    [ -f "$refdir/$w.py" ] || refdir=$ROOT/bench/reference
+    if [ -n "$PY" ]; then
+      jobs+=("torch_avx2_$w=$(q "${TORCH_ENV[@]}" ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 SHARED_BENCH="$SHARED" "$HPY" "$ROOT/bench/rss.py" --cwd "$refdir" "$w" "$PY" "$w.py")")
+    fi
+  done
+fi
 for w in "${ALL[@]}"; do
   case " ${WANT[*]} " in *" $w "*) ;; *)
     notes+=(--note "fnn_$w=not run (--quick or not selected)" --note "torch_$w=not run")
@@ -147,6 +165,10 @@ CMD=bench/run.sh
 if [ -n "${FASTNN_BUILD:-}" ]; then CMD="FASTNN_BUILD=$FASTNN_BUILD $CMD"; fi
 if [ "$QUICK" = 1 ]; then CMD="$CMD --quick"; fi
 if [ "$REPS_SET" = 1 ]; then CMD="$CMD --reps $REPS"; fi
+if [ "$AVX2" = 1 ]; then CMD="$CMD --avx2"; fi
+# what the kernels run on (CPU, instruction sets, BLAS core, oneDNN and its ISA): the header names it
+CONFIG=$("${FNN_ENV[@]}" "${LUA[@]}" -e "local c = require('fastnn').config(); print(('kernels %s; isa %s; %s core %s (%s); oneDNN %s, ISA %s; threads %s; build %s'):format(c.kernels, c.isa, c.blas, c.blas_core, c.blas_core_note, c.onednn, c.onednn_isa or '-', c.threads, c.build))" 2>/dev/null || echo "fnn.config() failed")
+echo "# fnn.config(): $CONFIG" 
 if [ ${#WANT[@]} -lt ${#ALL[@]} ] && [ "$QUICK" = 0 ]; then CMD="$CMD ${WANT[*]}"; fi
 echo "# $(date -Is) $CMD: reps=$REPS, workloads: ${WANT[*]}; torch python: ${PY:-none}; fastnn via $LUA_DESC, $LIB ($BUILD_TYPE)"
 echo "# log: $LOG"
@@ -156,8 +178,8 @@ TABLE=$RESULTS/run_$STAMP.md
 "$HPY" "$ROOT/bench/report.py" --log "$LOG" --workloads "${WANT[*]}" "${notes[@]}" \
   --meta "cpu=$CPU" --meta "cores=$CORES" --meta "reps=$REPS" --meta "quick=$QUICK" \
   --meta "date=$(date -Is)" --meta "git=$GIT" --meta "command=$CMD" --meta "log=${LOG#"$ROOT"/}" \
-  --meta "torch=PyTorch: ${PY:-missing (no python3 with torch)}" \
-  --meta "fastnn=fastnn $(sed -n 's/^project(fastnn_lua VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt") ($BUILD_TYPE build), fnn.set_num_threads($T): one setting for OpenBLAS (pthreads) and the core's OpenMP kernels; run with $LUA_DESC" \
+  --meta "torch=PyTorch: ${PY:-missing (no python3 with torch)}" --meta "config=$CONFIG" \
+  --meta "fastnn=fastnn $(sed -n 's/^project(fastnn_lua VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt") ($BUILD_TYPE build), fnn.set_num_threads($T): one setting for the core's OpenMP kernels and the GEMM library; run with $LUA_DESC" \
   >"$TABLE"
 cp "$TABLE" "$RESULTS/latest.md"
 echo

@@ -254,7 +254,17 @@ static void check_core(void) {
     snprintf(blas.found, sizeof blas.found, "%s", core ? core : "unknown");
     snprintf(blas.running, sizeof blas.running, "%s", blas.found);
     int want = cpu_level(&blas.cpu), have = core_level(blas.found);
-    if (want <= have || want < 2) {
+    /* ONEDNN_MAX_CPU_ISA caps oneDNN to run as an older CPU would (AVX2 for an AVX2-only CPU): the
+     * OpenBLAS core follows the same cap */
+    const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
+    if (cap && *cap) {
+        int capped = strncasecmp(cap, "AVX512", 6) == 0 || strcasecmp(cap, "ALL") == 0 ? 3
+                     : strncasecmp(cap, "AVX2", 4) == 0 ? 2 : strncasecmp(cap, "AVX", 3) == 0 ? 1 : 0;
+        if (capped < want) want = capped;
+    }
+    /* only a generic core (below AVX2) is replaced: an AVX2 core on an AVX-512 CPU is a choice
+     * (OPENBLAS_CORETYPE=Haswell runs as an AVX2-only CPU would), not a failure to recognise it */
+    if (have >= 2 || want < 2) {
         snprintf(blas.note, sizeof blas.note, "chosen by OpenBLAS");
         return;
     }
