@@ -103,6 +103,13 @@ else
   LUA=("$(command -v luajit)"); LUA_DESC="luajit $(luajit -v 2>/dev/null | awk '{print $2}') (launcher not ready)"
 fi
 
+# what the kernels run on (CPU, instruction sets, BLAS core, oneDNN and its ISA): the header names it
+CONFIG=$(env -u OPENBLAS_NUM_THREADS "${LUA[@]}" -e "local c = require('fastnn').config(); print(('kernels %s; isa %s; %s core %s (%s); oneDNN %s, ISA %s; threads %s; build %s'):format(c.kernels, c.isa, c.blas, c.blas_core, c.blas_core_note, c.onednn, c.onednn_isa or '-', c.threads, c.build))" 2>/dev/null || echo "fnn.config() failed")
+echo "# fnn.config(): $CONFIG" 
+# raw OpenBLAS (sgemm_peak) runs on the core libfastnn runs it on (corrected where OpenBLAS chose a
+# generic one), so the "vs raw OpenBLAS" rows compare like with like
+BLAS_CORE=$(printf '%s' "$CONFIG" | sed -n 's/.*OpenBLAS [0-9.]* core \([A-Za-z0-9]*\).*/\1/p')
+
 T=${BENCH_THREADS:-2}
 q() { printf '%q ' "$@"; }
 jobs=()
@@ -120,8 +127,8 @@ for w in "${WANT[@]}"; do
       # the clock/FMA probes of sgemm_peak use AVX-512 unconditionally: only where the CPU has it
       probes=(--sgemm-only)
       if [ "$QUICK" = 0 ] && grep -qw avx512f /proc/cpuinfo; then probes=(); fi
-      jobs+=("blas_sgemm_t1=$(q env OPENBLAS_NUM_THREADS=1 "$HPY" "$ROOT/bench/rss.py" sgemm_peak "$BUILD/bench/sgemm_peak" "${probes[@]}")")
-      jobs+=("blas_sgemm_t2=$(q env OPENBLAS_NUM_THREADS=2 "$HPY" "$ROOT/bench/rss.py" sgemm_peak "$BUILD/bench/sgemm_peak" --sgemm-only)") ;;
+      jobs+=("blas_sgemm_t1=$(q env OPENBLAS_NUM_THREADS=1 ${BLAS_CORE:+OPENBLAS_CORETYPE=$BLAS_CORE} "$HPY" "$ROOT/bench/rss.py" sgemm_peak "$BUILD/bench/sgemm_peak" "${probes[@]}")")
+      jobs+=("blas_sgemm_t2=$(q env OPENBLAS_NUM_THREADS=2 ${BLAS_CORE:+OPENBLAS_CORETYPE=$BLAS_CORE} "$HPY" "$ROOT/bench/rss.py" sgemm_peak "$BUILD/bench/sgemm_peak" --sgemm-only)") ;;
     *)
       refdir=$SHARED/reference
       [ -f "$refdir/$w.py" ] || refdir=$ROOT/bench/reference
@@ -166,9 +173,7 @@ if [ -n "${FASTNN_BUILD:-}" ]; then CMD="FASTNN_BUILD=$FASTNN_BUILD $CMD"; fi
 if [ "$QUICK" = 1 ]; then CMD="$CMD --quick"; fi
 if [ "$REPS_SET" = 1 ]; then CMD="$CMD --reps $REPS"; fi
 if [ "$AVX2" = 1 ]; then CMD="$CMD --avx2"; fi
-# what the kernels run on (CPU, instruction sets, BLAS core, oneDNN and its ISA): the header names it
-CONFIG=$("${FNN_ENV[@]}" "${LUA[@]}" -e "local c = require('fastnn').config(); print(('kernels %s; isa %s; %s core %s (%s); oneDNN %s, ISA %s; threads %s; build %s'):format(c.kernels, c.isa, c.blas, c.blas_core, c.blas_core_note, c.onednn, c.onednn_isa or '-', c.threads, c.build))" 2>/dev/null || echo "fnn.config() failed")
-echo "# fnn.config(): $CONFIG" 
+
 if [ ${#WANT[@]} -lt ${#ALL[@]} ] && [ "$QUICK" = 0 ]; then CMD="$CMD ${WANT[*]}"; fi
 echo "# $(date -Is) $CMD: reps=$REPS, workloads: ${WANT[*]}; torch python: ${PY:-none}; fastnn via $LUA_DESC, $LIB ($BUILD_TYPE)"
 echo "# log: $LOG"
