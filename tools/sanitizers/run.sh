@@ -53,7 +53,10 @@ else
   FASTNN_SAN_PRELOAD=$(runtime libasan.so libclang_rt.asan-x86_64.so)
   # allocator_may_return_null: a failed huge allocation is an error the core reports (oom_spec)
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=0:log_path=$reports/asan"
-  export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+  # use_tls=0: GCC 12's LeakSanitizer crashes ("Tracer caught signal 11") scanning the dynamic
+  # TLS of OpenMP workers that ran oneDNN (dlopen'ed, thread_local state) and never reports then;
+  # libfastnn keeps nothing only in thread-local storage at exit (per-thread caches are drained)
+  export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0:use_tls=0"
 fi
 [ -n "$FASTNN_SAN_PRELOAD" ] || { echo "no sanitizer runtime found for $cc ($kind)"; exit 1; }
 export FASTNN_SAN_PRELOAD
