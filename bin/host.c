@@ -214,10 +214,11 @@ static void on_sigint(int sig) {
 }
 
 /* The handler runs on a stack of its own (SA_ONSTACK), not below the interrupted code's stack
- * pointer: oneDNN's AVX-512 GEMM kernels keep data below rsp, past the 128-byte red zone the ABI
- * leaves to leaf code, and a signal frame written there (about 3 KB with the AVX-512 state)
- * corrupted the heap in about one Ctrl-C of ten (glibc: "corrupted size vs. prev_size"). One
- * stack per thread that installs the handler, kept for the thread's life (a thread-local). */
+ * pointer. With the handler's frame there (about 3 KB with the AVX-512 state), a Ctrl-C landing
+ * inside oneDNN's AVX-512 GEMM kernels corrupted the heap in about one run of two of
+ * interrupt_leak_spec (glibc: "corrupted size vs. prev_size"), never with oneDNN capped to AVX2
+ * and never on this stack: as if the kernels kept data below rsp, past the 128-byte red zone.
+ * One stack per thread that installs the handler, kept for the thread's life (a thread-local). */
 static void use_signal_stack(void) {
     static _Thread_local void *stack;
     if (stack) return;
