@@ -13,6 +13,10 @@ local fnn_group_norm = C.fnn_group_norm
 local Param = nn.Param
 
 local GroupNorm = nn.Module:extend('GroupNorm')
+local OPTS = require('fastnn.options').declare('nn.GroupNorm', {
+   {'eps', 'number', 1e-5, 'added to the variance for numerical stability', min = 0},
+   {'affine', 'boolean', true, 'learn a per-channel weight and bias'},
+})
 
 function GroupNorm:__init(num_groups, num_channels, opts)
    norm.check_size('GroupNorm', 'num_groups', num_groups)
@@ -20,7 +24,7 @@ function GroupNorm:__init(num_groups, num_channels, opts)
    if num_channels % num_groups ~= 0 then
       error(('nn.GroupNorm: num_channels %d is not divisible by num_groups %d'):format(num_channels, num_groups), 3)
    end
-   opts = norm.options('GroupNorm', opts)
+   opts = OPTS:check(opts, 3)
    local eps = opts.eps
    if eps == nil then eps = 1e-5 end
    if type(eps) ~= 'number' or eps < 0 then

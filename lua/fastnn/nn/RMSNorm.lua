@@ -14,6 +14,11 @@ local Param = nn.Param
 local FLOAT_EPS = 1.1920928955078125e-07   -- torch.finfo(torch.float32).eps
 
 local RMSNorm = nn.Module:extend('RMSNorm')
+local OPTS = require('fastnn.options').declare('nn.RMSNorm', {
+   {'eps', 'number', nil, 'added to the mean square for numerical stability', min = 0,
+    default_doc = "nil: the float32 machine epsilon, as PyTorch's None"},
+   {'elementwise_affine', 'boolean', true, 'learn a weight of the normalised shape'},
+})
 
 function RMSNorm:__init(shape, opts)
    if type(shape) == 'number' then shape = {shape} end
@@ -25,7 +30,7 @@ function RMSNorm:__init(shape, opts)
       norm.check_size('RMSNorm', 'size ' .. i, v)
       count = count * v
    end
-   opts = norm.options('RMSNorm', opts)
+   opts = OPTS:check(opts, 3)
    local eps = opts.eps
    if eps ~= nil and (type(eps) ~= 'number' or eps < 0) then
       error(('nn.RMSNorm: eps is %s, expected a non-negative number or nil'):format(tostring(eps)), 3)
