@@ -345,9 +345,9 @@ describe('nn.BatchNorm2d and friends', function()
       err = err_of(function() local _ = nn.BatchNorm2d(0) end)
       assert.equals(('spec/batchnorm_spec.lua:%d: nn.BatchNorm2d: num_features is 0, expected a positive integer')
                     :format(line), err)
-      assert.matches('nn.BatchNorm2d: option momentum is 2, expected a number in %[0, 1%] or false',
+      assert.matches('nn.BatchNorm2d: momentum is 2, expected a number in %[0, 1%] or false',
                      err_of(function() local _ = nn.BatchNorm2d(3, {momentum = 2}) end))
-      assert.matches('nn.BatchNorm2d: option eps is %-1, expected a number >= 0',
+      assert.matches('nn.BatchNorm2d: eps is %-1, expected a non%-negative number',
                      err_of(function() local _ = nn.BatchNorm2d(3, {eps = -1}) end))
    end)
 end)

@@ -138,7 +138,7 @@ function Decl:problem(o, v)
    if not ok then
       local want = {}
       for i, t in ipairs(o.type_list) do want[i] = (t == 'integer' and 'an ' or 'a ') .. t end
-      return ('option %s is %s, expected %s'):format(o.name, M.describe(v), o.expect or table.concat(want, ' or '))
+      return ('%s is %s, expected %s'):format(o.name, M.describe(v), o.expect or table.concat(want, ' or '))
    end
    if o.values and type(v) == 'string' then
       local found = false
@@ -146,20 +146,30 @@ function Decl:problem(o, v)
       if not found then
          local q = {}
          for i, x in ipairs(o.values) do q[i] = "'" .. x .. "'" end
-         return ("option %s is '%s', expected one of %s"):format(o.name, v, table.concat(q, ', '))
+         return ("%s is '%s', expected one of %s"):format(o.name, v, table.concat(q, ', '))
       end
    end
    if type(v) == 'number' and (o.min or o.max) then
       local lo, hi = o.min, o.max
       if v ~= v or (lo and (v < lo or (o.min_open and v == lo))) or (hi and (v > hi or (o.max_open and v == hi))) then
-         return ('option %s is %s, expected %s'):format(o.name, tostring(v), o.expect or ('a number ' .. self.range(o)))
+         return ('%s is %s, expected %s'):format(o.name, tostring(v), o.expect or self.wanted(o))
       end
    end
    if o.check then
       local msg = o.check(v)
-      if msg then return ('option %s is %s: %s'):format(o.name, M.describe(v), msg) end
+      if msg then return ('%s is %s: %s'):format(o.name, M.describe(v), msg) end
    end
    return nil
+end
+
+-- what a number out of range should have been: 'a positive integer', 'a number in [0, 1)', ...
+function Decl.wanted(o)
+   local int = o.type_list[1] == 'integer'
+   if o.max == nil and o.min == 0 and not o.min_open then return int and 'a non-negative integer' or 'a non-negative number' end
+   if o.max == nil and ((int and o.min == 1) or (o.min == 0 and o.min_open)) then
+      return int and 'a positive integer' or 'a positive number'
+   end
+   return (int and 'an integer ' or 'a number ') .. Decl.range(o)
 end
 
 -- '[0, 1)', '>= 1', ...
