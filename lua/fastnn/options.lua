@@ -146,7 +146,7 @@ function Decl:problem(o, v)
       if not found then
          local q = {}
          for i, x in ipairs(o.values) do q[i] = "'" .. x .. "'" end
-         return ("%s is '%s', expected one of %s"):format(o.name, v, table.concat(q, ', '))
+         return ("%s '%s' is not one of %s"):format(o.name, v, table.concat(q, ', '))
       end
    end
    if type(v) == 'number' and (o.min or o.max) then
