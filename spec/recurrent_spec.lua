@@ -313,7 +313,7 @@ describe('nn.LSTM, nn.GRU, nn.SimpleRNN', function()
                      err_of(function() local _ = nn.LSTM(3, 4, {num_layers = 0}) end))
       assert.matches('recurrent_spec.lua:%d+: nn%.GRU: dropout is 1',
                      err_of(function() local _ = nn.GRU(3, 4, {dropout = 1}) end))
-      assert.matches('recurrent_spec.lua:%d+: nn%.GRU: unknown option hiden',
+      assert.matches("recurrent_spec.lua:%d+: nn%.GRU: unknown option 'hiden' %(options: hidden_size, ",
                      err_of(function() local _ = nn.GRU(3, 4, {hiden = 2}) end))
    end)
 

@@ -44,24 +44,30 @@ end
 
 local function is_size(v, min) return type(v) == 'number' and v == math.floor(v) and v >= min end
 
-local OPTION_NAMES = {num_layers = true, bias = true, return_sequences = true, go_backwards = true, dropout = true,
-                      units = true, hidden_size = true, input_size = true, batch_first = true, use_bias = true}
+local options = require 'fastnn.options'
+local function declare(name)
+   return options.declare('nn.' .. name, {
+      {'num_layers', 'integer', 1, 'stacked layers, each reading the sequence of the one before', min = 1},
+      {'bias', 'boolean', true, 'learn the input and hidden biases'},
+      {'use_bias', 'boolean', true, "Keras's name of bias"},
+      {'return_sequences', 'boolean', true, 'return every step [N, T, H] (false: the last step [N, H])'},
+      {'go_backwards', 'boolean', false, 'read the sequence from its end'},
+      {'dropout', 'number', 0, 'dropout between stacked layers (training only)', min = 0, max = 1, max_open = true},
+      {'batch_first', 'boolean', true, 'input is [N, T, F] (the only layout: false is refused)'},
+      {'units', 'integer', nil, "the hidden size (Keras's name; in the one-table form)", min = 1},
+      {'hidden_size', 'integer', nil, 'the hidden size (in the one-table form)', min = 1},
+      {'input_size', 'integer', nil, 'the input width (in the one-table form; else read from the first input)', min = 0},
+   })
+end
 
 -- the options table, checked; errors at the user's line (1 here, 2 __init, 3 Class(), 4 the user)
-local function read_options(who, opts)
-   if opts == nil then opts = {} end
-   if type(opts) ~= 'table' then
-      error(('%s: options must be a table like {num_layers = 2}, got a %s'):format(who, type(opts)), 4)
-   end
-   for k in pairs(opts) do
-      if not OPTION_NAMES[k] then error(('%s: unknown option %s'):format(who, tostring(k)), 4) end
-   end
+local function read_options(OPTS, who, opts)
+   opts = OPTS:check(opts, 4)
    if opts.batch_first == false then
       error(('%s: only batch-first input [N, T, F] is supported (batch_first = true)'):format(who), 4)
    end
-   local o = {num_layers = opts.num_layers or 1, bias = opts.bias ~= false and opts.use_bias ~= false,
-              return_sequences = opts.return_sequences ~= false, go_backwards = opts.go_backwards == true,
-              dropout = opts.dropout or 0}
+   local o = {num_layers = opts.num_layers, bias = opts.bias and opts.use_bias,
+              return_sequences = opts.return_sequences, go_backwards = opts.go_backwards, dropout = opts.dropout}
    if not is_size(o.num_layers, 1) then
       error(('%s: num_layers is %s, expected a positive integer'):format(who, tostring(o.num_layers)), 4)
    end
@@ -76,6 +82,7 @@ function M.class(name, kind)
    local spec = KINDS[kind]
    local G, cell = spec.gates, spec.cell
    local cls = nn.Module:extend(name)
+   local OPTS = declare(name)
 
    -- (input_size, hidden_size, opts) or {units = H, input_size = I, ...}
    function cls:__init(input_size, hidden_size, opts)
@@ -94,7 +101,7 @@ function M.class(name, kind)
       if input_size ~= nil and not is_size(input_size, 0) then
          error(('%s: input_size is %s, expected a non-negative integer'):format(who, tostring(input_size)), 3)
       end
-      local o = read_options(who, opts)
+      local o = read_options(OPTS, who, opts)
       rawset(self, '_opts', o)
       self.hidden_size, self.num_layers = hidden_size, o.num_layers
       self.return_sequences, self.go_backwards, self.dropout = o.return_sequences, o.go_backwards, o.dropout
