@@ -41,12 +41,14 @@ function M.distance(a, b)
    return prev[lb]
 end
 
--- the names, nearest to `key` first (ties alphabetical)
+-- the names, nearest to `key` first (ties alphabetical); a name that begins like the key counts
+-- as near as its beginning ('hiden' finds hidden_size before bias)
 function M.nearest(key, names)
    local d, out = {}, {}
+   key = tostring(key)
    for i, n in ipairs(names) do
       out[i] = n
-      d[n] = M.distance(tostring(key), n)
+      d[n] = math.min(M.distance(key, n), M.distance(key, n:sub(1, #key)) + 0.5)
    end
    table.sort(out, function(x, y)
       if d[x] ~= d[y] then return d[x] < d[y] end
