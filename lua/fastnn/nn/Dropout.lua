@@ -12,6 +12,17 @@ local ffi = require 'ffi'
 local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 
 local Dropout = nn.Module:extend('Dropout')
+local options = require 'fastnn.options'
+local DECLS = {}   -- per class name: the subclasses that use this __init take the same options
+local function declaration(who)
+   DECLS[who] = DECLS[who] or options.declare(who, {
+      {'p', 'number', nil, 'the drop probability (in the one-table form)', min = 0, max = 1, max_open = true,
+       default_doc = '0.5'},
+      {'rate', 'number', nil, "Keras's name of p", min = 0, max = 1, max_open = true},
+      {'noise_shape', 'table', nil, 'the input shape with 1 on the axes that share a draw (-1: the input\'s size)'},
+   })
+   return DECLS[who]
+end
 local mask_buf = ffi.new('int64_t[8]')
 
 function Dropout:__init(p, opts)
@@ -19,10 +30,7 @@ function Dropout:__init(p, opts)
    if p == nil then p = 0.5 end
    local who = self:_full_name()
    self.p = noise.check_rate(who, 'rate p', p)
-   local ns = type(opts) == 'table' and opts.noise_shape or nil
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('%s: options must be a table like {noise_shape = {...}}, got a %s'):format(who, type(opts)), 3)
-   end
+   local ns = declaration(who):check(opts, 3).noise_shape
    if ns ~= nil then
       if type(ns) ~= 'table' or #ns > 8 then
          error(('%s: noise_shape must be a table of at most 8 sizes, got a %s'):format(who, type(ns)), 3)

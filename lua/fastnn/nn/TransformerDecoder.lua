@@ -13,11 +13,10 @@ function Decoder:__init(width, heads, mlp_width, layers, opts)
    if type(layers) ~= 'number' or layers < 1 or layers ~= math.floor(layers) then
       error(('nn.TransformerDecoder: layers is %s, expected a positive integer'):format(tostring(layers)), 3)
    end
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('nn.TransformerDecoder: options must be a table like {dropout = 0.1}, got a %s'):format(type(opts)), 3)
-   end
+   local o = nn.TransformerEncoderLayer._options('nn.TransformerDecoder', width, heads, mlp_width, opts, {
+      {'norm', 'boolean', nil, 'a final LayerNorm', default_doc = 'norm_first'},
+   })
    opts = opts or {}
-   local o = nn.TransformerEncoderLayer._options('nn.TransformerDecoder', width, heads, mlp_width, opts)
    self.width, self.heads, self.mlp_width, self.num_layers = width, heads, mlp_width, layers
    self.layers = nn.ModuleList()
    for _ = 1, layers do

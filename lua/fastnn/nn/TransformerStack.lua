@@ -22,11 +22,11 @@ function Stack:__init(width, heads, mlp_width, layers, opts)
       error(('%s: layers is %s, expected a positive integer (%s(width, heads, mlp_width, layers, opts))'):format(
             self:_full_name(), tostring(layers), self:_full_name()), 3)
    end
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('%s: options must be a table like {dropout = 0.1}, got a %s'):format(self:_full_name(), type(opts)), 3)
-   end
+   local o = nn.TransformerEncoderLayer._options(self:_full_name(), width, heads, mlp_width, opts, {
+      {'causal', 'boolean', false, 'causal self-attention by default (forward can say otherwise)'},
+      {'norm', 'boolean', nil, 'a final LayerNorm', default_doc = 'norm_first'},
+   })
    opts = opts or {}
-   local o = nn.TransformerEncoderLayer._options(self:_full_name(), width, heads, mlp_width, opts)
    self.width, self.heads, self.mlp_width, self.num_layers = width, heads, mlp_width, layers
    self.causal = opts.causal and true or false
    self.layers = nn.ModuleList()
