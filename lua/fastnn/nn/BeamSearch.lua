@@ -31,7 +31,12 @@ local floor, huge = math.floor, math.huge
 local BeamSearch = {}
 BeamSearch.__index = BeamSearch
 
-local OPTIONS = {width = true, max_len = true, eos = true, length_penalty = true}
+local OPTS = require('fastnn.options').declare('nn.BeamSearch', {
+   {'width', 'integer', 4, 'beams kept at each step', min = 1},
+   {'max_len', 'integer', 20, 'ids generated after the prefix', min = 1},
+   {'eos', 'integer', nil, 'the 1-based end token id (nil: none)', min = 1},
+   {'length_penalty', 'number', 1, "scores divided by length^alpha (0: none)"},
+})
 
 local function whole(v, min) return type(v) == 'number' and v == floor(v) and v >= min and v <= 2 ^ 53 end
 
@@ -41,10 +46,8 @@ setmetatable(BeamSearch, {__call = function(cls, opts)
       error(('BeamSearch: options are a table like {width = 4, max_len = 20, eos = 3, length_penalty = 1}, '
              .. 'got a %s'):format(type(opts)), 2)
    end
-   for k in pairs(opts) do
-      if not OPTIONS[k] then
-         error(('BeamSearch: unknown option %s (width, max_len, eos, length_penalty)'):format(tostring(k)), 2)
-      end
+   for k in pairs(opts) do   -- names through the declaration; values through the checks below
+      if OPTS.by_name[k] == nil then OPTS:check({[k] = true}, 2) end
    end
    local width = opts.width == nil and 4 or opts.width
    local max_len = opts.max_len == nil and 20 or opts.max_len

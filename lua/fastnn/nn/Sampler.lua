@@ -48,6 +48,13 @@ local function check_top_p(p, level)
    return p
 end
 
+local OPTS = require('fastnn.options').declare('nn.Sampler', {
+   {'temperature', 'number', 1, 'divides the logits; 0 is greedy', min = 0},
+   {'top_k', 'integer|boolean', nil, 'sample among the k most likely ids (nil or false: all)', min = 1, default_doc = 'off'},
+   {'top_p', 'number|boolean', nil, 'sample among the fewest ids whose probability reaches p (nucleus)',
+    min = 0, min_open = true, max = 1, default_doc = '1 (off)'},
+})
+
 setmetatable(Sampler, {__call = function(cls, opts)
    local self = setmetatable({_temperature = 1, _top_k = 0, _top_p = 1}, cls)
    if opts == nil then return self end
@@ -55,10 +62,8 @@ setmetatable(Sampler, {__call = function(cls, opts)
       error(('Sampler: options are a table like {temperature = 0.8, top_k = 40, top_p = 0.95}, got a %s'):format(
          type(opts)), 2)
    end
-   for k in pairs(opts) do
-      if k ~= 'temperature' and k ~= 'top_k' and k ~= 'top_p' then
-         error(('Sampler: unknown option %s (temperature, top_k, top_p)'):format(tostring(k)), 2)
-      end
+   for k in pairs(opts) do   -- names through the declaration; values through the checks below
+      if OPTS.by_name[k] == nil then OPTS:check({[k] = true}, 2) end
    end
    if opts.temperature ~= nil then self._temperature = check_temperature(opts.temperature, 3) end
    self._top_k = check_top_k(opts.top_k, 3)
