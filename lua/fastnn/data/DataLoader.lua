@@ -37,7 +37,17 @@ local parse_device = require('fastnn.device').parse
 local DataLoader = {}
 DataLoader.__index = DataLoader
 
-setmetatable(DataLoader, {__call = function(_, ds, batch_size)
+-- the options table is the chained setters' shorthand: DataLoader(ds, 32, {shuffle = true, seed = 7})
+local OPTS = require('fastnn.options').declare('data.DataLoader', {
+   {'shuffle', 'boolean', false, 'a new permutation each pass (as :shuffle())'},
+   {'drop_last', 'boolean', false, 'leave out a last batch smaller than the batch size (as :drop_last())'},
+   {'seed', 'number', nil, "the loader's own shuffle stream (as :seed(n)); none: fastnn's random source"},
+   {'prefetch', 'integer|boolean', 0, 'batches a C thread keeps ready, 0..1024 (as :prefetch(k); true: 2)',
+    min = 0, max = 1024},
+   {'device', 'any', nil, "move each batch there: a Device, 'cpu', 'cuda' or 'cuda:<n>' (as :to_device(d))"},
+})
+
+setmetatable(DataLoader, {__call = function(_, ds, batch_size, opts)
    if type(ds) ~= 'table' or type(ds.len) ~= 'function' then
       error('DataLoader: expected a dataset (a table with len() and get(i), write(...) or take(...))', 2)
    end
@@ -48,8 +58,12 @@ setmetatable(DataLoader, {__call = function(_, ds, batch_size)
    if type(batch_size) ~= 'number' or batch_size < 1 or batch_size ~= floor(batch_size) then
       error(('DataLoader: batch size is %s, expected a positive integer'):format(tostring(batch_size)), 2)
    end
-   return setmetatable({dataset = ds, batch_size = batch_size, _shuffle = false, _drop_last = false,
-                        _rng = nil, _device = nil, _prefetch = 0}, DataLoader)
+   local o = OPTS:check(opts, 2)
+   local self = setmetatable({dataset = ds, batch_size = batch_size, _shuffle = o.shuffle, _drop_last = o.drop_last,
+                              _rng = nil, _device = o.device, _prefetch = 0}, DataLoader)
+   if o.seed ~= nil then self:seed(o.seed) end
+   if o.prefetch ~= 0 then self:prefetch(o.prefetch) end
+   return self
 end})
 
 function DataLoader:shuffle(on)

@@ -37,8 +37,15 @@ local function file_exists(path)
    return false
 end
 
+local OPTS = require('fastnn.options').declare('data.TextDataset', {
+   {'stride', 'integer', 1, 'tokens between window starts (context: windows that do not overlap)', min = 1},
+   {'bytes', 'boolean', false, 'every byte is a token (any file, no UTF-8)'},
+   {'vocab', 'any', nil, 'encode with this vocabulary: a tensor, or another TextDataset'},
+   {'text', 'boolean', false, 'the first argument is the text itself even if a file has that name'},
+})
+
 setmetatable(TextDataset, {__call = function(_, source, context, opts)
-   opts = opts or {}
+   opts = OPTS:check(opts, 2)
    if type(source) ~= 'string' then
       error(('TextDataset: expected a path or a string of text, got a %s'):format(type(source)), 2)
    end

@@ -52,8 +52,18 @@ end
 local PROGRESS = {[false] = 0, quiet = 0, auto = 1, [true] = 1, bar = 2, line = 3}
 
 -- nil, err on anything from outside (network, files); a programming mistake raises at level
+local DOWNLOAD_OPTS = require('fastnn.options').declare('data.download', {
+   {'digest', 'string', nil, "the expected digest, 'md5:<hex>' or 'sha256:<hex>'"},
+   {'md5', 'string', nil, 'the expected MD5 (hex)'},
+   {'sha256', 'string', nil, 'the expected SHA-256 (hex)'},
+   {'progress', 'boolean|string', nil, "true/'auto', 'bar', 'line', false/'quiet'", values = {'auto', 'bar', 'line', 'quiet'},
+    default_doc = 'data.defaults.progress'},
+   {'timeout', 'number', nil, 'seconds for a whole file', min = 0, default_doc = 'data.defaults.timeout'},
+   {'connect_timeout', 'number', nil, 'seconds to connect', min = 0, default_doc = 'data.defaults.connect_timeout'},
+})
+
 local function try_download(urls, dest, opts, level)
-   opts = opts or {}
+   opts = DOWNLOAD_OPTS:check(opts, level)
    if type(urls) == 'string' then urls = {urls} end
    if type(urls) ~= 'table' then error('download: expected a URL or a list of mirror URLs', level) end
    if type(dest) ~= 'string' or dest == '' then error('download: expected a destination path', level) end
