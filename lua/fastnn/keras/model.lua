@@ -166,11 +166,40 @@ local function positive_int(op, what, v, default)
    return v
 end
 
+-- the methods' options, declared once (docs/options.md); each method reads only what check returns
+local options = require 'fastnn.options'
+local BATCH = {'batch_size', 'integer', 32, 'samples per batch (tensors; a loader brings its own)', min = 1}
+local OPTS = {
+   compile = options.declare('model:compile', {
+      {'optimizer', 'any', 'rmsprop', "an optimizer (bound or unbound) or a name: 'adam', 'sgd', ... (Keras's default)"},
+      {'loss', 'any', nil, "a name such as 'mse', a loss object or a function; a list of them, one per outlet",
+       default_doc = 'required'},
+      {'metrics', 'any', nil, "names ('accuracy', ...) or metric objects; a list per outlet", default_doc = 'none'},
+      {'loss_weights', 'table', nil, 'one number per outlet', default_doc = 'all 1'},
+      {'global_clipnorm', 'number', nil, 'clip the global gradient norm to this', min = 0, min_open = true},
+      {'clipvalue', 'number', nil, 'clip each gradient element to [-v, v]', min = 0, min_open = true},
+   }),
+   fit = options.declare('model:fit', {
+      {'epochs', 'integer', 1, 'passes over the data', min = 1},
+      BATCH,
+      {'verbose', 'integer', 1, '0 silent, 1 a progress bar, 2 one line per epoch', min = 0, max = 2},
+      {'shuffle', 'boolean', true, 'shuffle the samples each epoch (tensors)'},
+      {'validation_data', 'table', nil, '{x, y} or a data loader, evaluated after each epoch'},
+      {'validation_split', 'number', nil, 'the fraction of the samples held out for validation (the last ones)',
+       min = 0, max = 1, max_open = true},
+      {'callbacks', 'table', nil, 'a list of callbacks (nn.callbacks)'},
+   }),
+   evaluate = options.declare('model:evaluate', {BATCH}),
+   predict = options.declare('model:predict', {BATCH}),
+   summary = options.declare('model:summary', {
+      {'print', 'boolean', true, 'print the table (it is returned either way)'},
+   }),
+}
+
 local function opts_of(op, opts)
-   if opts ~= nil and type(opts) ~= 'table' then
-      fail(('%s: options must be a table, got a %s'):format(op, type(opts)))
-   end
-   return opts or {}
+   local msg, o = OPTS[op]:try(opts)
+   if msg then fail(msg) end
+   return o
 end
 
 -- ---------------------------------------------------------------------------
@@ -386,6 +415,7 @@ end
 
 local function compile(self, opts)
    if type(opts) ~= 'table' then fail('compile: expected a table {optimizer = ..., loss = ..., metrics = ...}') end
+   opts = opts_of('compile', opts)
    local n_in, n_out = self:_keras_arity()
    local st = {optimizer = optimizer_of(opts.optimizer), losses = {}, loss_weights = {}, metric_list = {},
                keys = {'loss'}, parts = {}}
