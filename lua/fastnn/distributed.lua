@@ -215,9 +215,21 @@ local function numel(x) return tonumber(C.fnn_tensor_numel(x)) end
 -- ---------------------------------------------------------------------------
 -- collectives
 
+local options = require 'fastnn.options'
+local ALL_REDUCE_OPTS = options.declare('distributed.all_reduce', {
+   {'op', 'string', 'sum', "'sum', 'mean', 'max' or 'min' over the ranks", values = {'sum', 'mean', 'max', 'min'}},
+})
+local DDP_OPTS = options.declare('distributed.DataParallel', {
+   {'bucket_mb', 'number', 25, 'megabytes of gradients averaged per call', min = 0, min_open = true},
+})
+
 local function op_of(fname, opts)
    local name = opts
-   if type(opts) == 'table' then name = opts.op end
+   if type(opts) == 'table' then
+      local msg, o = ALL_REDUCE_OPTS:try(opts)
+      if msg then raise(msg) end
+      name = o.op
+   end
    if name == nil then name = 'sum' end
    local code = OPS[name]
    if code == nil then
@@ -306,9 +318,9 @@ end
 M.DataParallel = public(function(model, opts)
    ensure()
    model_of('DataParallel', model)
-   opts = opts or {}
-   if type(opts) ~= 'table' then raise('DataParallel: options must be a table, got a ' .. type(opts)) end
-   local mb = opts.bucket_mb or 25
+   local msg, o = DDP_OPTS:try(opts)
+   if msg then raise(msg) end
+   local mb = o.bucket_mb
    if type(mb) ~= 'number' or not (mb > 0) then
       raise(('DataParallel: bucket_mb is %s, expected a positive number of megabytes'):format(tostring(mb)))
    end
