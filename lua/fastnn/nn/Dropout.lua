@@ -14,15 +14,18 @@ local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 local Dropout = nn.Module:extend('Dropout')
 local options = require 'fastnn.options'
 local DECLS = {}   -- per class name: the subclasses that use this __init take the same options
-local function declaration(who)
-   DECLS[who] = DECLS[who] or options.declare(who, {
-      {'p', 'number', nil, 'the drop probability (in the one-table form)', min = 0, max = 1, max_open = true,
-       default_doc = '0.5'},
-      {'rate', 'number', nil, "Keras's name of p", min = 0, max = 1, max_open = true},
-      {'noise_shape', 'table', nil, 'the input shape with 1 on the axes that share a draw (-1: the input\'s size)'},
-   })
+local P = {'p', 'number', nil, 'the drop probability (in the one-table form)', min = 0, max = 1, max_open = true,
+           default_doc = '0.5'}
+local RATE = {'rate', 'number', nil, "Keras's name of p", min = 0, max = 1, max_open = true}
+-- Dropout._declare(who [, entries]): a subclass's declaration, made when its file loads
+function Dropout._declare(who, entries)
+   DECLS[who] = options.declare(who, entries or {P, RATE,
+      {'noise_shape', 'table', nil, 'the input shape with 1 on the axes that share a draw (-1: the input\'s size)'}})
    return DECLS[who]
 end
+Dropout._P, Dropout._RATE = P, RATE
+local function declaration(who) return DECLS[who] or Dropout._declare(who) end
+Dropout._declare('nn.Dropout')
 local mask_buf = ffi.new('int64_t[8]')
 
 function Dropout:__init(p, opts)
@@ -30,7 +33,7 @@ function Dropout:__init(p, opts)
    if p == nil then p = 0.5 end
    local who = self:_full_name()
    self.p = noise.check_rate(who, 'rate p', p)
-   local ns = declaration(who):check(opts, 3).noise_shape
+   local ns = opts ~= nil and declaration(who):check(opts, 3).noise_shape or nil   -- Spatial*: none
    if ns ~= nil then
       if type(ns) ~= 'table' or #ns > 8 then
          error(('%s: noise_shape must be a table of at most 8 sizes, got a %s'):format(who, type(ns)), 3)

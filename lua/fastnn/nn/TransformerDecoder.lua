@@ -8,14 +8,14 @@ local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 
 local Decoder = nn.Module:extend('TransformerDecoder')
+local EXTRA = {{'norm', 'boolean', nil, 'a final LayerNorm', default_doc = 'norm_first'}}
+nn.TransformerEncoderLayer._declare('nn.TransformerDecoder', EXTRA)
 
 function Decoder:__init(width, heads, mlp_width, layers, opts)
    if type(layers) ~= 'number' or layers < 1 or layers ~= math.floor(layers) then
       error(('nn.TransformerDecoder: layers is %s, expected a positive integer'):format(tostring(layers)), 3)
    end
-   local o = nn.TransformerEncoderLayer._options('nn.TransformerDecoder', width, heads, mlp_width, opts, {
-      {'norm', 'boolean', nil, 'a final LayerNorm', default_doc = 'norm_first'},
-   })
+   local o = nn.TransformerEncoderLayer._options('nn.TransformerDecoder', width, heads, mlp_width, opts, EXTRA)
    opts = opts or {}
    self.width, self.heads, self.mlp_width, self.num_layers = width, heads, mlp_width, layers
    self.layers = nn.ModuleList()

@@ -11,6 +11,7 @@
 -- Children named as PyTorch's: self_attn, multihead_attn, linear1, dropout, linear2, norm1..3, dropout1..3.
 local nn = require 'fastnn.nn'
 local Enc = nn.TransformerEncoderLayer
+Enc._declare('nn.TransformerDecoderLayer')
 
 local Layer = nn.Module:extend('TransformerDecoderLayer')
 

@@ -38,6 +38,10 @@ local function declaration(who, extra)
    return DECLS[who]
 end
 
+-- Layer._declare(who [, extra]): a class's declaration, made when its file loads (docs/options.md)
+Layer._declare = declaration
+declaration('nn.TransformerEncoderLayer')
+
 -- the shared checks of the encoder and decoder layers (errors at the user's line: level 4 is the
 -- caller of Class(...), through here, __init and the class call); extra: the caller's own entries
 function Layer._options(who, width, heads, mlp_width, opts, extra)

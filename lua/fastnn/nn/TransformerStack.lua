@@ -16,16 +16,18 @@ local nn = require 'fastnn.nn'
 local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 
 local Stack = nn.Module:extend('TransformerStack')
+Stack._EXTRA = {
+   {'causal', 'boolean', false, 'causal self-attention by default (forward can say otherwise)'},
+   {'norm', 'boolean', nil, 'a final LayerNorm', default_doc = 'norm_first'},
+}
+nn.TransformerEncoderLayer._declare('nn.TransformerStack', Stack._EXTRA)
 
 function Stack:__init(width, heads, mlp_width, layers, opts)
    if type(layers) ~= 'number' or layers < 1 or layers ~= math.floor(layers) then
       error(('%s: layers is %s, expected a positive integer (%s(width, heads, mlp_width, layers, opts))'):format(
             self:_full_name(), tostring(layers), self:_full_name()), 3)
    end
-   local o = nn.TransformerEncoderLayer._options(self:_full_name(), width, heads, mlp_width, opts, {
-      {'causal', 'boolean', false, 'causal self-attention by default (forward can say otherwise)'},
-      {'norm', 'boolean', nil, 'a final LayerNorm', default_doc = 'norm_first'},
-   })
+   local o = nn.TransformerEncoderLayer._options(self:_full_name(), width, heads, mlp_width, opts, Stack._EXTRA)
    opts = opts or {}
    self.width, self.heads, self.mlp_width, self.num_layers = width, heads, mlp_width, layers
    self.causal = opts.causal and true or false
