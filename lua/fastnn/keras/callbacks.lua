@@ -93,7 +93,8 @@ for name, entries in pairs(DECL) do DECL[name] = options.declare('nn.callbacks.'
 
 -- errors at the user's line: 1 check, 2 here, 3 __init, 4 the class call, 5 the user
 local function opts_of(name, opts)
-   return DECL[name]:check(opts, 4)
+   local o = DECL[name]:check(opts, 4)   -- not a tail call: that would drop this frame from the count
+   return o
 end
 
 -- 'max' for figures that grow when better (accuracy, auc, precision, recall, f1), else 'min'
