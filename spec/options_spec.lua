@@ -289,6 +289,8 @@ describe("issue 23's examples", function()
       local o = d:check({}, 1)
       assert.is_true(o.known)
       assert.matches('spec%.reader reads option unknown, which it does not declare', err_of(function() return o.unknown end))
+      options.registry['spec.reader'] = nil           -- not a callable of fastnn's: out of the reference
+      table.remove(options.order)
    end)
 end)
 
@@ -338,5 +340,15 @@ describe('the source', function()
          end
       end
       assert.same({}, offenders)
+   end)
+end)
+
+describe('docs/options.md', function()
+   it('is what tools/options_doc.lua writes from the declarations (run it after changing one)', function()
+      local text = dofile('tools/options_doc.lua').render()
+      local fh = assert(io.open('docs/options.md'))
+      local committed = fh:read('*a')
+      fh:close()
+      assert.equals(text, committed, 'docs/options.md is stale: FASTNN_LIB=build/libfastnn.so luajit tools/options_doc.lua')
    end)
 end)

@@ -109,9 +109,9 @@ end
 local Decl = {}
 Decl.__index = Decl
 
--- declare(name, entries [, doc]): register and return the declaration of `name`'s options
-function M.declare(name, entries, doc)
-   local d = setmetatable({name = name, entries = {}, by_name = {}, names = {}, doc = doc}, Decl)
+-- declare(name, entries): register and return the declaration of `name`'s options
+function M.declare(name, entries)
+   local d = setmetatable({name = name, entries = {}, by_name = {}, names = {}}, Decl)
    for _, e in ipairs(entries) do
       local o = {name = e[1], types = e[2], default = e[3], doc = e[4], values = e.values, min = e.min, max = e.max,
                  min_open = e.min_open, max_open = e.max_open, check = e.check, default_doc = e.default_doc,
