@@ -131,6 +131,19 @@ for _, d in ipairs{1, 2, 3} do
       add('SeparableConv' .. d .. 'd', function(o) return nn['SeparableConv' .. d .. 'd'](2, 4, 3, o) end)
    end
 end
+CASES['nn.ELU'] = {call = function(o) return nn.ELU(o) end}
+CASES['nn.LeakyReLU'] = {call = function(o) return nn.LeakyReLU(o) end}
+CASES['nn.GELU'] = {call = function(o) return nn.GELU(o) end}
+CASES['nn.Softplus'] = {call = function(o) return nn.Softplus(o) end}
+CASES['nn.Flatten'] = {call = function(o) return nn.Flatten(o) end}
+CASES['nn.UnitNormalization'] = {call = function(o) return nn.UnitNormalization(o) end}
+CASES['nn.Softmax'] = {call = function(o) return nn.Softmax(o) end}
+CASES['nn.LogSoftmax'] = {call = function(o) return nn.LogSoftmax(o) end}
+CASES['nn.Concatenate'] = {call = function(o) return nn.Concatenate(o) end}
+CASES['nn.StackCache'] = {call = function(o) return nn.StackCache(1, 2, 4, o) end}
+CASES['nn.Bidirectional'] = {call = function(o) return nn.Bidirectional(nn.LSTM(3, 4), o) end}
+CASES['nn.Activation'] = {call = function(o) return nn.Activation('softmax', o) end}
+CASES['nn.Bilinear'] = {call = function(o) return nn.Bilinear(2, 3, 4, o) end}
 CASES['nn.InstanceNorm'] = {call = function(o) return nn.InstanceNorm(3, o) end}
 CASES['nn.Dropout'] = {call = function(o) return nn.Dropout(0.5, o) end}
 CASES['nn.AlphaDropout'] = {call = function(o) return nn.AlphaDropout(0.5, o) end}
@@ -301,28 +314,16 @@ local UNCHECKED = {
    ['lua/fastnn/tensor.lua'] = 'tensor constructors {dtype, device}',
    ['lua/fastnn/data/idx.lua'] = 'internal: passes Mnist.load\'s checked options on',
    ['lua/fastnn/keras/progress.lua'] = 'internal: the progress bar of fit',
-   ['lua/fastnn/nn/Activation.lua'] = 'nn.Activation(name, opts): the activation\'s own options',
    ['lua/fastnn/nn/BatchNormalization.lua'] = 'Keras layer: options passed on to nn.BatchNorm at build',
-   ['lua/fastnn/nn/Bidirectional.lua'] = 'nn.Bidirectional(layer, {merge_mode, ...})',
-   ['lua/fastnn/nn/Bilinear.lua'] = 'nn.Bilinear(in1, in2, out, {bias})',
    ['lua/fastnn/nn/Dense.lua'] = 'Keras layer: options passed on to nn.Linear at build',
-   ['lua/fastnn/nn/ELU.lua'] = 'nn.ELU{alpha}',
-   ['lua/fastnn/nn/Flatten.lua'] = 'nn.Flatten{start_dim, end_dim}',
-   ['lua/fastnn/nn/GELU.lua'] = 'nn.GELU{approximate}',
    ['lua/fastnn/nn/GraphBuilder.lua'] = 'GraphBuilder:input/add {name}',
    ['lua/fastnn/nn/LayerNormalization.lua'] = 'Keras layer: options passed on to nn.LayerNorm at build',
-   ['lua/fastnn/nn/LeakyReLU.lua'] = 'nn.LeakyReLU{negative_slope}',
    ['lua/fastnn/nn/Module.lua'] = 'Module:num_parameters{trainable}',
-   ['lua/fastnn/nn/Softplus.lua'] = 'nn.Softplus{beta, threshold}',
-   ['lua/fastnn/nn/StackCache.lua'] = 'nn.StackCache(..., {capacity})',
    ['lua/fastnn/nn/TransformerDecoder.lua'] = 'forward(x, memory, opts): passed to the attention',
    ['lua/fastnn/nn/TransformerDecoderLayer.lua'] = 'forward(x, memory, opts): passed to the attention',
    ['lua/fastnn/nn/TransformerEncoderLayer.lua'] = 'forward(x, opts): checked by the attention',
    ['lua/fastnn/nn/TransformerStack.lua'] = 'forward(x, opts), new_cache(opts)',
-   ['lua/fastnn/nn/UnitNormalization.lua'] = 'nn.UnitNormalization{axis}',
    ['lua/fastnn/nn/_keras.lua'] = 'the Keras conv/pool layers: options passed on to the PyTorch-style layer at build',
-   ['lua/fastnn/nn/_merge.lua'] = 'the merge layers {axis}',
-   ['lua/fastnn/nn/_softmax.lua'] = 'nn.Softmax/LogSoftmax{dim}',
    ['lua/fastnn/nn/losses.lua'] = 'the functional losses: checked by fastnn.ops.loss',
 }
 

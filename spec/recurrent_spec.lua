@@ -403,7 +403,7 @@ describe('nn.Bidirectional', function()
    it('refuses a layer that is not recurrent and an unknown merge', function()
       assert.matches('recurrent_spec.lua:%d+: nn%.Bidirectional: layer is nn%.Linear%(3 %-> 2%), expected',
                      err_of(function() local _ = nn.Bidirectional(nn.Linear(3, 2)) end))
-      assert.matches("recurrent_spec.lua:%d+: nn%.Bidirectional: merge is max, expected 'concat'",
+      assert.matches("recurrent_spec.lua:%d+: nn%.Bidirectional: merge 'max' is not one of 'concat'",
                      err_of(function() local _ = nn.Bidirectional(nn.LSTM(3, 2), {merge = 'max'}) end))
       local bi = nn.Bidirectional(nn.LSTM(3, 2))
       assert.matches('recurrent_spec.lua:%d+: Bidirectional%[forward%] nn%.LSTM%(3 %-> 2%): input %[1,2,4%] has 4 features, expected 3',

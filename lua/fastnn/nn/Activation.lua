@@ -8,6 +8,10 @@ local activation = require 'fastnn.nn._activation'
 local istype = fnn_tensor.is_tensor
 
 local Activation = nn.Module:extend('Activation')
+local OPTS = require('fastnn.options').declare('nn.Activation', {
+   {'axis', 'integer', nil, 'the dim of softmax and log_softmax (Keras; 1-based, negative from the end)', default_doc = '-1'},
+   {'dim', 'integer', nil, "PyTorch's name of axis", default_doc = '-1'},
+})
 
 function Activation:__init(name, opts)
    if type(name) ~= 'string' then
@@ -16,7 +20,8 @@ function Activation:__init(name, opts)
    self.fn = activation.fn(name, 3, 'nn.Activation')
    self.name = name
    -- {axis = d} (Keras): the dim of softmax / log_softmax (1-based, negative from the end)
-   local axis = type(opts) == 'table' and (opts.axis or opts.dim) or nil
+   opts = OPTS:check(opts, 3)
+   local axis = opts.axis or opts.dim
    if axis ~= nil then
       local m = name:lower()
       if m ~= 'softmax' and m ~= 'log_softmax' then

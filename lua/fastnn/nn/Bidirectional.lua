@@ -15,16 +15,16 @@ local istype = fnn_tensor.is_tensor
 
 local Bidirectional = nn.Module:extend('Bidirectional')
 local MERGES = {concat = true, sum = true, mul = true, ave = true}
+local OPTS = require('fastnn.options').declare('nn.Bidirectional', {
+   {'merge', 'string', 'concat', "how the two directions' outputs combine", values = {'concat', 'sum', 'mul', 'ave'}},
+})
 
 function Bidirectional:__init(layer, opts)
    if not nn.Module.is_module(layer) or type(layer._clone_config) ~= 'function' then
       error(('nn.Bidirectional: layer is %s, expected an nn.LSTM, nn.GRU or nn.SimpleRNN'):format(
          nn.Module.is_module(layer) and layer:short_str() or ('a ' .. type(layer))), 3)
    end
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('nn.Bidirectional: options must be a table like {merge = \'concat\'}, got a %s'):format(type(opts)), 3)
-   end
-   local merge = opts and opts.merge or 'concat'
+   local merge = OPTS:check(opts, 3).merge
    if not MERGES[merge] then
       error(("nn.Bidirectional: merge is %s, expected 'concat', 'sum', 'mul' or 'ave'"):format(tostring(merge)), 3)
    end

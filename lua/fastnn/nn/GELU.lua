@@ -6,9 +6,12 @@ local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
 local C = fnn_tensor.C
 
 local GELU = nn.Module:extend('GELU')
+local OPTS = require('fastnn.options').declare('nn.GELU', {
+   {'approximate', 'string', 'none', "'none' (exact, erf) or 'tanh'", values = {'none', 'tanh'}},
+})
 
 function GELU:__init(opts)
-   local approximate = type(opts) == 'table' and opts.approximate or 'none'
+   local approximate = OPTS:check(opts, 3).approximate
    if approximate ~= 'none' and approximate ~= 'tanh' then
       error(("nn.GELU: approximate is '%s', expected 'none' or 'tanh'"):format(tostring(approximate)), 3)
    end

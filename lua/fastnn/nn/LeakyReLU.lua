@@ -6,10 +6,13 @@ local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
 local fnn_leaky_relu = fnn_tensor.C.fnn_leaky_relu
 
 local LeakyReLU = nn.Module:extend('LeakyReLU')
+local OPTS = require('fastnn.options').declare('nn.LeakyReLU', {
+   {'negative_slope', 'number', 0.01, 'the slope for x < 0'},
+})
 
 function LeakyReLU:__init(opts)
    local slope = opts
-   if type(opts) == 'table' then slope = opts.negative_slope end
+   if type(opts) == 'table' then slope = OPTS:check(opts, 3).negative_slope end
    if slope == nil then slope = 0.01 end
    if type(slope) ~= 'number' or slope ~= slope or slope == math.huge or slope == -math.huge then
       error(('nn.LeakyReLU: negative_slope is %s (a %s), expected a finite number'):format(

@@ -18,6 +18,10 @@ StackCache._name = 'StackCache'
 
 local function positive_int(v) return type(v) == 'number' and v >= 1 and v == math.floor(v) end
 
+local OPTS = require('fastnn.options').declare('nn.StackCache', {
+   {'capacity', 'integer', 256, 'positions preallocated (it grows when a step needs more)', min = 1},
+})
+
 setmetatable(StackCache, {__call = function(cls, layers, heads, head_dim, opts)
    for i, v in ipairs{layers, heads, head_dim} do
       if not positive_int(v) then
@@ -25,7 +29,7 @@ setmetatable(StackCache, {__call = function(cls, layers, heads, head_dim, opts)
                i, tostring(v)), 2)
       end
    end
-   local cap = type(opts) == 'table' and opts.capacity or 256
+   local cap = OPTS:check(opts, 2).capacity
    if not positive_int(cap) then
       error(('nn.StackCache: capacity is %s, expected a positive integer'):format(tostring(cap)), 2)
    end

@@ -177,9 +177,12 @@ local cat_ptrs = ffi.typeof('const fnn_tensor *[?]')
 function M.concatenate(name)
    local cls = nn.Module:extend(name)
    cls._rule, cls.output_shape = concat_rule, output_shape
+   local OPTS = require('fastnn.options').declare('nn.' .. name, {
+      {'dim', 'integer', -1, 'the dim joined along (1-based; negative from the end)'},
+   })
    function cls:__init(opts)
       local dim = opts
-      if type(opts) == 'table' then dim = opts.dim end
+      if type(opts) == 'table' then dim = OPTS:check(opts, 3).dim end
       if dim == nil then dim = -1 end
       if type(dim) ~= 'number' or dim ~= floor(dim) or dim == 0 then
          error(('nn.%s: dim is %s, expected a non-zero integer (1-based, negative from the end)'):format(

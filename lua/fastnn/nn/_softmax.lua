@@ -5,9 +5,12 @@ local Tensor, istype = fnn_tensor.Tensor, fnn_tensor.is_tensor
 
 return function(name, method)
    local cls = nn.Module:extend(name)
+   local OPTS = require('fastnn.options').declare('nn.' .. name, {
+      {'dim', 'integer', -1, 'the dim it runs over (1-based; negative from the end)'},
+   })
    function cls:__init(opts)
       local dim = opts
-      if type(opts) == 'table' then dim = opts.dim end
+      if type(opts) == 'table' then dim = OPTS:check(opts, 3).dim end
       if dim == nil then dim = -1 end
       if type(dim) ~= 'number' or dim ~= math.floor(dim) or dim == 0 then
          error(('nn.%s: dim is %s, expected a non-zero integer (1-based, negative from the end)'):format(
