@@ -144,6 +144,21 @@ CASES['nn.StackCache'] = {call = function(o) return nn.StackCache(1, 2, 4, o) en
 CASES['nn.Bidirectional'] = {call = function(o) return nn.Bidirectional(nn.LSTM(3, 4), o) end}
 CASES['nn.Activation'] = {call = function(o) return nn.Activation('softmax', o) end}
 CASES['nn.Bilinear'] = {call = function(o) return nn.Bilinear(2, 3, 4, o) end}
+CASES['nn.Dense'] = {call = function(o) return nn.Dense(4, 'relu', o) end}
+CASES['nn.BatchNormalization'] = {call = function(o) return nn.BatchNormalization(o) end}
+CASES['nn.LayerNormalization'] = {call = function(o) return nn.LayerNormalization(o) end}
+for _, d in ipairs{1, 2, 3} do
+   for _, name in ipairs{'MaxPooling', 'AveragePooling'} do
+      CASES['nn.' .. name .. d .. 'D'] = {call = function(o) return nn[name .. d .. 'D'](2, o) end}
+   end
+   for _, cls in ipairs{'Conv' .. d .. 'D', 'Conv' .. d .. 'DTranspose'} do
+      CASES['nn.' .. cls] = {call = function(o) return nn[cls](4, 3, o) end}
+   end
+   if d < 3 then
+      CASES['nn.DepthwiseConv' .. d .. 'D'] = {call = function(o) return nn['DepthwiseConv' .. d .. 'D'](3, o) end}
+      CASES['nn.SeparableConv' .. d .. 'D'] = {call = function(o) return nn['SeparableConv' .. d .. 'D'](4, 3, o) end}
+   end
+end
 CASES['nn.InstanceNorm'] = {call = function(o) return nn.InstanceNorm(3, o) end}
 CASES['nn.Dropout'] = {call = function(o) return nn.Dropout(0.5, o) end}
 CASES['nn.AlphaDropout'] = {call = function(o) return nn.AlphaDropout(0.5, o) end}
@@ -314,16 +329,12 @@ local UNCHECKED = {
    ['lua/fastnn/tensor.lua'] = 'tensor constructors {dtype, device}',
    ['lua/fastnn/data/idx.lua'] = 'internal: passes Mnist.load\'s checked options on',
    ['lua/fastnn/keras/progress.lua'] = 'internal: the progress bar of fit',
-   ['lua/fastnn/nn/BatchNormalization.lua'] = 'Keras layer: options passed on to nn.BatchNorm at build',
-   ['lua/fastnn/nn/Dense.lua'] = 'Keras layer: options passed on to nn.Linear at build',
    ['lua/fastnn/nn/GraphBuilder.lua'] = 'GraphBuilder:input/add {name}',
-   ['lua/fastnn/nn/LayerNormalization.lua'] = 'Keras layer: options passed on to nn.LayerNorm at build',
    ['lua/fastnn/nn/Module.lua'] = 'Module:num_parameters{trainable}',
    ['lua/fastnn/nn/TransformerDecoder.lua'] = 'forward(x, memory, opts): passed to the attention',
    ['lua/fastnn/nn/TransformerDecoderLayer.lua'] = 'forward(x, memory, opts): passed to the attention',
    ['lua/fastnn/nn/TransformerEncoderLayer.lua'] = 'forward(x, opts): checked by the attention',
    ['lua/fastnn/nn/TransformerStack.lua'] = 'forward(x, opts), new_cache(opts)',
-   ['lua/fastnn/nn/_keras.lua'] = 'the Keras conv/pool layers: options passed on to the PyTorch-style layer at build',
    ['lua/fastnn/nn/losses.lua'] = 'the functional losses: checked by fastnn.ops.loss',
 }
 

@@ -113,6 +113,10 @@ Decl.__index = Decl
 function M.declare(name, entries)
    local d = setmetatable({name = name, entries = {}, by_name = {}, names = {}}, Decl)
    for _, e in ipairs(entries) do
+      if e.name then   -- an entry of another declaration (a wrapper declaring its inner layer's options)
+         e = {e.name, e.types, e.default, e.doc, values = e.values, min = e.min, max = e.max, min_open = e.min_open,
+              max_open = e.max_open, check = e.check, default_doc = e.default_doc, expect = e.expect}
+      end
       local o = {name = e[1], types = e[2], default = e[3], doc = e[4], values = e.values, min = e.min, max = e.max,
                  min_open = e.min_open, max_open = e.max_open, check = e.check, default_doc = e.default_doc,
                  expect = e.expect}
