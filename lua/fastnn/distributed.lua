@@ -22,6 +22,7 @@
 -- every rank end cleanly. An uncaught error: the fastnn-lua launcher prints it and calls
 -- distributed._abort_on_error, which MPI_Aborts the whole job instead of leaving the others
 -- waiting in a collective; os.exit with a failure code on one rank aborts the job the same way.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn = require 'fastnn'
@@ -233,7 +234,7 @@ local function op_of(fname, opts)
    if name == nil then name = 'sum' end
    local code = OPS[name]
    if code == nil then
-      raise(('%s: op is %s, expected one of sum, mean, max, min'):format(fname, tostring(name)))
+      raise(('%s: op is %s, expected one of sum, mean, max, min'):format(fname, show_value(name)))
    end
    return code, name
 end
@@ -259,7 +260,7 @@ M.broadcast = public(function(t, root)
    local x = check_tensor('broadcast', t)
    root = root or 0
    if type(root) ~= 'number' or root ~= math.floor(root) or root < 0 or root >= world.size then
-      raise(('broadcast: root is %s, expected a rank 0..%d'):format(tostring(root), world.size - 1))
+      raise(('broadcast: root is %s, expected a rank 0..%d'):format(show_value(root), world.size - 1))
    end
    if lib == nil then return x end
    check_same('broadcast', x)
@@ -322,7 +323,7 @@ M.DataParallel = public(function(model, opts)
    if msg then raise(msg) end
    local mb = o.bucket_mb
    if type(mb) ~= 'number' or not (mb > 0) then
-      raise(('DataParallel: bucket_mb is %s, expected a positive number of megabytes'):format(tostring(mb)))
+      raise(('DataParallel: bucket_mb is %s, expected a positive number of megabytes'):format(show_value(mb)))
    end
    local self = setmetatable({module = model, bucket_mb = mb, _bucket_bytes = mb * 2^20, _last_buckets = 0},
                              DataParallel)

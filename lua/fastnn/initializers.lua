@@ -2,13 +2,14 @@
 -- weight initializers with PyTorch's formulas. Each takes a shape (table) and
 -- options and returns a new tensor. Fans follow PyTorch: for a weight
 -- [out, in, k...], fan_in = in * prod(k), fan_out = out * prod(k).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 local M = {}
 
 local function fans(op, shape)
    if type(shape) ~= 'table' or #shape < 1 then
-      error(('init.%s: expected a shape table, got %s'):format(op, tostring(shape)), 3)
+      error(('init.%s: expected a shape table, got %s'):format(op, show_value(shape)), 3)
    end
    if #shape == 1 then return shape[1], shape[1] end
    local receptive = 1

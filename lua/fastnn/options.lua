@@ -74,9 +74,11 @@ function M.describe(v, depth)
       return ('a tensor %s'):format(t.shape_str(v))
    end
    if tv == 'table' then
-      if getmetatable(v) and rawget(getmetatable(v), '__tostring') then
-         local ok, s = pcall(tostring, v)
-         if ok then return s end
+      local mt = getmetatable(v)
+      local f = type(mt) == 'table' and mt.__tostring   -- a class's, maybe inherited
+      if type(f) == 'function' then
+         local ok, text = pcall(f, v)
+         if ok and type(text) == 'string' then return text end
       end
       if depth > 0 then return '{...}' end
       local parts, n = {}, 0
@@ -97,6 +99,16 @@ function M.describe(v, depth)
       return 'a table {' .. table.concat(parts, ', ') .. '}'
    end
    return 'a ' .. tv
+end
+
+-- a value in a message as the messages that print numbers and names show it (3, avg), but a table,
+-- tensor or function by its type and contents (describe), never by its address
+function M.show(v)
+   local tv = type(v)
+   if tv == 'table' or tv == 'cdata' or tv == 'function' or tv == 'userdata' or tv == 'thread' then
+      return M.describe(v)
+   end
+   return tostring(v)
 end
 
 local function type_ok(t, v)

@@ -12,6 +12,7 @@
 -- (JSON) and a CRC-32 of every tensor and of the header. docs/checkpoint-format.md has the layout.
 -- Saves are atomic (temporary file, fsync, rename, fsync of the directory); a failed save raises
 -- and leaves the earlier file. A load reads and checks everything before it changes anything.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local json = require 'fastnn.json'
@@ -363,7 +364,7 @@ local function float_dtype(op, opts)
    local d = opts.dtype or 'F32'
    local code = ST_CODE[d]
    if code == nil or code == 1 or code > 3 then
-      raise(("%s: dtype is %s, expected 'F32', 'F16' or 'BF16'"):format(op, tostring(d)))
+      raise(("%s: dtype is %s, expected 'F32', 'F16' or 'BF16'"):format(op, show_value(d)))
    end
    return code
 end
@@ -501,7 +502,7 @@ end
 
 local function check_step(op, step)
    if type(step) ~= 'number' or step ~= math.floor(step) or step < 0 or step >= 2^53 then
-      raise(('%s: step is %s, expected a whole number >= 0'):format(op, tostring(step)))
+      raise(('%s: step is %s, expected a whole number >= 0'):format(op, show_value(step)))
    end
 end
 
@@ -553,7 +554,7 @@ local function load_training_impl(model, opt, path, opts)
       local state, refs = training_state(op, f)
       local step = tonumber(f.meta['fdl.step'])
       if not step or step ~= math.floor(step) or step < 0 then
-         raise(('%s: %s: fdl.step is %s, expected a whole number'):format(op, path, tostring(f.meta['fdl.step'])))
+         raise(('%s: %s: fdl.step is %s, expected a whole number'):format(op, path, show_value(f.meta['fdl.step'])))
       end
       local saved = state.optimizer
       local mine = opt:state()
@@ -626,7 +627,7 @@ local function save_safetensors_impl(obj, path, opts)
       else                    -- {name = tensor}, written in name order
          for k, v in pairs(obj) do
             if type(k) ~= 'string' or not is_tensor(v) then
-               raise(('%s: %s = %s: expected name = tensor entries'):format(op, tostring(k), type(v)))
+               raise(('%s: %s = %s: expected name = tensor entries'):format(op, show_value(k), type(v)))
             end
             names[#names + 1] = k
          end

@@ -26,6 +26,7 @@
 --       (per-item shapes, target_shape {} for a scalar, nil for none): slots are
 --       float* into the batch buffer, item-sized, row-major, written at [0 .. numel-1]
 --   get(i) -> input, target (tensors, numbers or nested tables), stacked per batch
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn_tensor = require 'fastnn.tensor'
@@ -56,7 +57,7 @@ setmetatable(DataLoader, {__call = function(_, ds, batch_size, opts)
    end
    batch_size = batch_size or 1
    if type(batch_size) ~= 'number' or batch_size < 1 or batch_size ~= floor(batch_size) then
-      error(('DataLoader: batch size is %s, expected a positive integer'):format(tostring(batch_size)), 2)
+      error(('DataLoader: batch size is %s, expected a positive integer'):format(show_value(batch_size)), 2)
    end
    local o = OPTS:check(opts, 2)
    local self = setmetatable({dataset = ds, batch_size = batch_size, _shuffle = o.shuffle, _drop_last = o.drop_last,
@@ -110,7 +111,7 @@ function DataLoader:prefetch(k)
    if k == nil or k == true then k = 2 end
    if k == false then k = 0 end
    if type(k) ~= 'number' or k < 0 or k > 1024 or k ~= floor(k) then
-      error(('DataLoader:prefetch: depth is %s, expected an integer 0..1024'):format(tostring(k)), 2)
+      error(('DataLoader:prefetch: depth is %s, expected an integer 0..1024'):format(show_value(k)), 2)
    end
    self._prefetch = k
    return self
@@ -132,11 +133,11 @@ end
 -- process at batch world*B over the same permutation.
 function DataLoader:shard(rank, world)
    if type(world) ~= 'number' or world < 1 or world ~= floor(world) then
-      error(('DataLoader:shard: world size is %s, expected a positive integer'):format(tostring(world)), 2)
+      error(('DataLoader:shard: world size is %s, expected a positive integer'):format(show_value(world)), 2)
    end
    if type(rank) ~= 'number' or rank < 0 or rank >= world or rank ~= floor(rank) then
       error(('DataLoader:shard: rank is %s, expected 0..%d (0-based, as distributed.rank())'):format(
-         tostring(rank), world - 1), 2)
+         show_value(rank), world - 1), 2)
    end
    self._shard = {rank = rank, world = world}
    if self._rng == nil then self._rng = seed_state(0) end   -- the same permutation on every rank

@@ -14,6 +14,7 @@
 --       fastnn.h: cache check, resume, checksum before rename); try_download returns nil, err.
 --       progress: 'auto' (a bar on a terminal, else a line per file), 'bar', 'line', false.
 --   data.defaults              connect_timeout (15 s), timeout (600 s per mirror), progress ('auto')
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local C = require 'fastnn.C'
 
@@ -43,7 +44,7 @@ end
 
 function data.set_dir(path)
    if path ~= nil and (type(path) ~= 'string' or path == '') then
-      error(('data.set_dir: expected a directory path or nil, got %s'):format(tostring(path)), 2)
+      error(('data.set_dir: expected a directory path or nil, got %s'):format(show_value(path)), 2)
    end
    chosen_dir = path and (path:gsub('/+$', '')) or nil
    if chosen_dir == '' then chosen_dir = '/' end
@@ -79,7 +80,7 @@ local function try_download(urls, dest, opts, level)
    if progress == nil then progress = d.progress end
    local mode = PROGRESS[progress]
    if mode == nil then
-      error(("download: progress is %s, expected 'auto', 'bar', 'line' or false"):format(tostring(progress)), level)
+      error(("download: progress is %s, expected 'auto', 'bar', 'line' or false"):format(show_value(progress)), level)
    end
    local rc = C.fnn_download(dest, n, arr, digest, opts.connect_timeout or d.connect_timeout,
                              opts.timeout or d.timeout, mode)

@@ -13,6 +13,7 @@
 -- Setting model.stop_training = true ends fit after the current epoch.
 -- nn.callbacks.Callback{...} and LambdaCallback{on_epoch_end = function(epoch, logs) ... end} make
 -- one from plain functions (LambdaCallback's take no self).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local M = {}
 
 local Callback = {}
@@ -108,7 +109,7 @@ local function mode_of(name, mode, monitor)
       return 'min'
    end
    if mode ~= 'min' and mode ~= 'max' then
-      error(("nn.callbacks.%s: mode is '%s', expected 'auto', 'min' or 'max'"):format(name, tostring(mode)), 4)
+      error(("nn.callbacks.%s: mode is '%s', expected 'auto', 'min' or 'max'"):format(name, show_value(mode)), 4)
    end
    return mode
 end
@@ -245,7 +246,7 @@ function LearningRateScheduler:__init(schedule, opts)
    self.per = opts.per or (is_fn and 'epoch' or 'step')
    if self.per ~= 'epoch' and self.per ~= 'step' then
       error(("nn.callbacks.LearningRateScheduler: per is '%s', expected 'epoch' or 'step'"):format(
-         tostring(self.per)), 3)
+         show_value(self.per)), 3)
    end
    if is_fn and self.per == 'step' then
       error('nn.callbacks.LearningRateScheduler: a function is called per epoch; pass a schedule for per = step', 3)
@@ -280,7 +281,7 @@ function ReduceLROnPlateau:__init(opts)
    self.factor = opts.factor or 0.1
    if type(self.factor) ~= 'number' or self.factor >= 1 or self.factor < 0 then
       error(('nn.callbacks.ReduceLROnPlateau: factor is %s, expected a number in [0, 1)'):format(
-         tostring(self.factor)), 3)
+         show_value(self.factor)), 3)
    end
    self.patience = opts.patience or 10
    self.mode = mode_of('ReduceLROnPlateau', opts.mode, self.monitor)

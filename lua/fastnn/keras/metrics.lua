@@ -19,6 +19,7 @@
 --   Mean / Average      the (weighted) mean of the numbers given to update(value, weight):
 --                       nn.metrics.Average, not the Average merge layer nn.Average
 -- Classes are nn.metrics.<Name>(opts); nn.metrics.get(name_or_metric) resolves compile's names.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 require 'fastnn'   -- the tensor methods below
@@ -217,7 +218,7 @@ local AUC = Metric:extend('AUC', 'auc', {{'num_thresholds', 'integer', 200, 'thr
 function AUC:__init(opts)
    local n = opts.num_thresholds
    if type(n) ~= 'number' or n < 2 or n ~= math.floor(n) then
-      error(('nn.metrics.AUC: num_thresholds is %s, expected a whole number >= 2'):format(tostring(n)), 3)
+      error(('nn.metrics.AUC: num_thresholds is %s, expected a whole number >= 2'):format(show_value(n)), 3)
    end
    -- Keras' thresholds: 0 - eps, (1 .. n-2) / (n-1), 1 + eps
    local th = {-1e-7}

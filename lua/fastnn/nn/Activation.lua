@@ -2,6 +2,7 @@
 -- 'elu', 'selu', 'gelu', 'silu'/'swish', 'mish', 'sigmoid', 'hard_sigmoid', 'tanh', 'softplus',
 -- 'softsign', 'softmax', 'log_softmax' (both over the last dim), 'linear' (identity), ...
 -- (nn.activation_fn lists them all). x any shape -> same shape.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local activation = require 'fastnn.nn._activation'
@@ -28,7 +29,7 @@ function Activation:__init(name, opts)
          error(("nn.Activation: '%s' takes no axis (only softmax and log_softmax do)"):format(name), 3)
       end
       if type(axis) ~= 'number' or axis ~= math.floor(axis) or axis == 0 then
-         error(('nn.Activation: axis is %s, expected a non-zero integer'):format(tostring(axis)), 3)
+         error(('nn.Activation: axis is %s, expected a non-zero integer'):format(show_value(axis)), 3)
       end
       self.axis = axis
       self.fn = function(x) return x[m](x, axis) end

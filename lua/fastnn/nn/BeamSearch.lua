@@ -22,6 +22,7 @@
 -- penalty (the argmax each step, the first of equal maxima, until eos or max_len), as Hugging Face's
 -- num_beams = 1.
 -- Not a Module: it has no parameters, only its four settings.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
@@ -53,18 +54,18 @@ setmetatable(BeamSearch, {__call = function(cls, opts)
    local max_len = opts.max_len == nil and 20 or opts.max_len
    local alpha = opts.length_penalty == nil and 1 or opts.length_penalty
    if not whole(width, 1) then
-      error(('BeamSearch: width is %s, expected a whole number >= 1'):format(tostring(width)), 2)
+      error(('BeamSearch: width is %s, expected a whole number >= 1'):format(show_value(width)), 2)
    end
    if not whole(max_len, 1) then
       error(('BeamSearch: max_len is %s, expected a whole number >= 1 (ids generated after the prefix)'):format(
-         tostring(max_len)), 2)
+         show_value(max_len)), 2)
    end
    if opts.eos ~= nil and not whole(opts.eos, 1) then
       error(('BeamSearch: eos is %s, expected a 1-based token id (or nil: no end token)'):format(
-         tostring(opts.eos)), 2)
+         show_value(opts.eos)), 2)
    end
    if type(alpha) ~= 'number' or alpha ~= alpha or alpha == huge or alpha == -huge then
-      error(('BeamSearch: length_penalty is %s, expected a finite number (0: none)'):format(tostring(alpha)), 2)
+      error(('BeamSearch: length_penalty is %s, expected a finite number (0: none)'):format(show_value(alpha)), 2)
    end
    return setmetatable({width = width, max_len = max_len, eos = opts.eos, length_penalty = alpha}, cls)
 end})

@@ -6,6 +6,7 @@
 -- bidirectional); without, each direction's last output is merged.
 -- out, {state_forward, state_backward} = m:forward(x, {state_forward, state_backward}), each
 -- state in its layer's form (nil: zeros). Children: forward_layer, backward_layer.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local Reverse = require 'fastnn.nn.Reverse'
@@ -26,7 +27,7 @@ function Bidirectional:__init(layer, opts)
    end
    local merge = OPTS:check(opts, 3).merge
    if not MERGES[merge] then
-      error(("nn.Bidirectional: merge is %s, expected 'concat', 'sum', 'mul' or 'ave'"):format(tostring(merge)), 3)
+      error(("nn.Bidirectional: merge is %s, expected 'concat', 'sum', 'mul' or 'ave'"):format(show_value(merge)), 3)
    end
    self.merge = merge
    self.forward_layer = layer

@@ -5,6 +5,7 @@
 -- input's size"; {N, 1, F} on [N, T, F] drops the same features at every step.
 -- x any shape -> same shape; the gradient is the mask times 1/(1-p).
 -- SpatialDropout1d/2d/3d and AlphaDropout extend this class (mask_shape, forward).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local noise = require 'fastnn.nn._noise'
@@ -40,7 +41,7 @@ function Dropout:__init(p, opts)
       end
       for i, v in ipairs(ns) do
          if type(v) ~= 'number' or v ~= math.floor(v) or (v < 1 and v ~= -1) then
-            error(('%s: noise_shape size %d is %s, expected a positive integer or -1'):format(who, i, tostring(v)), 3)
+            error(('%s: noise_shape size %d is %s, expected a positive integer or -1'):format(who, i, show_value(v)), 3)
          end
       end
       self.noise_shape = {unpack(ns)}

@@ -1,4 +1,5 @@
 -- nn.ELU(alpha = 1) or nn.ELU{alpha = 1}: x > 0 ? x : alpha (e^x - 1). x any shape -> same shape.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
@@ -14,7 +15,7 @@ function ELU:__init(opts)
    if type(opts) == 'table' then alpha = OPTS:check(opts, 3).alpha end   -- 3: the user's line
    if alpha == nil then alpha = 1 end
    if type(alpha) ~= 'number' or alpha ~= alpha or alpha == math.huge or alpha == -math.huge then
-      error(('nn.ELU: alpha is %s (a %s), expected a finite number'):format(tostring(alpha), type(alpha)), 3)
+      error(('nn.ELU: alpha is %s (a %s), expected a finite number'):format(show_value(alpha), type(alpha)), 3)
    end
    self.alpha = alpha
 end

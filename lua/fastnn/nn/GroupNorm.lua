@@ -3,6 +3,7 @@
 -- spatial dims (biased variance, eps inside the sqrt), then y = xhat * weight + bias per channel.
 -- weight Param ones [C], bias Param zeros [C] (absent when affine is false); the same in
 -- training and eval. One fused C node: fnn.group_norm.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local norm = require 'fastnn.nn._norm'
@@ -28,7 +29,7 @@ function GroupNorm:__init(num_groups, num_channels, opts)
    local eps = opts.eps
    if eps == nil then eps = 1e-5 end
    if type(eps) ~= 'number' or eps < 0 then
-      error(('nn.GroupNorm: eps is %s, expected a non-negative number'):format(tostring(eps)), 3)
+      error(('nn.GroupNorm: eps is %s, expected a non-negative number'):format(show_value(eps)), 3)
    end
    self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
    self.affine = opts.affine == nil or opts.affine and true or false

@@ -1,5 +1,6 @@
 -- nn.LeakyReLU(negative_slope = 0.01) or nn.LeakyReLU{negative_slope = 0.01}: x > 0 ? x : slope x.
 -- x any shape -> same shape.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
@@ -16,7 +17,7 @@ function LeakyReLU:__init(opts)
    if slope == nil then slope = 0.01 end
    if type(slope) ~= 'number' or slope ~= slope or slope == math.huge or slope == -math.huge then
       error(('nn.LeakyReLU: negative_slope is %s (a %s), expected a finite number'):format(
-         tostring(slope), type(slope)), 3)
+         show_value(slope), type(slope)), 3)
    end
    self.negative_slope = slope
 end

@@ -11,6 +11,7 @@
 -- source, so fnn.manual_seed(n) makes a generation reproducible. -inf logits (masked tokens) are
 -- never drawn. Logits on a GPU are copied to the CPU first (V floats).
 -- Not a Module: a sampler has no parameters and no state but its three settings.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn_tensor = require 'fastnn.tensor'
@@ -27,7 +28,7 @@ local id_buf = ffi.new('int64_t[1]')
 -- checks raise at `level`: 3 from a setter or the constructor (1 check, 2 them, 3 the user)
 local function check_temperature(t, level)
    if type(t) ~= 'number' or t ~= t or t < 0 or t == math.huge then
-      error(('Sampler: temperature is %s, expected a finite number >= 0 (0 is greedy)'):format(tostring(t)), level)
+      error(('Sampler: temperature is %s, expected a finite number >= 0 (0 is greedy)'):format(show_value(t)), level)
    end
    return t
 end
@@ -35,7 +36,7 @@ end
 local function check_top_k(k, level)
    if k == nil or k == false then return 0 end
    if type(k) ~= 'number' or k < 1 or k ~= floor(k) or k > 2 ^ 53 then
-      error(('Sampler: top_k is %s, expected a whole number >= 1 (nil turns it off)'):format(tostring(k)), level)
+      error(('Sampler: top_k is %s, expected a whole number >= 1 (nil turns it off)'):format(show_value(k)), level)
    end
    return k
 end
@@ -43,7 +44,7 @@ end
 local function check_top_p(p, level)
    if p == nil or p == false then return 1 end
    if type(p) ~= 'number' or not (p > 0 and p <= 1) then
-      error(('Sampler: top_p is %s, expected a number in (0, 1] (1 turns it off)'):format(tostring(p)), level)
+      error(('Sampler: top_p is %s, expected a number in (0, 1] (1 turns it off)'):format(show_value(p)), level)
    end
    return p
 end

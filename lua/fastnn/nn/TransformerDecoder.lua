@@ -4,6 +4,7 @@
 -- encoder's output, then an optional final LayerNorm `norm` (by default with pre-norm layers).
 --   forward(x, memory, {causal = true, key_padding_mask, memory_key_padding_mask})
 --   x [N, T, width], memory [N, S, width] -> [N, T, width]
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 
@@ -13,7 +14,7 @@ nn.TransformerEncoderLayer._declare('nn.TransformerDecoder', EXTRA)
 
 function Decoder:__init(width, heads, mlp_width, layers, opts)
    if type(layers) ~= 'number' or layers < 1 or layers ~= math.floor(layers) then
-      error(('nn.TransformerDecoder: layers is %s, expected a positive integer'):format(tostring(layers)), 3)
+      error(('nn.TransformerDecoder: layers is %s, expected a positive integer'):format(show_value(layers)), 3)
    end
    local o = nn.TransformerEncoderLayer._options('nn.TransformerDecoder', width, heads, mlp_width, opts, EXTRA)
    opts = opts or {}

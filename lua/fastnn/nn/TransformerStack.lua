@@ -11,6 +11,7 @@
 --   cache:len()                                 -- positions cached so far
 -- forward_cached gives what forward gives for the same positions of the whole sequence.
 -- nn.TransformerEncoder is this class with causal = false.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
@@ -25,7 +26,7 @@ nn.TransformerEncoderLayer._declare('nn.TransformerStack', Stack._EXTRA)
 function Stack:__init(width, heads, mlp_width, layers, opts)
    if type(layers) ~= 'number' or layers < 1 or layers ~= math.floor(layers) then
       error(('%s: layers is %s, expected a positive integer (%s(width, heads, mlp_width, layers, opts))'):format(
-            self:_full_name(), tostring(layers), self:_full_name()), 3)
+            self:_full_name(), show_value(layers), self:_full_name()), 3)
    end
    local o = nn.TransformerEncoderLayer._options(self:_full_name(), width, heads, mlp_width, opts, Stack._EXTRA)
    opts = opts or {}

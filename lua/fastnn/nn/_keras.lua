@@ -10,6 +10,7 @@
 -- beside PyTorch's: strides/stride, dilation_rate/dilation, use_bias/bias, kernel_size, filters.
 -- A spec for M.class: {parse = function(self, ...) (errors at level 4), make = function(self, shape)
 -- -> the inner module, describe = function(self) -> the text inside nn.Name(...)}.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local nn = require 'fastnn.nn'
 local shape = require 'fastnn.keras.shape'
 local activation_fn = require('fastnn.nn._activation').fn
@@ -35,7 +36,7 @@ end
 
 function M.check_count(name, what, v, level)
    if type(v) ~= 'number' or v < 1 or v ~= floor(v) then
-      error(('nn.%s: %s is %s, expected a positive integer'):format(name, what, tostring(v)), level + 1)
+      error(('nn.%s: %s is %s, expected a positive integer'):format(name, what, show_value(v)), level + 1)
    end
    return v
 end

@@ -7,6 +7,7 @@
 -- on shapes alone (output_shape raises the same messages) before any data moves.
 -- Each layer file is one line calling this. Gradients flow through the C ops used
 -- (add, sub, mul, mul_scalar, maximum, minimum, cat).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
@@ -186,7 +187,7 @@ function M.concatenate(name)
       if dim == nil then dim = -1 end
       if type(dim) ~= 'number' or dim ~= floor(dim) or dim == 0 then
          error(('nn.%s: dim is %s, expected a non-zero integer (1-based, negative from the end)'):format(
-            name, tostring(dim)), 3)
+            name, show_value(dim)), 3)
       end
       self.dim = dim
    end

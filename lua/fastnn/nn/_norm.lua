@@ -4,6 +4,7 @@
 --   M.filled(shape, value), M.check_size(layer, what, v, level)
 -- The kernels are core/ops/norm.c (fnn_batch_norm, fnn_group_norm); forward methods call C
 -- directly so that fail() (1 fail, 2 forward, 3 the caller) raises at the user's line.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local C = fnn_tensor.C
@@ -39,14 +40,14 @@ end
 
 local function check_eps(layer, eps)
    if type(eps) ~= 'number' or eps < 0 then
-      error(('nn.%s: eps is %s, expected a non-negative number'):format(layer, tostring(eps)), 5)
+      error(('nn.%s: eps is %s, expected a non-negative number'):format(layer, show_value(eps)), 5)
    end
 end
 
 local function check_momentum(layer, m)
    if m ~= nil and (type(m) ~= 'number' or m < 0 or m > 1) then
       error(('nn.%s: momentum is %s, expected a number in [0, 1] or false (a cumulative average)'):format(
-         layer, tostring(m)), 5)
+         layer, show_value(m)), 5)
    end
 end
 

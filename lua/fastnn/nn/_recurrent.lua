@@ -19,6 +19,7 @@
 -- Parameters per layer k = 0 .. num_layers-1, PyTorch's names and layouts: weight_ih_l<k>
 -- [G*H, in], weight_hh_l<k> [G*H, H], bias_ih_l<k>, bias_hh_l<k> [G*H], G = 4 (LSTM: i, f, g, o),
 -- 3 (GRU: r, z, n) or 1; every one drawn from U(-1/sqrt(H), 1/sqrt(H)) (PyTorch's init).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
@@ -69,11 +70,11 @@ local function read_options(OPTS, who, opts)
    local o = {num_layers = opts.num_layers, bias = opts.bias and opts.use_bias,
               return_sequences = opts.return_sequences, go_backwards = opts.go_backwards, dropout = opts.dropout}
    if not is_size(o.num_layers, 1) then
-      error(('%s: num_layers is %s, expected a positive integer'):format(who, tostring(o.num_layers)), 4)
+      error(('%s: num_layers is %s, expected a positive integer'):format(who, show_value(o.num_layers)), 4)
    end
    local d = o.dropout
    if type(d) ~= 'number' or d ~= d or d < 0 or d >= 1 then
-      error(('%s: dropout is %s, expected a number in [0, 1)'):format(who, tostring(d)), 4)
+      error(('%s: dropout is %s, expected a number in [0, 1)'):format(who, show_value(d)), 4)
    end
    return o
 end
@@ -92,14 +93,14 @@ function M.class(name, kind)
          input_size, hidden_size = opts.input_size, opts.units or opts.hidden_size
          if not is_size(hidden_size, 1) then
             error(('%s: units is %s, expected a positive integer (%s{units = H})'):format(
-               who, tostring(hidden_size), who), 3)
+               who, show_value(hidden_size), who), 3)
          end
       elseif not is_size(hidden_size, 1) then
          error(('%s: hidden_size is %s, expected a positive integer (%s(input_size, hidden_size, {...}))'):format(
-            who, tostring(hidden_size), who), 3)
+            who, show_value(hidden_size), who), 3)
       end
       if input_size ~= nil and not is_size(input_size, 0) then
-         error(('%s: input_size is %s, expected a non-negative integer'):format(who, tostring(input_size)), 3)
+         error(('%s: input_size is %s, expected a non-negative integer'):format(who, show_value(input_size)), 3)
       end
       local o = read_options(OPTS, who, opts)
       rawset(self, '_opts', o)
@@ -132,7 +133,7 @@ function M.class(name, kind)
       if self.input_size == nil then self:_make_params(shape[3])
       elseif shape[3] ~= self.input_size then
          error(('%s: input shape [%s] has %s features, expected %d'):format(self:short_str(),
-            table.concat(shape, ','), tostring(shape[3]), self.input_size), 2)
+            table.concat(shape, ','), show_value(shape[3]), self.input_size), 2)
       end
       return self:output_shape(shape)
    end

@@ -1,4 +1,5 @@
 -- Shared maker of nn.Softmax and nn.LogSoftmax: a layer class `name` running Tensor[method](x, dim).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local Tensor, istype = fnn_tensor.Tensor, fnn_tensor.is_tensor
@@ -14,7 +15,7 @@ return function(name, method)
       if dim == nil then dim = -1 end
       if type(dim) ~= 'number' or dim ~= math.floor(dim) or dim == 0 then
          error(('nn.%s: dim is %s, expected a non-zero integer (1-based, negative from the end)'):format(
-            name, tostring(dim)), 3)
+            name, show_value(dim)), 3)
       end
       self.dim = dim
    end

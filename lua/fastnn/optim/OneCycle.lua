@@ -2,6 +2,7 @@
 -- anneal = 'cos' | 'linear'}) (Smith & Topin; PyTorch's OneCycleLR without momentum cycling):
 -- from max_lr / div_factor up to max_lr over the first pct_start of the steps, then down to
 -- initial / final_div_factor at the last step (step total_steps - 1).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local S = require 'fastnn.optim._schedule'
 local OneCycle = S.class('OneCycle')
 local OPTS = require('fastnn.options').declare('optim.OneCycle', {
@@ -20,7 +21,7 @@ function OneCycle:__init(max_lr, total, opts)
    self.final = self.initial / S.number('OneCycle', 'final_div_factor', opts.final_div_factor, 0)
    self.anneal = opts.anneal
    if self.anneal ~= 'cos' and self.anneal ~= 'linear' then
-      error(("optim.OneCycle: anneal is '%s', expected 'cos' or 'linear'"):format(tostring(self.anneal)), 3)
+      error(("optim.OneCycle: anneal is '%s', expected 'cos' or 'linear'"):format(show_value(self.anneal)), 3)
    end
    -- the step that ends each phase, as PyTorch: pct_start * total - 1, then total - 1
    self.peak = self.pct_start * self.total - 1

@@ -13,6 +13,7 @@
 -- the gradient, PyTorch's default); with `decoupled_weight_decay = true` it is decoupled
 -- (p *= 1 - lr * wd before the update, AdamW's form). update() asks coupled_decay(p, group)
 -- for the coefficient to put into the gradient.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 local C = fnn_tensor.C
@@ -145,7 +146,7 @@ end
 -- shared checks: a number in [lo, hi) (hi_open) or [lo, hi]
 function Optimizer.check_range(cls, what, v, lo, hi, hi_open)
    if type(v) ~= 'number' or v ~= v or v < lo or (hi_open and v >= hi) or (not hi_open and v > hi) then
-      error(('optim.%s: invalid %s %s (expected a number in [%g, %g%s)'):format(cls._name, what, tostring(v), lo, hi,
+      error(('optim.%s: invalid %s %s (expected a number in [%g, %g%s)'):format(cls._name, what, show_value(v), lo, hi,
             hi_open and '' or ']'), 0)
    end
 end
@@ -394,7 +395,7 @@ function Optimizer:load_state(s)
    -- the rest is checked before anything changes (a state from a file is untrusted): a group that
    -- is not a table, or an option of another type than its default, would fail only at the next step
    if s.steps ~= nil and (type(s.steps) ~= 'number' or s.steps < 0 or s.steps ~= math.floor(s.steps)) then
-      error(('optim.%s: load_state: steps is %s, expected a whole number'):format(name, tostring(s.steps)), 2)
+      error(('optim.%s: load_state: steps is %s, expected a whole number'):format(name, show_value(s.steps)), 2)
    end
    for gi = 1, s.groups and #self.groups or 0 do
       local sg = s.groups[gi]
@@ -405,7 +406,7 @@ function Optimizer:load_state(s)
          local d = self.defaults[k]
          if d ~= nil and type(v) ~= type(d) then
             error(('optim.%s: load_state: option %s of group %d is a %s, expected a %s'):format(
-               name, tostring(k), gi, type(v), type(d)), 2)
+               name, show_value(k), gi, type(v), type(d)), 2)
          end
       end
    end

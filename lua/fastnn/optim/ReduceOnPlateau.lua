@@ -4,6 +4,7 @@
 --   sched:step(val_loss)   -- after each evaluation; returns the (possibly reduced) rate
 -- When the metric has not improved for more than `patience` calls, the optimizer's rate is
 -- multiplied by factor (not below min_lr), then `cooldown` calls pass before counting again.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ReduceOnPlateau = {}
 local OPTS = require('fastnn.options').declare('optim.ReduceOnPlateau', {
    {'factor', 'number', 0.1, 'the rate is multiplied by it on a plateau', min = 0, max = 1, max_open = true},
@@ -18,7 +19,7 @@ ReduceOnPlateau.__index = ReduceOnPlateau
 
 local function opt_number(what, v, lo)
    if type(v) ~= 'number' or v ~= v or v < lo then
-      error(('optim.ReduceOnPlateau: %s is %s, expected a number >= %g'):format(what, tostring(v), lo), 3)
+      error(('optim.ReduceOnPlateau: %s is %s, expected a number >= %g'):format(what, show_value(v), lo), 3)
    end
    return v
 end
@@ -38,11 +39,11 @@ setmetatable(ReduceOnPlateau, {__call = function(_, opt, opts)
    self.mode = opts.mode
    self.threshold_mode = opts.threshold_mode
    if self.mode ~= 'min' and self.mode ~= 'max' then
-      error(("optim.ReduceOnPlateau: mode is '%s', expected 'min' or 'max'"):format(tostring(self.mode)), 2)
+      error(("optim.ReduceOnPlateau: mode is '%s', expected 'min' or 'max'"):format(show_value(self.mode)), 2)
    end
    if self.threshold_mode ~= 'rel' and self.threshold_mode ~= 'abs' then
       error(("optim.ReduceOnPlateau: threshold_mode is '%s', expected 'rel' or 'abs'"):format(
-         tostring(self.threshold_mode)), 2)
+         show_value(self.threshold_mode)), 2)
    end
    self.best = self.mode == 'min' and math.huge or -math.huge
    self.bad, self.cooling = 0, 0
@@ -59,7 +60,7 @@ end
 
 function ReduceOnPlateau:step(metric)
    if type(metric) ~= 'number' or metric ~= metric then
-      error(('optim.ReduceOnPlateau: step: metric is %s, expected a number'):format(tostring(metric)), 2)
+      error(('optim.ReduceOnPlateau: step: metric is %s, expected a number'):format(show_value(metric)), 2)
    end
    if self:_improved(metric) then
       self.best, self.bad = metric, 0
