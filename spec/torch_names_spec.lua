@@ -29,10 +29,12 @@ local MODELS = {
                            nn.Flatten(), nn.Linear(4 * 3 * 3, 5))
    end,
    encoder = function() return nn.TransformerEncoderLayer(8, 2, 16, 0.0) end,
+   bilstm = function() return nn.LSTM(3, 4, {num_layers = 2, bidirectional = true}) end,
 }
+local NAMES = {'mlp', 'cnn', 'encoder', 'bilstm'}
 
 describe("load_safetensors {names = 'torch'}", function()
-   for _, name in ipairs{'mlp', 'cnn', 'encoder'} do
+   for _, name in ipairs(NAMES) do
       it('loads PyTorch\'s ' .. name .. ' strictly and gives its outputs within 1e-5', function()
          local m = MODELS[name]()
          local report = fnn.load_safetensors(m, FIX .. name .. '.safetensors', {names = 'torch'})
@@ -40,8 +42,12 @@ describe("load_safetensors {names = 'torch'}", function()
          assert.same({}, report.skipped)
          m:eval()
          local io_ = fnn.load_safetensors(FIX .. name .. '_io.safetensors')
-         local y = fnn.no_grad(function() return m(io_.input) end)
+         local y, state = fnn.no_grad(function() return m(io_.input) end)
          assert.is_true(max_diff(y, io_.output) < 1e-5, name .. ': ' .. max_diff(y, io_.output))
+         if io_.h_n then   -- a recurrent layer's final states, [2 * num_layers, N, H] in PyTorch's order
+            assert.is_true(max_diff(state[1], io_.h_n) < 1e-5, name .. ' h_n')
+            assert.is_true(max_diff(state[2], io_.c_n) < 1e-5, name .. ' c_n')
+         end
       end)
    end
 
@@ -117,13 +123,13 @@ describe("save_safetensors {names = 'torch'} read by PyTorch", function()
    end)
 
    it('gives files load_state_dict(strict=True) accepts, with our outputs', function()
-      for _, name in ipairs{'mlp', 'cnn', 'encoder'} do
+      for _, name in ipairs(NAMES) do
          local m = MODELS[name]()
          fnn.load_safetensors(m, FIX .. name .. '.safetensors', {names = 'torch'})   -- the BatchNorm stats
          for _, p in ipairs(m:parameters()) do p:set(p:tensor() * 0.5 + 0.25) end  -- not PyTorch's values
          m:eval()
          local x = fnn.load_safetensors(FIX .. name .. '_io.safetensors').input
-         local y = fnn.no_grad(function() return m(x) end)
+         local y = fnn.no_grad(function() return (m(x)) end)
          fnn.save_safetensors(m, file(name .. '.safetensors'), {names = 'torch'})
          fnn.save_safetensors({input = x, output = y}, file(name .. '_io.safetensors'))
       end
@@ -138,6 +144,7 @@ models = {
     "cnn": lambda: nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
                                  nn.Flatten(), nn.Linear(4 * 3 * 3, 5)),
     "encoder": lambda: nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True),
+    "bilstm": lambda: nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True),
 }
 for name, make in models.items():
     m = make()
@@ -145,7 +152,10 @@ for name, make in models.items():
     m.eval()
     io = load_file("%s/" + name + "_io.safetensors")
     with torch.no_grad():
-        d = (m(io["input"]) - io["output"]).abs().max().item()
+        y = m(io["input"])
+        if isinstance(y, tuple):
+            y = y[0]
+        d = (y - io["output"]).abs().max().item()
     print(name, d)
 ]]):format(dir, dir))
       f:close()
@@ -153,7 +163,7 @@ for name, make in models.items():
       local out = p:read('*a')
       p:close()
       assert.matches('exit=0', out, out)
-      for _, name in ipairs{'mlp', 'cnn', 'encoder'} do
+      for _, name in ipairs(NAMES) do
          local d = tonumber(out:match(name .. ' (%S+)'))
          assert.is_true(d ~= nil and d < 1e-5, name .. ': ' .. out)
       end
