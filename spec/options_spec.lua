@@ -159,6 +159,19 @@ for _, d in ipairs{1, 2, 3} do
       CASES['nn.SeparableConv' .. d .. 'D'] = {call = function(o) return nn['SeparableConv' .. d .. 'D'](4, 3, o) end}
    end
 end
+CASES['Module:num_parameters'] = {call = function(o) return nn.Linear(2, 2):num_parameters(o) end}
+CASES['fnn.gradcheck'] = {call = function(o)
+   return fnn.gradcheck(function(a) return a * 2 end, {fnn.randn(3)}, o)
+end}
+CASES['GraphBuilder:input'] = {call = function(o) return nn.GraphBuilder():input({4, 3}, o) end}
+CASES['GraphBuilder:add'] = {call = function(o)
+   local g = nn.GraphBuilder()
+   return g:add(nn.Dense(2), {g:input({4, 3})}, o)
+end}
+for _, name in ipairs{'kaiming_uniform', 'kaiming_normal', 'xavier_uniform', 'xavier_normal', 'orthogonal',
+                      'uniform_', 'normal_'} do
+   CASES['init.' .. name] = {call = function(o) return require('fastnn.initializers')[name]({4, 3}, o) end}
+end
 CASES['nn.InstanceNorm'] = {call = function(o) return nn.InstanceNorm(3, o) end}
 CASES['nn.Dropout'] = {call = function(o) return nn.Dropout(0.5, o) end}
 CASES['nn.AlphaDropout'] = {call = function(o) return nn.AlphaDropout(0.5, o) end}
@@ -324,13 +337,9 @@ end)
 
 -- files that take an options table without fastnn.options, with what they read: the debt left
 local UNCHECKED = {
-   ['lua/fastnn/autograd.lua'] = 'gradcheck{eps, atol, rtol}',
-   ['lua/fastnn/initializers.lua'] = 'the initializers (gain, mode, a, ...)',
    ['lua/fastnn/tensor.lua'] = 'tensor constructors {dtype, device}',
    ['lua/fastnn/data/idx.lua'] = 'internal: passes Mnist.load\'s checked options on',
    ['lua/fastnn/keras/progress.lua'] = 'internal: the progress bar of fit',
-   ['lua/fastnn/nn/GraphBuilder.lua'] = 'GraphBuilder:input/add {name}',
-   ['lua/fastnn/nn/Module.lua'] = 'Module:num_parameters{trainable}',
    ['lua/fastnn/nn/TransformerDecoder.lua'] = 'forward(x, memory, opts): passed to the attention',
    ['lua/fastnn/nn/TransformerDecoderLayer.lua'] = 'forward(x, memory, opts): passed to the attention',
    ['lua/fastnn/nn/TransformerEncoderLayer.lua'] = 'forward(x, opts): checked by the attention',

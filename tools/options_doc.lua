@@ -18,7 +18,8 @@ function M.load_all()
          require((f:gsub('^lua/', ''):gsub('%.lua$', ''):gsub('/', '.')))
       end
    end
-   for _, m in ipairs{'fastnn.serialize', 'fastnn.plot', 'fastnn.distributed'} do require(m) end
+   for _, m in ipairs{'fastnn.serialize', 'fastnn.plot', 'fastnn.distributed', 'fastnn.initializers',
+                      'fastnn.autograd'} do require(m) end
 end
 
 -- the sections, in order: a name's first matching prefix places it
@@ -35,9 +36,11 @@ local SECTIONS = {
       and not n:match('OneCycle$') and not n:match('Plateau$') end},
    {'Schedules', function(n) return n:match('^optim%.') ~= nil end},
    {'Data', function(n) return n:match('^data%.') ~= nil end},
-   {'Checkpoints and safetensors', function(n) return n:match('^fnn%.') ~= nil end},
+   {'Checkpoints and safetensors', function(n) return n:match('^fnn%.') ~= nil and n ~= 'fnn.gradcheck' end},
    {'Pictures', function(n) return n:match('^plot%.') ~= nil end},
    {'Distributed', function(n) return n:match('^distributed%.') ~= nil end},
+   {'Modules, graphs and initializers', function(n)
+      return n:match('^Module:') or n:match('^GraphBuilder:') or n:match('^init%.') or n == 'fnn.gradcheck' end},
 }
 
 local function cell(s) return (tostring(s):gsub('|', '\\|'):gsub('\n', ' ')) end
