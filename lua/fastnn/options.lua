@@ -7,7 +7,7 @@
 --   function Linear:__init(inputs, outputs, opts)
 --      local o = OPTS:check(opts, 3)      -- 3: the user's line as seen from here
 --      if o.bias then ... end             -- read only from o: an undeclared name is an error
--- An entry is {name, types, default, doc, values = {...}, min = x, max = y, integer = true, check = fn}:
+-- An entry is {name, types, default, doc, values = {...}, min = x, max = y, check = fn, ...}:
 --   types    'number', 'integer', 'boolean', 'string', 'table', 'function', 'tensor', 'any',
 --            or several joined by '|' ('number|table')
 --   default  filled in when the caller leaves the option out (nil: none; computed defaults say so
