@@ -140,7 +140,7 @@ describe('activation layers', function()
       assert.equals('nn.LeakyReLU(0.01)', tostring(nn.LeakyReLU()))
       assert.matches('activation_spec%.lua:%d+: nn%.LeakyReLU: negative_slope is 0%.1 %(a string%), expected a finite number',
                      err_of(function() nn.LeakyReLU('0.1') end))
-      assert.matches('nn%.LeakyReLU: negative_slope is true %(a boolean%)',
+      assert.matches('nn%.LeakyReLU: negative_slope is true, expected a number',
                      err_of(function() nn.LeakyReLU{negative_slope = true} end))
    end)
 

@@ -75,7 +75,10 @@ describe('fnn.save / fnn.load', function()
          local b = make()
          perturb(b, 2)
          local report = fnn.load(b, file(name .. '.fdl'))
-         assert.same({missing = {}, unexpected = {}, mismatched = {}}, report)
+         assert.same({missing = {}, unexpected = {}, mismatched = {}, skipped = {}},
+                     {missing = report.missing, unexpected = report.unexpected, mismatched = report.mismatched,
+                      skipped = report.skipped})
+         assert.equals(#a:named_parameters() + #a:named_buffers(), #report.loaded)
          assert_same(snapshot(a), snapshot(b), name)
       end)
    end

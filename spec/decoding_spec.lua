@@ -321,7 +321,7 @@ describe('nn.Sampler', function()
       assert.matches('Sampler: top_p is 1.5, expected', err_of(function() s:top_p(1.5) end))
       assert.matches('Sampler: temperature is %-?nan', err_of(function() s:temperature(0 / 0) end))
       assert.matches('Sampler: temperature is inf', err_of(function() s:temperature(inf) end))
-      assert.matches('Sampler: unknown option topk', err_of(function() local _ = nn.Sampler{topk = 3} end))
+      assert.matches("Sampler: unknown option 'topk' %(options: top_k, ", err_of(function() local _ = nn.Sampler{topk = 3} end))
       -- logits
       line = debug.getinfo(1, 'l').currentline + 1
       err = err_of(function() local _ = s:sample(fnn.zeros(2, 5)) end)
@@ -567,7 +567,7 @@ describe('nn.BeamSearch', function()
                      err_of(function() local _ = nn.BeamSearch{eos = 0} end))
       assert.matches('BeamSearch: length_penalty is %-?nan, expected a finite number',
                      err_of(function() local _ = nn.BeamSearch{length_penalty = 0 / 0} end))
-      assert.matches('BeamSearch: unknown option beam_width',
+      assert.matches("BeamSearch: unknown option 'beam_width' %(options: ",
                      err_of(function() local _ = nn.BeamSearch{beam_width = 3} end))
       local bs = nn.BeamSearch{width = 2, max_len = 5, eos = 3}
       -- a step whose vocabulary changes after the first call

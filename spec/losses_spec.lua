@@ -256,7 +256,7 @@ describe('cross_entropy', function()
                      err_of(function() local l = nn.cross_entropy(logits, ids, {weight = {1, 2, 3}}); return l end))
       assert.matches(HERE .. 'cross_entropy: label_smoothing 1%.5 is outside %[0, 1%]',
                      err_of(function() local l = nn.cross_entropy(logits, ids, {label_smoothing = 1.5}); return l end))
-      assert.matches(HERE .. "cross_entropy: unknown option 'smoothing' %(expected ignore_index, label_smoothing, reduction, weight%)",
+      assert.matches(HERE .. "cross_entropy: unknown option 'smoothing' %(options: label_smoothing, ignore_index, reduction, weight%)",
                      err_of(function() local l = nn.cross_entropy(logits, ids, {smoothing = 0.1}); return l end))
       assert.matches(HERE .. "cross_entropy: reduction 'avg' is not one of 'mean', 'sum', 'none'",
                      err_of(function() local l = nn.cross_entropy(logits, ids, {reduction = 'avg'}); return l end))
@@ -729,8 +729,8 @@ describe('loss objects', function()
    end)
 
    it('refuse unknown options and reductions when made, bad inputs when called, at the caller\'s line', function()
-      assert.matches(HERE .. "nn.CrossEntropyLoss: unknown option 'smoothing' %(expected weight, ignore_index, "
-                     .. 'label_smoothing, reduction%)',
+      assert.matches(HERE .. "nn.CrossEntropyLoss: unknown option 'smoothing' %(options: label_smoothing, ignore_index, "
+                     .. 'reduction, weight%)',
                      err_of(function() local c = nn.CrossEntropyLoss{smoothing = 0.1}; return c end))
       assert.matches(HERE .. "nn.MSELoss: reduction 'avg' is not one of 'mean', 'sum', 'none'",
                      err_of(function() local c = nn.MSELoss{reduction = 'avg'}; return c end))

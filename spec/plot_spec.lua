@@ -242,10 +242,10 @@ describe('plot.image_grid', function()
       assert.matches('plot_spec%.lua:%d+: plot%.image_grid: images must be %[N,H,W%], %[N,1,H,W%] or %[N,3,H,W%], got %[2,3%]',
                      err{path = tmp('e.png'), images = fnn.ones(2, 3)})
       assert.matches('got %[2,2,4,4%]', err{path = tmp('e.png'), images = fnn.ones(2, 2, 4, 4)})
-      assert.matches('plot%.image_grid: images must be a tensor', err{path = tmp('e.png'), images = {1, 2}})
+      assert.matches('plot%.image_grid: images is a table {1, 2}, expected a tensor', err{path = tmp('e.png'), images = {1, 2}})
       assert.matches('plot%.image_grid: no path given', err{images = fnn.ones(1, 2, 2)})
       assert.matches('plot%.image_grid: range must be {lo, hi}', err{path = tmp('e.png'), images = fnn.ones(1, 2, 2), range = {1, 0}})
-      assert.matches('plot%.image_grid: nrow must be a positive whole number', err{path = tmp('e.png'), images = fnn.ones(1, 2, 2), nrow = 0})
+      assert.matches('plot%.image_grid: nrow is 0, expected a positive integer', err{path = tmp('e.png'), images = fnn.ones(1, 2, 2), nrow = 0})
    end)
 end)
 

@@ -313,7 +313,7 @@ describe('nn.LSTM, nn.GRU, nn.SimpleRNN', function()
                      err_of(function() local _ = nn.LSTM(3, 4, {num_layers = 0}) end))
       assert.matches('recurrent_spec.lua:%d+: nn%.GRU: dropout is 1',
                      err_of(function() local _ = nn.GRU(3, 4, {dropout = 1}) end))
-      assert.matches('recurrent_spec.lua:%d+: nn%.GRU: unknown option hiden',
+      assert.matches("recurrent_spec.lua:%d+: nn%.GRU: unknown option 'hiden' %(options: hidden_size, ",
                      err_of(function() local _ = nn.GRU(3, 4, {hiden = 2}) end))
    end)
 
@@ -403,10 +403,81 @@ describe('nn.Bidirectional', function()
    it('refuses a layer that is not recurrent and an unknown merge', function()
       assert.matches('recurrent_spec.lua:%d+: nn%.Bidirectional: layer is nn%.Linear%(3 %-> 2%), expected',
                      err_of(function() local _ = nn.Bidirectional(nn.Linear(3, 2)) end))
-      assert.matches("recurrent_spec.lua:%d+: nn%.Bidirectional: merge is max, expected 'concat'",
+      assert.matches("recurrent_spec.lua:%d+: nn%.Bidirectional: merge 'max' is not one of 'concat'",
                      err_of(function() local _ = nn.Bidirectional(nn.LSTM(3, 2), {merge = 'max'}) end))
       local bi = nn.Bidirectional(nn.LSTM(3, 2))
       assert.matches('recurrent_spec.lua:%d+: Bidirectional%[forward%] nn%.LSTM%(3 %-> 2%): input %[1,2,4%] has 4 features, expected 3',
                      err_of(function() local _ = bi(fnn.zeros(1, 2, 4)) end))
+   end)
+end)
+
+describe('bidirectional = true (PyTorch\'s form)', function()
+   -- each layer: the forward pass, and the backward pass put back in the input's step order,
+   -- concatenated per step; layer k + 1 reads both (the naive layer above, twice per layer)
+   local function naive_bi(m, x)
+      local kind = KIND[m._name]
+      local input = x:to_table()
+      local hs, cs = {}, {}
+      for k = 0, m.num_layers - 1 do
+         local halves = {}
+         for d, sfx in ipairs{'', '_reverse'} do
+            local b1, b2 = m['bias_ih_l' .. k .. sfx], m['bias_hh_l' .. k .. sfx]
+            local p = {wi = m['weight_ih_l' .. k .. sfx]:tensor():to_table(),
+                       wh = m['weight_hh_l' .. k .. sfx]:tensor():to_table(),
+                       bi = b1 and b1:tensor():to_table(), bh = b2 and b2:tensor():to_table()}
+            local outs, h, c = naive_layer(kind, input, p, nil, nil, d == 2)
+            halves[d] = d == 2 and reversed(outs) or outs
+            hs[#hs + 1], cs[#cs + 1] = h, c
+         end
+         local joined = {}
+         for n = 1, #halves[1] do
+            joined[n] = {}
+            for s = 1, #halves[1][n] do
+               local row = {}
+               for _, v in ipairs(halves[1][n][s]) do row[#row + 1] = v end
+               for _, v in ipairs(halves[2][n][s]) do row[#row + 1] = v end
+               joined[n][s] = row
+            end
+         end
+         input = joined
+      end
+      return input, hs, cs
+   end
+
+   for _, name in ipairs{'LSTM', 'GRU', 'SimpleRNN'} do
+      it(name .. ': outputs [N, T, 2H] and states [2L, N, H] as a naive pass in both directions', function()
+         fnn.manual_seed(23)
+         local m = nn[name](3, 4, {num_layers = 2, bidirectional = true})
+         local x = fnn.randn(2, 5, 3)
+         local y, state = m(x)
+         assert.same({2, 5, 8}, y:shape())
+         local outs, hs, cs = naive_bi(m, x)
+         approx(flat(outs), y, 1e-5)
+         local h = name == 'LSTM' and state[1] or state
+         assert.same({4, 2, 4}, h:shape())
+         approx(flat(hs), h, 1e-5)
+         if name == 'LSTM' then approx(flat(cs), state[2], 1e-5) end
+         -- the last layer's two final states without return_sequences; gradients reach both directions
+         local last = nn[name](3, 4, {num_layers = 2, bidirectional = true, return_sequences = false})
+         for _, pair in ipairs(m:named_parameters()) do last[pair[1]]:set(pair[2]:tensor()) end
+         local z = last(x)
+         assert.same({2, 8}, z:shape())
+         approx(flat(fnn.cat({h:select(1, 3), h:select(1, 4)}, 2):to_table()), z, 1e-6)
+         z:sum():backward()
+         assert.is_not_nil(last.weight_hh_l1_reverse:grad())
+      end)
+   end
+
+   it('names its parameters as PyTorch and refuses go_backwards with it and nn.Bidirectional around it', function()
+      local m = nn.GRU(3, 2, {bidirectional = true})
+      local names = {}
+      for _, p in ipairs(m:named_parameters()) do names[#names + 1] = p[1] end
+      assert.same({'weight_ih_l0', 'weight_hh_l0', 'bias_ih_l0', 'bias_hh_l0', 'weight_ih_l0_reverse',
+                   'weight_hh_l0_reverse', 'bias_ih_l0_reverse', 'bias_hh_l0_reverse'}, names)
+      assert.equals('nn.GRU(3 -> 2, bidirectional)', tostring(m))
+      assert.matches('recurrent_spec.lua:%d+: nn%.GRU: go_backwards and bidirectional together',
+                     err_of(function() local _ = nn.GRU(3, 2, {bidirectional = true, go_backwards = true}) end))
+      assert.matches('nn%.Bidirectional wraps a one%-way layer',
+                     err_of(function() local _ = nn.Bidirectional(m) end))
    end)
 end)

@@ -145,7 +145,7 @@ describe('data.TextDataset', function()
       assert.has_error(function() data.TextDataset('abcdef', 0, {text = true}) end,
                        'TextDataset: context is 0, expected a positive integer')
       assert.has_error(function() data.TextDataset('abcdef', 2, {text = true, stride = 0}) end,
-                       'TextDataset: stride is 0, expected a positive integer')
+                       'data.TextDataset: stride is 0, expected a positive integer')
       assert.has_error(function() data.TextDataset('/nonexistent/input.txt', 8) end,
                        "TextDataset: cannot open '/nonexistent/input.txt' (pass {text = true} to use the string itself as the text)")
       local ds = data.TextDataset('abcabc', 2, {text = true})

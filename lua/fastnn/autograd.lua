@@ -112,9 +112,14 @@ end
 -- The output is projected on fixed weights w (loss = sum(w * y)), so every
 -- output element takes part; sums are taken in Lua doubles.
 -- Returns true, or false and a report naming the input and element.
+local GRADCHECK = require('fastnn.options').declare('fnn.gradcheck', {
+   {'eps', 'number', 1e-3, 'the finite-difference step', min = 0, min_open = true},
+   {'atol', 'number', 1e-2, 'absolute tolerance', min = 0},
+   {'rtol', 'number', 1e-2, 'relative tolerance', min = 0},
+})
 function M.gradcheck(fn, inputs, opts)
-   opts = opts or {}
-   local eps, atol, rtol = opts.eps or 1e-3, opts.atol or 1e-2, opts.rtol or 1e-2
+   opts = GRADCHECK:check(opts, 2)
+   local eps, atol, rtol = opts.eps, opts.atol, opts.rtol
    local first = function(y) return y end
    local function eval(values)
       return first(M.no_grad(fn, unpack(values, 1, #inputs)))

@@ -5,6 +5,7 @@
 -- A Device prints as 'cpu' or 'cuda:<ordinal>'; ordinals are 0-based, as in CUDA.
 -- Device.cuda(i) returns nil and the reason when this build has no CUDA backend
 -- or the machine has no GPU i; mixing devices in one op is an error, never a copy.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
@@ -40,7 +41,7 @@ function Device.cpu() return device_of(CPU * 256) end
 -- how many devices of a kind this build and machine have ('cuda' or 'cpu')
 function Device.count(kind)
    if kind ~= 'cuda' and kind ~= 'cpu' then
-      error(("Device.count: kind is %s, expected 'cuda' or 'cpu'"):format(tostring(kind)), 2)
+      error(("Device.count: kind is %s, expected 'cuda' or 'cpu'"):format(show_value(kind)), 2)
    end
    return C.fnn_device_count(kind == 'cuda' and CUDA or CPU)
 end
@@ -60,7 +61,7 @@ end
 function Device.cuda(i)
    i = i or 0
    if type(i) ~= 'number' or i ~= floor(i) or i < 0 or i > 255 then
-      error(('Device.cuda: ordinal is %s, expected an integer 0..255'):format(tostring(i)), 2)
+      error(('Device.cuda: ordinal is %s, expected an integer 0..255'):format(show_value(i)), 2)
    end
    local why = cuda_unavailable(i)
    if why then return nil, ('cuda:%d is not available: %s'):format(i, why) end

@@ -22,6 +22,7 @@
 -- every rank end cleanly. An uncaught error: the fastnn-lua launcher prints it and calls
 -- distributed._abort_on_error, which MPI_Aborts the whole job instead of leaving the others
 -- waiting in a collective; os.exit with a failure code on one rank aborts the job the same way.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn = require 'fastnn'
@@ -215,13 +216,25 @@ local function numel(x) return tonumber(C.fnn_tensor_numel(x)) end
 -- ---------------------------------------------------------------------------
 -- collectives
 
+local options = require 'fastnn.options'
+local ALL_REDUCE_OPTS = options.declare('distributed.all_reduce', {
+   {'op', 'string', 'sum', "'sum', 'mean', 'max' or 'min' over the ranks", values = {'sum', 'mean', 'max', 'min'}},
+})
+local DDP_OPTS = options.declare('distributed.DataParallel', {
+   {'bucket_mb', 'number', 25, 'megabytes of gradients averaged per call', min = 0, min_open = true},
+})
+
 local function op_of(fname, opts)
    local name = opts
-   if type(opts) == 'table' then name = opts.op end
+   if type(opts) == 'table' then
+      local msg, o = ALL_REDUCE_OPTS:try(opts)
+      if msg then raise(msg) end
+      name = o.op
+   end
    if name == nil then name = 'sum' end
    local code = OPS[name]
    if code == nil then
-      raise(('%s: op is %s, expected one of sum, mean, max, min'):format(fname, tostring(name)))
+      raise(('%s: op is %s, expected one of sum, mean, max, min'):format(fname, show_value(name)))
    end
    return code, name
 end
@@ -247,7 +260,7 @@ M.broadcast = public(function(t, root)
    local x = check_tensor('broadcast', t)
    root = root or 0
    if type(root) ~= 'number' or root ~= math.floor(root) or root < 0 or root >= world.size then
-      raise(('broadcast: root is %s, expected a rank 0..%d'):format(tostring(root), world.size - 1))
+      raise(('broadcast: root is %s, expected a rank 0..%d'):format(show_value(root), world.size - 1))
    end
    if lib == nil then return x end
    check_same('broadcast', x)
@@ -306,11 +319,11 @@ end
 M.DataParallel = public(function(model, opts)
    ensure()
    model_of('DataParallel', model)
-   opts = opts or {}
-   if type(opts) ~= 'table' then raise('DataParallel: options must be a table, got a ' .. type(opts)) end
-   local mb = opts.bucket_mb or 25
+   local msg, o = DDP_OPTS:try(opts)
+   if msg then raise(msg) end
+   local mb = o.bucket_mb
    if type(mb) ~= 'number' or not (mb > 0) then
-      raise(('DataParallel: bucket_mb is %s, expected a positive number of megabytes'):format(tostring(mb)))
+      raise(('DataParallel: bucket_mb is %s, expected a positive number of megabytes'):format(show_value(mb)))
    end
    local self = setmetatable({module = model, bucket_mb = mb, _bucket_bytes = mb * 2^20, _last_buckets = 0},
                              DataParallel)

@@ -43,9 +43,36 @@ local FH = font.height
 -- caller's line; anything else (a bug here) keeps its own position
 local function bad(op, fmt, ...) error({msg = op .. ': ' .. fmt:format(...)}, 0) end
 
+-- each picture's options, declared once (docs/options.md); impl reads only what check returns
+local options = require 'fastnn.options'
+local PATH = {'path', 'string', nil, 'the PNG file written', default_doc = 'required'}
+local TITLE = {'title', 'any', nil, 'a title above the picture'}
+local XLABEL, YLABEL = {'xlabel', 'any', nil, 'the x axis label'}, {'ylabel', 'any', nil, 'the y axis label'}
+local RANGE = {'range', 'table', nil, '{lo, hi} mapped to the ends of the scale', default_doc = 'the data\'s min..max'}
+local XY = {PATH, {'series', 'table', nil, 'an array of {name =, x =, y =} (x: 1..n when left out)', default_doc = 'required'},
+            TITLE, XLABEL, YLABEL,
+            {'width', 'integer', 640, 'pixels', min = 1}, {'height', 'integer', 400, 'pixels', min = 1},
+            {'logy', 'boolean', false, 'a log10 y axis (points <= 0 skipped)'},
+            {'legend', 'string|boolean', 'best', "'best' (the corner covering the fewest points), 'upper right', "
+             .. "'upper left', 'lower left', 'lower right' or false"}}
+local DECL = {
+   ['plot.line'] = XY, ['plot.scatter'] = XY,
+   ['plot.image_grid'] = {PATH, {'images', 'tensor', nil, '[N,H,W], [N,1,H,W] or [N,3,H,W]', default_doc = 'required'},
+      {'nrow', 'integer', 8, 'images per row', min = 1}, {'scale', 'integer', 1, 'pixel repeat', min = 1}, RANGE,
+      {'padding', 'integer', 2, 'pixels between and around the images', min = 0},
+      {'pad_value', 'number', 1, 'the padding\'s shade, 0..1 of the range (1: white)'}, TITLE},
+   ['plot.heatmap'] = {PATH, {'matrix', 'any', nil, '[R,C]: a tensor or a table of rows', default_doc = 'required'},
+      {'row_labels', 'table', nil, 'R strings'}, {'col_labels', 'table', nil, 'C strings'},
+      {'annotate', 'boolean', true, 'print each value in its cell when it fits'},
+      {'cell', 'integer', nil, 'pixels per cell', min = 1, default_doc = 'from the matrix size'}, RANGE,
+      TITLE, XLABEL, YLABEL},
+}
+for op, entries in pairs(DECL) do DECL[op] = options.declare(op, entries) end
+
 local function public(op, impl)
    return function(opts, ...)
       if type(opts) ~= 'table' then error(op .. ': expected a table of options, got ' .. type(opts), 2) end
+      opts = DECL[op]:check(opts, 2)
       local r = {pcall(impl, op, opts, ...)}
       if r[1] then return r[2], r[3] end
       if type(r[2]) == 'table' and r[2].msg then error(r[2].msg, 2) end

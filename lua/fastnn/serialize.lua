@@ -12,6 +12,7 @@
 -- (JSON) and a CRC-32 of every tensor and of the header. docs/checkpoint-format.md has the layout.
 -- Saves are atomic (temporary file, fsync, rename, fsync of the directory); a failed save raises
 -- and leaves the earlier file. A load reads and checks everything before it changes anything.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local json = require 'fastnn.json'
@@ -33,10 +34,67 @@ local function last_error() return ffi.string(C.fnn_last_error()) end
 
 local public = require 'fastnn.public'
 
+-- the options of each function, declared once (docs/options.md); each reads only what check returns
+local options = require 'fastnn.options'
+local E = {
+   dtype = {'dtype', 'string', 'F32', "the float type written: 'F32', 'F16' or 'BF16'"},
+   metadata = {'metadata', 'table', nil, 'string keys and string (or number) values stored in the header'},
+   strict = {'strict', 'boolean', true, 'refuse a missing, unexpected or mis-shaped tensor (false: load what matches '
+             .. 'and return {loaded, skipped, missing, unexpected, mismatched})'},
+   schedule = {'schedule', 'any', nil, 'a schedule whose state is saved (or restored) too'},
+   loader = {'loader', 'any', nil, 'a DataLoader whose position and stream are saved (or restored) too'},
+   checksums = {'checksums', 'boolean', true, "store fastnn's CRC-32s and version in the header (false: a plain file)"},
+   names = {'names', 'string', 'fastnn', "'fastnn' (Sequential children from 1) or 'torch' (PyTorch's state_dict "
+            .. 'names: children from 0)', values = {'fastnn', 'torch'}},
+   rename = {'rename', 'table|function', nil, "our name (after `names`) -> the file's: a table, or a function "
+             .. 'returning the new name (nil keeps it)'},
+}
+local DECL = {}
+for op, keys in pairs{save = {'dtype', 'metadata'}, load = {'strict'},
+                      save_training = {'dtype', 'metadata', 'schedule', 'loader'},
+                      load_training = {'schedule', 'loader'},
+                      save_safetensors = {'dtype', 'metadata', 'checksums', 'names', 'rename'},
+                      load_safetensors = {'strict', 'names', 'rename'}} do
+   local list = {}
+   for i, k in ipairs(keys) do list[i] = E[k] end
+   DECL[op] = options.declare('fnn.' .. op, list)
+end
+
 local function check_opts(op, opts)
-   if opts == nil then return {} end
-   if type(opts) ~= 'table' then raise(('%s: options must be a table, got a %s'):format(op, type(opts))) end
-   return opts
+   local msg, o = DECL[op]:try(opts)
+   if msg then raise(msg) end
+   return o
+end
+
+-- PyTorch's name of one of ours: a container's children count from 0 there (Sequential, ModuleList)
+local function torch_name(name)
+   return (name:gsub('%f[^.%z](%d+)%f[.%z]', function(d) return tostring(tonumber(d) - 1) end))
+end
+
+-- each entry's name in the file (en.file), by opts.names and opts.rename; two entries may not share one
+local function file_names(op, entries, opts)
+   local used, rename = {}, opts.rename
+   for _, en in ipairs(entries) do
+      local n = en.name
+      if opts.names == 'torch' then n = torch_name(n) end
+      if type(rename) == 'table' then
+         local r = rename[n]
+         if r ~= nil and type(r) ~= 'string' then
+            raise(('%s: rename[%s] is %s, expected a name'):format(op, n, options.describe(r)))
+         end
+         n = r or n
+      elseif rename ~= nil then
+         local r = rename(n)
+         if r ~= nil and type(r) ~= 'string' then
+            raise(('%s: rename(%s) returned %s, expected a name or nil'):format(op, n, options.describe(r)))
+         end
+         n = r or n
+      end
+      if used[n] then raise(('%s: %s and %s would both be named %s in the file'):format(op, used[n], en.name, n)) end
+      used[n] = en.name
+      en.file = n
+   end
+   return entries
 end
 
 local function check_path(op, path)
@@ -220,26 +278,34 @@ end
 
 -- the plan: {entry, file entry} pairs to load; the report: what does not match
 local function match(op, f, entries, skip, strict)
-   local report = {missing = {}, unexpected = {}, mismatched = {}}
+   -- names are the file's (en.file when names or rename changed them); loaded and skipped say what
+   -- a {strict = false} load did: skipped = unexpected and mismatched tensors of the file
+   local report = {missing = {}, unexpected = {}, mismatched = {}, loaded = {}, skipped = {}}
    local plan, seen = {}, {}
    for _, en in ipairs(entries) do
-      local fe = not skip[en.name] and f.by_name[en.name] or nil
+      local name = en.file or en.name
+      local fe = not skip[name] and f.by_name[name] or nil
       if fe == nil then
-         report.missing[#report.missing + 1] = en.name
+         report.missing[#report.missing + 1] = name
       else
-         seen[en.name] = true
+         seen[name] = true
          local cur = current(en)
          local want, got = shape_str(cur), fe.shape_s
          if want ~= got or fe.dtype ~= cur:dtype() then
             report.mismatched[#report.mismatched + 1] = ('%s is %s %s in the file, %s %s in the model'):format(
-               en.name, fe.st_name, got, cur:dtype(), want)
+               name, fe.st_name, got, cur:dtype(), want)
+            report.skipped[#report.skipped + 1] = name
          else
             plan[#plan + 1] = {entry = en, file = fe, current = cur}
+            report.loaded[#report.loaded + 1] = name
          end
       end
    end
    for _, fe in ipairs(f.entries) do
-      if not skip[fe.name] and not seen[fe.name] then report.unexpected[#report.unexpected + 1] = fe.name end
+      if not skip[fe.name] and not seen[fe.name] then
+         report.unexpected[#report.unexpected + 1] = fe.name
+         report.skipped[#report.skipped + 1] = fe.name
+      end
    end
    if strict and (#report.missing > 0 or #report.unexpected > 0 or #report.mismatched > 0) then
       local parts = {}
@@ -288,7 +354,7 @@ end
 local function entries_to_lists(op, entries)
    local names, tensors = {}, {}
    for i, en in ipairs(entries) do
-      names[i] = en.name
+      names[i] = en.file or en.name
       tensors[i] = current(en)
    end
    return names, tensors
@@ -298,7 +364,7 @@ local function float_dtype(op, opts)
    local d = opts.dtype or 'F32'
    local code = ST_CODE[d]
    if code == nil or code == 1 or code > 3 then
-      raise(("%s: dtype is %s, expected 'F32', 'F16' or 'BF16'"):format(op, tostring(d)))
+      raise(("%s: dtype is %s, expected 'F32', 'F16' or 'BF16'"):format(op, show_value(d)))
    end
    return code
 end
@@ -315,6 +381,7 @@ end
 local function load_into(op, model, path, opts)
    opts = check_opts(op, opts)
    local entries = model_entries(op, model)
+   if op == 'load_safetensors' then file_names(op, entries, opts) end
    return with_file(op, path, function(f)
       check_version(op, f)
       local kind, skip = f.meta['fdl.kind'], {}
@@ -435,7 +502,7 @@ end
 
 local function check_step(op, step)
    if type(step) ~= 'number' or step ~= math.floor(step) or step < 0 or step >= 2^53 then
-      raise(('%s: step is %s, expected a whole number >= 0'):format(op, tostring(step)))
+      raise(('%s: step is %s, expected a whole number >= 0'):format(op, show_value(step)))
    end
 end
 
@@ -487,7 +554,7 @@ local function load_training_impl(model, opt, path, opts)
       local state, refs = training_state(op, f)
       local step = tonumber(f.meta['fdl.step'])
       if not step or step ~= math.floor(step) or step < 0 then
-         raise(('%s: %s: fdl.step is %s, expected a whole number'):format(op, path, tostring(f.meta['fdl.step'])))
+         raise(('%s: %s: fdl.step is %s, expected a whole number'):format(op, path, show_value(f.meta['fdl.step'])))
       end
       local saved = state.optimizer
       local mine = opt:state()
@@ -545,8 +612,11 @@ local function save_safetensors_impl(obj, path, opts)
    check_path(op, path)
    local names, tensors = {}, {}
    if is_module(obj) then
-      names, tensors = entries_to_lists(op, model_entries(op, obj))
+      names, tensors = entries_to_lists(op, file_names(op, model_entries(op, obj), opts))
    elseif type(obj) == 'table' then
+      if opts.names ~= 'fastnn' or opts.rename ~= nil then
+         raise(('%s: names and rename apply to a module; a table of tensors is written under its own names'):format(op))
+      end
       if #obj > 0 then        -- {{name, tensor}, ...} in this order
          for i, pair in ipairs(obj) do
             if type(pair) ~= 'table' or type(pair[1]) ~= 'string' or not is_tensor(pair[2]) then
@@ -557,7 +627,7 @@ local function save_safetensors_impl(obj, path, opts)
       else                    -- {name = tensor}, written in name order
          for k, v in pairs(obj) do
             if type(k) ~= 'string' or not is_tensor(v) then
-               raise(('%s: %s = %s: expected name = tensor entries'):format(op, tostring(k), type(v)))
+               raise(('%s: %s = %s: expected name = tensor entries'):format(op, show_value(k), type(v)))
             end
             names[#names + 1] = k
          end

@@ -5,6 +5,7 @@
 --
 -- This module holds the metatype, the helpers every op binding uses (new,
 -- done, fail, dim and shape conversion), creation, inspection and printing.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local C = require 'fastnn.C'
 
@@ -135,7 +136,7 @@ local function parse_shape(op, allow_infer, first, ...)
    for i = 1, n do
       local v = list[i]
       if type(v) ~= 'number' or v ~= floor(v) or (v < 0 and not (allow_infer and v == -1)) then
-         error(('%s: size %d is %s, expected a non-negative integer'):format(op, i, tostring(v)), 3)
+         error(('%s: size %d is %s, expected a non-negative integer'):format(op, i, show_value(v)), 3)
       end
       span = span * math.max(v, 1)
       if span >= 2^62 then
@@ -169,7 +170,7 @@ local function dtype_of(op, opts)
    if opts == nil or opts.dtype == nil then return 0 end
    local code = DTYPE_CODE[opts.dtype]
    if code == nil then
-      error(("%s: dtype is %s, expected 'float32' or 'int64'"):format(op, tostring(opts.dtype)), 3)
+      error(("%s: dtype is %s, expected 'float32' or 'int64'"):format(op, show_value(opts.dtype)), 3)
    end
    return code
 end
@@ -304,7 +305,7 @@ end
 -- randperm(n): an int64 permutation of 1..n
 function M.randperm(n)
    local out = new()
-   if type(n) ~= 'number' or n ~= floor(n) then error('randperm: expected a whole count, got ' .. tostring(n), 2) end
+   if type(n) ~= 'number' or n ~= floor(n) then error('randperm: expected a whole count, got ' .. show_value(n), 2) end
    if C.fnn_randperm(out, n) ~= 0 then fail() end
    return done(out)
 end

@@ -65,8 +65,16 @@ end
 
 local function trim(s) return (s:gsub('^%s+', ''):gsub('%s+$', '')) end
 
+local OPTS = require('fastnn.options').declare('data.CsvDataset', {
+   {'target_columns', 'table|string|integer', nil, 'names (with a header) or 1-based positions (negative from the end)',
+    default_doc = 'the last column'},
+   {'header', 'boolean', true, 'the first line names the columns'},
+   {'delimiter', 'string', ',', 'the field separator, one character'},
+   {'missing', 'number', nil, 'the value of an empty field (0/0 for NaN)', default_doc = 'an error'},
+})
+
 setmetatable(CsvDataset, {__index = TensorDataset, __call = function(_, path, opts)
-   opts = opts or {}
+   opts = OPTS:check(opts, 2)
    if type(path) ~= 'string' then error('CsvDataset: expected a path', 2) end
    local delim = opts.delimiter or ','
    if type(delim) ~= 'string' or #delim ~= 1 then error('CsvDataset: delimiter must be one character', 2) end

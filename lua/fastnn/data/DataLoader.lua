@@ -26,6 +26,7 @@
 --       (per-item shapes, target_shape {} for a scalar, nil for none): slots are
 --       float* into the batch buffer, item-sized, row-major, written at [0 .. numel-1]
 --   get(i) -> input, target (tensors, numbers or nested tables), stacked per batch
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn_tensor = require 'fastnn.tensor'
@@ -37,7 +38,17 @@ local parse_device = require('fastnn.device').parse
 local DataLoader = {}
 DataLoader.__index = DataLoader
 
-setmetatable(DataLoader, {__call = function(_, ds, batch_size)
+-- the options table is the chained setters' shorthand: DataLoader(ds, 32, {shuffle = true, seed = 7})
+local OPTS = require('fastnn.options').declare('data.DataLoader', {
+   {'shuffle', 'boolean', false, 'a new permutation each pass (as :shuffle())'},
+   {'drop_last', 'boolean', false, 'leave out a last batch smaller than the batch size (as :drop_last())'},
+   {'seed', 'number', nil, "the loader's own shuffle stream (as :seed(n)); none: fastnn's random source"},
+   {'prefetch', 'integer|boolean', 0, 'batches a C thread keeps ready, 0..1024 (as :prefetch(k); true: 2)',
+    min = 0, max = 1024},
+   {'device', 'any', nil, "move each batch there: a Device, 'cpu', 'cuda' or 'cuda:<n>' (as :to_device(d))"},
+})
+
+setmetatable(DataLoader, {__call = function(_, ds, batch_size, opts)
    if type(ds) ~= 'table' or type(ds.len) ~= 'function' then
       error('DataLoader: expected a dataset (a table with len() and get(i), write(...) or take(...))', 2)
    end
@@ -46,10 +57,14 @@ setmetatable(DataLoader, {__call = function(_, ds, batch_size)
    end
    batch_size = batch_size or 1
    if type(batch_size) ~= 'number' or batch_size < 1 or batch_size ~= floor(batch_size) then
-      error(('DataLoader: batch size is %s, expected a positive integer'):format(tostring(batch_size)), 2)
+      error(('DataLoader: batch size is %s, expected a positive integer'):format(show_value(batch_size)), 2)
    end
-   return setmetatable({dataset = ds, batch_size = batch_size, _shuffle = false, _drop_last = false,
-                        _rng = nil, _device = nil, _prefetch = 0}, DataLoader)
+   local o = OPTS:check(opts, 2)
+   local self = setmetatable({dataset = ds, batch_size = batch_size, _shuffle = o.shuffle, _drop_last = o.drop_last,
+                              _rng = nil, _device = o.device, _prefetch = 0}, DataLoader)
+   if o.seed ~= nil then self:seed(o.seed) end
+   if o.prefetch ~= 0 then self:prefetch(o.prefetch) end
+   return self
 end})
 
 function DataLoader:shuffle(on)
@@ -96,7 +111,7 @@ function DataLoader:prefetch(k)
    if k == nil or k == true then k = 2 end
    if k == false then k = 0 end
    if type(k) ~= 'number' or k < 0 or k > 1024 or k ~= floor(k) then
-      error(('DataLoader:prefetch: depth is %s, expected an integer 0..1024'):format(tostring(k)), 2)
+      error(('DataLoader:prefetch: depth is %s, expected an integer 0..1024'):format(show_value(k)), 2)
    end
    self._prefetch = k
    return self
@@ -118,11 +133,11 @@ end
 -- process at batch world*B over the same permutation.
 function DataLoader:shard(rank, world)
    if type(world) ~= 'number' or world < 1 or world ~= floor(world) then
-      error(('DataLoader:shard: world size is %s, expected a positive integer'):format(tostring(world)), 2)
+      error(('DataLoader:shard: world size is %s, expected a positive integer'):format(show_value(world)), 2)
    end
    if type(rank) ~= 'number' or rank < 0 or rank >= world or rank ~= floor(rank) then
       error(('DataLoader:shard: rank is %s, expected 0..%d (0-based, as distributed.rank())'):format(
-         tostring(rank), world - 1), 2)
+         show_value(rank), world - 1), 2)
    end
    self._shard = {rank = rank, world = world}
    if self._rng == nil then self._rng = seed_state(0) end   -- the same permutation on every rank

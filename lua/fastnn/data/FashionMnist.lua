@@ -46,7 +46,16 @@ local function in_dir(d, name)
    end
 end
 
+local OPTS = require('fastnn.options').declare('data.FashionMnist.load', {
+   {'progress', 'boolean|string', nil, "download progress: true/'auto', 'bar', 'line', false/'quiet'",
+    values = {'auto', 'bar', 'line', 'quiet'}, default_doc = 'data.defaults.progress'},
+   {'timeout', 'number', nil, 'seconds for a whole file', min = 0, default_doc = 'data.defaults.timeout'},
+   {'connect_timeout', 'number', nil, 'seconds to connect', min = 0, default_doc = 'data.defaults.connect_timeout'},
+})
+
 function FashionMnist.try_load(split, opts)
+   local bad = OPTS:try(opts)
+   if bad then error(bad, 2) end   -- a mistake of the caller's, not a failed download
    split = split or 'train'
    local prefix = prefixes[split]
    if not prefix then
@@ -74,6 +83,8 @@ function FashionMnist.try_load(split, opts)
 end
 
 function FashionMnist.load(split, opts)
+   local bad = OPTS:try(opts)
+   if bad then error(bad, 2) end
    local ds, err = FashionMnist.try_load(split, opts)
    if not ds then error(err, 2) end
    return ds

@@ -27,7 +27,16 @@ function Mnist.set_mirrors(list) Mnist.mirrors = idx.mirror_list('Mnist', list) 
 
 function Mnist.dir() return require('fastnn.data').dir() .. '/' .. Mnist.SUBDIR end
 
+local OPTS = require('fastnn.options').declare('data.Mnist.load', {
+   {'progress', 'boolean|string', nil, "download progress: true/'auto', 'bar', 'line', false/'quiet'",
+    values = {'auto', 'bar', 'line', 'quiet'}, default_doc = 'data.defaults.progress'},
+   {'timeout', 'number', nil, 'seconds for a whole file', min = 0, default_doc = 'data.defaults.timeout'},
+   {'connect_timeout', 'number', nil, 'seconds to connect', min = 0, default_doc = 'data.defaults.connect_timeout'},
+})
+
 function Mnist.try_load(split, opts)
+   local bad = OPTS:try(opts)
+   if bad then error(bad, 2) end   -- a mistake of the caller's, not a failed download
    split = split or 'train'
    local prefix = prefixes[split]
    if not prefix then
@@ -43,6 +52,8 @@ function Mnist.try_load(split, opts)
 end
 
 function Mnist.load(split, opts)
+   local bad = OPTS:try(opts)
+   if bad then error(bad, 2) end
    local ds, err = Mnist.try_load(split, opts)
    if not ds then error(err, 2) end
    return ds

@@ -16,6 +16,7 @@
 -- A string is read as a path when a file of that name exists; a one-line string that looks like a
 -- path (has a '/' or ends in .txt and the like) but names no file is an error, not a tiny text.
 -- The text must be UTF-8 (the first bad byte is reported with its offset) unless bytes = true.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
@@ -37,17 +38,24 @@ local function file_exists(path)
    return false
 end
 
+local OPTS = require('fastnn.options').declare('data.TextDataset', {
+   {'stride', 'integer', 1, 'tokens between window starts (context: windows that do not overlap)', min = 1},
+   {'bytes', 'boolean', false, 'every byte is a token (any file, no UTF-8)'},
+   {'vocab', 'any', nil, 'encode with this vocabulary: a tensor, or another TextDataset'},
+   {'text', 'boolean', false, 'the first argument is the text itself even if a file has that name'},
+})
+
 setmetatable(TextDataset, {__call = function(_, source, context, opts)
-   opts = opts or {}
+   opts = OPTS:check(opts, 2)
    if type(source) ~= 'string' then
       error(('TextDataset: expected a path or a string of text, got a %s'):format(type(source)), 2)
    end
    if not positive_int(context) then
-      error(('TextDataset: context is %s, expected a positive integer'):format(tostring(context)), 2)
+      error(('TextDataset: context is %s, expected a positive integer'):format(show_value(context)), 2)
    end
    local stride = opts.stride or 1
    if not positive_int(stride) then
-      error(('TextDataset: stride is %s, expected a positive integer'):format(tostring(stride)), 2)
+      error(('TextDataset: stride is %s, expected a positive integer'):format(show_value(stride)), 2)
    end
    local bytes = opts.bytes and 1 or 0
    local given = opts.vocab

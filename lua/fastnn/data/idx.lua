@@ -6,6 +6,7 @@
 --   idx.try_pair(who, images_path, labels_path)    -> TensorDataset, or nil, err (shapes checked)
 --   idx.try_fetch(who, mirrors, resources, dir, opts) -> dir, or nil, err (every file verified)
 --   idx.mirror_list(who, list)                     -> a checked copy, each URL ending in '/'
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local TensorDataset = require 'fastnn.data.TensorDataset'
 local C = fnn_tensor.C
@@ -57,7 +58,7 @@ function idx.mirror_list(who, list)
    local out = {}
    for i, url in ipairs(list) do
       if type(url) ~= 'string' or not url:match('^https?://') then
-         error(('%s.set_mirrors: mirror %d is %s, expected an http:// or https:// URL'):format(who, i, tostring(url)), 3)
+         error(('%s.set_mirrors: mirror %d is %s, expected an http:// or https:// URL'):format(who, i, show_value(url)), 3)
       end
       out[i] = url:sub(-1) == '/' and url or url .. '/'
    end

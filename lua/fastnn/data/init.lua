@@ -14,6 +14,7 @@
 --       fastnn.h: cache check, resume, checksum before rename); try_download returns nil, err.
 --       progress: 'auto' (a bar on a terminal, else a line per file), 'bar', 'line', false.
 --   data.defaults              connect_timeout (15 s), timeout (600 s per mirror), progress ('auto')
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local C = require 'fastnn.C'
 
@@ -43,7 +44,7 @@ end
 
 function data.set_dir(path)
    if path ~= nil and (type(path) ~= 'string' or path == '') then
-      error(('data.set_dir: expected a directory path or nil, got %s'):format(tostring(path)), 2)
+      error(('data.set_dir: expected a directory path or nil, got %s'):format(show_value(path)), 2)
    end
    chosen_dir = path and (path:gsub('/+$', '')) or nil
    if chosen_dir == '' then chosen_dir = '/' end
@@ -52,8 +53,18 @@ end
 local PROGRESS = {[false] = 0, quiet = 0, auto = 1, [true] = 1, bar = 2, line = 3}
 
 -- nil, err on anything from outside (network, files); a programming mistake raises at level
+local DOWNLOAD_OPTS = require('fastnn.options').declare('data.download', {
+   {'digest', 'string', nil, "the expected digest, 'md5:<hex>' or 'sha256:<hex>'"},
+   {'md5', 'string', nil, 'the expected MD5 (hex)'},
+   {'sha256', 'string', nil, 'the expected SHA-256 (hex)'},
+   {'progress', 'boolean|string', nil, "true/'auto', 'bar', 'line', false/'quiet'", values = {'auto', 'bar', 'line', 'quiet'},
+    default_doc = 'data.defaults.progress'},
+   {'timeout', 'number', nil, 'seconds for a whole file', min = 0, default_doc = 'data.defaults.timeout'},
+   {'connect_timeout', 'number', nil, 'seconds to connect', min = 0, default_doc = 'data.defaults.connect_timeout'},
+})
+
 local function try_download(urls, dest, opts, level)
-   opts = opts or {}
+   opts = DOWNLOAD_OPTS:check(opts, level)
    if type(urls) == 'string' then urls = {urls} end
    if type(urls) ~= 'table' then error('download: expected a URL or a list of mirror URLs', level) end
    if type(dest) ~= 'string' or dest == '' then error('download: expected a destination path', level) end
@@ -69,7 +80,7 @@ local function try_download(urls, dest, opts, level)
    if progress == nil then progress = d.progress end
    local mode = PROGRESS[progress]
    if mode == nil then
-      error(("download: progress is %s, expected 'auto', 'bar', 'line' or false"):format(tostring(progress)), level)
+      error(("download: progress is %s, expected 'auto', 'bar', 'line' or false"):format(show_value(progress)), level)
    end
    local rc = C.fnn_download(dest, n, arr, digest, opts.connect_timeout or d.connect_timeout,
                              opts.timeout or d.timeout, mode)

@@ -13,6 +13,7 @@
 -- Setting model.stop_training = true ends fit after the current epoch.
 -- nn.callbacks.Callback{...} and LambdaCallback{on_epoch_end = function(epoch, logs) ... end} make
 -- one from plain functions (LambdaCallback's take no self).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local M = {}
 
 local Callback = {}
@@ -53,11 +54,48 @@ local function class(name)
    return cls
 end
 
+-- each callback's options, declared once (docs/options.md)
+local options = require 'fastnn.options'
+local MONITOR = {'monitor', 'string', 'val_loss', "the history key watched ('val_loss', 'accuracy', ...)"}
+local MODE = {'mode', 'string', 'auto', "'min', 'max', or 'auto' (max for accuracy, auc, precision, recall, f1)",
+              values = {'auto', 'min', 'max'}}
+local DECL = {
+   EarlyStopping = {
+      MONITOR, MODE,
+      {'min_delta', 'number', 0, 'the least change that counts as an improvement'},
+      {'patience', 'integer', 0, 'epochs without improvement before stopping', min = 0},
+      {'baseline', 'number', nil, 'stop unless the figure beats it within patience'},
+      {'restore_best_weights', 'boolean', false, "put the best epoch's weights back at the end"},
+      {'start_from_epoch', 'integer', 0, 'epochs before any counting', min = 0},
+   },
+   ModelCheckpoint = {
+      MONITOR, MODE,
+      {'save_best_only', 'boolean', false, 'write only when the monitored figure improves'},
+      {'save_weights_only', 'boolean', false, 'write weights (fnn.save) rather than the training state'},
+   },
+   LearningRateScheduler = {
+      {'per', 'string', nil, "'epoch' or 'step': what the schedule's argument counts", values = {'epoch', 'step'},
+       default_doc = "'epoch' for a function, 'step' for a schedule"},
+   },
+   ReduceLROnPlateau = {
+      MONITOR, MODE,
+      {'factor', 'number', 0.1, 'the rate is multiplied by it on a plateau', min = 0, max = 1, max_open = true},
+      {'patience', 'integer', 10, 'epochs without improvement before a reduction', min = 0},
+      {'min_delta', 'number', 1e-4, 'the least change that counts as an improvement'},
+      {'cooldown', 'integer', 0, 'epochs to wait after a reduction', min = 0},
+      {'min_lr', 'number', 0, 'the rate is never reduced below it', min = 0},
+   },
+   CSVLogger = {
+      {'separator', 'string', ',', 'the field separator'},
+      {'append', 'boolean', false, 'append to an existing file instead of replacing it'},
+   },
+}
+for name, entries in pairs(DECL) do DECL[name] = options.declare('nn.callbacks.' .. name, entries) end
+
+-- errors at the user's line: 1 check, 2 here, 3 __init, 4 the class call, 5 the user
 local function opts_of(name, opts)
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('nn.callbacks.%s: options must be a table, got a %s'):format(name, type(opts)), 4)
-   end
-   return opts or {}
+   local o = DECL[name]:check(opts, 4)   -- not a tail call: that would drop this frame from the count
+   return o
 end
 
 -- 'max' for figures that grow when better (accuracy, auc, precision, recall, f1), else 'min'
@@ -71,7 +109,7 @@ local function mode_of(name, mode, monitor)
       return 'min'
    end
    if mode ~= 'min' and mode ~= 'max' then
-      error(("nn.callbacks.%s: mode is '%s', expected 'auto', 'min' or 'max'"):format(name, tostring(mode)), 4)
+      error(("nn.callbacks.%s: mode is '%s', expected 'auto', 'min' or 'max'"):format(name, show_value(mode)), 4)
    end
    return mode
 end
@@ -208,7 +246,7 @@ function LearningRateScheduler:__init(schedule, opts)
    self.per = opts.per or (is_fn and 'epoch' or 'step')
    if self.per ~= 'epoch' and self.per ~= 'step' then
       error(("nn.callbacks.LearningRateScheduler: per is '%s', expected 'epoch' or 'step'"):format(
-         tostring(self.per)), 3)
+         show_value(self.per)), 3)
    end
    if is_fn and self.per == 'step' then
       error('nn.callbacks.LearningRateScheduler: a function is called per epoch; pass a schedule for per = step', 3)
@@ -243,7 +281,7 @@ function ReduceLROnPlateau:__init(opts)
    self.factor = opts.factor or 0.1
    if type(self.factor) ~= 'number' or self.factor >= 1 or self.factor < 0 then
       error(('nn.callbacks.ReduceLROnPlateau: factor is %s, expected a number in [0, 1)'):format(
-         tostring(self.factor)), 3)
+         show_value(self.factor)), 3)
    end
    self.patience = opts.patience or 10
    self.mode = mode_of('ReduceLROnPlateau', opts.mode, self.monitor)

@@ -19,6 +19,7 @@
 --   Mean / Average      the (weighted) mean of the numbers given to update(value, weight):
 --                       nn.metrics.Average, not the Average merge layer nn.Average
 -- Classes are nn.metrics.<Name>(opts); nn.metrics.get(name_or_metric) resolves compile's names.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 require 'fastnn'   -- the tensor methods below
@@ -30,15 +31,21 @@ local Metric = {}
 Metric.__index = Metric
 M.Metric = Metric
 
--- Metric:extend('Name', default_name) -> a class; Class(opts) runs __init(opts) then reset()
-function Metric:extend(cls_name, default_name)
+-- Metric:extend('Name', default_name [, entries]) -> a class; Class(opts) checks opts against the
+-- class's declaration (name, then its entries: fastnn.options) and runs __init(opts) then reset()
+local options = require 'fastnn.options'
+local THRESHOLD = {'threshold', 'number', 0.5, 'a prediction above it counts as positive'}
+local K = {'k', 'integer', 5, 'a hit when the target is among the k highest scores', min = 1}
+
+function Metric:extend(cls_name, default_name, entries)
+   local list = {{'name', 'string', default_name, 'the key in the history and in evaluate\'s table'}}
+   for _, e in ipairs(entries or {}) do list[#list + 1] = e end
+   local OPTS = options.declare('nn.metrics.' .. cls_name, list)
    local cls = setmetatable({}, {__index = self, __call = function(c, opts)
-      if opts ~= nil and type(opts) ~= 'table' then
-         error(('nn.metrics.%s: options must be a table, got a %s'):format(cls_name, type(opts)), 2)
-      end
+      opts = OPTS:check(opts, 2)
       local m = setmetatable({}, c)
-      m.name = (opts and opts.name) or default_name
-      m:__init(opts or {})
+      m.name = opts.name
+      m:__init(opts)
       m:reset()
       return m
    end})
@@ -99,8 +106,8 @@ function CategoricalAccuracy:update(pred, target)
 end
 M.CategoricalAccuracy = CategoricalAccuracy
 
-local BinaryAccuracy = Metric:extend('BinaryAccuracy', 'binary_accuracy')
-function BinaryAccuracy:__init(opts) self.threshold = opts.threshold or 0.5 end
+local BinaryAccuracy = Metric:extend('BinaryAccuracy', 'binary_accuracy', {THRESHOLD})
+function BinaryAccuracy:__init(opts) self.threshold = opts.threshold end
 function BinaryAccuracy:update(pred, target)
    pred, target = check_pair(self.name, pred, target)
    local hits, n = autograd.no_grad(function()
@@ -112,8 +119,8 @@ end
 M.BinaryAccuracy = BinaryAccuracy
 
 -- 'accuracy': the variant is chosen from the shapes of the first batch, as Keras chooses it
-local Accuracy = Metric:extend('Accuracy', 'accuracy')
-function Accuracy:__init(opts) self.threshold = opts.threshold or 0.5 end
+local Accuracy = Metric:extend('Accuracy', 'accuracy', {THRESHOLD})
+function Accuracy:__init(opts) self.threshold = opts.threshold end
 function Accuracy:update(pred, target)
    if is_tensor(pred) and (is_tensor(target) or type(target) == 'table') and not self.kind then
       local t = is_tensor(target) and target or fnn_tensor.tensor(target)
@@ -134,8 +141,8 @@ local function topk_hits(pred, ids, k)
    return sum(idx:eq(ids:unsqueeze(-1))), ids:numel()
 end
 
-local SparseTopK = Metric:extend('SparseTopKCategoricalAccuracy', 'sparse_top_k_categorical_accuracy')
-function SparseTopK:__init(opts) self.k = opts.k or 5 end
+local SparseTopK = Metric:extend('SparseTopKCategoricalAccuracy', 'sparse_top_k_categorical_accuracy', {K})
+function SparseTopK:__init(opts) self.k = opts.k end
 function SparseTopK:update(pred, target)
    pred, target = check_pair(self.name, pred, target)
    local hits, n = autograd.no_grad(function()
@@ -146,8 +153,8 @@ function SparseTopK:update(pred, target)
 end
 M.SparseTopKCategoricalAccuracy = SparseTopK
 
-local TopK = Metric:extend('TopKCategoricalAccuracy', 'top_k_categorical_accuracy')
-function TopK:__init(opts) self.k = opts.k or 5 end
+local TopK = Metric:extend('TopKCategoricalAccuracy', 'top_k_categorical_accuracy', {K})
+function TopK:__init(opts) self.k = opts.k end
 function TopK:update(pred, target)
    pred, target = check_pair(self.name, pred, target)
    local hits, n = autograd.no_grad(function()
@@ -180,8 +187,8 @@ M.MeanAbsoluteError = error_metric('MeanAbsoluteError', 'mae', function(d) retur
 -- precision, recall, F1 (confusion counts over every element)
 
 local function confusion(cls_name, default_name, result)
-   local cls = Metric:extend(cls_name, default_name)
-   function cls:__init(opts) self.threshold = opts.threshold or 0.5 end
+   local cls = Metric:extend(cls_name, default_name, {THRESHOLD})
+   function cls:__init(opts) self.threshold = opts.threshold end
    function cls:reset() self.tp, self.fp, self.fn = 0, 0, 0 end
    function cls:update(pred, target)
       pred, target = check_pair(self.name, pred, target)
@@ -207,11 +214,11 @@ end)
 -- ---------------------------------------------------------------------------
 -- AUC: true and false positives at each threshold, counted by one broadcast comparison per batch
 
-local AUC = Metric:extend('AUC', 'auc')
+local AUC = Metric:extend('AUC', 'auc', {{'num_thresholds', 'integer', 200, 'thresholds between 0 and 1 (Keras\'s)', min = 2}})
 function AUC:__init(opts)
-   local n = opts.num_thresholds or 200
+   local n = opts.num_thresholds
    if type(n) ~= 'number' or n < 2 or n ~= math.floor(n) then
-      error(('nn.metrics.AUC: num_thresholds is %s, expected a whole number >= 2'):format(tostring(n)), 3)
+      error(('nn.metrics.AUC: num_thresholds is %s, expected a whole number >= 2'):format(show_value(n)), 3)
    end
    -- Keras' thresholds: 0 - eps, (1 .. n-2) / (n-1), 1 + eps
    local th = {-1e-7}

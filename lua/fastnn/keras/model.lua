@@ -33,6 +33,7 @@
 --   set_learning_rate(lr), save_weights(path), load_weights(path) (fnn.save / fnn.load)
 -- A model class supplies _keras_forward(xs) -> outputs (Lua arrays), _keras_arity() -> inlets,
 -- outlets, _keras_build(shapes) and _keras_rows() (summary lines), then calls M.install(cls).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 local nn = require 'fastnn.nn'
@@ -161,16 +162,45 @@ end
 local function positive_int(op, what, v, default)
    if v == nil then return default end
    if type(v) ~= 'number' or v < 1 or v ~= floor(v) then
-      fail(('%s: %s is %s, expected a positive integer'):format(op, what, tostring(v)))
+      fail(('%s: %s is %s, expected a positive integer'):format(op, what, show_value(v)))
    end
    return v
 end
 
+-- the methods' options, declared once (docs/options.md); each method reads only what check returns
+local options = require 'fastnn.options'
+local BATCH = {'batch_size', 'integer', 32, 'samples per batch (tensors; a loader brings its own)', min = 1}
+local OPTS = {
+   compile = options.declare('model:compile', {
+      {'optimizer', 'any', 'rmsprop', "an optimizer (bound or unbound) or a name: 'adam', 'sgd', ... (Keras's default)"},
+      {'loss', 'any', nil, "a name such as 'mse', a loss object or a function; a list of them, one per outlet",
+       default_doc = 'required'},
+      {'metrics', 'any', nil, "names ('accuracy', ...) or metric objects; a list per outlet", default_doc = 'none'},
+      {'loss_weights', 'table', nil, 'one number per outlet', default_doc = 'all 1'},
+      {'global_clipnorm', 'number', nil, 'clip the global gradient norm to this', min = 0, min_open = true},
+      {'clipvalue', 'number', nil, 'clip each gradient element to [-v, v]', min = 0, min_open = true},
+   }),
+   fit = options.declare('model:fit', {
+      {'epochs', 'integer', 1, 'passes over the data', min = 1},
+      BATCH,
+      {'verbose', 'integer', 1, '0 silent, 1 a progress bar, 2 one line per epoch', min = 0, max = 2},
+      {'shuffle', 'boolean', true, 'shuffle the samples each epoch (tensors)'},
+      {'validation_data', 'table', nil, '{x, y} or a data loader, evaluated after each epoch'},
+      {'validation_split', 'number', nil, 'the fraction of the samples held out for validation (the last ones)',
+       min = 0, max = 1, max_open = true},
+      {'callbacks', 'table', nil, 'a list of callbacks (nn.callbacks)'},
+   }),
+   evaluate = options.declare('model:evaluate', {BATCH}),
+   predict = options.declare('model:predict', {BATCH}),
+   summary = options.declare('model:summary', {
+      {'print', 'boolean', true, 'print the table (it is returned either way)'},
+   }),
+}
+
 local function opts_of(op, opts)
-   if opts ~= nil and type(opts) ~= 'table' then
-      fail(('%s: options must be a table, got a %s'):format(op, type(opts)))
-   end
-   return opts or {}
+   local msg, o = OPTS[op]:try(opts)
+   if msg then fail(msg) end
+   return o
 end
 
 -- ---------------------------------------------------------------------------
@@ -386,6 +416,7 @@ end
 
 local function compile(self, opts)
    if type(opts) ~= 'table' then fail('compile: expected a table {optimizer = ..., loss = ..., metrics = ...}') end
+   opts = opts_of('compile', opts)
    local n_in, n_out = self:_keras_arity()
    local st = {optimizer = optimizer_of(opts.optimizer), losses = {}, loss_weights = {}, metric_list = {},
                keys = {'loss'}, parts = {}}
@@ -432,7 +463,7 @@ local function compile(self, opts)
    for _, key in ipairs{'global_clipnorm', 'clipvalue'} do
       local v = opts[key]
       if v ~= nil and (type(v) ~= 'number' or v <= 0) then
-         fail(('compile: %s is %s, expected a positive number'):format(key, tostring(v)))
+         fail(('compile: %s is %s, expected a positive number'):format(key, show_value(v)))
       end
       st[key] = v
    end
@@ -462,7 +493,7 @@ local function fit(self, x, y, opts)
    local verbose = opts.verbose
    if verbose == nil then verbose = 1 end
    if verbose ~= 0 and verbose ~= 1 and verbose ~= 2 then
-      fail(('fit: verbose is %s, expected 0, 1 or 2'):format(tostring(verbose)))
+      fail(('fit: verbose is %s, expected 0, 1 or 2'):format(show_value(verbose)))
    end
    local vxs, vys, vloader, nv_total
    if opts.validation_data ~= nil then
@@ -479,7 +510,7 @@ local function fit(self, x, y, opts)
    elseif opts.validation_split ~= nil and opts.validation_split ~= 0 then
       local f = opts.validation_split
       if type(f) ~= 'number' or f <= 0 or f >= 1 then
-         fail(('fit: validation_split is %s, expected a fraction in (0, 1)'):format(tostring(f)))
+         fail(('fit: validation_split is %s, expected a fraction in (0, 1)'):format(show_value(f)))
       end
       local nv = floor(n * f)
       if nv < 1 or nv >= n then
@@ -703,7 +734,7 @@ end
 
 local function set_learning_rate(self, lr)
    if type(lr) ~= 'number' or lr < 0 then
-      fail(('set_learning_rate: learning rate is %s, expected a number >= 0'):format(tostring(lr)))
+      fail(('set_learning_rate: learning rate is %s, expected a number >= 0'):format(show_value(lr)))
    end
    compiled(self, 'set_learning_rate').optimizer:set_lr(lr)
    return self
@@ -711,7 +742,7 @@ end
 
 local function set_seed(self, n)
    if type(n) ~= 'number' or n ~= floor(n) then
-      fail(('set_seed: seed is %s, expected a whole number'):format(tostring(n)))
+      fail(('set_seed: seed is %s, expected a whole number'):format(show_value(n)))
    end
    rawset(self, '_seed_state', bit.tobit(n * 2654435761 + 1) == 0 and 1 or bit.tobit(n * 2654435761 + 1))
    return self

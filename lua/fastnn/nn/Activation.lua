@@ -2,12 +2,17 @@
 -- 'elu', 'selu', 'gelu', 'silu'/'swish', 'mish', 'sigmoid', 'hard_sigmoid', 'tanh', 'softplus',
 -- 'softsign', 'softmax', 'log_softmax' (both over the last dim), 'linear' (identity), ...
 -- (nn.activation_fn lists them all). x any shape -> same shape.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local activation = require 'fastnn.nn._activation'
 local istype = fnn_tensor.is_tensor
 
 local Activation = nn.Module:extend('Activation')
+local OPTS = require('fastnn.options').declare('nn.Activation', {
+   {'axis', 'integer', nil, 'the dim of softmax and log_softmax (Keras; 1-based, negative from the end)', default_doc = '-1'},
+   {'dim', 'integer', nil, "PyTorch's name of axis", default_doc = '-1'},
+})
 
 function Activation:__init(name, opts)
    if type(name) ~= 'string' then
@@ -16,14 +21,15 @@ function Activation:__init(name, opts)
    self.fn = activation.fn(name, 3, 'nn.Activation')
    self.name = name
    -- {axis = d} (Keras): the dim of softmax / log_softmax (1-based, negative from the end)
-   local axis = type(opts) == 'table' and (opts.axis or opts.dim) or nil
+   opts = OPTS:check(opts, 3)
+   local axis = opts.axis or opts.dim
    if axis ~= nil then
       local m = name:lower()
       if m ~= 'softmax' and m ~= 'log_softmax' then
          error(("nn.Activation: '%s' takes no axis (only softmax and log_softmax do)"):format(name), 3)
       end
       if type(axis) ~= 'number' or axis ~= math.floor(axis) or axis == 0 then
-         error(('nn.Activation: axis is %s, expected a non-zero integer'):format(tostring(axis)), 3)
+         error(('nn.Activation: axis is %s, expected a non-zero integer'):format(show_value(axis)), 3)
       end
       self.axis = axis
       self.fn = function(x) return x[m](x, axis) end

@@ -8,6 +8,7 @@ local Dropout = require 'fastnn.nn.Dropout'
 local noise = require 'fastnn.nn._noise'
 
 local AlphaDropout = Dropout:extend('AlphaDropout')
+Dropout._declare('nn.AlphaDropout')
 local ALPHA_P = -1.7580993408473766   -- -scale * alpha of SELU
 
 function AlphaDropout:forward(x)

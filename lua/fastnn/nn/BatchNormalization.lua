@@ -8,9 +8,19 @@ local K = require 'fastnn.nn._keras'
 
 local KINDS = {[2] = 'BatchNorm1d', [3] = 'BatchNorm1d', [4] = 'BatchNorm2d', [5] = 'BatchNorm3d'}
 
+local OPTS = require('fastnn.options').declare('nn.BatchNormalization', {
+   {'momentum', 'number|boolean', 0.1, "PyTorch's meaning: running = (1 - momentum) running + momentum batch (Keras' 0.99 is 0.01)",
+    min = 0, max = 1},
+   {'epsilon', 'number', nil, 'added to the variance', min = 0, default_doc = '1e-5'},
+   {'eps', 'number', nil, "PyTorch's name of epsilon", min = 0, default_doc = '1e-5'},
+   {'center', 'boolean', true, 'learn a bias (center and scale false together: no affine parameters)'},
+   {'scale', 'boolean', true, 'learn a weight (see center)'},
+   {'affine', 'boolean', true, "PyTorch's switch for both"},
+})
+
 return K.class('BatchNormalization', {
    parse = function(self, opts)
-      opts = K.check_opts('BatchNormalization', opts, 4)
+      opts = OPTS:check(opts, 4)
       self._opts = {momentum = opts.momentum, eps = opts.epsilon or opts.eps,
                     affine = not (opts.center == false and opts.scale == false) and opts.affine ~= false}
       K.set_activation(self, 'BatchNormalization', nil, 4)

@@ -22,6 +22,7 @@
 -- penalty (the argmax each step, the first of equal maxima, until eos or max_len), as Hugging Face's
 -- num_beams = 1.
 -- Not a Module: it has no parameters, only its four settings.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
@@ -31,7 +32,12 @@ local floor, huge = math.floor, math.huge
 local BeamSearch = {}
 BeamSearch.__index = BeamSearch
 
-local OPTIONS = {width = true, max_len = true, eos = true, length_penalty = true}
+local OPTS = require('fastnn.options').declare('nn.BeamSearch', {
+   {'width', 'integer', 4, 'beams kept at each step', min = 1},
+   {'max_len', 'integer', 20, 'ids generated after the prefix', min = 1},
+   {'eos', 'integer', nil, 'the 1-based end token id (nil: none)', min = 1},
+   {'length_penalty', 'number', 1, "scores divided by length^alpha (0: none)"},
+})
 
 local function whole(v, min) return type(v) == 'number' and v == floor(v) and v >= min and v <= 2 ^ 53 end
 
@@ -41,27 +47,25 @@ setmetatable(BeamSearch, {__call = function(cls, opts)
       error(('BeamSearch: options are a table like {width = 4, max_len = 20, eos = 3, length_penalty = 1}, '
              .. 'got a %s'):format(type(opts)), 2)
    end
-   for k in pairs(opts) do
-      if not OPTIONS[k] then
-         error(('BeamSearch: unknown option %s (width, max_len, eos, length_penalty)'):format(tostring(k)), 2)
-      end
+   for k in pairs(opts) do   -- names through the declaration; values through the checks below
+      if OPTS.by_name[k] == nil then OPTS:check({[k] = true}, 2) end
    end
    local width = opts.width == nil and 4 or opts.width
    local max_len = opts.max_len == nil and 20 or opts.max_len
    local alpha = opts.length_penalty == nil and 1 or opts.length_penalty
    if not whole(width, 1) then
-      error(('BeamSearch: width is %s, expected a whole number >= 1'):format(tostring(width)), 2)
+      error(('BeamSearch: width is %s, expected a whole number >= 1'):format(show_value(width)), 2)
    end
    if not whole(max_len, 1) then
       error(('BeamSearch: max_len is %s, expected a whole number >= 1 (ids generated after the prefix)'):format(
-         tostring(max_len)), 2)
+         show_value(max_len)), 2)
    end
    if opts.eos ~= nil and not whole(opts.eos, 1) then
       error(('BeamSearch: eos is %s, expected a 1-based token id (or nil: no end token)'):format(
-         tostring(opts.eos)), 2)
+         show_value(opts.eos)), 2)
    end
    if type(alpha) ~= 'number' or alpha ~= alpha or alpha == huge or alpha == -huge then
-      error(('BeamSearch: length_penalty is %s, expected a finite number (0: none)'):format(tostring(alpha)), 2)
+      error(('BeamSearch: length_penalty is %s, expected a finite number (0: none)'):format(show_value(alpha)), 2)
    end
    return setmetatable({width = width, max_len = max_len, eos = opts.eos, length_penalty = alpha}, cls)
 end})

@@ -6,6 +6,7 @@
 -- bidirectional); without, each direction's last output is merged.
 -- out, {state_forward, state_backward} = m:forward(x, {state_forward, state_backward}), each
 -- state in its layer's form (nil: zeros). Children: forward_layer, backward_layer.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local Reverse = require 'fastnn.nn.Reverse'
@@ -15,18 +16,18 @@ local istype = fnn_tensor.is_tensor
 
 local Bidirectional = nn.Module:extend('Bidirectional')
 local MERGES = {concat = true, sum = true, mul = true, ave = true}
+local OPTS = require('fastnn.options').declare('nn.Bidirectional', {
+   {'merge', 'string', 'concat', "how the two directions' outputs combine", values = {'concat', 'sum', 'mul', 'ave'}},
+})
 
 function Bidirectional:__init(layer, opts)
    if not nn.Module.is_module(layer) or type(layer._clone_config) ~= 'function' then
       error(('nn.Bidirectional: layer is %s, expected an nn.LSTM, nn.GRU or nn.SimpleRNN'):format(
          nn.Module.is_module(layer) and layer:short_str() or ('a ' .. type(layer))), 3)
    end
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('nn.Bidirectional: options must be a table like {merge = \'concat\'}, got a %s'):format(type(opts)), 3)
-   end
-   local merge = opts and opts.merge or 'concat'
+   local merge = OPTS:check(opts, 3).merge
    if not MERGES[merge] then
-      error(("nn.Bidirectional: merge is %s, expected 'concat', 'sum', 'mul' or 'ave'"):format(tostring(merge)), 3)
+      error(("nn.Bidirectional: merge is %s, expected 'concat', 'sum', 'mul' or 'ave'"):format(show_value(merge)), 3)
    end
    self.merge = merge
    self.forward_layer = layer

@@ -13,21 +13,19 @@ local Bilinear = nn.Module:extend('Bilinear')
 
 local function uniform(shape, bound) return fnn_tensor.uniform(shape, -bound, bound) end
 
+local OPTS = require('fastnn.options').declare('nn.Bilinear', {
+   {'bias', 'boolean', true, 'learn an additive bias [out]'},
+})
+
 function Bilinear:__init(in1, in2, out, opts)
    for i, v in ipairs{in1, in2, out} do
       if type(v) ~= 'number' or v < 1 or v ~= math.floor(v) then
          error(('nn.Bilinear: size %d is %s, expected a positive integer (Bilinear(in1, in2, out, {bias}))'):format(
-            i, tostring(v)), 3)
+            i, require('fastnn.options').describe(v)), 3)
       end
    end
-   local bias = true
-   if type(opts) == 'table' then
-      if opts.bias ~= nil then bias = opts.bias end
-   elseif type(opts) == 'boolean' then
-      bias = opts
-   elseif opts ~= nil then
-      error(('nn.Bilinear: options must be a table like {bias = false}, got a %s'):format(type(opts)), 3)
-   end
+   if type(opts) == 'boolean' then opts = {bias = opts} end   -- Bilinear(2, 3, 4, false)
+   local bias = OPTS:check(opts, 3).bias
    self.in1, self.in2, self.out = in1, in2, out
    local bound = 1 / math.sqrt(in1)
    self.weight = Param(uniform({out, in1, in2}, bound))

@@ -7,16 +7,21 @@
 local nn = require 'fastnn.nn'
 local K = require 'fastnn.nn._keras'
 
+local OPTS = require('fastnn.options').declare('nn.Dense', {
+   {'units', 'integer', nil, 'the output width (in the one-table form)', min = 1},
+   {'activation', 'string|function', nil, "a name of nn.activation_fn ('relu', ...), a function, or nil/'linear' for none"},
+   {'use_bias', 'boolean', true, 'learn an additive bias [units]'},
+   {'bias', 'boolean', true, "PyTorch's name of use_bias"},
+})
+
 return K.class('Dense', {
    parse = function(self, units, act, opts)
       if type(units) == 'table' then units, act, opts = units.units, units.activation, units end
       if type(act) == 'table' then act, opts = act.activation, act end
-      opts = K.check_opts('Dense', opts, 4)
+      opts = OPTS:check(opts, 4)
       if act == nil then act = opts.activation end
       self.units = K.check_count('Dense', 'units', units, 4)
-      local bias = opts.use_bias
-      if bias == nil then bias = opts.bias end
-      self.use_bias = bias ~= false
+      self.use_bias = opts.use_bias and opts.bias
       K.set_activation(self, 'Dense', act, 4)
    end,
    make = function(self, s)

@@ -5,6 +5,7 @@
 -- input's size"; {N, 1, F} on [N, T, F] drops the same features at every step.
 -- x any shape -> same shape; the gradient is the mask times 1/(1-p).
 -- SpatialDropout1d/2d/3d and AlphaDropout extend this class (mask_shape, forward).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local noise = require 'fastnn.nn._noise'
@@ -12,6 +13,20 @@ local ffi = require 'ffi'
 local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 
 local Dropout = nn.Module:extend('Dropout')
+local options = require 'fastnn.options'
+local DECLS = {}   -- per class name: the subclasses that use this __init take the same options
+local P = {'p', 'number', nil, 'the drop probability (in the one-table form)', min = 0, max = 1, max_open = true,
+           default_doc = '0.5'}
+local RATE = {'rate', 'number', nil, "Keras's name of p", min = 0, max = 1, max_open = true}
+-- Dropout._declare(who [, entries]): a subclass's declaration, made when its file loads
+function Dropout._declare(who, entries)
+   DECLS[who] = options.declare(who, entries or {P, RATE,
+      {'noise_shape', 'table', nil, 'the input shape with 1 on the axes that share a draw (-1: the input\'s size)'}})
+   return DECLS[who]
+end
+Dropout._P, Dropout._RATE = P, RATE
+local function declaration(who) return DECLS[who] or Dropout._declare(who) end
+Dropout._declare('nn.Dropout')
 local mask_buf = ffi.new('int64_t[8]')
 
 function Dropout:__init(p, opts)
@@ -19,17 +34,14 @@ function Dropout:__init(p, opts)
    if p == nil then p = 0.5 end
    local who = self:_full_name()
    self.p = noise.check_rate(who, 'rate p', p)
-   local ns = type(opts) == 'table' and opts.noise_shape or nil
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('%s: options must be a table like {noise_shape = {...}}, got a %s'):format(who, type(opts)), 3)
-   end
+   local ns = opts ~= nil and declaration(who):check(opts, 3).noise_shape or nil   -- Spatial*: none
    if ns ~= nil then
       if type(ns) ~= 'table' or #ns > 8 then
          error(('%s: noise_shape must be a table of at most 8 sizes, got a %s'):format(who, type(ns)), 3)
       end
       for i, v in ipairs(ns) do
          if type(v) ~= 'number' or v ~= math.floor(v) or (v < 1 and v ~= -1) then
-            error(('%s: noise_shape size %d is %s, expected a positive integer or -1'):format(who, i, tostring(v)), 3)
+            error(('%s: noise_shape size %d is %s, expected a positive integer or -1'):format(who, i, show_value(v)), 3)
          end
       end
       self.noise_shape = {unpack(ns)}

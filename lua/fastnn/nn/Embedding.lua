@@ -13,6 +13,16 @@ local new, done = fnn_tensor.new, fnn_tensor.done
 local Param = nn.Param
 
 local Embedding = nn.Module:extend('Embedding')
+local options = require 'fastnn.options'
+local OPTS = options.declare('nn.Embedding', {
+   {'padding_idx', 'integer', nil, 'a row (1-based; negative counts from the end) kept at zero and never updated'},
+   {'vocab', 'integer', nil, 'rows (in the one-table form; also num_embeddings, input_dim)', min = 1},
+   {'num_embeddings', 'integer', nil, "PyTorch's name of vocab", min = 1},
+   {'input_dim', 'integer', nil, "Keras's name of vocab", min = 1},
+   {'width', 'integer', nil, 'columns (in the one-table form; also embedding_dim, output_dim)', min = 1},
+   {'embedding_dim', 'integer', nil, "PyTorch's name of width", min = 1},
+   {'output_dim', 'integer', nil, "Keras's name of width", min = 1},
+})
 
 local function is_size(v) return type(v) == 'number' and v == math.floor(v) and v >= 1 end
 
@@ -24,13 +34,11 @@ function Embedding:__init(vocab, width, opts)
    end
    if not is_size(vocab) or not is_size(width) then
       error(('nn.Embedding: sizes are %s and %s, expected positive integers (Embedding(vocab, width, {padding_idx}))'):format(
-         tostring(vocab), tostring(width)), 3)
+         options.describe(vocab), options.describe(width)), 3)
    end
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('nn.Embedding: options must be a table like {padding_idx = 1}, got a %s'):format(type(opts)), 3)
-   end
+   opts = OPTS:check(opts, 3)
    self.vocab, self.width = vocab, width
-   local pad = opts and opts.padding_idx
+   local pad = opts.padding_idx
    if pad ~= nil then
       pad = emb._padding_code(('nn.Embedding(%d, %d)'):format(vocab, width), pad, vocab, 3)
       self.padding_idx = pad

@@ -8,12 +8,16 @@ local fnn_reshape = fnn_tensor.C.fnn_reshape
 local ffi = require 'ffi'
 
 local Flatten = nn.Module:extend('Flatten')
+local OPTS = require('fastnn.options').declare('nn.Flatten', {
+   {'start_dim', 'integer', 2, 'the first dim flattened (1-based; negative from the end): 2 keeps the batch dim'},
+   {'end_dim', 'integer', -1, 'the last dim flattened'},
+})
 local shape = ffi.new('int64_t[8]')
 
 function Flatten:__init(opts)
-   opts = opts or {}
-   self.start_dim = opts.start_dim or 2
-   self.end_dim = opts.end_dim or -1
+   opts = OPTS:check(opts, 3)
+   self.start_dim = opts.start_dim
+   self.end_dim = opts.end_dim
 end
 
 function Flatten:forward(x)

@@ -36,13 +36,16 @@ setmetatable(GraphBuilder, {__call = function(cls)
    return setmetatable({_nodes = {}, _inlets = {}}, cls)
 end})
 
+local options = require 'fastnn.options'
+local DECL = {}
+for _, op in ipairs{'input', 'add'} do
+   DECL[op] = options.declare('GraphBuilder:' .. op, {
+      {'name', 'string', nil, 'the node\'s name (in summary() and errors)'},
+   })
+end
 local function name_of(op, opts)
-   if opts == nil then return nil end
-   if type(opts) ~= 'table' then error(('GraphBuilder:%s: options must be a table like {name = ...}'):format(op), 3) end
-   if opts.name ~= nil and type(opts.name) ~= 'string' then
-      error(('GraphBuilder:%s: name is a %s, expected a string'):format(op, type(opts.name)), 3)
-   end
-   return opts.name
+   local o = DECL[op]:check(opts, 3)   -- 1 check, 2 here, 3 the method, 4 the user
+   return o.name
 end
 
 -- input(shape, {name}): an inlet taking tensors of `shape` (batch dim included)

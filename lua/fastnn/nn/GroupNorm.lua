@@ -3,6 +3,7 @@
 -- spatial dims (biased variance, eps inside the sqrt), then y = xhat * weight + bias per channel.
 -- weight Param ones [C], bias Param zeros [C] (absent when affine is false); the same in
 -- training and eval. One fused C node: fnn.group_norm.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local norm = require 'fastnn.nn._norm'
@@ -13,6 +14,10 @@ local fnn_group_norm = C.fnn_group_norm
 local Param = nn.Param
 
 local GroupNorm = nn.Module:extend('GroupNorm')
+local OPTS = require('fastnn.options').declare('nn.GroupNorm', {
+   {'eps', 'number', 1e-5, 'added to the variance for numerical stability', min = 0},
+   {'affine', 'boolean', true, 'learn a per-channel weight and bias'},
+})
 
 function GroupNorm:__init(num_groups, num_channels, opts)
    norm.check_size('GroupNorm', 'num_groups', num_groups)
@@ -20,11 +25,11 @@ function GroupNorm:__init(num_groups, num_channels, opts)
    if num_channels % num_groups ~= 0 then
       error(('nn.GroupNorm: num_channels %d is not divisible by num_groups %d'):format(num_channels, num_groups), 3)
    end
-   opts = norm.options('GroupNorm', opts)
+   opts = OPTS:check(opts, 3)
    local eps = opts.eps
    if eps == nil then eps = 1e-5 end
    if type(eps) ~= 'number' or eps < 0 then
-      error(('nn.GroupNorm: eps is %s, expected a non-negative number'):format(tostring(eps)), 3)
+      error(('nn.GroupNorm: eps is %s, expected a non-negative number'):format(show_value(eps)), 3)
    end
    self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
    self.affine = opts.affine == nil or opts.affine and true or false

@@ -12,6 +12,11 @@ local fnn_layer_norm = C.fnn_layer_norm
 local Param = nn.Param
 
 local LayerNorm = nn.Module:extend('LayerNorm')
+local options = require 'fastnn.options'
+local OPTS = options.declare('nn.LayerNorm', {
+   {'eps', 'number', 1e-5, 'added to the variance for numerical stability', min = 0},
+   {'elementwise_affine', 'boolean', true, 'learn a weight and bias of the normalised shape'},
+})
 
 local function filled(shape, value)
    local n, buf = parse_shape('LayerNorm', false, shape)
@@ -24,25 +29,17 @@ function LayerNorm:__init(shape, opts)
    if type(shape) == 'number' then shape = {shape} end
    if type(shape) ~= 'table' or #shape == 0 then
       error(('nn.LayerNorm: shape is %s, expected a width or a table of sizes (LayerNorm(width, {eps}))'):format(
-         tostring(shape)), 3)
+         options.describe(shape)), 3)
    end
    local count = 1
    for i, v in ipairs(shape) do
       if type(v) ~= 'number' or v < 1 or v ~= math.floor(v) then
-         error(('nn.LayerNorm: size %d is %s, expected a positive integer'):format(i, tostring(v)), 3)
+         error(('nn.LayerNorm: size %d is %s, expected a positive integer'):format(i, options.describe(v)), 3)
       end
       count = count * v
    end
-   local eps, affine = 1e-5, true
-   if type(opts) == 'table' then
-      if opts.eps ~= nil then eps = opts.eps end
-      if opts.elementwise_affine ~= nil then affine = opts.elementwise_affine end
-   elseif opts ~= nil then
-      error(('nn.LayerNorm: options must be a table like {eps = 1e-5}, got a %s'):format(type(opts)), 3)
-   end
-   if type(eps) ~= 'number' or eps < 0 then
-      error(('nn.LayerNorm: eps is %s, expected a non-negative number'):format(tostring(eps)), 3)
-   end
+   opts = OPTS:check(opts, 3)
+   local eps, affine = opts.eps, opts.elementwise_affine
    self.shape, self.count, self.eps = {unpack(shape)}, count, eps
    if affine then
       self.weight = Param(filled(shape, 1))

@@ -3,9 +3,15 @@
 local nn = require 'fastnn.nn'
 local K = require 'fastnn.nn._keras'
 
+local OPTS = require('fastnn.options').declare('nn.LayerNormalization', {
+   {'epsilon', 'number', nil, 'added to the variance', min = 0, default_doc = '1e-5'},
+   {'eps', 'number', nil, "PyTorch's name of epsilon", min = 0, default_doc = '1e-5'},
+   {'axis', 'integer', -1, 'the normalised dim: only -1 (the last) is supported'},
+})
+
 return K.class('LayerNormalization', {
    parse = function(self, opts)
-      opts = K.check_opts('LayerNormalization', opts, 4)
+      opts = OPTS:check(opts, 4)
       if opts.axis ~= nil and opts.axis ~= -1 then
          error(('nn.LayerNormalization: axis %s is not supported (only -1, the last dim)'):format(
             tostring(opts.axis)), 4)

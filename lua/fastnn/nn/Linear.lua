@@ -8,8 +8,12 @@ local C = fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local fnn_linear = C.fnn_linear
 local Param = nn.Param
+local describe = require('fastnn.options').describe
 
 local Linear = nn.Module:extend('Linear')
+local OPTS = require('fastnn.options').declare('nn.Linear', {
+   {'bias', 'boolean', true, 'learn an additive bias [out]'},
+})
 
 local function uniform(shape, bound) return fnn_tensor.uniform(shape, -bound, bound) end
 
@@ -17,17 +21,11 @@ function Linear:__init(inputs, outputs, opts)
    for i, v in ipairs{inputs, outputs} do
       if type(v) ~= 'number' or v < 0 or v ~= math.floor(v) then
          error(('nn.Linear: size %d is %s, expected a non-negative integer (Linear(in, out, {bias}))'):format(
-            i, tostring(v)), 3)
+            i, describe(v)), 3)
       end
    end
-   local bias = true
-   if type(opts) == 'table' then
-      if opts.bias ~= nil then bias = opts.bias end
-   elseif type(opts) == 'boolean' then
-      bias = opts
-   elseif opts ~= nil then
-      error(('nn.Linear: options must be a table like {bias = false}, got a %s'):format(type(opts)), 3)
-   end
+   if type(opts) == 'boolean' then opts = {bias = opts} end   -- Linear(3, 4, false)
+   local bias = OPTS:check(opts, 3).bias
    self.inputs, self.outputs = inputs, outputs
    local bound = inputs > 0 and 1 / math.sqrt(inputs) or 0
    self.weight = Param(uniform({outputs, inputs}, bound))

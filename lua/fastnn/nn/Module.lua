@@ -274,8 +274,11 @@ function Module:set_buffer(name, t)
 end
 
 -- the number of parameter elements; {trainable = true} counts only unfrozen params
+local NUM_PARAMETERS = require('fastnn.options').declare('Module:num_parameters', {
+   {'trainable', 'boolean', false, 'count only the parameters that are not frozen'},
+})
 function Module:num_parameters(opts)
-   local trainable = type(opts) == 'table' and opts.trainable
+   local trainable = NUM_PARAMETERS:check(opts, 2).trainable
    local n = 0
    for _, p in ipairs(self:parameters()) do
       if not (trainable and p:frozen()) then n = n + p:numel() end

@@ -10,6 +10,7 @@
 --      return x
 --   end
 -- nn.Sequential is a ModuleList with a forward that chains its modules.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local nn = require 'fastnn.nn'
 local Module = nn.Module
 local is_module = Module.is_module
@@ -46,7 +47,7 @@ ModuleList.append = ModuleList.add
 -- position i: 1-based, negative from the end
 local function position(self, op, i, n)
    if type(i) ~= 'number' or i ~= math.floor(i) then
-      error(('%s:%s: position is %s, expected an integer'):format(self:_full_name(), op, tostring(i)), 3)
+      error(('%s:%s: position is %s, expected an integer'):format(self:_full_name(), op, show_value(i)), 3)
    end
    local p = i < 0 and n + 1 + i or i
    if p < 1 or p > n then

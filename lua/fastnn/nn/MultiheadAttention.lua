@@ -23,28 +23,30 @@ local Param = nn.Param
 local sqrt, huge = math.sqrt, math.huge
 
 local MHA = nn.Module:extend('MultiheadAttention')
+local options = require 'fastnn.options'
+local OPTS = options.declare('nn.MultiheadAttention', {
+   {'dropout', 'number', 0, 'dropout on the attention weights (training only)', min = 0, max = 1, max_open = true},
+   {'bias', 'boolean', true, 'in_proj_bias and out_proj.bias'},
+})
+local FORWARD_OPTS = options.declare('nn.MultiheadAttention:forward', {
+   {'causal', 'boolean', false, 'each position attends to itself and earlier ones only'},
+   {'key_padding_mask', 'tensor|table', nil, '[N, S]: 1 (or true) where a key position is padding'},
+})
 
 local function positive_int(v) return type(v) == 'number' and v >= 1 and v == math.floor(v) end
 
 function MHA:__init(E, heads, opts)
    if not positive_int(E) then
-      error(('nn.MultiheadAttention: embed_dim is %s, expected a positive integer'):format(tostring(E)), 3)
+      error(('nn.MultiheadAttention: embed_dim is %s, expected a positive integer'):format(options.describe(E)), 3)
    end
    if not positive_int(heads) then
-      error(('nn.MultiheadAttention: num_heads is %s, expected a positive integer'):format(tostring(heads)), 3)
+      error(('nn.MultiheadAttention: num_heads is %s, expected a positive integer'):format(options.describe(heads)), 3)
    end
    if E % heads ~= 0 then
       error(('nn.MultiheadAttention: embed_dim %d is not divisible by num_heads %d'):format(E, heads), 3)
    end
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('nn.MultiheadAttention: options must be a table like {dropout = 0.1}, got a %s'):format(type(opts)), 3)
-   end
-   opts = opts or {}
-   local p = opts.dropout or 0
-   if type(p) ~= 'number' or p < 0 or p >= 1 then
-      error(('nn.MultiheadAttention: dropout is %s, expected a number in [0, 1)'):format(tostring(p)), 3)
-   end
-   local bias = opts.bias ~= false
+   opts = OPTS:check(opts, 3)
+   local p, bias = opts.dropout, opts.bias
    self.embed_dim, self.num_heads, self.head_dim, self.dropout_p = E, heads, E / heads, p
    self.scale = 1 / sqrt(E / heads)
    self.in_proj_weight = Param(init.xavier_uniform({3 * E, E}))
@@ -140,9 +142,7 @@ function MHA:forward(q, k, v, opts)
    if tonumber(v.shape_[1]) ~= Tk then
       error(('%s: key %s and value %s have different lengths'):format(self:short_str(), shape_str(k), shape_str(v)), 2)
    end
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('%s: options must be a table like {causal = true}, got a %s'):format(self:short_str(), type(opts)), 2)
-   end
+   if opts ~= nil then opts = FORWARD_OPTS:check(opts, 2) end   -- none given: nothing to allocate
    local causal = opts ~= nil and opts.causal and true or false
    local mask = opts ~= nil and opts.key_padding_mask or nil
    check_mask(self, mask, N, Tk)

@@ -2,6 +2,7 @@
 -- of its input (a width, or a table of sizes) by their root mean square, y = x / sqrt(mean(x^2) +
 -- eps) * weight (PyTorch's RMSNorm: no centring, no bias). eps nil: float32's machine epsilon.
 -- weight Param ones(shape), absent when elementwise_affine is false. One fused C node: fnn.rms_norm.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local norm = require 'fastnn.nn._norm'
@@ -14,21 +15,26 @@ local Param = nn.Param
 local FLOAT_EPS = 1.1920928955078125e-07   -- torch.finfo(torch.float32).eps
 
 local RMSNorm = nn.Module:extend('RMSNorm')
+local OPTS = require('fastnn.options').declare('nn.RMSNorm', {
+   {'eps', 'number', nil, 'added to the mean square for numerical stability', min = 0,
+    default_doc = "nil: the float32 machine epsilon, as PyTorch's None"},
+   {'elementwise_affine', 'boolean', true, 'learn a weight of the normalised shape'},
+})
 
 function RMSNorm:__init(shape, opts)
    if type(shape) == 'number' then shape = {shape} end
    if type(shape) ~= 'table' or #shape == 0 then
-      error(('nn.RMSNorm: normalized_shape is %s, expected a width or a table of sizes'):format(tostring(shape)), 3)
+      error(('nn.RMSNorm: normalized_shape is %s, expected a width or a table of sizes'):format(show_value(shape)), 3)
    end
    local count = 1
    for i, v in ipairs(shape) do
       norm.check_size('RMSNorm', 'size ' .. i, v)
       count = count * v
    end
-   opts = norm.options('RMSNorm', opts)
+   opts = OPTS:check(opts, 3)
    local eps = opts.eps
    if eps ~= nil and (type(eps) ~= 'number' or eps < 0) then
-      error(('nn.RMSNorm: eps is %s, expected a non-negative number or nil'):format(tostring(eps)), 3)
+      error(('nn.RMSNorm: eps is %s, expected a non-negative number or nil'):format(show_value(eps)), 3)
    end
    self.shape, self.count, self.eps = {unpack(shape)}, count, eps
    local affine = opts.elementwise_affine

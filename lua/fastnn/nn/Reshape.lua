@@ -1,6 +1,7 @@
 -- nn.Reshape(shape) with shape a table or varargs (nn.Reshape{4, -1}, nn.Reshape(4, -1)): reshapes
 -- each sample, keeping the batch dim (Keras): x [N, ...] -> [N, shape...], one -1 inferred.
 -- A view when x's layout allows (reshape), else a copy.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
@@ -17,7 +18,7 @@ function Reshape:__init(first, ...)
    for i = 1, n do
       local v = shape[i]
       if type(v) ~= 'number' or v ~= math.floor(v) or (v < 1 and v ~= -1) then
-         error(('nn.Reshape: size %d is %s, expected a positive integer or -1'):format(i, tostring(v)), 3)
+         error(('nn.Reshape: size %d is %s, expected a positive integer or -1'):format(i, show_value(v)), 3)
       end
       if v == -1 then
          if infer then error('nn.Reshape: only one size may be -1', 3) end

@@ -1,6 +1,7 @@
 -- nn.Reverse(dim = 2): flips its input along dim (time, for [N, T, F] sequences); 1-based,
 -- negative from the end. Differentiable (the gradient is flipped back). x any shape with that
 -- dim -> same shape.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
@@ -11,7 +12,7 @@ function Reverse:__init(dim)
    if dim == nil then dim = 2 end
    if type(dim) ~= 'number' or dim ~= math.floor(dim) or dim == 0 then
       error(('nn.Reverse: dim is %s, expected a non-zero integer (1-based, negative from the end)'):format(
-         tostring(dim)), 3)
+         show_value(dim)), 3)
    end
    self.dim = dim
    rawset(self, '_index', {})   -- positions n .. 1 by length, made once

@@ -11,6 +11,7 @@
 -- source, so fnn.manual_seed(n) makes a generation reproducible. -inf logits (masked tokens) are
 -- never drawn. Logits on a GPU are copied to the CPU first (V floats).
 -- Not a Module: a sampler has no parameters and no state but its three settings.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn_tensor = require 'fastnn.tensor'
@@ -27,7 +28,7 @@ local id_buf = ffi.new('int64_t[1]')
 -- checks raise at `level`: 3 from a setter or the constructor (1 check, 2 them, 3 the user)
 local function check_temperature(t, level)
    if type(t) ~= 'number' or t ~= t or t < 0 or t == math.huge then
-      error(('Sampler: temperature is %s, expected a finite number >= 0 (0 is greedy)'):format(tostring(t)), level)
+      error(('Sampler: temperature is %s, expected a finite number >= 0 (0 is greedy)'):format(show_value(t)), level)
    end
    return t
 end
@@ -35,7 +36,7 @@ end
 local function check_top_k(k, level)
    if k == nil or k == false then return 0 end
    if type(k) ~= 'number' or k < 1 or k ~= floor(k) or k > 2 ^ 53 then
-      error(('Sampler: top_k is %s, expected a whole number >= 1 (nil turns it off)'):format(tostring(k)), level)
+      error(('Sampler: top_k is %s, expected a whole number >= 1 (nil turns it off)'):format(show_value(k)), level)
    end
    return k
 end
@@ -43,10 +44,17 @@ end
 local function check_top_p(p, level)
    if p == nil or p == false then return 1 end
    if type(p) ~= 'number' or not (p > 0 and p <= 1) then
-      error(('Sampler: top_p is %s, expected a number in (0, 1] (1 turns it off)'):format(tostring(p)), level)
+      error(('Sampler: top_p is %s, expected a number in (0, 1] (1 turns it off)'):format(show_value(p)), level)
    end
    return p
 end
+
+local OPTS = require('fastnn.options').declare('nn.Sampler', {
+   {'temperature', 'number', 1, 'divides the logits; 0 is greedy', min = 0},
+   {'top_k', 'integer|boolean', nil, 'sample among the k most likely ids (nil or false: all)', min = 1, default_doc = 'off'},
+   {'top_p', 'number|boolean', nil, 'sample among the fewest ids whose probability reaches p (nucleus)',
+    min = 0, min_open = true, max = 1, default_doc = '1 (off)'},
+})
 
 setmetatable(Sampler, {__call = function(cls, opts)
    local self = setmetatable({_temperature = 1, _top_k = 0, _top_p = 1}, cls)
@@ -55,10 +63,8 @@ setmetatable(Sampler, {__call = function(cls, opts)
       error(('Sampler: options are a table like {temperature = 0.8, top_k = 40, top_p = 0.95}, got a %s'):format(
          type(opts)), 2)
    end
-   for k in pairs(opts) do
-      if k ~= 'temperature' and k ~= 'top_k' and k ~= 'top_p' then
-         error(('Sampler: unknown option %s (temperature, top_k, top_p)'):format(tostring(k)), 2)
-      end
+   for k in pairs(opts) do   -- names through the declaration; values through the checks below
+      if OPTS.by_name[k] == nil then OPTS:check({[k] = true}, 2) end
    end
    if opts.temperature ~= nil then self._temperature = check_temperature(opts.temperature, 3) end
    self._top_k = check_top_k(opts.top_k, 3)

@@ -8,12 +8,16 @@ local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
 local fnn_softplus = fnn_tensor.C.fnn_softplus
 
 local Softplus = nn.Module:extend('Softplus')
+local OPTS = require('fastnn.options').declare('nn.Softplus', {
+   {'beta', 'number', 1, 'log(1 + exp(beta x)) / beta; not 0'},
+   {'threshold', 'number', 20, "PyTorch's linear tail above beta x > threshold (the stable kernel gives it anyway)"},
+})
 
 function Softplus:__init(opts)
-   opts = opts or {}
    if type(opts) == 'number' then opts = {beta = opts} end
-   self.beta = opts.beta or 1
-   self.threshold = opts.threshold or 20
+   opts = OPTS:check(opts, 3)
+   self.beta = opts.beta
+   self.threshold = opts.threshold
    if type(self.beta) ~= 'number' or self.beta == 0 then
       error('nn.Softplus: beta must be a non-zero number', 3)
    end

@@ -9,6 +9,7 @@
 --   cache:capacity() positions the buffers hold now
 -- The batch size is fixed by the first step. Views of the buffers handed out by earlier steps stay
 -- valid (rows already written are never written again until reset).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 
@@ -18,16 +19,20 @@ StackCache._name = 'StackCache'
 
 local function positive_int(v) return type(v) == 'number' and v >= 1 and v == math.floor(v) end
 
+local OPTS = require('fastnn.options').declare('nn.StackCache', {
+   {'capacity', 'integer', 256, 'positions preallocated (it grows when a step needs more)', min = 1},
+})
+
 setmetatable(StackCache, {__call = function(cls, layers, heads, head_dim, opts)
    for i, v in ipairs{layers, heads, head_dim} do
       if not positive_int(v) then
          error(('nn.StackCache: size %d is %s, expected a positive integer (StackCache(layers, heads, head_dim))'):format(
-               i, tostring(v)), 2)
+               i, show_value(v)), 2)
       end
    end
-   local cap = type(opts) == 'table' and opts.capacity or 256
+   local cap = OPTS:check(opts, 2).capacity
    if not positive_int(cap) then
-      error(('nn.StackCache: capacity is %s, expected a positive integer'):format(tostring(cap)), 2)
+      error(('nn.StackCache: capacity is %s, expected a positive integer'):format(show_value(cap)), 2)
    end
    return setmetatable({n = 0, layers = layers, heads = heads, head_dim = head_dim, cap = cap, batch = nil,
                         kv = {}}, cls)

@@ -4,20 +4,20 @@
 -- encoder's output, then an optional final LayerNorm `norm` (by default with pre-norm layers).
 --   forward(x, memory, {causal = true, key_padding_mask, memory_key_padding_mask})
 --   x [N, T, width], memory [N, S, width] -> [N, T, width]
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 
 local Decoder = nn.Module:extend('TransformerDecoder')
+local EXTRA = {{'norm', 'boolean', nil, 'a final LayerNorm', default_doc = 'norm_first'}}
+nn.TransformerEncoderLayer._declare('nn.TransformerDecoder', EXTRA)
 
 function Decoder:__init(width, heads, mlp_width, layers, opts)
    if type(layers) ~= 'number' or layers < 1 or layers ~= math.floor(layers) then
-      error(('nn.TransformerDecoder: layers is %s, expected a positive integer'):format(tostring(layers)), 3)
+      error(('nn.TransformerDecoder: layers is %s, expected a positive integer'):format(show_value(layers)), 3)
    end
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('nn.TransformerDecoder: options must be a table like {dropout = 0.1}, got a %s'):format(type(opts)), 3)
-   end
+   local o = nn.TransformerEncoderLayer._options('nn.TransformerDecoder', width, heads, mlp_width, opts, EXTRA)
    opts = opts or {}
-   local o = nn.TransformerEncoderLayer._options('nn.TransformerDecoder', width, heads, mlp_width, opts)
    self.width, self.heads, self.mlp_width, self.num_layers = width, heads, mlp_width, layers
    self.layers = nn.ModuleList()
    for _ = 1, layers do

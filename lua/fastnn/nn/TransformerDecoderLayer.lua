@@ -11,10 +11,12 @@
 -- Children named as PyTorch's: self_attn, multihead_attn, linear1, dropout, linear2, norm1..3, dropout1..3.
 local nn = require 'fastnn.nn'
 local Enc = nn.TransformerEncoderLayer
+Enc._declare('nn.TransformerDecoderLayer')
 
 local Layer = nn.Module:extend('TransformerDecoderLayer')
 
-function Layer:__init(width, heads, mlp_width, opts)
+function Layer:__init(width, heads, mlp_width, opts, more)
+   opts = Enc._positional('nn.TransformerDecoderLayer', opts, more)
    local o = Enc._options('nn.TransformerDecoderLayer', width, heads, mlp_width, opts)
    self.width, self.heads, self.mlp_width = width, heads, mlp_width
    self.dropout_p, self.activation, self.norm_first = o.dropout, o.activation, o.norm_first

@@ -5,5 +5,6 @@
 local nn = require 'fastnn.nn'
 
 local Encoder = nn.TransformerStack:extend('TransformerEncoder')
+nn.TransformerEncoderLayer._declare('nn.TransformerEncoder', nn.TransformerStack._EXTRA)
 
 return Encoder

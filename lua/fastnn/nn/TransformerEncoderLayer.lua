@@ -1,5 +1,6 @@
 -- nn.TransformerEncoderLayer(width, heads, mlp_width, {dropout = 0.1, norm_first = false,
 --     activation = 'relu', layer_norm_eps = 1e-5, bias = true}): PyTorch's encoder layer, batch first.
+--   PyTorch's positional dropout works too: nn.TransformerEncoderLayer(16, 4, 32, 0.0[, opts]).
 --   post-norm (default): x = norm1(x + dropout1(self_attn(x))); x = norm2(x + dropout2(ff(x)))
 --   pre-norm (norm_first = true): x = x + dropout1(self_attn(norm1(x))); x = x + dropout2(ff(norm2(x)))
 --   ff(x) = linear2(dropout(act(linear1(x)))), act 'relu' or 'gelu' (exact) or a function.
@@ -19,38 +20,69 @@ local ACTIVATIONS = {
    gelu = function(x) return x:gelu() end,
 }
 
+local options = require 'fastnn.options'
+local DECLS = {}   -- who -> its declaration: the layers, stacks and decoders share these entries
+local function declaration(who, extra)
+   if DECLS[who] then return DECLS[who] end
+   local e = {
+      {'dropout', 'number', 0.1, 'dropout on the attention weights, the feed-forward and both residual branches',
+       min = 0, max = 1, max_open = true},
+      {'activation', 'string|function', 'relu', "the feed-forward activation: 'relu', 'gelu' (exact) or a function",
+       values = {'relu', 'gelu'}},
+      {'norm_first', 'boolean', false, 'pre-norm (LayerNorm before each block) instead of post-norm'},
+      {'layer_norm_eps', 'number', 1e-5, 'eps of the LayerNorms', min = 0},
+      {'bias', 'boolean', true, 'biases in the linear layers and the attention projections'},
+   }
+   for _, x in ipairs(extra or {}) do e[#e + 1] = x end
+   DECLS[who] = options.declare(who, e)
+   return DECLS[who]
+end
+
+-- Layer._declare(who [, extra]): a class's declaration, made when its file loads (docs/options.md)
+Layer._declare = declaration
+declaration('nn.TransformerEncoderLayer')
+
 -- the shared checks of the encoder and decoder layers (errors at the user's line: level 4 is the
--- caller of Class(...), through here, __init and the class call)
-function Layer._options(who, width, heads, mlp_width, opts)
+-- caller of Class(...), through here, __init and the class call); extra: the caller's own entries
+function Layer._options(who, width, heads, mlp_width, opts, extra)
    for i, v in ipairs{width, heads, mlp_width} do
       if type(v) ~= 'number' or v < 1 or v ~= math.floor(v) then
          error(('%s: size %d is %s, expected a positive integer (%s(width, heads, mlp_width, opts))'):format(
-               who, i, tostring(v), who), 4)
+               who, i, options.describe(v), who), 4)
       end
    end
    if width % heads ~= 0 then
       error(('%s: width %d is not divisible by heads %d'):format(who, width, heads), 4)
    end
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('%s: options must be a table like {dropout = 0.1}, got a %s'):format(who, type(opts)), 4)
-   end
-   opts = opts or {}
-   local p = opts.dropout
-   if p == nil then p = 0.1 end
-   if type(p) ~= 'number' or p < 0 or p >= 1 then
-      error(('%s: dropout is %s, expected a number in [0, 1)'):format(who, tostring(p)), 4)
-   end
-   local act = opts.activation or 'relu'
+   opts = declaration(who, extra):check(opts, 4)
+   local act = opts.activation
    local act_fn = type(act) == 'function' and act or ACTIVATIONS[act]
-   if not act_fn then
-      error(("%s: activation is %s, expected 'relu', 'gelu' or a function"):format(who, tostring(act)), 4)
-   end
-   local eps = opts.layer_norm_eps or 1e-5
-   return {dropout = p, activation = act, act_fn = act_fn, norm_first = opts.norm_first and true or false,
-           eps = eps, bias = opts.bias ~= false}
+   return {dropout = opts.dropout, activation = act, act_fn = act_fn, norm_first = opts.norm_first,
+           eps = opts.layer_norm_eps, bias = opts.bias}
 end
 
-function Layer:__init(width, heads, mlp_width, opts)
+-- PyTorch's positional form (d_model, nhead, dim_feedforward, dropout [, opts]) -> the options table
+function Layer._positional(who, dropout, opts)
+   if type(dropout) == 'number' then
+      if opts ~= nil and type(opts) ~= 'table' then
+         error(('%s: options must be a table like {norm_first = true}, got %s'):format(who, options.describe(opts)), 4)
+      end
+      if opts ~= nil and opts.dropout ~= nil then
+         error(('%s: dropout given twice (positionally and in the options)'):format(who), 4)
+      end
+      local o = {dropout = dropout}
+      for k, v in pairs(opts or {}) do o[k] = v end
+      return o
+   end
+   if opts ~= nil then
+      error(('%s: a 5th argument %s after %s; expected (width, heads, mlp_width[, dropout][, opts])')
+            :format(who, options.describe(opts), options.describe(dropout)), 4)
+   end
+   return dropout
+end
+
+function Layer:__init(width, heads, mlp_width, opts, more)
+   opts = Layer._positional('nn.TransformerEncoderLayer', opts, more)
    local o = Layer._options('nn.TransformerEncoderLayer', width, heads, mlp_width, opts)
    self.width, self.heads, self.mlp_width = width, heads, mlp_width
    self.dropout_p, self.activation, self.norm_first = o.dropout, o.activation, o.norm_first

@@ -11,22 +11,25 @@
 --   cache:len()                                 -- positions cached so far
 -- forward_cached gives what forward gives for the same positions of the whole sequence.
 -- nn.TransformerEncoder is this class with causal = false.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 
 local Stack = nn.Module:extend('TransformerStack')
+Stack._EXTRA = {
+   {'causal', 'boolean', false, 'causal self-attention by default (forward can say otherwise)'},
+   {'norm', 'boolean', nil, 'a final LayerNorm', default_doc = 'norm_first'},
+}
+nn.TransformerEncoderLayer._declare('nn.TransformerStack', Stack._EXTRA)
 
 function Stack:__init(width, heads, mlp_width, layers, opts)
    if type(layers) ~= 'number' or layers < 1 or layers ~= math.floor(layers) then
       error(('%s: layers is %s, expected a positive integer (%s(width, heads, mlp_width, layers, opts))'):format(
-            self:_full_name(), tostring(layers), self:_full_name()), 3)
+            self:_full_name(), show_value(layers), self:_full_name()), 3)
    end
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('%s: options must be a table like {dropout = 0.1}, got a %s'):format(self:_full_name(), type(opts)), 3)
-   end
+   local o = nn.TransformerEncoderLayer._options(self:_full_name(), width, heads, mlp_width, opts, Stack._EXTRA)
    opts = opts or {}
-   local o = nn.TransformerEncoderLayer._options(self:_full_name(), width, heads, mlp_width, opts)
    self.width, self.heads, self.mlp_width, self.num_layers = width, heads, mlp_width, layers
    self.causal = opts.causal and true or false
    self.layers = nn.ModuleList()

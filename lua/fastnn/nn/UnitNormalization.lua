@@ -8,14 +8,14 @@ local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 local floor = math.floor
 
 local UnitNormalization = nn.Module:extend('UnitNormalization')
+local OPTS = require('fastnn.options').declare('nn.UnitNormalization', {
+   {'axis', 'integer|table', -1, 'the dim or dims normalised (1-based; negative from the end)'},
+})
 
 local EPS = 1e-12
 
 function UnitNormalization:__init(opts)
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('nn.UnitNormalization: options must be a table like {axis = -1}, got a %s'):format(type(opts)), 3)
-   end
-   local axis = opts and opts.axis or -1
+   local axis = OPTS:check(opts, 3).axis
    local axes = type(axis) == 'table' and {unpack(axis)} or {axis}
    if #axes == 0 then error('nn.UnitNormalization: axis is an empty table, expected a dim or dims', 3) end
    for _, a in ipairs(axes) do

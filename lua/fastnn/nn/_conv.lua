@@ -14,6 +14,8 @@ local tuple, parse, run = conv._tuple, conv._parse, conv._run
 local Param = nn.Param
 local floor, concat = math.floor, table.concat
 
+local options = require 'fastnn.options'
+
 local M = {}
 M.run = run
 M.LAYOUT = {'[N, C, L] or [C, L]', '[N, C, H, W] or [C, H, W]', '[N, C, D, H, W] or [C, D, H, W]'}
@@ -23,7 +25,7 @@ local function uniform(shape, bound) return fnn_tensor.uniform(shape, -bound, bo
 -- `level` below is the user's level as seen from the function's caller
 function M.check_positive(name, what, v, level)
    if type(v) ~= 'number' or v < 1 or v ~= floor(v) then
-      error(('nn.%s: %s is %s, expected a positive integer'):format(name, what, tostring(v)), level + 1)
+      error(('nn.%s: %s is %s, expected a positive integer'):format(name, what, options.describe(v)), level + 1)
    end
 end
 
@@ -38,6 +40,31 @@ local function dims(t) return concat(t, 'x') end
 local function all_equal(t, v)
    for i = 1, #t do if t[i] ~= v then return false end end
    return true
+end
+
+-- the declaration of a conv layer's options (extra: the layer's own entries first)
+local function declare(name, nd, transposed, extra, depthwise)
+   local e = {}
+   for _, x in ipairs(extra or {}) do e[#e + 1] = x end
+   local ints = 'integer or a table of ' .. nd
+   e[#e + 1] = {'stride', 'integer|table', 1, 'step of the window: an ' .. ints}
+   e[#e + 1] = {'padding', 'integer|table|string', 0, "zeros added on each side: an " .. ints ..
+                " (an entry may be {before, after}), 'valid' or 'same'" .. ((nd == 1 and not transposed) and " or 'causal'" or ''),
+                values = {'valid', 'same', 'causal'}}   -- 'causal' elsewhere: the conv op says why not
+   if transposed then
+      e[#e + 1] = {'output_padding', 'integer|table', 0, 'extra size added to one side of the output: an ' .. ints}
+   end
+   e[#e + 1] = {'dilation', 'integer|table', 1, 'spacing of the kernel taps: an ' .. ints}
+   if not depthwise then e[#e + 1] = {'groups', 'integer', 1, 'blocked connections: in and out must both divide by it', min = 1} end
+   e[#e + 1] = {'bias', 'boolean', true, 'learn an additive bias [out]'}
+   if not transposed then
+      -- another change owns the padding modes: until then every mode but zeros is refused, never ignored
+      e[#e + 1] = {'padding_mode', 'string', 'zeros', "how padding is filled: only 'zeros' so far ('reflect', "
+                   .. "'replicate' and 'circular' are refused: not supported yet)",
+                   values = {'zeros', 'reflect', 'replicate', 'circular'},
+                   check = function(v) if v ~= 'zeros' then return "not supported yet (only 'zeros')" end end}
+   end
+   return options.declare('nn.' .. name, e)
 end
 
 -- sizes, options, weight and bias of a conv layer named `name` (errors say 'nn.<name>')
@@ -134,9 +161,10 @@ end
 -- nn.<name>(in, out, kernel, {...}): a plain (transposed = false) or transposed convolution
 function M.class(name, nd, transposed)
    local cls = nn.Module:extend(name)
+   local OPTS = declare(name, nd, transposed)
    -- the user is level 3 as seen from __init (2 is Module's __call)
    function cls:__init(inputs, outputs, kernel, opts)
-      M.setup(self, name, nd, transposed, inputs, outputs, kernel, opts, 3)
+      M.setup(self, name, nd, transposed, inputs, outputs, kernel, OPTS:check(opts, 3), 3)
    end
    cls.forward = M.forward
    cls.__tostring = M.describe
@@ -147,11 +175,13 @@ end
 -- convolution with groups = channels, weight [channels * m, 1, k...], fan_in = prod(k)
 function M.depthwise_class(name, nd)
    local cls = nn.Module:extend(name)
+   local OPTS = declare(name, nd, false, {{'depth_multiplier', 'integer', 1, 'output channels per input channel', min = 1}},
+                        true)
    function cls:__init(channels, kernel, opts)
-      opts = M.check_opts(name, opts, 3)
-      if opts.groups ~= nil then
+      if type(opts) == 'table' and opts.groups ~= nil then
          error(('nn.%s: groups is the channel count; use nn.Conv%dd for other groups'):format(name, nd), 3)
       end
+      opts = OPTS:check(opts, 3)
       local m = opts.depth_multiplier
       if m == nil then m = 1 end
       M.check_positive(name, 'depth_multiplier', m, 3)
@@ -171,10 +201,12 @@ end
 function M.separable_class(name, nd)
    local cls = nn.Module:extend(name)
    local op = 'nn.' .. name
+   local OPTS = declare(name, nd, false, {{'depth_multiplier', 'integer', 1, 'output channels per input channel', min = 1}},
+                        true)
    function cls:__init(inputs, outputs, kernel, opts)
       M.check_positive(name, 'in', inputs, 3)
       M.check_positive(name, 'out', outputs, 3)
-      opts = M.check_opts(name, opts, 3)
+      opts = OPTS:check(opts, 3)
       local m = opts.depth_multiplier
       if m == nil then m = 1 end
       M.check_positive(name, 'depth_multiplier', m, 3)
@@ -183,7 +215,8 @@ function M.separable_class(name, nd)
       -- the children's checks, with this layer's name and the user's line
       local ok, err = pcall(function()
          self.depthwise = nn['DepthwiseConv' .. nd .. 'd'](inputs, kernel, {
-            depth_multiplier = m, stride = opts.stride, padding = opts.padding, dilation = opts.dilation, bias = false})
+            depth_multiplier = m, stride = opts.stride, padding = opts.padding, dilation = opts.dilation, bias = false,
+            padding_mode = opts.padding_mode})
       end)
       if not ok then
          error((tostring(err):gsub('^[^:\n]+:%d+: ', ''):gsub('^nn%.DepthwiseConv%dd', op)), 3)

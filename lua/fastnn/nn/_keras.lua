@@ -10,6 +10,7 @@
 -- beside PyTorch's: strides/stride, dilation_rate/dilation, use_bias/bias, kernel_size, filters.
 -- A spec for M.class: {parse = function(self, ...) (errors at level 4), make = function(self, shape)
 -- -> the inner module, describe = function(self) -> the text inside nn.Name(...)}.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local nn = require 'fastnn.nn'
 local shape = require 'fastnn.keras.shape'
 local activation_fn = require('fastnn.nn._activation').fn
@@ -35,18 +36,11 @@ end
 
 function M.check_count(name, what, v, level)
    if type(v) ~= 'number' or v < 1 or v ~= floor(v) then
-      error(('nn.%s: %s is %s, expected a positive integer'):format(name, what, tostring(v)), level + 1)
+      error(('nn.%s: %s is %s, expected a positive integer'):format(name, what, show_value(v)), level + 1)
    end
    return v
 end
 
-function M.check_opts(name, opts, level)
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(("nn.%s: options must be a table like {activation = 'relu'}, got a %s"):format(name, type(opts)),
-            level + 1)
-   end
-   return opts or {}
-end
 
 -- the activation: an argument, or opts.activation; stored with its name for printing
 function M.set_activation(self, name, act, level)
@@ -192,8 +186,31 @@ end
 -- nn.<name>(filters, kernel_size, {strides, padding = 'valid', dilation_rate, groups, use_bias,
 -- activation, output_padding, depth_multiplier}) over torch_name(in, filters, kernel, opts)
 -- (kind 'conv'), torch_name(in, kernel, opts) (kind 'depthwise': no filters argument)
+-- Keras' name of a PyTorch conv option
+local KERAS_NAME = {stride = 'strides', dilation = 'dilation_rate', bias = 'use_bias'}
+
+-- the declaration of a Keras conv layer: its own names, then the inner layer's options, each with
+-- its Keras name beside it (the inner layer checks them again at the probe)
+local function conv_declaration(name, torch_name, depthwise)
+   local _ = nn[torch_name]   -- loads the inner class, whose file declares its options
+   local e = {}
+   if not depthwise then e[#e + 1] = {'filters', 'integer', nil, 'output channels (in the one-table form)', min = 1} end
+   e[#e + 1] = {'kernel_size', 'integer|table', nil, 'the kernel (in the one-table form)'}
+   e[#e + 1] = {'activation', 'string|function', nil, "a name of nn.activation_fn, a function, or nil/'linear' for none"}
+   for _, o in ipairs(require('fastnn.options').registry['nn.' .. torch_name].entries) do
+      local k = KERAS_NAME[o.name]
+      if k then
+         e[#e + 1] = {k, o.types, nil, o.doc .. (' (%s: %s)'):format("PyTorch's name", o.name), values = o.values,
+                      min = o.min, max = o.max, default_doc = o.default ~= nil and tostring(o.default) or nil}
+      end
+      e[#e + 1] = o
+   end
+   return require('fastnn.options').declare('nn.' .. name, e)
+end
+
 function M.conv(name, torch_name, nd, kind)
    local depthwise = kind == 'depthwise'
+   local OPTS = conv_declaration(name, torch_name, depthwise)
    return M.class(name, {
       parse = function(self, a, b, c)
          local filters, kernel, opts
@@ -205,7 +222,10 @@ function M.conv(name, torch_name, nd, kind)
             else filters, kernel, opts = a, b, c end
             M.check_count(name, 'filters', filters, 4)
          end
-         opts = M.check_opts(name, opts, 4)
+         -- checked here; what goes on is the caller's own keys (defaults filled in would hide their
+         -- Keras aliases: strides = 2 beside a filled-in stride = 1)
+         OPTS:check(opts, 4)
+         opts = opts or {}
          if kernel == nil then error(('nn.%s: kernel_size is missing'):format(name), 4) end
          self.filters, self.kernel_size = filters, kernel
          self._opts = M.torch_opts(opts)
@@ -243,11 +263,19 @@ end
 function M.pooling(name, torch_name)
    local base = nn[torch_name]
    local cls = base:extend(name)
+   local OPTS = require('fastnn.options').declare('nn.' .. name, {
+      {'pool_size', 'integer|table', 2, 'the window (in the one-table form)'},
+      {'strides', 'integer|table', nil, 'step of the window', default_doc = 'pool_size'},
+      {'stride', 'integer|table', nil, "PyTorch's name of strides", default_doc = 'pool_size'},
+      {'padding', 'string|integer|table', 'valid', "'valid' or numbers ('same' is refused: the pools pad symmetrically)",
+       values = {'valid', 'same'}},
+      {'ceil_mode', 'boolean', false, 'round the output size up instead of down'},
+   })
    function cls:__init(pool_size, opts)
       if type(pool_size) == 'table' and pool_size[1] == nil and opts == nil then
          pool_size, opts = pool_size.pool_size, pool_size
       end
-      opts = M.check_opts(name, opts, 3)
+      opts = OPTS:check(opts, 3)
       local padding = opts.padding
       if padding == nil or padding == 'valid' then padding = 0 end
       if padding == 'same' then

@@ -16,8 +16,26 @@ local fnn_tensor = require 'fastnn.tensor'
 local losses = require 'fastnn.nn.losses'
 local is_tensor, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 
-local REDUCTIONS = {mean = true, sum = true, none = true}
+local options = require 'fastnn.options'
 local TENSOR_OPTS = {weight = true, pos_weight = true}
+
+-- every loss option, declared once; a class takes the ones its spec names
+local ENTRIES = {
+   reduction = {'reduction', 'string', 'mean', "'mean', 'sum' or 'none' over the per-element losses"},
+   weight = {'weight', 'tensor|table|number', nil, 'a rescaling weight (per class, or broadcast to the prediction)'},
+   pos_weight = {'pos_weight', 'tensor|table|number', nil, 'a weight of the positive term (e.g. [C] for [N, C])'},
+   ignore_index = {'ignore_index', 'integer|boolean', nil, 'a target id that does not count (false: none)',
+                   default_doc = '-100'},
+   label_smoothing = {'label_smoothing', 'number', nil, 'mix the target with the uniform distribution by this much',
+                      min = 0, max = 1, default_doc = '0'},
+   delta = {'delta', 'number', nil, 'where the loss turns from quadratic to linear', min = 0, min_open = true,
+            default_doc = '1'},
+   margin = {'margin', 'number', nil, 'the margin for dissimilar pairs', default_doc = '0'},
+   log_target = {'log_target', 'boolean', nil, 'the target is given as log-probabilities', default_doc = 'false'},
+   from_logits = {'from_logits', 'boolean', nil, 'the prediction is logits, not probabilities', default_doc = 'false'},
+   axis = {'axis', 'integer', nil, 'the class axis', default_doc = '-1'},
+   ignore_class = {'ignore_class', 'integer', nil, 'a class id that does not count', default_doc = 'none'},
+}
 
 local function show(v)
    if is_tensor(v) then return shape_str(v) end
@@ -28,8 +46,19 @@ end
 return function(name, fn_name, spec)
    local cls = nn.Module:extend(name)
    local fn = losses._impl[fn_name]
-   local allowed = {}
-   for _, k in ipairs(spec.options) do allowed[k] = true end
+   local entries = {}
+   for i, k in ipairs(spec.options) do
+      local e = assert(ENTRIES[k], k)
+      if k == 'reduction' then
+         local values = {'mean', 'sum', 'none'}
+         if spec.extra_reduction then values[#values + 1] = spec.extra_reduction end
+         if spec.keras then values[#values + 1] = 'sum_over_batch_size'; values[#values + 1] = 'auto' end
+         e = {e[1], e[2], e[3], "'" .. table.concat(values, "', '") .. "' over the per-element losses",
+              values = values}
+      end
+      entries[i] = e
+   end
+   local OPTS = options.declare('nn.' .. name, entries)
 
    function cls:__init(opts)
       -- errors at the user's line: 1 here, 2 the class's __call, 3 the caller
@@ -40,19 +69,9 @@ return function(name, fn_name, spec)
          opts = {[spec.positional] = opts}
       end
       local o = {}
-      for k, v in pairs(opts or {}) do
-         if not allowed[k] then
-            error(("nn.%s: unknown option '%s' (expected %s)"):format(name, tostring(k),
-                  table.concat(spec.options, ', ')), 3)
-         end
-         o[k] = v
-      end
+      for k, v in pairs(OPTS:check(opts, 3)) do o[k] = v end   -- a plain copy: the loss function reads it
       if spec.keras and (o.reduction == 'sum_over_batch_size' or o.reduction == 'auto') then o.reduction = nil end
-      local extra = spec.extra_reduction or (spec.keras and 'sum_over_batch_size')
-      if o.reduction ~= nil and not REDUCTIONS[o.reduction] and o.reduction ~= spec.extra_reduction then
-         error(("nn.%s: reduction '%s' is not one of 'mean', 'sum', 'none'%s"):format(name, tostring(o.reduction),
-               extra and (", '" .. extra .. "'") or ''), 3)
-      end
+      if o.reduction == 'mean' then o.reduction = nil end
       for k in pairs(TENSOR_OPTS) do
          local v = o[k]
          if v ~= nil then

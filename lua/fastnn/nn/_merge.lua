@@ -7,6 +7,7 @@
 -- on shapes alone (output_shape raises the same messages) before any data moves.
 -- Each layer file is one line calling this. Gradients flow through the C ops used
 -- (add, sub, mul, mul_scalar, maximum, minimum, cat).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
@@ -177,13 +178,16 @@ local cat_ptrs = ffi.typeof('const fnn_tensor *[?]')
 function M.concatenate(name)
    local cls = nn.Module:extend(name)
    cls._rule, cls.output_shape = concat_rule, output_shape
+   local OPTS = require('fastnn.options').declare('nn.' .. name, {
+      {'dim', 'integer', -1, 'the dim joined along (1-based; negative from the end)'},
+   })
    function cls:__init(opts)
       local dim = opts
-      if type(opts) == 'table' then dim = opts.dim end
+      if type(opts) == 'table' then dim = OPTS:check(opts, 3).dim end
       if dim == nil then dim = -1 end
       if type(dim) ~= 'number' or dim ~= floor(dim) or dim == 0 then
          error(('nn.%s: dim is %s, expected a non-zero integer (1-based, negative from the end)'):format(
-            name, tostring(dim)), 3)
+            name, show_value(dim)), 3)
       end
       self.dim = dim
    end

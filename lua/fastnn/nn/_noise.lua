@@ -1,6 +1,7 @@
 -- Shared by the regularization layers (Dropout, SpatialDropout*, AlphaDropout, GaussianNoise,
 -- GaussianDropout): draws from the core's random source (so fnn.manual_seed makes them
 -- reproducible) and the checks of their rates.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 local new, done, fail = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
@@ -33,7 +34,7 @@ local function finite(v) return type(v) == 'number' and v == v and v ~= math.hug
 -- a rate in [0, 1), else an error naming the layer and the value at the constructor's caller
 function M.check_rate(who, what, v)
    if not finite(v) or v < 0 or v >= 1 then
-      error(('%s: %s is %s, expected a number in [0, 1)'):format(who, what, tostring(v)), 4)
+      error(('%s: %s is %s, expected a number in [0, 1)'):format(who, what, show_value(v)), 4)
    end
    return v
 end
@@ -41,7 +42,7 @@ end
 -- a finite number >= 0
 function M.check_nonneg(who, what, v)
    if not finite(v) or v < 0 then
-      error(('%s: %s is %s, expected a non-negative number'):format(who, what, tostring(v)), 4)
+      error(('%s: %s is %s, expected a non-negative number'):format(who, what, show_value(v)), 4)
    end
    return v
 end

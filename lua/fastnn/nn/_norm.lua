@@ -1,9 +1,10 @@
 -- Shared by the normalization layers (BatchNorm1d/2d/3d, InstanceNorm*, GroupNorm, RMSNorm):
 --   M.batch_norm_class('BatchNorm2d', {4}, '[N, C, H, W]')   -- nn.BatchNorm2d
 --   M.instance_norm_class('InstanceNorm2d', 4, '[N, C, H, W] or [C, H, W]')
---   M.filled(shape, value), M.check_size(layer, what, v, level), M.options(layer, opts, level)
+--   M.filled(shape, value), M.check_size(layer, what, v, level)
 -- The kernels are core/ops/norm.c (fnn_batch_norm, fnn_group_norm); forward methods call C
 -- directly so that fail() (1 fail, 2 forward, 3 the caller) raises at the user's line.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local C = fnn_tensor.C
@@ -26,16 +27,9 @@ local filled = M.filled
 -- 3 Module's __call, 4 the user; helpers called from __init pass level 4
 function M.check_size(layer, what, v, level)
    if type(v) ~= 'number' or v < 1 or v ~= floor(v) then
-      error(('nn.%s: %s is %s, expected a positive integer'):format(layer, what, tostring(v)), level or 4)
+      error(('nn.%s: %s is %s, expected a positive integer'):format(layer, what, require('fastnn.options').describe(v)),
+            level or 4)
    end
-end
-
-function M.options(layer, opts, level)
-   if opts == nil then return {} end
-   if type(opts) ~= 'table' then
-      error(('nn.%s: options must be a table like {eps = 1e-5}, got a %s'):format(layer, type(opts)), level or 4)
-   end
-   return opts
 end
 
 local function flag(opts, key, default)
@@ -46,21 +40,33 @@ end
 
 local function check_eps(layer, eps)
    if type(eps) ~= 'number' or eps < 0 then
-      error(('nn.%s: eps is %s, expected a non-negative number'):format(layer, tostring(eps)), 5)
+      error(('nn.%s: eps is %s, expected a non-negative number'):format(layer, show_value(eps)), 5)
    end
 end
 
 local function check_momentum(layer, m)
    if m ~= nil and (type(m) ~= 'number' or m < 0 or m > 1) then
       error(('nn.%s: momentum is %s, expected a number in [0, 1] or false (a cumulative average)'):format(
-         layer, tostring(m)), 5)
+         layer, show_value(m)), 5)
    end
 end
 
 -- num_features, eps, momentum, affine (weight ones, bias zeros), running stats as buffers
-local function setup(self, name, num_features, opts, affine_default, track_default)
+local options = require 'fastnn.options'
+local function declare(name, affine_default, track_default)
+   return options.declare('nn.' .. name, {
+      {'eps', 'number', 1e-5, 'added to the variance for numerical stability', min = 0},
+      {'momentum', 'number|boolean', 0.1, 'running = (1 - momentum) running + momentum batch; false: a cumulative average '
+       .. "(PyTorch's None)", min = 0, max = 1, expect = 'a number in [0, 1] or false',
+       check = function(v) if v == true then return 'expected a number in [0, 1] or false' end end},
+      {'affine', 'boolean', affine_default, 'learn a per-channel weight and bias'},
+      {'track_running_stats', 'boolean', track_default, 'keep running mean and variance for evaluation'},
+   })
+end
+
+local function setup(self, name, num_features, opts, affine_default, track_default, OPTS)
    M.check_size(name, 'num_features', num_features, 5)
-   opts = M.options(name, opts, 5)
+   opts = OPTS:check(opts, 4)
    local eps = opts.eps
    if eps == nil then eps = 1e-5 end
    check_eps(name, eps)
@@ -111,7 +117,8 @@ function M.batch_norm_class(name, ndims, layout)
    local ok_dims = {}
    for _, d in ipairs(ndims) do ok_dims[d] = true end
 
-   function cls:__init(num_features, opts) setup(self, name, num_features, opts, true, true) end
+   local OPTS = declare(name, true, true)
+   function cls:__init(num_features, opts) setup(self, name, num_features, opts, true, true, OPTS) end
 
    function cls:forward(x)
       if not istype(x) then
@@ -150,7 +157,8 @@ function M.instance_norm_class(name, ndim, layout)
    local cls = nn.Module:extend(name)
    local fnn_group_norm, fnn_batch_norm = C.fnn_group_norm, C.fnn_batch_norm
 
-   function cls:__init(num_features, opts) setup(self, name, num_features, opts, false, false) end
+   local OPTS = declare(name, false, false)
+   function cls:__init(num_features, opts) setup(self, name, num_features, opts, false, false, OPTS) end
 
    function cls:forward(x)
       if not istype(x) then

@@ -15,13 +15,7 @@ local unpack = unpack
 
 local M = {}
 
-local function check_options(name, opts, example)
-   if opts ~= nil and type(opts) ~= 'table' then
-      -- 1 here, 2 __init, 3 __call, 4 the user's line
-      error(('nn.%s: options must be a table like %s, got a %s'):format(name, example, type(opts)), 4)
-   end
-   return opts or {}
-end
+local options = require 'fastnn.options'
 
 -- input checks of a layer over `dims` spatial dims (errors at the caller of forward)
 local function check_input(label, x, dims)
@@ -39,9 +33,20 @@ function M.pool(name, kind, dims)
    local cls = nn.Module:extend(name)
    local cfn = C[('fnn_%s_pool%dd'):format(kind, dims)]
    local full = 'nn.' .. name
+   local ints = 'an integer or a table of ' .. dims
+   local entries = {
+      {'stride', 'integer|table', nil, 'step of the window: ' .. ints, default_doc = 'the kernel'},
+      {'padding', 'integer|table', 0, 'implicit padding on each side: ' .. ints},
+      {'ceil_mode', 'boolean', false, 'round the output size up instead of down'},
+   }
+   if kind == 'avg' then
+      entries[#entries + 1] = {'count_include_pad', 'boolean', true, 'count padded zeros in the average'}
+   end
+   local OPTS = options.declare(full, entries)
 
    function cls:__init(kernel, opts)
-      opts = check_options(name, opts, '{stride = 2}')
+      -- 1 here, 2 __call, 3 the user's line
+      opts = OPTS:check(opts, 3)
       if kernel == nil then error(('%s: kernel size missing'):format(full), 3) end
       -- tuple's errors: 1 tuple, 2 __init, 3 __call, 4 the user's line
       self.kernel = tuple(full, 'kernel', kernel, dims, nil, 4)
@@ -96,9 +101,12 @@ end
 function M.global(name, kind, dims)
    local cls = nn.Module:extend(name)
    local full = 'nn.' .. name
+   local OPTS = options.declare(full, {
+      {'keepdims', 'boolean', false, 'keep the spatial dims as size 1'},
+   })
 
    function cls:__init(opts)
-      opts = check_options(name, opts, '{keepdims = true}')
+      opts = OPTS:check(opts, 3)
       self.keepdims = opts.keepdims and true or false
    end
 
@@ -137,10 +145,18 @@ local MODES = {nearest = true, bilinear = true}
 function M.upsampling(name, dims)
    local cls = nn.Module:extend(name)
    local full = 'nn.' .. name
+   local per = 'an integer or a table of ' .. dims
+   local OPTS = options.declare(full, {
+      {'size', 'integer|table', nil, 'a fixed output size: ' .. per .. ' (instead of a factor)'},
+      {'scale_factor', 'integer|table', nil, 'the factor (PyTorch spelling of the positional argument): ' .. per,
+       default_doc = '2'},
+      {'mode', 'string', 'nearest', "'nearest', or 'bilinear' for 2 spatial dims", values = {'nearest', 'bilinear'}},
+      {'align_corners', 'boolean', nil, "align the corner pixels (mode 'bilinear' only)", default_doc = 'false'},
+   })
 
    function cls:__init(factor, opts)
       if type(factor) == 'table' and factor[1] == nil and opts == nil then factor, opts = nil, factor end
-      opts = check_options(name, opts, "{mode = 'bilinear'}")
+      opts = OPTS:check(opts, 3)
       if factor == nil then factor = opts.scale_factor end   -- PyTorch's nn.Upsample spelling
       if factor ~= nil and opts.size ~= nil then
          error(('%s: give a scale factor or {size = ...}, not both'):format(full), 3)

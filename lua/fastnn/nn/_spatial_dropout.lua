@@ -9,9 +9,13 @@ local LAYOUT = {'[N, C, L]', '[N, C, H, W]', '[N, C, D, H, W]'}
 
 return function(k)
    local cls = Dropout:extend('SpatialDropout' .. k .. 'd')
+   local OPTS = Dropout._declare('nn.SpatialDropout' .. k .. 'd', {Dropout._P, Dropout._RATE})
    local buf = ffi.new('int64_t[8]')
    function cls:__init(p)
-      if type(p) == 'table' then p = p.p or p.rate end
+      if type(p) == 'table' then   -- {p = ...} or {rate = ...}; 1 check, 2 here, 3 the class call, 4 the user
+         local o = OPTS:check(p, 3)
+         p = o.p or o.rate
+      end
       return Dropout.__init(self, p)   -- a tail call: errors still point at the user's line
    end
    function cls.mask_shape(_, x)

@@ -10,6 +10,7 @@
 --       writes k [B,H,t,D] and v [B,H,t,Dv] in place into positions pos .. pos+t-1 (1-based) of dim 3
 --       of buffers [B,H,cap,D] / [B,H,cap,Dv] that the caller made for this (fnn.zeros) and shares
 --       with nobody. What nn.StackCache uses; returns nothing.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
@@ -57,7 +58,7 @@ function M.attention_cache_append(k_cache, v_cache, k, v, pos)
    check_tensor('attention_cache_append', k, 'k')
    check_tensor('attention_cache_append', v, 'v')
    if type(pos) ~= 'number' or pos ~= math.floor(pos) then
-      error(('attention_cache_append: position is %s, expected an integer'):format(tostring(pos)), 2)
+      error(('attention_cache_append: position is %s, expected an integer'):format(show_value(pos)), 2)
    end
    if fnn_append(k_cache, v_cache, k, v, pos - 1) ~= 0 then fail() end
 end

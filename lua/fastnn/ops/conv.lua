@@ -11,6 +11,7 @@
 --        (PyTorch's); output_padding must be smaller than the stride or the dilation; padding
 --        'same' gives in * stride (Keras)
 -- Each is also a tensor method: x:conv1d(w, b, opts). (The pools are in fastnn.ops.pool.)
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
@@ -53,7 +54,7 @@ local function tuple(op, what, v, default, nd, level)
       if ok then return t end
    end
    error(('%s: %s is %s, expected an integer or a table %s'):format(op, what,
-         type(v) == 'table' and ('a table of ' .. #v .. ' values') or tostring(v), TUPLE[nd]), level + 1)
+         type(v) == 'table' and ('a table of ' .. #v .. ' values') or show_value(v), TUPLE[nd]), level + 1)
 end
 M._tuple = tuple
 
@@ -97,7 +98,7 @@ local function parse(op, nd, transposed, opts, level)
    end
    local groups = opts.groups or 1
    if not is_int(groups) then
-      error(('%s: groups is %s, expected an integer'):format(op, tostring(groups)), level + 1)
+      error(('%s: groups is %s, expected an integer'):format(op, show_value(groups)), level + 1)
    end
    local s = {op = op, nd = nd, transposed = transposed, groups = groups,
               stride = tuple(op, 'stride', opts.stride, 1, nd, level + 1),

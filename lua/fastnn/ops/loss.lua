@@ -21,6 +21,7 @@ local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, is_tensor, shape_str = fnn_tensor.new, fnn_tensor.done, fnn_tensor.is_tensor, fnn_tensor.shape_str
 local shape_buf = fnn_tensor.shape_buf
 local floor = math.floor
+local options_mod = require 'fastnn.options'   -- the shared message form: known names nearest first
 local M = {}
 
 -- Error levels: an implementation takes lvl, the level of the user's frame seen from itself (2
@@ -43,8 +44,8 @@ local function options(op, opts, allowed, lvl)
       if not allowed[k] then
          local names = {}
          for name in pairs(allowed) do names[#names + 1] = name end
-         table.sort(names)
-         error(("%s: unknown option '%s' (expected %s)"):format(op, tostring(k), table.concat(names, ', ')), lvl + 1)
+         error(("%s: unknown option '%s' (options: %s)"):format(op, tostring(k),
+               table.concat(options_mod.nearest(k, names), ', ')), lvl + 1)
       end
    end
    return opts

@@ -16,6 +16,7 @@
 --       trailing dims: w's element count, else normalized_shape (a size or a table of sizes),
 --       else x's last dim. eps nil: float32's machine epsilon (PyTorch).
 -- Each is also a method: x:batch_norm(...), x:group_norm(...), ...
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
@@ -89,7 +90,7 @@ local fnn_group_norm = C.fnn_group_norm
 function M.group_norm(x, groups, w, b, opts)
    check_tensor('group_norm', x, 'input')
    if type(groups) ~= 'number' or groups ~= math.floor(groups) or groups < 1 then
-      error(('group_norm: num_groups is %s, expected a positive integer'):format(tostring(groups)), 2)
+      error(('group_norm: num_groups is %s, expected a positive integer'):format(show_value(groups)), 2)
    end
    check_optional('group_norm', w, 'weight')
    check_optional('group_norm', b, 'bias')

@@ -7,6 +7,7 @@
 --   x:softmax(dim), x:log_softmax(dim)   dim defaults to the last
 -- Dims are 1-based (negative counts from the end) and converted here; each
 -- function is also fnn.<name>(x, ...).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail, cdim, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.cdim,
@@ -54,7 +55,7 @@ function Tensor.norm(x, p, dim, keepdim)
    if p == nil then p = 2 end
    if type(p) == 'string' then p = named_p[p] or p end
    if type(p) ~= 'number' then
-      error(('norm: p is %s, expected a number, \'inf\', \'-inf\' or \'fro\''):format(tostring(p)), 2)
+      error(('norm: p is %s, expected a number, \'inf\', \'-inf\' or \'fro\''):format(show_value(p)), 2)
    end
    local d = dim == nil and -1 or cdim('norm', x, dim)
    local out = new()

@@ -1,6 +1,7 @@
 -- fastnn.ops.shape: bindings for core/ops/shape.c, plus split/chunk (Lua
 -- compositions of narrow) and t(). Dims and positions are 1-based (negative
 -- counts from the end) and converted once here; sizes come as a table or varargs.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
@@ -16,7 +17,7 @@ local pads_buf = ffi.new('int64_t[16]')
 -- an integer argument (else an error at the user's line: 1 here, 2 the method, 3 the caller)
 local function int_arg(op, what, v)
    if type(v) ~= 'number' or v ~= floor(v) then
-      error(('%s: %s is %s, expected an integer'):format(op, what, tostring(v)), 3)
+      error(('%s: %s is %s, expected an integer'):format(op, what, show_value(v)), 3)
    end
    return v
 end

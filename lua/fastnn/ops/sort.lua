@@ -6,6 +6,7 @@
 -- carry the gradient back to the positions they came from. Dims are 1-based
 -- (negative counts from the end) and converted here; each function is also
 -- fnn.<name>(x, ...).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail, cdim, is_tensor, shape_str = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail,
@@ -55,7 +56,7 @@ function Tensor.topk(x, k, dim, opts)
       local at = d < 0 and x.ndim + d or d                      -- 0-based; -1 for a 0-dim x
       local size = at < 0 and 1 or tonumber(x.shape_[at])
       error(('topk: k is %s, expected a whole number from 0 to %d (the size of dim %d of %s)'):format(
-         tostring(k), size, at + 1 > 0 and at + 1 or 1, shape_str(x)), 2)
+         show_value(k), size, at + 1 > 0 and at + 1 or 1, shape_str(x)), 2)
    end
    local largest = not (opts and opts.largest ~= nil and not flag(opts.largest))
    local values, indices = new(), new()

@@ -6,6 +6,7 @@
 -- update(): shadow = decay * shadow + (1 - decay) * p, in place in C (one pass per parameter).
 -- swap_in() puts the averages into the parameters (keeping the trained values aside);
 -- swap_out() puts the trained values back. STATE: the shadow weights and the update count.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 local fail = fnn_tensor.fail
@@ -24,7 +25,7 @@ setmetatable(Ema, {__call = function(_, params, decay)
    local list = param_list('optim.Ema', params)
    decay = decay or 0.999
    if type(decay) ~= 'number' or decay < 0 or decay > 1 then
-      error(('optim.Ema: decay is %s, expected a number in [0, 1]'):format(tostring(decay)), 2)
+      error(('optim.Ema: decay is %s, expected a number in [0, 1]'):format(show_value(decay)), 2)
    end
    local self = setmetatable({params = list, decay = decay, updates = 0, shadow = {}, _backup = nil}, Ema)
    for i, p in ipairs(list) do self.shadow[i] = copy_of(p:tensor()) end

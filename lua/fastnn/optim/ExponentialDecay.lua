@@ -2,12 +2,15 @@
 --   lr_at(t) = base * rate^(t / decay_steps), with floor(t / decay_steps) when staircase
 local S = require 'fastnn.optim._schedule'
 local ExponentialDecay = S.class('ExponentialDecay')
+local OPTS = require('fastnn.options').declare('optim.ExponentialDecay', {
+   {'staircase', 'boolean', false, 'decay in whole steps of decay_steps'},
+})
 
 function ExponentialDecay:__init(base, decay_steps, rate, opts)
    self.base = S.number('ExponentialDecay', 'base', base, 0)
    self.decay_steps = S.number('ExponentialDecay', 'decay_steps', decay_steps, 1)
    self.decay_rate = S.number('ExponentialDecay', 'rate', rate, 0)
-   self.staircase = opts and opts.staircase or false
+   self.staircase = OPTS:check(opts, 3).staircase
 end
 
 function ExponentialDecay:rate(t)

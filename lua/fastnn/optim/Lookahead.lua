@@ -3,6 +3,7 @@
 -- parameter is set to the slow copy. Every other call goes to the inner optimizer.
 --   local opt = optim.Lookahead(optim.Adam(model:parameters(), 1e-3), 5, 0.5)
 -- STATE: the inner optimizer's, the slow weights and the fast-step count.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 local fail = fnn_tensor.fail
@@ -24,10 +25,10 @@ setmetatable(Lookahead, {__call = function(_, inner, k, alpha)
    end
    k, alpha = k or 5, alpha or 0.5
    if type(k) ~= 'number' or k < 1 or k ~= math.floor(k) then
-      error(('optim.Lookahead: k is %s, expected a positive whole number'):format(tostring(k)), 2)
+      error(('optim.Lookahead: k is %s, expected a positive whole number'):format(show_value(k)), 2)
    end
    if type(alpha) ~= 'number' or alpha < 0 or alpha > 1 then
-      error(('optim.Lookahead: alpha is %s, expected a number in [0, 1]'):format(tostring(alpha)), 2)
+      error(('optim.Lookahead: alpha is %s, expected a number in [0, 1]'):format(show_value(alpha)), 2)
    end
    local self = setmetatable({inner = inner, k = k, alpha = alpha, _count = 0, _slow = {}}, Lookahead)
    for i, p in ipairs(inner:parameters()) do self._slow[i] = copy_of(p:tensor()) end
@@ -59,7 +60,7 @@ end
 function Lookahead:load_state(s)
    if type(s) ~= 'table' or s.optimizer ~= 'Lookahead' or type(s.slow) ~= 'table' then
       error(('optim.Lookahead: load_state: expected a state from Lookahead:state(), got %s'):format(
-         type(s) == 'table' and ('one from optim.' .. tostring(s.optimizer)) or type(s)), 2)
+         type(s) == 'table' and ('one from optim.' .. show_value(s.optimizer)) or type(s)), 2)
    end
    local params = self.inner:parameters()
    if #s.slow ~= #params then

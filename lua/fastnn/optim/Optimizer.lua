@@ -13,12 +13,15 @@
 -- the gradient, PyTorch's default); with `decoupled_weight_decay = true` it is decoupled
 -- (p *= 1 - lr * wd before the update, AdamW's form). update() asks coupled_decay(p, group)
 -- for the coefficient to put into the gradient.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 local C = fnn_tensor.C
 local new, done, fail = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
 local Param = autograd.Param
 local is_param = Param.is_param
+local options = require 'fastnn.options'
+local declare
 
 local Optimizer = {}
 Optimizer.__index = Optimizer
@@ -30,14 +33,6 @@ local function param_list(what, params)
    return require('fastnn.optim')._param_list(what, params)
 end
 
--- sorted option names, for messages and printing
-local function option_names(defaults)
-   local names = {}
-   for k in pairs(defaults) do names[#names + 1] = k end
-   table.sort(names)
-   return names
-end
-
 local function copy_value(v)
    if type(v) == 'table' then
       local c = {}
@@ -47,19 +42,16 @@ local function copy_value(v)
    return v
 end
 
--- options = defaults <- opts, refusing names the class does not have
+-- options = defaults <- opts: fastnn.options refuses names (nearest first) and types the class
+-- does not declare; check_options adds each class's ranges
+local GROUP_KEYS = {params = true}
 local function merge_options(cls, base, opts, allow_params)
    local out = {}
    for k, v in pairs(base) do out[k] = copy_value(v) end
    if opts ~= nil then
-      for k, v in pairs(opts) do
-         if not (allow_params and k == 'params') then
-            if cls.defaults[k] == nil then
-               error(("optim.%s: unknown option '%s' (options: %s)"):format(cls._name, tostring(k),
-                     table.concat(option_names(cls.defaults), ', ')), 0)
-            end
-            out[k] = copy_value(v)
-         end
+      local given = cls._options:check(opts, 0, allow_params and GROUP_KEYS or nil)
+      for k, v in pairs(given) do
+         if k ~= 'params' and opts[k] ~= nil then out[k] = copy_value(v) end
       end
    end
    cls.check_options(cls, out)
@@ -106,6 +98,28 @@ local function construct(cls, ...)
    return r
 end
 
+-- one line per option name any optimizer takes: the declaration's doc (docs/options.md)
+local DOCS = {
+   lr = 'learning rate', betas = 'coefficients {b1, b2} of the running averages of the gradient and its square',
+   eps = 'added to the denominator for numerical stability', weight_decay = 'weight decay coefficient (L2 unless decoupled)',
+   decoupled_weight_decay = 'apply weight decay as p *= 1 - lr * wd (AdamW) instead of adding it to the gradient',
+   amsgrad = 'use the maximum of past squared-gradient averages (AMSGrad)', momentum = 'momentum factor',
+   dampening = 'dampening of the momentum', nesterov = 'Nesterov momentum', alpha = 'smoothing constant of the squared average',
+   centered = 'normalise by the centered variance of the gradient', rho = 'coefficient of the running averages',
+   lr_decay = 'learning-rate decay per step', initial_accumulator_value = 'starting value of the squared-gradient sum',
+}
+local TYPES = {number = 'number', boolean = 'boolean', table = 'table'}
+
+-- the class's options as a fastnn.options declaration, from its defaults
+declare = function(cls)
+   local entries = {}
+   for k, v in pairs(cls.defaults) do
+      entries[#entries + 1] = {k, TYPES[type(v)] or 'any', v, DOCS[k] or k}
+   end
+   table.sort(entries, function(a, b) return a[1] < b[1] end)
+   return options.declare('optim.' .. cls._name, entries)
+end
+
 function Optimizer:extend(name, defaults, state_tensors)
    local cls = {}
    cls.__index = cls
@@ -115,6 +129,7 @@ function Optimizer:extend(name, defaults, state_tensors)
    for k, v in pairs(self.defaults) do cls.defaults[k] = v end
    for k, v in pairs(defaults or {}) do cls.defaults[k] = v end
    cls.state_tensors = state_tensors or self.state_tensors
+   cls._options = declare(cls)
    return setmetatable(cls, {__index = self, __call = construct})
 end
 
@@ -131,7 +146,7 @@ end
 -- shared checks: a number in [lo, hi) (hi_open) or [lo, hi]
 function Optimizer.check_range(cls, what, v, lo, hi, hi_open)
    if type(v) ~= 'number' or v ~= v or v < lo or (hi_open and v >= hi) or (not hi_open and v > hi) then
-      error(('optim.%s: invalid %s %s (expected a number in [%g, %g%s)'):format(cls._name, what, tostring(v), lo, hi,
+      error(('optim.%s: invalid %s %s (expected a number in [%g, %g%s)'):format(cls._name, what, show_value(v), lo, hi,
             hi_open and '' or ']'), 0)
    end
 end
@@ -380,7 +395,7 @@ function Optimizer:load_state(s)
    -- the rest is checked before anything changes (a state from a file is untrusted): a group that
    -- is not a table, or an option of another type than its default, would fail only at the next step
    if s.steps ~= nil and (type(s.steps) ~= 'number' or s.steps < 0 or s.steps ~= math.floor(s.steps)) then
-      error(('optim.%s: load_state: steps is %s, expected a whole number'):format(name, tostring(s.steps)), 2)
+      error(('optim.%s: load_state: steps is %s, expected a whole number'):format(name, show_value(s.steps)), 2)
    end
    for gi = 1, s.groups and #self.groups or 0 do
       local sg = s.groups[gi]
@@ -391,7 +406,7 @@ function Optimizer:load_state(s)
          local d = self.defaults[k]
          if d ~= nil and type(v) ~= type(d) then
             error(('optim.%s: load_state: option %s of group %d is a %s, expected a %s'):format(
-               name, tostring(k), gi, type(v), type(d)), 2)
+               name, show_value(k), gi, type(v), type(d)), 2)
          end
       end
    end

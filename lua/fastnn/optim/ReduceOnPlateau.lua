@@ -4,12 +4,22 @@
 --   sched:step(val_loss)   -- after each evaluation; returns the (possibly reduced) rate
 -- When the metric has not improved for more than `patience` calls, the optimizer's rate is
 -- multiplied by factor (not below min_lr), then `cooldown` calls pass before counting again.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ReduceOnPlateau = {}
+local OPTS = require('fastnn.options').declare('optim.ReduceOnPlateau', {
+   {'factor', 'number', 0.1, 'the rate is multiplied by it on a plateau', min = 0, max = 1, max_open = true},
+   {'patience', 'number', 10, 'calls without improvement that are tolerated', min = 0},
+   {'mode', 'string', 'min', "'min': lower is better; 'max': higher is", values = {'min', 'max'}},
+   {'threshold', 'number', 1e-4, 'the least change that counts as an improvement', min = 0},
+   {'threshold_mode', 'string', 'rel', "'rel' (relative to the best) or 'abs'", values = {'rel', 'abs'}},
+   {'cooldown', 'number', 0, 'calls to wait after a reduction before counting again', min = 0},
+   {'min_lr', 'number', 0, 'the rate is never reduced below it', min = 0},
+})
 ReduceOnPlateau.__index = ReduceOnPlateau
 
 local function opt_number(what, v, lo)
    if type(v) ~= 'number' or v ~= v or v < lo then
-      error(('optim.ReduceOnPlateau: %s is %s, expected a number >= %g'):format(what, tostring(v), lo), 3)
+      error(('optim.ReduceOnPlateau: %s is %s, expected a number >= %g'):format(what, show_value(v), lo), 3)
    end
    return v
 end
@@ -18,22 +28,22 @@ setmetatable(ReduceOnPlateau, {__call = function(_, opt, opts)
    if type(opt) ~= 'table' or type(opt.set_lr) ~= 'function' or type(opt.lr) ~= 'function' then
       error('optim.ReduceOnPlateau: expected an optimizer first, got a ' .. type(opt), 2)
    end
-   opts = opts or {}
+   opts = OPTS:check(opts, 2)
    local self = setmetatable({opt = opt}, ReduceOnPlateau)
-   self.factor = opt_number('factor', opts.factor or 0.1, 0)
+   self.factor = opt_number('factor', opts.factor, 0)
    if self.factor >= 1 then error('optim.ReduceOnPlateau: factor should be < 1.0, got ' .. self.factor, 2) end
-   self.patience = opt_number('patience', opts.patience or 10, 0)
-   self.threshold = opt_number('threshold', opts.threshold or 1e-4, 0)
-   self.cooldown = opt_number('cooldown', opts.cooldown or 0, 0)
-   self.min_lr = opt_number('min_lr', opts.min_lr or 0, 0)
-   self.mode = opts.mode or 'min'
-   self.threshold_mode = opts.threshold_mode or 'rel'
+   self.patience = opt_number('patience', opts.patience, 0)
+   self.threshold = opt_number('threshold', opts.threshold, 0)
+   self.cooldown = opt_number('cooldown', opts.cooldown, 0)
+   self.min_lr = opt_number('min_lr', opts.min_lr, 0)
+   self.mode = opts.mode
+   self.threshold_mode = opts.threshold_mode
    if self.mode ~= 'min' and self.mode ~= 'max' then
-      error(("optim.ReduceOnPlateau: mode is '%s', expected 'min' or 'max'"):format(tostring(self.mode)), 2)
+      error(("optim.ReduceOnPlateau: mode is '%s', expected 'min' or 'max'"):format(show_value(self.mode)), 2)
    end
    if self.threshold_mode ~= 'rel' and self.threshold_mode ~= 'abs' then
       error(("optim.ReduceOnPlateau: threshold_mode is '%s', expected 'rel' or 'abs'"):format(
-         tostring(self.threshold_mode)), 2)
+         show_value(self.threshold_mode)), 2)
    end
    self.best = self.mode == 'min' and math.huge or -math.huge
    self.bad, self.cooling = 0, 0
@@ -50,7 +60,7 @@ end
 
 function ReduceOnPlateau:step(metric)
    if type(metric) ~= 'number' or metric ~= metric then
-      error(('optim.ReduceOnPlateau: step: metric is %s, expected a number'):format(tostring(metric)), 2)
+      error(('optim.ReduceOnPlateau: step: metric is %s, expected a number'):format(show_value(metric)), 2)
    end
    if self:_improved(metric) then
       self.best, self.bad = metric, 0

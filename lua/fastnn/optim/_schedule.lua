@@ -4,12 +4,13 @@
 --   for step = 0, 1099 do opt:set_lr(sched:lr_at(step)) ... end      -- or sched:apply(opt, step)
 -- sched(step) is lr_at(step). A class gives `__init(self, ...)` (checking its arguments; errors
 -- at the user's line are level 3 there) and `rate(self, step)`.
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local M = {}
 
 local function check_step(name, step)
    if type(step) ~= 'number' or step < 0 or step ~= math.floor(step) then
       error(('optim.%s: lr_at: step is %s, expected a whole number >= 0 (steps count from 0)'):format(
-         name, tostring(step)), 3)
+         name, show_value(step)), 3)
    end
 end
 
@@ -42,7 +43,7 @@ end
 -- a number check for constructors, raised at the user's line (1 here, 2 __init, 3 the class call, 4 user)
 function M.number(name, what, v, lo, hi)
    if type(v) ~= 'number' or v ~= v or (lo and v < lo) or (hi and v > hi) then
-      error(('optim.%s: %s is %s, expected a number%s'):format(name, what, tostring(v),
+      error(('optim.%s: %s is %s, expected a number%s'):format(name, what, show_value(v),
             lo and hi and (' in [%g, %g]'):format(lo, hi) or lo and (' >= %g'):format(lo) or ''), 4)
    end
    return v

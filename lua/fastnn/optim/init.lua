@@ -3,6 +3,7 @@
 --   loss:backward(); optim.clip_grad_norm(model:parameters(), 1.0); opt:step(); opt:zero_grad()
 -- Optimizer classes live one per file in lua/fastnn/optim/<Name>.lua and load on
 -- first use. Every update runs in C, fused per parameter (core/optim.c).
+local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 local Param = require('fastnn.autograd').Param
@@ -34,7 +35,7 @@ optim._param_list = param_list
 function optim.clip_grad_norm(params, max_norm)
    local list = param_list('clip_grad_norm', params)
    if type(max_norm) ~= 'number' or max_norm < 0 then
-      error(('clip_grad_norm: max_norm is %s, expected a non-negative number'):format(tostring(max_norm)), 2)
+      error(('clip_grad_norm: max_norm is %s, expected a non-negative number'):format(show_value(max_norm)), 2)
    end
    local sq = 0
    for i = 1, #list do sq = sq + C.fnn_grad_sq_norm(list[i].node) end
@@ -52,7 +53,7 @@ end
 function optim.clip_grad_value(params, value)
    local list = param_list('clip_grad_value', params)
    if type(value) ~= 'number' or value < 0 then
-      error(('clip_grad_value: value is %s, expected a non-negative number'):format(tostring(value)), 2)
+      error(('clip_grad_value: value is %s, expected a non-negative number'):format(show_value(value)), 2)
    end
    for i = 1, #list do
       local g = list[i]:grad()
