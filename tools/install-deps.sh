@@ -13,11 +13,10 @@ if ! python3 -c 'import numpy, safetensors' >/dev/null 2>&1; then
   echo "installing (PyPI): numpy safetensors"
   python3 -m pip install -q numpy safetensors >/dev/null 2>&1 || echo "install-deps: pip could not install numpy safetensors" >&2
 fi
-# PyTorch (CPU wheels), where the PyTorch-names spec must run (FASTNN_REQUIRE_TORCH=1, as .ci/run sets)
+# PyTorch from PyPI, where the PyTorch-names spec must run (FASTNN_REQUIRE_TORCH=1, as .ci/run sets)
 if [ "${FASTNN_REQUIRE_TORCH:-}" = 1 ] && ! python3 -c 'import torch' >/dev/null 2>&1; then
-  echo "installing (PyPI): torch (CPU)"
-  python3 -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu >/dev/null 2>&1 \
-    || echo "install-deps: pip could not install torch" >&2
+  echo "installing (PyPI): torch"
+  python3 -m pip install -q torch >/dev/null 2>&1 || echo "install-deps: pip could not install torch" >&2
 fi
 [ -z "$missing" ] && exit 0
 echo "installing:$missing"
