@@ -318,7 +318,7 @@ describe('distributed under mpirun', function()
                assert.matches('^false all_reduce: rank ' .. k .. ' has a float32 tensor %[' .. (k == 1 and 3 or 2)
                               .. '%], rank %d a float32 tensor %[' .. (k == 1 and 2 or 3) .. '%]',
                               table.concat(L.mismatch[k], ' '))
-               assert.matches('^false all_reduce: op is prod', table.concat(L.badop[k], ' '))
+               assert.matches("^false distributed.all_reduce: op 'prod' is not one of 'sum', 'mean', 'max', 'min'", table.concat(L.badop[k], ' '))
                assert.is_table(L.done[k])
             end
          end)
