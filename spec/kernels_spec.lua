@@ -47,6 +47,16 @@ local function grads_of(params)
    return list
 end
 
+-- a recurrent layer's output and the gradients of its input and every parameter
+local function recurrent(layer, shape)
+   local x = fnn.Param(fnn.randn(unpack(shape)))
+   local y = layer(x:tensor())
+   backward_weighted(y)
+   local out = {y, x:grad()}
+   for _, g in ipairs(grads_of(layer:parameters())) do out[#out + 1] = g end
+   return out
+end
+
 local cases = {
    {'matmul, odd sizes', function()
       local a, b = fnn.Param(fnn.randn(37, 53)), fnn.Param(fnn.randn(53, 29))
@@ -92,24 +102,8 @@ local cases = {
       backward_weighted(y)
       return {y, q:grad(), k:grad(), v:grad()}
    end},
-   {'nn.LSTM, two layers', function()
-      local layer = nn.LSTM(7, 13, {num_layers = 2})
-      local x = fnn.Param(fnn.randn(5, 9, 7))
-      local y = layer(x:tensor())
-      backward_weighted(y)
-      local out = {y, x:grad()}
-      for _, g in ipairs(grads_of(layer:parameters())) do out[#out + 1] = g end
-      return out
-   end},
-   {'nn.GRU', function()
-      local layer = nn.GRU(6, 10)
-      local x = fnn.Param(fnn.randn(4, 8, 6))
-      local y = layer(x:tensor())
-      backward_weighted(y)
-      local out = {y, x:grad()}
-      for _, g in ipairs(grads_of(layer:parameters())) do out[#out + 1] = g end
-      return out
-   end},
+   {'nn.LSTM, two layers', function() return recurrent(nn.LSTM(7, 13, {num_layers = 2}), {5, 9, 7}) end},
+   {'nn.GRU', function() return recurrent(nn.GRU(6, 10), {4, 8, 6}) end},
 }
 
 describe('the compute layer', function()
