@@ -102,6 +102,13 @@ local cases = {
       backward_weighted(y)
       return {y, q:grad(), k:grad(), v:grad()}
    end},
+   {"attention on char_gpt's head size (oneDNN's GEMM against the portable build's own kernel)", function()
+      local q, k, v = fnn.Param(fnn.randn(2, 4, 64, 32)), fnn.Param(fnn.randn(2, 4, 64, 32)),
+                      fnn.Param(fnn.randn(2, 4, 64, 32))
+      local y = fnn.attention(q:tensor(), k:tensor(), v:tensor(), {causal = true})
+      backward_weighted(y)
+      return {y, q:grad(), k:grad(), v:grad()}
+   end},
    {'nn.LSTM, two layers', function() return recurrent(nn.LSTM(7, 13, {num_layers = 2}), {5, 9, 7}) end},
    {'nn.GRU', function() return recurrent(nn.GRU(6, 10), {4, 8, 6}) end},
 }

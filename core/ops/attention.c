@@ -13,7 +13,7 @@
  * gradients are stored [B,T,H,D] and handed out as [B,H,T,D] views, so the usual transpose back to
  * [B,T,H*D] is free too. Heads are split over the threads (fnn_sgemm_parallel_for);
  * per head the products run in mm_nn (below) or, for one or two query rows (a decode step), in
- * plain loops, and in fnn_sgemm (blas.c) above ATTN_OWN_MAX. */
+ * plain loops, and in fnn_sgemm (blas.c) above ATTN_OWN_MAX or under the oneDNN kernels. */
 #include "../internal.h"
 #include "../fastmath.h"
 #include <limits.h>
@@ -63,7 +63,8 @@ static void attn_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alp
  * (8 float lanes; built for x86-64-v3 too and picked at load time, as rnn.c's cells), every
  * product in the form c = alpha a b with b's rows dense (the other operand transposed into a
  * scratch buffer first, which costs O(T D) against the product's O(T T D)). Causal products skip
- * the blocks the mask hides. Above ATTN_OWN_MAX multiply-adds per product cblas takes over. */
+ * the blocks the mask hides. Above ATTN_OWN_MAX multiply-adds per product, and whenever the oneDNN
+ * kernels run, fnn_sgemm takes over. */
 #if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
 #define ATTN_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -231,7 +232,10 @@ static ATTN_CLONE void attn_softmax_row(float *restrict s, int64_t Tk, int64_t l
 }
 
 /* the own kernel's path for a product of m rows and m*n*k multiply-adds */
-static inline bool attn_own(int64_t m, int64_t mnk) { return m > 2 && mnk <= ATTN_OWN_MAX; }
+/* the own kernel runs only under the portable kernels: oneDNN's GEMM beat it on char_gpt's heads
+ * (64 x 64 x 32, causal), even with the whole product computed: attention backward 165-172 against
+ * 226-277 ms, forward 130-146 against 139-171 ms over 51 steps (three interleaved pairs) */
+static inline bool attn_own(int64_t m, int64_t mnk) { return m > 2 && mnk <= ATTN_OWN_MAX && fnn_blas_portable(); }
 
 static void attn_fwd_heads(void *ctx, int64_t lo, int64_t hi) {
     const attn_fwd_args *a = ctx;
