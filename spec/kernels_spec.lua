@@ -95,6 +95,23 @@ local cases = {
       backward_weighted(y)
       return {y, x:grad(), layer.weight:grad(), layer.bias:grad()}
    end},
+   {"nn.Linear large enough for oneDNN's matmul primitive (the bias inside the product), with and without a bias",
+    function()
+      local layer, plain = nn.Linear(200, 96), nn.Linear(200, 40, {bias = false})
+      local x = fnn.Param(fnn.randn(4, 100, 200))
+      local y = layer(x:tensor())
+      local z = plain(x:tensor())
+      backward_weighted(y)
+      backward_weighted(z)
+      return {y, z, x:grad(), layer.weight:grad(), layer.bias:grad(), plain.weight:grad()}
+   end},
+   {'nn.Linear on a transposed input (not row-major: the GEMM path)', function()
+      local layer = nn.Linear(150, 70)
+      local x = fnn.Param(fnn.randn(150, 300))
+      local y = layer(x:tensor():transpose(1, 2))
+      backward_weighted(y)
+      return {y, x:grad(), layer.weight:grad(), layer.bias:grad()}
+   end},
    {'attention large enough for the GEMM path, causal and not', function()
       local q, k, v = fnn.Param(fnn.randn(1, 2, 260, 64)), fnn.Param(fnn.randn(1, 2, 260, 64)),
                       fnn.Param(fnn.randn(1, 2, 260, 64))
