@@ -97,7 +97,7 @@ void fnn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
                 (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
 
-/* ================= linear's product: oneDNN's matmul primitive, the bias inside ================= */
+/* ================= oneDNN's matmul primitive: the bias (or C) added inside ================= */
 
 #ifdef FASTNN_WITH_ONEDNN
 /* A GEMM that adds a bias as a separate pass costs that pass and the beta = 1 read of C: on
@@ -110,7 +110,7 @@ void fnn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
 enum { MM_CACHE = 256, MM_MIN_WORK = 1 << 18 };
 typedef struct {
     int64_t m, n, k, lda, ldw, ldc;
-    int bias, threads;
+    int ta, tw, bias, sum, threads;
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src, wei, bia, dst, scr;
     int64_t scratch;      /* scratchpad bytes */
@@ -129,10 +129,13 @@ static void mm_engine(void) {
 
 /* makes the entry's primitive; false when oneDNN has none for it */
 static bool mm_make(mm_entry *e) {
-    dnnl_dims_t sd = {e->m, e->k}, ss = {e->lda, 1}, wd = {e->k, e->n}, ws = {1, e->ldw};
+    /* a transposed operand is the same bytes with swapped strides */
+    dnnl_dims_t sd = {e->m, e->k}, ss = {e->ta ? 1 : e->lda, e->ta ? e->lda : 1};
+    dnnl_dims_t wd = {e->k, e->n}, ws = {e->tw ? 1 : e->ldw, e->tw ? e->ldw : 1};
     dnnl_dims_t bd = {1, e->n}, bs = {e->n, 1}, dd = {e->m, e->n}, ds = {e->ldc, 1};
     dnnl_matmul_desc_t desc;
     dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t post = NULL;
     dnnl_primitive_desc_t pd = NULL;
     bool ok = dnnl_memory_desc_init_by_strides(&e->src, 2, sd, dnnl_f32, ss) == dnnl_success &&
               dnnl_memory_desc_init_by_strides(&e->wei, 2, wd, dnnl_f32, ws) == dnnl_success &&
@@ -140,8 +143,11 @@ static bool mm_make(mm_entry *e) {
               dnnl_memory_desc_init_by_strides(&e->dst, 2, dd, dnnl_f32, ds) == dnnl_success &&
               dnnl_matmul_desc_init(&desc, &e->src, &e->wei, e->bias ? &e->bia : NULL, &e->dst) == dnnl_success &&
               dnnl_primitive_attr_create(&attr) == dnnl_success &&
-              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success &&
-              dnnl_primitive_desc_create(&pd, &desc, attr, mm.engine, NULL) == dnnl_success;
+              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+    if (ok && e->sum)   /* C += ...: the "sum" post-op reads C inside the kernel (beta = 1) */
+        ok = dnnl_post_ops_create(&post) == dnnl_success && dnnl_post_ops_append_sum(post, 1.0f) == dnnl_success &&
+             dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success;
+    ok = ok && dnnl_primitive_desc_create(&pd, &desc, attr, mm.engine, NULL) == dnnl_success;
     if (ok) {
         const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         e->scratch = smd ? (int64_t)dnnl_memory_desc_get_size(smd) : 0;
@@ -149,13 +155,15 @@ static bool mm_make(mm_entry *e) {
         ok = dnnl_primitive_create(&e->prim, pd) == dnnl_success;
     }
     if (pd) dnnl_primitive_desc_destroy(pd);
+    if (post) dnnl_post_ops_destroy(post);
     if (attr) dnnl_primitive_attr_destroy(attr);
     return ok;
 }
 
 static bool same_shape(const mm_entry *a, const mm_entry *b) {
     return a->m == b->m && a->n == b->n && a->k == b->k && a->lda == b->lda && a->ldw == b->ldw &&
-           a->ldc == b->ldc && a->bias == b->bias && a->threads == b->threads;
+           a->ldc == b->ldc && a->ta == b->ta && a->tw == b->tw && a->bias == b->bias && a->sum == b->sum &&
+           a->threads == b->threads;
 }
 
 /* the cached primitive for this shape, made on first use; NULL: none (a shape oneDNN refused stays
@@ -204,19 +212,26 @@ static bool mm_run(const mm_entry *e, const float *a, const float *w, const floa
 }
 #endif
 
-bool fnn_linear_gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *w, int64_t ldw,
-                     const float *bias, float *c, int64_t ldc) {
+bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                    int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
 #ifdef FASTNN_WITH_ONEDNN
-    if (!onednn_on() || m * n * k < MM_MIN_WORK || m <= 0 || n <= 0 || k <= 0) return false;
-    mm_entry key = {.m = m, .n = n, .k = k, .lda = lda, .ldw = ldw, .ldc = ldc, .bias = bias != NULL,
-                    .threads = fnn_get_num_threads()};
+    if (!onednn_on() || m * n * k < MM_MIN_WORK || m <= 0 || n <= 0 || k <= 0 || (beta != 0.0f && beta != 1.0f))
+        return false;
 #ifdef _OPENMP
-    key.threads = omp_get_max_threads();   /* what oneDNN will run with */
-#endif
-    const mm_entry *e = mm_find(&key);
-    return e && mm_run(e, a, w, bias, c);
+    /* a primitive made for the pool's threads would split its work for them; inside a parallel
+     * region it would get a team of one and compute only the first share: dnnl_sgemm there */
+    if (omp_in_parallel()) return false;
+    int threads = omp_get_max_threads();   /* what oneDNN runs with */
 #else
-    (void)m; (void)n; (void)k; (void)a; (void)lda; (void)w; (void)ldw; (void)bias; (void)c; (void)ldc;
+    int threads = 1;
+#endif
+    mm_entry key = {.m = m, .n = n, .k = k, .lda = lda, .ldw = ldb, .ldc = ldc, .ta = ta, .tw = tb,
+                    .bias = bias != NULL, .sum = beta != 0.0f, .threads = threads};
+    const mm_entry *e = mm_find(&key);
+    return e && mm_run(e, a, b, bias, c);
+#else
+    (void)ta; (void)tb; (void)m; (void)n; (void)k; (void)a; (void)lda; (void)b; (void)ldb; (void)bias; (void)beta;
+    (void)c; (void)ldc;
     return false;
 #endif
 }

@@ -437,11 +437,12 @@ void fnn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
                const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 /* fnn_parallel_for over parts that call fnn_sgemm themselves: each such GEMM runs on its part's thread */
 void fnn_sgemm_parallel_for(int64_t n, int threads, fnn_range_fn fn, void *ctx);
-/* linear's product c[m,n] = a[m,k] w[n,k]^T + bias[n] (bias NULL: none; all row-major, bias dense)
- * through oneDNN's matmul primitive with the bias inside; false when it did not run (portable
- * kernels, a small product, no primitive for the shape): the caller then takes fnn_sgemm */
-bool fnn_linear_gemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *w, int64_t ldw,
-                     const float *bias, float *c, int64_t ldc);
+/* row-major C = op(A) op(B) + bias[n] (NULL: none; dense) + beta C (beta 0 or 1), as fnn_sgemm, through
+ * oneDNN's matmul primitive with the bias and C added inside the kernel; false when it did not run
+ * (portable kernels, a small product, inside a parallel region, no primitive for the shape): the
+ * caller then takes fnn_sgemm */
+bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                    int64_t ldb, const float *bias, float beta, float *c, int64_t ldc);
 bool fnn_blas_portable(void);         /* the OpenBLAS kernels run (no oneDNN, or fnn_set_kernels) */
 void fnn_blas_set_threads(int n);     /* OpenBLAS's pool: n while it runs the GEMMs, else 1 */
 

@@ -128,6 +128,9 @@ local cases = {
    end},
    {'nn.LSTM, two layers', function() return recurrent(nn.LSTM(7, 13, {num_layers = 2}), {5, 9, 7}) end},
    {'nn.GRU', function() return recurrent(nn.GRU(6, 10), {4, 8, 6}) end},
+   {"nn.LSTM with steps large enough for oneDNN's matmul primitive (C added inside the kernel)", function()
+      return recurrent(nn.LSTM(64, 128), {32, 6, 64})
+   end},
 }
 
 describe('the compute layer', function()

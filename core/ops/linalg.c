@@ -477,8 +477,8 @@ int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const 
     /* oneDNN's matmul primitive adds the bias inside the product: row-major operands, a dense bias */
     bool fused = !rc && fnn_device_type_of(out->device) == FNN_DEVICE_CPU && X.s1 == 1 && w->stride[1] == 1 &&
                  C.s1 == 1 && (!bias || b->stride[0] == 1) &&
-                 fnn_linear_gemm(C.r, C.c, X.c, X.p, X.s0, fnn_data(w), w->stride[0], bias ? fnn_data(b) : NULL,
-                                 C.p, C.s0);
+                 fnn_gemm_fused(false, true, C.r, C.c, X.c, X.p, X.s0, fnn_data(w), w->stride[0],
+                                bias ? fnn_data(b) : NULL, 0.0f, C.p, C.s0);
     if (fused) {
     } else if (!rc && fnn_device_type_of(out->device) == FNN_DEVICE_CPU) {
         /* the bias goes into C first and the gemm adds onto it (beta = 1): one pass over C */
