@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,15 +219,27 @@ static void on_sigint(int sig) {
  * inside oneDNN's AVX-512 GEMM kernels corrupted the heap in about one run of two of
  * interrupt_leak_spec (glibc: "corrupted size vs. prev_size"), never with oneDNN capped to AVX2
  * and never on this stack: as if the kernels kept data below rsp, past the 128-byte red zone.
- * One stack per thread that installs the handler, kept for the thread's life (a thread-local). */
+ * One stack per thread that installs the handler (a thread-local), freed when it is taken off. */
+enum { SIGNAL_STACK_BYTES = 256 * 1024 };
+static _Thread_local void *signal_stack;          /* mapped like a thread's stack, not malloc'd */
+
 static void use_signal_stack(void) {
-    static _Thread_local void *stack;
-    if (stack) return;
-    size_t size = 256 * 1024;
-    stack = malloc(size);
-    if (!stack) return;                           /* then the handler runs where it lands */
-    stack_t ss = {.ss_sp = stack, .ss_size = size, .ss_flags = 0};
-    if (sigaltstack(&ss, NULL) != 0) { free(stack); stack = NULL; }
+    if (signal_stack) return;
+    void *p = mmap(NULL, SIGNAL_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (p == MAP_FAILED) return;                  /* then the handler runs where it lands */
+    stack_t ss = {.ss_sp = p, .ss_size = SIGNAL_STACK_BYTES, .ss_flags = 0};
+    if (sigaltstack(&ss, NULL) != 0) { munmap(p, SIGNAL_STACK_BYTES); return; }
+    signal_stack = p;
+}
+
+/* after the handler is gone the stack is not needed; a script that ends in os.exit leaves it to the
+ * process's exit, which unmaps it */
+static void drop_signal_stack(void) {
+    if (!signal_stack) return;
+    stack_t ss = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+    if (sigaltstack(&ss, NULL) != 0) return;      /* still in use: keep it */
+    munmap(signal_stack, SIGNAL_STACK_BYTES);
+    signal_stack = NULL;
 }
 
 void fastnn_lua_catch_sigint(lua_State *L, int on) {
@@ -242,6 +255,7 @@ void fastnn_lua_catch_sigint(lua_State *L, int on) {
     } else {
         sa.sa_handler = SIG_DFL;
         sigaction(SIGINT, &sa, NULL);
+        drop_signal_stack();
         lua_State *old = atomic_exchange(&sigint_state, NULL);
         if (old && atomic_exchange(&interrupt_pending, 0)) lua_sethook(old, NULL, 0, 0);
     }
