@@ -202,10 +202,12 @@ static void rnn_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const fl
         if (beta == 0.0f) for (int64_t r = 0; r < m; r++) memset(c + r * ldc, 0, sizeof(float) * (size_t)n);
         return;
     }
-    /* the per-step products (a batch of rows against a gate matrix) in oneDNN's matmul primitive,
-     * which beat dnnl_sgemm there (lstm_seq's 32 x 256 x 1024 step: 0.082 against 0.110 ms); the
-     * all-steps products (input projection, weight gradients) stay with the GEMM, which won those */
-    if (m <= RNN_STEP_ROWS && fnn_gemm_fused(ta, tb, m, n, k, a, lda, b, ldb, NULL, beta, c, ldc)) return;
+    /* the forward's per-step products (a batch of rows against W_hh^T) in oneDNN's matmul primitive,
+     * which beat dnnl_sgemm there (lstm_seq's 32 x 256 x 1024 step: 0.076-0.082 against 0.109 ms at
+     * 2 threads); the backward's steps (dZ W_hh: 0.109-0.116 against 0.101-0.105) and the all-steps
+     * products (input projection, weight gradients) stay with the GEMM */
+    if (m <= RNN_STEP_ROWS && !ta && tb && fnn_gemm_fused(ta, tb, m, n, k, a, lda, b, ldb, NULL, beta, c, ldc))
+        return;
     fnn_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 
