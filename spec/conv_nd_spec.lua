@@ -30,9 +30,9 @@ local function check_grads(op, cfg)
    local gy = fnn.randn(y:shape())
    y:backward(gy)
    local dx, dw, db = ref.grads(ref.conv_each, px:tensor(), pw:tensor(), cfg.ref, gy)
-   approx(dx, px:grad())
-   approx(dw, pw:grad())
-   approx(db, pb:grad())
+   approx(dx, px:grad(), cfg.grad_tol)
+   approx(dw, pw:grad(), cfg.grad_tol)
+   approx(db, pb:grad(), cfg.grad_tol)
 end
 
 -- ---------------------------------------------------------------------------
@@ -52,7 +52,10 @@ describe('conv1d', function()
       {name = 'kernel as long as the input', x = {2, 3, 6}, w = {2, 3, 6}, opts = {}, ref = {}},
       {name = 'pointwise (1x1)', x = {3, 4, 7}, w = {5, 4, 1}, opts = {}, ref = {}},
       {name = 'pointwise with stride 2', x = {2, 3, 9}, w = {2, 3, 1}, opts = {stride = 2}, ref = {stride = {2}}},
-      {name = 'a batch split over threads', x = {16, 8, 256}, w = {8, 8, 5}, opts = {padding = 2}, ref = {pad = {2}}},
+      -- dw sums 16 x 256 products: in float, in oneDNN's order (one chain per output), a cancelled
+      -- sum lands ~1e-4 from the double loops (0.05767 against 0.05756), so 3e-4 for the gradients
+      {name = 'a batch split over threads', x = {16, 8, 256}, w = {8, 8, 5}, opts = {padding = 2}, ref = {pad = {2}},
+       grad_tol = 3e-4},
    }
    for _, cfg in ipairs(configs) do
       it('matches the direct loops: ' .. cfg.name, function() check_values('conv1d', cfg) end)

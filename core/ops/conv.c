@@ -19,7 +19,11 @@
  * (not only the gemms, which are small: M 64, N 196, K 288 in a small CNN, where a library's own
  * split gains little), and threads never nest. With one thread (or fewer images than threads) the
  * images run in order and the GEMM library threads each gemm as usual. Depthwise convolutions (groups =
- * input channels) skip all this for the direct kernels of conv_depthwise.c. */
+ * input channels) skip all this for the direct kernels of conv_depthwise.c.
+ * With the oneDNN kernels selected (blas.c; the default where the build has oneDNN), run_forward and
+ * run_backward first hand the geometry to oneDNN's convolution primitives (conv_onednn.c: cached per
+ * shape, blocked layouts inside the op, NCHW outside), depthwise ones included; im2col and the
+ * depthwise kernels are the portable kernels and run whatever oneDNN declines. */
 #include "conv.h"
 #include <limits.h>
 #include <math.h>
@@ -51,14 +55,6 @@ static inline void split_range(int64_t n, int64_t parts, int64_t t, int64_t *lo,
 static void run_slots(int slots, fnn_range_fn fn, void *ctx) {
     if (slots <= 1) { fn(ctx, 0, 1); return; }
     fnn_sgemm_parallel_for(slots, slots, fn, ctx);
-}
-
-/* how many threads split `n` images costing `flops` in all (1: the images in order, the GEMM library
- * threading each gemm; also where there are fewer images than threads). A flop of a gemm costs
- * about an eighth of an element of a memory-bound loop, fnn_threads_for's unit. */
-static int image_slots(int64_t n, double flops) {
-    int t = fnn_threads_for((int64_t)(flops > 1e15 ? 1e15 : flops) / 8);
-    return n >= t ? t : 1;
 }
 
 /* ================= convolution ================= */
@@ -481,8 +477,10 @@ static int dev_backward(const conv_geom *g, int dev, const float *x, const float
 static int run_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y) {
     if (g->N * g->O * g->L == 0) return FNN_STATUS_OK;
     if (fnn_device_type_of(dev) != FNN_DEVICE_CPU) return dev_forward(g, dev, x, w, b, y);
+    int rc = fnn_onednn_conv_forward(g, dev, x, w, b, y);
+    if (rc != FNN_ONEDNN_DECLINED) return rc;
     if (g->depthwise) { fnn_depthwise_forward(g, x, w, b, y); return FNN_STATUS_OK; }
-    conv_job j = {g, image_slots(g->N, 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L),
+    conv_job j = {g, conv_image_slots(g->N, 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L),
                   x, w, b, NULL, y, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     void *block;
     int64_t bytes;
@@ -506,13 +504,15 @@ static int run_backward(const conv_geom *g, int dev, const float *x, const float
                 for (int64_t o = 0; o < g->O; o++) db[o] += sum_floats(dy + (n * g->O + o) * g->L, g->L);
         return FNN_STATUS_OK;
     }
+    int rc = fnn_onednn_conv_backward(g, dev, x, w, dy, bias_in, dx, dw, db);
+    if (rc != FNN_ONEDNN_DECLINED) return rc;
     if (g->depthwise) {
         if (dx) fnn_depthwise_input_grad(g, w, dy, bias_in, dx);
         if (dw || db) fnn_depthwise_weight_grad(g, x, dy, dw, db);
         return FNN_STATUS_OK;
     }
     double flops = 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L * ((dx != NULL) + (dw != NULL));
-    conv_job j = {g, image_slots(g->N, flops), x, w, NULL, dy, NULL, dx, dw, db, bias_in, NULL, NULL, NULL};
+    conv_job j = {g, conv_image_slots(g->N, flops), x, w, NULL, dy, NULL, dx, dw, db, bias_in, NULL, NULL, NULL};
     void *block;
     int64_t bytes;
     FNN_TRY(job_scratch(&j, dev, dx || dw, dw != NULL, db != NULL, &block, &bytes));

@@ -34,6 +34,14 @@ static inline void conv_valid_range(int64_t in, int64_t out, int64_t off, int64_
     if (*lo > *hi) *lo = *hi;
 }
 
+/* how many threads split `n` images costing `flops` in all (1: the images in order, the library
+ * threading each call; also where there are fewer images than threads). A flop of a gemm costs
+ * about an eighth of an element of a memory-bound loop, fnn_threads_for's unit. */
+static inline int conv_image_slots(int64_t n, double flops) {
+    int t = fnn_threads_for((int64_t)(flops > 1e15 ? 1e15 : flops) / 8);
+    return n >= t ? t : 1;
+}
+
 /* depthwise kernels (conv_depthwise.c), m = O / C output channels per input channel; every
  * buffer contiguous. The forward writes y [N, O, L] = conv(x [N, C, S], w [O, taps]) + b (b may
  * be NULL); the input gradient writes dx [N, C, S] = conv^T(dy [N, O, L]) + bias_in (per input
@@ -42,5 +50,17 @@ static inline void conv_valid_range(int64_t in, int64_t out, int64_t off, int64_
 void fnn_depthwise_forward(const conv_geom *g, const float *x, const float *w, const float *b, float *y);
 void fnn_depthwise_input_grad(const conv_geom *g, const float *w, const float *dy, const float *bias_in, float *dx);
 void fnn_depthwise_weight_grad(const conv_geom *g, const float *x, const float *dy, float *dw, float *db);
+
+/* the oneDNN convolutions (conv_onednn.c), run first on the CPU when the oneDNN kernels are
+ * selected (blas.c); every buffer contiguous, as run_forward / run_backward in conv.c. Each
+ * returns FNN_STATUS_OK, an error status, or FNN_ONEDNN_DECLINED: not run (the portable kernels
+ * are selected, the build has no oneDNN, oneDNN refuses the geometry), use im2col. The backward
+ * fills any of dx (+ bias_in per input channel), dw and db (dx or dw must be wanted); x is read
+ * only for dw, w only for dx. */
+enum { FNN_ONEDNN_DECLINED = 1 };
+bool fnn_onednn_conv_wants(const conv_geom *g);
+int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y);
+int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
+                             const float *bias_in, float *dx, float *dw, float *db);
 
 #endif
