@@ -127,6 +127,12 @@ static void mm_engine(void) {
     if (dnnl_engine_create(&mm.engine, dnnl_cpu, 0) != dnnl_success) mm.engine = NULL;
 }
 
+/* the process's one CPU engine, for every oneDNN primitive of the core (conv_onednn.c too) */
+dnnl_engine_t fnn_onednn_engine(void) {
+    pthread_once(&mm.once, mm_engine);
+    return mm.engine;
+}
+
 /* makes the entry's primitive; false when oneDNN has none for it */
 static bool mm_make(mm_entry *e) {
     /* a transposed operand is the same bytes with swapped strides */

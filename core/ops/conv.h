@@ -63,4 +63,9 @@ int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const f
 int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
                              const float *bias_in, float *dx, float *dw, float *db);
 
+#ifdef FASTNN_WITH_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+dnnl_engine_t fnn_onednn_engine(void);   /* blas.c: the process's one CPU engine; NULL without one */
+#endif
+
 #endif

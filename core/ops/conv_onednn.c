@@ -68,16 +68,10 @@ typedef struct {
 
 enum { CACHE_CAP = 256 };
 static struct {
-    pthread_once_t once;
-    dnnl_engine_t engine;   /* NULL: oneDNN has no CPU engine here, everything to im2col */
     pthread_mutex_t lock;
     int n;
     conv_prim *entries[CACHE_CAP];
-} cache = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
-
-static void engine_init(void) {
-    if (dnnl_engine_create(&cache.engine, dnnl_cpu, 0) != dnnl_success) cache.engine = NULL;
-}
+} cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void key_of(conv_key *k, const conv_geom *g, int kind, int threads) {
     const int64_t v[27] = {g->N,  g->C,  g->O,  g->D,  g->H,  g->W,  g->Do, g->Ho, g->Wo,
@@ -129,7 +123,7 @@ static bool arg_bind(conv_arg *a, const_dnnl_primitive_desc_t pd, dnnl_query_t w
     if (dnnl_memory_desc_equal(&a->inner, &a->user)) return true;
     dnnl_primitive_desc_t rpd = NULL;
     const dnnl_memory_desc_t *from = a->out ? &a->inner : &a->user, *to = a->out ? &a->user : &a->inner;
-    if (dnnl_reorder_primitive_desc_create(&rpd, from, cache.engine, to, cache.engine, attr) != dnnl_success)
+    if (dnnl_reorder_primitive_desc_create(&rpd, from, fnn_onednn_engine(), to, fnn_onednn_engine(), attr) != dnnl_success)
         return false;
     size_t sp = scratch_of(rpd);
     if (sp > *scratch) *scratch = sp;
@@ -216,16 +210,16 @@ static void prim_create_here(conv_prim *p, const conv_geom *g, int kind) {
                                                    pr) != dnnl_success)
         goto done;
     if (kind == K_FWD || kind == K_FWD_BIAS) {
-        if (dnnl_primitive_desc_create(&pd, &fd, attr, cache.engine, NULL) != dnnl_success) goto done;
+        if (dnnl_primitive_desc_create(&pd, &fd, attr, fnn_onednn_engine(), NULL) != dnnl_success) goto done;
     } else {
-        if (dnnl_primitive_desc_create(&hint, &fd, attr, cache.engine, NULL) != dnnl_success) goto done;
+        if (dnnl_primitive_desc_create(&hint, &fd, attr, fnn_onednn_engine(), NULL) != dnnl_success) goto done;
         dnnl_status_t s = kind == K_BWD_DATA
             ? dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &asrc, &awei, &adst,
                                                                st, dil, pl, pr)
             : dnnl_dilated_convolution_backward_weights_desc_init(&bd, dnnl_convolution_direct, &asrc, &awei,
                                                                   with_bias ? &p->bias : NULL, &adst, st, dil,
                                                                   pl, pr);
-        if (s != dnnl_success || dnnl_primitive_desc_create(&pd, &bd, attr, cache.engine, hint) != dnnl_success)
+        if (s != dnnl_success || dnnl_primitive_desc_create(&pd, &bd, attr, fnn_onednn_engine(), hint) != dnnl_success)
             goto done;
     }
     p->scratch = scratch_of(pd);
@@ -306,7 +300,7 @@ static size_t aligned(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
 /* a memory object over data; NULL on failure */
 static dnnl_memory_t mem_over(const dnnl_memory_desc_t *md, void *data) {
     dnnl_memory_t m = NULL;
-    return dnnl_memory_create(&m, md, cache.engine, data) == dnnl_success ? m : NULL;
+    return dnnl_memory_create(&m, md, fnn_onednn_engine(), data) == dnnl_success ? m : NULL;
 }
 
 /* execute prim with args + a scratchpad over scratch (NULL: none) */
@@ -329,7 +323,7 @@ static size_t run_bytes(const conv_prim *p) {
 static dnnl_status_t run_on(const conv_prim *p, char *block, void *const data[3], int bias_arg, const void *bias) {
     dnnl_memory_t user[3] = {NULL, NULL, NULL}, inner[3] = {NULL, NULL, NULL}, bm = NULL, sm = NULL;
     dnnl_stream_t stream = NULL;
-    dnnl_status_t s = dnnl_stream_create(&stream, cache.engine, dnnl_stream_default_flags);
+    dnnl_status_t s = dnnl_stream_create(&stream, fnn_onednn_engine(), dnnl_stream_default_flags);
     size_t at = aligned(p->scratch);
     if (s == dnnl_success && p->scratch > 0) {
         dnnl_memory_desc_t smd;
@@ -385,8 +379,7 @@ bool fnn_onednn_conv_wants(const conv_geom *g) {
     pthread_once(&env_once, env_read);
     if (!conv_env) return false;
     if (g->N == 0 || g->C == 0 || g->O == 0 || g->L == 0 || g->S == 0) return false;
-    pthread_once(&cache.once, engine_init);
-    return cache.engine != NULL;
+    return fnn_onednn_engine() != NULL;   /* NULL: no CPU engine here, everything to im2col */
 }
 
 /* One kind over the batch. With slots > 1 the images are split over the threads as in conv.c (one
