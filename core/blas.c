@@ -127,6 +127,11 @@ static void mm_engine(void) {
     if (dnnl_engine_create(&mm.engine, dnnl_cpu, 0) != dnnl_success) mm.engine = NULL;
 }
 
+/* primitives made so far (matmul and convolution): a training step should make none after its
+ * first, which fnn_config's onednn_primitives lets a spec check */
+static atomic_long primitives_made;
+void fnn_onednn_made(void) { atomic_fetch_add_explicit(&primitives_made, 1, memory_order_relaxed); }
+
 /* the process's one CPU engine, for every oneDNN primitive of the core (conv_onednn.c too) */
 dnnl_engine_t fnn_onednn_engine(void) {
     pthread_once(&mm.once, mm_engine);
@@ -135,6 +140,7 @@ dnnl_engine_t fnn_onednn_engine(void) {
 
 /* makes the entry's primitive; false when oneDNN has none for it */
 static bool mm_make(mm_entry *e) {
+    fnn_onednn_made();
     /* a transposed operand is the same bytes with swapped strides */
     dnnl_dims_t sd = {e->m, e->k}, ss = {e->ta ? 1 : e->lda, e->ta ? e->lda : 1};
     dnnl_dims_t wd = {e->k, e->n}, ws = {e->tw ? 1 : e->ldw, e->tw ? e->ldw : 1};
@@ -486,8 +492,9 @@ int64_t fnn_config(char *buf, int64_t cap) {
                        blas.cpu.stepping, blas.cpu.vendor, isa, fnn_get_kernels(), version, blas.running, blas.note);
 #ifdef FASTNN_WITH_ONEDNN
     const dnnl_version_t *v = dnnl_version();
-    len += snprintf(text + len, sizeof text - (size_t)len, "onednn\t%d.%d.%d (%s)\nonednn_isa\t%s\n", v->major,
-                    v->minor, v->patch, v->hash ? v->hash : "", onednn_isa_name(dnnl_get_effective_cpu_isa()));
+    len += snprintf(text + len, sizeof text - (size_t)len, "onednn\t%d.%d.%d (%s)\nonednn_isa\t%s\nonednn_primitives\t%ld\n",
+                    v->major, v->minor, v->patch, v->hash ? v->hash : "", onednn_isa_name(dnnl_get_effective_cpu_isa()),
+                    atomic_load_explicit(&primitives_made, memory_order_relaxed));
 #else
     len += snprintf(text + len, sizeof text - (size_t)len, "onednn\tnot built (-DFASTNN_ONEDNN=OFF)\n");
 #endif

@@ -174,6 +174,25 @@ describe('the compute layer', function()
       assert.equals('onednn', fnn.get_kernels())
    end)
 
+   it('makes no oneDNN primitive in a training step after the first (they are cached by shape)', function()
+      local model = nn.Sequential(nn.Conv2d(3, 8, 3, {padding = 1}), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 12 * 12, 64),
+                                  nn.ReLU(), nn.Linear(64, 10))
+      local opt = fnn.optim.Adam(model:parameters(), 1e-3)
+      local ids = {}
+      for i = 1, 16 do ids[i] = (i - 1) % 10 + 1 end
+      local x, y = fnn.randn(16, 3, 12, 12), fnn.tensor(ids):long()
+      local function step()
+         opt:zero_grad()
+         nn.cross_entropy(model(x), y):backward()
+         opt:step()
+         return tonumber(fnn.config().onednn_primitives)
+      end
+      local after_first = step()
+      assert.is_true(after_first > 0)
+      assert.equals(after_first, step())
+      assert.equals(after_first, step())
+   end)
+
    for _, case in ipairs(cases) do
       it(case[1] .. ': the same values and gradients through oneDNN and OpenBLAS', function()
          local a, b = both_paths(case[2])

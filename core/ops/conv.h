@@ -66,6 +66,7 @@ int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const 
 #ifdef FASTNN_WITH_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 dnnl_engine_t fnn_onednn_engine(void);   /* blas.c: the process's one CPU engine; NULL without one */
+void fnn_onednn_made(void);               /* blas.c: counts a primitive made (fnn_config reports it) */
 #endif
 
 #endif

@@ -149,6 +149,7 @@ static void prim_create_here(conv_prim *p, const conv_geom *g, int kind);
 /* oneDNN plans a primitive's work split for the threads of the creating thread (OpenMP's
  * max-threads): made for `threads`, it runs right on that many (one: inside an image slot) */
 static void prim_create(conv_prim *p, const conv_geom *g, int kind, int threads) {
+    fnn_onednn_made();
 #ifdef _OPENMP
     int saved = omp_get_max_threads();
     if (threads != saved) omp_set_num_threads(threads);

@@ -67,10 +67,10 @@ end
 function fnn.get_kernels() return ffi.string(C.fnn_get_kernels()) end
 
 -- fnn.config(): what a bug report needs, as torch.__config__.show(): a table of strings (cpu, isa,
--- kernels, blas, blas_core, blas_core_note, onednn, onednn_isa, threads, openmp, build) whose
--- printed form lists them one a line
+-- kernels, blas, blas_core, blas_core_note, onednn, onednn_isa, onednn_primitives (made so far),
+-- threads, openmp, build) whose printed form lists them one a line
 local config_order = {'cpu', 'vendor', 'isa', 'kernels', 'blas', 'blas_core', 'blas_core_note', 'onednn',
-                      'onednn_isa', 'threads', 'openmp', 'build'}
+                      'onednn_isa', 'onednn_primitives', 'threads', 'openmp', 'build'}
 local config_mt = {__tostring = function(t)
    local lines = {'fastnn-lua ' .. fnn._VERSION}
    for _, k in ipairs(config_order) do
