@@ -25,6 +25,7 @@ for f in io.popen('ls lua/fastnn/nn/*.lua lua/fastnn/optim/*.lua lua/fastnn/data
       require((f:gsub('^lua/', ''):gsub('%.lua$', ''):gsub('/', '.')))
    end
 end
+for _, name in ipairs(nn._keras_names) do local _ = nn[name] end   -- the Keras spellings without a file
 
 local csv = file('t.csv')
 do

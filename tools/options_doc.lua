@@ -18,6 +18,7 @@ function M.load_all()
          require((f:gsub('^lua/', ''):gsub('%.lua$', ''):gsub('/', '.')))
       end
    end
+   for _, name in ipairs(fnn.nn._keras_names) do local _ = fnn.nn[name] end   -- Keras spellings without a file
    for _, m in ipairs{'fastnn.serialize', 'fastnn.plot', 'fastnn.distributed', 'fastnn.initializers',
                       'fastnn.autograd'} do require(m) end
 end

@@ -1,6 +1,0 @@
--- nn.SeparableConv1D(filters, kernel_size, {depth_multiplier = 1, strides = 1, padding = 'valid',
---    dilation_rate = 1, use_bias = true, activation})
--- (Keras): an nn.SeparableConv1d whose input channels are read at build from dim 2 of the shape
--- that reaches it (channels first), then the activation. padding: 'valid' (Keras' default), 'same', or numbers
--- as nn.SeparableConv1d takes them. See fastnn/nn/_keras.lua.
-return require('fastnn.nn._keras').conv('SeparableConv1D', 'SeparableConv1d', 1, 'conv')
