@@ -96,7 +96,8 @@ function M.setup(self, name, nd, transposed, inputs, outputs, kernel, opts, leve
 
    self.inputs, self.outputs, self.groups, self.nd, self.transposed = inputs, outputs, s.groups, nd, transposed
    self.kernel, self.spec = k, s
-   if opts.padding_mode and opts.padding_mode ~= 'zeros' then s.mode = opts.padding_mode end   -- read by run
+   local pm = not transposed and opts.padding_mode   -- a transposed conv has none (as PyTorch's: zeros only)
+   if pm and pm ~= 'zeros' then s.mode = pm end      -- read by fastnn.ops.conv's run
    self.padding_name = type(opts.padding) == 'string' and opts.padding or nil
    local receptive = 1
    for i = 1, nd do receptive = receptive * k[i] end
