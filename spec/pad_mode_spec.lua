@@ -151,6 +151,14 @@ describe('conv layers with padding_mode', function()
       local s = nn.SeparableConv1d(3, 5, 3, {padding = 1, padding_mode = 'circular'})
       assert.same({2, 5, 6}, s(x):shape())
    end)
+   it('the Keras-style convolutions pass it to their inner layer', function()
+      local k = nn.Conv2D(4, 3, {padding = 'same', padding_mode = 'replicate'})
+      local x = fnn.randn(2, 3, 5, 6)
+      local y = k(x)
+      local inner = k.inner
+      approx(fnn.conv2d(ref_pad(x, {1, 1, 1, 1}, 'replicate'), inner.weight:tensor(), inner.bias:tensor()):to_flat(),
+             y, 1e-4)
+   end)
    it('names the layer when the input is too small for reflect', function()
       local m = nn.Conv1d(2, 3, 5, {padding = 3, padding_mode = 'reflect'})
       assert.matches("Conv1d%(2 %-> 3, k=5%): pad %(reflect%): padding %(3, 3%) for dim 3 of %[2,2,3%]",
