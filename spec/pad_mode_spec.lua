@@ -1,7 +1,8 @@
 -- Tensor.pad's modes (core/ops/shape.c fnn_pad_mode: reflect, replicate, circular) against a naive
 -- Lua reference (a loop over output places, the source index per dim by the mode's arithmetic), the
 -- backward against the reference's scatter of a fixed output gradient, the conv layers' padding_mode
--- against the reference pad then a convolution with padding 0 (PyTorch's _conv_forward), and errors.
+-- against the reference pad then a convolution with padding 0 (PyTorch's _conv_forward), errors, and
+-- both against PyTorch's numbers (spec/fixtures/torch/pad_modes.lua, made by make_pad_modes.py).
 local fnn = require 'fastnn'
 local nn = fnn.nn
 local support = require 'support'
@@ -164,5 +165,31 @@ describe('conv layers with padding_mode', function()
       assert.matches("Conv1d%(2 %-> 3, k=5%): pad %(reflect%): padding %(3, 3%) for dim 3 of %[2,2,3%]",
                      err_of(function() return m(fnn.randn(2, 2, 3)) end))
       assert.matches('reflect', tostring(m))
+   end)
+end)
+
+describe('pad modes and conv padding_mode against PyTorch (spec/fixtures/torch/pad_modes.lua)', function()
+   local fx = dofile('spec/fixtures/torch/pad_modes.lua')
+   it("F.pad's values, bit for bit", function()
+      for _, c in ipairs(fx.pad) do
+         local y = fnn.arange(0, 120):float():reshape(c.x):pad(c.pads, {mode = c.mode})
+         assert.same(c.shape, y:shape())
+         approx(c.y, y, 0)
+      end
+   end)
+   it('nn.Conv1d/2d/3d with each padding_mode', function()
+      local cls = {nn.Conv1d, nn.Conv2d, nn.Conv3d}
+      for _, c in ipairs(fx.conv) do
+         local m = cls[c.nd](3, 2, c.k, {padding = c.padding, padding_mode = c.mode})
+         local wv = {}
+         for i = 0, m.weight:numel() - 1 do wv[i + 1] = ((i * 7) % 11 - 5) / 10 end
+         m.weight:set(fnn.tensor(wv, m.weight:shape()))
+         m.bias:set(fnn.tensor({0, 0.1}))
+         local n = 1
+         for _, s in ipairs(c.x) do n = n * s end
+         local y = m(fnn.arange(0, n):float():reshape(c.x) / 10)
+         assert.same(c.shape, y:shape())
+         approx(c.y, y, 1e-4)
+      end
    end)
 end)
