@@ -145,17 +145,17 @@ describe('cuda parity: pad modes (reflect, replicate, circular), forward and bac
          case(('pad %s [2,%d] asymmetric, two dims, and of the transposed input'):format(mode, n), function()
             local x = uniform({2, n}, -2, 2)
             local o = {mode = mode}
-            exact_grad('pad last dim', {x}, function(x) return x:pad({w, math.floor(w / 2)}, o) end)
-            exact_grad('pad two dims', {x}, function(x) return x:pad({0, w, 1, 0}, o) end)
-            exact_grad('pad x^T', {x}, function(x) return x:t():pad({1, 1, w, 0}, o) end)
+            exact_grad('pad_mode last dim', {x}, function(x) return x:pad({w, math.floor(w / 2)}, o) end)
+            exact_grad('pad_mode two dims', {x}, function(x) return x:pad({0, w, 1, 0}, o) end)
+            exact_grad('pad_mode x^T', {x}, function(x) return x:t():pad({1, 1, w, 0}, o) end)
          end)
       end
       case(('pad %s of a 3-d narrowed view over three dims, of int64 ids, and before a conv'):format(mode), function()
          local x = uniform({3, 5, 130}, -2, 2)
          local o = {mode = mode}
-         exact_grad('pad 3 dims', {x}, function(x) return x:narrow(3, 2, 128):pad({1, 0, 0, 3, 2, 1}, o) end)
-         exact('pad int64', {some_ids({4, 129}, 30)}, function(x) return x:pad({2, 1, 1, 3}, o) end)
-         parity_grad('conv2d of the padded input', {uniform({2, 3, 9, 8}, -1, 1), uniform({4, 3, 3, 3}, -1, 1)},
+         exact_grad('pad_mode 3 dims', {x}, function(x) return x:narrow(3, 2, 128):pad({1, 0, 0, 3, 2, 1}, o) end)
+         exact('pad_mode int64', {some_ids({4, 129}, 30)}, function(x) return x:pad({2, 1, 1, 3}, o) end)
+         parity_grad('pad_mode then conv2d', {uniform({2, 3, 9, 8}, -1, 1), uniform({4, 3, 3, 3}, -1, 1)},
                      function(x, w) return fnn.conv2d(x:pad({1, 1, 2, 0}, o), w) end, 1e-4, 1e-4)
       end)
    end
