@@ -218,6 +218,14 @@ typedef struct fnn_backend {
      * (an int64 x takes (int64_t)value); before may be negative (a crop); elements of esize bytes */
     int (*pad)(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
                const int64_t *yshape, const int64_t *xshape, const int64_t *before, double value);
+    /* pad_mode (fnn_pad_kind, not CONSTANT): y [yshape] contiguous: y[p] = x[src(p) . xstride], src per
+     * dim as fnn_pad_src (reflect, replicate, circular about x's edges), before[d] >= 0; esize 4 or 8 */
+    int (*pad_mode)(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
+                    const int64_t *yshape, const int64_t *xshape, const int64_t *before, int mode);
+    /* its backward: dx [xshape] contiguous = the sum of g [yshape] contiguous over the places read from
+     * each dx place, in g's row-major order (as the CPU) */
+    int (*pad_mode_grad)(int ordinal, float *dx, const float *g, int ndim, const int64_t *yshape,
+                         const int64_t *xshape, const int64_t *before, int mode);
     /* y [yshape] contiguous: y[p] = x[(p mod xshape) . xstride] (x seen with y's ndim: leading dims of size
      * 1), elements of esize bytes */
     int (*repeat)(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,

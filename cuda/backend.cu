@@ -522,6 +522,8 @@ static const fnn_backend cuda_backend = {
     /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
     /* copy_into */ fnn_cuda_copy_into,
     /* pad */ fnn_cuda_pad,
+    /* pad_mode */ fnn_cuda_pad_mode,
+    /* pad_mode_grad */ fnn_cuda_pad_mode_grad,
     /* repeat */ fnn_cuda_repeat,
     /* repeat_grad */ fnn_cuda_repeat_grad,
     /* tri */ fnn_cuda_tri,

@@ -137,6 +137,10 @@ int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const voi
                        int esize, int ndim, const int64_t *shape);
 int fnn_cuda_pad(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
                  const int64_t *yshape, const int64_t *xshape, const int64_t *before, double value);
+int fnn_cuda_pad_mode(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
+                      const int64_t *yshape, const int64_t *xshape, const int64_t *before, int mode);
+int fnn_cuda_pad_mode_grad(int ordinal, float *dx, const float *g, int ndim, const int64_t *yshape,
+                           const int64_t *xshape, const int64_t *before, int mode);
 int fnn_cuda_repeat(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
                     const int64_t *yshape, const int64_t *xshape);
 int fnn_cuda_repeat_grad(int ordinal, float *dx, const float *g, int ndim, const int64_t *xshape,

@@ -3,13 +3,15 @@
  *   copy_into    dst (strided) = src (strided) over a shape: cat and stack copy each input into its
  *                slab of the output (a narrowed or selected view of it) through this;
  *   pad          y (contiguous) = x shifted by the leading widths, value outside x (negative widths crop);
+ *   pad_mode     y (contiguous) = x read about its edges (reflect, replicate, circular), and its
+ *                backward: a thread per dx place sums the g places that read it, in g's row-major order;
  *   repeat       y (contiguous) = x tiled: y[p] = x[p mod s];
  *   repeat_grad  dx[c] = the sum of g over the tiles, added in g's row-major order as the CPU adds
  *                them, so the bits match;
  *   tri          tril/triu: y = x where col - row <= k (triu: >= k), else 0.
  * Elements of 4 or 8 bytes (float32, int64), except repeat_grad (float32 gradients).
  *
- * defines: fnn_cuda_copy_into, fnn_cuda_pad, fnn_cuda_repeat, fnn_cuda_repeat_grad, fnn_cuda_tri */
+ * defines: fnn_cuda_copy_into, fnn_cuda_pad, fnn_cuda_pad_mode, fnn_cuda_pad_mode_grad, fnn_cuda_repeat, fnn_cuda_repeat_grad, fnn_cuda_tri */
 #include "common.cuh"
 
 /* a shape and up to three per-dim vectors (strides, sizes, offsets); passed by value (kernel
@@ -45,6 +47,73 @@ template <typename T> __global__ void pad_kernel(T *y, const T *x, T value, int6
             off += q * L.c[d];
         }
         y[i] = inside ? x[off] : value;
+    }
+}
+
+/* pad_mode's source place along a dim of size n with before >= 0 added in front (mode: fnn_pad_kind,
+ * 1 reflect, 2 replicate, 3 circular); core/ops/shape.c's pad_src is the same expression */
+__device__ __forceinline__ int64_t pad_src(int mode, int64_t j, int64_t n, int64_t before) {
+    const int64_t p = j - before;
+    if (p < 0) return mode == 1 ? -p : mode == 2 ? 0 : p + n;
+    if (p >= n) return mode == 1 ? 2 * n - 2 - p : mode == 2 ? n - 1 : p - n;
+    return p;
+}
+
+/* the output places along a dim (output size y) that read x place q: up to 3 ranges [lo, hi) in
+ * ascending order (left border, q itself, right border); the count. As core/ops/shape.c's pad_reads */
+__device__ __forceinline__ int pad_reads(int mode, int64_t q, int64_t n, int64_t before, int64_t y, int64_t *lo,
+                                         int64_t *hi) {
+    int k = 0;
+    const int64_t after = y - before - n;
+    if (mode == 1 && q >= 1 && q <= before) { lo[k] = before - q; hi[k++] = before - q + 1; }
+    if (mode == 2 && q == 0 && before > 0) { lo[k] = 0; hi[k++] = before; }
+    if (mode == 3 && q >= n - before) { lo[k] = q + before - n; hi[k++] = q + before - n + 1; }
+    lo[k] = q + before; hi[k++] = q + before + 1;
+    if (mode == 1 && n - 2 - q >= 0 && n - 2 - q < after) { lo[k] = before + n + (n - 2 - q); hi[k] = lo[k] + 1; k++; }
+    if (mode == 2 && q == n - 1 && after > 0) { lo[k] = before + n; hi[k++] = y; }
+    if (mode == 3 && q < after) { lo[k] = before + n + q; hi[k] = lo[k] + 1; k++; }
+    return k;
+}
+
+/* y [L.shape] contiguous = x [pad_src(p) per dim] through x's strides L.c; before L.a, x's shape L.b */
+template <typename T> __global__ void pad_mode_kernel(T *y, const T *x, int mode, int64_t n, ShapeLayout L) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t rem = i, off = 0;
+        for (int d = L.ndim - 1; d >= 0; d--) {
+            off += pad_src(mode, rem % L.shape[d], L.b[d], L.a[d]) * L.c[d];
+            rem /= L.shape[d];
+        }
+        y[i] = x[off];
+    }
+}
+
+/* dx [L.b] contiguous: the sum of g [L.shape] contiguous (strides L.c) over the places that read each
+ * dx place, in g's row-major order (an odometer over each dim's ranges, the last dim fastest); no atomics */
+__global__ void pad_mode_grad_kernel(float *dx, const float *g, int mode, int64_t n, ShapeLayout L) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t lo[FNN_MAX_DIMS][3], hi[FNN_MAX_DIMS][3], j[FNN_MAX_DIMS], rem = i;
+        int cnt[FNN_MAX_DIMS], r[FNN_MAX_DIMS];
+        for (int d = L.ndim - 1; d >= 0; d--) {
+            cnt[d] = pad_reads(mode, rem % L.b[d], L.b[d], L.a[d], L.shape[d], lo[d], hi[d]);
+            rem /= L.b[d];
+            r[d] = 0;
+            j[d] = lo[d][0];
+        }
+        float acc = 0.0f;
+        for (;;) {
+            int64_t off = 0;
+            for (int d = 0; d < L.ndim; d++) off += j[d] * L.c[d];
+            acc += g[off];
+            int d = L.ndim - 1;
+            for (; d >= 0; d--) {
+                if (++j[d] < hi[d][r[d]]) break;
+                if (++r[d] < cnt[d]) { j[d] = lo[d][r[d]]; break; }
+                r[d] = 0;
+                j[d] = lo[d][0];
+            }
+            if (d < 0) break;
+        }
+        dx[i] = acc;
     }
 }
 
@@ -142,6 +211,49 @@ int fnn_cuda_pad(int ordinal, void *y, const void *x, const int64_t *xstride, in
     if (esize == 8)
         pad_kernel<int64_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((int64_t *)y, (const int64_t *)x, (int64_t)value, n, L);
     else pad_kernel<float><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((float *)y, (const float *)x, (float)value, n, L);
+    FNN_CUDA_CHECK("pad", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+
+int fnn_cuda_pad_mode(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
+                      const int64_t *yshape, const int64_t *xshape, const int64_t *before, int mode) {
+    FNN_ASSERT((esize == 4 || esize == 8) && ndim >= 0 && ndim <= FNN_MAX_DIMS && mode >= 1 && mode <= 3);
+    ShapeLayout L;
+    L.ndim = ndim;
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        L.shape[d] = yshape[d];
+        L.a[d] = before[d];
+        L.b[d] = xshape[d];
+        L.c[d] = xstride[d];
+        n *= yshape[d];
+    }
+    if (n == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("pad", ordinal));
+    if (esize == 8)
+        pad_mode_kernel<int64_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((int64_t *)y, (const int64_t *)x, mode, n, L);
+    else pad_mode_kernel<float><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((float *)y, (const float *)x, mode, n, L);
+    FNN_CUDA_CHECK("pad", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+
+int fnn_cuda_pad_mode_grad(int ordinal, float *dx, const float *g, int ndim, const int64_t *yshape,
+                           const int64_t *xshape, const int64_t *before, int mode) {
+    FNN_ASSERT(ndim >= 0 && ndim <= FNN_MAX_DIMS && mode >= 1 && mode <= 3);
+    ShapeLayout L;
+    L.ndim = ndim;
+    int64_t n = 1, stride = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        L.shape[d] = yshape[d];
+        L.a[d] = before[d];
+        L.b[d] = xshape[d];
+        L.c[d] = stride;
+        stride *= yshape[d];
+        n *= xshape[d];
+    }
+    if (n == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("pad", ordinal));
+    pad_mode_grad_kernel<<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(dx, g, mode, n, L);
     FNN_CUDA_CHECK("pad", cudaGetLastError());
     return FNN_STATUS_OK;
 }

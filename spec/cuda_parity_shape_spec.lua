@@ -1,4 +1,5 @@
--- CUDA parity of the copying shape ops (cuda/shape.cu: cat, stack, repeat and its backward, pad, tril,
+-- CUDA parity of the copying shape ops (cuda/shape.cu: cat, stack, repeat and its backward, pad and its
+-- modes, tril,
 -- triu), sort and topk (cuda/sort.cu) and the int64 reductions (cuda/int64_reduce.cu: sum, max, min,
 -- argmax, argmin of int64 tensors), each against the CPU path on the same inputs, forward and the
 -- gradient of every input.
@@ -6,6 +7,8 @@
 -- Tolerances: every op here is exact (atol 0, rtol 0), gradients included:
 --   cat, stack, pad, repeat, tril/triu and their backward rules move values and never compute one
 --     (cat/stack/pad backward are views and pads of the gradient, tril/triu's the same mask);
+--   pad_mode's backward (reflect, replicate, circular) gathers, one thread per input element, the g
+--     places that read it in g's row-major order, as the CPU, so the bits agree too;
 --   repeat's backward sums the tiles of g with one thread per input element in g's row-major order,
 --     the order the CPU adds them in, with plain float adds (fast math changes no add), so the bits agree;
 --   sort/topk order by the CPU's (value key, position) 64-bit keys, which are distinct, so values and
@@ -132,6 +135,30 @@ describe('cuda parity: pad, forward and backward', function()
       exact('pad int64', {ids}, function(x) return x:pad({2, 1, 1, 3}, -4) end)
       exact('pad int64 x^T cropping', {ids}, function(x) return x:t():pad({-1, 1}) end)
    end)
+end)
+
+describe('cuda parity: pad modes (reflect, replicate, circular), forward and backward', function()
+   for _, mode in ipairs{'reflect', 'replicate', 'circular'} do
+      for _, n in ipairs(SIZES) do
+         -- reflect takes widths < n, circular <= n
+         local w = mode == 'reflect' and math.min(3, n - 1) or mode == 'circular' and math.min(3, n) or 3
+         case(('pad %s [2,%d] asymmetric, two dims, and of the transposed input'):format(mode, n), function()
+            local x = uniform({2, n}, -2, 2)
+            local o = {mode = mode}
+            exact_grad('pad_mode last dim', {x}, function(x) return x:pad({w, math.floor(w / 2)}, o) end)
+            exact_grad('pad_mode two dims', {x}, function(x) return x:pad({0, w, 1, 0}, o) end)
+            exact_grad('pad_mode x^T', {x}, function(x) return x:t():pad({1, 1, w, 0}, o) end)
+         end)
+      end
+      case(('pad %s of a 3-d narrowed view over three dims, of int64 ids, and before a conv'):format(mode), function()
+         local x = uniform({3, 5, 130}, -2, 2)
+         local o = {mode = mode}
+         exact_grad('pad_mode 3 dims', {x}, function(x) return x:narrow(3, 2, 128):pad({1, 0, 0, 3, 2, 1}, o) end)
+         exact('pad_mode int64', {some_ids({4, 129}, 30)}, function(x) return x:pad({2, 1, 1, 3}, o) end)
+         parity_grad('pad_mode then conv2d', {uniform({2, 3, 9, 8}, -1, 1), uniform({4, 3, 3, 3}, -1, 1)},
+                     function(x, w) return fnn.conv2d(x:pad({1, 1, 2, 0}, o), w) end, 1e-4, 1e-4)
+      end)
+   end
 end)
 
 describe('cuda parity: tril and triu, forward and backward', function()

@@ -174,6 +174,7 @@ for _, name in ipairs{'kaiming_uniform', 'kaiming_normal', 'xavier_uniform', 'xa
    CASES['init.' .. name] = {call = function(o) return require('fastnn.initializers')[name]({4, 3}, o) end}
 end
 CASES['nn.InstanceNorm'] = {call = function(o) return nn.InstanceNorm(3, o) end}
+CASES['Tensor.pad'] = {call = function(o) return fnn.ones(2, 3):pad({1, 1}, o) end}
 CASES['nn.Dropout'] = {call = function(o) return nn.Dropout(0.5, o) end}
 CASES['nn.AlphaDropout'] = {call = function(o) return nn.AlphaDropout(0.5, o) end}
 for _, name in ipairs{'BCELoss', 'BCEWithLogitsLoss', 'BinaryCrossEntropy', 'CategoricalCrossEntropy',
@@ -304,16 +305,17 @@ describe("issue 23's examples", function()
       end)
    end)
 
-   it('refuses every padding_mode but zeros, never accepting and ignoring one', function()
-      for _, mode in ipairs{'reflect', 'replicate', 'circular'} do
-         refused("nn%.Conv2d: padding_mode is '" .. mode .. "': not supported yet %(only 'zeros'%)", function()
-            return nn.Conv2d(3, 8, 3, {padding = 1, padding_mode = mode})
-         end)
+   it('takes every PyTorch padding_mode and refuses an unknown one', function()
+      for _, mode in ipairs{'zeros', 'reflect', 'replicate', 'circular'} do
+         local m = nn.Conv2d(3, 8, 3, {padding = 1, padding_mode = mode})
+         assert.same({2, 8, 5, 5}, m(fnn.ones(2, 3, 5, 5)):shape())
       end
-      refused("nn%.Conv1d: padding_mode 'mirror' is not one of 'zeros'", function()
+      refused("nn%.Conv1d: padding_mode 'mirror' is not one of 'zeros', 'reflect', 'replicate', 'circular'", function()
          return nn.Conv1d(3, 8, 3, {padding_mode = 'mirror'})
       end)
-      assert.is_not_nil(nn.Conv2d(3, 8, 3, {padding = 1, padding_mode = 'zeros'}))
+      refused("Tensor%.pad: mode 'mirror' is not one of 'constant', 'reflect', 'replicate', 'circular'", function()
+         return fnn.ones(2, 3):pad({1, 1}, {mode = 'mirror'})
+      end)
    end)
 
    it('show a bad value by its type and shape, never an address', function()

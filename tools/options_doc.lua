@@ -40,6 +40,7 @@ local SECTIONS = {
    {'Checkpoints and safetensors', function(n) return n:match('^fnn%.') ~= nil and n ~= 'fnn.gradcheck' end},
    {'Pictures', function(n) return n:match('^plot%.') ~= nil end},
    {'Distributed', function(n) return n:match('^distributed%.') ~= nil end},
+   {'Tensor ops', function(n) return n:match('^Tensor%.') ~= nil end},
    {'Modules, graphs and initializers', function(n)
       return n:match('^Module:') or n:match('^GraphBuilder:') or n:match('^init%.') or n == 'fnn.gradcheck' end},
 }

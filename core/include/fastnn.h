@@ -337,6 +337,12 @@ FNN_API int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int d
 FNN_API int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *repeats);
 /* pad: pads[2*i], pads[2*i+1] = before/after for the LAST npairs dims, last dim first (PyTorch F.pad order) */
 FNN_API int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pads, double value);
+/* pad_mode: fnn_pad with the new places read from x (PyTorch F.pad's modes): reflect mirrors about the
+ * edge element (width < the dim's size), replicate repeats the edge element (the dim non-empty),
+ * circular wraps around (width <= the dim's size); widths >= 0; CONSTANT pads with zeros. The gradient
+ * adds each output place back onto the input place it was read from. */
+typedef enum fnn_pad_kind { FNN_PAD_CONSTANT = 0, FNN_PAD_REFLECT = 1, FNN_PAD_REPLICATE = 2, FNN_PAD_CIRCULAR = 3 } fnn_pad_kind;
+FNN_API int fnn_pad_mode(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pads, int mode);
 FNN_API int fnn_tril(fnn_tensor *out, const fnn_tensor *x, int64_t k);
 FNN_API int fnn_triu(fnn_tensor *out, const fnn_tensor *x, int64_t k);
 

@@ -1,5 +1,5 @@
 /* shape.c: views (reshape view transpose permute expand narrow select squeeze
- * unsqueeze flatten) and copies (contiguous cat stack repeat pad tril triu).
+ * unsqueeze flatten) and copies (contiguous cat stack repeat pad pad_mode tril triu).
  *
  * A view is a new header over the same storage (fnn_make_view) with its own
  * shape, strides and offset; it costs no copy and works on any device. Every
@@ -7,7 +7,7 @@
  * are short because each undoes its forward with another op of this family:
  * reshape <-> reshape, transpose <-> transpose, permute <-> inverse permute,
  * expand <-> sum_to_shape, narrow/select <-> pad with zeros, pad <-> pad with
- * the negated widths, cat <-> narrow, stack <-> select, tril/triu <-> same
+ * the negated widths, pad_mode <-> a gather of g onto the places read, cat <-> narrow, stack <-> select, tril/triu <-> same
  * mask; repeat sums the repeated blocks back with a kernel of its own.
  *
  * Views and copies take any dtype (an int64 tensor of ids reshapes, slices,
@@ -34,6 +34,8 @@ static bool has_copy_into(const fnn_backend *b) { return b->copy_into != NULL; }
 static bool has_repeat(const fnn_backend *b) { return b->repeat != NULL; }
 static bool has_repeat_grad(const fnn_backend *b) { return b->repeat_grad != NULL; }
 static bool has_pad(const fnn_backend *b) { return b->pad != NULL; }
+static bool has_pad_mode(const fnn_backend *b) { return b->pad_mode != NULL; }
+static bool has_pad_mode_grad(const fnn_backend *b) { return b->pad_mode_grad != NULL; }
 static bool has_tri(const fnn_backend *b) { return b->tri != NULL; }
 
 static int check_ndim(const char *op, int ndim) {
@@ -738,6 +740,175 @@ int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pad
     return FNN_STATUS_OK;
 }
 
+/* ================= pad_mode: reflect, replicate, circular ================= */
+
+static const char *const pad_kind_name[] = {"constant", "reflect", "replicate", "circular"};
+
+/* the place of x (along a dim of size n, before >= 0 added in front) that output place j reads:
+ * reflect mirrors about the edge element, replicate repeats it, circular wraps. cuda/shape.cu's
+ * pad_src is the same expression. */
+static int64_t pad_src(int mode, int64_t j, int64_t n, int64_t before) {
+    int64_t p = j - before;
+    if (p < 0) return mode == FNN_PAD_REFLECT ? -p : mode == FNN_PAD_REPLICATE ? 0 : p + n;
+    if (p >= n) return mode == FNN_PAD_REFLECT ? 2 * n - 2 - p : mode == FNN_PAD_REPLICATE ? n - 1 : p - n;
+    return p;
+}
+
+/* the output places j (along a dim of output size y) that read x place q, as up to 3 ranges
+ * [lo, hi) in ascending j: the left border, the place itself, the right border. Returns the count.
+ * cuda/shape.cu's pad_reads is the same. */
+static int pad_reads(int mode, int64_t q, int64_t n, int64_t before, int64_t y, int64_t *lo, int64_t *hi) {
+    int k = 0;
+    const int64_t after = y - before - n;
+    if (mode == FNN_PAD_REFLECT && q >= 1 && q <= before) { lo[k] = before - q; hi[k++] = before - q + 1; }
+    if (mode == FNN_PAD_REPLICATE && q == 0 && before > 0) { lo[k] = 0; hi[k++] = before; }
+    if (mode == FNN_PAD_CIRCULAR && q >= n - before) { lo[k] = q + before - n; hi[k++] = q + before - n + 1; }
+    lo[k] = q + before; hi[k++] = q + before + 1;
+    if (mode == FNN_PAD_REFLECT && n - 2 - q >= 0 && n - 2 - q < after) { lo[k] = before + n + (n - 2 - q); hi[k] = lo[k] + 1; k++; }
+    if (mode == FNN_PAD_REPLICATE && q == n - 1 && after > 0) { lo[k] = before + n; hi[k++] = y; }
+    if (mode == FNN_PAD_CIRCULAR && q < after) { lo[k] = before + n + q; hi[k] = lo[k] + 1; k++; }
+    return k;
+}
+
+typedef struct {
+    void *y;
+    const void *x;
+    const int64_t *xstride, *yshape, *xshape, *before;
+    int ndim, esize, mode;
+} pad_mode_args;
+
+/* y places lo..hi-1 (contiguous, row-major) from x through its strides */
+static void pad_mode_rows(void *ctx, int64_t lo, int64_t hi) {
+    const pad_mode_args *a = ctx;
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t rem = i, off = 0;
+        for (int d = a->ndim - 1; d >= 0; d--) {
+            off += pad_src(a->mode, rem % a->yshape[d], a->xshape[d], a->before[d]) * a->xstride[d];
+            rem /= a->yshape[d];
+        }
+        if (a->esize == 8) ((int64_t *)a->y)[i] = ((const int64_t *)a->x)[off];
+        else ((float *)a->y)[i] = ((const float *)a->x)[off];
+    }
+}
+
+/* dx places lo..hi-1 (contiguous x shape): the sum of g (contiguous y shape) over the places that
+ * read each one, visited in g's row-major order */
+static void pad_mode_grad_rows(void *ctx, int64_t lo, int64_t hi) {
+    const pad_mode_args *a = ctx;
+    const int nd = a->ndim;
+    const float *g = a->x;
+    int64_t gs[FNN_MAX_DIMS], rlo[FNN_MAX_DIMS][3], rhi[FNN_MAX_DIMS][3], j[FNN_MAX_DIMS];
+    int cnt[FNN_MAX_DIMS], r[FNN_MAX_DIMS];
+    fnn_contiguous_strides(nd, a->yshape, gs);
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t rem = i;
+        for (int d = nd - 1; d >= 0; d--) {
+            cnt[d] = pad_reads(a->mode, rem % a->xshape[d], a->xshape[d], a->before[d], a->yshape[d], rlo[d], rhi[d]);
+            rem /= a->xshape[d];
+            r[d] = 0;
+            j[d] = rlo[d][0];
+        }
+        float acc = 0.0f;
+        for (;;) {   /* an odometer over each dim's ranges, the last dim fastest */
+            int64_t off = 0;
+            for (int d = 0; d < nd; d++) off += j[d] * gs[d];
+            acc += g[off];
+            int d = nd - 1;
+            for (; d >= 0; d--) {
+                if (++j[d] < rhi[d][r[d]]) break;
+                if (++r[d] < cnt[d]) { j[d] = rlo[d][r[d]]; break; }
+                r[d] = 0;
+                j[d] = rlo[d][0];
+            }
+            if (d < 0) break;
+        }
+        ((float *)a->y)[i] = acc;
+    }
+}
+
+/* dx: each x place gets the gradient of every output place that read it */
+static int pad_mode_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    const int npairs = (int)n->iattr[0], mode = (int)n->iattr[1], nd = n->in_ndim[0];
+    int64_t before[FNN_MAX_DIMS] = {0};
+    for (int i = 0; i < npairs; i++)
+        before[nd - 1 - i] = 2 + i < FNN_NODE_ATTRS ? n->iattr[2 + i] : (int64_t)n->attr[2 + i - FNN_NODE_ATTRS];
+    const fnn_backend *be;
+    FNN_TRY(device_for("pad", g, &be, has_pad_mode_grad));
+    fnn_tensor tmp;
+    int rc;
+    const float *gd = fnn_contiguous_data(g, &tmp, &rc);
+    if (rc) return rc;
+    rc = fnn_new_output(&din[0], g->device, nd, n->in_shape[0]);
+    if (!rc && be) {   /* cuda/shape.cu: a thread per dx place gathers its readers */
+        rc = be->pad_mode_grad(fnn_device_ordinal(g->device), fnn_data(&din[0]), gd, nd, g->shape, n->in_shape[0],
+                               before, mode);
+        if (rc) fnn_tensor_clear(&din[0]);
+    } else if (!rc) {
+        pad_mode_args a = {fnn_data(&din[0]), gd, NULL, g->shape, n->in_shape[0], before, nd, 4, mode};
+        int64_t cnt = fnn_tensor_numel(&din[0]);
+        if (cnt > 0) fnn_parallel_for(cnt, fnn_threads_for(fnn_tensor_numel(g)), pad_mode_grad_rows, &a);
+    }
+    fnn_tensor_clear(&tmp);
+    return rc;
+}
+static const fnn_op_def PAD_MODE = {{"pad_mode", "shape", 1, 1}, pad_mode_backward, FNN_EMBEDS_NONE};
+
+/* pad_mode: x [.., n] -> [.., before + n + after] for each of the last npairs dims (F.pad order), the
+ * new places read from x by mode (reflect, replicate, circular; constant: fnn_pad with zeros) */
+int fnn_pad_mode(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pads, int mode) {
+    FNN_CHECK(mode >= FNN_PAD_CONSTANT && mode <= FNN_PAD_CIRCULAR, FNN_STATUS_ARG,
+              "pad: mode %d is not one of constant (0), reflect (1), replicate (2), circular (3)", mode);
+    if (mode == FNN_PAD_CONSTANT) return fnn_pad(out, x, npairs, pads, 0.0);
+    const char *m = pad_kind_name[mode];
+    FNN_TRY(fnn_check_input_any("pad", x));
+    FNN_CHECK(npairs >= 0 && npairs <= x->ndim, FNN_STATUS_ARG,
+              "pad (%s): %d (before, after) pairs for %s, which has %d dims", m, npairs, fnn_shape_of(x).s, x->ndim);
+    int64_t shape[FNN_MAX_DIMS], before[FNN_MAX_DIMS] = {0};
+    memcpy(shape, x->shape, sizeof shape);
+    for (int i = 0; i < npairs; i++) {
+        const int d = x->ndim - 1 - i;
+        const int64_t b = pads[2 * i], a = pads[2 * i + 1], n = x->shape[d];
+        FNN_CHECK(b >= 0 && a >= 0, FNN_STATUS_ARG, "pad (%s): padding (%lld, %lld) for dim %d of %s: widths must be "
+                  ">= 0 in this mode (only constant crops)", m, (long long)b, (long long)a, d + 1, fnn_shape_of(x).s);
+        FNN_CHECK(mode != FNN_PAD_REFLECT || (b < n && a < n), FNN_STATUS_ARG, "pad (reflect): padding (%lld, %lld) "
+                  "for dim %d of %s: each width must be smaller than the dim's size %lld", (long long)b, (long long)a,
+                  d + 1, fnn_shape_of(x).s, (long long)n);
+        FNN_CHECK(mode != FNN_PAD_CIRCULAR || (b <= n && a <= n), FNN_STATUS_ARG, "pad (circular): padding (%lld, %lld) "
+                  "for dim %d of %s: each width must be at most the dim's size %lld (it wraps around once)",
+                  (long long)b, (long long)a, d + 1, fnn_shape_of(x).s, (long long)n);
+        FNN_CHECK(mode != FNN_PAD_REPLICATE || n > 0 || (b == 0 && a == 0), FNN_STATUS_ARG, "pad (replicate): padding "
+                  "(%lld, %lld) for dim %d of %s: an empty dim has no edge to repeat", (long long)b, (long long)a, d + 1,
+                  fnn_shape_of(x).s);
+        shape[d] = n + b + a;
+        before[d] = b;
+    }
+    const fnn_backend *be;
+    FNN_TRY(device_for("pad", x, &be, has_pad_mode));
+    FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape));
+    const int64_t n = fnn_tensor_numel(out), esize = fnn_elem_size(x);
+    if (be) {   /* cuda/shape.cu: one gather over the output */
+        int rc = be->pad_mode(fnn_device_ordinal(x->device), fnn_bytes(out), fnn_bytes(x), x->stride, (int)esize,
+                              x->ndim, shape, x->shape, before, mode);
+        if (rc) { fnn_tensor_clear(out); return rc; }
+    } else if (n > 0) {
+        pad_mode_args a = {fnn_bytes(out), fnn_bytes(x), x->stride, shape, x->shape, before, x->ndim, (int)esize, mode};
+        fnn_parallel_for(n, fnn_threads_for(n), pad_mode_rows, &a);
+    }
+    if (fnn_is_int64(x)) return FNN_STATUS_OK;   /* ids get no gradient */
+    const fnn_tensor *ins[1] = {x};
+    fnn_node *nd;
+    FNN_TRY(record(&PAD_MODE, out, 1, ins, &nd));
+    if (nd) {   /* npairs, mode, then the leading widths (iattr, then attr for more than 6 pairs) */
+        nd->iattr[0] = npairs;
+        nd->iattr[1] = mode;
+        for (int i = 0; i < npairs; i++) {
+            if (2 + i < FNN_NODE_ATTRS) nd->iattr[2 + i] = pads[2 * i];
+            else nd->attr[2 + i - FNN_NODE_ATTRS] = (double)pads[2 * i];
+        }
+    }
+    return FNN_STATUS_OK;
+}
+
 /* ================= tril, triu ================= */
 
 /* y [..., r, c] = x where the (row, col) pair is kept, else 0:
@@ -789,5 +960,5 @@ int fnn_triu(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIU
 
 const fnn_op_def *const fnn_ops_shape[] = {
     &RESHAPE, &VIEW, &TRANSPOSE, &PERMUTE, &EXPAND, &NARROW, &SELECT, &SQUEEZE, &UNSQUEEZE, &FLATTEN,
-    &CONTIGUOUS, &CAT, &STACK, &REPEAT, &PAD, &TRIL, &TRIU, NULL,
+    &CONTIGUOUS, &CAT, &STACK, &REPEAT, &PAD, &PAD_MODE, &TRIL, &TRIU, NULL,
 };

@@ -1,5 +1,5 @@
 // spec/gpu/emulated_shape.cpp: the host emulation (spec/gpu/emulated.h) of cuda/shape.cu (cat/stack
-// copies, pad, repeat, tril/triu), cuda/sort.cu (sort, topk) and cuda/int64_reduce.cu. Grid-stride
+// copies, pad, pad_mode, repeat, tril/triu), cuda/sort.cu (sort, topk) and cuda/int64_reduce.cu. Grid-stride
 // kernels run as one plain call; the block-per-line kernels (sort, the int64 block reduction) run
 // through run_grid with real barriers, on at most 4 blocks so that their grid-stride over lines runs
 // too, and with fewer threads per block than the GPU launch (at most 128 for sort, 64 for the int64
@@ -36,6 +36,35 @@ static int m_pad(int, void *y, const void *x, const int64_t *xs, int esize, int 
     if (n == 0) return 0;
     if (esize == 8) pad_kernel<int64_t>((int64_t *)y, (const int64_t *)x, (int64_t)value, n, L);
     else pad_kernel<float>((float *)y, (const float *)x, (float)value, n, L);
+    return 0;
+}
+
+static int m_pad_mode(int, void *y, const void *x, const int64_t *xs, int esize, int ndim, const int64_t *yshape,
+                      const int64_t *xshape, const int64_t *before, int mode) {
+    ShapeLayout L;
+    L.ndim = ndim;
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) {
+        L.shape[d] = yshape[d]; L.a[d] = before[d]; L.b[d] = xshape[d]; L.c[d] = xs[d];
+        n *= yshape[d];
+    }
+    if (n == 0) return 0;
+    if (esize == 8) pad_mode_kernel<int64_t>((int64_t *)y, (const int64_t *)x, mode, n, L);
+    else pad_mode_kernel<float>((float *)y, (const float *)x, mode, n, L);
+    return 0;
+}
+
+static int m_pad_mode_grad(int, float *dx, const float *g, int ndim, const int64_t *yshape, const int64_t *xshape,
+                           const int64_t *before, int mode) {
+    ShapeLayout L;
+    L.ndim = ndim;
+    int64_t n = 1, stride = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        L.shape[d] = yshape[d]; L.a[d] = before[d]; L.b[d] = xshape[d]; L.c[d] = stride;
+        stride *= yshape[d];
+        n *= xshape[d];
+    }
+    if (n) pad_mode_grad_kernel(dx, g, mode, n, L);
     return 0;
 }
 
@@ -107,6 +136,8 @@ static int m_int_reduce(int, int op, int64_t *y, int64_t *idx, const int64_t *x,
 EMULATED_BACKEND_ADD(shape) {
     b->copy_into = m_copy_into;
     b->pad = m_pad;
+    b->pad_mode = m_pad_mode;
+    b->pad_mode_grad = m_pad_mode_grad;
     b->repeat = m_repeat;
     b->repeat_grad = m_repeat_grad;
     b->tri = m_tri;

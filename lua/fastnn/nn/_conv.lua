@@ -58,11 +58,10 @@ local function declare(name, nd, transposed, extra, depthwise)
    if not depthwise then e[#e + 1] = {'groups', 'integer', 1, 'blocked connections: in and out must both divide by it', min = 1} end
    e[#e + 1] = {'bias', 'boolean', true, 'learn an additive bias [out]'}
    if not transposed then
-      -- another change owns the padding modes: until then every mode but zeros is refused, never ignored
-      e[#e + 1] = {'padding_mode', 'string', 'zeros', "how padding is filled: only 'zeros' so far ('reflect', "
-                   .. "'replicate' and 'circular' are refused: not supported yet)",
-                   values = {'zeros', 'reflect', 'replicate', 'circular'},
-                   check = function(v) if v ~= 'zeros' then return "not supported yet (only 'zeros')" end end}
+      e[#e + 1] = {'padding_mode', 'string', 'zeros', "how padding is filled, as PyTorch: 'zeros', or the input "
+                   .. "padded first by Tensor.pad's 'reflect' (each width < the input's size), 'replicate' or 'circular' "
+                   .. "(width <= size) and convolved with padding 0",
+                   values = {'zeros', 'reflect', 'replicate', 'circular'}}
    end
    return options.declare('nn.' .. name, e)
 end
@@ -97,6 +96,8 @@ function M.setup(self, name, nd, transposed, inputs, outputs, kernel, opts, leve
 
    self.inputs, self.outputs, self.groups, self.nd, self.transposed = inputs, outputs, s.groups, nd, transposed
    self.kernel, self.spec = k, s
+   local pm = not transposed and opts.padding_mode   -- a transposed conv has none (as PyTorch's: zeros only)
+   if pm and pm ~= 'zeros' then s.mode = pm end      -- read by fastnn.ops.conv's run
    self.padding_name = type(opts.padding) == 'string' and opts.padding or nil
    local receptive = 1
    for i = 1, nd do receptive = receptive * k[i] end
@@ -153,6 +154,7 @@ function M.describe(self, extra)
    if self.transposed and not all_equal(s.opad, 0) then parts[#parts + 1] = 'op=' .. dims(s.opad) end
    if not all_equal(s.dil, 1) then parts[#parts + 1] = 'd=' .. dims(s.dil) end
    if s.groups ~= 1 and not self._depthwise then parts[#parts + 1] = 'g=' .. s.groups end
+   if s.mode then parts[#parts + 1] = s.mode end
    if extra then parts[#parts + 1] = extra end
    if not self.bias then parts[#parts + 1] = 'no bias' end
    return ('nn.%s(%s)'):format(self._name, concat(parts, ', '))

@@ -35,6 +35,8 @@ local max, ceil = math.max, math.ceil
 local stride_buf, pad_buf, opad_buf, dil_buf = ffi.new('int[3]'), ffi.new('int[6]'), ffi.new('int[3]'),
    ffi.new('int[3]')
 local TUPLE = {'{l}', '{h, w}', '{d, h, w}'}
+local pads64_buf = ffi.new('int64_t[6]')              -- a padding_mode's widths, F.pad order
+local PAD_KIND = {reflect = 1, replicate = 2, circular = 3}   -- core's fnn_pad_kind
 
 -- an integer (every dim) or a table of nd integers -> a Lua array of nd integers. In these helpers
 -- `level` is the user's level as seen from the helper's caller (what it would pass to error)
@@ -147,6 +149,22 @@ local function run(s, x, w, b, label, level)
             pad_buf[2 * i - 1] = total - floor(total / 2)
          end
       end
+   end
+   local padded
+   if s.mode then   -- PyTorch's _conv_forward: F.pad(x, widths, mode), then a convolution with padding 0
+      local xnd, widths = x.ndim, {}
+      for i = nd, 1, -1 do
+         widths[#widths + 1], widths[#widths + 2] = tonumber(pad_buf[2 * i - 2]), tonumber(pad_buf[2 * i - 1])
+         pad_buf[2 * i - 2], pad_buf[2 * i - 1] = 0, 0
+      end
+      if xnd < nd then widths = {} end   -- a wrong rank: left to the convolution to refuse
+      for i = 1, #widths do pads64_buf[i - 1] = widths[i] end
+      padded = new()
+      if C.fnn_pad_mode(padded, x, #widths / 2, pads64_buf, PAD_KIND[s.mode]) ~= 0 then
+         local msg = ffi_string(C.fnn_last_error())
+         error((label or s.op) .. ': ' .. msg, level + 1)
+      end
+      x = done(padded)
    end
    local out = new()
    local rc

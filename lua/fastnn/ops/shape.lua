@@ -257,7 +257,17 @@ function Tensor.tile(x, ...)
    return done(out)
 end
 
--- pad({left, right, top, bottom, ...}, value = 0): pairs for the last dim first (F.pad); negative crops
+-- pad({left, right, top, bottom, ...}, value = 0): pairs for the last dim first (F.pad); negative crops.
+-- pad(pads, {mode = 'reflect'|'replicate'|'circular'|'constant', value = 0}): F.pad's modes; the
+-- non-constant ones read the new places from x (core/ops/shape.c's fnn_pad_mode)
+local PAD_OPTS = require('fastnn.options').declare('Tensor.pad', {
+   {'mode', 'string', 'constant', "how the new places are filled: 'constant' (value), 'reflect' (mirrored about the "
+    .. "edge element; width < the dim's size), 'replicate' (the edge element), 'circular' (wrapped; width <= the "
+    .. "dim's size); the last three take widths >= 0 and no value",
+    values = {'constant', 'reflect', 'replicate', 'circular'}},
+   {'value', 'number', nil, "the fill of mode 'constant' (default 0)"},
+})
+local PAD_KIND = {constant = 0, reflect = 1, replicate = 2, circular = 3}
 function Tensor.pad(x, pads, value)
    check_tensor('pad', x)
    if type(pads) ~= 'table' or #pads % 2 ~= 0 or #pads > 16 then
@@ -265,11 +275,21 @@ function Tensor.pad(x, pads, value)
          type(pads) == 'table' and (#pads .. ' widths') or ('a ' .. type(pads))), 2)
    end
    for i = 1, #pads do pads_buf[i - 1] = int_arg('pad', 'width ' .. i, pads[i]) end
-   if value ~= nil and type(value) ~= 'number' then
-      error(('pad: value is a %s, expected a number'):format(type(value)), 2)
+   local mode = 'constant'
+   if type(value) == 'table' then
+      local o = PAD_OPTS:check(value, 2)
+      mode, value = o.mode, o.value
+      if mode ~= 'constant' and value ~= nil then
+         error(("pad: mode '%s' takes no value (got %s): only 'constant' fills with one"):format(mode, show_value(value)), 2)
+      end
+   elseif value ~= nil and type(value) ~= 'number' then
+      error(('pad: value is a %s, expected a number or an options table {mode = ..., value = ...}'):format(type(value)), 2)
    end
    local out = new()
-   if C.fnn_pad(out, x, #pads / 2, pads_buf, value or 0) ~= 0 then fail() end
+   local rc
+   if mode == 'constant' then rc = C.fnn_pad(out, x, #pads / 2, pads_buf, value or 0)
+   else rc = C.fnn_pad_mode(out, x, #pads / 2, pads_buf, PAD_KIND[mode]) end
+   if rc ~= 0 then fail() end
    return done(out)
 end
 
