@@ -10,6 +10,7 @@ local options = require 'fastnn.options'
 local nn, optim, data = fnn.nn, fnn.optim, fnn.data
 local serialize = require 'fastnn.serialize'
 local plot = require 'fastnn.plot'
+local image = require 'fastnn.image'
 local dist = fnn.distributed
 
 local dir = io.popen('mktemp -d /tmp/fastnn-opts-XXXXXX'):read('*l')
@@ -110,6 +111,7 @@ local CASES = {
                        base = {path = file('s.png'), series = {{name = 'a', x = {1, 2}, y = {1, 2}}}}},
    ['plot.image_grid'] = {call = function(o) return plot.image_grid(o) end,
                           base = {path = file('g.png'), images = fnn.ones(2, 4, 4)}},
+   ['image.save'] = {call = function(o) return image.save(file('i.jpg'), fnn.ones(3, 4, 4), o) end},
    ['plot.heatmap'] = {call = function(o) return plot.heatmap(o) end,
                        base = {path = file('h.png'), matrix = {{1, 2}, {3, 4}}}},
 }

@@ -18,7 +18,7 @@ function M.load_all()
          require((f:gsub('^lua/', ''):gsub('%.lua$', ''):gsub('/', '.')))
       end
    end
-   for _, m in ipairs{'fastnn.serialize', 'fastnn.plot', 'fastnn.distributed', 'fastnn.initializers',
+   for _, m in ipairs{'fastnn.serialize', 'fastnn.plot', 'fastnn.image', 'fastnn.distributed', 'fastnn.initializers',
                       'fastnn.autograd'} do require(m) end
 end
 
@@ -37,7 +37,7 @@ local SECTIONS = {
    {'Schedules', function(n) return n:match('^optim%.') ~= nil end},
    {'Data', function(n) return n:match('^data%.') ~= nil end},
    {'Checkpoints and safetensors', function(n) return n:match('^fnn%.') ~= nil and n ~= 'fnn.gradcheck' end},
-   {'Pictures', function(n) return n:match('^plot%.') ~= nil end},
+   {'Pictures', function(n) return n:match('^plot%.') ~= nil or n:match('^image%.') ~= nil end},
    {'Distributed', function(n) return n:match('^distributed%.') ~= nil end},
    {'Modules, graphs and initializers', function(n)
       return n:match('^Module:') or n:match('^GraphBuilder:') or n:match('^init%.') or n == 'fnn.gradcheck' end},

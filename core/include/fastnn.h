@@ -521,6 +521,22 @@ FNN_API int fnn_png_write(const char *path, int width, int height, int channels,
  * and with pixels != NULL its rows, top first, into pixels (cap bytes, at least width * height * channels) */
 FNN_API int fnn_png_read(const char *path, int *width, int *height, int *channels, uint8_t *pixels, int64_t cap);
 
+/* ---- images: core/image.c (PNG through libpng, JPEG through TurboJPEG) ---- */
+/* out <- the picture at path (PNG or JPEG, told by its first bytes) as float32 [C, H, W] in [0, 1]:
+ * C = 3 for colour, 1 for grey; an alpha channel is dropped. A file the decoders refuse (empty,
+ * truncated, a broken checksum, not a picture) fails with FNN_STATUS_IO and a message naming it. */
+FNN_API int fnn_image_load(fnn_tensor *out, const char *path);
+/* path <- t ([C, H, W] with C 1 or 3, or [H, W]; values clamped to [0, 1], rounded to 8 bits), PNG or
+ * JPEG by path's extension (.png, .jpg, .jpeg); quality 1..100 is JPEG's (4:2:0 colour) */
+FNN_API int fnn_image_save(const char *path, const fnn_tensor *t, int quality);
+/* out <- x resized to [C, h, w]: bilinear (half-pixel centres), antialiased when shrinking (the
+ * triangle filter widened by the scale, as Pillow and torchvision's antialias) */
+FNN_API int fnn_image_resize(fnn_tensor *out, const fnn_tensor *x, int64_t h, int64_t w);
+/* out <- x[:, top : top + h, left : left + w] (0-based), a copy; the box must lie inside x */
+FNN_API int fnn_image_crop(fnn_tensor *out, const fnn_tensor *x, int64_t top, int64_t left, int64_t h, int64_t w);
+FNN_API int fnn_image_hflip(fnn_tensor *out, const fnn_tensor *x);     /* mirrored left to right */
+FNN_API int fnn_image_to_gray(fnn_tensor *out, const fnn_tensor *x);   /* [1, H, W]: .299 R + .587 G + .114 B */
+
 /* ---- op registry: core/registry.c ---- */
 typedef struct fnn_op_info {
     const char *name;        /* as bound in Lua: "add", "gelu", ... */
