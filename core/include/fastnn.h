@@ -537,6 +537,27 @@ FNN_API int fnn_image_crop(fnn_tensor *out, const fnn_tensor *x, int64_t top, in
 FNN_API int fnn_image_hflip(fnn_tensor *out, const fnn_tensor *x);     /* mirrored left to right */
 FNN_API int fnn_image_to_gray(fnn_tensor *out, const fnn_tensor *x);   /* [1, H, W]: .299 R + .587 G + .114 B */
 
+/* ---- picture transforms: core/transforms.c (fastnn.data.transforms) ---- */
+enum {
+    FNN_TRANSFORM_RESIZE = 1,              /* h, w (w 0: the shorter side to h) */
+    FNN_TRANSFORM_CENTER_CROP = 2,         /* h, w */
+    FNN_TRANSFORM_RANDOM_RESIZED_CROP = 3, /* h, w; p: scale lo, hi, ratio lo, hi */
+    FNN_TRANSFORM_HFLIP = 4,               /* p[0]: the probability */
+    FNN_TRANSFORM_COLOR_JITTER = 5,        /* p: brightness, contrast, saturation amounts */
+    FNN_TRANSFORM_NORMALIZE = 6,           /* h: values given (1 or C); p[0..3] means, p[4..7] stds */
+    FNN_TRANSFORM_GRAYSCALE = 7
+};
+typedef struct fnn_transform_step {
+    int32_t kind;
+    int32_t reserved;
+    int64_t h, w;
+    double p[8];
+} fnn_transform_step;
+/* out <- the steps applied in order to x (a float32 picture [C, H, W] or [H, W]; x is not changed).
+ * The random steps draw from *rng, a splitmix64 state the caller owns and seeds. */
+FNN_API int fnn_transform_apply(fnn_tensor *out, const fnn_tensor *x, int n, const fnn_transform_step *steps,
+                                uint64_t *rng);
+
 /* ---- op registry: core/registry.c ---- */
 typedef struct fnn_op_info {
     const char *name;        /* as bound in Lua: "add", "gelu", ... */

@@ -21,7 +21,9 @@
 -- itself (and when the loop only waits for data, both threads gather). A pass left early (a
 -- break) stops its thread when the iterator is collected; a finished pass stops it at once.
 -- Datasets, fastest first:
---   take(n, ids)  (TensorDataset, TextDataset): one C call per tensor gathers the rows
+--   take(n, ids)  (TensorDataset, TextDataset): one C call per tensor gathers the rows;
+--       a dataset with wants_seed = true (ImageFolder) gets take(n, ids, seed), a seed from the
+--       loader's stream per batch when seed(n) was given (nil otherwise) for its random transforms
 --   write(i, input_slot, target_slot) with fields input_shape and target_shape
 --       (per-item shapes, target_shape {} for a scalar, nil for none): slots are
 --       float* into the batch buffer, item-sized, row-major, written at [0 .. numel-1]
@@ -319,7 +321,15 @@ function DataLoader:iter()
       local it = iter_prefetch(self, ids, limit, device)   -- not a tail call: errors count levels from here
       return it
    end
-   local make = ds.take and function(m, at) return ds:take(m, at) end
+   -- a dataset with random transforms (ImageFolder) gets a seed per batch: from the loader's own
+   -- stream when seed(n) was given, so the augmented batches repeat; else it draws its own
+   local rng = self._rng
+   local function batch_seed()
+      if rng ~= nil then return tonumber(next_u64(rng) % 4503599627370496ULL) end
+      return nil
+   end
+   local make = ds.take and (ds.wants_seed and function(m, at) return ds:take(m, at, batch_seed()) end
+                             or function(m, at) return ds:take(m, at) end)
       or ds.write and function(m, at) return batch_by_write(ds, m, at) end
       or function(m, at) return batch_by_get(ds, m, at) end
    local pos, index = 0, 0
