@@ -169,7 +169,8 @@ end
       process.write_file(file('empty.png'), '')
       process.write_file(file('text.png'), 'hello, this is not a picture\n')
       local jpeg = process.read_all('spec/fixtures/image/colour.jpg')
-      process.write_file(file('truncated.jpg'), jpeg:sub(1, math.floor(#jpeg / 2)))
+      process.write_file(file('half.jpg'), jpeg:sub(1, math.floor(#jpeg / 2)))      -- ends in the header
+      process.write_file(file('truncated.jpg'), jpeg:sub(1, #jpeg - 100))           -- ends in the scan
       image.save(file('good.png'), (levels(3, 8, 8, 11)))
       local png = process.read_all(file('good.png'))
       local idat = assert(png:find('IDAT', 1, true))
@@ -179,7 +180,7 @@ end
       process.write_file(file('crc.png'), bad)
       process.write_file(file('short.png'), png:sub(1, #png - 20))
       process.write_file(file('junk.jpg'), '\255\216\255' .. string.rep('x', 100))
-      local names = {'empty.png', 'text.png', 'truncated.jpg', 'crc.png', 'short.png', 'junk.jpg'}
+      local names = {'empty.png', 'text.png', 'truncated.jpg', 'crc.png', 'short.png', 'junk.jpg', 'half.jpg'}
       local paths = {}
       for i, n in ipairs(names) do paths[i] = file(n) end
       paths[#paths + 1] = file('good.png')
@@ -191,8 +192,11 @@ end
       end
       assert.matches('is empty', lines[1])
       assert.matches('neither a PNG nor a JPEG', lines[2])
-      assert.matches('truncated', lines[3])
-      assert.matches('CRC', lines[4])
+      assert.matches('truncated%.jpg: corrupt or truncated JPEG %(TurboJPEG: Premature end of JPEG file%)', lines[3])
+      assert.matches('crc%.png: libpng: IDAT: CRC error', lines[4])
+      assert.matches('short%.png: libpng: ', lines[5])
+      assert.matches('junk%.jpg: not a readable JPEG %(TurboJPEG: ', lines[6])
+      assert.matches('half%.jpg: not a readable JPEG %(TurboJPEG: ', lines[7])
       assert.equals('loaded', lines[#lines])
    end)
 end)
