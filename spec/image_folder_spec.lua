@@ -201,4 +201,33 @@ describe('data.transforms', function()
       assert.same(a, b)
       assert.are_not.same(a, c)
    end)
+
+   it('gives the same batches from the prefetch thread as on the main thread', function()
+      local tf = T.Compose{T.RandomResizedCrop(4), T.RandomHorizontalFlip(), T.ColorJitter{contrast = 0.5}, T.Grayscale()}
+      local ds = data.ImageFolder(root, {transform = tf})
+      local function pass(depth)
+         local loader = data.DataLoader(ds, 3, {shuffle = true, seed = 9}):prefetch(depth)
+         assert.equals(depth > 0, loader:is_prefetching())
+         local out = {}
+         for _ = 1, 2 do   -- two passes: the stream carries on from one to the next
+            for b in loader:iter() do out[#out + 1] = {flat(b.inputs), b:labels():to_table()} end
+         end
+         return out
+      end
+      local main = pass(0)
+      assert.equals(4, #main)
+      assert.same(main, pass(2))
+      assert.same(main, pass(1))
+   end)
+
+   it('reports a bad file from the prefetch thread, naming it', function()
+      local bad = dir .. '/bad2'
+      os.execute('mkdir -p ' .. process.quote(bad) .. '/c')
+      image.save(bad .. '/c/a.png', fnn.full({3, 4, 4}, 0.5))
+      process.write_file(bad .. '/c/b.png', 'text')
+      local loader = data.DataLoader(data.ImageFolder(bad), 1):prefetch(2)
+      local ok, err = pcall(function() for _ in loader:iter() do end end)
+      assert.is_false(ok)
+      assert.matches('image%.load: .*/c/b%.png is neither a PNG nor a JPEG', err)
+   end)
 end)

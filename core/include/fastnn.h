@@ -558,6 +558,21 @@ typedef struct fnn_transform_step {
 FNN_API int fnn_transform_apply(fnn_tensor *out, const fnn_tensor *x, int n, const fnn_transform_step *steps,
                                 uint64_t *rng);
 
+/* ---- ImageFolder's pictures: core/image_folder.c ---- */
+/* a set of n picture files, paths[i] with class id labels[i], and the transform steps run on each
+ * (copied). Reference-counted: fnn_image_set_free drops one reference, fnn_image_set_ref adds one. */
+typedef struct fnn_image_set fnn_image_set;
+FNN_API int fnn_image_set_new(fnn_image_set **out, int64_t n, const char *const *paths, const int64_t *labels,
+                              int nsteps, const fnn_transform_step *steps);
+FNN_API fnn_image_set *fnn_image_set_ref(fnn_image_set *s);
+FNN_API void fnn_image_set_free(fnn_image_set *s);
+/* inputs [m, C, H, W] <- pictures ids[0..m) (1-based) loaded and transformed, item k's random state
+ * seed * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019 + k * 0xD1B54A32D192ED03 (splitmix64);
+ * targets [m] (float32) their class ids. A picture that fails to load, or a size unlike the
+ * first's, fails the batch, naming the file. */
+FNN_API int fnn_image_take(fnn_tensor *inputs, fnn_tensor *targets, const fnn_image_set *s, int64_t m,
+                           const int64_t *ids, uint64_t seed);
+
 /* ---- op registry: core/registry.c ---- */
 typedef struct fnn_op_info {
     const char *name;        /* as bound in Lua: "add", "gelu", ... */
@@ -664,9 +679,13 @@ FNN_API int fnn_take_windows(fnn_tensor *inputs, fnn_tensor *targets, const fnn_
  * both headers empty (ndim -1) when the pass is over; a failure of the worker arrives here, in order.
  * fnn_prefetch_free stops the worker, joins it and drops the batches not taken (any time). */
 typedef struct fnn_prefetch fnn_prefetch;
-enum { FNN_PREFETCH_ROWS = 0, FNN_PREFETCH_WINDOWS = 1 };
+enum { FNN_PREFETCH_ROWS = 0, FNN_PREFETCH_WINDOWS = 1, FNN_PREFETCH_IMAGES = 2 };
 FNN_API int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fnn_tensor *b, int64_t context,
                              int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth);
+/* the same over a set of pictures (ImageFolder): batch k is fnn_image_take(..., seeds[k]); the
+ * worker holds its own reference to set */
+FNN_API int fnn_prefetch_new_images(fnn_prefetch **out, fnn_image_set *set, int64_t n, const int64_t *order,
+                                    int64_t batch, int depth, const uint64_t *seeds);
 FNN_API int fnn_prefetch_next(fnn_prefetch *p, fnn_tensor *inputs, fnn_tensor *targets);
 FNN_API void fnn_prefetch_free(fnn_prefetch *p);
 

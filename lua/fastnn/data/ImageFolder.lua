@@ -4,7 +4,8 @@
 -- ds:len() counts the pictures, ds:get(i) gives picture i (fastnn.image.load, then the transform)
 -- and its class id, ds.files[i] and ds.targets[i] its path and id. Files are listed in name order
 -- within each class, so the order does not depend on the filesystem.
--- With DataLoader, take(n, ids) decodes and transforms each picture in C and stacks them:
+-- With DataLoader, take(n, ids) decodes and transforms each picture in C and stacks them (on the
+-- loader's prefetch thread with prefetch(k)):
 -- batch.inputs is [N, C, H, W] (the transform must make every picture the same size) and
 -- batch:labels() the class ids. Random transforms draw from the loader's stream: the loader
 -- passes a seed per batch (DataLoader's seed(n) makes the augmented batches repeat).
@@ -83,6 +84,17 @@ setmetatable(ImageFolder, {__call = function(_, root, opts)
       end
    end
    if #self.classes == 0 then error(('ImageFolder: %s has no sub-folders (one per class expected)'):format(root), 2) end
+   -- the C side: paths, ids and the transform's steps, shared with prefetch threads
+   local n = #self.files
+   local paths = ffi.new('const char *[?]', math.max(n, 1))
+   local labels = ffi.new('int64_t[?]', math.max(n, 1))
+   for i = 1, n do paths[i - 1], labels[i - 1] = self.files[i], self.targets[i] end
+   local tf = o.transform
+   local pp = ffi.new('fnn_image_set *[1]')
+   if C.fnn_image_set_new(pp, n, paths, labels, tf and tf.n or 0, tf and tf.c_steps or nil) ~= 0 then
+      error(fnn_tensor.last_error(), 2)
+   end
+   self._set = ffi.gc(pp[0], C.fnn_image_set_free)
    return self
 end})
 
@@ -102,31 +114,20 @@ function ImageFolder:get(i)
    return load_one(self, i, nil), self.targets[i]
 end
 
--- take(n, ids, seed): pictures ids[0..n-1] stacked [n, C, H, W], and their class ids (float [n]).
--- Item k's random state is derived from seed and k, so a batch depends only on its seed and ids.
+-- take(n, ids, seed): pictures ids[0..n-1] stacked [n, C, H, W], and their class ids (float [n]),
+-- made in C (fnn_image_take: no Lua per picture). Item k's random state is derived from seed and k,
+-- so a batch depends only on its seed and ids; seed nil: one draw from fastnn's random source.
 function ImageFolder:take(n, ids, seed)
    if seed == nil then seed = math.floor(C.fnn_random_uniform() * 2^52) end
-   local arr = ffi.new('const fnn_tensor *[?]', math.max(n, 1))
-   local keep, labels = {}, {}
-   for k = 0, n - 1 do
-      local i = tonumber(ids[k])
-      local state = transforms.state(seed)
-      state[0] = state[0] + ffi.cast('uint64_t', k) * 0xD1B54A32D192ED03ULL
-      local x = load_one(self, i, state)
-      if k > 0 then
-         local s1, s = keep[1]:shape(), x:shape()
-         if #s ~= #s1 or s[1] ~= s1[1] or s[2] ~= s1[2] or s[3] ~= s1[3] then
-            error(('ImageFolder: %s is %s after the transform, %s is %s: a batch needs one size (add Resize or a crop)')
-               :format(self.files[i], fnn_tensor.shape_str(x), self.files[tonumber(ids[0])], fnn_tensor.shape_str(keep[1])), 0)
-         end
-      end
-      keep[k + 1] = x
-      arr[k] = x
-      labels[k + 1] = self.targets[i]
-   end
-   local out = fnn_tensor.new()
-   if C.fnn_stack(out, n, arr, 0) ~= 0 then error(fnn_tensor.last_error(), 0) end
-   return fnn_tensor.done(out), fnn_tensor.tensor(labels)
+   local x, y = fnn_tensor.new(), fnn_tensor.new()
+   if C.fnn_image_take(x, y, self._set, n, ids, seed) ~= 0 then error(fnn_tensor.last_error(), 0) end
+   return fnn_tensor.done(x), fnn_tensor.done(y)
+end
+
+-- DataLoader's prefetch: a C thread makes the batches of a pass (the order ids[0..n), seeds[k] for
+-- batch k) with the same fnn_image_take
+function ImageFolder:prefetch_images(pp, n, ids, batch, depth, seeds)
+   return C.fnn_prefetch_new_images(pp, self._set, n, ids, batch, depth, seeds)
 end
 
 function ImageFolder:__tostring()
