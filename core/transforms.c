@@ -101,10 +101,11 @@ int fnn_transform_apply(fnn_tensor *out, const fnn_tensor *x, int n, const fnn_t
     FNN_CHECK(out && x, FNN_STATUS_ARG, "transforms: no picture given");
     FNN_CHECK(n >= 0 && (n == 0 || steps), FNN_STATUS_ARG, "transforms: %d steps", n);
     FNN_CHECK(rng, FNN_STATUS_ARG, "transforms: no random state");
+    FNN_CHECK(x->ndim == 2 || x->ndim == 3, FNN_STATUS_SHAPE, "transforms: expected a picture [C,H,W] or [H,W], got %s",
+              fnn_shape_of(x).s);
     fnn_tensor cur;
     fnn_tensor_init(&cur);
-    int rc = fnn_image_crop(&cur, x, 0, 0, x->ndim >= 2 ? x->shape[x->ndim - 2] : 0,
-                            x->ndim >= 2 ? x->shape[x->ndim - 1] : 0);   /* a contiguous copy, checked */
+    int rc = fnn_image_crop(&cur, x, 0, 0, x->shape[x->ndim - 2], x->shape[x->ndim - 1]);   /* a contiguous copy */
     if (rc) return rc;
     for (int i = 0; i < n && rc == 0; i++) {
         const fnn_transform_step *st = &steps[i];

@@ -123,6 +123,9 @@ describe('data.transforms', function()
       -- 6 - 1 = 5: the corner (2.5) rounds to 2, as Python's round
       assert.same({14}, flat(T.CenterCrop(1)(grid(1, 6, 6))))
       assert.has_error(function() T.CenterCrop(5)(grid(1, 4, 4)) end)
+      local ok, err = pcall(T.CenterCrop(1), fnn.zeros(4))
+      assert.is_false(ok)
+      assert.matches('transforms: expected a picture %[C,H,W%] or %[H,W%], got %[4%]', err)
    end)
 
    it('RandomResizedCrop: the whole picture at scale 1, a sub-block at a quarter', function()
