@@ -1,8 +1,9 @@
 /* prefetch.c: a DataLoader's background thread. It assembles the next `depth` batches of one pass
  * while the caller trains on the current one, for the datasets the core can read without Lua:
- * rows of tensors (TensorDataset, IDX images) and windows of a token tensor (TextDataset). The
+ * rows of tensors (TensorDataset, IDX images), windows of a token tensor (TextDataset), and
+ * picture files decoded and transformed (ImageFolder, fnn_image_take in core/image_folder.c). The
  * batches are made by the very functions the main-thread path calls (fnn_take_rows,
- * fnn_take_windows) over the same order, so they are the same batches, bit for bit.
+ * fnn_take_windows, fnn_image_take) over the same order, so they are the same batches, bit for bit.
  *
  * Who makes a batch. Batches are claimed in order, up to `depth` ahead of the one the caller
  * takes next, by the worker and by the caller itself: when the caller asks for a batch that is not
@@ -51,6 +52,8 @@ struct fnn_prefetch {
     int64_t stolen;               /* the batch the caller made itself while the worker was on it (-1) */
     fnn_tensor trash_x, trash_y;  /* the worker's copy of a stolen batch, for the caller to clear */
     double make_s;                /* how long the caller took for its last batch (seconds) */
+    fnn_image_set *set;           /* IMAGES: the pictures (our own reference) */
+    uint64_t *seeds;              /* IMAGES: each batch's seed for its random transforms */
     bool stop;                    /* the caller is freeing: the worker leaves */
     bool failed;                  /* a batch failed: nothing more is claimed */
 };
@@ -74,7 +77,9 @@ static void make_batch(fnn_prefetch *p, int64_t k, slot *s) {
     int64_t m = p->n - at < p->batch ? p->n - at : p->batch;
     const int64_t *ids = p->order + at;
     int rc;
-    if (p->kind == FNN_PREFETCH_WINDOWS) {
+    if (p->kind == FNN_PREFETCH_IMAGES) {
+        rc = fnn_image_take(&s->x, &s->y, p->set, m, ids, p->seeds[k]);
+    } else if (p->kind == FNN_PREFETCH_WINDOWS) {
         rc = fnn_take_windows(&s->x, &s->y, &p->a, p->context, p->stride, m, ids);
     } else {
         rc = fnn_take_rows(&s->x, &p->a, m, ids);
@@ -162,32 +167,20 @@ static void prefetch_release(fnn_prefetch *p) {   /* everything but the thread *
     fnn_tensor_clear(&p->trash_y);
     free(p->ring);
     free(p->order);
+    free(p->seeds);
+    fnn_image_set_free(p->set);
     fnn_tensor_clear(&p->a);
     fnn_tensor_clear(&p->b);
     free(p);
 }
 
-int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fnn_tensor *b, int64_t context,
-                     int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth) {
-    FNN_CHECK(out != NULL, FNN_STATUS_ARG, "prefetch: expected an out pointer");
-    *out = NULL;
-    FNN_CHECK(kind == FNN_PREFETCH_ROWS || kind == FNN_PREFETCH_WINDOWS, FNN_STATUS_ARG,
-              "prefetch: unknown dataset kind %d", kind);
-    FNN_CHECK(a != NULL, FNN_STATUS_ARG, "prefetch: expected the dataset's tensor");
-    FNN_TRY(fnn_check_input_any("prefetch", a));
-    if (b) FNN_TRY(fnn_check_input_any("prefetch", b));
-    FNN_CHECK(n >= 0 && (n == 0 || order != NULL), FNN_STATUS_ARG, "prefetch: %lld ids but no order", (long long)n);
-    FNN_CHECK(batch >= 1, FNN_STATUS_ARG, "prefetch: batch size %lld, expected >= 1", (long long)batch);
-    FNN_CHECK(depth >= 1 && depth <= 1024, FNN_STATUS_ARG, "prefetch: depth %d, expected 1..1024", depth);
-    fnn_prefetch *p = calloc(1, sizeof *p);
-    FNN_CHECK(p != NULL, FNN_STATUS_OOM, "prefetch: out of memory");
+/* p's common fields, its order and ring; p is released on failure */
+static int prefetch_init(fnn_prefetch *p, int kind, int64_t n, const int64_t *order, int64_t batch, int depth) {
     fnn_tensor_init(&p->a);
     fnn_tensor_init(&p->b);
     fnn_tensor_init(&p->trash_x);
     fnn_tensor_init(&p->trash_y);
     p->kind = kind;
-    p->context = context;
-    p->stride = stride;
     p->n = n;
     p->batch = batch;
     p->nbatches = (n + batch - 1) / batch;
@@ -201,9 +194,11 @@ int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fn
     }
     for (int i = 0; i < depth; i++) slot_init(&p->ring[i]);
     if (n > 0) memcpy(p->order, order, sizeof(int64_t) * (size_t)n);
-    int rc = fnn_tensor_ref(&p->a, a);
-    if (rc == FNN_STATUS_OK && b) rc = fnn_tensor_ref(&p->b, b);
-    if (rc != FNN_STATUS_OK) { prefetch_release(p); return rc; }
+    return FNN_STATUS_OK;
+}
+
+/* start p's worker; p is released on failure */
+static int prefetch_start(fnn_prefetch *p, fnn_prefetch **out) {
     pthread_condattr_t monotonic;
     pthread_condattr_init(&monotonic);
     pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
@@ -226,6 +221,49 @@ int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fn
     }
     *out = p;
     return FNN_STATUS_OK;
+}
+
+int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fnn_tensor *b, int64_t context,
+                     int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth) {
+    FNN_CHECK(out != NULL, FNN_STATUS_ARG, "prefetch: expected an out pointer");
+    *out = NULL;
+    FNN_CHECK(kind == FNN_PREFETCH_ROWS || kind == FNN_PREFETCH_WINDOWS, FNN_STATUS_ARG,
+              "prefetch: unknown dataset kind %d", kind);
+    FNN_CHECK(a != NULL, FNN_STATUS_ARG, "prefetch: expected the dataset's tensor");
+    FNN_TRY(fnn_check_input_any("prefetch", a));
+    if (b) FNN_TRY(fnn_check_input_any("prefetch", b));
+    FNN_CHECK(n >= 0 && (n == 0 || order != NULL), FNN_STATUS_ARG, "prefetch: %lld ids but no order", (long long)n);
+    FNN_CHECK(batch >= 1, FNN_STATUS_ARG, "prefetch: batch size %lld, expected >= 1", (long long)batch);
+    FNN_CHECK(depth >= 1 && depth <= 1024, FNN_STATUS_ARG, "prefetch: depth %d, expected 1..1024", depth);
+    fnn_prefetch *p = calloc(1, sizeof *p);
+    FNN_CHECK(p != NULL, FNN_STATUS_OOM, "prefetch: out of memory");
+    FNN_TRY(prefetch_init(p, kind, n, order, batch, depth));
+    p->context = context;
+    p->stride = stride;
+    int rc = fnn_tensor_ref(&p->a, a);
+    if (rc == FNN_STATUS_OK && b) rc = fnn_tensor_ref(&p->b, b);
+    if (rc != FNN_STATUS_OK) { prefetch_release(p); return rc; }
+    return prefetch_start(p, out);
+}
+
+int fnn_prefetch_new_images(fnn_prefetch **out, fnn_image_set *set, int64_t n, const int64_t *order, int64_t batch,
+                            int depth, const uint64_t *seeds) {
+    FNN_CHECK(out != NULL, FNN_STATUS_ARG, "prefetch: expected an out pointer");
+    *out = NULL;
+    FNN_CHECK(set != NULL, FNN_STATUS_ARG, "prefetch: expected the pictures");
+    FNN_CHECK(n >= 0 && (n == 0 || order != NULL), FNN_STATUS_ARG, "prefetch: %lld ids but no order", (long long)n);
+    FNN_CHECK(batch >= 1, FNN_STATUS_ARG, "prefetch: batch size %lld, expected >= 1", (long long)batch);
+    FNN_CHECK(depth >= 1 && depth <= 1024, FNN_STATUS_ARG, "prefetch: depth %d, expected 1..1024", depth);
+    int64_t nb = (n + batch - 1) / batch;
+    FNN_CHECK(nb == 0 || seeds, FNN_STATUS_ARG, "prefetch: expected a seed per batch");
+    fnn_prefetch *p = calloc(1, sizeof *p);
+    FNN_CHECK(p != NULL, FNN_STATUS_OOM, "prefetch: out of memory");
+    FNN_TRY(prefetch_init(p, FNN_PREFETCH_IMAGES, n, order, batch, depth));
+    p->set = fnn_image_set_ref(set);
+    p->seeds = malloc(sizeof(uint64_t) * (size_t)(nb > 0 ? nb : 1));
+    if (!p->seeds) { prefetch_release(p); return FNN_FAIL(FNN_STATUS_OOM, "prefetch: out of memory"); }
+    if (nb) memcpy(p->seeds, seeds, sizeof(uint64_t) * (size_t)nb);
+    return prefetch_start(p, out);
 }
 
 /* under the lock: the caller makes claimed batch k itself into *made, timing it; the lock is

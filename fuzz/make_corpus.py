@@ -164,6 +164,36 @@ def shape_seeds():
     put('shape', 'special', bytes([3, 5, 3, 2, 2, 5, 2, 12]))                       # zeros{-1/0... specials}
 
 
+def image_seeds():
+    """pictures for fuzz/image.c: spec/fixtures/image's JPEGs (written by Pillow) and PNGs written
+    here with zlib (grey, grey + alpha, RGB, RGBA, a palette), and a few broken ones"""
+    import zlib
+
+    def chunk(kind, body):
+        return struct.pack('>I', len(body)) + kind + body + struct.pack('>I', zlib.crc32(kind + body) & 0xffffffff)
+
+    def png(w, h, colour, channels, extra=b''):
+        rows = b''.join(b'\x00' + bytes((x * 37 + y * 11 + k) % 256 for x in range(w) for k in range(channels))
+                        for y in range(h))
+        return (b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, colour, 0, 0, 0)) + extra
+                + chunk(b'IDAT', zlib.compress(rows)) + chunk(b'IEND', b''))
+
+    put('image', 'grey.png', png(5, 4, 0, 1))
+    put('image', 'grey-alpha.png', png(3, 3, 4, 2))
+    put('image', 'rgb.png', png(4, 3, 2, 3))
+    put('image', 'rgba.png', png(2, 2, 6, 4))
+    put('image', 'palette.png', png(3, 2, 3, 1, chunk(b'PLTE', bytes(i % 256 for i in range(3 * 256)))))
+    good = png(4, 3, 2, 3)
+    put('image', 'bad-crc.png', good[:-1] + bytes([good[-1] ^ 1]))   # IEND's CRC
+    put('image', 'truncated.png', good[:len(good) // 2])
+    for name in ('colour', 'grey'):
+        with open(os.path.join(ROOT, 'spec', 'fixtures', 'image', name + '.jpg'), 'rb') as f:
+            jpeg = f.read()
+        put('image', name + '.jpg', jpeg)
+        put('image', name + '-truncated.jpg', jpeg[:len(jpeg) // 2])
+    put('image', 'empty', b'')
+
+
 if __name__ == '__main__':
     idx_seeds()
     checkpoint_seeds()
@@ -171,5 +201,6 @@ if __name__ == '__main__':
     csv_seeds()
     text_seeds()
     shape_seeds()
+    image_seeds()
     for t in sorted(os.listdir(CORPUS)):
         print('fuzz/corpus/%s: %d files' % (t, len(os.listdir(os.path.join(CORPUS, t)))))

@@ -8,7 +8,7 @@ describe('the checkout', function()
       for path in p:lines() do
          count = count + 1
          local key = path:lower()
-         if seen[key] then clashes[#clashes + 1] = seen[key] .. ' and ' .. path end
+         if seen[key] and seen[key] ~= path then clashes[#clashes + 1] = seen[key] .. " and " .. path end
          seen[key] = path
       end
       p:close()

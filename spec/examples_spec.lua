@@ -83,6 +83,11 @@ local checks = {
       local rmse, baseline = out:match('\nintensity RMSE (%d%.%d+) %(always guessing the training mean: (%d%.%d+)%)')
       assert.is_true(tonumber(rmse) < 0.8 * tonumber(baseline), out)
    end},
+   image_folder = {pictures = 2, check = function(out)
+      assert.matches('\nmade 1000 training and 200 test pictures %(Fashion%-MNIST%) as PNG files under ', out)
+      assert.matches('\n10 classes, 1000 training and 200 test pictures %(0 unreadable skipped%)\n', out)
+      assert.is_true(figure(out, '\ntest accuracy (%d%.%d+)') > 0.4)   -- chance is 0.1
+   end},
    keras_fashion = {pictures = 2, check = function(out)
       assert.matches('\nEpoch 2/2 %- 86/86 %- [^\n]+ %- val_loss: [%d.]+ %- val_accuracy: [%d.]+\n', out)
       assert.is_true(figure(out, '\ntest loss [%d.]+  test accuracy (%d%.%d+)') > 0.6)

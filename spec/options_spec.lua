@@ -10,6 +10,7 @@ local options = require 'fastnn.options'
 local nn, optim, data = fnn.nn, fnn.optim, fnn.data
 local serialize = require 'fastnn.serialize'
 local plot = require 'fastnn.plot'
+local image = require 'fastnn.image'
 local dist = fnn.distributed
 
 local dir = io.popen('mktemp -d /tmp/fastnn-opts-XXXXXX'):read('*l')
@@ -58,6 +59,9 @@ teardown(function() data.Mnist.mirrors, data.FashionMnist.mirrors = saved[1], sa
 local CASES = {
    ['data.CsvDataset'] = {call = function(o) return data.CsvDataset(csv, o) end},
    ['data.DataLoader'] = {call = function(o) return data.DataLoader(ds, 2, o) end},
+   ['data.ImageFolder'] = {call = function(o) return data.ImageFolder('spec/fixtures', o) end},
+   ['data.transforms.RandomResizedCrop'] = {call = function(o) return data.transforms.RandomResizedCrop(4, o) end},
+   ['data.transforms.ColorJitter'] = {call = function(o) return data.transforms.ColorJitter(o) end},
    ['data.TextDataset'] = {call = function(o) return data.TextDataset('abcdefgh', 2, o) end, base = {text = true}},
    ['data.download'] = {call = function(o) return data.try_download(NOWHERE .. 'x', file('dl'), o) end,
                         base = {progress = false, connect_timeout = 1}},
@@ -111,6 +115,7 @@ local CASES = {
                        base = {path = file('s.png'), series = {{name = 'a', x = {1, 2}, y = {1, 2}}}}},
    ['plot.image_grid'] = {call = function(o) return plot.image_grid(o) end,
                           base = {path = file('g.png'), images = fnn.ones(2, 4, 4)}},
+   ['image.save'] = {call = function(o) return image.save(file('i.jpg'), fnn.ones(3, 4, 4), o) end},
    ['plot.heatmap'] = {call = function(o) return plot.heatmap(o) end,
                        base = {path = file('h.png'), matrix = {{1, 2}, {3, 4}}}},
 }

@@ -4,7 +4,7 @@
 #     fuzz <target>: <N> executions, 0 crashes
 # and exiting non-zero when any target crashed (the input is kept under build-fuzz/artifacts/).
 #   tools/fuzz.sh [--seconds 60] [--jobs 1] [--build-only] [target...]
-#   targets: idx checkpoint fdl csv text shape (default: all)
+#   targets: idx checkpoint fdl csv text shape image (default: all)
 #   --seconds N  libFuzzer's -max_total_time per target (after the corpus replay)
 #   --jobs N     targets run N at a time
 #   --replay     run each corpus file once (regressions included) instead of fuzzing
@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     *) TARGETS+=("$1"); shift ;;
   esac
 done
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(idx checkpoint fdl csv text shape)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(idx checkpoint fdl csv text shape image)
 for t in "${TARGETS[@]}"; do
   [ -f "fuzz/$t.c" ] || { echo "fuzz.sh: no target '$t' (fuzz/$t.c)" >&2; exit 2; }
 done

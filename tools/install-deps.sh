@@ -2,7 +2,7 @@
 # Installs the Debian packages fastnn-lua needs, only those missing (needs root or sudo).
 set -euo pipefail
 PKGS="build-essential cmake pkg-config luajit libluajit-5.1-dev libopenblas-dev libdnnl-dev lua-busted luarocks
-      libcurl4-openssl-dev zlib1g-dev libssl-dev libcjson-dev libpng-dev dataset-fashion-mnist
+      libcurl4-openssl-dev zlib1g-dev libssl-dev libcjson-dev libpng-dev libturbojpeg0-dev dataset-fashion-mnist
       openmpi-bin libopenmpi-dev clang libfuzzer-14-dev libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do

@@ -19,7 +19,7 @@ function M.load_all()
       end
    end
    for _, name in ipairs(fnn.nn._keras_names) do local _ = fnn.nn[name] end   -- Keras spellings without a file
-   for _, m in ipairs{'fastnn.serialize', 'fastnn.plot', 'fastnn.distributed', 'fastnn.initializers',
+   for _, m in ipairs{'fastnn.serialize', 'fastnn.plot', 'fastnn.image', 'fastnn.distributed', 'fastnn.initializers',
                       'fastnn.autograd'} do require(m) end
 end
 
@@ -38,7 +38,7 @@ local SECTIONS = {
    {'Schedules', function(n) return n:match('^optim%.') ~= nil end},
    {'Data', function(n) return n:match('^data%.') ~= nil end},
    {'Checkpoints and safetensors', function(n) return n:match('^fnn%.') ~= nil and n ~= 'fnn.gradcheck' end},
-   {'Pictures', function(n) return n:match('^plot%.') ~= nil end},
+   {'Pictures', function(n) return n:match('^plot%.') ~= nil or n:match('^image%.') ~= nil end},
    {'Distributed', function(n) return n:match('^distributed%.') ~= nil end},
    {'Tensor ops', function(n) return n:match('^Tensor%.') ~= nil end},
    {'Modules, graphs and initializers', function(n)

@@ -527,6 +527,58 @@ FNN_API int fnn_png_write(const char *path, int width, int height, int channels,
  * and with pixels != NULL its rows, top first, into pixels (cap bytes, at least width * height * channels) */
 FNN_API int fnn_png_read(const char *path, int *width, int *height, int *channels, uint8_t *pixels, int64_t cap);
 
+/* ---- images: core/image.c (PNG through libpng, JPEG through TurboJPEG) ---- */
+/* out <- the picture at path (PNG or JPEG, told by its first bytes) as float32 [C, H, W] in [0, 1]:
+ * C = 3 for colour, 1 for grey; an alpha channel is dropped. A file the decoders refuse (empty,
+ * truncated, a broken checksum, not a picture) fails with FNN_STATUS_IO and a message naming it. */
+FNN_API int fnn_image_load(fnn_tensor *out, const char *path);
+/* path <- t ([C, H, W] with C 1 or 3, or [H, W]; values clamped to [0, 1], rounded to 8 bits), PNG or
+ * JPEG by path's extension (.png, .jpg, .jpeg); quality 1..100 is JPEG's (4:2:0 colour) */
+FNN_API int fnn_image_save(const char *path, const fnn_tensor *t, int quality);
+/* out <- x resized to [C, h, w]: bilinear (half-pixel centres), antialiased when shrinking (the
+ * triangle filter widened by the scale, as Pillow and torchvision's antialias) */
+FNN_API int fnn_image_resize(fnn_tensor *out, const fnn_tensor *x, int64_t h, int64_t w);
+/* out <- x[:, top : top + h, left : left + w] (0-based), a copy; the box must lie inside x */
+FNN_API int fnn_image_crop(fnn_tensor *out, const fnn_tensor *x, int64_t top, int64_t left, int64_t h, int64_t w);
+FNN_API int fnn_image_hflip(fnn_tensor *out, const fnn_tensor *x);     /* mirrored left to right */
+FNN_API int fnn_image_to_gray(fnn_tensor *out, const fnn_tensor *x);   /* [1, H, W]: .299 R + .587 G + .114 B */
+
+/* ---- picture transforms: core/transforms.c (fastnn.data.transforms) ---- */
+enum {
+    FNN_TRANSFORM_RESIZE = 1,              /* h, w (w 0: the shorter side to h) */
+    FNN_TRANSFORM_CENTER_CROP = 2,         /* h, w */
+    FNN_TRANSFORM_RANDOM_RESIZED_CROP = 3, /* h, w; p: scale lo, hi, ratio lo, hi */
+    FNN_TRANSFORM_HFLIP = 4,               /* p[0]: the probability */
+    FNN_TRANSFORM_COLOR_JITTER = 5,        /* p: brightness, contrast, saturation amounts */
+    FNN_TRANSFORM_NORMALIZE = 6,           /* h: values given (1 or C); p[0..3] means, p[4..7] stds */
+    FNN_TRANSFORM_GRAYSCALE = 7
+};
+typedef struct fnn_transform_step {
+    int32_t kind;
+    int32_t reserved;
+    int64_t h, w;
+    double p[8];
+} fnn_transform_step;
+/* out <- the steps applied in order to x (a float32 picture [C, H, W] or [H, W]; x is not changed).
+ * The random steps draw from *rng, a splitmix64 state the caller owns and seeds. */
+FNN_API int fnn_transform_apply(fnn_tensor *out, const fnn_tensor *x, int n, const fnn_transform_step *steps,
+                                uint64_t *rng);
+
+/* ---- ImageFolder's pictures: core/image_folder.c ---- */
+/* a set of n picture files, paths[i] with class id labels[i], and the transform steps run on each
+ * (copied). Reference-counted: fnn_image_set_free drops one reference, fnn_image_set_ref adds one. */
+typedef struct fnn_image_set fnn_image_set;
+FNN_API int fnn_image_set_new(fnn_image_set **out, int64_t n, const char *const *paths, const int64_t *labels,
+                              int nsteps, const fnn_transform_step *steps);
+FNN_API fnn_image_set *fnn_image_set_ref(fnn_image_set *s);
+FNN_API void fnn_image_set_free(fnn_image_set *s);
+/* inputs [m, C, H, W] <- pictures ids[0..m) (1-based) loaded and transformed, item k's random state
+ * seed * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019 + k * 0xD1B54A32D192ED03 (splitmix64);
+ * targets [m] (float32) their class ids. A picture that fails to load, or a size unlike the
+ * first's, fails the batch, naming the file. */
+FNN_API int fnn_image_take(fnn_tensor *inputs, fnn_tensor *targets, const fnn_image_set *s, int64_t m,
+                           const int64_t *ids, uint64_t seed);
+
 /* ---- op registry: core/registry.c ---- */
 typedef struct fnn_op_info {
     const char *name;        /* as bound in Lua: "add", "gelu", ... */
@@ -633,9 +685,13 @@ FNN_API int fnn_take_windows(fnn_tensor *inputs, fnn_tensor *targets, const fnn_
  * both headers empty (ndim -1) when the pass is over; a failure of the worker arrives here, in order.
  * fnn_prefetch_free stops the worker, joins it and drops the batches not taken (any time). */
 typedef struct fnn_prefetch fnn_prefetch;
-enum { FNN_PREFETCH_ROWS = 0, FNN_PREFETCH_WINDOWS = 1 };
+enum { FNN_PREFETCH_ROWS = 0, FNN_PREFETCH_WINDOWS = 1, FNN_PREFETCH_IMAGES = 2 };
 FNN_API int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fnn_tensor *b, int64_t context,
                              int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth);
+/* the same over a set of pictures (ImageFolder): batch k is fnn_image_take(..., seeds[k]); the
+ * worker holds its own reference to set */
+FNN_API int fnn_prefetch_new_images(fnn_prefetch **out, fnn_image_set *set, int64_t n, const int64_t *order,
+                                    int64_t batch, int depth, const uint64_t *seeds);
 FNN_API int fnn_prefetch_next(fnn_prefetch *p, fnn_tensor *inputs, fnn_tensor *targets);
 FNN_API void fnn_prefetch_free(fnn_prefetch *p);
 

@@ -13,7 +13,7 @@
 -- Background prefetch: loader:prefetch(k) makes a C thread assemble the next k batches of a
 -- pass while the caller works on the current one. It applies to the datasets the core can read
 -- without Lua, those with prefetch_source(): TensorDataset (so Mnist and FashionMnist) and
--- TextDataset. A Lua dataset (get or write in Lua) cannot run off the main thread (C never calls
+-- TextDataset; and ImageFolder (prefetch_images(): decoding and transforms in C). A Lua dataset (get or write in Lua) cannot run off the main thread (C never calls
 -- into Lua), so it falls back to making its batches on the main thread, as without prefetch;
 -- loader:is_prefetching() says which applies. The batches are the same either way: the same
 -- order and the same C functions. The thread runs at idle priority, so it never slows the
@@ -21,7 +21,9 @@
 -- itself (and when the loop only waits for data, both threads gather). A pass left early (a
 -- break) stops its thread when the iterator is collected; a finished pass stops it at once.
 -- Datasets, fastest first:
---   take(n, ids)  (TensorDataset, TextDataset): one C call per tensor gathers the rows
+--   take(n, ids)  (TensorDataset, TextDataset): one C call per tensor gathers the rows;
+--       a dataset with wants_seed = true (ImageFolder) gets take(n, ids, seed), a seed from the
+--       loader's stream per batch when seed(n) was given (nil otherwise) for its random transforms
 --   write(i, input_slot, target_slot) with fields input_shape and target_shape
 --       (per-item shapes, target_shape {} for a scalar, nil for none): slots are
 --       float* into the batch buffer, item-sized, row-major, written at [0 .. numel-1]
@@ -119,7 +121,8 @@ end
 
 -- true when iter() makes the batches on the background thread (prefetch on, a dataset the core reads)
 function DataLoader:is_prefetching()
-   return self._prefetch > 0 and type(self.dataset.prefetch_source) == 'function'
+   local ds = self.dataset
+   return self._prefetch > 0 and (type(ds.prefetch_source) == 'function' or type(ds.prefetch_images) == 'function')
 end
 
 -- shard(rank, world): this rank's part of every pass, for data parallel (PyTorch's
@@ -273,13 +276,20 @@ end
 
 -- the batches of one pass from the background thread
 local fnn_prefetch_next, fnn_prefetch_free = C.fnn_prefetch_next, C.fnn_prefetch_free
-local function iter_prefetch(self, ids, limit, device)
-   local kind, a, t, context, stride = self.dataset:prefetch_source()
+local function iter_prefetch(self, ids, limit, device, batch_seed)
+   local ds = self.dataset
    local pp = ffi.new('fnn_prefetch *[1]')
-   if C.fnn_prefetch_new(pp, kind, a, t, context or 0, stride or 0, limit, ids, self.batch_size,
-                         self._prefetch) ~= 0 then
-      error(fnn_tensor.last_error(), 3)
+   local rc
+   if ds.prefetch_images then   -- pictures (ImageFolder): every batch's seed drawn now, in order
+      local nb = floor((limit + self.batch_size - 1) / self.batch_size)
+      local seeds = ffi.new('uint64_t[?]', math.max(nb, 1))
+      for k = 0, nb - 1 do seeds[k] = batch_seed() or floor(C.fnn_random_uniform() * 2^52) end
+      rc = ds:prefetch_images(pp, limit, ids, self.batch_size, self._prefetch, seeds)
+   else
+      local kind, a, t, context, stride = ds:prefetch_source()
+      rc = C.fnn_prefetch_new(pp, kind, a, t, context or 0, stride or 0, limit, ids, self.batch_size, self._prefetch)
    end
+   if rc ~= 0 then error(fnn_tensor.last_error(), 3) end
    local p = ffi.gc(pp[0], fnn_prefetch_free)   -- an abandoned pass: the GC stops the thread
    local index = 0
    local function finish()
@@ -315,11 +325,19 @@ function DataLoader:iter()
    if self._shard then ids, n = shard_ids(self, ids, n) end
    local limit = self._drop_last and floor(n / b) * b or n
    local device = self._device ~= nil and parse_device('to_device', self._device) or nil
+   -- a dataset with random transforms (ImageFolder) gets a seed per batch: from the loader's own
+   -- stream when seed(n) was given, so the augmented batches repeat; else it draws its own
+   local rng = self._rng
+   local function batch_seed()
+      if rng ~= nil then return tonumber(next_u64(rng) % 4503599627370496ULL) end
+      return nil
+   end
    if self:is_prefetching() then
-      local it = iter_prefetch(self, ids, limit, device)   -- not a tail call: errors count levels from here
+      local it = iter_prefetch(self, ids, limit, device, batch_seed)   -- not a tail call: errors count levels from here
       return it
    end
-   local make = ds.take and function(m, at) return ds:take(m, at) end
+   local make = ds.take and (ds.wants_seed and function(m, at) return ds:take(m, at, batch_seed()) end
+                             or function(m, at) return ds:take(m, at) end)
       or ds.write and function(m, at) return batch_by_write(ds, m, at) end
       or function(m, at) return batch_by_get(ds, m, at) end
    local pos, index = 0, 0
