@@ -50,12 +50,12 @@ while [ $# -gt 0 ]; do
     --reps=*) REPS=${1#--reps=}; REPS_SET=1 ;;
     --no-wait) EXTRA+=(--no-wait) ;;
     -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    mlp_fmnist|cnn_fmnist|resnet_small|char_gpt|lstm_seq|tiny_ops|nn_ops|optim_step|data_loader|checkpoint|keras_fit_overhead|gpt_generate|sgemm) WANT+=("$1") ;;
+    mlp_fmnist|cnn_fmnist|resnet_small|char_gpt|lstm_seq|tiny_ops|nn_ops|optim_step|data_loader|checkpoint|keras_fit_overhead|gpt_generate|sgemm|image_loader) WANT+=("$1") ;;
     *) echo "bench/run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
 done
-ALL=(tiny_ops mlp_fmnist cnn_fmnist resnet_small char_gpt lstm_seq nn_ops optim_step data_loader checkpoint keras_fit_overhead gpt_generate sgemm)
+ALL=(tiny_ops mlp_fmnist cnn_fmnist resnet_small char_gpt lstm_seq nn_ops optim_step data_loader checkpoint keras_fit_overhead gpt_generate sgemm image_loader)
 if [ "$QUICK" = 1 ]; then
   [ "$REPS_SET" = 1 ] || REPS=1
   [ ${#WANT[@]} -gt 0 ] || WANT=(tiny_ops mlp_fmnist sgemm)
@@ -116,9 +116,17 @@ jobs=()
 notes=()
 FNN_ENV=(env -u OPENBLAS_NUM_THREADS "BENCH_THREADS=$T")
 TORCH_ENV=(env "BENCH_THREADS=$T" "OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}")
+# image_loader reads one folder of JPEGs on both sides: written once here, before the timed runs
+IMGDIR=$BUILD/bench/images
+wargs() { [ "$1" = image_loader ] && printf '%s\n' "$IMGDIR"; }
+case " ${WANT[*]} " in *" image_loader "*)
+  mkdir -p "$IMGDIR"
+  "${LUA[@]}" "$ROOT/bench/image_loader.lua" "$IMGDIR" >/dev/null 2>&1 || echo "# image_loader: could not write $IMGDIR" ;;
+esac
 for w in "${WANT[@]}"; do
+  mapfile -t WARGS < <(wargs "$w")
   if [ -f "$ROOT/bench/$w.lua" ]; then
-    jobs+=("fnn_$w=$(q "${FNN_ENV[@]}" "$HPY" "$ROOT/bench/rss.py" "$w" "${LUA[@]}" "$ROOT/bench/$w.lua")")
+    jobs+=("fnn_$w=$(q "${FNN_ENV[@]}" "$HPY" "$ROOT/bench/rss.py" "$w" "${LUA[@]}" "$ROOT/bench/$w.lua" "${WARGS[@]}")")
   else
     notes+=(--note "fnn_$w=not yet: no bench/$w.lua")
   fi
@@ -135,7 +143,7 @@ for w in "${WANT[@]}"; do
       if [ ! -f "$refdir/$w.py" ]; then
         :   # a fastnn-only workload (data_loader, checkpoint): its rows compare its own figures
       elif [ -n "$PY" ]; then
-        jobs+=("torch_$w=$(q "${TORCH_ENV[@]}" SHARED_BENCH="$SHARED" "$HPY" "$ROOT/bench/rss.py" --cwd "$refdir" "$w" "$PY" "$w.py")")
+        jobs+=("torch_$w=$(q "${TORCH_ENV[@]}" SHARED_BENCH="$SHARED" "$HPY" "$ROOT/bench/rss.py" --cwd "$refdir" "$w" "$PY" "$w.py" "${WARGS[@]}")")
         if [ "$w" = cnn_fmnist ] && [ "$QUICK" = 0 ]; then
           jobs+=("torch_cnn_fmnist_im2col=$(q "${TORCH_ENV[@]}" CNN_MKLDNN=0 "$HPY" "$ROOT/bench/rss.py" --cwd "$SHARED/reference" "$w" "$PY" "$w.py")")
         fi
