@@ -90,8 +90,10 @@ static void lstm_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
         lstm_bwd_row(a->g + r * 2 * H, a->acts + r * 5 * H, a->c + r * H, a->dz + r * 4 * H, a->dc + r * H, H);
 }
 
-/* transcendentals make an element cost several memory-bound ones */
-enum { LSTM_WORK_PER_ELEM = 16 };
+/* transcendentals make an element cost several memory-bound ones; 32 puts lstm_seq's step cells
+ * (32 x 256) on both threads, which pays now that OpenMP workers spin briefly between loops:
+ * lstm_seq 20.9-22.5 against 22.0-28.9 ms/step at 16 (three interleaved pairs) */
+enum { LSTM_WORK_PER_ELEM = 32 };
 
 /* saved[0] = acts [N, 5H], saved[1] = c [N, H] (the caller's, maybe strided) */
 static int lstm_cell_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
