@@ -162,6 +162,26 @@ template <typename T> __global__ void tri_kernel(T *y, const T *x, int64_t n, in
     }
 }
 
+/* the pads' layout (above the host-side line, so the emulation's launchers share it): per dim the
+ * output size, the leading width, the input size and c[d], x's stride (forward) or the output
+ * gradient's dense stride (pad_mode's backward); returns the elements the launch covers: the
+ * output's (forward) or the input's (backward) */
+static inline int64_t pad_layout(ShapeLayout *L, int ndim, const int64_t *yshape, const int64_t *xshape,
+                                 const int64_t *before, const int64_t *xstride) {
+    L->ndim = ndim;
+    int64_t ny = 1, nx = 1, dense = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        L->shape[d] = yshape[d];
+        L->a[d] = before[d];
+        L->b[d] = xshape[d];
+        L->c[d] = xstride ? xstride[d] : dense;
+        dense *= yshape[d];
+        ny *= yshape[d];
+        nx *= xshape[d];
+    }
+    return xstride ? ny : nx;
+}
+
 /* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
 int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
                        int esize, int ndim, const int64_t *shape) {
@@ -197,15 +217,7 @@ int fnn_cuda_pad(int ordinal, void *y, const void *x, const int64_t *xstride, in
                  const int64_t *yshape, const int64_t *xshape, const int64_t *before, double value) {
     FNN_ASSERT((esize == 4 || esize == 8) && ndim >= 0 && ndim <= FNN_MAX_DIMS);
     ShapeLayout L;
-    L.ndim = ndim;
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) {
-        L.shape[d] = yshape[d];
-        L.a[d] = before[d];
-        L.b[d] = xshape[d];
-        L.c[d] = xstride[d];
-        n *= yshape[d];
-    }
+    const int64_t n = pad_layout(&L, ndim, yshape, xshape, before, xstride);
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("pad", ordinal));
     if (esize == 8)
@@ -219,15 +231,7 @@ int fnn_cuda_pad_mode(int ordinal, void *y, const void *x, const int64_t *xstrid
                       const int64_t *yshape, const int64_t *xshape, const int64_t *before, int mode) {
     FNN_ASSERT((esize == 4 || esize == 8) && ndim >= 0 && ndim <= FNN_MAX_DIMS && mode >= 1 && mode <= 3);
     ShapeLayout L;
-    L.ndim = ndim;
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) {
-        L.shape[d] = yshape[d];
-        L.a[d] = before[d];
-        L.b[d] = xshape[d];
-        L.c[d] = xstride[d];
-        n *= yshape[d];
-    }
+    const int64_t n = pad_layout(&L, ndim, yshape, xshape, before, xstride);
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("pad", ordinal));
     if (esize == 8)
@@ -241,16 +245,7 @@ int fnn_cuda_pad_mode_grad(int ordinal, float *dx, const float *g, int ndim, con
                            const int64_t *xshape, const int64_t *before, int mode) {
     FNN_ASSERT(ndim >= 0 && ndim <= FNN_MAX_DIMS && mode >= 1 && mode <= 3);
     ShapeLayout L;
-    L.ndim = ndim;
-    int64_t n = 1, stride = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        L.shape[d] = yshape[d];
-        L.a[d] = before[d];
-        L.b[d] = xshape[d];
-        L.c[d] = stride;
-        stride *= yshape[d];
-        n *= xshape[d];
-    }
+    const int64_t n = pad_layout(&L, ndim, yshape, xshape, before, NULL);
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("pad", ordinal));
     pad_mode_grad_kernel<<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(dx, g, mode, n, L);

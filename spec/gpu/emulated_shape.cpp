@@ -27,12 +27,7 @@ static int m_copy_into(int, void *dst, const int64_t *ds, const void *src, const
 static int m_pad(int, void *y, const void *x, const int64_t *xs, int esize, int ndim, const int64_t *yshape,
                  const int64_t *xshape, const int64_t *before, double value) {
     ShapeLayout L;
-    L.ndim = ndim;
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) {
-        L.shape[d] = yshape[d]; L.a[d] = before[d]; L.b[d] = xshape[d]; L.c[d] = xs[d];
-        n *= yshape[d];
-    }
+    const int64_t n = pad_layout(&L, ndim, yshape, xshape, before, xs);
     if (n == 0) return 0;
     if (esize == 8) pad_kernel<int64_t>((int64_t *)y, (const int64_t *)x, (int64_t)value, n, L);
     else pad_kernel<float>((float *)y, (const float *)x, (float)value, n, L);
@@ -42,12 +37,7 @@ static int m_pad(int, void *y, const void *x, const int64_t *xs, int esize, int 
 static int m_pad_mode(int, void *y, const void *x, const int64_t *xs, int esize, int ndim, const int64_t *yshape,
                       const int64_t *xshape, const int64_t *before, int mode) {
     ShapeLayout L;
-    L.ndim = ndim;
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) {
-        L.shape[d] = yshape[d]; L.a[d] = before[d]; L.b[d] = xshape[d]; L.c[d] = xs[d];
-        n *= yshape[d];
-    }
+    const int64_t n = pad_layout(&L, ndim, yshape, xshape, before, xs);
     if (n == 0) return 0;
     if (esize == 8) pad_mode_kernel<int64_t>((int64_t *)y, (const int64_t *)x, mode, n, L);
     else pad_mode_kernel<float>((float *)y, (const float *)x, mode, n, L);
@@ -57,13 +47,7 @@ static int m_pad_mode(int, void *y, const void *x, const int64_t *xs, int esize,
 static int m_pad_mode_grad(int, float *dx, const float *g, int ndim, const int64_t *yshape, const int64_t *xshape,
                            const int64_t *before, int mode) {
     ShapeLayout L;
-    L.ndim = ndim;
-    int64_t n = 1, stride = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        L.shape[d] = yshape[d]; L.a[d] = before[d]; L.b[d] = xshape[d]; L.c[d] = stride;
-        stride *= yshape[d];
-        n *= xshape[d];
-    }
+    const int64_t n = pad_layout(&L, ndim, yshape, xshape, before, NULL);
     if (n) pad_mode_grad_kernel(dx, g, mode, n, L);
     return 0;
 }
