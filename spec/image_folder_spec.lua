@@ -9,14 +9,7 @@ local T = data.transforms
 local dir = process.tmpdir()
 teardown(function() os.execute('rm -rf ' .. process.quote(dir)) end)
 
-local function flat(t)
-   local out = {}
-   local function walk(v)
-      if type(v) == 'table' then for _, x in ipairs(v) do walk(x) end else out[#out + 1] = v end
-   end
-   walk(t:to_table())
-   return out
-end
+local function flat(t) return t:to_flat() end   -- the values, row-major
 
 local function near(expected, got, tol)
    assert.equals(#expected, #got)

@@ -12,14 +12,7 @@ local dir = process.tmpdir()
 local function file(name) return dir .. '/' .. name end
 teardown(function() os.execute('rm -rf ' .. process.quote(dir)) end)
 
-local function flat(t)
-   local out = {}
-   local function walk(v)
-      if type(v) == 'table' then for _, x in ipairs(v) do walk(x) end else out[#out + 1] = v end
-   end
-   walk(t:to_table())
-   return out
-end
+local function flat(t) return t:to_flat() end   -- the values, row-major
 
 -- the 8-bit levels of a picture in [0, 1], after checking each value is within float rounding of one
 local function bytes(t)
