@@ -475,16 +475,17 @@ int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const 
     if (!rc) rc = rows_operand(&C, out, &ctmp);                      /* C [M, out] */
     bool bias = !rc && b && C.r > 0 && C.c > 0;
     /* oneDNN's matmul primitive adds the bias inside the product: row-major operands, a dense bias */
-    bool fused = !rc && fnn_device_type_of(out->device) == FNN_DEVICE_CPU && X.s1 == 1 && w->stride[1] == 1 &&
-                 C.s1 == 1 && (!bias || b->stride[0] == 1) &&
+    bool cpu = fnn_device_type_of(out->device) == FNN_DEVICE_CPU;
+    bool fused = !rc && cpu && X.s1 == 1 && w->stride[1] == 1 && C.s1 == 1 && (!bias || b->stride[0] == 1) &&
                  fnn_gemm_fused(false, true, C.r, C.c, X.c, X.p, X.s0, fnn_data(w), w->stride[0],
                                 bias ? fnn_data(b) : NULL, 0.0f, C.p, C.s0);
-    if (fused) {
-    } else if (!rc && fnn_device_type_of(out->device) == FNN_DEVICE_CPU) {
+    if (rc || fused) {
+        /* failed, or done by the fused product */
+    } else if (cpu) {
         /* the bias goes into C first and the gemm adds onto it (beta = 1): one pass over C */
         if (bias) rc = add_bias_rows(out, &C, b);
         if (!rc) rc = gemm_views("linear", out, 0, NULL, &X, &Wt, &C, bias);
-    } else if (!rc) {
+    } else {
         /* backends: gemm first, then the bias through their elementwise add */
         rc = gemm_views("linear", out, 0, NULL, &X, &Wt, &C, false);
         if (!rc && bias) rc = add_bias_rows(out, &C, b);
