@@ -56,6 +56,36 @@ typedef struct {
     int64_t size, skip;
     int64_t shape[FNN_MAX_DIMS], xstride[FNN_MAX_DIMS], ystride[FNN_MAX_DIMS];
 } fnn_index_args;
+/* ---- a family's kernels by op name: the backend contract of the families that have one ----
+ * An op's entry point (checks, output shape, allocation, node) is written once in core/ops/<family>.c;
+ * it calls the row its registry name selects in its tensor's backend, so a new op of such a family is
+ * a row in each backend's table and nothing here. The CPU rows sit beside the entry points, the CUDA
+ * rows in cuda/<family>.cu (compiled for the host too, by spec/gpu/emulate.sh); a backend without a
+ * row for an op refuses it by name, and the registry derives has_cuda from the CUDA rows.
+ *
+ * The reduction family (core/ops/reduction.c, cuda/reduction.cu): x contiguous, seen as [O, R, I]
+ * with R the dim the op runs along. */
+typedef struct fnn_red_args {
+    int op;                 /* FNN_RED_*: the CUDA rows' shared line engine; callers leave it 0 */
+    float *out;             /* forward: y [O, I], or [O, R, I] for ops that keep the shape; backward: dx [O, R, I] */
+    int64_t *idx;           /* forward of max/min: 1-based positions [O, I], or NULL */
+    const float *x;         /* the input [O, R, I], or NULL when the rule does not read it */
+    const float *g;         /* backward: the output's gradient (of y's shape) */
+    const float *y;         /* backward: the forward's output, or NULL */
+    const int64_t *sel;     /* backward of max/min along a dim: the forward's positions, else NULL */
+    int64_t O, R, I;
+    double k0, k1;          /* the op's numbers: mean's 1/R, var's ddof and std flag, norm's p */
+} fnn_red_args;
+typedef int (*fnn_red_fn)(int ordinal, const fnn_red_args *a);
+typedef struct fnn_red_row {
+    const char *op;         /* the registry name; NULL ends a table */
+    fnn_red_fn forward, backward;   /* backward NULL: not differentiable */
+} fnn_red_row;
+extern const fnn_red_row fnn_cpu_reduction_rows[];    /* core/ops/reduction.c */
+extern const fnn_red_row fnn_cuda_reduction_rows[];   /* cuda/reduction.cu */
+/* the row for op in device's backend, or NULL */
+const fnn_red_row *fnn_red_row_for(int device, const char *op);
+
 typedef struct fnn_backend {
     const char *name;
     int (*device_count)(void);
@@ -79,8 +109,10 @@ typedef struct fnn_backend {
      * strides at stride[k * FNN_MAX_DIMS + d], 0 where broadcast; y contiguous; k0, k1 the op's numbers */
     int (*map)(int ordinal, int op, float *y, const float *const *x, const int64_t *stride, int ndim,
                const int64_t *shape, float k0, float k1);
-    /* an FNN_RED_* op over contiguous x [O, R, I] -> y [O, I] (idx: 1-based positions, max/min only,
-     * may be NULL); the softmax ops give y [O, R, I] */
+    /* the line engine under the reduction rows, by FNN_RED_* code, for the device-side sums of other
+     * families (conv's bias gradient, the losses' means, rnn's bias gradients); the reduction ops
+     * themselves go through `reductions` by name. An FNN_RED_* op over contiguous x [O, R, I] -> y [O, I]
+     * (idx: 1-based positions, max/min only, may be NULL); the softmax ops give y [O, R, I] */
     int (*reduce)(int ordinal, int op, float *y, int64_t *idx, const float *x, int64_t O, int64_t R, int64_t I,
                   double k0, double k1);
     /* its backward: dx [O, R, I] from g [O, I] ([O, R, I] for softmax), the input x, the forward's y and idx
@@ -305,6 +337,8 @@ typedef struct fnn_backend {
      * copy stream writes after waiting for the streams that used them (bracket copy_async's dst) */
     void (*copy_pool)(int on);
     /* (end of xfer) */
+    /* ---- the families' kernels by op name (see fnn_red_row above) ---- */
+    const fnn_red_row *reductions;
 } fnn_backend;
 /* int_binary's ops, numbered as elementwise.c's IOP_* */
 enum { FNN_INT_ADD, FNN_INT_SUB, FNN_INT_MUL, FNN_INT_EQ, FNN_INT_NE, FNN_INT_LT, FNN_INT_LE, FNN_INT_GT, FNN_INT_GE };

@@ -547,6 +547,7 @@ static const fnn_backend cuda_backend = {
     /* host_stats */ cuda_host_stats,
     /* copy_async */ cuda_copy_async,
     /* copy_pool */ cuda_copy_pool,
+    /* reductions */ fnn_cuda_reduction_rows,
     /* (end of xfer) */
 };
 

@@ -55,6 +55,13 @@ static inline unsigned fnn_cuda_blocks(int64_t n) {
     return (unsigned)(b < 1 ? 1 : b > (1 << 20) ? (1 << 20) : b);
 }
 
+/* A launch written once for the GPU and for the host emulation, which defines both as host calls
+ * (spec/gpu/emulated.h): FNN_LAUNCH for grid-stride kernels without barriers, FNN_LAUNCH_BLOCKS for
+ * kernels whose threads meet at __syncthreads or warp shuffles. Launchers written with them sit above
+ * their file's "host side" line, so the emulation runs them, not copies. */
+#define FNN_LAUNCH(kernel, blocks, threads, ...) kernel<<<(blocks), (threads)>>>(__VA_ARGS__)
+#define FNN_LAUNCH_BLOCKS(kernel, blocks, threads, ...) kernel<<<(blocks), (threads)>>>(__VA_ARGS__)
+
 /* make ordinal the calling thread's current device (every entry starts with it) */
 static inline int fnn_cuda_use_device(const char *op, int ordinal) {
     FNN_CUDA_CHECK(op, cudaSetDevice(ordinal));

@@ -12,22 +12,12 @@
  * same line code runs in both modes, so the two agree by construction.
  * Sums accumulate in double, as on the CPU.
  *
- * defines: fnn_cuda_reduce, fnn_cuda_reduce_grad */
+ * defines: fnn_cuda_reduction_rows (the family's rows), fnn_cuda_reduce, fnn_cuda_reduce_grad */
 #include "common.cuh"
 
 #include <math.h>
 
-struct RedArgs {
-    int op;
-    float *out;            /* forward: y [O, I] (softmax: [O, R, I]); backward: dx [O, R, I] */
-    int64_t *idx;          /* forward max/min: 1-based positions [O, I], or NULL */
-    const float *x;        /* [O, R, I], or NULL when the rule does not read it */
-    const float *g;        /* backward: the output gradient [O, I] (softmax: [O, R, I]) */
-    const float *y;        /* backward: the forward output [O, I] (softmax: [O, R, I]) */
-    const int64_t *sel;    /* backward of max/min along a dim: the forward's positions [O, I] */
-    int64_t O, R, I;
-    double k0, k1;
-};
+typedef fnn_red_args RedArgs;   /* core/internal.h: the family's arguments, a.op the FNN_RED_* code */
 
 /* ---- combining partial results across a block ---- */
 struct AddOp { template <class T> __device__ T operator()(T a, T b) const { return a + b; } };
@@ -317,7 +307,7 @@ template <bool GRAD> __global__ void lines_by_thread(RedArgs a) {
     }
 }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers and the backend's rows: plain C++ with FNN_LAUNCH, so spec/gpu/emulate.sh runs them too ==== */
 /* a block per line for rows (I = 1) and for few long lines; a thread per line for many lines
  * across a leading dim (neighbouring threads read neighbouring columns) */
 template <bool GRAD> static int run(const char *name, int ordinal, const RedArgs &a) {
@@ -329,9 +319,9 @@ template <bool GRAD> static int run(const char *name, int ordinal, const RedArgs
         int threads = lines == 1 && a.R >= 4096 ? 1024 : a.R >= 256 ? 256 : (int)((a.R + 31) / 32 * 32);
         if (threads < 32) threads = 32;
         unsigned blocks = (unsigned)(lines < (1 << 20) ? lines : (1 << 20));
-        lines_by_block<GRAD><<<blocks, threads>>>(a);
+        FNN_LAUNCH_BLOCKS(lines_by_block<GRAD>, blocks, threads, a);
     } else {
-        lines_by_thread<GRAD><<<fnn_cuda_blocks(lines), FNN_CUDA_THREADS>>>(a);
+        FNN_LAUNCH(lines_by_thread<GRAD>, fnn_cuda_blocks(lines), FNN_CUDA_THREADS, a);
     }
     FNN_CUDA_CHECK(name, cudaGetLastError());
     return FNN_STATUS_OK;
@@ -357,3 +347,39 @@ int fnn_cuda_reduce_grad(int ordinal, int op, float *dx, const float *g, const f
     RedArgs a = {op, dx, NULL, x, g, y, idx, O, R, I, k0, k1};
     return run<true>(op_name(op), ordinal, a);
 }
+
+/* the rows: each op's forward and backward as an FNN_RED_* line op of the engine above */
+template <int OP> static int line_forward(int ordinal, const RedArgs *in) {
+    RedArgs a = *in;
+    a.op = OP;
+    return run<false>(op_name(OP), ordinal, a);
+}
+template <int OP> static int line_backward(int ordinal, const RedArgs *in) {
+    RedArgs a = *in;
+    a.op = OP;
+    return run<true>(op_name(OP), ordinal, a);
+}
+/* max/min: along a dim all of g goes to the forward's position, over everything ties share it */
+template <int OP> static int extreme_backward(int ordinal, const RedArgs *in) {
+    RedArgs a = *in;
+    a.op = in->sel ? FNN_RED_SELECT : FNN_RED_TIES;
+    return run<true>(op_name(OP), ordinal, a);
+}
+extern "C" const fnn_red_row fnn_cuda_reduction_rows[] = {
+    {"sum", line_forward<FNN_RED_SUM>, line_backward<FNN_RED_SUM>},
+    {"mean", line_forward<FNN_RED_SUM>, line_backward<FNN_RED_SUM>},   /* k0 = 1/R */
+    {"prod", line_forward<FNN_RED_PROD>, line_backward<FNN_RED_PROD>},
+    {"var", line_forward<FNN_RED_VAR>, line_backward<FNN_RED_VAR>},
+    {"std", line_forward<FNN_RED_VAR>, line_backward<FNN_RED_VAR>},     /* k1 = 1 */
+    {"norm", line_forward<FNN_RED_NORM>, line_backward<FNN_RED_NORM>},
+    {"logsumexp", line_forward<FNN_RED_LSE>, line_backward<FNN_RED_LSE>},
+    {"max", line_forward<FNN_RED_MAX>, extreme_backward<FNN_RED_MAX>},
+    {"min", line_forward<FNN_RED_MIN>, extreme_backward<FNN_RED_MIN>},
+    {"argmax", line_forward<FNN_RED_MAX>, NULL},
+    {"argmin", line_forward<FNN_RED_MIN>, NULL},
+    {"softmax", line_forward<FNN_RED_SOFTMAX>, line_backward<FNN_RED_SOFTMAX>},
+    {"log_softmax", line_forward<FNN_RED_LOG_SOFTMAX>, line_backward<FNN_RED_LOG_SOFTMAX>},
+    {NULL, NULL, NULL},
+};
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

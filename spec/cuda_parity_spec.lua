@@ -953,6 +953,27 @@ describe('cuda devices and memory', function()
    end)
 end)
 
+-- the families on kernel rows: every case of spec/cases/<family>.lua runs on both sides (forward
+-- and, where differentiable, every input's gradient), so a new op's case is its parity case too.
+-- Tolerance: the case's `parity` {atol, rtol}, else the reductions' (sums in another order).
+describe('cuda parity: the case tables of the families on kernel rows', function()
+   local i = 0
+   while C.fnn_row_family_at(i) ~= nil do
+      local family = ffi.string(C.fnn_row_family_at(i))
+      local differentiable = {}
+      for _, op in ipairs(fnn.ops()) do differentiable[op.name] = op.differentiable end
+      for k, c in ipairs(require('cases.' .. family)) do
+         case(('%s case %d (%s)'):format(c.op, k, family), function()
+            fnn.manual_seed(500 + k)
+            local tol = c.parity or {1e-6, 1e-5}
+            if differentiable[c.op] then parity_grad(c.op, {c.inputs()}, c.fn, tol[1], tol[2])
+            else parity(c.op, {c.inputs()}, c.fn, tol[1], tol[2]) end
+         end)
+      end
+      i = i + 1
+   end
+end)
+
 -- every op the registry says the CUDA backend implements has parity cases in some
 -- spec/cuda_parity*_spec.lua (its name appears in a case), so has_cuda cannot run ahead of them
 describe('cuda coverage', function()

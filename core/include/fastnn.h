@@ -584,10 +584,15 @@ typedef struct fnn_op_info {
     const char *name;        /* as bound in Lua: "add", "gelu", ... */
     const char *family;      /* file in core/ops/ */
     int differentiable;      /* 1: has a backward rule */
-    int has_cuda;            /* 1: the CUDA backend implements it */
+    int has_cuda;            /* 1: the CUDA backend implements it (families with kernel rows: this
+                                build's CUDA backend has the op's row) */
 } fnn_op_info;
 FNN_API int fnn_op_count(void);
 FNN_API const fnn_op_info *fnn_op_at(int i);
+/* the op of row i of a backend's kernel table for family (device_type FNN_DEVICE_CPU or _CUDA), NULL
+ * past the end, or where that backend is not built or the family has no rows */
+FNN_API const char *fnn_kernel_at(int device_type, const char *family, int i);
+FNN_API const char *fnn_row_family_at(int i);   /* the families on kernel rows, NULL past the end */
 
 /* ---- autograd: core/autograd/ ---- */
 FNN_API int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad); /* grad NULL: root must be scalar */

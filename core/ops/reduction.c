@@ -253,15 +253,25 @@ static int record(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, b
  * x made contiguous there and seen as [O, R, I]; the backend runs the op and its rules */
 static bool on_device(const fnn_tensor *t) { return fnn_device_type_of(t->device) != FNN_DEVICE_CPU; }
 
-/* y (and the 1-based positions idx, for max/min) of FNN_RED_* op over dim d of x; the softmax ops
- * give y of x's shape */
-static int device_reduce(const char *name, int op, fnn_tensor *y, fnn_tensor *idx, const fnn_tensor *x, int d,
-                         int keepdim, double k0, double k1) {
-    const fnn_backend *be = fnn_backend_for(x->device);
-    FNN_CHECK(be && be->reduce, FNN_STATUS_DEVICE, "%s: not implemented on this device", name);
+/* the row for op in device's backend (the CPU's or cuda/reduction.cu's), or NULL */
+const fnn_red_row *fnn_red_row_for(int device, const char *op) {
+    const fnn_backend *be = fnn_backend_for(device);
+    for (const fnn_red_row *r = be ? be->reductions : NULL; r && r->op; r++)
+        if (!strcmp(r->op, op)) return r;
+    return NULL;
+}
+
+/* y (and the 1-based positions idx, for max/min) of op `name` over dim d of x, through the row of
+ * x's backend; keep_shape: y has x's shape (softmax), else the reduced one */
+static int device_reduce(const char *name, bool keep_shape, fnn_tensor *y, fnn_tensor *idx, const fnn_tensor *x,
+                         int d, int keepdim, double k0, double k1) {
+    const fnn_red_row *row = fnn_red_row_for(x->device, name);
+    char dev[32];
+    FNN_CHECK(row && row->forward, FNN_STATUS_DEVICE, "%s: not implemented on %s", name,
+              fnn_device_name(x->device, dev, sizeof dev));
     int ondim = x->ndim;
     int64_t oshape[FNN_MAX_DIMS], O, R, I;
-    if (op == FNN_RED_SOFTMAX || op == FNN_RED_LOG_SOFTMAX) memcpy(oshape, x->shape, sizeof oshape);
+    if (keep_shape) memcpy(oshape, x->shape, sizeof oshape);
     else reduced_shape(x, d, keepdim, &ondim, oshape);
     split_shape(x->ndim, x->shape, d, &O, &R, &I);
     fnn_tensor tmp;
@@ -271,8 +281,9 @@ static int device_reduce(const char *name, int op, fnn_tensor *y, fnn_tensor *id
     if (idx) fnn_tensor_init(idx);
     rc = fnn_new_output(y, x->device, ondim, oshape);
     if (!rc && idx && (rc = fnn_new_output_dtype(idx, x->device, FNN_DTYPE_INT64, ondim, oshape))) fnn_tensor_clear(y);
-    if (!rc && (rc = be->reduce(fnn_device_ordinal(x->device), op, fnn_data(y), idx ? fnn_data_i64(idx) : NULL, xs,
-                                O, R, I, k0, k1))) {
+    fnn_red_args a = {.out = rc ? NULL : fnn_data(y), .idx = idx && !rc ? fnn_data_i64(idx) : NULL, .x = xs,
+                      .O = O, .R = R, .I = I, .k0 = k0, .k1 = k1};
+    if (!rc && (rc = row->forward(fnn_device_ordinal(x->device), &a))) {
         fnn_tensor_clear(y);
         if (idx) fnn_tensor_clear(idx);
     }
@@ -280,12 +291,14 @@ static int device_reduce(const char *name, int op, fnn_tensor *y, fnn_tensor *id
     return rc;
 }
 
-/* din of n's input from dout through the backend's rule for op; x, y, idx: what it reads (or NULL) */
-static int device_reduce_grad(fnn_node *n, int op, const fnn_tensor *dout, fnn_tensor *din, const fnn_tensor *x,
+/* din of n's input from dout through the backward of its op's row in dout's backend; x, y, idx:
+ * what the rule reads (or NULL) */
+static int device_reduce_grad(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_tensor *x,
                               const fnn_tensor *y, const fnn_tensor *idx, double k0, double k1) {
-    const fnn_backend *be = fnn_backend_for(dout->device);
-    FNN_CHECK(be && be->reduce_grad, FNN_STATUS_DEVICE, "%s: backward not implemented on this device",
-              n->op->info.name);
+    const fnn_red_row *row = fnn_red_row_for(dout->device, n->op->info.name);
+    char dev[32];
+    FNN_CHECK(row && row->backward, FNN_STATUS_DEVICE, "%s: backward not implemented on %s", n->op->info.name,
+              fnn_device_name(dout->device, dev, sizeof dev));
     int nd = n->in_ndim[0];
     int64_t O, R, I;
     split_shape(nd, n->in_shape[0], (int)n->iattr[0], &O, &R, &I);
@@ -300,9 +313,11 @@ static int device_reduce_grad(fnn_node *n, int op, const fnn_tensor *dout, fnn_t
     if (!rc && y) ys = fnn_contiguous_data(y, &ty, &rc);
     if (!rc && idx) is = fnn_contiguous_bytes(idx, &ti, &rc);
     if (!rc) rc = fnn_new_output(din, dout->device, nd, n->in_shape[0]);
-    if (!rc && (rc = be->reduce_grad(fnn_device_ordinal(dout->device), op, fnn_data(din), g, xs, ys, is, O, R, I, k0,
-                                     k1)))
-        fnn_tensor_clear(din);
+    if (!rc) {
+        fnn_red_args a = {.out = fnn_data(din), .x = xs, .g = g, .y = ys, .sel = is, .O = O, .R = R, .I = I,
+                          .k0 = k0, .k1 = k1};
+        if ((rc = row->backward(fnn_device_ordinal(dout->device), &a))) fnn_tensor_clear(din);
+    }
     fnn_tensor_clear(&tg);
     fnn_tensor_clear(&tx);
     fnn_tensor_clear(&ty);
@@ -398,12 +413,9 @@ static void grad_span(void *ctx, int64_t lo, int64_t hi) {
  * when the kernel reads them */
 static int grad_lines(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, grad_fn f, bool use_x, bool use_y) {
     if (!n->next[0]) return FNN_STATUS_OK;
-    if (on_device(dout)) {
-        int op = f == prod_grad ? FNN_RED_PROD : f == var_grad ? FNN_RED_VAR : f == norm_grad ? FNN_RED_NORM
-               : f == lse_grad ? FNN_RED_LSE : FNN_RED_TIES;
-        return device_reduce_grad(n, op, dout, din, use_x ? &n->saved[0] : NULL, use_y ? &n->saved[1] : NULL, NULL,
+    if (on_device(dout))
+        return device_reduce_grad(n, dout, din, use_x ? &n->saved[0] : NULL, use_y ? &n->saved[1] : NULL, NULL,
                                   n->attr[0], n->attr[1]);
-    }
     int nd = n->in_ndim[0];
     const int64_t *shape = n->in_shape[0];
     int64_t O, R, I;
@@ -626,7 +638,7 @@ static int sum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     int64_t O, R, I;
     split_shape(nd, n->in_shape[0], (int)n->iattr[0], &O, &R, &I);
     if (on_device(dout))
-        return device_reduce_grad(n, FNN_RED_SUM, dout, din, NULL, NULL, NULL, n->attr[0] != 0 ? 1.0 / (double)R : 1.0, 0);
+        return device_reduce_grad(n, dout, din, NULL, NULL, NULL, n->attr[0] != 0 ? 1.0 / (double)R : 1.0, 0);
     fnn_tensor tg;
     int rc;
     const float *g = fnn_contiguous_data(dout, &tg, &rc);
@@ -641,8 +653,9 @@ static int sum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     return rc;
 }
 
-static const fnn_op_def SUM = {{"sum", "reduction", 1, 1}, sum_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MEAN = {{"mean", "reduction", 1, 1}, sum_backward, FNN_EMBEDS_NONE};
+/* has_cuda (0 here): the registry derives it from cuda/reduction.cu's rows */
+static const fnn_op_def SUM = {{"sum", "reduction", 1, 0}, sum_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MEAN = {{"mean", "reduction", 1, 0}, sum_backward, FNN_EMBEDS_NONE};
 
 /* sum and mean: x any shape -> reduced shape (sum of none = 0, mean of none = nan) */
 static int sum_mean(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, bool mean) {
@@ -652,7 +665,7 @@ static int sum_mean(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x,
     if (on_device(x)) {
         int64_t O, R, I;
         split_shape(x->ndim, x->shape, d, &O, &R, &I);
-        FNN_TRY(device_reduce(def->info.name, FNN_RED_SUM, out, NULL, x, d, keepdim, mean ? 1.0 / (double)R : 1.0, 0));
+        FNN_TRY(device_reduce(def->info.name, false, out, NULL, x, d, keepdim, mean ? 1.0 / (double)R : 1.0, 0));
         return record(def, out, x, false, NULL, d, keepdim, mean ? 1 : 0, 0);
     }
     reduced_shape(x, d, keepdim, &ondim, oshape);
@@ -711,8 +724,7 @@ static int reduce(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, i
     int64_t oshape[FNN_MAX_DIMS];
     FNN_TRY(prelude(def->info.name, x, dim, &d));
     if (on_device(x)) {
-        int op = f == prod_line ? FNN_RED_PROD : f == var_line ? FNN_RED_VAR : f == norm_line ? FNN_RED_NORM : FNN_RED_LSE;
-        FNN_TRY(device_reduce(def->info.name, op, out, NULL, x, d, keepdim, k0, k1));
+        FNN_TRY(device_reduce(def->info.name, false, out, NULL, x, d, keepdim, k0, k1));
         return record(def, out, x, save_x, save_out ? out : NULL, d, keepdim, k0, k1);
     }
     reduced_shape(x, d, keepdim, &ondim, oshape);
@@ -747,7 +759,7 @@ static void prod_grad(float *dx, const float *x, int64_t n, int64_t s, float g, 
     if (zeros == 1) dx[at * s] = (float)(g * p);
 }
 static int prod_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, prod_grad, true, false); }
-static const fnn_op_def PROD = {{"prod", "reduction", 1, 1}, prod_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def PROD = {{"prod", "reduction", 1, 0}, prod_backward, FNN_EMBEDS_NONE};
 int fnn_prod(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
     return reduce(&PROD, out, x, dim, keepdim, prod_line, 0, 0, true, false);
 }
@@ -768,8 +780,8 @@ static void var_grad(float *dx, const float *x, int64_t n, int64_t s, float g, f
 }
 static int var_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, var_grad, true, false); }
 static int std_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, var_grad, true, true); }
-static const fnn_op_def VAR = {{"var", "reduction", 1, 1}, var_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def STD = {{"std", "reduction", 1, 1}, std_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def VAR = {{"var", "reduction", 1, 0}, var_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def STD = {{"std", "reduction", 1, 0}, std_backward, FNN_EMBEDS_NONE};
 int fnn_var(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, int unbiased) {
     return reduce(&VAR, out, x, dim, keepdim, var_line, unbiased ? 1 : 0, 0, true, false);
 }
@@ -825,7 +837,7 @@ static void norm_grad(float *dx, const float *x, int64_t n, int64_t s, float g, 
     }
 }
 static int norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, norm_grad, true, true); }
-static const fnn_op_def NORM = {{"norm", "reduction", 1, 1}, norm_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def NORM = {{"norm", "reduction", 1, 0}, norm_backward, FNN_EMBEDS_NONE};
 int fnn_norm(fnn_tensor *out, const fnn_tensor *x, double p, int dim, int keepdim) {
     FNN_CHECK(!isnan(p), FNN_STATUS_ARG, "norm: p must be a number or +-inf, got nan");
     return reduce(&NORM, out, x, dim, keepdim, norm_line, p, 0, true, true);
@@ -852,7 +864,7 @@ static void lse_grad(float *dx, const float *x, int64_t n, int64_t s, float g, f
     for (int64_t r = 0; r < n; r++) dx[r * s] = (isinf(y) && y < 0) ? 0.0f : g * fnn_expf(x[r * s] - y);
 }
 static int lse_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, lse_grad, true, true); }
-static const fnn_op_def LOGSUMEXP = {{"logsumexp", "reduction", 1, 1}, lse_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def LOGSUMEXP = {{"logsumexp", "reduction", 1, 0}, lse_backward, FNN_EMBEDS_NONE};
 int fnn_logsumexp(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
     return reduce(&LOGSUMEXP, out, x, dim, keepdim, lse_line, 0, 0, true, true);
 }
@@ -896,7 +908,7 @@ static int extreme_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     int d = (int)n->iattr[0];
     if (d < 0) return grad_lines(n, g, din, ties_grad, true, true);
     if (!n->next[0]) return FNN_STATUS_OK;
-    if (on_device(g)) return device_reduce_grad(n, FNN_RED_SELECT, g, din, NULL, NULL, &n->saved[1], 0, 0);
+    if (on_device(g)) return device_reduce_grad(n, g, din, NULL, NULL, &n->saved[1], 0, 0);
     fnn_tensor zeros, gk, ik;
     fnn_tensor_init(&gk);
     fnn_tensor_init(&ik);
@@ -910,10 +922,10 @@ static int extreme_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_clear(&ik);
     return rc;
 }
-static const fnn_op_def MAX = {{"max", "reduction", 1, 1}, extreme_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MIN = {{"min", "reduction", 1, 1}, extreme_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def ARGMAX = {{"argmax", "reduction", 0, 1}, NULL, FNN_EMBEDS_NONE};
-static const fnn_op_def ARGMIN = {{"argmin", "reduction", 0, 1}, NULL, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX = {{"max", "reduction", 1, 0}, extreme_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MIN = {{"min", "reduction", 1, 0}, extreme_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def ARGMAX = {{"argmax", "reduction", 0, 0}, NULL, FNN_EMBEDS_NONE};
+static const fnn_op_def ARGMIN = {{"argmin", "reduction", 0, 0}, NULL, FNN_EMBEDS_NONE};
 
 /* values and 1-based indices of the max (min); refuses to reduce over no elements */
 static int extreme(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *idx, const fnn_tensor *x,
@@ -934,7 +946,7 @@ static int extreme(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *
     if (on_device(x)) {
         fnn_tensor_clear(&g.tmp);
         *d_out = d;
-        return device_reduce(name, is_max ? FNN_RED_MAX : FNN_RED_MIN, vals, idx, x, d, keepdim, 0, 0);
+        return device_reduce(name, false, vals, idx, x, d, keepdim, 0, 0);
     }
     int rc = fnn_new_output(vals, x->device, ondim, oshape);
     if (!rc) {
@@ -1224,7 +1236,7 @@ static int softmax_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din
     split_shape(nd, n->in_shape[0], (int)n->iattr[0], &O, &R, &I);
     bool lg = n->iattr[2] != 0;
     if (on_device(dout))
-        return device_reduce_grad(n, lg ? FNN_RED_LOG_SOFTMAX : FNN_RED_SOFTMAX, dout, din, NULL, &n->saved[1], NULL, 0, 0);
+        return device_reduce_grad(n, dout, din, NULL, &n->saved[1], NULL, 0, 0);
     fnn_tensor tg, ty;
     fnn_tensor_init(&ty);
     int rc;
@@ -1241,8 +1253,8 @@ static int softmax_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din
     fnn_tensor_clear(&ty);
     return rc;
 }
-static const fnn_op_def SOFTMAX = {{"softmax", "reduction", 1, 1}, softmax_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def LOG_SOFTMAX = {{"log_softmax", "reduction", 1, 1}, softmax_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def SOFTMAX = {{"softmax", "reduction", 1, 0}, softmax_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def LOG_SOFTMAX = {{"log_softmax", "reduction", 1, 0}, softmax_backward, FNN_EMBEDS_NONE};
 
 /* x any shape -> same shape, normalised along dim (negative counts from the end) */
 static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, bool lg) {
@@ -1251,7 +1263,7 @@ static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tens
     int d = -1;   /* a scalar is one line of one */
     if (!(x->ndim == 0 && (dim == 0 || dim == -1))) FNN_TRY(fnn_wrap_dim(name, x, dim, 0, &d));
     if (on_device(x)) {
-        FNN_TRY(device_reduce(name, lg ? FNN_RED_LOG_SOFTMAX : FNN_RED_SOFTMAX, out, NULL, x, d, 0, 0, 0));
+        FNN_TRY(device_reduce(name, true, out, NULL, x, d, 0, 0, 0));
         FNN_TRY(record(def, out, x, false, out, d, 0, 0, 0));
         if (out->node) out->node->iattr[2] = lg;
         return FNN_STATUS_OK;
@@ -1268,6 +1280,13 @@ static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tens
 }
 int fnn_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&SOFTMAX, out, x, dim, false); }
 int fnn_log_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&LOG_SOFTMAX, out, x, dim, true); }
+
+/* The CPU's rows: the ops whose CPU kernel takes contiguous [O, R, I] lines. The CPU kernels of sum
+ * through log_softmax read strided views in place (no copy of a transposed input), so they stay
+ * inline in their entry points; cuda/reduction.cu has a row for every op of the family. */
+const fnn_red_row fnn_cpu_reduction_rows[] = {
+    {NULL, NULL, NULL},
+};
 
 const fnn_op_def *const fnn_ops_reduction[] = {
     &SUM, &MEAN, &PROD, &VAR, &STD, &NORM, &LOGSUMEXP, &MAX, &MIN, &ARGMAX, &ARGMIN, &SOFTMAX, &LOG_SOFTMAX, NULL,

@@ -2,19 +2,11 @@
 -- groups, no bias, 1x1 on a transposed (non-contiguous) input; conv1d and conv3d
 -- likewise, with per-side, 'same' (stride 2) and 'causal' padding; depthwise
 -- convolutions (the direct kernels), with a depth multiplier; conv_transpose1d/2d/3d
--- with stride, padding, output_padding, dilation, groups (depthwise too); max_pool2d on
--- inputs with no near-ties (distinct values 0.05 apart, so a perturbation of
--- eps cannot move a window's maximum), on the 2x2 fast path and on overlapping
--- padded ceil_mode windows; avg_pool2d with and without counting the padding.
+-- with stride, padding, output_padding, dilation, groups (depthwise too). The 2-d
+-- pools are pool.c's, with their cases in pool.lua.
 local fnn = require 'fastnn'
 
 local function u(...) return fnn.rand(...) * 4 - 2 end
--- n distinct values 0.05 apart in random order, shaped
-local function distinct(shape)
-   local n = 1
-   for _, s in ipairs(shape) do n = n * s end
-   return (fnn.randperm(n) * 0.05 - 0.05 * n / 2):reshape(shape)
-end
 
 return {
    {op = 'conv2d', inputs = function() return u(2, 2, 4, 4), u(3, 2, 3, 3), u(3) end,
@@ -57,14 +49,4 @@ return {
     fn = function(x, w, b)
        return fnn.conv_transpose3d(x, w, b, {stride = {2, 1, 2}, padding = {0, 1, 1}, output_padding = {1, 0, 0}})
     end},
-   {op = 'max_pool2d', inputs = function() return distinct{2, 2, 4, 6} end,
-    fn = function(x) return fnn.max_pool2d(x, 2) end},
-   {op = 'max_pool2d', inputs = function() return distinct{1, 2, 5, 6} end,
-    fn = function(x) return fnn.max_pool2d(x, 3, {stride = 2, padding = 1, ceil_mode = true}) end},
-   {op = 'avg_pool2d', inputs = function() return u(2, 2, 4, 6) end,
-    fn = function(x) return fnn.avg_pool2d(x, 2) end},
-   {op = 'avg_pool2d', inputs = function() return u(1, 2, 5, 6) end,
-    fn = function(x) return fnn.avg_pool2d(x, 3, {stride = 2, padding = 1, ceil_mode = true, count_include_pad = false}) end},
-   {op = 'avg_pool2d', inputs = function() return u(1, 2, 6, 5) end,
-    fn = function(x) return fnn.avg_pool2d(x:transpose(3, 4), {3, 2}, {stride = {2, 1}, padding = 1}) end},
 }

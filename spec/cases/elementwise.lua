@@ -1,7 +1,8 @@
--- Gradcheck cases for core/ops/elementwise.c, one per registered op.
+-- Cases for core/ops/elementwise.c, one or more per registered op.
 -- A case: op (the registry name), inputs (a function returning the input
 -- tensors; each is differentiated), fn (the computation, may add views,
--- broadcasting or extra non-differentiated arguments), optional atol/rtol.
+-- broadcasting or extra non-differentiated arguments), optional atol/rtol;
+-- ref (optional): the values by a naive loop, checked by registry_spec.
 -- Inputs live in [-2, 2] away from kinks (abs, relu, clamp bounds, ties).
 local fnn = require 'fastnn'
 
@@ -17,6 +18,14 @@ local function away(shape, lo, hi, avoid, gap)
    return fnn.tensor(v, shape)
 end
 local function u(shape) return away(shape, -2, 2) end
+-- a [2, 3] and a [3] that ties it in some places, for the comparisons
+local function ties() return fnn.tensor{{1, 2, 3}, {0.5, -1, 3}}, fnn.tensor{1, -1, 4} end
+-- 1/0 of rel over a [r, c] against a broadcast [c], by a loop
+local function relation(a, b, rel)
+   local av, bv, out, c = a:to_flat(), b:to_flat(), {}, #b:to_flat()
+   for k = 1, #av do out[k] = rel(av[k], bv[(k - 1) % c + 1]) and 1 or 0 end
+   return fnn.tensor(out, a:shape())
+end
 local function pos(shape) return away(shape, 0.5, 2) end
 local function kinkless(shape) return away(shape, -2, 2, {0}, 0.1) end
 
@@ -63,4 +72,17 @@ return {
    {op = 'softsign', inputs = function() return kinkless{2, 3} end, fn = function(a) return a:softsign() end},
    {op = 'where', inputs = function() return u{2, 3}, u{3} end,
     fn = function(a, b) return fnn.where(fnn.tensor{{1, 0, 1}, {0, 0, 1}}, a, b) end},
+   -- the comparisons (no gradient): 1 where the relation holds, else 0; b broadcast along rows, with ties
+   {op = 'eq', inputs = ties, fn = function(a, b) return a:eq(b) end,
+    ref = function(a, b) return relation(a, b, function(x, y) return x == y end) end},
+   {op = 'ne', inputs = ties, fn = function(a, b) return a:ne(b) end,
+    ref = function(a, b) return relation(a, b, function(x, y) return x ~= y end) end},
+   {op = 'lt', inputs = ties, fn = function(a, b) return a:lt(b) end,
+    ref = function(a, b) return relation(a, b, function(x, y) return x < y end) end},
+   {op = 'le', inputs = ties, fn = function(a, b) return a:le(b) end,
+    ref = function(a, b) return relation(a, b, function(x, y) return x <= y end) end},
+   {op = 'gt', inputs = ties, fn = function(a, b) return a:gt(b) end,
+    ref = function(a, b) return relation(a, b, function(x, y) return x > y end) end},
+   {op = 'ge', inputs = ties, fn = function(a, b) return a:ge(b) end,
+    ref = function(a, b) return relation(a, b, function(x, y) return x >= y end) end},
 }

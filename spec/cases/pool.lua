@@ -14,6 +14,18 @@ local function distinct(shape)
 end
 
 return {
+   -- max_pool2d on the 2x2 fast path and on overlapping padded ceil_mode windows
+   {op = 'max_pool2d', inputs = function() return distinct{2, 2, 4, 6} end,
+    fn = function(x) return fnn.max_pool2d(x, 2) end},
+   {op = 'max_pool2d', inputs = function() return distinct{1, 2, 5, 6} end,
+    fn = function(x) return fnn.max_pool2d(x, 3, {stride = 2, padding = 1, ceil_mode = true}) end},
+   {op = 'avg_pool2d', inputs = function() return u(2, 2, 4, 6) end,
+    fn = function(x) return fnn.avg_pool2d(x, 2) end},
+   {op = 'avg_pool2d', inputs = function() return u(1, 2, 5, 6) end,
+    fn = function(x) return fnn.avg_pool2d(x, 3, {stride = 2, padding = 1, ceil_mode = true, count_include_pad = false}) end},
+   -- a non-contiguous input, rectangular windows
+   {op = 'avg_pool2d', inputs = function() return u(1, 2, 6, 5) end,
+    fn = function(x) return fnn.avg_pool2d(x:transpose(3, 4), {3, 2}, {stride = {2, 1}, padding = 1}) end},
    {op = 'max_pool1d', inputs = function() return distinct{2, 3, 8} end,
     fn = function(x) return fnn.max_pool1d(x, 2) end},
    {op = 'max_pool1d', inputs = function() return distinct{3, 9} end,   -- unbatched, overlapping windows

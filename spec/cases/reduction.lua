@@ -14,6 +14,18 @@ local function nz(shape)
    return fnn.tensor(v, shape)
 end
 
+-- the 1-based position of the first value that beats all before it in each row of a [r, c]
+local function first_extreme(a, beats)
+   local v, r, c = a:to_flat(), a:shape()[1], a:shape()[2]
+   local out = {}
+   for i = 1, r do
+      local at = 1
+      for j = 2, c do if beats(v[(i - 1) * c + j], v[(i - 1) * c + at]) then at = j end end
+      out[i] = at
+   end
+   return fnn.tensor(out)
+end
+
 return {
    {op = 'sum', inputs = function() return u{2, 3, 4} end, fn = function(a) return a:sum(2) end},
    {op = 'sum', inputs = function() return u{3, 4} end, fn = function(a) return a:t():sum(1, true) end},
@@ -53,4 +65,9 @@ return {
    {op = 'log_softmax', inputs = function() return u{3, 4} end, fn = function(a) return a:log_softmax(-1) end},
    {op = 'log_softmax', inputs = function() return u{4, 3} end, fn = function(a) return a:log_softmax(1) end},
    {op = 'log_softmax', inputs = function() return u{2, 3} end, fn = function(a) return a:t():log_softmax(2) end},
+   -- argmax, argmin (no gradient): 1-based positions of the first extreme along dim 2, by a loop
+   {op = 'argmax', inputs = function() return fnn.tensor{{0.5, 2, 2}, {-1, -3, -0.5}} end,
+    fn = function(a) return a:argmax(2) end, ref = function(a) return first_extreme(a, function(x, y) return x > y end) end},
+   {op = 'argmin', inputs = function() return fnn.tensor{{0.5, -2, -2}, {-1, -3, -0.5}} end,
+    fn = function(a) return a:argmin(2) end, ref = function(a) return first_extreme(a, function(x, y) return x < y end) end},
 }

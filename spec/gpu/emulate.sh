@@ -5,7 +5,7 @@
 # optimizer step that reaches the backend table) and the kernels' logic (expressions, strides, the
 # warp/block reductions, line geometry) against the CPU path. It is not a GPU run: nothing here
 # counts as verified on a GPU (spec/gpu/check.sh is).
-#   sh spec/gpu/emulate.sh                    # every parity spec
+#   sh spec/gpu/emulate.sh                    # every parity spec, and registry_spec (the CUDA rows)
 #   sh spec/gpu/emulate.sh spec/cuda_parity_conv_spec.lua [busted args]
 # Env: BUILD (default build-emu), JOBS (default 2).
 set -eu
@@ -16,7 +16,7 @@ cmake -S "$root" -B "$out" -DFASTNN_CUDA_EMULATED=ON -DCMAKE_BUILD_TYPE=Release 
 cmake --build "$out" -j "${JOBS:-2}" --target fastnn >/dev/null
 case "${1:-}" in
    spec/*) ;;
-   *) set -- spec/cuda_parity*_spec.lua "$@" ;;
+   *) set -- spec/cuda_parity*_spec.lua spec/registry_spec.lua "$@" ;;
 esac
 # one busted process for every file, not insulated: FFI metatypes are per process, so each file must
 # see the same fastnn. The last line counts the cases as CI's other steps do.

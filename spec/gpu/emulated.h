@@ -49,7 +49,7 @@ static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 /* one host thread runs a whole grid: an atomic add is a plain one */
 static inline float atomicAdd(float *p, float v) { float old = *p; *p = old + v; return old; }
-/* reduction launches by mode, for emulated_backend.cpp's report (this translation unit's) */
+/* launches by mode, for emulated_backend.cpp's report (this translation unit's) */
 __attribute__((unused)) static long mode_block, mode_thread;
 /* a kernel run as one block of `threads` host threads (barriers as in emulate below) */
 template <class F> static void run_block(int threads, F f) {
@@ -75,6 +75,16 @@ template <class F> static void run_grid(unsigned blocks, int threads, F f) {
     blockIdx.x = 0;
     gridDim.x = 1;
 }
+/* the launchers above a cuda/<name>.cu file's "host side" line, as host calls (see common.cuh): a
+ * grid-stride kernel runs as one thread that covers the grid; a kernel with barriers as one block of
+ * `threads` host threads whose grid-stride loop covers every block's work */
+#define FNN_LAUNCH(kernel, blocks, threads, ...) ((void)(blocks), (void)(threads), mode_thread++, kernel(__VA_ARGS__))
+#define FNN_LAUNCH_BLOCKS(kernel, blocks, threads, ...) ((void)(blocks), run_block((threads), [&] { kernel(__VA_ARGS__); }))
+enum { FNN_CUDA_THREADS = 256 };
+static inline unsigned fnn_cuda_blocks(int64_t n) { return (unsigned)(n < 1 ? 1 : n); }
+static inline int fnn_cuda_use_device(const char *, int) { return FNN_STATUS_OK; }
+static inline int cudaGetLastError(void) { return 0; }
+#define FNN_CUDA_CHECK(op, call) ((void)(op), (void)(call))
 /* the emulated backend's table (emulated_backend.cpp); each family file fills its entries from a
  * static constructor, which runs before the core registers the table:
  *   EMULATED_BACKEND_ADD(conv) { b->conv = m_conv; b->conv_grad = m_conv_grad; } */

@@ -82,39 +82,6 @@ static int m_map(int, int op, float *y, const float *const *x, const int64_t *st
     }
     return 0;
 }
-/* run()'s choice of mode and block size, the block emulated with host threads */
-template <bool GRAD> static void emulate(const RedArgs &a) {
-    const int64_t lines = a.O * a.I;
-    if (lines == 0) return;
-    if (a.I == 1 || (lines < 2048 && a.R >= 64)) {
-        int threads = lines == 1 && a.R >= 4096 ? 1024 : a.R >= 256 ? 256 : (int)((a.R + 31) / 32 * 32);
-        if (threads < 32) threads = 32;
-        blockDim.x = threads;
-        pthread_barrier_init(&block_bar, NULL, threads);
-        for (int w = 0; w < threads / 32; w++) pthread_barrier_init(&warp_bar[w], NULL, 32);
-        std::vector<std::thread> pool;
-        for (int t = 0; t < threads; t++) pool.emplace_back([t, &a] { threadIdx.x = t; lines_by_block<GRAD>(a); });
-        for (auto &th : pool) th.join();
-        pthread_barrier_destroy(&block_bar);
-        for (int w = 0; w < threads / 32; w++) pthread_barrier_destroy(&warp_bar[w]);
-        blockDim.x = 1;
-        mode_block++;
-    } else {
-        lines_by_thread<GRAD>(a);
-        mode_thread++;
-    }
-}
-static int m_reduce(int, int op, float *y, int64_t *idx, const float *x, int64_t O, int64_t R, int64_t I, double k0, double k1) {
-    RedArgs a = {op, y, idx, x, NULL, NULL, NULL, O, R, I, k0, k1};
-    emulate<false>(a);
-    return 0;
-}
-static int m_reduce_grad(int, int op, float *dx, const float *g, const float *x, const float *y, const int64_t *idx,
-                         int64_t O, int64_t R, int64_t I, double k0, double k1) {
-    RedArgs a = {op, dx, NULL, x, g, y, idx, O, R, I, k0, k1};
-    emulate<true>(a);
-    return 0;
-}
 static int m_optim(int, int op, int64_t n, float *w, const float *g, float *s0, float *s1, float *s2, const float *k) {
     if (op == FNN_OPT_SGD) sgd_kernel(n, w, g, s0, k[0], k[1], k[2], k[3], k[4] != 0, k[5] != 0);
     else if (op == FNN_OPT_ADAM || op == FNN_OPT_AMSGRAD)
@@ -204,13 +171,14 @@ static int m_int_binary(int, int op, void *y, const void *a, int a_i64, const in
     return 0;
 }
 static fnn_backend table = {"cuda", count, m_alloc, m_free, m_copy, m_fill, m_binary, m_gemm, m_strided_copy,
-                                 m_map, m_reduce, m_reduce_grad, m_optim, m_random, m_class_loss, m_class_loss_grad,
+                                 m_map, fnn_cuda_reduce, fnn_cuda_reduce_grad, m_optim, m_random, m_class_loss, m_class_loss_grad,
                                  m_ew_loss, m_ew_loss_grad, m_index, m_norm, m_norm_grad, m_cast,
                                  m_int_binary};
 fnn_backend *emulated_backend(void) { return &table; }
+EMULATED_BACKEND_ADD(reduction) { b->reductions = fnn_cuda_reduction_rows; }
 extern "C" {
 void fnn_cuda_register(void) { fnn_register_backend(FNN_DEVICE_CUDA, &table); }
 __attribute__((visibility("default"))) int fnn_cuda_memory_stats(int64_t *live, int64_t *cached) { *live = 0; *cached = 0; return 0; }
 __attribute__((visibility("default"))) void fnn_cuda_empty_cache(void) {}
-__attribute__((destructor)) static void report(void) { fprintf(stderr, "emulated backend: %ld block-mode and %ld thread-mode reduction launches\n", mode_block, mode_thread); }
+__attribute__((destructor)) static void report(void) { fprintf(stderr, "emulated backend: %ld block-mode and %ld grid-stride launches\n", mode_block, mode_thread); }
 }
