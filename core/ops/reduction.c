@@ -249,8 +249,9 @@ static int record(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, b
     return FNN_STATUS_OK;
 }
 
-/* ================= on a device (cuda/reduction.cu) =================
- * x made contiguous there and seen as [O, R, I]; the backend runs the op and its rules */
+/* ================= through the backends' rows (internal.h's fnn_red_row) =================
+ * x made contiguous and seen as [O, R, I]; the row of the tensor's backend runs the op or its rule:
+ * every op on a device, and on the CPU the ops with a CPU row */
 static bool on_device(const fnn_tensor *t) { return fnn_device_type_of(t->device) != FNN_DEVICE_CPU; }
 
 /* the row for op in device's backend (the CPU's or cuda/reduction.cu's), or NULL */
@@ -263,7 +264,7 @@ const fnn_red_row *fnn_red_row_for(int device, const char *op) {
 
 /* y (and the 1-based positions idx, for max/min) of op `name` over dim d of x, through the row of
  * x's backend; keep_shape: y has x's shape (softmax), else the reduced one */
-static int device_reduce(const char *name, bool keep_shape, fnn_tensor *y, fnn_tensor *idx, const fnn_tensor *x,
+static int row_forward(const char *name, bool keep_shape, fnn_tensor *y, fnn_tensor *idx, const fnn_tensor *x,
                          int d, int keepdim, double k0, double k1) {
     const fnn_red_row *row = fnn_red_row_for(x->device, name);
     char dev[32];
@@ -293,7 +294,7 @@ static int device_reduce(const char *name, bool keep_shape, fnn_tensor *y, fnn_t
 
 /* din of n's input from dout through the backward of its op's row in dout's backend; x, y, idx:
  * what the rule reads (or NULL) */
-static int device_reduce_grad(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_tensor *x,
+static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_tensor *x,
                               const fnn_tensor *y, const fnn_tensor *idx, double k0, double k1) {
     const fnn_red_row *row = fnn_red_row_for(dout->device, n->op->info.name);
     char dev[32];
@@ -414,7 +415,7 @@ static void grad_span(void *ctx, int64_t lo, int64_t hi) {
 static int grad_lines(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, grad_fn f, bool use_x, bool use_y) {
     if (!n->next[0]) return FNN_STATUS_OK;
     if (on_device(dout))
-        return device_reduce_grad(n, dout, din, use_x ? &n->saved[0] : NULL, use_y ? &n->saved[1] : NULL, NULL,
+        return row_backward(n, dout, din, use_x ? &n->saved[0] : NULL, use_y ? &n->saved[1] : NULL, NULL,
                                   n->attr[0], n->attr[1]);
     int nd = n->in_ndim[0];
     const int64_t *shape = n->in_shape[0];
@@ -638,7 +639,7 @@ static int sum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     int64_t O, R, I;
     split_shape(nd, n->in_shape[0], (int)n->iattr[0], &O, &R, &I);
     if (on_device(dout))
-        return device_reduce_grad(n, dout, din, NULL, NULL, NULL, n->attr[0] != 0 ? 1.0 / (double)R : 1.0, 0);
+        return row_backward(n, dout, din, NULL, NULL, NULL, n->attr[0] != 0 ? 1.0 / (double)R : 1.0, 0);
     fnn_tensor tg;
     int rc;
     const float *g = fnn_contiguous_data(dout, &tg, &rc);
@@ -665,7 +666,7 @@ static int sum_mean(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x,
     if (on_device(x)) {
         int64_t O, R, I;
         split_shape(x->ndim, x->shape, d, &O, &R, &I);
-        FNN_TRY(device_reduce(def->info.name, false, out, NULL, x, d, keepdim, mean ? 1.0 / (double)R : 1.0, 0));
+        FNN_TRY(row_forward(def->info.name, false, out, NULL, x, d, keepdim, mean ? 1.0 / (double)R : 1.0, 0));
         return record(def, out, x, false, NULL, d, keepdim, mean ? 1 : 0, 0);
     }
     reduced_shape(x, d, keepdim, &ondim, oshape);
@@ -724,7 +725,7 @@ static int reduce(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, i
     int64_t oshape[FNN_MAX_DIMS];
     FNN_TRY(prelude(def->info.name, x, dim, &d));
     if (on_device(x)) {
-        FNN_TRY(device_reduce(def->info.name, false, out, NULL, x, d, keepdim, k0, k1));
+        FNN_TRY(row_forward(def->info.name, false, out, NULL, x, d, keepdim, k0, k1));
         return record(def, out, x, save_x, save_out ? out : NULL, d, keepdim, k0, k1);
     }
     reduced_shape(x, d, keepdim, &ondim, oshape);
@@ -908,7 +909,7 @@ static int extreme_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     int d = (int)n->iattr[0];
     if (d < 0) return grad_lines(n, g, din, ties_grad, true, true);
     if (!n->next[0]) return FNN_STATUS_OK;
-    if (on_device(g)) return device_reduce_grad(n, g, din, NULL, NULL, &n->saved[1], 0, 0);
+    if (on_device(g)) return row_backward(n, g, din, NULL, NULL, &n->saved[1], 0, 0);
     fnn_tensor zeros, gk, ik;
     fnn_tensor_init(&gk);
     fnn_tensor_init(&ik);
@@ -946,7 +947,7 @@ static int extreme(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *
     if (on_device(x)) {
         fnn_tensor_clear(&g.tmp);
         *d_out = d;
-        return device_reduce(name, false, vals, idx, x, d, keepdim, 0, 0);
+        return row_forward(name, false, vals, idx, x, d, keepdim, 0, 0);
     }
     int rc = fnn_new_output(vals, x->device, ondim, oshape);
     if (!rc) {
@@ -1236,7 +1237,7 @@ static int softmax_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din
     split_shape(nd, n->in_shape[0], (int)n->iattr[0], &O, &R, &I);
     bool lg = n->iattr[2] != 0;
     if (on_device(dout))
-        return device_reduce_grad(n, dout, din, NULL, &n->saved[1], NULL, 0, 0);
+        return row_backward(n, dout, din, NULL, &n->saved[1], NULL, 0, 0);
     fnn_tensor tg, ty;
     fnn_tensor_init(&ty);
     int rc;
@@ -1263,7 +1264,7 @@ static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tens
     int d = -1;   /* a scalar is one line of one */
     if (!(x->ndim == 0 && (dim == 0 || dim == -1))) FNN_TRY(fnn_wrap_dim(name, x, dim, 0, &d));
     if (on_device(x)) {
-        FNN_TRY(device_reduce(name, true, out, NULL, x, d, 0, 0, 0));
+        FNN_TRY(row_forward(name, true, out, NULL, x, d, 0, 0, 0));
         FNN_TRY(record(def, out, x, false, out, d, 0, 0, 0));
         if (out->node) out->node->iattr[2] = lg;
         return FNN_STATUS_OK;
