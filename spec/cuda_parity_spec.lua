@@ -982,11 +982,15 @@ describe('cuda coverage', function()
       local text = {}
       for f in io.popen('ls spec/cuda_parity*_spec.lua'):lines() do text[#text + 1] = P.read_all(f) end
       text = table.concat(text, '\n')
+      -- the families on kernel rows are covered by their case tables (the describe above), which
+      -- registry_spec checks by exact name
+      local on_rows, i = {}, 0
+      while C.fnn_row_family_at(i) ~= nil do on_rows[ffi.string(C.fnn_row_family_at(i))] = true; i = i + 1 end
       local missing, with, without = {}, 0, 0
       for _, op in ipairs(fnn.ops()) do
          if op.has_cuda then
             with = with + 1
-            if not text:find("'" .. op.name, 1, true) then missing[#missing + 1] = op.name end
+            if not on_rows[op.family] and not text:find("'" .. op.name, 1, true) then missing[#missing + 1] = op.name end
          else without = without + 1 end
       end
       assert.same({}, missing)
