@@ -1,6 +1,6 @@
 /* reduction.cu: the GPU side of core/ops/reduction.c: sum (mean), prod, var
  * (std), norm, logsumexp, max/min with their positions, softmax and
- * log_softmax, and every backward rule of those ops.
+ * log_softmax, cumsum, and every backward rule of those ops.
  *
  * The core hands over a contiguous x seen as [O, R, I] (reduced dim R). Each
  * output (o, i) reads one line: R values at stride I from o*R*I + i. A line
@@ -365,6 +365,29 @@ template <int OP> static int extreme_backward(int ordinal, const RedArgs *in) {
     a.op = in->sel ? FNN_RED_SELECT : FNN_RED_TIES;
     return run<true>(op_name(OP), ordinal, a);
 }
+/* cumsum: a thread per line runs the sum along it in double, from the start, or for the gradient
+ * from the end (neighbouring threads take neighbouring columns when I > 1) */
+__global__ void cumsum_lines(float *y, const float *x, int64_t O, int64_t R, int64_t I, bool reverse) {
+    const int64_t lines = O * I;
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < lines; p += (int64_t)gridDim.x * blockDim.x) {
+        int64_t o = p / I, i = p - o * I, base = o * R * I + i;
+        double acc = 0;
+        for (int64_t k = 0; k < R; k++) {
+            int64_t r = reverse ? R - 1 - k : k;
+            acc += x[base + r * I];
+            y[base + r * I] = (float)acc;
+        }
+    }
+}
+static int cumsum_run(int ordinal, float *y, const float *x, int64_t O, int64_t R, int64_t I, bool reverse) {
+    if (O * I == 0 || R == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("cumsum", ordinal));
+    FNN_LAUNCH(cumsum_lines, fnn_cuda_blocks(O * I), FNN_CUDA_THREADS, y, x, O, R, I, reverse);
+    FNN_CUDA_CHECK("cumsum", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+static int cumsum_forward(int ordinal, const RedArgs *a) { return cumsum_run(ordinal, a->out, a->x, a->O, a->R, a->I, false); }
+static int cumsum_backward(int ordinal, const RedArgs *a) { return cumsum_run(ordinal, a->out, a->g, a->O, a->R, a->I, true); }
 extern "C" const fnn_red_row fnn_cuda_reduction_rows[] = {
     {"sum", line_forward<FNN_RED_SUM>, line_backward<FNN_RED_SUM>},
     {"mean", line_forward<FNN_RED_SUM>, line_backward<FNN_RED_SUM>},   /* k0 = 1/R */
@@ -379,6 +402,7 @@ extern "C" const fnn_red_row fnn_cuda_reduction_rows[] = {
     {"argmin", line_forward<FNN_RED_MIN>, NULL},
     {"softmax", line_forward<FNN_RED_SOFTMAX>, line_backward<FNN_RED_SOFTMAX>},
     {"log_softmax", line_forward<FNN_RED_LOG_SOFTMAX>, line_backward<FNN_RED_LOG_SOFTMAX>},
+    {"cumsum", cumsum_forward, cumsum_backward},
     {NULL, NULL, NULL},
 };
 

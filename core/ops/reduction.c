@@ -1282,13 +1282,65 @@ static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tens
 int fnn_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&SOFTMAX, out, x, dim, false); }
 int fnn_log_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&LOG_SOFTMAX, out, x, dim, true); }
 
+/* ================= cumsum: running sums along a dim =================
+ * y[.., r, ..] = x[.., 0, ..] + ... + x[.., r, ..], summed in double; its gradient is the same sum
+ * run from the end over g. One entry point for every device: the rows below (the CPU's) and in
+ * cuda/reduction.cu do the lines. */
+enum { SCAN_BLOCK = 64 };   /* columns summed side by side: rows of I read in order */
+typedef struct { float *y; const float *x; int64_t R, I, nblk; bool reverse; } scan_args;
+
+/* items lo..hi-1, each SCAN_BLOCK columns of one outer index */
+static void scan_blocks(void *ctx, int64_t lo, int64_t hi) {
+    const scan_args *a = ctx;
+    const int64_t R = a->R, I = a->I;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t o = t / a->nblk, i0 = (t - o * a->nblk) * SCAN_BLOCK, base = o * R * I + i0;
+        int m = (int)(I - i0 < SCAN_BLOCK ? I - i0 : SCAN_BLOCK);
+        double acc[SCAN_BLOCK] = {0};
+        for (int64_t k = 0; k < R; k++) {
+            int64_t r = a->reverse ? R - 1 - k : k;
+            const float *x = a->x + base + r * I;
+            float *y = a->y + base + r * I;
+            for (int j = 0; j < m; j++) { acc[j] += x[j]; y[j] = (float)acc[j]; }
+        }
+    }
+}
+static int scan_cpu(float *y, const float *x, int64_t O, int64_t R, int64_t I, bool reverse) {
+    scan_args s = {y, x, R, I, (I + SCAN_BLOCK - 1) / SCAN_BLOCK, reverse};
+    fnn_parallel_for(O * s.nblk, fnn_threads_for(O * R * I), scan_blocks, &s);
+    return FNN_STATUS_OK;
+}
+static int cumsum_cpu(int ordinal, const fnn_red_args *a) {
+    (void)ordinal;
+    return scan_cpu(a->out, a->x, a->O, a->R, a->I, false);
+}
+static int cumsum_grad_cpu(int ordinal, const fnn_red_args *a) {
+    (void)ordinal;
+    return scan_cpu(a->out, a->g, a->O, a->R, a->I, true);
+}
+
+/* iattr[0] = dim (-1 on a scalar) */
+static int cumsum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    if (!n->next[0]) return FNN_STATUS_OK;
+    return row_backward(n, dout, din, NULL, NULL, NULL, 0, 0);
+}
+static const fnn_op_def CUMSUM = {{"cumsum", "reduction", 1, 0}, cumsum_backward, FNN_EMBEDS_NONE};
+int fnn_cumsum(fnn_tensor *out, const fnn_tensor *x, int dim) {
+    FNN_TRY(fnn_check_input("cumsum", x));
+    int d = -1;   /* a scalar is one line of one */
+    if (!(x->ndim == 0 && (dim == 0 || dim == -1))) FNN_TRY(fnn_wrap_dim("cumsum", x, dim, 0, &d));
+    FNN_TRY(row_forward("cumsum", true, out, NULL, x, d, 0, 0, 0));
+    return record(&CUMSUM, out, x, false, NULL, d, 0, 0, 0);
+}
+
 /* The CPU's rows: the ops whose CPU kernel takes contiguous [O, R, I] lines. The CPU kernels of sum
  * through log_softmax read strided views in place (no copy of a transposed input), so they stay
  * inline in their entry points; cuda/reduction.cu has a row for every op of the family. */
 const fnn_red_row fnn_cpu_reduction_rows[] = {
+    {"cumsum", cumsum_cpu, cumsum_grad_cpu},
     {NULL, NULL, NULL},
 };
 
 const fnn_op_def *const fnn_ops_reduction[] = {
-    &SUM, &MEAN, &PROD, &VAR, &STD, &NORM, &LOGSUMEXP, &MAX, &MIN, &ARGMAX, &ARGMIN, &SOFTMAX, &LOG_SOFTMAX, NULL,
+    &SUM, &MEAN, &PROD, &VAR, &STD, &NORM, &LOGSUMEXP, &MAX, &MIN, &ARGMAX, &ARGMIN, &SOFTMAX, &LOG_SOFTMAX, &CUMSUM, NULL,
 };

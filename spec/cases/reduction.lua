@@ -26,6 +26,19 @@ local function first_extreme(a, beats)
    return fnn.tensor(out)
 end
 
+-- running sums along dim d of a [r, c] (d 1 or 2), by a loop
+local function running(a, d)
+   local v, r, c = a:to_flat(), a:shape()[1], a:shape()[2]
+   local out = {}
+   for i = 1, r do
+      for j = 1, c do
+         local k = (i - 1) * c + j
+         out[k] = v[k] + (d == 2 and j > 1 and out[k - 1] or d == 1 and i > 1 and out[k - c] or 0)
+      end
+   end
+   return fnn.tensor(out, {r, c})
+end
+
 return {
    {op = 'sum', inputs = function() return u{2, 3, 4} end, fn = function(a) return a:sum(2) end},
    {op = 'sum', inputs = function() return u{3, 4} end, fn = function(a) return a:t():sum(1, true) end},
@@ -70,4 +83,15 @@ return {
     fn = function(a) return a:argmax(2) end, ref = function(a) return first_extreme(a, function(x, y) return x > y end) end},
    {op = 'argmin', inputs = function() return fnn.tensor{{0.5, -2, -2}, {-1, -3, -0.5}} end,
     fn = function(a) return a:argmin(2) end, ref = function(a) return first_extreme(a, function(x, y) return x < y end) end},
+   -- cumsum along each dim, on a transposed input, a long line (the sums run in double) and a scalar
+   {op = 'cumsum', inputs = function() return u{3, 4} end, fn = function(a) return a:cumsum(2) end,
+    ref = function(a) return running(a, 2) end},
+   {op = 'cumsum', inputs = function() return u{3, 4} end, fn = function(a) return a:cumsum(1) end,
+    ref = function(a) return running(a, 1) end},
+   {op = 'cumsum', inputs = function() return u{4, 3} end, fn = function(a) return a:t():cumsum(-1) end,
+    ref = function(a) return running(a:t():contiguous(), 2) end},
+   {op = 'cumsum', inputs = function() return u{2, 300} end, fn = function(a) return a:cumsum(2) end,
+    ref = function(a) return running(a, 2) end, value_tol = 1e-6},
+   {op = 'cumsum', inputs = function() return fnn.tensor(1.5) end, fn = function(a) return a:cumsum(1) end,
+    ref = function(a) return fnn.tensor(1.5) end},
 }

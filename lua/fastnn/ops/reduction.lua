@@ -5,6 +5,7 @@
 --   x:max(dim, keepdim) -> values, indices (1-based); x:max() -> one value; x:max(y) = maximum(x, y)
 --   x:argmax(dim, keepdim) -> 1-based indices; with no dim the flat 1-based index (0-dim)
 --   x:softmax(dim), x:log_softmax(dim)   dim defaults to the last
+--   x:cumsum(dim)   running sums along dim (required, as torch.cumsum), same shape
 -- Dims are 1-based (negative counts from the end) and converted here; each
 -- function is also fnn.<name>(x, ...).
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
@@ -99,8 +100,19 @@ for _, name in ipairs{'softmax', 'log_softmax'} do
    end
 end
 
+-- cumsum(dim): y[.., r, ..] = x[.., 1, ..] + ... + x[.., r, ..]
+function Tensor.cumsum(x, dim)
+   if not is_tensor(x) then not_tensor('cumsum', x) end
+   if dim == nil then error('cumsum: dim is required (which dim to run the sums along)', 2) end
+   local d
+   if x.ndim == 0 and (dim == 1 or dim == -1) then d = -1 else d = cdim('cumsum', x, dim) end
+   local out = new()
+   if C.fnn_cumsum(out, x, d) ~= 0 then fail() end
+   return done(out)
+end
+
 for _, name in ipairs{'sum', 'mean', 'prod', 'var', 'std', 'norm', 'logsumexp', 'max', 'min', 'argmax', 'argmin',
-                      'softmax', 'log_softmax'} do
+                      'softmax', 'log_softmax', 'cumsum'} do
    M[name] = Tensor[name]
 end
 
