@@ -474,6 +474,18 @@ static inline void fnn_parallel_for(int64_t n, int threads, fnn_range_fn fn, voi
     else fnn_parallel_team(n, threads, fn, ctx);
 }
 
+/* ---- CPU variants picked at load time (GCC function multiversioning on x86-64 glibc) ----
+ * FNN_CLONES_V3: the baseline and x86-64-v3 (AVX2 + FMA, 8 lanes); FNN_CLONES_V4 adds x86-64-v4
+ * (AVX-512, 16 lanes). For hot loops that gain from wider lanes where the CPU has them; the build
+ * stays runnable on any x86-64. -DFASTNN_NO_CLONES (or another compiler) builds the baseline only. */
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
+#define FNN_CLONES_V3 __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define FNN_CLONES_V4 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define FNN_CLONES_V3
+#define FNN_CLONES_V4
+#endif
+
 /* ---- the CPU GEMM (blas.c): row-major C = alpha op(A) op(B) + beta C, through oneDNN or OpenBLAS ---- */
 void fnn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                const float *b, int64_t ldb, float beta, float *c, int64_t ldc);

@@ -81,11 +81,6 @@ void fnn_random_bernoullis(float *y, int64_t n, double p) {
  *           it: q pi/2 + r is uniform on the circle, and r's sine and cosine need only Cephes'
  *           short sinf/cosf polynomials (no range reduction); the quadrant rotates the pair.
  * Branch-free, so a block of pairs vectorizes (built for x86-64-v3 too, as elementwise.c). */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
-#define RANDOM_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define RANDOM_CLONE
-#endif
 static inline void normal_pair(uint64_t bits, float *z0, float *z1) {
     const uint32_t k = (uint32_t)bits, h = (uint32_t)(bits >> 32);
     const float u = (float)(int32_t)(k >> 1) * 4.6566128730773926e-10f + 2.3283064365386963e-10f;
@@ -113,7 +108,7 @@ float fnn_random_normal(void) {   /* one of a pair; the other waits as the spare
 
 /* y[0..n) = mean + std z: the spare first, then blocks of pairs (the draws serial, the transform
  * in vector lanes), an odd last one leaving its pair's other half as the spare */
-RANDOM_CLONE static void normal_block(float *restrict y, const uint64_t *restrict bits, int64_t pairs, float mean,
+FNN_CLONES_V3 static void normal_block(float *restrict y, const uint64_t *restrict bits, int64_t pairs, float mean,
                                       float std) {
     for (int64_t i = 0; i < pairs; i++) {
         float z0, z1;

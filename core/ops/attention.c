@@ -65,11 +65,6 @@ static void attn_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alp
  * scratch buffer first, which costs O(T D) against the product's O(T T D)). Causal products skip
  * the blocks the mask hides. Above ATTN_OWN_MAX multiply-adds per product, and whenever the oneDNN
  * kernels run, fnn_sgemm takes over. */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
-#define ATTN_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define ATTN_CLONE
-#endif
 typedef float attn_v8 __attribute__((vector_size(32)));
 enum { ATTN_OWN_MAX = 1 << 22 };
 /* causal limits of mm_nn: none, on the columns of c, on the last or on the first terms of the sum */
@@ -79,7 +74,7 @@ enum { LIM_NONE = 0, LIM_N = 1, LIM_K = 2, LIM_K_LO = 3 };
  * columns (LIM_N) or terms (LIM_K) below i0 + 4 + lim (the causal band; P is zero beyond it), or
  * (LIM_K_LO) terms from i0 + lim on (P^T and dS^T, zero before it); columns past a limit are left
  * unwritten */
-ATTN_CLONE static void mm_nn(int64_t m, int64_t n, int64_t k, float alpha, const float *restrict a, int64_t lda,
+FNN_CLONES_V3 static void mm_nn(int64_t m, int64_t n, int64_t k, float alpha, const float *restrict a, int64_t lda,
                              const float *restrict b, int64_t ldb, float *restrict c, int64_t ldc, int lim_mode,
                              int64_t lim) {
     for (int64_t i0 = 0; i0 < m; i0 += 4) {
@@ -198,7 +193,7 @@ typedef struct {
 } attn_fwd_args;
 
 /* one row of scores -> probabilities over the keys query i may see (keys 0..last, not padding) */
-static ATTN_CLONE void attn_softmax_row(float *restrict s, int64_t Tk, int64_t last, const unsigned char *restrict pad) {
+static FNN_CLONES_V3 void attn_softmax_row(float *restrict s, int64_t Tk, int64_t last, const unsigned char *restrict pad) {
     if (last > Tk - 1) last = Tk - 1;
     const int64_t n = last + 1 > 0 ? last + 1 : 0;
     float mx = -FNN_INFF;
@@ -276,7 +271,7 @@ typedef struct {
 } attn_bwd_args;
 
 /* one row of dS = P (dP - rowsum(P dP)) over keys 0..n-1 in place of dP, zeros after (8 lanes) */
-static ATTN_CLONE void attn_ds_row(const float *restrict p, float *restrict d, int64_t n, int64_t Tk) {
+static FNN_CLONES_V3 void attn_ds_row(const float *restrict p, float *restrict d, int64_t n, int64_t Tk) {
     float a8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t j = 0;
     for (; j + 8 <= n; j += 8)

@@ -467,11 +467,6 @@ int fnn_rpow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return sca
  * and x86-64-v4 (AVX-512, 16 lanes), the copy picked at load time: 2-3x faster again where the CPU
  * has AVX2, and the exact GELU about 1.6x faster again with AVX-512 (1.96 to 0.83-1.3 ns an
  * element forward on one thread; relu, all memory, runs 0.6 on the same [2048,512]) */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
-#define AVX2_CLONE __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define AVX2_CLONE
-#endif
 
 /* log(1 + e^x) = max(x, 0) + log1p(e^-|x|): nothing overflows, large x give x itself */
 static inline float softplusf(float x) { return fnn_sel(x > 0, x, 0.0f) + fnn_log1pf(fnn_expf(-fnn_absf(x))); }
@@ -515,8 +510,8 @@ static inline float hardsigmoidf(float x) {
 #define SELU_ALPHA 1.6732632423543772848f
 
 #define UNARY(name, FWD, GRAD, DIFF)                                                                  \
-    ROW_FOR(AVX2_CLONE, name##_f, FWD)                                                                \
-    ROW_FOR(AVX2_CLONE, name##_g, GRAD)                                                               \
+    ROW_FOR(FNN_CLONES_V4, name##_f, FWD)                                                                \
+    ROW_FOR(FNN_CLONES_V4, name##_g, GRAD)                                                               \
     static int name##_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {                   \
         return grad_map(n, 0, &din[0], 3, G(n, g), name##_g_row, (float)n->attr[0], (float)n->attr[1]); \
     }                                                                                                 \
@@ -623,7 +618,7 @@ const fnn_op_def *const fnn_ops_elementwise[] = {
 };
 
 /* ================= on a device: each row's code for the backend's map (cuda/map.cu) ================= */
-/* compared at run time, never through a static table: the AVX2_CLONE rows are ifuncs, and a static
+/* compared at run time, never through a static table: the FNN_CLONES_V4 rows are ifuncs, and a static
  * initializer's address of one is not the address a call site passes */
 static int device_code(row_fn row) {
 #define DEVICE_ROW(name) if (row == name##_row) return FNN_MAP_##name;

@@ -14,11 +14,6 @@
 
 /* the hot rows are memory-bound but gain from 8-lane AVX2 where the CPU has it: GCC on x86-64
  * glibc builds them twice and picks at load time (as elementwise.c does) */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
-#define NORM_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define NORM_CLONE
-#endif
 
 enum { NORM_CHUNK = 1024 };   /* floats summed in float lanes before the partial goes to a double */
 
@@ -105,7 +100,7 @@ typedef struct {
 /* rows lo..hi-1: the moments in one pass of shifted sums in float lanes (pair_sums, as group_norm
  * does; two passes with a double accumulator were a chain of dependent adds, 7% of a char_gpt
  * step), then y */
-static NORM_CLONE void ln_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
+static FNN_CLONES_V3 void ln_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
     const ln_fwd_args *a = ctx;
     const int64_t n = a->n, m16 = n < 16 ? n : 16;
     for (int64_t i = lo; i < hi; i++) {
@@ -135,7 +130,7 @@ typedef struct {
 
 /* dx rows lo..hi-1: with gw = g*w and xhat = (x - mean) * rstd,
  * dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) */
-static NORM_CLONE void ln_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
+static FNN_CLONES_V3 void ln_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
     const ln_bwd_args *a = ctx;
     const int64_t n = a->n;
     for (int64_t i = lo; i < hi; i++) {
@@ -347,7 +342,7 @@ static void bn_batch_channel(bn_args *a, int64_t c, float k, double s1, double s
 }
 
 /* y for planes lo..hi-1 (plane p = image p / C, channel p % C) */
-static NORM_CLONE void bn_apply_planes(void *ctx, int64_t lo, int64_t hi) {
+static FNN_CLONES_V3 void bn_apply_planes(void *ctx, int64_t lo, int64_t hi) {
     const bn_args *a = ctx;
     const int64_t C = a->C, S = a->S;
     for (int64_t p = lo; p < hi; p++) {
@@ -357,7 +352,7 @@ static NORM_CLONE void bn_apply_planes(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* y for images lo..hi-1 of a narrow layout */
-static NORM_CLONE void bn_apply_rows(void *ctx, int64_t lo, int64_t hi) {
+static FNN_CLONES_V3 void bn_apply_rows(void *ctx, int64_t lo, int64_t hi) {
     const bn_args *a = ctx;
     const int64_t C = a->C, S = a->S;
     const float *m = a->coef, *ca = a->coef + C, *cb = a->coef + 2 * C;
@@ -370,7 +365,7 @@ static NORM_CLONE void bn_apply_rows(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* training, wide layout: channels lo..hi-1, each its sums over all images, then its rows */
-static NORM_CLONE void bn_fwd_channels(void *ctx, int64_t lo, int64_t hi) {
+static FNN_CLONES_V3 void bn_fwd_channels(void *ctx, int64_t lo, int64_t hi) {
     bn_args *a = ctx;
     const int64_t C = a->C, S = a->S;
     for (int64_t c = lo; c < hi; c++) {
@@ -388,7 +383,7 @@ static NORM_CLONE void bn_fwd_channels(void *ctx, int64_t lo, int64_t hi) {
 
 /* narrow layout: partial sums of blocks lo..hi-1 into part[blk] = {sum u, sum u v} per channel with
  * forward u = v = x - shift, backward u = g, v = x - mean; the shifts are part[blocks * 2C ..] */
-static NORM_CLONE void bn_partial_blocks(void *ctx, int64_t lo, int64_t hi) {
+static FNN_CLONES_V3 void bn_partial_blocks(void *ctx, int64_t lo, int64_t hi) {
     const bn_args *a = ctx;
     const int64_t C = a->C, S = a->S;
     const double *k = a->part + a->blocks * 2 * C;
@@ -440,7 +435,7 @@ static void bn_grad_channel(bn_args *a, int64_t c, double sg, double sgx) {
 }
 
 /* dx for images lo..hi-1 of a narrow layout */
-static NORM_CLONE void bn_dx_rows(void *ctx, int64_t lo, int64_t hi) {
+static FNN_CLONES_V3 void bn_dx_rows(void *ctx, int64_t lo, int64_t hi) {
     const bn_args *a = ctx;
     const int64_t C = a->C, S = a->S;
     const float *m = a->coef, *ka = a->coef + C, *kb = a->coef + 2 * C, *kc = a->coef + 3 * C;
@@ -453,7 +448,7 @@ static NORM_CLONE void bn_dx_rows(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* backward, wide layout: channels lo..hi-1, each its sums over all images (when needed), then dx */
-static NORM_CLONE void bn_bwd_channels(void *ctx, int64_t lo, int64_t hi) {
+static FNN_CLONES_V3 void bn_bwd_channels(void *ctx, int64_t lo, int64_t hi) {
     bn_args *a = ctx;
     const int64_t C = a->C, S = a->S;
     const bool sums = a->training || a->dw || a->db;
@@ -642,7 +637,7 @@ typedef struct {
     double eps;
 } gn_args;
 
-static NORM_CLONE void gn_fwd_groups(void *ctx, int64_t lo, int64_t hi) {
+static FNN_CLONES_V3 void gn_fwd_groups(void *ctx, int64_t lo, int64_t hi) {
     const gn_args *a = ctx;
     const int64_t Cg = a->C / a->G, S = a->S, L = Cg * S, m16 = L < 16 ? L : 16;
     for (int64_t t = lo; t < hi; t++) {   /* t = n G + group */
@@ -664,7 +659,7 @@ static NORM_CLONE void gn_fwd_groups(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-static NORM_CLONE void gn_bwd_groups(void *ctx, int64_t lo, int64_t hi) {
+static FNN_CLONES_V3 void gn_bwd_groups(void *ctx, int64_t lo, int64_t hi) {
     const gn_args *a = ctx;
     const int64_t C = a->C, Cg = C / a->G, S = a->S, L = Cg * S;
     for (int64_t t = lo; t < hi; t++) {
@@ -797,7 +792,7 @@ typedef struct {
     double eps;
 } rms_args;
 
-static NORM_CLONE void rms_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
+static FNN_CLONES_V3 void rms_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
     const rms_args *a = ctx;
     const int64_t n = a->n;
     for (int64_t i = lo; i < hi; i++) {
@@ -812,7 +807,7 @@ static NORM_CLONE void rms_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-static NORM_CLONE void rms_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
+static FNN_CLONES_V3 void rms_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
     const rms_args *a = ctx;
     const int64_t n = a->n;
     for (int64_t i = lo; i < hi; i++) {

@@ -13,15 +13,10 @@
 
 /* compute-bound (five sigmoid/tanh per element): built for x86-64-v3 (AVX2 + FMA) too, picked at
  * load time, as elementwise.c's unary rows are */
-#if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
-#define AVX2_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define AVX2_CLONE
-#endif
 
 /* one row: z [4H], c [H] -> h [H], cn [H]; acts [5H] too when not NULL. Separate restrict
  * pointers and one loop per case so GCC vectorizes (it gives up on a row loop nest) */
-AVX2_CLONE static void lstm_fwd_row(const float *restrict z, const float *restrict c, float *restrict h,
+FNN_CLONES_V3 static void lstm_fwd_row(const float *restrict z, const float *restrict c, float *restrict h,
                                     float *restrict cn, float *restrict acts, int64_t H) {
     const float *zi = z, *zf = z + H, *zg = z + 2 * H, *zo = z + 3 * H;
     if (acts) {
@@ -61,7 +56,7 @@ static void lstm_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
 
 /* backward of one row: with dh = g[:H] and dc' = g[H:] + dh o (1 - tanh(c')^2),
  * dz = (dc' g i(1-i), dc' c f(1-f), dc' i (1-g^2), dh tanh(c') o(1-o)) and dc = dc' f */
-AVX2_CLONE static void lstm_bwd_row(const float *restrict g, const float *restrict acts, const float *restrict c,
+FNN_CLONES_V3 static void lstm_bwd_row(const float *restrict g, const float *restrict acts, const float *restrict c,
                                     float *restrict dz, float *restrict dc, int64_t H) {
     const float *dh = g, *dcn = g + H;
     const float *ai = acts, *af = acts + H, *ag = acts + 2 * H, *ao = acts + 3 * H, *at = acts + 4 * H;
@@ -226,7 +221,7 @@ typedef struct {
     int64_t out_ld;
 } rnn_step_args;
 
-AVX2_CLONE static void gru_fwd_row(const float *restrict x3, const float *restrict h3, const float *restrict bh,
+FNN_CLONES_V3 static void gru_fwd_row(const float *restrict x3, const float *restrict h3, const float *restrict bh,
                                    const float *restrict hp, float *restrict h, float *restrict acts, int64_t H) {
     float *restrict ar = acts, *restrict az = acts + H, *restrict an = acts + 2 * H, *restrict ah = acts + 3 * H;
     for (int64_t j = 0; j < H; j++) {
@@ -240,7 +235,7 @@ AVX2_CLONE static void gru_fwd_row(const float *restrict x3, const float *restri
     }
 }
 
-AVX2_CLONE static void tanh_fwd_row(const float *restrict z, float *restrict h, int64_t H) {
+FNN_CLONES_V3 static void tanh_fwd_row(const float *restrict z, float *restrict h, int64_t H) {
     for (int64_t j = 0; j < H; j++) h[j] = fnn_tanhf(z[j]);
 }
 
@@ -273,7 +268,7 @@ typedef struct {
     float *dh_direct;      /* gru: [N, H] the part of dh_prev that skips W_hh (z dh) */
 } rnn_back_args;
 
-AVX2_CLONE static void lstm_back_row(const float *restrict g, const float *restrict dhn, const float *restrict acts,
+FNN_CLONES_V3 static void lstm_back_row(const float *restrict g, const float *restrict dhn, const float *restrict acts,
                                      const float *restrict c, float *restrict dz, float *restrict dc, int64_t H) {
     const float *ai = acts, *af = acts + H, *ag = acts + 2 * H, *ao = acts + 3 * H, *at = acts + 4 * H;
     float *restrict di = dz, *restrict df = dz + H, *restrict dg = dz + 2 * H, *restrict dob = dz + 3 * H;
@@ -290,7 +285,7 @@ AVX2_CLONE static void lstm_back_row(const float *restrict g, const float *restr
 
 /* h' = (1 - z) n + z h, n = tanh(xn + r hn): dz = dh' (h - n) z(1-z), dn = dh' (1-z)(1-n^2),
  * dr = dn hn r(1-r); the x side gets (dr, dz, dn), the h side (dr, dz, dn r) */
-AVX2_CLONE static void gru_back_row(const float *restrict g, const float *restrict dhn, const float *restrict acts,
+FNN_CLONES_V3 static void gru_back_row(const float *restrict g, const float *restrict dhn, const float *restrict acts,
                                     const float *restrict hp, float *restrict dx3, float *restrict dh3,
                                     float *restrict dhd, int64_t H) {
     const float *ar = acts, *az = acts + H, *an = acts + 2 * H, *ah = acts + 3 * H;
@@ -305,7 +300,7 @@ AVX2_CLONE static void gru_back_row(const float *restrict g, const float *restri
     }
 }
 
-AVX2_CLONE static void tanh_back_row(const float *restrict g, const float *restrict dhn, const float *restrict h,
+FNN_CLONES_V3 static void tanh_back_row(const float *restrict g, const float *restrict dhn, const float *restrict h,
                                      float *restrict dz, int64_t H) {
     for (int64_t j = 0; j < H; j++) dz[j] = (g[j] + dhn[j]) * (1.0f - h[j] * h[j]);
 }
