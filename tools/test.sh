@@ -10,6 +10,7 @@
 # tools/test.sh --portable
 #   the portable build (-DFASTNN_ONEDNN=OFF: every GEMM through OpenBLAS) in build-portable, and
 #   every spec there; no CUDA build.
+# FASTNN_WERROR=ON (as CI sets it): a warning in the C, C++ or CUDA code fails the build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--sanitize" ]; then
@@ -31,7 +32,8 @@ if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
   export FASTNN_REQUIRE_MPI=1
 fi
 echo "== build in $dir (-DFASTNN_ONEDNN=$onednn)"
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFASTNN_MPI=$mpi -DFASTNN_ONEDNN=$onednn >/dev/null || exit 1
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DFASTNN_MPI=$mpi -DFASTNN_ONEDNN=$onednn \
+  -DFASTNN_WERROR="${FASTNN_WERROR:-OFF}" >/dev/null || exit 1
 cmake --build "$dir" -j"$JOBS" || exit 1
 cuda_failed=0
 if [ "$dir" = build ] && { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then
@@ -41,7 +43,7 @@ if [ "$dir" = build ] && { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cu
   archs=${FASTNN_CUDA_ARCHS:-90}
   echo "== CUDA build (-DFASTNN_CUDA=ON, sm_$archs, NCCL path with -DFASTNN_MPI=$mpi)"
   if ! { cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DFASTNN_CUDA=ON -DFASTNN_MPI=$mpi \
-           -DCMAKE_CUDA_ARCHITECTURES="$archs" >/dev/null && cmake --build build-cuda -j"$JOBS"; }; then
+           -DCMAKE_CUDA_ARCHITECTURES="$archs" -DFASTNN_WERROR="${FASTNN_WERROR:-OFF}" >/dev/null && cmake --build build-cuda -j"$JOBS"; }; then
     echo "CUDA build FAILED"
     cuda_failed=1
   fi

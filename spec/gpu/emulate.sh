@@ -12,7 +12,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 root=$PWD
 out=$root/${BUILD:-build-emu}
-cmake -S "$root" -B "$out" -DFASTNN_CUDA_EMULATED=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S "$root" -B "$out" -DFASTNN_CUDA_EMULATED=ON -DCMAKE_BUILD_TYPE=Release -DFASTNN_WERROR="${FASTNN_WERROR:-OFF}" >/dev/null
 cmake --build "$out" -j "${JOBS:-2}" --target fastnn >/dev/null
 case "${1:-}" in
    spec/*) ;;
