@@ -182,13 +182,26 @@ describe('cuda parity: pow, maximum, minimum, comparisons, where', function()
    end
 end)
 
-describe('cuda parity: the gradcheck cases of elementwise and reduction', function()
-   for _, family in ipairs{'elementwise', 'reduction'} do
+-- every case of spec/cases/<family>.lua on both sides (forward and, where differentiable, every
+-- input's gradient), for elementwise and the families on kernel rows (fnn_row_family_at): for the
+-- latter this is their parity spec, so a new op's case is its parity case too (registry_spec checks
+-- that every CUDA row has one). Tolerance: the case's `parity` {atol, rtol}, else 1e-5, 1e-4.
+local function case_families()
+   local list, i = {'elementwise'}, 0
+   while C.fnn_row_family_at(i) ~= nil do list[#list + 1] = ffi.string(C.fnn_row_family_at(i)); i = i + 1 end
+   return list
+end
+describe('cuda parity: the cases of elementwise and the families on kernel rows', function()
+   local differentiable = {}
+   for _, op in ipairs(fnn.ops()) do differentiable[op.name] = op.differentiable end
+   for _, family in ipairs(case_families()) do
       for k, c in ipairs(require('cases.' .. family)) do
          -- where's case builds its condition on the CPU inside fn; the where sweep above covers it
          if c.op ~= 'where' then
             case(('%s case %d (%s)'):format(family, k, c.op), function()
-               parity_grad(c.op, {c.inputs()}, c.fn, 1e-5, 1e-4)
+               local tol = c.parity or {1e-5, 1e-4}
+               if differentiable[c.op] then parity_grad(c.op, {c.inputs()}, c.fn, tol[1], tol[2])
+               else parity(c.op, {c.inputs()}, c.fn, tol[1], tol[2]) end
             end)
          end
       end
@@ -953,27 +966,6 @@ describe('cuda devices and memory', function()
    end)
 end)
 
--- the families on kernel rows: every case of spec/cases/<family>.lua runs on both sides (forward
--- and, where differentiable, every input's gradient), so a new op's case is its parity case too.
--- Tolerance: the case's `parity` {atol, rtol}, else the reductions' (sums in another order).
-describe('cuda parity: the case tables of the families on kernel rows', function()
-   local i = 0
-   while C.fnn_row_family_at(i) ~= nil do
-      local family = ffi.string(C.fnn_row_family_at(i))
-      local differentiable = {}
-      for _, op in ipairs(fnn.ops()) do differentiable[op.name] = op.differentiable end
-      for k, c in ipairs(require('cases.' .. family)) do
-         case(('%s case %d (%s)'):format(c.op, k, family), function()
-            fnn.manual_seed(500 + k)
-            local tol = c.parity or {1e-6, 1e-5}
-            if differentiable[c.op] then parity_grad(c.op, {c.inputs()}, c.fn, tol[1], tol[2])
-            else parity(c.op, {c.inputs()}, c.fn, tol[1], tol[2]) end
-         end)
-      end
-      i = i + 1
-   end
-end)
-
 -- every op the registry says the CUDA backend implements has parity cases in some
 -- spec/cuda_parity*_spec.lua (its name appears in a case), so has_cuda cannot run ahead of them
 describe('cuda coverage', function()
@@ -982,7 +974,7 @@ describe('cuda coverage', function()
       local text = {}
       for f in io.popen('ls spec/cuda_parity*_spec.lua'):lines() do text[#text + 1] = P.read_all(f) end
       text = table.concat(text, '\n')
-      -- the families on kernel rows are covered by their case tables (the describe above), which
+      -- the families on kernel rows are covered by their case tables (the cases' describe), which
       -- registry_spec checks by exact name
       local on_rows, i = {}, 0
       while C.fnn_row_family_at(i) ~= nil do on_rows[ffi.string(C.fnn_row_family_at(i))] = true; i = i + 1 end
