@@ -160,6 +160,16 @@ local function cdim(op, t, d, extra)
 end
 M.cdim = cdim
 
+-- the one argument check of the bindings: t must be a tensor, else an error raised `level` frames
+-- up (default 3: the caller of the binding that called this) naming the op and, when given, the
+-- argument ("conv2d: weight is a nil, expected a tensor"; "sum: expected a tensor, got a table")
+function M.check_tensor(op, t, what, level)
+   if M.is_tensor(t) then return end
+   local msg = what and ('%s: %s is a %s, expected a tensor'):format(op, what, type(t))
+      or ('%s: expected a tensor, got a %s'):format(op, type(t))
+   error(msg, (level or 2) + 1)
+end
+
 -- dtypes by name and by code (fnn_dtype)
 local DTYPE_CODE = {float32 = 0, int64 = 1, float = 0, long = 1}
 local DTYPE_NAME = {[0] = 'float32', [1] = 'int64'}

@@ -19,9 +19,7 @@ local floor = math.floor
 local M = {}
 
 -- errors from these helpers land on the user's line: 1 the helper, 2 the binding, 3 its caller
-local function check_tensor(op, t, what)
-   if not is_tensor(t) then error(('%s: %s is a %s, expected a tensor'):format(op, what, type(t)), 3) end
-end
+local check_tensor = fnn_tensor.check_tensor
 
 local function is_int(v) return type(v) == 'number' and v == floor(v) end
 

@@ -11,9 +11,7 @@ local M = {}
 -- a tensor argument checked before the C call: LuaJIT's own conversion error ("bad argument #2 to
 -- 'cfn'") would name neither the op nor the caller's line
 local is_tensor = fnn_tensor.is_tensor
-local function check_x(op, x)
-   if not is_tensor(x) then error(('%s: expected a tensor, got a %s'):format(op, type(x)), 3) end
-end
+local check_x = fnn_tensor.check_tensor
 
 -- unary: x -> same shape
 for _, name in ipairs{'neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid',

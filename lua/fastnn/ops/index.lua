@@ -21,9 +21,7 @@ local function ids_arg(op, what, ids)
    error(('%s: %s is a %s, expected a tensor or a table of 1-based ids'):format(op, what, type(ids)), 3)
 end
 
-local function check_tensor(op, t, what)
-   if not is_tensor(t) then error(('%s: %s is a %s, expected a tensor'):format(op, what, type(t)), 3) end
-end
+local check_tensor = fnn_tensor.check_tensor
 
 -- index_select(dim, ids): the positions ids (1-D, 1-based) of dim, in that order
 function Tensor.index_select(x, dim, ids)

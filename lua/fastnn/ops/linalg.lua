@@ -11,9 +11,7 @@ local new, done, fail, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_tensor.f
 local M = {}
 
 -- raised at the user's line: 1 here, 2 the binding, 3 its caller
-local function check_tensor(op, t, what)
-   if not is_tensor(t) then error(('%s: %s is a %s, expected a tensor'):format(op, what, type(t)), 3) end
-end
+local check_tensor = fnn_tensor.check_tensor
 
 for _, name in ipairs{'matmul', 'bmm', 'outer'} do
    local cfn = C['fnn_' .. name]

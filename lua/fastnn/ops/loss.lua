@@ -62,9 +62,7 @@ local function reduction_of(op, opts, lvl, extra)
    return r
 end
 
-local function check_tensor(op, t, what, lvl)
-   if not is_tensor(t) then error(('%s: %s is a %s, expected a tensor'):format(op, what, type(t)), lvl + 1) end
-end
+local check_tensor = fnn_tensor.check_tensor
 
 -- a number option (nil: the default), checked
 local function number_opt(op, opts, key, default, lvl)

@@ -25,9 +25,7 @@ local M = {}
 local FLOAT_EPS = 1.1920928955078125e-07   -- torch.finfo(torch.float32).eps
 
 -- raised at the user's line: 1 here, 2 the binding, 3 its caller
-local function check_tensor(op, t, what)
-   if not is_tensor(t) then error(('%s: %s is a %s, expected a tensor'):format(op, what, type(t)), 3) end
-end
+local check_tensor = fnn_tensor.check_tensor
 local function check_optional(op, t, what)
    if t ~= nil then check_tensor(op, t, what) end
 end

@@ -54,9 +54,7 @@ M._tuple = tuple   -- for the nn layers (not merged into fnn: leading underscore
 function M._dims_str(t) return table.concat(t, 'x') end
 
 -- errors from these land on the user's line: 1 the helper, 2 the binding, 3 its caller
-local function check_tensor(op, x)
-   if not is_tensor(x) then error(('%s: input is a %s, expected a tensor'):format(op, type(x)), 3) end
-end
+local check_tensor = fnn_tensor.check_tensor
 
 local function options(op, opts, example)
    if opts == nil then return {} end
@@ -72,7 +70,7 @@ end
 -- the C arguments after (out, x): kernel..., stride..., padding..., ceil_mode (tuple's errors:
 -- 1 tuple, 2 here, 3 the binding, 4 its caller)
 local function pool_args(op, x, kernel, opts, dims)
-   if not is_tensor(x) then error(('%s: input is a %s, expected a tensor'):format(op, type(x)), 3) end
+   check_tensor(op, x, 'input', 3)
    if kernel == nil then error(('%s: kernel size missing (%s)'):format(op, FORMS[dims]), 3) end
    if opts ~= nil and type(opts) ~= 'table' then
       error(('%s: options must be a table like {stride = 2}, got a %s'):format(op, type(opts)), 3)
@@ -110,7 +108,7 @@ end
 
 local fnn_adaptive_avg_pool2d = C.fnn_adaptive_avg_pool2d
 function M.adaptive_avg_pool2d(x, size)
-   check_tensor('adaptive_avg_pool2d', x)
+   check_tensor('adaptive_avg_pool2d', x, 'input')
    if size == nil then error('adaptive_avg_pool2d: output size missing (an integer or a table {h, w})', 2) end
    local hw = tuple('adaptive_avg_pool2d', 'output size', size, 2, nil, 3)
    local out = new()
@@ -158,7 +156,7 @@ M._scaled_size = scaled_size
 
 function M.upsample(x, opts)
    local op = 'upsample'
-   check_tensor(op, x)
+   check_tensor(op, x, 'input')
    if type(opts) ~= 'table' then
       error(('%s: options must be a table like {scale_factor = 2} or {size = {h, w}}, got a %s'):format(
             op, type(opts)), 2)

@@ -16,17 +16,14 @@ local new, done, fail, cdim, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_te
 local M = {}
 
 local function flag(v) return (v and v ~= 0) and 1 or 0 end
--- raised at the user's line: 1 here, 2 the method, 3 its caller
-local function not_tensor(op, x)
-   error(('%s: expected a tensor, got a %s'):format(op, type(x)), 3)
-end
+local check_tensor = fnn_tensor.check_tensor
 
 -- sum, mean, prod, logsumexp, and argmax, argmin (1-based indices as floats, no gradient):
 -- (dim, keepdim); no dim reduces everything (C dim -1)
 for _, name in ipairs{'sum', 'mean', 'prod', 'logsumexp', 'argmax', 'argmin'} do
    local cfn = C['fnn_' .. name]
    Tensor[name] = function(x, dim, keepdim)
-      if not is_tensor(x) then not_tensor(name, x) end
+      check_tensor(name, x)
       local d = dim == nil and -1 or cdim(name, x, dim)
       local out = new()
       if cfn(out, x, d, flag(keepdim)) ~= 0 then fail() end
@@ -38,7 +35,7 @@ end
 for _, name in ipairs{'var', 'std'} do
    local cfn = C['fnn_' .. name]
    Tensor[name] = function(x, dim, keepdim, opts)
-      if not is_tensor(x) then not_tensor(name, x) end
+      check_tensor(name, x)
       if type(dim) == 'table' then dim, keepdim, opts = nil, nil, dim
       elseif type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
       local unbiased = not (opts and opts.unbiased == false)
@@ -52,7 +49,7 @@ end
 -- norm(p, dim, keepdim): p a number, 'inf', '-inf' or 'fro' (= 2)
 local named_p = {inf = math.huge, ['-inf'] = -math.huge, fro = 2}
 function Tensor.norm(x, p, dim, keepdim)
-   if not is_tensor(x) then not_tensor('norm', x) end
+   check_tensor('norm', x)
    if p == nil then p = 2 end
    if type(p) == 'string' then p = named_p[p] or p end
    if type(p) ~= 'number' then
@@ -68,7 +65,7 @@ end
 for _, name in ipairs{'max', 'min'} do
    local cfn, elementwise = C['fnn_' .. name], name == 'max' and 'maximum' or 'minimum'
    Tensor[name] = function(x, dim, keepdim)
-      if not is_tensor(x) then not_tensor(name, x) end
+      check_tensor(name, x)
       if is_tensor(dim) then
          local out = new()
          if C['fnn_' .. elementwise](out, x, dim) ~= 0 then fail() end
@@ -90,7 +87,7 @@ end
 for _, name in ipairs{'softmax', 'log_softmax'} do
    local cfn = C['fnn_' .. name]
    Tensor[name] = function(x, dim)
-      if not is_tensor(x) then not_tensor(name, x) end
+      check_tensor(name, x)
       local d
       if dim == nil or (x.ndim == 0 and (dim == 1 or dim == -1)) then d = -1
       else d = cdim(name, x, dim) end
@@ -102,7 +99,7 @@ end
 
 -- cumsum(dim): y[.., r, ..] = x[.., 1, ..] + ... + x[.., r, ..]
 function Tensor.cumsum(x, dim)
-   if not is_tensor(x) then not_tensor('cumsum', x) end
+   check_tensor('cumsum', x)
    if dim == nil then error('cumsum: dim is required (which dim to run the sums along)', 2) end
    local d
    if x.ndim == 0 and (dim == 1 or dim == -1) then d = -1 else d = cdim('cumsum', x, dim) end

@@ -22,9 +22,7 @@ local function int_arg(op, what, v)
    return v
 end
 
-local function check_tensor(op, t)
-   if not is_tensor(t) then error(('%s: expected a tensor, got a %s'):format(op, type(t)), 3) end
-end
+local check_tensor = fnn_tensor.check_tensor
 
 -- reshape{3, -1} / reshape(3, -1): one -1 inferred; a view when the layout allows, else a copy
 function Tensor.reshape(x, ...)

@@ -14,10 +14,7 @@ local new, done, fail, cdim, is_tensor, shape_str = fnn_tensor.new, fnn_tensor.d
 local floor = math.floor
 local M = {}
 
--- errors below are raised at the user's line: 1 here, 2 the method, 3 its caller
-local function not_tensor(op, x)
-   error(('%s: expected a tensor, got a %s'):format(op, type(x)), 3)
-end
+local check_tensor = fnn_tensor.check_tensor
 
 local function check_opts(op, opts, example)
    if opts ~= nil and type(opts) ~= 'table' then
@@ -37,7 +34,7 @@ local function last_dim(op, dim)
 end
 
 function Tensor.sort(x, dim, opts)
-   if not is_tensor(x) then not_tensor('sort', x) end
+   check_tensor('sort', x)
    if type(dim) == 'table' then dim, opts = nil, dim end
    check_opts('sort', opts, '{descending = true}')
    local d = (dim == nil or x.ndim == 0) and last_dim('sort', dim) or cdim('sort', x, dim)
@@ -47,7 +44,7 @@ function Tensor.sort(x, dim, opts)
 end
 
 function Tensor.topk(x, k, dim, opts)
-   if not is_tensor(x) then not_tensor('topk', x) end
+   check_tensor('topk', x)
    if type(dim) == 'table' then dim, opts = nil, dim end
    check_opts('topk', opts, '{largest = false}')
    local d = (dim == nil or x.ndim == 0) and last_dim('topk', dim) or cdim('topk', x, dim)
