@@ -259,19 +259,6 @@ static void strided_copy_i64(int64_t *dst, const int64_t *src, int ndim, const i
     }
 }
 
-void fnn_gather_rows(char *y, const char *x, int64_t stride, size_t row, const int64_t *ids, int64_t m, int64_t base) {
-    for (int64_t j = 0; j < m; j++) {
-        /* a shuffled row is a cache miss that the hardware prefetcher cannot guess: ask for the
-         * next row while this one is copied (a shuffled Fashion-MNIST epoch ~8% faster), its
-         * first 4 KB: past that the hardware prefetcher follows the row */
-        if (j + 1 < m) {
-            const char *next = x + (ids[j + 1] - base) * stride;
-            for (size_t b = 0; b < row && b < 4096; b += 64) __builtin_prefetch(next + b);
-        }
-        memcpy(y + (size_t)j * row, x + (ids[j] - base) * stride, row);
-    }
-}
-
 void fnn_strided_copy(void *dst, const void *src, int esize, int ndim, const int64_t *shape, const int64_t *stride) {
     if (esize == 8) strided_copy_i64(dst, src, ndim, shape, stride);
     else strided_copy_f32(dst, src, ndim, shape, stride);
@@ -336,31 +323,6 @@ void fnn_broadcast_strides(const fnn_tensor *t, int nout, const int64_t *out_sha
         if (i < lead) stride[i] = 0;
         else stride[i] = (t->shape[i - lead] == 1 && out_shape[i] != 1) ? 0 : t->stride[i - lead];
     }
-}
-
-int fnn_sum_to_shape(fnn_tensor *out, const fnn_tensor *g, int ndim, const int64_t *shape) {
-    if (g->ndim == ndim && memcmp(g->shape, shape, sizeof(int64_t) * (size_t)ndim) == 0)
-        return fnn_tensor_ref(out, g);
-    /* sum over leading dims and over dims where shape has 1 */
-    fnn_tensor cur, next;
-    FNN_TRY(fnn_tensor_ref(&cur, g));
-    int lead = g->ndim - ndim;
-    for (int i = 0; i < lead; i++) {
-        int rc = fnn_sum(&next, &cur, 0, 0);
-        fnn_tensor_clear(&cur);
-        if (rc) return rc;
-        cur = next;
-    }
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] == 1 && cur.shape[i] != 1) {
-            int rc = fnn_sum(&next, &cur, i, 1);
-            fnn_tensor_clear(&cur);
-            if (rc) return rc;
-            cur = next;
-        }
-    }
-    *out = cur;
-    return FNN_STATUS_OK;
 }
 
 /* ---- creation ----
@@ -529,108 +491,6 @@ int fnn_eye(fnn_tensor *out, int64_t n, int64_t m) {
     float *y = fnn_data(out);
     for (int64_t i = 0; i < shape[0] && i < shape[1]; i++) y[i * shape[1] + i] = 1.0f;
     return FNN_STATUS_OK;
-}
-
-static int uniform_as(const char *op, fnn_tensor *out, int ndim, const int64_t *shape, double lo, double hi) {
-    FNN_TRY(empty_as(op, out, ndim, shape, FNN_DTYPE_FLOAT32));
-    float *y = fnn_data(out);
-    int64_t n = fnn_numel_of(ndim, shape);
-    fnn_random_uniforms(y, n, lo, hi);
-    return FNN_STATUS_OK;
-}
-int fnn_uniform(fnn_tensor *out, int ndim, const int64_t *shape, double lo, double hi) {
-    return uniform_as("uniform", out, ndim, shape, lo, hi);
-}
-int fnn_rand(fnn_tensor *out, int ndim, const int64_t *shape) { return uniform_as("rand", out, ndim, shape, 0, 1); }
-
-static int normal_as(const char *op, fnn_tensor *out, int ndim, const int64_t *shape, double mean, double std) {
-    FNN_TRY(empty_as(op, out, ndim, shape, FNN_DTYPE_FLOAT32));
-    float *y = fnn_data(out);
-    int64_t n = fnn_numel_of(ndim, shape);
-    fnn_random_normals(y, n, (float)mean, (float)std);
-    return FNN_STATUS_OK;
-}
-int fnn_normal(fnn_tensor *out, int ndim, const int64_t *shape, double mean, double std) {
-    return normal_as("normal", out, ndim, shape, mean, std);
-}
-int fnn_randn(fnn_tensor *out, int ndim, const int64_t *shape) { return normal_as("randn", out, ndim, shape, 0, 1); }
-
-int fnn_bernoulli(fnn_tensor *out, int ndim, const int64_t *shape, double p) {
-    FNN_CHECK(p >= 0 && p <= 1, FNN_STATUS_ARG, "bernoulli: p must be in [0, 1], got %g", p);
-    FNN_TRY(empty_as("bernoulli", out, ndim, shape, FNN_DTYPE_FLOAT32));
-    float *y = fnn_data(out);
-    int64_t n = fnn_numel_of(ndim, shape);
-    fnn_random_bernoullis(y, n, p);
-    return FNN_STATUS_OK;
-}
-
-int fnn_randperm(fnn_tensor *out, int64_t n) {
-    FNN_CHECK(n >= 0, FNN_STATUS_ARG, "randperm: n must be >= 0, got %lld", (long long)n);
-    FNN_TRY(empty_as("randperm", out, 1, &n, FNN_DTYPE_INT64));
-    int64_t *y = fnn_data_i64(out);
-    for (int64_t i = 0; i < n; i++) y[i] = i + 1;
-    for (int64_t i = n - 1; i > 0; i--) {   /* Fisher-Yates */
-        int64_t j = (int64_t)(fnn_random_u64() % (uint64_t)(i + 1));
-        int64_t t = y[i]; y[i] = y[j]; y[j] = t;
-    }
-    return FNN_STATUS_OK;
-}
-
-/* orthogonal: Householder QR in doubles of a [max, min] Gaussian matrix; Q's columns are
- * scaled by sign(diag R) so the result is uniformly distributed, then transposed if rows < cols */
-int fnn_orthogonal(fnn_tensor *out, int64_t rows, int64_t cols, double gain) {
-    FNN_CHECK(rows > 0 && cols > 0 && rows * cols <= ((int64_t)1 << 26), FNN_STATUS_ARG,
-              "orthogonal: shape [%lld,%lld] must be non-empty and at most 2^26 elements",
-              (long long)rows, (long long)cols);
-    int64_t m = rows > cols ? rows : cols, n = rows > cols ? cols : rows;  /* m >= n */
-    double *a = malloc(sizeof(double) * (size_t)(m * n)), *v = malloc(sizeof(double) * (size_t)m);
-    double *q = calloc((size_t)(m * n), sizeof(double)), *diag = malloc(sizeof(double) * (size_t)n);
-    if (!a || !v || !q || !diag) {
-        free(a); free(v); free(q); free(diag);
-        return FNN_FAIL(FNN_STATUS_OOM, "orthogonal: out of memory for [%lld,%lld]", (long long)rows, (long long)cols);
-    }
-    for (int64_t i = 0; i < m * n; i++) a[i] = fnn_random_normal();       /* a: m x n, row-major */
-    for (int64_t i = 0; i < n; i++) q[i * n + i] = 1.0;                   /* q starts as I (m x n) */
-    /* reflections H_k = I - 2 v v^T / (v^T v) zeroing a's column k below the diagonal */
-    double *vs = malloc(sizeof(double) * (size_t)(m * n));
-    if (!vs) { free(a); free(v); free(q); free(diag); return FNN_FAIL(FNN_STATUS_OOM, "orthogonal: out of memory"); }
-    for (int64_t k = 0; k < n; k++) {
-        double norm = 0;
-        for (int64_t i = k; i < m; i++) norm += a[i * n + k] * a[i * n + k];
-        norm = sqrt(norm);
-        double alpha = a[k * n + k] > 0 ? -norm : norm;
-        for (int64_t i = 0; i < m; i++) v[i] = i < k ? 0 : a[i * n + k];
-        v[k] -= alpha;
-        double vv = 0;
-        for (int64_t i = k; i < m; i++) vv += v[i] * v[i];
-        for (int64_t i = 0; i < m; i++) vs[k * m + i] = vv > 0 ? v[i] / sqrt(vv) : 0;
-        for (int64_t j = k; j < n; j++) {             /* a = H a */
-            double d = 0;
-            for (int64_t i = k; i < m; i++) d += vs[k * m + i] * a[i * n + j];
-            for (int64_t i = k; i < m; i++) a[i * n + j] -= 2 * d * vs[k * m + i];
-        }
-        diag[k] = a[k * n + k];
-    }
-    for (int64_t k = n - 1; k >= 0; k--) {            /* q = H_0 ... H_{n-1} [I; 0] */
-        for (int64_t j = 0; j < n; j++) {
-            double d = 0;
-            for (int64_t i = k; i < m; i++) d += vs[k * m + i] * q[i * n + j];
-            for (int64_t i = k; i < m; i++) q[i * n + j] -= 2 * d * vs[k * m + i];
-        }
-    }
-    int64_t shape[2] = {rows, cols};
-    int rc = fnn_empty(out, 2, shape);
-    if (!rc) {
-        float *y = fnn_data(out);
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) {
-                double val = gain * q[i * n + j] * (diag[j] < 0 ? -1.0 : 1.0);
-                if (rows >= cols) y[i * cols + j] = (float)val;
-                else y[j * cols + i] = (float)val;
-            }
-    }
-    free(a); free(v); free(q); free(diag); free(vs);
-    return rc;
 }
 
 /* ---- reading values ---- */
