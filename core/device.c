@@ -1,5 +1,6 @@
-/* device.c: device queries and copies between devices. The CPU backend lives
- * in alloc.c; the CUDA one registers itself on first use when built. */
+/* device.c: the device registry (counts, availability, the CUDA backend's
+ * registration on first use; the CPU backend lives in alloc.c), creators and
+ * uploads on a device, synchronize. The to_device op is core/ops/to_device.c. */
 #include "internal.h"
 #include <string.h>
 
@@ -11,7 +12,7 @@ int fnn_cuda_built(void) {
 #endif
 }
 
-static void ensure_backends(void) {
+void fnn_ensure_backends(void) {
 #ifdef FASTNN_WITH_CUDA
     static int done;
     if (!__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) fnn_cuda_register();
@@ -19,54 +20,19 @@ static void ensure_backends(void) {
 }
 
 int fnn_device_count(int device_type) {
-    ensure_backends();
+    fnn_ensure_backends();
     const fnn_backend *b = fnn_backend_for(fnn_make_device(device_type, 0));
     return b && b->device_count ? b->device_count() : 0;
 }
 
-/* ---- to_device: y = x on another device; dx = dy copied back ---- */
-static int to_device_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    if (!n->next[0]) return FNN_STATUS_OK;
-    return fnn_to_device(&din[0], g, (int)n->iattr[0]);
-}
-static const fnn_op_def TO_DEVICE = {{"to_device", "device", 1, 1}, to_device_backward, FNN_EMBEDS_NONE};
-const fnn_op_def *const fnn_ops_device[] = {&TO_DEVICE, NULL};
-
 /* an error naming op and the device when there is no such device here */
-static int check_available(const char *op, int device) {
-    ensure_backends();
+int fnn_check_device(const char *op, int device) {
+    fnn_ensure_backends();
     char name[32];
     int type = fnn_device_type_of(device);
     FNN_CHECK(fnn_backend_for(device) != NULL && fnn_device_ordinal(device) < fnn_device_count(type),
               FNN_STATUS_DEVICE, "%s: device %s is not available (%s)", op, fnn_device_name(device, name, sizeof name),
               fnn_cuda_built() ? "no such GPU" : "this build has no CUDA backend; rebuild with -DFASTNN_CUDA=ON");
-    return FNN_STATUS_OK;
-}
-
-int fnn_to_device(fnn_tensor *out, const fnn_tensor *x, int device) {
-    FNN_TRY(fnn_check_input_any("to", x));
-    FNN_TRY(check_available("to", device));
-    int type = fnn_device_type_of(device);
-    if (device == x->device) return fnn_tensor_ref(out, x);
-    fnn_tensor src;
-    int rc;
-    const void *data = fnn_contiguous_bytes(x, &src, &rc);
-    FNN_TRY(rc);
-    rc = fnn_new_output_dtype(out, device, x->dtype, x->ndim, x->shape);
-    if (!rc) {
-        /* the side that is not the CPU does the copy */
-        const fnn_backend *b = fnn_backend_for(type != FNN_DEVICE_CPU ? device : x->device);
-        rc = b->copy(fnn_bytes(out), device, data, x->device, (size_t)fnn_tensor_numel(x) * (size_t)fnn_elem_size(x));
-        if (rc) fnn_tensor_clear(out);
-    }
-    fnn_tensor_clear(&src);
-    FNN_TRY(rc);
-    const fnn_tensor *ins[1] = {x};
-    if (fnn_needs_node(1, ins)) {
-        fnn_node *n = fnn_attach_node(out, &TO_DEVICE, 1, ins);
-        if (!n) { fnn_tensor_clear(out); return fnn_last_status(); }
-        n->iattr[0] = x->device;
-    }
     return FNN_STATUS_OK;
 }
 
@@ -77,7 +43,7 @@ int fnn_to_device(fnn_tensor *out, const fnn_tensor *x, int device) {
 int fnn_empty_on(fnn_tensor *out, int device, int ndim, const int64_t *shape, int dtype) {
     fnn_tensor_init(out);
     if (fnn_device_type_of(device) == FNN_DEVICE_CPU) return fnn_empty_dtype(out, ndim, shape, dtype);
-    FNN_TRY(check_available("empty", device));
+    FNN_TRY(fnn_check_device("empty", device));
     fnn_set_op("empty");
     return fnn_new_output_dtype(out, device, dtype, ndim, shape);
 }
@@ -85,7 +51,7 @@ int fnn_empty_on(fnn_tensor *out, int device, int ndim, const int64_t *shape, in
 int fnn_full_on(fnn_tensor *out, int device, int ndim, const int64_t *shape, double value, int dtype) {
     fnn_tensor_init(out);
     if (fnn_device_type_of(device) == FNN_DEVICE_CPU) return fnn_full_dtype(out, ndim, shape, value, dtype);
-    FNN_TRY(check_available("full", device));
+    FNN_TRY(fnn_check_device("full", device));
     const fnn_backend *be = fnn_backend_for(device);
     if (dtype != FNN_DTYPE_FLOAT32 || !be->fill) {
         fnn_tensor host;
@@ -131,26 +97,8 @@ int fnn_upload(fnn_tensor *out, int device, int dtype, int ndim, const int64_t *
     return rc;
 }
 
-int fnn_to_device_async(fnn_tensor *out, const fnn_tensor *x, int device) {
-    FNN_TRY(fnn_check_input_any("to", x));
-    ensure_backends();
-    const fnn_backend *be = fnn_backend_for(device);
-    const fnn_tensor *ins[1] = {x};
-    if (fnn_device_type_of(device) == FNN_DEVICE_CPU || fnn_device_type_of(x->device) != FNN_DEVICE_CPU || !be ||
-        !be->copy_async || fnn_tensor_numel(x) == 0 ||
-        fnn_device_ordinal(device) >= fnn_device_count(fnn_device_type_of(device)) || fnn_needs_node(1, ins))
-        return fnn_to_device(out, x, device);   /* its checks and messages, its autograd node */
-    fnn_tensor tmp;
-    int rc;
-    const void *data = fnn_contiguous_bytes(x, &tmp, &rc);
-    FNN_TRY(rc);
-    rc = fnn_upload(out, device, x->dtype, x->ndim, x->shape, data);
-    fnn_tensor_clear(&tmp);
-    return rc;
-}
-
 int fnn_device_synchronize(int device) {
-    ensure_backends();
+    fnn_ensure_backends();
     if (fnn_device_type_of(device) == FNN_DEVICE_CPU) return FNN_STATUS_OK;
     const fnn_backend *be = fnn_backend_for(device);
     char name[32];
@@ -162,7 +110,7 @@ int fnn_device_synchronize(int device) {
 int fnn_cuda_pinned_stats(int64_t *stats) {
     FNN_CHECK(stats != NULL, FNN_STATUS_ARG, "pinned_stats: no array for the 4 counts");
     memset(stats, 0, 4 * sizeof *stats);
-    ensure_backends();
+    fnn_ensure_backends();
     const fnn_backend *be = fnn_backend_for(fnn_make_device(FNN_DEVICE_CUDA, 0));
     return be && be->host_stats ? be->host_stats(stats) : FNN_STATUS_OK;
 }

@@ -33,6 +33,9 @@ static inline int fnn_device_type_of(int device) { return device >> 8; }
 static inline int fnn_device_ordinal(int device) { return device & 255; }
 static inline int fnn_make_device(int type, int ordinal) { return type * 256 + ordinal; }
 const char *fnn_device_name(int device, char *buf, int len);
+/* device.c: registers the built backends (once); an error naming op unless device is available here */
+void fnn_ensure_backends(void);
+int fnn_check_device(const char *op, int device);
 
 /* ---- storage: one refcounted buffer on one device ---- */
 struct fnn_storage {
@@ -498,7 +501,6 @@ void fnn_sgemm_parallel_for(int64_t n, int threads, fnn_range_fn fn, void *ctx);
 bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                     int64_t ldb, const float *bias, float beta, float *c, int64_t ldc);
 bool fnn_blas_portable(void);         /* the OpenBLAS kernels run (no oneDNN, or fnn_set_kernels) */
-void fnn_blas_set_threads(int n);     /* OpenBLAS's pool: n while it runs the GEMMs, else 1 */
 
 /* ---- autograd ---- */
 typedef int (*fnn_backward_fn)(fnn_node *n, const fnn_tensor *dout, fnn_tensor *dins);
