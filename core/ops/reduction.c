@@ -910,17 +910,23 @@ static int extreme_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (d < 0) return grad_lines(n, g, din, ties_grad, true, true);
     if (!n->next[0]) return FNN_STATUS_OK;
     if (on_device(g)) return row_backward(n, g, din, NULL, NULL, &n->saved[1], 0, 0);
-    fnn_tensor zeros, gk, ik;
-    fnn_tensor_init(&gk);
-    fnn_tensor_init(&ik);
-    FNN_TRY(fnn_zeros(&zeros, n->in_ndim[0], n->in_shape[0]));
-    bool keep = n->iattr[1] != 0;
-    int rc = keep ? fnn_tensor_ref(&gk, g) : fnn_unsqueeze(&gk, g, d);
-    if (!rc) rc = keep ? fnn_tensor_ref(&ik, &n->saved[1]) : fnn_unsqueeze(&ik, &n->saved[1], d);
-    if (!rc) rc = fnn_scatter_add(din, &zeros, d, &ik, &gk);
-    fnn_tensor_clear(&zeros);
-    fnn_tensor_clear(&gk);
-    fnn_tensor_clear(&ik);
+    /* zeros, with g [O, I] put at the forward's positions idx [O, I] along R */
+    int64_t O, R, I;
+    split_shape(n->in_ndim[0], n->in_shape[0], d, &O, &R, &I);
+    fnn_tensor tg, ti;
+    fnn_tensor_init(&ti);
+    int rc;
+    const float *gs = fnn_contiguous_data(g, &tg, &rc);
+    const int64_t *is = NULL;
+    if (!rc) is = fnn_contiguous_bytes(&n->saved[1], &ti, &rc);
+    if (!rc) rc = fnn_zeros(din, n->in_ndim[0], n->in_shape[0]);
+    if (!rc) {
+        float *dx = fnn_data(din);
+        for (int64_t o = 0; o < O; o++)
+            for (int64_t i = 0; i < I; i++) dx[(o * R + is[o * I + i] - 1) * I + i] = gs[o * I + i];
+    }
+    fnn_tensor_clear(&tg);
+    fnn_tensor_clear(&ti);
     return rc;
 }
 static const fnn_op_def MAX = {{"max", "reduction", 1, 0}, extreme_backward, FNN_EMBEDS_NONE};
@@ -1281,6 +1287,32 @@ static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tens
 }
 int fnn_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&SOFTMAX, out, x, dim, false); }
 int fnn_log_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&LOG_SOFTMAX, out, x, dim, true); }
+
+/* g summed down to shape (undoing broadcasting): over its leading dims and where shape has 1 */
+int fnn_sum_to_shape(fnn_tensor *out, const fnn_tensor *g, int ndim, const int64_t *shape) {
+    if (g->ndim == ndim && memcmp(g->shape, shape, sizeof(int64_t) * (size_t)ndim) == 0)
+        return fnn_tensor_ref(out, g);
+    /* sum over leading dims and over dims where shape has 1 */
+    fnn_tensor cur, next;
+    FNN_TRY(fnn_tensor_ref(&cur, g));
+    int lead = g->ndim - ndim;
+    for (int i = 0; i < lead; i++) {
+        int rc = fnn_sum(&next, &cur, 0, 0);
+        fnn_tensor_clear(&cur);
+        if (rc) return rc;
+        cur = next;
+    }
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == 1 && cur.shape[i] != 1) {
+            int rc = fnn_sum(&next, &cur, i, 1);
+            fnn_tensor_clear(&cur);
+            if (rc) return rc;
+            cur = next;
+        }
+    }
+    *out = cur;
+    return FNN_STATUS_OK;
+}
 
 /* ================= cumsum: running sums along a dim =================
  * y[.., r, ..] = x[.., 0, ..] + ... + x[.., r, ..], summed in double; its gradient is the same sum
