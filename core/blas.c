@@ -61,8 +61,20 @@ static inline bool onednn_on(void) {
 
 bool fnn_blas_portable(void) { return !onednn_on(); }
 
-/* OpenBLAS's own pool: the thread count while it runs the GEMMs, one while oneDNN does */
-void fnn_blas_set_threads(int n) { openblas_set_num_threads(onednn_on() ? 1 : n); }
+/* OpenBLAS's own pool follows fnn_get_num_threads lazily: each portable GEMM outside a parallel
+ * region tells it the count when it changed (threads.c knows nothing of the BLAS); inside one
+ * (fnn_sgemm_parallel_for's parts) it runs on one thread. blas_threads: what it was last told. */
+static atomic_int blas_threads;
+static bool in_parallel(void) {
+#ifdef _OPENMP
+    return omp_in_parallel();
+#else
+    return false;
+#endif
+}
+static void blas_threads_set(int n) {
+    if (atomic_exchange_explicit(&blas_threads, n, memory_order_relaxed) != n) openblas_set_num_threads(n);
+}
 
 int fnn_set_kernels(const char *name) {
     int want;
@@ -75,7 +87,6 @@ int fnn_set_kernels(const char *name) {
               "set_kernels: this build has no oneDNN (built with -DFASTNN_ONEDNN=OFF); only 'portable' runs");
 #endif
     atomic_store_explicit(&kernels, want, memory_order_relaxed);
-    fnn_blas_set_threads(fnn_get_num_threads());
     return FNN_STATUS_OK;
 }
 
@@ -93,6 +104,7 @@ void fnn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
         return;
     }
 #endif
+    if (!in_parallel()) blas_threads_set(fnn_get_num_threads());
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
                 (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
@@ -250,12 +262,11 @@ bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const flo
 
 /* a kernel that splits its work over the threads and calls fnn_sgemm inside each part: oneDNN
  * already runs serially there; OpenBLAS is held at one thread meanwhile (process-wide: a GEMM that
- * another host thread runs meanwhile also runs on one thread, correct but slower) */
+ * another host thread runs meanwhile also runs on one thread, correct but slower), and the next
+ * GEMM outside a parallel region gives it the count back */
 void fnn_sgemm_parallel_for(int64_t n, int threads, fnn_range_fn fn, void *ctx) {
-    bool hold = threads > 1 && !onednn_on();
-    if (hold) openblas_set_num_threads(1);
+    if (threads > 1 && !onednn_on()) blas_threads_set(1);
     fnn_parallel_for(n, threads, fn, ctx);
-    if (hold) openblas_set_num_threads(fnn_get_num_threads());
 }
 
 /* ================= the CPU ================= */
@@ -378,7 +389,7 @@ static double sgemm_gflops(void) {
     enum { S = 256 };
     float *a = calloc(3 * S * S, sizeof(float));
     if (!a) return 0;
-    openblas_set_num_threads(1);
+    blas_threads_set(1);
     double t0 = now_s();
     for (int r = 0; r < 4; r++)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, S, S, 1.0f, a, S, a + S * S, S, 0.0f,

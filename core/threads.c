@@ -17,8 +17,7 @@ static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 void fnn_set_num_threads(int n) {
     if (n < 1) n = 1;
-    atomic_store_explicit(&num_threads, n, memory_order_relaxed);
-    fnn_blas_set_threads(n);
+    atomic_store_explicit(&num_threads, n, memory_order_relaxed);   /* OpenBLAS reads it: blas.c */
 #ifdef _OPENMP
     omp_set_num_threads(n);
 #endif
