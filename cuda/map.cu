@@ -7,47 +7,38 @@
  * runs the same rules it runs on the CPU; so every backward rule of the
  * family runs here too (then fnn_sum_to_shape, a cuda sum, undoes broadcasts).
  *
- * The build uses fast math (--use_fast_math): exp, log, sin, cos, pow and
+ * The formulas are core/ops/elementwise_ops.h's, written once for both sides;
+ * this file names the GPU's math for them (M_*). The build uses fast math
+ * (--use_fast_math): exp, log, sin, cos, pow and
  * division are the hardware approximations (a few ulp; exp's error grows with
  * |x|). spec/cuda_parity_spec.lua states the tolerance it checks per op.
  *
  * defines: fnn_cuda_map */
 #include "common.cuh"
-#include "ops/elementwise_ops.h"
-
-/* ---- device helpers: the same formulas as elementwise.c's ---- */
+/* ---- the math the formulas of core/ops/elementwise_ops.h call, on the GPU ---- */
 __device__ __forceinline__ float sigmoidf_(float x) {
     float e = __expf(-fabsf(x));   /* never overflows */
     return x >= 0 ? 1.0f / (1.0f + e) : e / (1.0f + e);
 }
-__device__ __forceinline__ float softplusf_(float x) { return fmaxf(x, 0.0f) + log1pf(__expf(-fabsf(x))); }
 /* tanh in double: under --use_fast_math nvcc makes tanhf tanh.approx.f32 (relative error ~2^-11),
  * far outside the parity tolerance; the ops are memory bound, so the double costs nothing visible */
 __device__ __forceinline__ float tanhf_(float x) { return (float)tanh((double)x); }
-__device__ __forceinline__ float gelu_tanhf_(float x) {
-    const float k = 0.7978845608028654f;
-    return 0.5f * x * (1.0f + tanhf_(k * (x + 0.044715f * x * x * x)));
-}
-__device__ __forceinline__ float gelu_tanh_grad_(float x) {
-    const float k = 0.7978845608028654f;
-    float u = k * (x + 0.044715f * x * x * x), t = tanhf_(u);
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * x * x);
-}
-__device__ __forceinline__ float tanh_softplusf_(float x) {
-    float e = __expf(fminf(x, 20.0f)), n = e * (e + 2.0f);
-    return x > 20.0f ? 1.0f : n / (n + 2.0f);
-}
-__device__ __forceinline__ float mish_grad_(float x) {
-    float t = tanh_softplusf_(x);
-    return t + x * sigmoidf_(x) * (1.0f - t * t);
-}
-__device__ __forceinline__ float hardsigmoidf_(float x) {
-    float v = x + 3.0f;
-    v = v < 0.0f ? 0.0f : v;   /* nan stays nan */
-    return (v > 6.0f ? 6.0f : v) * (1.0f / 6.0f);
-}
-#define SELU_SCALE 1.0507009873554804934f
-#define SELU_ALPHA 1.6732632423543772848f
+#define M_EXP __expf
+#define M_LOG __logf
+#define M_LOG1P log1pf
+#define M_TANH tanhf_
+#define M_SIGMOID sigmoidf_
+#define M_ERF erff
+#define M_ERF_WITH(z, e) erff(z)
+#define M_ABS fabsf
+#define M_SEL(c, x, y) ((c) ? (x) : (y))
+#define M_EXPM1_NEG expm1f
+#define M_SIN __sinf
+#define M_COS __cosf
+#define M_RSQRT rsqrtf
+#define M_DIV __fdiv_rn   /* IEEE, as fnn_cuda_binary: the same op must not differ by path */
+#define FNN_MAP_FN __device__ __forceinline__
+#include "ops/elementwise_ops.h"
 
 /* ---- one expression per code ---- */
 template <int OP> struct Expr;
@@ -58,81 +49,11 @@ template <int OP> struct Expr;
             return (EXPR);                                                                       \
         }                                                                                        \
     };
-
-DEV(add, a + b)
-DEV(sub, a - b)
-DEV(mul, a * b)
-DEV(div, __fdiv_rn(a, b))   /* IEEE, as fnn_cuda_binary: the same op must not differ by path */
-DEV(pow, powf(a, b))
-DEV(maximum, (a > b || isnan(a)) ? a : b)
-DEV(minimum, (a < b || isnan(a)) ? a : b)
-DEV(copy, a)
-DEV(neg, -a)
-DEV(g_times_c, a * c)
-DEV(g_times_b, a * b)
-DEV(g_over_c, __fdiv_rn(a, c))
-DEV(div_d1, -a * b / (c * c))
-DEV(pow_d0, a * c * powf(b, c - 1.0f))
-DEV(pow_d1, b > 0 ? a * powf(b, c) * __logf(b) : 0.0f)
-DEV(max_d0, b > c ? a : (b == c ? 0.5f * a : 0.0f))
-DEV(max_d1, c > b ? a : (b == c ? 0.5f * a : 0.0f))
-DEV(min_d0, b < c ? a : (b == c ? 0.5f * a : 0.0f))
-DEV(min_d1, c < b ? a : (b == c ? 0.5f * a : 0.0f))
-
-DEV(eq, a == b ? 1.0f : 0.0f)
-DEV(ne, a != b ? 1.0f : 0.0f)
-DEV(lt, a < b ? 1.0f : 0.0f)
-DEV(le, a <= b ? 1.0f : 0.0f)
-DEV(gt, a > b ? 1.0f : 0.0f)
-DEV(ge, a >= b ? 1.0f : 0.0f)
-
-DEV(add_s, a + k0)
-DEV(mul_s, a * k0)
-DEV(rsub_s, k0 - a)
-DEV(rdiv_s, k0 / a)
-DEV(pow_s, powf(a, k0))
-DEV(rpow_s, powf(k0, a))
-DEV(g_times_k, a * k0)
-DEV(rdiv_s_d, -a * k0 / (b * b))
-DEV(pow_s_d, a * k0 * powf(b, k0 - 1.0f))
-DEV(rpow_s_d, a * c * __logf(k0))
-
-/*  op            forward (a = x)                               gradient (a = g, b = x, c = y) */
-DEV(neg_f, -a)                                                DEV(neg_g, -a)
-DEV(abs_f, fabsf(a))                                          DEV(abs_g, b > 0 ? a : (b < 0 ? -a : 0.0f))
-DEV(exp_f, __expf(a))                                         DEV(exp_g, a * c)
-DEV(log_f, __logf(a))                                         DEV(log_g, a / b)
-DEV(sqrt_f, sqrtf(a))                                         DEV(sqrt_g, a * 0.5f / c)
-DEV(rsqrt_f, rsqrtf(a))                                       DEV(rsqrt_g, a * -0.5f * c * c * c)
-DEV(sin_f, __sinf(a))                                         DEV(sin_g, a * __cosf(b))
-DEV(cos_f, __cosf(a))                                         DEV(cos_g, -a * __sinf(b))
-DEV(tanh_f, tanhf_(a))                                        DEV(tanh_g, a * (1.0f - c * c))
-DEV(sigmoid_f, sigmoidf_(a))                                  DEV(sigmoid_g, a * c * (1.0f - c))
-DEV(relu_f, a > 0 ? a : 0.0f)                                 DEV(relu_g, b > 0 ? a : 0.0f)
-DEV(gelu_f, 0.5f * a * (1.0f + erff(a * 0.70710678f)))
-DEV(gelu_g, a * (0.5f * (1.0f + erff(b * 0.70710678f)) + b * 0.3989422804f * __expf(-0.5f * b * b)))
-DEV(gelu_tanh_f, gelu_tanhf_(a))                              DEV(gelu_tanh_g, a * gelu_tanh_grad_(b))
-DEV(silu_f, a * sigmoidf_(a))
-DEV(silu_g, a * (sigmoidf_(b) * (1.0f + b * (1.0f - sigmoidf_(b)))))
-DEV(softplus_f, softplusf_(a))                                DEV(softplus_g, a * sigmoidf_(b))
-DEV(clamp_f, a < k0 ? k0 : (a > k1 ? k1 : a))                 DEV(clamp_g, (b >= k0 && b <= k1) ? a : 0.0f)
-DEV(leaky_relu_f, a > 0 ? a : a * k0)                         DEV(leaky_relu_g, b > 0 ? a : a * k0)
-DEV(elu_f, a > 0 ? a : k0 * expm1f(a))                        DEV(elu_g, b > 0 ? a : a * (c + k0))
-DEV(selu_f, SELU_SCALE * (a > 0 ? a : SELU_ALPHA * expm1f(a)))
-DEV(selu_g, b > 0 ? a * SELU_SCALE : a * (c + SELU_SCALE * SELU_ALPHA))
-DEV(celu_f, a > 0 ? a : k0 * expm1f(a / k0))                  DEV(celu_g, b > 0 ? a : a * __expf(b / k0))
-DEV(mish_f, a * tanh_softplusf_(a))                           DEV(mish_g, a * mish_grad_(b))
-DEV(hardsigmoid_f, hardsigmoidf_(a))
-DEV(hardsigmoid_g, (b > -3.0f && b < 3.0f) ? a * (1.0f / 6.0f) : 0.0f)
-DEV(hardswish_f, a * hardsigmoidf_(a))
-DEV(hardswish_g, b < -3.0f ? 0.0f : (b > 3.0f ? a : a * (b * (1.0f / 3.0f) + 0.5f)))
-DEV(softsign_f, a / (1.0f + fabsf(a)))
-DEV(softsign_g, a / ((1.0f + fabsf(b)) * (1.0f + fabsf(b))))
-
-DEV(where, a != 0 ? b : c)
-DEV(where_d1, b != 0 ? a : 0.0f)
-DEV(where_d2, b != 0 ? 0.0f : a)
+#define DEV_UNARY(name, FWD, GRAD) DEV(name##_f, FWD) DEV(name##_g, GRAD)
+FNN_MAP_ROWS(DEV)
+FNN_MAP_UNARY(DEV_UNARY)
 #undef DEV
+#undef DEV_UNARY
 
 /* ---- kernels ---- */
 struct MapLayout {
@@ -185,17 +106,17 @@ static void coalesce(MapLayout &L) {
     L.ndim = n;
 }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH, so spec/gpu/emulate.sh runs them too ==== */
 template <int OP>
 static void launch(float *y, const float *const *x, int64_t n, const MapLayout &L, float k0, float k1) {
     unsigned blocks = fnn_cuda_blocks(n);
     if (L.ndim == 0) {
-        map_flat<OP><<<1, 1>>>(y, x[0], x[1], x[2], 1, 0, 0, 0, k0, k1);
+        FNN_LAUNCH(map_flat<OP>, 1, 1, y, x[0], x[1], x[2], 1, 0, 0, 0, k0, k1);
         return;
     }
     if (L.ndim == 1 && L.stride[0][0] <= 1 && L.stride[1][0] <= 1 && L.stride[2][0] <= 1) {
-        map_flat<OP><<<blocks, FNN_CUDA_THREADS>>>(y, x[0], x[1], x[2], n, L.stride[0][0], L.stride[1][0],
-                                                   L.stride[2][0], k0, k1);
+        FNN_LAUNCH(map_flat<OP>, blocks, FNN_CUDA_THREADS, y, x[0], x[1], x[2], n, L.stride[0][0],
+                   L.stride[1][0], L.stride[2][0], k0, k1);
         return;
     }
     bool narrow = n < ((int64_t)1 << 30);
@@ -204,8 +125,11 @@ static void launch(float *y, const float *const *x, int64_t n, const MapLayout &
         for (int d = 0; d < L.ndim; d++) reach += (L.shape[d] - 1) * L.stride[k][d];
         narrow = narrow && reach < ((int64_t)1 << 30);
     }
-    if (narrow) map_strided<OP, int32_t><<<blocks, FNN_CUDA_THREADS>>>(y, x[0], x[1], x[2], (int32_t)n, L, k0, k1);
-    else map_strided<OP, int64_t><<<blocks, FNN_CUDA_THREADS>>>(y, x[0], x[1], x[2], n, L, k0, k1);
+    /* the template's comma would split a macro argument: name the instance first */
+    auto *narrow_kernel = map_strided<OP, int32_t>;
+    auto *wide_kernel = map_strided<OP, int64_t>;
+    if (narrow) FNN_LAUNCH(narrow_kernel, blocks, FNN_CUDA_THREADS, y, x[0], x[1], x[2], (int32_t)n, L, k0, k1);
+    else FNN_LAUNCH(wide_kernel, blocks, FNN_CUDA_THREADS, y, x[0], x[1], x[2], n, L, k0, k1);
 }
 
 int fnn_cuda_map(int ordinal, int op, float *y, const float *const *x, const int64_t *stride, int ndim,
@@ -223,11 +147,16 @@ int fnn_cuda_map(int ordinal, int op, float *y, const float *const *x, const int
     coalesce(L);
     FNN_TRY(fnn_cuda_use_device("map", ordinal));
     switch (op) {
-#define CASE(name) case FNN_MAP_##name: launch<FNN_MAP_##name>(y, x, n, L, k0, k1); break;
-        FNN_MAP_OPS(CASE)
+#define CASE(name, EXPR) case FNN_MAP_##name: launch<FNN_MAP_##name>(y, x, n, L, k0, k1); break;
+#define CASE_UNARY(name, FWD, GRAD) CASE(name##_f, FWD) CASE(name##_g, GRAD)
+        FNN_MAP_ROWS(CASE)
+        FNN_MAP_UNARY(CASE_UNARY)
 #undef CASE
+#undef CASE_UNARY
     default: break;
     }
     FNN_CUDA_CHECK("map", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -20,6 +20,31 @@
  * ...) refuse int64, as every float-only op does. */
 #include "../internal.h"
 #include "../fastmath.h"
+
+/* e^x - 1 without the cancellation of exp(x) - 1 near 0 (Kahan: (u - 1) x / log u, exact where
+ * u = e^x rounds to 1); meant for x <= 0, where elu, selu and celu use it */
+static inline float expm1_neg(float x) {
+    float u = fnn_expf(x);
+    float r = fnn_sel(u == 1.0f, x, (u - 1.0f) * x / fnn_logf(u));
+    return fnn_sel(u == 0.0f, -1.0f, r);
+}
+/* the math the formulas of elementwise_ops.h call, on the CPU: core/fastmath.h's branch-free
+ * functions and selects, so the rows vectorize (cuda/map.cu names the GPU's) */
+#define M_EXP fnn_expf
+#define M_LOG fnn_logf
+#define M_LOG1P fnn_log1pf
+#define M_TANH fnn_tanhf
+#define M_SIGMOID fnn_sigmoidf
+#define M_ERF fnn_erff
+#define M_ERF_WITH fnn_erff_with
+#define M_ABS fnn_absf
+#define M_SEL fnn_sel
+#define M_EXPM1_NEG expm1_neg
+#define M_SIN sinf
+#define M_COS cosf
+#define M_RSQRT(x) (1.0f / sqrtf(x))
+#define M_DIV(x, y) ((x) / (y))
+#define FNN_MAP_FN static inline __attribute__((always_inline))
 #include "elementwise_ops.h"
 #include <math.h>
 #include <string.h>
@@ -41,6 +66,10 @@ typedef void (*row_fn)(float *y, const float *x0, int64_t s0, const float *x1, i
                 float a = x0[i * s0], b = x1[i * s1], c = x2[i * s2]; (void)b; (void)c; y[i] = (EXPR); \
             }                                                                                         \
     }
+
+/* every plain row of elementwise_ops.h (binary ops and their gradient rows, comparisons, ops
+ * with a number, where); the unary ops' rows come with their rules below */
+FNN_MAP_ROWS(ROW)
 
 /* ================= the broadcast driver ================= */
 
@@ -175,27 +204,8 @@ static int apply(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tens
 #define G(n, g) ((const fnn_tensor *const[]){(g), &(n)->saved[0], &(n)->saved[1], &(n)->saved[2]})
 
 /* ================= binary ops ================= */
-ROW(add, a + b)
-ROW(sub, a - b)
-ROW(mul, a * b)
-ROW(div, a / b)
-ROW(pow, powf(a, b))
-ROW(maximum, (a > b || isnan(a)) ? a : b)
-ROW(minimum, (a < b || isnan(a)) ? a : b)
-ROW(copy, a)
-ROW(neg, -a)
 
 /* gradient rows: a = g, b = saved[0] (first input), c = saved[1] (second input) */
-ROW(g_times_c, a * c)                         /* mul: d/dx0 */
-ROW(g_times_b, a * b)                         /* mul: d/dx1 */
-ROW(g_over_c, a / c)                          /* div: d/dx0 */
-ROW(div_d1, -a * b / (c * c))                 /* div: d/dx1 */
-ROW(pow_d0, a * c * powf(b, c - 1.0f))
-ROW(pow_d1, b > 0 ? a * powf(b, c) * logf(b) : 0.0f)
-ROW(max_d0, b > c ? a : (b == c ? 0.5f * a : 0.0f))   /* ties split evenly, as PyTorch */
-ROW(max_d1, c > b ? a : (b == c ? 0.5f * a : 0.0f))
-ROW(min_d0, b < c ? a : (b == c ? 0.5f * a : 0.0f))
-ROW(min_d1, c < b ? a : (b == c ? 0.5f * a : 0.0f))
 
 static int add_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     FNN_TRY(grad_map(n, 0, &din[0], 1, G(n, g), copy_row, 0, 0));
@@ -396,12 +406,6 @@ int fnn_maximum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { ret
 int fnn_minimum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MINIMUM, -1, IOP_NONE, minimum_row, out, a, b); }
 
 /* ---- comparisons: 1.0 / 0.0, no gradient ---- */
-ROW(eq, a == b ? 1.0f : 0.0f)
-ROW(ne, a != b ? 1.0f : 0.0f)
-ROW(lt, a < b ? 1.0f : 0.0f)
-ROW(le, a <= b ? 1.0f : 0.0f)
-ROW(gt, a > b ? 1.0f : 0.0f)
-ROW(ge, a >= b ? 1.0f : 0.0f)
 static const fnn_op_def EQ = {{"eq", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
 static const fnn_op_def NE = {{"ne", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
 static const fnn_op_def LT = {{"lt", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
@@ -416,16 +420,6 @@ int fnn_gt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return b
 int fnn_ge(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&GE, -1, IOP_GE, ge_row, out, a, b); }
 
 /* ================= with a number (k0 = s) ================= */
-ROW(add_s, a + k0)
-ROW(mul_s, a * k0)
-ROW(rsub_s, k0 - a)
-ROW(rdiv_s, k0 / a)
-ROW(pow_s, powf(a, k0))
-ROW(rpow_s, powf(k0, a))
-ROW(g_times_k, a * k0)
-ROW(rdiv_s_d, -a * k0 / (b * b))
-ROW(pow_s_d, a * k0 * powf(b, k0 - 1.0f))
-ROW(rpow_s_d, a * c * logf(k0))               /* c = saved output k0^x */
 
 static int add_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), copy_row, 0, 0); }
 static int mul_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), g_times_k_row, (float)n->attr[0], 0); }
@@ -468,46 +462,6 @@ int fnn_rpow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return sca
  * has AVX2, and the exact GELU about 1.6x faster again with AVX-512 (1.96 to 0.83-1.3 ns an
  * element forward on one thread; relu, all memory, runs 0.6 on the same [2048,512]) */
 
-/* log(1 + e^x) = max(x, 0) + log1p(e^-|x|): nothing overflows, large x give x itself */
-static inline float softplusf(float x) { return fnn_sel(x > 0, x, 0.0f) + fnn_log1pf(fnn_expf(-fnn_absf(x))); }
-/* d/dx x Phi(x) = Phi(x) + x phi(x): one e^(-x^2/2) serves phi and erf's tail */
-static inline float gelu_grad(float x) {
-    float z = x * 0.70710678f, e = fnn_expf(-(z * z));
-    return 0.5f * (1.0f + fnn_erff_with(z, e)) + x * 0.3989422804f * e;
-}
-static inline float gelu_tanhf(float x) {
-    const float k = 0.7978845608028654f; /* sqrt(2/pi) */
-    return 0.5f * x * (1.0f + fnn_tanhf(k * (x + 0.044715f * x * x * x)));
-}
-static inline float gelu_tanh_grad(float x) {
-    const float k = 0.7978845608028654f;
-    float u = k * (x + 0.044715f * x * x * x), t = fnn_tanhf(u);
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * x * x);
-}
-/* e^x - 1 without the cancellation of exp(x) - 1 near 0 (Kahan: (u - 1) x / log u, exact where
- * u = e^x rounds to 1); meant for x <= 0, where elu, selu and celu use it */
-static inline float expm1_neg(float x) {
-    float u = fnn_expf(x);
-    float r = fnn_sel(u == 1.0f, x, (u - 1.0f) * x / fnn_logf(u));
-    return fnn_sel(u == 0.0f, -1.0f, r);
-}
-/* tanh(softplus(x)) = n / (n + 2) with n = e^x (e^x + 2); 1 in float32 beyond x = 20 */
-static inline float tanh_softplusf(float x) {
-    float e = fnn_expf(fnn_sel(x > 20.0f, 20.0f, x)), n = e * (e + 2.0f);
-    return fnn_sel(x > 20.0f, 1.0f, n / (n + 2.0f));
-}
-static inline float mish_grad(float x) {
-    float t = tanh_softplusf(x);
-    return t + x * fnn_sigmoidf(x) * (1.0f - t * t);
-}
-/* relu6(x + 3) / 6; nan stays nan */
-static inline float hardsigmoidf(float x) {
-    float v = x + 3.0f;
-    v = fnn_sel(v < 0.0f, 0.0f, v);
-    return fnn_sel(v > 6.0f, 6.0f, v) * (1.0f / 6.0f);
-}
-#define SELU_SCALE 1.0507009873554804934f
-#define SELU_ALPHA 1.6732632423543772848f
 
 #define UNARY(name, FWD, GRAD, DIFF)                                                                  \
     ROW_FOR(FNN_CLONES_V4, name##_f, FWD)                                                                \
@@ -517,34 +471,10 @@ static inline float hardsigmoidf(float x) {
     }                                                                                                 \
     static const fnn_op_def UNARY_##name = {{#name, "elementwise", DIFF, 1}, name##_backward, FNN_EMBEDS_NONE};
 
-/*     op         forward y(a)                               gradient dx(a = g, b = x, c = y) */
-UNARY(neg,       -a,                                        -a, 1)
-UNARY(abs,       fabsf(a),                                  b > 0 ? a : (b < 0 ? -a : 0.0f), 1)
-UNARY(exp,       fnn_expf(a),                               a * c, 1)
-UNARY(log,       fnn_logf(a),                               a / b, 1)
-UNARY(sqrt,      sqrtf(a),                                  a * 0.5f / c, 1)
-UNARY(rsqrt,     1.0f / sqrtf(a),                           a * -0.5f * c * c * c, 1)
-UNARY(sin,       sinf(a),                                   a * cosf(b), 1)
-UNARY(cos,       cosf(a),                                   -a * sinf(b), 1)
-UNARY(tanh,      fnn_tanhf(a),                              a * (1.0f - c * c), 1)
-UNARY(sigmoid,   fnn_sigmoidf(a),                           a * c * (1.0f - c), 1)
-UNARY(relu,      a > 0 ? a : 0.0f,                          b > 0 ? a : 0.0f, 1)
-UNARY(gelu,      0.5f * a * (1.0f + fnn_erff(a * 0.70710678f)),    a * gelu_grad(b), 1)
-UNARY(gelu_tanh, gelu_tanhf(a),                             a * gelu_tanh_grad(b), 1)
-UNARY(silu,      a * fnn_sigmoidf(a),                       a * (fnn_sigmoidf(b) * (1.0f + b * (1.0f - fnn_sigmoidf(b)))), 1)
-UNARY(softplus,  softplusf(a),                              a * fnn_sigmoidf(b), 1)
-UNARY(clamp,     a < k0 ? k0 : (a > k1 ? k1 : a),           (b >= k0 && b <= k1) ? a : 0.0f, 1)
-/* k0 = negative_slope (leaky_relu), alpha (elu, celu; celu's alpha is never 0) */
-UNARY(leaky_relu, fnn_sel(a > 0, a, a * k0),                fnn_sel(b > 0, a, a * k0), 1)
-UNARY(elu,       fnn_sel(a > 0, a, k0 * expm1_neg(a)),      fnn_sel(b > 0, a, a * (c + k0)), 1)
-UNARY(selu,      SELU_SCALE * fnn_sel(a > 0, a, SELU_ALPHA * expm1_neg(a)),
-                 fnn_sel(b > 0, a * SELU_SCALE, a * (c + SELU_SCALE * SELU_ALPHA)), 1)
-UNARY(celu,      fnn_sel(a > 0, a, k0 * expm1_neg(a / k0)), fnn_sel(b > 0, a, a * fnn_expf(b / k0)), 1)
-UNARY(mish,      a * tanh_softplusf(a),                     a * mish_grad(b), 1)
-UNARY(hardsigmoid, hardsigmoidf(a),                         fnn_sel((b > -3.0f) & (b < 3.0f), a * (1.0f / 6.0f), 0.0f), 1)
-UNARY(hardswish, a * hardsigmoidf(a),
-                 fnn_sel(b < -3.0f, 0.0f, fnn_sel(b > 3.0f, a, a * (b * (1.0f / 3.0f) + 0.5f))), 1)
-UNARY(softsign,  a / (1.0f + fnn_absf(a)),                  a / ((1.0f + fnn_absf(b)) * (1.0f + fnn_absf(b))), 1)
+/* each unary op of elementwise_ops.h: its rows, backward rule and registry entry */
+#define UNARY_OP(name, FWD, GRAD) UNARY(name, FWD, GRAD, 1)
+FNN_MAP_UNARY(UNARY_OP)
+#undef UNARY_OP
 
 static int unary(const fnn_op_def *def, row_fn row, fnn_tensor *out, const fnn_tensor *x, float k0, float k1) {
     const fnn_tensor *ins[1] = {x};
@@ -595,9 +525,6 @@ int fnn_hardswish(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_ha
 int fnn_softsign(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_softsign, softsign_f_row, out, x, 0, 0); }
 
 /* ================= where: cond != 0 picks a, else b ================= */
-ROW(where, a != 0 ? b : c)
-ROW(where_d1, b != 0 ? a : 0.0f)     /* a = g, b = cond */
-ROW(where_d2, b != 0 ? 0.0f : a)
 static int where_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     FNN_TRY(grad_map(n, 1, &din[1], 2, G(n, g), where_d1_row, 0, 0));
     return grad_map(n, 2, &din[2], 2, G(n, g), where_d2_row, 0, 0);
@@ -621,9 +548,12 @@ const fnn_op_def *const fnn_ops_elementwise[] = {
 /* compared at run time, never through a static table: the FNN_CLONES_V4 rows are ifuncs, and a static
  * initializer's address of one is not the address a call site passes */
 static int device_code(row_fn row) {
-#define DEVICE_ROW(name) if (row == name##_row) return FNN_MAP_##name;
-    FNN_MAP_OPS(DEVICE_ROW)
+#define DEVICE_ROW(name, EXPR) if (row == name##_row) return FNN_MAP_##name;
+#define DEVICE_UNARY(name, FWD, GRAD) DEVICE_ROW(name##_f, FWD) DEVICE_ROW(name##_g, GRAD)
+    FNN_MAP_ROWS(DEVICE_ROW)
+    FNN_MAP_UNARY(DEVICE_UNARY)
 #undef DEVICE_ROW
+#undef DEVICE_UNARY
     return -1;
 }
 

@@ -59,29 +59,6 @@ static int m_strided_copy(int, void *dst, const void *src, int esize, int ndim, 
     else strided_copy_kernel<float, int64_t>((float *)dst, (const float *)src, n, L);
     return 0;
 }
-static int m_map(int, int op, float *y, const float *const *x, const int64_t *stride, int ndim, const int64_t *shape,
-                 float k0, float k1) {
-    MapLayout L;
-    L.ndim = ndim;
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) {
-        L.shape[d] = shape[d];
-        for (int k = 0; k < 3; k++) L.stride[k][d] = stride[k * FNN_MAX_DIMS + d];
-        n *= shape[d];
-    }
-    if (n == 0) return 0;
-    coalesce(L);
-    switch (op) {
-#define CASE(name) case FNN_MAP_##name: \
-        if (L.ndim == 1 && L.stride[0][0] <= 1 && L.stride[1][0] <= 1 && L.stride[2][0] <= 1) \
-            map_flat<FNN_MAP_##name>(y, x[0], x[1], x[2], n, L.stride[0][0], L.stride[1][0], L.stride[2][0], k0, k1); \
-        else map_strided<FNN_MAP_##name, int64_t>(y, x[0], x[1], x[2], n, L, k0, k1); break;
-        FNN_MAP_OPS(CASE)
-#undef CASE
-    default: return FNN_FAIL(FNN_STATUS_INTERNAL, "mock map: bad op %d", op);
-    }
-    return 0;
-}
 static int m_optim(int, int op, int64_t n, float *w, const float *g, float *s0, float *s1, float *s2, const float *k) {
     if (op == FNN_OPT_SGD) sgd_kernel(n, w, g, s0, k[0], k[1], k[2], k[3], k[4] != 0, k[5] != 0);
     else if (op == FNN_OPT_ADAM || op == FNN_OPT_AMSGRAD)
@@ -171,7 +148,7 @@ static int m_int_binary(int, int op, void *y, const void *a, int a_i64, const in
     return 0;
 }
 static fnn_backend table = {"cuda", count, m_alloc, m_free, m_copy, m_fill, m_binary, m_gemm, m_strided_copy,
-                                 m_map, fnn_cuda_reduce, fnn_cuda_reduce_grad, m_optim, m_random, m_class_loss, m_class_loss_grad,
+                                 fnn_cuda_map, fnn_cuda_reduce, fnn_cuda_reduce_grad, m_optim, m_random, m_class_loss, m_class_loss_grad,
                                  m_ew_loss, m_ew_loss_grad, m_index, m_norm, m_norm_grad, m_cast,
                                  m_int_binary};
 fnn_backend *emulated_backend(void) { return &table; }
