@@ -10,6 +10,8 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#define FNN_RULE static inline
+#include "optim_rules.h"   /* each rule's element update, shared with cuda/optim.cu */
 
 /* the Param's value, gradient (contiguous, *gtmp filled when a copy was needed) and size;
  * *g = NULL when the Param has no gradient */
@@ -90,24 +92,12 @@ static void sgd_span(void *ctx, int64_t lo, int64_t hi) {
     const sgd_args *a = ctx;
     float *w = a->w, *buf = a->buf;
     const float *g = a->g;
-    const float flr = a->lr, wd = a->wd, mom = a->mom, damp = a->damp;
+    const float lr = a->lr, wd = a->wd, mom = a->mom, damp = a->damp;
     const int nesterov = a->nesterov;
-    if (!buf) {
-        for (int64_t i = lo; i < hi; i++) w[i] -= flr * (g[i] + wd * w[i]);
-    } else if (a->first_step) {
-        for (int64_t i = lo; i < hi; i++) {
-            float d = g[i] + wd * w[i];
-            buf[i] = d;
-            w[i] -= flr * (nesterov ? d + mom * d : d);
-        }
-    } else {
-        for (int64_t i = lo; i < hi; i++) {
-            float d = g[i] + wd * w[i];
-            float b = mom * buf[i] + damp * d;
-            buf[i] = b;
-            w[i] -= flr * (nesterov ? d + mom * b : b);
-        }
-    }
+    /* a loop per case, each calling the rule with its constants, so each vectorizes on its own */
+    if (!buf) for (int64_t i = lo; i < hi; i++) fnn_rule_sgd(i, w, g, NULL, lr, wd, 0, 0, 0, 0);
+    else if (a->first_step) for (int64_t i = lo; i < hi; i++) fnn_rule_sgd(i, w, g, buf, lr, wd, mom, damp, nesterov, 1);
+    else for (int64_t i = lo; i < hi; i++) fnn_rule_sgd(i, w, g, buf, lr, wd, mom, damp, nesterov, 0);
 }
 
 /* SGD, PyTorch semantics:
@@ -148,19 +138,9 @@ int fnn_optim_sgd(fnn_node *p, fnn_tensor *momentum_buf, double lr, double momen
 typedef struct { float decay, l2, b1, b2, step_size, inv_bc2_sqrt, eps; } adam_consts;
 enum { ADAM_CHUNK = 4096 };
 
-/* one element of Adam; the SSE lanes below do exactly these operations */
-static inline void adam_one(const adam_consts *k, float *w, const float *g, float *m, float *v, int64_t i) {
-    float wi = w[i] * k->decay;
-    float gi = g[i] + k->l2 * wi;
-    float mi = k->b1 * m[i] + (1.0f - k->b1) * gi;
-    float vi = k->b2 * v[i] + (1.0f - k->b2) * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    w[i] = wi - k->step_size * mi / (sqrtf(vi) * k->inv_bc2_sqrt + k->eps);
-}
 
 /* elements lo..hi-1. sqrtf keeps an errno path that stops gcc's vectorizer, so the lanes are
- * written with SSE (x86-64 baseline); results are bit-identical to adam_one */
+ * written with SSE (x86-64 baseline); results are bit-identical to fnn_rule_adam's */
 static void adam_span(const adam_consts *k, float *w, const float *g, float *m, float *v, int64_t lo, int64_t hi) {
     int64_t i = lo;
 #ifdef __SSE2__
@@ -178,23 +158,15 @@ static void adam_span(const adam_consts *k, float *w, const float *g, float *m, 
         _mm_storeu_ps(w + i, _mm_sub_ps(wi, _mm_div_ps(_mm_mul_ps(ss, mi), denom)));
     }
 #endif
-    for (; i < hi; i++) adam_one(k, w, g, m, v, i);
+    for (; i < hi; i++)
+        fnn_rule_adam(i, w, g, m, v, NULL, k->decay, k->l2, k->b1, k->b2, k->step_size, k->inv_bc2_sqrt, k->eps);
 }
 
-/* amsgrad: the denominator uses the running max of v (vmax), PyTorch's rule */
+/* amsgrad: the denominator uses the running max of v (vmax) */
 static void amsgrad_span(const adam_consts *k, float *w, const float *g, float *m, float *v, float *vmax,
                          int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; i++) {
-        float wi = w[i] * k->decay;
-        float gi = g[i] + k->l2 * wi;
-        float mi = k->b1 * m[i] + (1.0f - k->b1) * gi;
-        float vi = k->b2 * v[i] + (1.0f - k->b2) * gi * gi;
-        float vm = vmax[i] > vi ? vmax[i] : vi;
-        m[i] = mi;
-        v[i] = vi;
-        vmax[i] = vm;
-        w[i] = wi - k->step_size * mi / (sqrtf(vm) * k->inv_bc2_sqrt + k->eps);
-    }
+    for (int64_t i = lo; i < hi; i++)
+        fnn_rule_adam(i, w, g, m, v, vmax, k->decay, k->l2, k->b1, k->b2, k->step_size, k->inv_bc2_sqrt, k->eps);
 }
 
 /* chunks lo..hi-1 of ADAM_CHUNK elements (the last one may be short) */
@@ -293,29 +265,8 @@ typedef struct {
 
 static void rmsprop_span(void *ctx, int64_t lo, int64_t hi) {
     const opt_args *a = ctx;
-    float *w = a->o->w, *sq = a->o->s[0], *ga = a->o->s[1], *buf = a->o->s[2];
-    const float *g = a->o->g;
-    const float alpha = a->a, eps = a->eps, wd = a->wd, lr = a->lr, mom = a->mom;
-    for (int64_t i = lo; i < hi; i++) {
-        float gi = g[i] + wd * w[i];
-        float si = alpha * sq[i] + (1.0f - alpha) * gi * gi;
-        sq[i] = si;
-        float avg;
-        if (ga) {
-            float gm = alpha * ga[i] + (1.0f - alpha) * gi;
-            ga[i] = gm;
-            avg = sqrtf(si - gm * gm) + eps;
-        } else {
-            avg = sqrtf(si) + eps;
-        }
-        if (buf) {
-            float b = mom * buf[i] + gi / avg;
-            buf[i] = b;
-            w[i] -= lr * b;
-        } else {
-            w[i] -= lr * gi / avg;
-        }
-    }
+    for (int64_t i = lo; i < hi; i++)
+        fnn_rule_rmsprop(i, a->o->w, a->o->g, a->o->s[0], a->o->s[1], a->o->s[2], a->lr, a->a, a->eps, a->wd, a->mom);
 }
 
 /* RMSprop (PyTorch): g += wd p; sq = alpha sq + (1 - alpha) g^2;
@@ -344,15 +295,7 @@ int fnn_optim_rmsprop(fnn_node *p, fnn_tensor *square_avg, fnn_tensor *grad_avg,
 
 static void adagrad_span(void *ctx, int64_t lo, int64_t hi) {
     const opt_args *a = ctx;
-    float *w = a->o->w, *sum = a->o->s[0];
-    const float *g = a->o->g;
-    const float clr = a->lr, eps = a->eps, wd = a->wd;
-    for (int64_t i = lo; i < hi; i++) {
-        float gi = g[i] + wd * w[i];
-        float si = sum[i] + gi * gi;
-        sum[i] = si;
-        w[i] -= clr * gi / (sqrtf(si) + eps);
-    }
+    for (int64_t i = lo; i < hi; i++) fnn_rule_adagrad(i, a->o->w, a->o->g, a->o->s[0], a->lr, a->eps, a->wd);
 }
 
 /* Adagrad (PyTorch): g += wd p; clr = lr / (1 + (step - 1) lr_decay); sum += g^2;
@@ -380,17 +323,8 @@ int fnn_optim_adagrad(fnn_node *p, fnn_tensor *sum, double lr, double lr_decay, 
 
 static void adadelta_span(void *ctx, int64_t lo, int64_t hi) {
     const opt_args *a = ctx;
-    float *w = a->o->w, *sq = a->o->s[0], *acc = a->o->s[1];
-    const float *g = a->o->g;
-    const float rho = a->a, eps = a->eps, wd = a->wd, lr = a->lr;
-    for (int64_t i = lo; i < hi; i++) {
-        float gi = g[i] + wd * w[i];
-        float si = rho * sq[i] + (1.0f - rho) * gi * gi;
-        sq[i] = si;
-        float delta = sqrtf(acc[i] + eps) / sqrtf(si + eps) * gi;
-        acc[i] = rho * acc[i] + (1.0f - rho) * delta * delta;
-        w[i] -= lr * delta;
-    }
+    for (int64_t i = lo; i < hi; i++)
+        fnn_rule_adadelta(i, a->o->w, a->o->g, a->o->s[0], a->o->s[1], a->lr, a->a, a->eps, a->wd);
 }
 
 /* Adadelta (PyTorch): g += wd p; sq = rho sq + (1 - rho) g^2;
@@ -418,18 +352,9 @@ int fnn_optim_adadelta(fnn_node *p, fnn_tensor *square_avg, fnn_tensor *acc_delt
  * rectified); `extra` = 1 when rectified (the adaptive denominator applies) */
 static void radam_span(void *ctx, int64_t lo, int64_t hi) {
     const opt_args *a = ctx;
-    float *w = a->o->w, *m = a->o->s[0], *v = a->o->s[1];
-    const float *g = a->o->g;
-    const float b1 = a->a, b2 = a->b, eps = a->eps, wd = a->wd, f = a->lr;
-    const bool rect = a->extra != 0;
-    for (int64_t i = lo; i < hi; i++) {
-        float gi = g[i] + wd * w[i];
-        float mi = b1 * m[i] + (1.0f - b1) * gi;
-        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        w[i] -= rect ? f * mi / (sqrtf(vi) + eps) : f * mi;
-    }
+    const int rect = a->extra != 0;
+    for (int64_t i = lo; i < hi; i++)
+        fnn_rule_radam(i, a->o->w, a->o->g, a->o->s[0], a->o->s[1], a->lr, a->a, a->b, a->eps, a->wd, rect);
 }
 
 /* RAdam (PyTorch): g += wd p; m, v as Adam; rho_inf = 2 / (1 - b2) - 1,
@@ -463,15 +388,7 @@ int fnn_optim_radam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, double lr, double
 
 static void lion_span(void *ctx, int64_t lo, int64_t hi) {
     const opt_args *a = ctx;
-    float *w = a->o->w, *m = a->o->s[0];
-    const float *g = a->o->g;
-    const float b1 = a->a, b2 = a->b, lr = a->lr, decay = a->extra;
-    for (int64_t i = lo; i < hi; i++) {
-        float c = b1 * m[i] + (1.0f - b1) * g[i];
-        float sign = c > 0 ? 1.0f : (c < 0 ? -1.0f : 0.0f);
-        w[i] = w[i] * decay - lr * sign;
-        m[i] = b2 * m[i] + (1.0f - b2) * g[i];
-    }
+    for (int64_t i = lo; i < hi; i++) fnn_rule_lion(i, a->o->w, a->o->g, a->o->s[0], a->lr, a->a, a->b, a->extra);
 }
 
 /* Lion (Chen et al. 2023): p *= 1 - lr wd; p -= lr sign(b1 m + (1 - b1) g); m = b2 m + (1 - b2) g */

@@ -59,14 +59,6 @@ static int m_strided_copy(int, void *dst, const void *src, int esize, int ndim, 
     else strided_copy_kernel<float, int64_t>((float *)dst, (const float *)src, n, L);
     return 0;
 }
-static int m_optim(int, int op, int64_t n, float *w, const float *g, float *s0, float *s1, float *s2, const float *k) {
-    if (op == FNN_OPT_SGD) sgd_kernel(n, w, g, s0, k[0], k[1], k[2], k[3], k[4] != 0, k[5] != 0);
-    else if (op == FNN_OPT_ADAM || op == FNN_OPT_AMSGRAD)
-        adam_kernel(n, w, g, s0, s1, op == FNN_OPT_AMSGRAD ? s2 : NULL, k[0], k[1], k[2], k[3], k[4], k[5], k[6]);
-    else if (op == FNN_OPT_DECAY || op == FNN_OPT_LERP) rule_kernel(op, n, w, g, s0, s1, s2, k[0], 0, 0, 0, 0, 0, 0);
-    else rule_kernel(op, n, w, g, s0, s1, s2, k[0], k[1], k[2], k[3], k[4], k[5], k[6]);
-    return 0;
-}
 static uint64_t mix(uint64_t z) {
     z += 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -148,7 +140,7 @@ static int m_int_binary(int, int op, void *y, const void *a, int a_i64, const in
     return 0;
 }
 static fnn_backend table = {"cuda", count, m_alloc, m_free, m_copy, m_fill, m_binary, m_gemm, m_strided_copy,
-                                 fnn_cuda_map, fnn_cuda_reduce, fnn_cuda_reduce_grad, m_optim, m_random, m_class_loss, m_class_loss_grad,
+                                 fnn_cuda_map, fnn_cuda_reduce, fnn_cuda_reduce_grad, fnn_cuda_optim, m_random, m_class_loss, m_class_loss_grad,
                                  m_ew_loss, m_ew_loss_grad, m_index, m_norm, m_norm_grad, m_cast,
                                  m_int_binary};
 fnn_backend *emulated_backend(void) { return &table; }

@@ -1,0 +1,103 @@
+/* optim_rules.h: each optimizer's update of one element, written once for core/optim.c's CPU
+ * spans and cuda/optim.cu's kernels (the host emulation compiles the same). The includer defines
+ * FNN_RULE, its function qualifiers, first. Element i of the parameter w is updated in place with
+ * its gradient g and its state tensors (NULL where an option leaves one out); the caller computes
+ * the step's constants (bias corrections, decayed learning rates) once per step. PyTorch's rules;
+ * core/optim.c states each beside its entry point. */
+#ifndef FASTNN_OPTIM_RULES_H
+#define FASTNN_OPTIM_RULES_H
+
+/* SGD: d = g + wd w; with a momentum buffer: buf = first_step ? d : mom buf + damp d (damp =
+ * 1 - dampening), d = nesterov ? d + mom buf : buf; then w -= lr d */
+FNN_RULE void fnn_rule_sgd(int64_t i, float *w, const float *g, float *buf, float lr, float wd, float mom,
+                           float damp, int nesterov, int first_step) {
+    float d = g[i] + wd * w[i];
+    if (buf) {
+        float b = first_step ? d : mom * buf[i] + damp * d;
+        buf[i] = b;
+        d = nesterov ? d + mom * b : b;
+    }
+    w[i] -= lr * d;
+}
+
+/* Adam / AdamW: decay = 1 - lr wd (AdamW) or 1, l2 = wd (Adam) or 0; step_size = lr / bc1;
+ * vmax non-NULL: amsgrad (the denominator uses the running max of v) */
+FNN_RULE void fnn_rule_adam(int64_t i, float *w, const float *g, float *m, float *v, float *vmax, float decay,
+                            float l2, float b1, float b2, float step_size, float inv_bc2_sqrt, float eps) {
+    float wi = w[i] * decay;
+    float gi = g[i] + l2 * wi;
+    float mi = b1 * m[i] + (1.0f - b1) * gi;
+    float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    if (vmax) {
+        vi = vmax[i] > vi ? vmax[i] : vi;
+        vmax[i] = vi;
+    }
+    w[i] = wi - step_size * mi / (sqrtf(vi) * inv_bc2_sqrt + eps);
+}
+
+/* RMSprop: sq square_avg, ga grad_avg (centered, or NULL), buf momentum buffer (or NULL) */
+FNN_RULE void fnn_rule_rmsprop(int64_t i, float *w, const float *g, float *sq, float *ga, float *buf, float lr,
+                               float alpha, float eps, float wd, float mom) {
+    float gi = g[i] + wd * w[i];
+    float si = alpha * sq[i] + (1.0f - alpha) * gi * gi;
+    sq[i] = si;
+    float avg;
+    if (ga) {
+        float gm = alpha * ga[i] + (1.0f - alpha) * gi;
+        ga[i] = gm;
+        avg = sqrtf(si - gm * gm) + eps;
+    } else {
+        avg = sqrtf(si) + eps;
+    }
+    if (buf) {
+        float b = mom * buf[i] + gi / avg;
+        buf[i] = b;
+        w[i] -= lr * b;
+    } else {
+        w[i] -= lr * gi / avg;
+    }
+}
+
+/* Adagrad: sum of squares; clr the decayed learning rate */
+FNN_RULE void fnn_rule_adagrad(int64_t i, float *w, const float *g, float *sum, float clr, float eps, float wd) {
+    float gi = g[i] + wd * w[i];
+    float si = sum[i] + gi * gi;
+    sum[i] = si;
+    w[i] -= clr * gi / (sqrtf(si) + eps);
+}
+
+/* Adadelta: sq square_avg, acc acc_delta */
+FNN_RULE void fnn_rule_adadelta(int64_t i, float *w, const float *g, float *sq, float *acc, float lr, float rho,
+                                float eps, float wd) {
+    float gi = g[i] + wd * w[i];
+    float si = rho * sq[i] + (1.0f - rho) * gi * gi;
+    sq[i] = si;
+    float delta = sqrtf(acc[i] + eps) / sqrtf(si + eps) * gi;
+    acc[i] = rho * acc[i] + (1.0f - rho) * delta * delta;
+    w[i] -= lr * delta;
+}
+
+/* RAdam: f the whole factor on m (lr / bc1, times the rectification and sqrt(bc2) when rectified);
+ * rect: the adaptive denominator applies */
+FNN_RULE void fnn_rule_radam(int64_t i, float *w, const float *g, float *m, float *v, float f, float b1, float b2,
+                             float eps, float wd, int rect) {
+    float gi = g[i] + wd * w[i];
+    float mi = b1 * m[i] + (1.0f - b1) * gi;
+    float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] -= rect ? f * mi / (sqrtf(vi) + eps) : f * mi;
+}
+
+/* Lion: w = w decay - lr sign(b1 m + (1 - b1) g), decay = 1 - lr wd; m = b2 m + (1 - b2) g */
+FNN_RULE void fnn_rule_lion(int64_t i, float *w, const float *g, float *m, float lr, float b1, float b2,
+                            float decay) {
+    float c = b1 * m[i] + (1.0f - b1) * g[i];
+    float sign = c > 0 ? 1.0f : (c < 0 ? -1.0f : 0.0f);
+    w[i] = w[i] * decay - lr * sign;
+    m[i] = b2 * m[i] + (1.0f - b2) * g[i];
+}
+
+#endif
