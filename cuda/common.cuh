@@ -55,12 +55,16 @@ static inline unsigned fnn_cuda_blocks(int64_t n) {
     return (unsigned)(b < 1 ? 1 : b > (1 << 20) ? (1 << 20) : b);
 }
 
-/* A launch written once for the GPU and for the host emulation, which defines both as host calls
- * (spec/gpu/emulated.h): FNN_LAUNCH for grid-stride kernels without barriers, FNN_LAUNCH_BLOCKS for
- * kernels whose threads meet at __syncthreads or warp shuffles. Launchers written with them sit above
- * their file's "host side" line, so the emulation runs them, not copies. */
+/* A launch written once for the GPU and for the host emulation, which defines these as host calls
+ * (spec/gpu/emulated.h): FNN_LAUNCH for grid-stride kernels without barriers (run there as one
+ * thread covering the grid), FNN_LAUNCH_BLOCKS for grid-stride kernels whose threads meet at
+ * __syncthreads or warp shuffles (one block of `threads` host threads covering the grid), and
+ * FNN_LAUNCH_GRID for kernels that index their work by blockIdx without a grid-stride loop (every
+ * block in turn, each as `threads` host threads). Launchers written with them sit above their file's
+ * "host side" line, so the emulation runs them, not copies. */
 #define FNN_LAUNCH(kernel, blocks, threads, ...) kernel<<<(blocks), (threads)>>>(__VA_ARGS__)
 #define FNN_LAUNCH_BLOCKS(kernel, blocks, threads, ...) kernel<<<(blocks), (threads)>>>(__VA_ARGS__)
+#define FNN_LAUNCH_GRID(kernel, blocks, threads, ...) kernel<<<(blocks), (threads)>>>(__VA_ARGS__)
 
 /* make ordinal the calling thread's current device (every entry starts with it) */
 static inline int fnn_cuda_use_device(const char *op, int ordinal) {

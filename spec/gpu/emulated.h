@@ -76,10 +76,11 @@ template <class F> static void run_grid(unsigned blocks, int threads, F f) {
     gridDim.x = 1;
 }
 /* the launchers above a cuda/<name>.cu file's "host side" line, as host calls (see common.cuh): a
- * grid-stride kernel runs as one thread that covers the grid; a kernel with barriers as one block of
- * `threads` host threads whose grid-stride loop covers every block's work */
+ * grid-stride kernel runs as one thread that covers the grid; a grid-stride kernel with barriers as
+ * one block of `threads` host threads; a kernel indexed by blockIdx as every block in turn */
 #define FNN_LAUNCH(kernel, blocks, threads, ...) ((void)(blocks), (void)(threads), mode_thread++, kernel(__VA_ARGS__))
 #define FNN_LAUNCH_BLOCKS(kernel, blocks, threads, ...) ((void)(blocks), run_block((threads), [&] { kernel(__VA_ARGS__); }))
+#define FNN_LAUNCH_GRID(kernel, blocks, threads, ...) run_grid((blocks), (threads), [&] { kernel(__VA_ARGS__); })
 enum { FNN_CUDA_THREADS = 256 };
 static inline unsigned fnn_cuda_blocks(int64_t n) { return (unsigned)(n < 1 ? 1 : n); }
 static inline int fnn_cuda_use_device(const char *, int) { return FNN_STATUS_OK; }
