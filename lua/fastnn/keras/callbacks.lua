@@ -43,13 +43,7 @@ end
 
 -- a class with a constructor taking (self, ...) and the user's error level 3
 local function class(name)
-   local cls = setmetatable({}, {__index = Callback, __call = function(c, ...)
-      local self = setmetatable({}, c)
-      self:__init(...)
-      return self
-   end})
-   cls.__index = cls
-   cls._name = name
+   local cls = require('fastnn.class').extend(Callback, name)
    cls.__tostring = function() return 'nn.callbacks.' .. name end
    return cls
 end

@@ -34,6 +34,7 @@ M.Metric = Metric
 -- Metric:extend('Name', default_name [, entries]) -> a class; Class(opts) checks opts against the
 -- class's declaration (name, then its entries: fastnn.options) and runs __init(opts) then reset()
 local options = require 'fastnn.options'
+local class = require 'fastnn.class'
 local THRESHOLD = {'threshold', 'number', 0.5, 'a prediction above it counts as positive'}
 local K = {'k', 'integer', 5, 'a hit when the target is among the k highest scores', min = 1}
 
@@ -41,7 +42,7 @@ function Metric:extend(cls_name, default_name, entries)
    local list = {{'name', 'string', default_name, 'the key in the history and in evaluate\'s table'}}
    for _, e in ipairs(entries or {}) do list[#list + 1] = e end
    local OPTS = options.declare('nn.metrics.' .. cls_name, list)
-   local cls = setmetatable({}, {__index = self, __call = function(c, opts)
+   local cls = class.extend(self, cls_name, {construct = function(c, opts)
       opts = OPTS:check(opts, 2)
       local m = setmetatable({}, c)
       m.name = opts.name
@@ -49,7 +50,6 @@ function Metric:extend(cls_name, default_name, entries)
       m:reset()
       return m
    end})
-   cls.__index = cls
    cls.__tostring = function(m) return ('nn.metrics.%s(%s)'):format(cls_name, m.name) end
    cls._class = cls_name
    return cls

@@ -37,6 +37,7 @@
 -- Everything else follows from those: parameters, num_parameters, buffers, zero_grad,
 -- freeze/unfreeze, train/eval, to_device, children, modules, apply, set_buffer, __tostring.
 local Param = require('fastnn.autograd').Param
+local class = require 'fastnn.class'
 
 local Module = {}
 Module.__index = Module
@@ -91,16 +92,9 @@ function Module:extend(name)
    if type(name) ~= 'string' then error('extend: expected a class name', 2) end
    if is_module(self) then error(('extend: called on an instance of %s, expected a class'):format(
       self:_full_name()), 2) end
-   local cls = {}
-   -- metamethods are looked up raw: copy the parent's, the class may override them
-   for _, k in ipairs{'__call', '__tostring', '__newindex', '__eq', '__len', '__concat'} do
-      cls[k] = rawget(self, k)
-   end
-   cls.__index = cls
-   cls._name = name
+   local cls = class.extend(self, name, {construct = class_mt.__call, class_tostring = class_mt.__tostring})
    cls._is_class = true
-   cls._parent = self
-   return setmetatable(cls, {__index = self, __call = class_mt.__call, __tostring = class_mt.__tostring})
+   return cls
 end
 
 Module.__call = call_forward

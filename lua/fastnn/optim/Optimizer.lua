@@ -121,16 +121,13 @@ declare = function(cls)
 end
 
 function Optimizer:extend(name, defaults, state_tensors)
-   local cls = {}
-   cls.__index = cls
-   cls.__tostring = rawget(self, '__tostring')
-   cls._name = name
+   local cls = require('fastnn.class').extend(self, name, {construct = construct})
    cls.defaults = {}
    for k, v in pairs(self.defaults) do cls.defaults[k] = v end
    for k, v in pairs(defaults or {}) do cls.defaults[k] = v end
    cls.state_tensors = state_tensors or self.state_tensors
    cls._options = declare(cls)
-   return setmetatable(cls, {__index = self, __call = construct})
+   return cls
 end
 
 -- validate option values; classes add their own checks
