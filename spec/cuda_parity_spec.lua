@@ -982,7 +982,10 @@ describe('cuda coverage', function()
       for _, op in ipairs(fnn.ops()) do
          if op.has_cuda then
             with = with + 1
-            if not on_rows[op.family] and not text:find("'" .. op.name, 1, true) then missing[#missing + 1] = op.name end
+            -- the exact name in quotes, or quoted then followed by a space or colon ('conv2d [2,3]...'):
+            -- not a prefix of another op's name ('gelu' inside 'gelu_tanh')
+            local quoted = "'" .. op.name:gsub('%p', '%%%0')
+            if not on_rows[op.family] and not text:find(quoted .. "['%s:,]") then missing[#missing + 1] = op.name end
          else without = without + 1 end
       end
       assert.same({}, missing)
