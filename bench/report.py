@@ -69,7 +69,7 @@ ROWS = [
      "fnn_checkpoint", "checkpoint", "ge", 0.5),
     # pictures from disk: decode + RandomResizedCrop(224) + flip + Normalize, batch 32 (issue 25);
     # the reference is Pillow + torch's DataLoader(num_workers=2): no torchvision matches this torch
-    ("image_loader ImageFolder + prefetch(2) vs Pillow + DataLoader(num_workers=2)", "images_per_s", "img/s",
+    ("image_loader ImageFolder + prefetch(4, {workers = 2}) vs torchvision ImageFolder + DataLoader(num_workers=2)", "images_per_s", "img/s",
      "fnn_image_loader", "image_loader", "torch_image_loader", "image_loader_reference", "ge", 1.5),
     ("sgemm n=1024, 1 thread (vs raw OpenBLAS)", "gflops", "GFLOP/s", "fnn_sgemm", "sgemm_fastnn_t1_n1024",
      "blas_sgemm_t1", "sgemm_t1_n1024", "ge", 0.9),

@@ -15,12 +15,17 @@
  * briefly (twice what a batch takes it) and makes that batch itself, and the worker's late copy is
  * dropped. So prefetch can take work off the training loop but never make it wait long.
  *
- * Threading: one worker per pass, one mutex, two condition variables. The worker never calls into
- * Lua and never frees a tensor: what it makes goes into a slot (or, when the caller made that batch
- * itself, the trash), and the caller's thread takes or clears it. So per-thread allocator lists stay
+ * Workers. A pass has 1..64 of them (loader:prefetch(k, {workers = n})), all claiming from the
+ * same counter: batch k is made by whoever claims it, from the same ids and the same seed, so the
+ * batches do not depend on how many workers there are. Each worker has its own record (the batch it
+ * is on, whether the caller took that batch over, its trash slot), so the caller can steal from any.
+ *
+ * Threading: one mutex, two condition variables. A worker never calls into Lua and never frees a
+ * tensor: what it makes goes into a slot (or, when the caller made that batch itself, its trash),
+ * and the caller's thread takes or clears it. So per-thread allocator lists stay
  * with the thread that uses them, and an abandoned pass leaves nothing behind once freed.
- * fnn_prefetch_free stops the worker (it finishes at most the batch it is making), joins it and drops
- * the batches not taken. */
+ * fnn_prefetch_free stops the workers (each finishes at most the batch it is making), joins them and
+ * drops the batches not taken. */
 #define _GNU_SOURCE   /* SCHED_IDLE */
 #include "internal.h"
 #include <pthread.h>
@@ -37,8 +42,18 @@ typedef struct {
     char msg[1024];
 } slot;
 
-struct fnn_prefetch {
+/* one worker thread's record; its fields other than thread are read and written under the lock */
+typedef struct {
+    struct fnn_prefetch *p;
     pthread_t thread;
+    int64_t k;                    /* the batch it is making (-1: none) */
+    bool stolen;                  /* the caller made batch k itself meanwhile */
+    fnn_tensor trash_x, trash_y;  /* its copy of a stolen batch, for the caller to clear */
+} worker_rec;
+
+struct fnn_prefetch {
+    worker_rec *workers;
+    int nworkers, started;
     pthread_mutex_t lock;
     pthread_cond_t filled, emptied;   /* filled runs on CLOCK_MONOTONIC (timed waits) */
     int kind;
@@ -48,9 +63,6 @@ struct fnn_prefetch {
     int depth;
     slot *ring;
     int64_t claimed, consumed;    /* batches claimed by a maker / taken by the caller */
-    int64_t worker_k;             /* the batch the worker is making (-1: none) */
-    int64_t stolen;               /* the batch the caller made itself while the worker was on it (-1) */
-    fnn_tensor trash_x, trash_y;  /* the worker's copy of a stolen batch, for the caller to clear */
     double make_s;                /* how long the caller took for its last batch (seconds) */
     fnn_image_set *set;           /* IMAGES: the pictures (our own reference) */
     uint64_t *seeds;              /* IMAGES: each batch's seed for its random transforms */
@@ -109,22 +121,30 @@ static void publish(fnn_prefetch *p, int64_t k, const slot *made) {
     pthread_cond_broadcast(&p->filled);
 }
 
+/* under the lock: the worker making batch k, or NULL */
+static worker_rec *maker_of(fnn_prefetch *p, int64_t k) {
+    for (int i = 0; i < p->started; i++)
+        if (p->workers[i].k == k) return &p->workers[i];
+    return NULL;
+}
+
 static void *worker(void *arg) {
-    fnn_prefetch *p = arg;
+    worker_rec *w = arg;
+    fnn_prefetch *p = w->p;
     struct sched_param idle = {0};
     (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);   /* refused: stays at normal priority */
     slot made;
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        /* a late copy still in the trash: wait until the caller drops it (one trash slot suffices) */
-        bool trash = p->trash_x.ndim >= 0 || p->trash_y.ndim >= 0;
+        /* a late copy still in its trash: wait until the caller drops it (one trash slot suffices) */
+        bool trash = w->trash_x.ndim >= 0 || w->trash_y.ndim >= 0;
         int64_t k = trash ? -1 : claim(p);
         if (k < 0) {
             if (p->stop || p->failed || p->claimed >= p->nbatches) break;
             pthread_cond_wait(&p->emptied, &p->lock);   /* the ring is full, or the trash */
             continue;
         }
-        p->worker_k = k;
+        w->k = k;
         pthread_mutex_unlock(&p->lock);
         slot_init(&made);
         make_batch(p, k, &made);
@@ -143,11 +163,11 @@ static void *worker(void *arg) {
             }
         }
         pthread_mutex_lock(&p->lock);
-        p->worker_k = -1;
-        if (p->stolen == k) {   /* the caller made it meanwhile: ours goes to the trash */
-            p->trash_x = made.x;
-            p->trash_y = made.y;
-            p->stolen = -1;
+        w->k = -1;
+        if (w->stolen) {   /* the caller made it meanwhile: ours goes to the trash */
+            w->trash_x = made.x;
+            w->trash_y = made.y;
+            w->stolen = false;
             pthread_cond_broadcast(&p->filled);
         } else {
             publish(p, k, &made);
@@ -163,8 +183,12 @@ static void prefetch_release(fnn_prefetch *p) {   /* everything but the thread *
             fnn_tensor_clear(&p->ring[i].x);
             fnn_tensor_clear(&p->ring[i].y);
         }
-    fnn_tensor_clear(&p->trash_x);
-    fnn_tensor_clear(&p->trash_y);
+    if (p->workers)
+        for (int i = 0; i < p->nworkers; i++) {
+            fnn_tensor_clear(&p->workers[i].trash_x);
+            fnn_tensor_clear(&p->workers[i].trash_y);
+        }
+    free(p->workers);
     free(p->ring);
     free(p->order);
     free(p->seeds);
@@ -174,30 +198,48 @@ static void prefetch_release(fnn_prefetch *p) {   /* everything but the thread *
     free(p);
 }
 
-/* p's common fields, its order and ring; p is released on failure */
-static int prefetch_init(fnn_prefetch *p, int kind, int64_t n, const int64_t *order, int64_t batch, int depth) {
+/* p's common fields, its order, ring and worker records; p is released on failure */
+static int prefetch_init(fnn_prefetch *p, int kind, int64_t n, const int64_t *order, int64_t batch, int depth,
+                         int workers) {
     fnn_tensor_init(&p->a);
     fnn_tensor_init(&p->b);
-    fnn_tensor_init(&p->trash_x);
-    fnn_tensor_init(&p->trash_y);
     p->kind = kind;
     p->n = n;
     p->batch = batch;
     p->nbatches = (n + batch - 1) / batch;
     p->depth = depth;
-    p->worker_k = p->stolen = -1;
+    p->nworkers = workers;
     p->order = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
     p->ring = calloc((size_t)depth, sizeof(slot));
-    if (!p->order || !p->ring) {
+    p->workers = calloc((size_t)workers, sizeof(worker_rec));
+    if (!p->order || !p->ring || !p->workers) {
         prefetch_release(p);
         return FNN_FAIL(FNN_STATUS_OOM, "prefetch: out of memory for %lld ids", (long long)n);
     }
     for (int i = 0; i < depth; i++) slot_init(&p->ring[i]);
+    for (int i = 0; i < workers; i++) {
+        worker_rec *w = &p->workers[i];
+        w->p = p;
+        w->k = -1;
+        fnn_tensor_init(&w->trash_x);
+        fnn_tensor_init(&w->trash_y);
+    }
     if (n > 0) memcpy(p->order, order, sizeof(int64_t) * (size_t)n);
     return FNN_STATUS_OK;
 }
 
-/* start p's worker; p is released on failure */
+static void stop_and_join(fnn_prefetch *p) {
+    pthread_mutex_lock(&p->lock);
+    p->stop = true;
+    pthread_cond_broadcast(&p->emptied);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->started; i++) pthread_join(p->workers[i].thread, NULL);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->filled);
+    pthread_cond_destroy(&p->emptied);
+}
+
+/* start p's workers; p is released on failure (the ones started are stopped first) */
 static int prefetch_start(fnn_prefetch *p, fnn_prefetch **out) {
     pthread_condattr_t monotonic;
     pthread_condattr_init(&monotonic);
@@ -210,21 +252,26 @@ static int prefetch_start(fnn_prefetch *p, fnn_prefetch **out) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int e = pthread_create(&p->thread, NULL, worker, p);
+    int e = 0;
+    pthread_mutex_lock(&p->lock);   /* a worker reads p->started (maker_of) only under the lock */
+    for (int i = 0; i < p->nworkers && e == 0; i++) {
+        e = pthread_create(&p->workers[i].thread, NULL, worker, &p->workers[i]);
+        if (e == 0) p->started++;
+    }
+    pthread_mutex_unlock(&p->lock);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (e != 0) {
-        pthread_mutex_destroy(&p->lock);
-        pthread_cond_destroy(&p->filled);
-        pthread_cond_destroy(&p->emptied);
+        stop_and_join(p);
         prefetch_release(p);
-        return FNN_FAIL(FNN_STATUS_INTERNAL, "prefetch: cannot start the loader thread (error %d)", e);
+        return FNN_FAIL(FNN_STATUS_INTERNAL, "prefetch: cannot start loader thread %d of %d (error %d)", p->started + 1,
+                        p->nworkers, e);
     }
     *out = p;
     return FNN_STATUS_OK;
 }
 
 int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fnn_tensor *b, int64_t context,
-                     int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth) {
+                     int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth, int workers) {
     FNN_CHECK(out != NULL, FNN_STATUS_ARG, "prefetch: expected an out pointer");
     *out = NULL;
     FNN_CHECK(kind == FNN_PREFETCH_ROWS || kind == FNN_PREFETCH_WINDOWS, FNN_STATUS_ARG,
@@ -235,9 +282,11 @@ int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fn
     FNN_CHECK(n >= 0 && (n == 0 || order != NULL), FNN_STATUS_ARG, "prefetch: %lld ids but no order", (long long)n);
     FNN_CHECK(batch >= 1, FNN_STATUS_ARG, "prefetch: batch size %lld, expected >= 1", (long long)batch);
     FNN_CHECK(depth >= 1 && depth <= 1024, FNN_STATUS_ARG, "prefetch: depth %d, expected 1..1024", depth);
+    FNN_CHECK(workers >= 1 && workers <= FNN_PREFETCH_MAX_WORKERS, FNN_STATUS_ARG,
+              "prefetch: %d workers, expected 1..%d", workers, FNN_PREFETCH_MAX_WORKERS);
     fnn_prefetch *p = calloc(1, sizeof *p);
     FNN_CHECK(p != NULL, FNN_STATUS_OOM, "prefetch: out of memory");
-    FNN_TRY(prefetch_init(p, kind, n, order, batch, depth));
+    FNN_TRY(prefetch_init(p, kind, n, order, batch, depth, workers));
     p->context = context;
     p->stride = stride;
     int rc = fnn_tensor_ref(&p->a, a);
@@ -247,18 +296,20 @@ int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fn
 }
 
 int fnn_prefetch_new_images(fnn_prefetch **out, fnn_image_set *set, int64_t n, const int64_t *order, int64_t batch,
-                            int depth, const uint64_t *seeds) {
+                            int depth, int workers, const uint64_t *seeds) {
     FNN_CHECK(out != NULL, FNN_STATUS_ARG, "prefetch: expected an out pointer");
     *out = NULL;
     FNN_CHECK(set != NULL, FNN_STATUS_ARG, "prefetch: expected the pictures");
     FNN_CHECK(n >= 0 && (n == 0 || order != NULL), FNN_STATUS_ARG, "prefetch: %lld ids but no order", (long long)n);
     FNN_CHECK(batch >= 1, FNN_STATUS_ARG, "prefetch: batch size %lld, expected >= 1", (long long)batch);
     FNN_CHECK(depth >= 1 && depth <= 1024, FNN_STATUS_ARG, "prefetch: depth %d, expected 1..1024", depth);
+    FNN_CHECK(workers >= 1 && workers <= FNN_PREFETCH_MAX_WORKERS, FNN_STATUS_ARG,
+              "prefetch: %d workers, expected 1..%d", workers, FNN_PREFETCH_MAX_WORKERS);
     int64_t nb = (n + batch - 1) / batch;
     FNN_CHECK(nb == 0 || seeds, FNN_STATUS_ARG, "prefetch: expected a seed per batch");
     fnn_prefetch *p = calloc(1, sizeof *p);
     FNN_CHECK(p != NULL, FNN_STATUS_OOM, "prefetch: out of memory");
-    FNN_TRY(prefetch_init(p, FNN_PREFETCH_IMAGES, n, order, batch, depth));
+    FNN_TRY(prefetch_init(p, FNN_PREFETCH_IMAGES, n, order, batch, depth, workers));
     p->set = fnn_image_set_ref(set);
     p->seeds = malloc(sizeof(uint64_t) * (size_t)(nb > 0 ? nb : 1));
     if (!p->seeds) { prefetch_release(p); return FNN_FAIL(FNN_STATUS_OOM, "prefetch: out of memory"); }
@@ -294,7 +345,7 @@ static int hand_over(fnn_prefetch *p, slot *s, fnn_tensor *inputs, fnn_tensor *t
     fnn_tensor_init(&s->y);
     s->ready = false;
     p->consumed = rc == FNN_STATUS_OK ? p->consumed + 1 : p->nbatches;   /* nothing after a failure */
-    pthread_cond_signal(&p->emptied);
+    pthread_cond_broadcast(&p->emptied);   /* every worker may wait on it */
     return rc;
 }
 
@@ -304,12 +355,18 @@ int fnn_prefetch_next(fnn_prefetch *p, fnn_tensor *inputs, fnn_tensor *targets) 
     fnn_tensor_init(targets);
     slot made;
     pthread_mutex_lock(&p->lock);
-    fnn_tensor tx = p->trash_x, ty = p->trash_y;   /* a late copy of a stolen batch: ours to drop */
-    if (tx.ndim >= 0 || ty.ndim >= 0) {
-        fnn_tensor_init(&p->trash_x);
-        fnn_tensor_init(&p->trash_y);
-        pthread_cond_signal(&p->emptied);
+    /* the late copies of stolen batches: ours to drop, once the lock is released */
+    fnn_tensor trash[2 * FNN_PREFETCH_MAX_WORKERS];
+    int ntrash = 0;
+    for (int i = 0; i < p->started; i++) {
+        worker_rec *w = &p->workers[i];
+        if (w->trash_x.ndim < 0 && w->trash_y.ndim < 0) continue;
+        trash[ntrash++] = w->trash_x;
+        trash[ntrash++] = w->trash_y;
+        fnn_tensor_init(&w->trash_x);
+        fnn_tensor_init(&w->trash_y);
     }
+    if (ntrash) pthread_cond_broadcast(&p->emptied);
     int rc = FNN_STATUS_OK;
     while (p->consumed < p->nbatches) {
         int64_t c = p->consumed;
@@ -323,34 +380,27 @@ int fnn_prefetch_next(fnn_prefetch *p, fnn_tensor *inputs, fnn_tensor *targets) 
             publish(p, k, &made);
             continue;
         }
-        if (p->worker_k != c) { pthread_cond_wait(&p->filled, &p->lock); continue; }
-        /* the worker is on batch c: give it twice what a batch takes us, then make c ourselves */
+        worker_rec *w = maker_of(p, c);
+        if (!w) { pthread_cond_wait(&p->filled, &p->lock); continue; }
+        /* a worker is on batch c: give it twice what a batch takes us, then make c ourselves */
         double wait = 2 * p->make_s > 1e-4 ? 2 * p->make_s : 1e-4;
         double until = now_s() + wait;
         struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
-        while (!s->ready && p->worker_k == c && now_s() < until && !p->stop)
+        while (!s->ready && w->k == c && now_s() < until && !p->stop)
             pthread_cond_timedwait(&p->filled, &p->lock, &ts);
-        if (s->ready || p->worker_k != c) continue;
-        p->stolen = c;
+        if (s->ready || w->k != c) continue;
+        w->stolen = true;
         caller_make(p, c, &made);
         rc = hand_over(p, &made, inputs, targets);
         break;
     }
     pthread_mutex_unlock(&p->lock);
-    fnn_tensor_clear(&tx);
-    fnn_tensor_clear(&ty);
+    for (int i = 0; i < ntrash; i++) fnn_tensor_clear(&trash[i]);
     return rc;
 }
 
 void fnn_prefetch_free(fnn_prefetch *p) {
     if (!p) return;
-    pthread_mutex_lock(&p->lock);
-    p->stop = true;
-    pthread_cond_signal(&p->emptied);
-    pthread_mutex_unlock(&p->lock);
-    pthread_join(p->thread, NULL);
-    pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->filled);
-    pthread_cond_destroy(&p->emptied);
+    stop_and_join(p);
     prefetch_release(p);
 }

@@ -3,7 +3,7 @@
 -- root/test/...), or takes --root for your own (the same layout: train/ and test/, one sub-folder
 -- per class, PNG or JPEG), then trains a small CNN on data.ImageFolder with augmentation
 -- (RandomResizedCrop, RandomHorizontalFlip, ColorJitter, Normalize) decoded and transformed in C
--- on the loader's prefetch thread.
+-- on the loader's prefetch threads (--workers of them).
 --   fastnn-lua examples/image_folder.lua                 # 500 pictures a class, 5 epochs
 --   fastnn-lua examples/image_folder.lua --root ~/photos --size 64
 --   fastnn-lua examples/image_folder.lua --quick         # 100 pictures a class, 2 epochs (CI)
@@ -25,6 +25,7 @@ local opts = cli.parse{
       {'epochs', 5, 'passes over the training set'},
       {'batch_size', 64, 'pictures per step'},
       {'lr', 2e-3, 'Adam learning rate'},
+      {'workers', 2, 'C threads that decode and augment the next batches (DataLoader:prefetch)'},
    },
    quick = {per_class = 100, epochs = 3},
 }
@@ -77,7 +78,8 @@ local model = nn.Sequential(
    nn.Conv2d(16, 32, 3, {padding = 1}), nn.ReLU(), nn.MaxPool2d(2),
    nn.Flatten(), nn.Linear(32 * math.floor(S / 4) ^ 2, K))
 local opt = optim.Adam(model:parameters(), opts.lr)
-local loader = data.DataLoader(train, opts.batch_size, {shuffle = true, seed = opts.seed, prefetch = 2})
+local loader = data.DataLoader(train, opts.batch_size, {shuffle = true, seed = opts.seed, prefetch = 4,
+                                                       workers = opts.workers})
 
 local losses = {}
 for epoch = 1, opts.epochs do
@@ -101,7 +103,7 @@ end
 local correct = 0
 model:eval()
 fnn.no_grad(function()
-   for batch in data.DataLoader(test, 256, {prefetch = 2}):iter() do
+   for batch in data.DataLoader(test, 256, {prefetch = 4, workers = opts.workers}):iter() do
       local predicted, truth = model(batch.inputs):argmax(2):to_table(), batch:labels():to_table()
       for i = 1, #truth do if predicted[i] == truth[i] then correct = correct + 1 end end
    end

@@ -235,7 +235,7 @@ describe('prefetch', function()
    it('hands over every batch in order, then empty headers; checks its arguments', function()
       local x = fnn.arange(10):reshape(5, 2)
       local pp = ffi.new('fnn_prefetch *[1]')
-      assert.equals(0, C.fnn_prefetch_new(pp, C.FNN_PREFETCH_ROWS, x, nil, 0, 0, 5, id_buf{5, 4, 3, 2, 1}, 2, 1))
+      assert.equals(0, C.fnn_prefetch_new(pp, C.FNN_PREFETCH_ROWS, x, nil, 0, 0, 5, id_buf{5, 4, 3, 2, 1}, 2, 1, 1))
       local p = pp[0]
       local got = {}
       for _ = 1, 4 do
@@ -246,16 +246,16 @@ describe('prefetch', function()
       end
       C.fnn_prefetch_free(p)
       assert.same({{{8, 9}, {6, 7}}, {{4, 5}, {2, 3}}, {{0, 1}}, 'end'}, got)
-      assert.equals(-2, C.fnn_prefetch_new(pp, 7, x, nil, 0, 0, 5, id_buf{1}, 2, 1))
+      assert.equals(-2, C.fnn_prefetch_new(pp, 7, x, nil, 0, 0, 5, id_buf{1}, 2, 1, 1))
       assert.matches('prefetch: unknown dataset kind 7', ffi.string(C.fnn_last_error()))
-      assert.equals(-2, C.fnn_prefetch_new(pp, C.FNN_PREFETCH_ROWS, x, nil, 0, 0, 1, id_buf{1}, 2, 0))
+      assert.equals(-2, C.fnn_prefetch_new(pp, C.FNN_PREFETCH_ROWS, x, nil, 0, 0, 1, id_buf{1}, 2, 0, 1))
       assert.matches('prefetch: depth 0, expected 1%.%.1024', ffi.string(C.fnn_last_error()))
    end)
 
    it('reports a failed batch in order, after the good ones, and nothing after it', function()
       local x = fnn.arange(10):reshape(5, 2)
       local pp = ffi.new('fnn_prefetch *[1]')
-      assert.equals(0, C.fnn_prefetch_new(pp, C.FNN_PREFETCH_ROWS, x, nil, 0, 0, 4, id_buf{1, 2, 9, 3}, 2, 2))
+      assert.equals(0, C.fnn_prefetch_new(pp, C.FNN_PREFETCH_ROWS, x, nil, 0, 0, 4, id_buf{1, 2, 9, 3}, 2, 2, 1))
       local a, b = fnn_tensor.new(), fnn_tensor.new()
       assert.equals(0, C.fnn_prefetch_next(pp[0], a, b))
       assert.same({{0, 1}, {2, 3}}, fnn_tensor.done(a):to_table())

@@ -201,8 +201,8 @@ describe('data.transforms', function()
    it('gives the same batches from the prefetch thread as on the main thread', function()
       local tf = T.Compose{T.RandomResizedCrop(4), T.RandomHorizontalFlip(), T.ColorJitter{contrast = 0.5}, T.Grayscale()}
       local ds = data.ImageFolder(root, {transform = tf})
-      local function pass(depth)
-         local loader = data.DataLoader(ds, 3, {shuffle = true, seed = 9}):prefetch(depth)
+      local function pass(depth, workers)
+         local loader = data.DataLoader(ds, 3, {shuffle = true, seed = 9}):prefetch(depth, {workers = workers})
          assert.equals(depth > 0, loader:is_prefetching())
          local out = {}
          for _ = 1, 2 do   -- two passes: the stream carries on from one to the next
@@ -214,6 +214,8 @@ describe('data.transforms', function()
       assert.equals(4, #main)
       assert.same(main, pass(2))
       assert.same(main, pass(1))
+      assert.same(main, pass(2, 2))   -- two workers: each batch from its own seed, whoever makes it
+      assert.same(main, pass(4, 3))
    end)
 
    it('reports a bad file from the prefetch thread, naming it', function()
@@ -221,9 +223,11 @@ describe('data.transforms', function()
       os.execute('mkdir -p ' .. process.quote(bad) .. '/c')
       image.save(bad .. '/c/a.png', fnn.full({3, 4, 4}, 0.5))
       process.write_file(bad .. '/c/b.png', 'text')
-      local loader = data.DataLoader(data.ImageFolder(bad), 1):prefetch(2)
-      local ok, err = pcall(function() for _ in loader:iter() do end end)
-      assert.is_false(ok)
-      assert.matches('image%.load: .*/c/b%.png is neither a PNG nor a JPEG', err)
+      for _, workers in ipairs{1, 2} do
+         local loader = data.DataLoader(data.ImageFolder(bad), 1):prefetch(2, {workers = workers})
+         local ok, err = pcall(function() for _ in loader:iter() do end end)
+         assert.is_false(ok)
+         assert.matches('image%.load: .*/c/b%.png is neither a PNG nor a JPEG', err)
+      end
    end)
 end)

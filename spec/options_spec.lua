@@ -59,6 +59,7 @@ teardown(function() data.Mnist.mirrors, data.FashionMnist.mirrors = saved[1], sa
 local CASES = {
    ['data.CsvDataset'] = {call = function(o) return data.CsvDataset(csv, o) end},
    ['data.DataLoader'] = {call = function(o) return data.DataLoader(ds, 2, o) end},
+   ['data.DataLoader:prefetch'] = {call = function(o) return data.DataLoader(ds, 2):prefetch(2, o) end},
    ['data.ImageFolder'] = {call = function(o) return data.ImageFolder('spec/fixtures', o) end},
    ['data.transforms.RandomResizedCrop'] = {call = function(o) return data.transforms.RandomResizedCrop(4, o) end},
    ['data.transforms.ColorJitter'] = {call = function(o) return data.transforms.ColorJitter(o) end},

@@ -59,6 +59,44 @@ describe('DataLoader:prefetch', function()
       end
    end)
 
+   it('gives the same batches with any number of workers, rows and windows', function()
+      local ds = items(41)
+      local plain = batches(data.DataLoader(ds, 3):shuffle(true):seed(8))
+      for _, w in ipairs{1, 2, 5, 64} do
+         for _, depth in ipairs{1, 3, 16} do
+            local loader = data.DataLoader(ds, 3):shuffle(true):seed(8):prefetch(depth, {workers = w})
+            assert.same(plain, batches(loader))
+         end
+      end
+      local text = data.TextDataset(('the quick brown fox jumps over the lazy dog. '):rep(5), 5, {text = true})
+      local want = batches(data.DataLoader(text, 4):shuffle(true):seed(2))
+      assert.same(want, batches(data.DataLoader(text, 4, {shuffle = true, seed = 2, prefetch = 4, workers = 3})))
+   end)
+
+   it('runs its workers as threads and stops them all when the pass ends or is abandoned', function()
+      local ds = items(300)
+      for _ in data.DataLoader(ds, 10):prefetch(2, {workers = 4}):iter() do end
+      settle()
+      local base_threads, base_bytes = threads(), fnn.live_bytes()
+      local loader = data.DataLoader(ds, 3):prefetch(8, {workers = 4})
+      assert.matches('prefetch 8, 4 workers', tostring(loader))
+      local it = loader:iter()
+      it()
+      assert.equals(base_threads + 4, threads())
+      it, loader = nil, nil
+      settle()
+      assert.equals(base_threads, threads())
+      assert.equals(base_bytes, fnn.live_bytes())
+      for _ = 1, 10 do
+         for batch in data.DataLoader(ds, 7):shuffle(true):prefetch(3, {workers = 3}):iter() do
+            if batch.size > 0 then break end
+         end
+      end
+      settle()
+      assert.equals(base_threads, threads())
+      assert.equals(base_bytes, fnn.live_bytes())
+   end)
+
    it('covers every item exactly once per pass, in a new order each pass, reproducible from the seed', function()
       local ds = items(50)
       local function pass(loader)
@@ -157,6 +195,19 @@ describe('DataLoader:prefetch', function()
                        'DataLoader:prefetch: depth is -1, expected an integer 0..1024')
       assert.has_error(function() data.DataLoader(items(3), 2):prefetch(1.5) end,
                        'DataLoader:prefetch: depth is 1.5, expected an integer 0..1024')
+      assert.has_error(function() data.DataLoader(items(3), 2):prefetch(2, {workers = 0}) end)
+      local ok, err = pcall(function() data.DataLoader(items(3), 2):prefetch(2, {workers = 65}) end)
+      assert.is_false(ok)
+      assert.matches('^spec/prefetch_spec%.lua:%d+: data%.DataLoader:prefetch: .*workers.*65', err)
+      ok, err = pcall(function() data.DataLoader(items(3), 2):prefetch(2, {worker = 2}) end)
+      assert.is_false(ok)
+      assert.matches("data%.DataLoader:prefetch: .*'worker'.*workers", err)
+      ok, err = pcall(function() data.DataLoader(items(3), 2, {workers = 1.5}) end)
+      assert.matches('^spec/prefetch_spec%.lua:%d+: data%.DataLoader: .*workers', err)
+      local ffi, C = require 'ffi', require('fastnn.tensor').C
+      local pp, ids = ffi.new('fnn_prefetch *[1]'), ffi.new('int64_t[1]', 1)
+      assert.equals(-2, C.fnn_prefetch_new(pp, C.FNN_PREFETCH_ROWS, fnn.randn(3), nil, 0, 0, 1, ids, 1, 1, 65))
+      assert.matches('prefetch: 65 workers, expected 1%.%.64', ffi.string(C.fnn_last_error()))
       local x = fnn.randn(4, 3)
       local ds = data.TensorDataset(x)
       x:free()

@@ -1,8 +1,9 @@
 """bench/reference/image_loader.py DIR: the reference for bench/image_loader.lua on the same files.
-Pillow decodes; RandomResizedCrop(224) (torchvision's get_params), a horizontal flip with p 0.5 and
-Normalize are done with Pillow and torch, as torchvision's transforms would (no torchvision build
-matches the installed torch here); torch's DataLoader(batch_size=32, shuffle=True, num_workers=2).
-Prints images/s over one pass, after one untimed pass."""
+torchvision's ImageFolder with transforms.Compose([RandomResizedCrop(224), RandomHorizontalFlip(),
+ToTensor(), Normalize(...)]) where a torchvision matching the installed torch imports; else the same
+work by hand: Pillow decodes, RandomResizedCrop(224) (torchvision's get_params), a flip with p 0.5 and
+Normalize with Pillow and torch. Either way torch's DataLoader(batch_size=32, shuffle=True,
+num_workers=2). Prints images/s over one pass, after one untimed pass, and which reference ran."""
 import math, os, random, sys, time
 import numpy as np
 import torch
@@ -44,9 +45,22 @@ class Folder(torch.utils.data.Dataset):
         return (t - MEAN) / STD, label
 
 
+def dataset(root):
+    try:
+        import torchvision
+        from torchvision import datasets, transforms as T
+    except Exception:   # no torchvision build for this torch: the same transforms by hand
+        return Folder(root), 'Pillow + torch DataLoader'
+    tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
+                    T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    return datasets.ImageFolder(root, transform=tf), 'torchvision %s ImageFolder' % torchvision.__version__
+
+
 def main():
     torch.set_num_threads(1)
-    loader = torch.utils.data.DataLoader(Folder(sys.argv[1]), batch_size=32, shuffle=True, num_workers=2)
+    ds, which = dataset(sys.argv[1])
+    print('# reference: %s, DataLoader(num_workers=2)' % which)
+    loader = torch.utils.data.DataLoader(ds, batch_size=32, shuffle=True, num_workers=2)
     for _ in loader:
         pass
     t0, n = time.perf_counter(), 0

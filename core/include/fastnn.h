@@ -683,21 +683,23 @@ FNN_API int fnn_text_decode(const fnn_tensor *vocab, const fnn_tensor *ids, int 
 FNN_API int fnn_take_windows(fnn_tensor *inputs, fnn_tensor *targets, const fnn_tensor *tokens, int64_t context,
                              int64_t stride, int64_t n, const int64_t *ids);
 
-/* ---- data: core/prefetch.c (a loader's background thread) ---- */
-/* The worker assembles the next `depth` batches of one pass over order[0..n) (1-based ids) in batches
- * of `batch` (the last one short), with the functions above: ROWS takes rows of a (and b unless NULL)
- * by fnn_take_rows; WINDOWS takes fnn_take_windows of the tokens a with context and stride. It never
- * calls back into the caller. fnn_prefetch_next hands over the next batch, waiting for it, and leaves
- * both headers empty (ndim -1) when the pass is over; a failure of the worker arrives here, in order.
- * fnn_prefetch_free stops the worker, joins it and drops the batches not taken (any time). */
+/* ---- data: core/prefetch.c (a loader's background threads) ---- */
+/* `workers` threads (1..FNN_PREFETCH_MAX_WORKERS) assemble the next `depth` batches of one pass over
+ * order[0..n) (1-based ids) in batches of `batch` (the last one short), with the functions above:
+ * ROWS takes rows of a (and b unless NULL) by fnn_take_rows; WINDOWS takes fnn_take_windows of the
+ * tokens a with context and stride. They never call back into the caller. fnn_prefetch_next hands
+ * over the next batch, waiting for it, and leaves both headers empty (ndim -1) when the pass is over;
+ * a failure of a worker arrives here, in order. The batches are the same for any number of workers.
+ * fnn_prefetch_free stops the workers, joins them and drops the batches not taken (any time). */
 typedef struct fnn_prefetch fnn_prefetch;
 enum { FNN_PREFETCH_ROWS = 0, FNN_PREFETCH_WINDOWS = 1, FNN_PREFETCH_IMAGES = 2 };
+enum { FNN_PREFETCH_MAX_WORKERS = 64 };
 FNN_API int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fnn_tensor *b, int64_t context,
-                             int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth);
+                             int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth, int workers);
 /* the same over a set of pictures (ImageFolder): batch k is fnn_image_take(..., seeds[k]); the
  * worker holds its own reference to set */
 FNN_API int fnn_prefetch_new_images(fnn_prefetch **out, fnn_image_set *set, int64_t n, const int64_t *order,
-                                    int64_t batch, int depth, const uint64_t *seeds);
+                                    int64_t batch, int depth, int workers, const uint64_t *seeds);
 FNN_API int fnn_prefetch_next(fnn_prefetch *p, fnn_tensor *inputs, fnn_tensor *targets);
 FNN_API void fnn_prefetch_free(fnn_prefetch *p);
 

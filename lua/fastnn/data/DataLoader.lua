@@ -11,14 +11,15 @@
 -- The order of a pass is an int64_t buffer of 1-based ids (exact at any length).
 --
 -- Background prefetch: loader:prefetch(k) makes a C thread assemble the next k batches of a
--- pass while the caller works on the current one. It applies to the datasets the core can read
+-- pass while the caller works on the current one; loader:prefetch(k, {workers = n}) makes n
+-- threads share that work (PyTorch's num_workers; decoding pictures is where it pays). It applies to the datasets the core can read
 -- without Lua, those with prefetch_source(): TensorDataset (so Mnist and FashionMnist) and
 -- TextDataset; and ImageFolder (prefetch_images(): decoding and transforms in C). A Lua dataset (get or write in Lua) cannot run off the main thread (C never calls
 -- into Lua), so it falls back to making its batches on the main thread, as without prefetch;
 -- loader:is_prefetching() says which applies. The batches are the same either way: the same
--- order and the same C functions. The thread runs at idle priority, so it never slows the
--- training step's own threads; a batch it has not made when the loop asks for it, the loop makes
--- itself (and when the loop only waits for data, both threads gather). A pass left early (a
+-- order and the same C functions, for any number of workers. The threads run at idle priority, so
+-- they never slow the training step's own threads; a batch not made when the loop asks for it, the
+-- loop makes itself (and when the loop only waits for data, every thread gathers). A pass left early (a
 -- break) stops its thread when the iterator is collected; a finished pass stops it at once.
 -- Datasets, fastest first:
 --   take(n, ids)  (TensorDataset, TextDataset): one C call per tensor gathers the rows;
@@ -47,6 +48,8 @@ local OPTS = require('fastnn.options').declare('data.DataLoader', {
    {'seed', 'number', nil, "the loader's own shuffle stream (as :seed(n)); none: fastnn's random source"},
    {'prefetch', 'integer|boolean', 0, 'batches a C thread keeps ready, 0..1024 (as :prefetch(k); true: 2)',
     min = 0, max = 1024},
+   {'workers', 'integer', 1, 'threads that make the prefetched batches, 1..64 (as :prefetch(k, {workers = n}))',
+    min = 1, max = 64},
    {'device', 'any', nil, "move each batch there: a Device, 'cpu', 'cuda' or 'cuda:<n>' (as :to_device(d))"},
 })
 
@@ -63,9 +66,9 @@ setmetatable(DataLoader, {__call = function(_, ds, batch_size, opts)
    end
    local o = OPTS:check(opts, 2)
    local self = setmetatable({dataset = ds, batch_size = batch_size, _shuffle = o.shuffle, _drop_last = o.drop_last,
-                              _rng = nil, _device = o.device, _prefetch = 0}, DataLoader)
+                              _rng = nil, _device = o.device, _prefetch = 0, _workers = 1}, DataLoader)
    if o.seed ~= nil then self:seed(o.seed) end
-   if o.prefetch ~= 0 then self:prefetch(o.prefetch) end
+   if o.prefetch ~= 0 then self:prefetch(o.prefetch, {workers = o.workers}) end
    return self
 end})
 
@@ -108,14 +111,21 @@ function DataLoader:to_device(d)
    return self
 end
 
--- prefetch(k): a C thread keeps the next k batches ready (0 or false: off)
-function DataLoader:prefetch(k)
+-- prefetch(k[, {workers = n}]): C threads (one unless told) keep the next k batches ready (0 or
+-- false: off)
+local PREFETCH_OPTS = require('fastnn.options').declare('data.DataLoader:prefetch', {
+   {'workers', 'integer', 1, 'threads that make the batches, 1..64 (each batch is the same for any number)',
+    min = 1, max = 64},
+})
+function DataLoader:prefetch(k, opts)
+   local o = PREFETCH_OPTS:check(opts, 2)
    if k == nil or k == true then k = 2 end
    if k == false then k = 0 end
    if type(k) ~= 'number' or k < 0 or k > 1024 or k ~= floor(k) then
       error(('DataLoader:prefetch: depth is %s, expected an integer 0..1024'):format(show_value(k)), 2)
    end
    self._prefetch = k
+   self._workers = o.workers
    return self
 end
 
@@ -284,10 +294,11 @@ local function iter_prefetch(self, ids, limit, device, batch_seed)
       local nb = floor((limit + self.batch_size - 1) / self.batch_size)
       local seeds = ffi.new('uint64_t[?]', math.max(nb, 1))
       for k = 0, nb - 1 do seeds[k] = batch_seed() or floor(C.fnn_random_uniform() * 2^52) end
-      rc = ds:prefetch_images(pp, limit, ids, self.batch_size, self._prefetch, seeds)
+      rc = ds:prefetch_images(pp, limit, ids, self.batch_size, self._prefetch, self._workers, seeds)
    else
       local kind, a, t, context, stride = ds:prefetch_source()
-      rc = C.fnn_prefetch_new(pp, kind, a, t, context or 0, stride or 0, limit, ids, self.batch_size, self._prefetch)
+      rc = C.fnn_prefetch_new(pp, kind, a, t, context or 0, stride or 0, limit, ids, self.batch_size, self._prefetch,
+                              self._workers)
    end
    if rc ~= 0 then error(fnn_tensor.last_error(), 3) end
    local p = ffi.gc(pp[0], fnn_prefetch_free)   -- an abandoned pass: the GC stops the thread
@@ -358,7 +369,8 @@ end
 function DataLoader:__tostring()
    return ('data.DataLoader(%d items, batch %d%s%s%s)'):format(self.dataset:len(), self.batch_size,
       self._shuffle and ', shuffled' or '', self._drop_last and ', drop_last' or '',
-      self._prefetch > 0 and (', prefetch %d%s'):format(self._prefetch,
+      self._prefetch > 0 and (', prefetch %d%s%s'):format(self._prefetch,
+         self._workers > 1 and (', %d workers'):format(self._workers) or '',
          self:is_prefetching() and '' or ' (main thread: a Lua dataset)') or '')
 end
 

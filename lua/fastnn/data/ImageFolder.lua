@@ -124,10 +124,10 @@ function ImageFolder:take(n, ids, seed)
    return fnn_tensor.done(x), fnn_tensor.done(y)
 end
 
--- DataLoader's prefetch: a C thread makes the batches of a pass (the order ids[0..n), seeds[k] for
+-- DataLoader's prefetch: C threads (`workers` of them) make the batches of a pass (the order ids[0..n), seeds[k] for
 -- batch k) with the same fnn_image_take
-function ImageFolder:prefetch_images(pp, n, ids, batch, depth, seeds)
-   return C.fnn_prefetch_new_images(pp, self._set, n, ids, batch, depth, seeds)
+function ImageFolder:prefetch_images(pp, n, ids, batch, depth, workers, seeds)
+   return C.fnn_prefetch_new_images(pp, self._set, n, ids, batch, depth, workers, seeds)
 end
 
 function ImageFolder:__tostring()
