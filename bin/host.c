@@ -99,9 +99,11 @@ static void resolve(host_paths *p) {
     }
 
     /* a host linked with libfastnn (pkg-config's -lfastnn): the Lua side must load that very
-     * library, so that tensors the host made and the ones Lua makes share one core */
+     * library, so that tensors the host made and the ones Lua makes share one core. The probe is
+     * a symbol of the I/O layer (libfastnn itself, not libfastnn_core under it); a host linked
+     * with libfastnn_core alone loads the libfastnn found below, which reuses that core */
     Dl_info linked;
-    void *sym = dlsym(RTLD_DEFAULT, "fnn_version");
+    void *sym = dlsym(RTLD_DEFAULT, "fnn_safetensors_save");
     if (sym && dladdr(sym, &linked) && linked.dli_fname && strstr(linked.dli_fname, "libfastnn") &&
         is_file(linked.dli_fname)) {
         if (realpath(linked.dli_fname, p->lib)) return;

@@ -12,8 +12,13 @@
 extern "C" {
 #endif
 
+/* FNN_LAYER: an internal helper the I/O layer (core/io/, built into libfastnn) calls across the
+ * library boundary, so libfastnn_core exports it. Not public API: fastnn.h does not declare it and
+ * it may change; everything else here stays hidden (-fvisibility=hidden). */
+#define FNN_LAYER __attribute__((visibility("default")))
+
 /* ---- errors ---- */
-int fnn_set_error(int status, const char *file, int line, const char *fmt, ...)
+FNN_LAYER int fnn_set_error(int status, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 #define FNN_FAIL(status, ...) fnn_set_error((status), __FILE__, __LINE__, __VA_ARGS__)
 #define FNN_CHECK(cond, status, ...) \
@@ -25,8 +30,8 @@ int fnn_set_error(int status, const char *file, int line, const char *fmt, ...)
 
 /* a shape as text, "[2,3]", in a struct so it can sit inside a format call */
 typedef struct { char s[112]; } fnn_shape_text;
-fnn_shape_text fnn_shape_of(const fnn_tensor *t);
-fnn_shape_text fnn_shape_dims(int ndim, const int64_t *shape);
+FNN_LAYER fnn_shape_text fnn_shape_of(const fnn_tensor *t);
+FNN_LAYER fnn_shape_text fnn_shape_dims(int ndim, const int64_t *shape);
 
 /* ---- devices ---- */
 static inline int fnn_device_type_of(int device) { return device >> 8; }
@@ -360,10 +365,10 @@ void fnn_register_backend(int device_type, const fnn_backend *b);
 #ifdef FASTNN_WITH_CUDA
 void fnn_cuda_register(void);   /* cuda/backend.cu: registers the CUDA backend table */
 #endif
-const fnn_backend *fnn_backend_for(int device);  /* NULL when that device type is not built */
+FNN_LAYER const fnn_backend *fnn_backend_for(int device);  /* NULL when that device type is not built */
 
 /* ---- allocation: counted per device type ---- */
-void *fnn_alloc(int device, int64_t bytes);       /* NULL + error (OOM) */
+FNN_LAYER void *fnn_alloc(int device, int64_t bytes);       /* NULL + error (OOM) */
 /* The op an allocation is for, named in out-of-memory errors ("matmul: cannot allocate N bytes
  * (X live): out of memory"): set by fnn_check_input(_any), the creators and the engine (per
  * backward rule); per thread; op must be a string that lives forever (a literal, an op's name). */
@@ -381,7 +386,7 @@ void fnn_profile_failed(void);   /* from fnn_set_error */
 void fnn_pin_op(const char *op);
 /* the out-of-memory error for bytes on device (a double: a shape's bytes may pass int64); returns its status */
 int fnn_alloc_failed(int device, double bytes, const char *why);
-void fnn_free(int device, void *p, int64_t bytes);
+FNN_LAYER void fnn_free(int device, void *p, int64_t bytes);
 
 /* ---- tensor helpers ---- */
 static inline int fnn_elem_size(const fnn_tensor *t) { return t->dtype == FNN_DTYPE_INT64 ? 8 : 4; }
@@ -401,13 +406,13 @@ static inline int64_t *fnn_data_i64(const fnn_tensor *t) {
     int64_t *base = t->storage ? (int64_t *)t->storage->data : (int64_t *)(void *)t->small;
     return base + t->offset;
 }
-int64_t fnn_numel_of(int ndim, const int64_t *shape);
+FNN_LAYER int64_t fnn_numel_of(int ndim, const int64_t *shape);
 void fnn_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
 /* make out a new contiguous float32 tensor of this shape on this device (inline when small, CPU only) */
 int fnn_new_output(fnn_tensor *out, int device, int ndim, const int64_t *shape);
-int fnn_new_output_dtype(fnn_tensor *out, int device, int dtype, int ndim, const int64_t *shape);
+FNN_LAYER int fnn_new_output_dtype(fnn_tensor *out, int device, int dtype, int ndim, const int64_t *shape);
 /* out = host bytes src as a new tensor on device, without a host wait where the backend can (core/device.c) */
-int fnn_upload(fnn_tensor *out, int device, int dtype, int ndim, const int64_t *shape, const void *src);
+FNN_LAYER int fnn_upload(fnn_tensor *out, int device, int dtype, int ndim, const int64_t *shape, const void *src);
 /* out := a view of x's data (shares storage, no node) with given shape/strides/offset */
 int fnn_make_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape,
                   const int64_t *stride, int64_t offset);
@@ -415,7 +420,7 @@ int fnn_make_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t 
  * dtype (views, copies, indexing, integer arithmetic) run fnn_check_input_any instead, so a new op
  * refuses int64 until someone writes its int64 kernel */
 int fnn_check_input(const char *op, const fnn_tensor *t);
-int fnn_check_input_any(const char *op, const fnn_tensor *t);
+FNN_LAYER int fnn_check_input_any(const char *op, const fnn_tensor *t);
 int fnn_check_same_dtype(const char *op, const fnn_tensor *a, const fnn_tensor *b);
 /* a 1-based id read from an index tensor (int64, or float32 holding a whole number) at element
  * offset off, as a 0-based position checked against 0..size-1; the error names the op, the
@@ -423,18 +428,18 @@ int fnn_check_same_dtype(const char *op, const fnn_tensor *a, const fnn_tensor *
 int fnn_index_at(const char *op, const fnn_tensor *index, int64_t off, int64_t size, int dim,
                  const fnn_tensor *x, int64_t *pos);
 /* an index tensor must be int64 or float32 (not a freed or empty header) */
-int fnn_check_index(const char *op, const char *what, const fnn_tensor *index);
+FNN_LAYER int fnn_check_index(const char *op, const char *what, const fnn_tensor *index);
 int fnn_check_same_device(const char *op, const fnn_tensor *a, const fnn_tensor *b);
 /* copy x into a fresh contiguous tensor of its dtype (no node) */
-int fnn_materialize(fnn_tensor *out, const fnn_tensor *x);
+FNN_LAYER int fnn_materialize(fnn_tensor *out, const fnn_tensor *x);
 /* dst (contiguous) = src's elements in row-major order, for elements of esize bytes (4 or 8) */
-void fnn_strided_copy(void *dst, const void *src, int esize, int ndim, const int64_t *shape, const int64_t *stride);
+FNN_LAYER void fnn_strided_copy(void *dst, const void *src, int esize, int ndim, const int64_t *shape, const int64_t *stride);
 /* y's m rows of row bytes = x's rows ids[j] - base (rows stride bytes apart): a gather of dataset rows */
-void fnn_gather_rows(char *y, const char *x, int64_t stride, size_t row, const int64_t *ids, int64_t m, int64_t base);
+FNN_LAYER void fnn_gather_rows(char *y, const char *x, int64_t stride, size_t row, const int64_t *ids, int64_t m, int64_t base);
 /* borrow x's data contiguous: *tmp is filled only when a copy was needed (clear it after);
  * _data for float32 tensors, _bytes for any dtype */
 const float *fnn_contiguous_data(const fnn_tensor *x, fnn_tensor *tmp, int *rc);
-const void *fnn_contiguous_bytes(const fnn_tensor *x, fnn_tensor *tmp, int *rc);
+FNN_LAYER const void *fnn_contiguous_bytes(const fnn_tensor *x, fnn_tensor *tmp, int *rc);
 /* normalise a 0-based dim (negative counts from the end) and check it */
 int fnn_wrap_dim(const char *op, const fnn_tensor *x, int dim, int ndim_plus, int *out_dim);
 /* NumPy broadcasting: shape of a op b */
@@ -470,7 +475,7 @@ static inline int fnn_threads_for(int64_t work) {
  * entered: even a false if() clause costs a team setup), else an OpenMP team where thread t of T
  * gets the t-th of T contiguous, near-equal ranges (fixed by n and T, never by timing) */
 typedef void (*fnn_range_fn)(void *ctx, int64_t lo, int64_t hi);
-void fnn_parallel_team(int64_t n, int threads, fnn_range_fn fn, void *ctx);   /* the team part */
+FNN_LAYER void fnn_parallel_team(int64_t n, int threads, fnn_range_fn fn, void *ctx);   /* the team part */
 static inline void fnn_parallel_for(int64_t n, int threads, fnn_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (threads <= 1 || n == 1) fn(ctx, 0, n);   /* inline: fn is usually known here and inlined */

@@ -1,5 +1,5 @@
 /* index.cu: the index walk behind index_select, gather, scatter_add, take_rows and embedding
- * (core/ops/index.c, embedding.c, core/data.c) on the GPU, a thread per position of the walked
+ * (core/ops/index.c, embedding.c, core/io/data.c) on the GPU, a thread per position of the walked
  * shape. ids are int64 on the device and read there, so a bad id cannot raise without a host read:
  * a gather writes nan (int64: 0) and a scatter adds nothing. Scatters go through atomicAdd: where
  * ids repeat, the order of the adds (and so the last bits) may differ from run to run. */

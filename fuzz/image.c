@@ -1,4 +1,4 @@
-/* fuzz/image.c: the picture decoders behind fnn.image.load (core/image.c: libpng through png.c,
+/* fuzz/image.c: the picture decoders behind fnn.image.load (core/io/image.c: libpng through png.c,
  * TurboJPEG). Input: the file as it is; the first bytes choose the decoder (PNG or JPEG signature,
  * else the refusal). A picture either loads as float32 [C, H, W] (C 1 or 3, every value in [0, 1])
  * or fails with a message naming image.load; anything else aborts. */

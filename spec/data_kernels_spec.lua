@@ -1,4 +1,4 @@
--- The loaders of core/data.c through the raw FFI: IDX files (plain and
+-- The loaders of core/io/data.c through the raw FFI: IDX files (plain and
 -- gzipped, written here byte by byte), every refusal of a bad file with the
 -- file's name, and take_rows. (data/*.lua builds Mnist and DataLoader on these.)
 local fnn = require 'fastnn'

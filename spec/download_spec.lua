@@ -1,4 +1,4 @@
--- Downloads (core/download.c through data.download, Mnist and FashionMnist) against a loopback
+-- Downloads (core/io/download.c through data.download, Mnist and FashionMnist) against a loopback
 -- HTTP server this spec starts itself (spec/http_fixture.py on 127.0.0.1, a free port), serving
 -- IDX gz files written here. Nothing here reaches past 127.0.0.1. Checksums are compared with
 -- md5sum/sha256sum, not with the code under test.

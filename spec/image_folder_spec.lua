@@ -1,4 +1,4 @@
--- data.ImageFolder and data.transforms (core/transforms.c): class order and ids, batches from
+-- data.ImageFolder and data.transforms (core/io/transforms.c): class order and ids, batches from
 -- DataLoader, bad files skipped and counted, transforms against hand-computed values, and the
 -- same seed giving the same augmented batches.
 local fnn = require 'fastnn'

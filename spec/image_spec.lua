@@ -1,4 +1,4 @@
--- fastnn.image (core/image.c): PNG and JPEG from and to disk, resize, crop, hflip, to_gray.
+-- fastnn.image (core/io/image.c): PNG and JPEG from and to disk, resize, crop, hflip, to_gray.
 -- Round trips through PNG are exact; the JPEG fixtures (spec/fixtures/image, written by Pillow
 -- with tools/make_image_fixtures.py) decode within 1/255 of what libjpeg-turbo gave there. Bad
 -- files are loaded in a child process, so a crash shows as one.

@@ -1,4 +1,4 @@
--- fastnn.plot: PNG pictures through libpng, read back through core/png.c and checked pixel by pixel.
+-- fastnn.plot: PNG pictures through libpng, read back through core/io/png.c and checked pixel by pixel.
 local fnn = require 'fastnn'
 local plot = require 'fastnn.plot'
 local support = require 'spec.support'

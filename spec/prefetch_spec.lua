@@ -1,4 +1,4 @@
--- DataLoader:prefetch(k): batches assembled on a C thread (core/prefetch.c) must be exactly the
+-- DataLoader:prefetch(k): batches assembled on a C thread (core/io/prefetch.c) must be exactly the
 -- batches of the main-thread path, cover every item once per pass, and leave no thread or buffer
 -- behind when a pass ends, is abandoned, or its loader is collected. Lua datasets fall back to the
 -- main thread.

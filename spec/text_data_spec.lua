@@ -1,4 +1,4 @@
--- data.TextDataset (core/text.c): vocabulary, encode/decode on UTF-8 with multi-byte characters,
+-- data.TextDataset (core/io/text.c): vocabulary, encode/decode on UTF-8 with multi-byte characters,
 -- window counts and contents against a naive Lua reference, files, refusals, and a 100 MB file
 -- without a Lua value per character. data.CsvDataset: parsing, target columns, class words.
 local fnn = require 'fastnn'

@@ -3,7 +3,8 @@
 #   1. luarocks --lua-version=5.1 make --tree=<temporary tree> rockspec/fastnn-scm-1.rockspec
 #   2. from another directory, with only the paths `luarocks path --tree=<tree>` prints (LuaJIT
 #      reads LUA_PATH and LUA_CPATH): luajit -e "require 'fastnn'" finds the tree's modules and
-#      the tree's libfastnn, and runs a small tensor op. A temporary tree is not on LuaJIT's
+#      the tree's libfastnn (and the libfastnn_core beside it, through its $ORIGIN run path), and
+#      runs a small tensor op. A temporary tree is not on LuaJIT's
 #      default paths; the default trees are (/usr/local/share/lua/5.1 and /usr/local/lib/lua/5.1
 #      as root, ~/.luarocks with --local plus `luarocks path`), but CI must not install there.
 #   3. the tree's launcher bin/fastnn-lua runs a one-liner with no paths set at all: it finds
@@ -37,12 +38,16 @@ local y = fnn.ones(2, 3):matmul(fnn.ones(3, 4)) + 1
 assert(y:sum():item() == 32, 'wrong sum ' .. y:sum():item())
 local mod = package.searchpath('fastnn', package.path)
 local lib
-for line in io.lines('/proc/self/maps') do lib = lib or line:match('(/%S*libfastnn[^/]*)$') end
-io.write(mod, ' ', tostring(lib))"
+local core
+for line in io.lines('/proc/self/maps') do
+   lib = lib or line:match('(/%S*/libfastnn%.so[^/]*)$')
+   core = core or line:match('(/%S*/libfastnn_core%.so[^/]*)$')
+end
+io.write(mod, ' ', tostring(lib), ' ', tostring(core))"
 WHERE=$(cd "$TMP/elsewhere" && $CLEAN sh -c "$PATHS
 exec luajit -e \"\$0\"" "$SCRIPT" 2>>"$LOG") || fail "luajit -e \"require 'fastnn'\" with the tree's paths"
 case "$WHERE" in
-    "$TREE"/share/lua/5.1/*" $TREE"/lib/lua/5.1/libfastnn.so) ;;
+    "$TREE"/share/lua/5.1/*" $TREE/lib/lua/5.1/libfastnn.so $TREE/lib/lua/5.1/libfastnn_core.so.0") ;;
     *) fail "require 'fastnn' did not use the tree's modules and library: $WHERE" ;;
 esac
 

@@ -467,7 +467,7 @@ FNN_API int fnn_topk(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *
  * drawn; nan or +inf is refused. *id is 1-based. */
 FNN_API int fnn_sample(int64_t *id, const fnn_tensor *logits, double temperature, int64_t top_k, double top_p);
 
-/* ---- serialize: core/serialize.c (checkpoints and safetensors files; docs/checkpoint-format.md) ----
+/* ---- serialize: core/io/serialize.c (checkpoints and safetensors files; docs/checkpoint-format.md) ----
  * One container: a safetensors file (8-byte little-endian header length, a JSON header of
  * {name: {dtype, shape, data_offsets}} and string __metadata__, then the data, little-endian).
  * A checksummed file (what fastnn writes, .fdl) also carries in __metadata__ the CRC-32 (zlib) of
@@ -520,7 +520,7 @@ FNN_API int fnn_json_size(const fnn_json *j);                    /* children of 
 FNN_API const fnn_json *fnn_json_child(const fnn_json *j, int i);  /* 0-based */
 FNN_API const char *fnn_json_key(const fnn_json *j);
 
-/* ---- png: core/png.c (libpng; the pictures of fastnn.plot) ---- */
+/* ---- png: core/io/png.c (libpng; the pictures of fastnn.plot) ---- */
 /* path <- a width x height image of 8-bit pixels, channels 1 (grey), 2 (grey + alpha), 3 (RGB) or 4 (RGBA),
  * rows top first, each width * channels bytes. Atomic: written to path.tmp.<pid>.<n>, then renamed. */
 FNN_API int fnn_png_write(const char *path, int width, int height, int channels, const uint8_t *pixels);
@@ -528,7 +528,7 @@ FNN_API int fnn_png_write(const char *path, int width, int height, int channels,
  * and with pixels != NULL its rows, top first, into pixels (cap bytes, at least width * height * channels) */
 FNN_API int fnn_png_read(const char *path, int *width, int *height, int *channels, uint8_t *pixels, int64_t cap);
 
-/* ---- images: core/image.c (PNG through libpng, JPEG through TurboJPEG) ---- */
+/* ---- images: core/io/image.c (PNG through libpng, JPEG through TurboJPEG) ---- */
 /* out <- the picture at path (PNG or JPEG, told by its first bytes) as float32 [C, H, W] in [0, 1]:
  * C = 3 for colour, 1 for grey; an alpha channel is dropped. A file the decoders refuse (empty,
  * truncated, a broken checksum, not a picture) fails with FNN_STATUS_IO and a message naming it. */
@@ -544,7 +544,7 @@ FNN_API int fnn_image_crop(fnn_tensor *out, const fnn_tensor *x, int64_t top, in
 FNN_API int fnn_image_hflip(fnn_tensor *out, const fnn_tensor *x);     /* mirrored left to right */
 FNN_API int fnn_image_to_gray(fnn_tensor *out, const fnn_tensor *x);   /* [1, H, W]: .299 R + .587 G + .114 B */
 
-/* ---- picture transforms: core/transforms.c (fastnn.data.transforms) ---- */
+/* ---- picture transforms: core/io/transforms.c (fastnn.data.transforms) ---- */
 enum {
     FNN_TRANSFORM_RESIZE = 1,              /* h, w (w 0: the shorter side to h) */
     FNN_TRANSFORM_CENTER_CROP = 2,         /* h, w */
@@ -565,7 +565,7 @@ typedef struct fnn_transform_step {
 FNN_API int fnn_transform_apply(fnn_tensor *out, const fnn_tensor *x, int n, const fnn_transform_step *steps,
                                 uint64_t *rng);
 
-/* ---- ImageFolder's pictures: core/image_folder.c ---- */
+/* ---- ImageFolder's pictures: core/io/image_folder.c ---- */
 /* a set of n picture files, paths[i] with class id labels[i], and the transform steps run on each
  * (copied). Reference-counted: fnn_image_set_free drops one reference, fnn_image_set_ref adds one. */
 typedef struct fnn_image_set fnn_image_set;
@@ -646,13 +646,13 @@ FNN_API int fnn_grad_all_finite(fnn_node *p);       /* 1 when p has no gradient 
 FNN_API double fnn_grad_sq_norm(fnn_node *p);
 FNN_API int fnn_grad_scale(fnn_node *p, double s);
 
-/* ---- data: core/data.c ---- */
+/* ---- data: core/io/data.c ---- */
 /* read a gzipped (or plain) IDX file of unsigned bytes, scaled by `scale` -> [dims...] */
 FNN_API int fnn_read_idx(fnn_tensor *out, const char *path, double scale);
 /* gather rows: x [N, ...] of any dtype, ids 1-based -> [n, ...] (no autograd; batching) */
 FNN_API int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t *ids);
 
-/* ---- data: core/download.c (libcurl, OpenSSL's libcrypto) ---- */
+/* ---- data: core/io/download.c (libcurl, OpenSSL's libcrypto) ---- */
 /* hex (len >= 2 * digest bytes + 1) = the lowercase hex digest of a file; algo "md5" or "sha256" */
 FNN_API int fnn_file_digest(const char *path, const char *algo, char *hex, int len);
 /* make dest a verified copy of a remote file. A dest already there that passes the digest is kept
@@ -665,7 +665,7 @@ FNN_API int fnn_file_digest(const char *path, const char *algo, char *hex, int l
 FNN_API int fnn_download(const char *dest, int n_urls, const char *const *urls, const char *digest,
                          double connect_timeout, double timeout, int progress);
 
-/* ---- data: core/text.c (character-level text) ---- */
+/* ---- data: core/io/text.c (character-level text) ---- */
 /* UTF-8 text -> ids [N] int64, 1-based. With given == NULL the vocabulary is built into *vocab: the
  * distinct code points, ascending ([V] int64), id k being the k-th. With a given vocabulary (vocab may
  * be NULL) a character outside it is refused, named with its byte offset. bytes = 1: every byte is a
@@ -683,7 +683,7 @@ FNN_API int fnn_text_decode(const fnn_tensor *vocab, const fnn_tensor *ids, int 
 FNN_API int fnn_take_windows(fnn_tensor *inputs, fnn_tensor *targets, const fnn_tensor *tokens, int64_t context,
                              int64_t stride, int64_t n, const int64_t *ids);
 
-/* ---- data: core/prefetch.c (a loader's background threads) ---- */
+/* ---- data: core/io/prefetch.c (a loader's background threads) ---- */
 /* `workers` threads (1..FNN_PREFETCH_MAX_WORKERS) assemble the next `depth` batches of one pass over
  * order[0..n) (1-based ids) in batches of `batch` (the last one short), with the functions above:
  * ROWS takes rows of a (and b unless NULL) by fnn_take_rows; WINDOWS takes fnn_take_windows of the

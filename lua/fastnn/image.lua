@@ -1,6 +1,6 @@
 -- fastnn.image: pictures from and to disk, and what Torch7's `image` package users reach for.
 -- A picture is a float32 tensor [C, H, W] in [0, 1] (C = 3 colour, 1 grey); the work is in C
--- (core/image.c: libpng, TurboJPEG).
+-- (core/io/image.c: libpng, TurboJPEG).
 --   local t = fnn.image.load('cat.jpg')            -- [3, H, W]
 --   fnn.image.save('small.png', fnn.image.resize(t, 64, 64))
 --   fnn.image.save('cat.jpg', t, {quality = 85})

@@ -71,7 +71,7 @@ function M.encode(v)
 end
 
 -- ---------------------------------------------------------------------------
--- decoding: cJSON parses (core/serialize.c); this walks its tree into Lua tables. An object's
+-- decoding: cJSON parses (core/io/serialize.c); this walks its tree into Lua tables. An object's
 -- keys become string keys, an array is 1-based; null inside a container is dropped (Lua tables
 -- cannot hold nil), at the top it is nil.
 

@@ -7,7 +7,7 @@
 --   fnn.save_safetensors(model_or_table, 'w.safetensors', {dtype = 'BF16'})
 --   local tensors, metadata = fnn.load_safetensors('w.safetensors')
 --   fnn.try_load(...), fnn.try_load_training(...), fnn.try_load_safetensors(...) -> nil, err
--- The container is read and written in C (core/serialize.c): a .fdl is a safetensors file whose
+-- The container is read and written in C (core/io/serialize.c): a .fdl is a safetensors file whose
 -- __metadata__ carries the kind, the format version, the step, the optimizer's non-tensor state
 -- (JSON) and a CRC-32 of every tensor and of the header. docs/checkpoint-format.md has the layout.
 -- Saves are atomic (temporary file, fsync, rename, fsync of the directory); a failed save raises

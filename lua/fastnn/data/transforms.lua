@@ -1,4 +1,4 @@
--- data.transforms: picture transforms (torchvision's names) that run in C (core/transforms.c).
+-- data.transforms: picture transforms (torchvision's names) that run in C (core/io/transforms.c).
 --   local T = data.transforms
 --   local tf = T.Compose{T.RandomResizedCrop(224), T.RandomHorizontalFlip(0.5),
 --                        T.Normalize({0.485, 0.456, 0.406}, {0.229, 0.224, 0.225})}

@@ -1,4 +1,4 @@
--- fastnn.plot.canvas: an RGB byte raster for fastnn.plot, written out by libpng (core/png.c).
+-- fastnn.plot.canvas: an RGB byte raster for fastnn.plot, written out by libpng (core/io/png.c).
 --   local cv = canvas.new(w, h, {255, 255, 255})
 --   cv:line(x0, y0, x1, y1, colour, width); cv:disc(x, y, r, colour); cv:rect(x0, y0, x1, y1, colour)
 --   cv:text(x, y, 'label', colour, scale); cv:text_up(x, y, 'label', colour); cv:write(path)

@@ -1,7 +1,7 @@
 /* prefetch.c: a DataLoader's background thread. It assembles the next `depth` batches of one pass
  * while the caller trains on the current one, for the datasets the core can read without Lua:
  * rows of tensors (TensorDataset, IDX images), windows of a token tensor (TextDataset), and
- * picture files decoded and transformed (ImageFolder, fnn_image_take in core/image_folder.c). The
+ * picture files decoded and transformed (ImageFolder, fnn_image_take in core/io/image_folder.c). The
  * batches are made by the very functions the main-thread path calls (fnn_take_rows,
  * fnn_take_windows, fnn_image_take) over the same order, so they are the same batches, bit for bit.
  *

@@ -1,6 +1,6 @@
 /* image_folder.c: the C side of data.ImageFolder: a set of picture files with class ids and a
  * transform, and the batch maker that decodes, transforms and stacks pictures without Lua, on the
- * caller's thread or a loader's prefetch thread (core/prefetch.c).
+ * caller's thread or a loader's prefetch thread (core/io/prefetch.c).
  * defines: fnn_image_set_new, fnn_image_set_free, fnn_image_set_ref, fnn_image_take.
  * A set is immutable once made and reference-counted (atomically), so a prefetch thread can hold
  * it while Lua's handle is collected. */

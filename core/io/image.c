@@ -1,5 +1,5 @@
 /* image.c: pictures from and to disk as float32 [C, H, W] tensors in [0, 1], and the geometric
- * operations on them (fastnn.image): PNG through libpng (core/png.c), JPEG through TurboJPEG.
+ * operations on them (fastnn.image): PNG through libpng (core/io/png.c), JPEG through TurboJPEG.
  * defines: fnn_image_load, fnn_image_save, fnn_image_resize, fnn_image_crop, fnn_image_hflip,
  * fnn_image_to_gray.
  * Each call makes its own TurboJPEG handle, so nothing is shared between threads. A file the
