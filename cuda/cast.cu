@@ -16,15 +16,17 @@ __global__ void cast_to_float_kernel(float *y, const int64_t *x, int64_t n) {
         y[i] = (float)x[i];
 }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 int fnn_cuda_cast(int ordinal, int dtype, void *y, const void *x, int64_t n) {
     const char *name = dtype == FNN_DTYPE_INT64 ? "long" : "float";
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device(name, ordinal));
     if (dtype == FNN_DTYPE_INT64)
-        cast_to_long_kernel<<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((int64_t *)y, (const float *)x, n);
+        FNN_LAUNCH(cast_to_long_kernel, fnn_cuda_blocks(n), FNN_CUDA_THREADS, (int64_t *)y, (const float *)x, n);
     else
-        cast_to_float_kernel<<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((float *)y, (const int64_t *)x, n);
+        FNN_LAUNCH(cast_to_float_kernel, fnn_cuda_blocks(n), FNN_CUDA_THREADS, (float *)y, (const int64_t *)x, n);
     FNN_CUDA_CHECK(name, cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -26,7 +26,7 @@ template <typename T, typename I> __global__ void strided_copy_kernel(T *dst, co
     }
 }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 template <typename T> static void launch_copy(void *dst, const void *src, int64_t n, const CopyLayout &L) {
     /* the farthest element read, for the index width (negative strides never occur in views) */
     int64_t reach = 0;
@@ -34,9 +34,10 @@ template <typename T> static void launch_copy(void *dst, const void *src, int64_
     const int64_t limit = (int64_t)1 << 30;   /* leaves room for i + the grid-stride step */
     unsigned blocks = fnn_cuda_blocks(n);
     if (n < limit && reach < limit)
-        strided_copy_kernel<T, int32_t><<<blocks, FNN_CUDA_THREADS>>>((T *)dst, (const T *)src, (int32_t)n, L);
+        FNN_LAUNCH((strided_copy_kernel<T, int32_t>), blocks, FNN_CUDA_THREADS, (T *)dst, (const T *)src, (int32_t)n,
+                   L);
     else
-        strided_copy_kernel<T, int64_t><<<blocks, FNN_CUDA_THREADS>>>((T *)dst, (const T *)src, n, L);
+        FNN_LAUNCH((strided_copy_kernel<T, int64_t>), blocks, FNN_CUDA_THREADS, (T *)dst, (const T *)src, n, L);
 }
 
 int fnn_cuda_strided_copy(int ordinal, void *dst, const void *src, int esize, int ndim, const int64_t *shape,
@@ -69,3 +70,5 @@ int fnn_cuda_strided_copy(int ordinal, void *dst, const void *src, int esize, in
     FNN_CUDA_CHECK("contiguous", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -42,7 +42,7 @@ __global__ void index_scatter_kernel(float *x, const float *y, const int64_t *id
     }
 }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 int fnn_cuda_index(int ordinal, int op, void *x, void *y, const int64_t *ids, int esize, const fnn_index_args *a) {
     FNN_ASSERT((op == FNN_IDX_GATHER && (esize == 4 || esize == 8)) || (op == FNN_IDX_SCATTER && esize == 4));
     const char *name = op == FNN_IDX_GATHER ? "gather" : "scatter_add";
@@ -52,11 +52,14 @@ int fnn_cuda_index(int ordinal, int op, void *x, void *y, const int64_t *ids, in
     FNN_TRY(fnn_cuda_use_device(name, ordinal));
     const unsigned blocks = fnn_cuda_blocks(n);
     if (op == FNN_IDX_SCATTER)
-        index_scatter_kernel<<<blocks, FNN_CUDA_THREADS>>>((float *)x, (const float *)y, ids, n, *a);
+        FNN_LAUNCH(index_scatter_kernel, blocks, FNN_CUDA_THREADS, (float *)x, (const float *)y, ids, n, *a);
     else if (esize == 8)
-        index_gather_kernel<int64_t><<<blocks, FNN_CUDA_THREADS>>>((int64_t *)y, (const int64_t *)x, ids, n, *a);
+        FNN_LAUNCH(index_gather_kernel<int64_t>, blocks, FNN_CUDA_THREADS, (int64_t *)y, (const int64_t *)x, ids, n,
+                   *a);
     else
-        index_gather_kernel<float><<<blocks, FNN_CUDA_THREADS>>>((float *)y, (const float *)x, ids, n, *a);
+        FNN_LAUNCH(index_gather_kernel<float>, blocks, FNN_CUDA_THREADS, (float *)y, (const float *)x, ids, n, *a);
     FNN_CUDA_CHECK(name, cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -39,7 +39,7 @@ __global__ void int_binary_kernel(int op, void *y, const void *a, int a_i64, con
     }
 }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 int fnn_cuda_int_binary(int ordinal, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b,
                         int b_i64, const int64_t *bs, int ndim, const int64_t *shape) {
     IntLayout L;
@@ -48,7 +48,9 @@ int fnn_cuda_int_binary(int ordinal, int op, void *y, const void *a, int a_i64, 
     for (int d = 0; d < ndim; d++) { L.shape[d] = shape[d]; L.as[d] = as[d]; L.bs[d] = bs[d]; n *= shape[d]; }
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("int64", ordinal));
-    int_binary_kernel<<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(op, y, a, a_i64, b, b_i64, n, L);
+    FNN_LAUNCH(int_binary_kernel, fnn_cuda_blocks(n), FNN_CUDA_THREADS, op, y, a, a_i64, b, b_i64, n, L);
     FNN_CUDA_CHECK("int64", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -130,14 +130,14 @@ __global__ void ew_loss_grad_kernel(int op, float *dx, float *dt, const float *x
     }
 }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 static const char *class_name(int op) { return op == FNN_CLS_NLL ? "nll_loss" : "cross_entropy"; }
 
 int fnn_cuda_class_loss(int ordinal, int op, float *loss, float *wy, float *probs, const float *x, const int64_t *t,
                         const float *w, const fnn_class_args *a) {
     if (a->sites == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device(class_name(op), ordinal));
-    class_loss_kernel<<<fnn_cuda_blocks(a->sites), FNN_CUDA_THREADS>>>(op, loss, wy, probs, x, t, w, *a);
+    FNN_LAUNCH(class_loss_kernel, fnn_cuda_blocks(a->sites), FNN_CUDA_THREADS, op, loss, wy, probs, x, t, w, *a);
     FNN_CUDA_CHECK(class_name(op), cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -146,7 +146,7 @@ int fnn_cuda_class_loss_grad(int ordinal, int op, float *dx, const float *probs,
                              const float *g, const float *den, const fnn_class_args *a) {
     if (a->sites == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device(class_name(op), ordinal));
-    class_loss_grad_kernel<<<fnn_cuda_blocks(a->sites), FNN_CUDA_THREADS>>>(op, dx, probs, t, w, g, den, *a);
+    FNN_LAUNCH(class_loss_grad_kernel, fnn_cuda_blocks(a->sites), FNN_CUDA_THREADS, op, dx, probs, t, w, g, den, *a);
     FNN_CUDA_CHECK(class_name(op), cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -155,7 +155,7 @@ int fnn_cuda_ew_loss(int ordinal, int op, float *loss, const float *x, const flo
                      int64_t n) {
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("loss", ordinal));
-    ew_loss_kernel<<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(op, loss, x, t, w, pw, n);
+    FNN_LAUNCH(ew_loss_kernel, fnn_cuda_blocks(n), FNN_CUDA_THREADS, op, loss, x, t, w, pw, n);
     FNN_CUDA_CHECK("loss", cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -164,7 +164,9 @@ int fnn_cuda_ew_loss_grad(int ordinal, int op, float *dx, float *dt, const float
                           const float *pw, const float *g, int per_elem, float k, int64_t n) {
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("loss", ordinal));
-    ew_loss_grad_kernel<<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(op, dx, dt, x, t, w, pw, g, per_elem, k, n);
+    FNN_LAUNCH(ew_loss_grad_kernel, fnn_cuda_blocks(n), FNN_CUDA_THREADS, op, dx, dt, x, t, w, pw, g, per_elem, k, n);
     FNN_CUDA_CHECK("loss", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -133,7 +133,7 @@ static inline void norm_chunks(int64_t N, int64_t C, int64_t *chunk, int64_t *ch
 /* threads per row's block: a multiple of 32 up to 256 */
 static inline int norm_threads(int64_t n) { return n >= 256 ? 256 : n <= 32 ? 32 : (int)((n + 31) / 32 * 32); }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 static const char *norm_name(int op) { return op == FNN_NRM_LAYER ? "layer_norm" : "rms_norm"; }
 static unsigned norm_blocks(int64_t rows) { return (unsigned)(rows < (1 << 20) ? rows : (1 << 20)); }
 
@@ -141,7 +141,8 @@ int fnn_cuda_norm(int ordinal, int op, float *y, float *stats, const float *x, c
                   int64_t rows, int64_t n, double eps, int64_t groups, int64_t spatial) {
     if (rows == 0 || n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device(norm_name(op), ordinal));
-    norm_rows_kernel<<<norm_blocks(rows), norm_threads(n)>>>(op, y, stats, x, w, b, rows, n, eps, groups, spatial);
+    FNN_LAUNCH_BLOCKS(norm_rows_kernel, norm_blocks(rows), norm_threads(n), op, y, stats, x, w, b, rows, n, eps, groups,
+                      spatial);
     FNN_CUDA_CHECK(norm_name(op), cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -151,7 +152,8 @@ int fnn_cuda_norm_grad(int ordinal, int op, float *dx, float *dw, float *db, con
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device(norm_name(op), ordinal));
     if (dx && rows > 0)
-        norm_grad_rows_kernel<<<norm_blocks(rows), norm_threads(n)>>>(op, dx, g, x, w, stats, rows, n, groups, spatial);
+        FNN_LAUNCH_BLOCKS(norm_grad_rows_kernel, norm_blocks(rows), norm_threads(n), op, dx, g, x, w, stats, rows, n,
+                          groups, spatial);
     FNN_CUDA_CHECK(norm_name(op), cudaGetLastError());
     if (dw || db) {   /* no rows: zeros */
         const int64_t C = groups * n / spatial;
@@ -161,12 +163,14 @@ int fnn_cuda_norm_grad(int ordinal, int op, float *dx, float *dw, float *db, con
         const int dev = fnn_make_device(FNN_DEVICE_CUDA, ordinal);
         double *part = (double *)fnn_alloc(dev, bytes);
         if (!part) return fnn_last_status();
-        norm_grad_part_kernel<<<fnn_cuda_blocks(chunks * C), FNN_CUDA_THREADS>>>(op, part, g, x, stats, rows, n, groups,
-                                                                                 spatial, chunk, chunks);
-        norm_grad_sum_kernel<<<fnn_cuda_blocks(C), FNN_CUDA_THREADS>>>(dw, db, part, C, chunks);
+        FNN_LAUNCH(norm_grad_part_kernel, fnn_cuda_blocks(chunks * C), FNN_CUDA_THREADS, op, part, g, x, stats, rows, n,
+                   groups, spatial, chunk, chunks);
+        FNN_LAUNCH(norm_grad_sum_kernel, fnn_cuda_blocks(C), FNN_CUDA_THREADS, dw, db, part, C, chunks);
         cudaError_t e = cudaGetLastError();
         fnn_free(dev, part, bytes);   /* this thread's stream runs the kernels before any reuse */
         FNN_CUDA_CHECK(norm_name(op), e);
     }
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -84,7 +84,14 @@ template <class F> static void run_grid(unsigned blocks, int threads, F f) {
 enum { FNN_CUDA_THREADS = 256 };
 static inline unsigned fnn_cuda_blocks(int64_t n) { return (unsigned)(n < 1 ? 1 : n); }
 static inline int fnn_cuda_use_device(const char *, int) { return FNN_STATUS_OK; }
-static inline int cudaGetLastError(void) { return 0; }
+typedef int cudaError_t;
+static inline cudaError_t cudaGetLastError(void) { return 0; }
+/* device-to-device copies on the host: the emulated allocator's memory is host memory */
+enum { cudaMemcpyDeviceToDevice = 3 };
+static inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, int, int) {
+    memcpy(dst, src, bytes);
+    return 0;
+}
 #define FNN_CUDA_CHECK(op, call) ((void)(op), (void)(call))
 /* the emulated backend's table (emulated_backend.cpp); each family file fills its entries from a
  * static constructor, which runs before the core registers the table:

@@ -1,7 +1,8 @@
 // spec/gpu/emulated_backend.cpp: the CUDA backend's kernels run on the host, for checking the
 // device paths without a GPU (spec/gpu/emulate.sh builds it; see there). The device code of
 // cuda/map.cu, reduction.cu, optim.cu, copy.cu, loss.cu, index.cu, norm.cu, cast.cu and int64.cu (everything above each file's "host side" line)
-// is compiled here as C++ with the CUDA keywords defined away: a kernel is a plain function whose
+// is compiled here as C++ with the CUDA keywords defined away, their launchers too (written with
+// FNN_LAUNCH above that line): a kernel is a plain function whose
 // grid-stride loop covers everything as one thread; a reduction that runs a block per line on a
 // GPU runs here as blockDim host threads with real barriers for __syncthreads and a per-warp
 // exchange for __shfl_down_sync, so the warp and block reductions run as written. The math
@@ -50,15 +51,6 @@ static int m_gemm(int, int ta, int tb, int m, int n, int k, float alpha, const f
             }
     return 0;
 }
-static int m_strided_copy(int, void *dst, const void *src, int esize, int ndim, const int64_t *shape, const int64_t *stride) {
-    CopyLayout L;
-    int64_t n = 1;
-    L.ndim = ndim;
-    for (int d = 0; d < ndim; d++) { L.shape[d] = shape[d]; L.stride[d] = stride[d]; n *= shape[d]; }
-    if (esize == 8) strided_copy_kernel<int64_t, int64_t>((int64_t *)dst, (const int64_t *)src, n, L);
-    else strided_copy_kernel<float, int64_t>((float *)dst, (const float *)src, n, L);
-    return 0;
-}
 static uint64_t mix(uint64_t z) {
     z += 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -75,74 +67,11 @@ static int m_random(int, int op, float *y, int64_t n, uint64_t seed, uint64_t, d
     }
     return 0;
 }
-static int m_class_loss(int, int op, float *loss, float *wy, float *probs, const float *x, const int64_t *t,
-                        const float *w, const fnn_class_args *a) {
-    class_loss_kernel(op, loss, wy, probs, x, t, w, *a);
-    return 0;
-}
-static int m_class_loss_grad(int, int op, float *dx, const float *probs, const int64_t *t, const float *w,
-                             const float *g, const float *den, const fnn_class_args *a) {
-    class_loss_grad_kernel(op, dx, probs, t, w, g, den, *a);
-    return 0;
-}
-static int m_ew_loss(int, int op, float *loss, const float *x, const float *t, const float *w, const float *pw,
-                     int64_t n) {
-    ew_loss_kernel(op, loss, x, t, w, pw, n);
-    return 0;
-}
-static int m_ew_loss_grad(int, int op, float *dx, float *dt, const float *x, const float *t, const float *w,
-                          const float *pw, const float *g, int per_elem, float k, int64_t n) {
-    ew_loss_grad_kernel(op, dx, dt, x, t, w, pw, g, per_elem, k, n);
-    return 0;
-}
-static int m_index(int, int op, void *x, void *y, const int64_t *ids, int esize, const fnn_index_args *a) {
-    int64_t n = 1;
-    for (int d = 0; d < a->ndim; d++) n *= a->shape[d];
-    if (n == 0) return 0;
-    if (op == FNN_IDX_SCATTER) index_scatter_kernel((float *)x, (const float *)y, ids, n, *a);
-    else if (esize == 8) index_gather_kernel<int64_t>((int64_t *)y, (const int64_t *)x, ids, n, *a);
-    else index_gather_kernel<float>((float *)y, (const float *)x, ids, n, *a);
-    return 0;
-}
-static int m_norm(int, int op, float *y, float *stats, const float *x, const float *w, const float *b, int64_t rows,
-                  int64_t n, double eps, int64_t G, int64_t S) {
-    if (rows && n) run_block(norm_threads(n), [&] { norm_rows_kernel(op, y, stats, x, w, b, rows, n, eps, G, S); });
-    return 0;
-}
-static int m_norm_grad(int, int op, float *dx, float *dw, float *db, const float *g, const float *x, const float *w,
-                       const float *stats, int64_t rows, int64_t n, int64_t G, int64_t S) {
-    if (!n) return 0;
-    if (dx && rows) run_block(norm_threads(n), [&] { norm_grad_rows_kernel(op, dx, g, x, w, stats, rows, n, G, S); });
-    if (dw || db) {   /* the launcher's two passes, scratch by malloc */
-        const int64_t C = G * n / S;
-        int64_t chunk, chunks;
-        norm_chunks(rows / G, C, &chunk, &chunks);
-        double *part = (double *)malloc(2 * chunks * C * sizeof(double));
-        if (!part) return FNN_FAIL(FNN_STATUS_OOM, "emulated norm_grad: no scratch");
-        norm_grad_part_kernel(op, part, g, x, stats, rows, n, G, S, chunk, chunks);
-        norm_grad_sum_kernel(dw, db, part, C, chunks);
-        free(part);
-    }
-    return 0;
-}
-static int m_cast(int, int dtype, void *y, const void *x, int64_t n) {
-    if (dtype == FNN_DTYPE_INT64) cast_to_long_kernel((int64_t *)y, (const float *)x, n);
-    else cast_to_float_kernel((float *)y, (const int64_t *)x, n);
-    return 0;
-}
-static int m_int_binary(int, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b, int b_i64,
-                        const int64_t *bs, int ndim, const int64_t *shape) {
-    IntLayout L;
-    L.ndim = ndim;
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) { L.shape[d] = shape[d]; L.as[d] = as[d]; L.bs[d] = bs[d]; n *= shape[d]; }
-    if (n) int_binary_kernel(op, y, a, a_i64, b, b_i64, n, L);
-    return 0;
-}
-static fnn_backend table = {"cuda", count, m_alloc, m_free, m_copy, m_fill, m_binary, m_gemm, m_strided_copy,
-                                 fnn_cuda_map, fnn_cuda_reduce, fnn_cuda_reduce_grad, fnn_cuda_optim, m_random, m_class_loss, m_class_loss_grad,
-                                 m_ew_loss, m_ew_loss_grad, m_index, m_norm, m_norm_grad, m_cast,
-                                 m_int_binary};
+/* the launchers of the cuda/ files that have them above their host-side line; the rest here */
+static fnn_backend table = {"cuda", count, m_alloc, m_free, m_copy, m_fill, m_binary, m_gemm, fnn_cuda_strided_copy,
+                            fnn_cuda_map, fnn_cuda_reduce, fnn_cuda_reduce_grad, fnn_cuda_optim, m_random,
+                            fnn_cuda_class_loss, fnn_cuda_class_loss_grad, fnn_cuda_ew_loss, fnn_cuda_ew_loss_grad,
+                            fnn_cuda_index, fnn_cuda_norm, fnn_cuda_norm_grad, fnn_cuda_cast, fnn_cuda_int_binary};
 fnn_backend *emulated_backend(void) { return &table; }
 EMULATED_BACKEND_ADD(reduction) { b->reductions = fnn_cuda_reduction_rows; }
 extern "C" {
