@@ -2,9 +2,11 @@
 --   local nn = require 'fastnn.nn'
 --   local model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
 --   local loss = nn.cross_entropy(model(x), targets)
--- Classes live one per file in lua/fastnn/nn/<Name>.lua and load on first use
--- (`nn.Linear` requires fastnn.nn.Linear), so there is no list to keep; the Keras spellings that
--- would differ from another file's name only by case (Conv2D, UpSampling2D) are in nn/_keras_names.lua.
+-- Every name nn.X resolves is in CLASSES below (name -> the module that defines it, loaded on
+-- first use) or, for a Keras spelling of the same class, in SAME_AS. Classes of one shape live
+-- together in a family module (conv.lua: Conv1d/2d/3d, ConvTranspose*, ...); a large class has
+-- its own file (Linear.lua). No file is named after a Keras spelling, so no two files differ only
+-- by case (Conv2D beside Conv2d would collide on case-insensitive file systems).
 local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 local C = fnn_tensor.C
@@ -30,25 +32,105 @@ function nn.scoped(prefix, named)
    return out
 end
 
--- classes by name, loaded on first use: the Keras spellings that differ from a file's name only by
--- case from their table (nn/_keras_names.lua), checked first, since a case-insensitive file system
--- would find Conv2d.lua for Conv2D; the others from their file
+-- ---------------------------------------------------------------------------
+-- name -> where it is defined: 'family' is lua/fastnn/nn/family.lua, which returns a table of
+-- its classes; a value equal to the name is the class's own file (Linear = 'Linear'); a value
+-- with a dot is a whole module (nn.callbacks)
+local CLASSES = {
+   -- containers, graphs and the base class
+   Module = 'Module', Sequential = 'Sequential', ModuleList = 'ModuleList', Graph = 'Graph',
+   GraphBuilder = 'GraphBuilder',
+   -- dense, embedding, attention, transformers, decoding
+   Linear = 'Linear', Bilinear = 'Bilinear', Embedding = 'Embedding', MultiheadAttention = 'MultiheadAttention',
+   TransformerEncoderLayer = 'TransformerEncoderLayer', TransformerDecoderLayer = 'TransformerDecoderLayer',
+   TransformerStack = 'TransformerStack', TransformerEncoder = 'TransformerEncoder',
+   TransformerDecoder = 'TransformerDecoder', StackCache = 'StackCache', Sampler = 'Sampler',
+   BeamSearch = 'BeamSearch',
+   -- shape
+   Flatten = 'Flatten', Reshape = 'Reshape', Reverse = 'Reverse', Rescaling = 'Rescaling',
+   -- convolution
+   Conv1d = 'Conv1d', Conv2d = 'Conv2d', Conv3d = 'Conv3d',
+   ConvTranspose1d = 'ConvTranspose1d', ConvTranspose2d = 'ConvTranspose2d', ConvTranspose3d = 'ConvTranspose3d',
+   DepthwiseConv1d = 'DepthwiseConv1d', DepthwiseConv2d = 'DepthwiseConv2d',
+   SeparableConv1d = 'SeparableConv1d', SeparableConv2d = 'SeparableConv2d',
+   -- pooling and upsampling
+   MaxPool1d = 'MaxPool1d', MaxPool2d = 'MaxPool2d', MaxPool3d = 'MaxPool3d',
+   AvgPool1d = 'AvgPool1d', AvgPool2d = 'AvgPool2d', AvgPool3d = 'AvgPool3d',
+   GlobalMaxPool1d = 'GlobalMaxPool1d', GlobalMaxPool2d = 'GlobalMaxPool2d', GlobalMaxPool3d = 'GlobalMaxPool3d',
+   GlobalAvgPool1d = 'GlobalAvgPool1d', GlobalAvgPool2d = 'GlobalAvgPool2d', GlobalAvgPool3d = 'GlobalAvgPool3d',
+   UpSampling1d = 'UpSampling1d', UpSampling2d = 'UpSampling2d', UpSampling3d = 'UpSampling3d',
+   AdaptiveAvgPool2d = 'AdaptiveAvgPool2d',
+   -- activations
+   ReLU = 'ReLU', Sigmoid = 'Sigmoid', Tanh = 'Tanh', SiLU = 'SiLU', Swish = 'Swish', Mish = 'Mish',
+   Softsign = 'Softsign', HardSigmoid = 'HardSigmoid', SELU = 'SELU', Softmax = 'Softmax',
+   LogSoftmax = 'LogSoftmax', Identity = 'Identity', activation_fn = 'activation_fn',
+   ELU = 'ELU', GELU = 'GELU', LeakyReLU = 'LeakyReLU', Softplus = 'Softplus', Activation = 'Activation',
+   -- normalization
+   BatchNorm1d = 'BatchNorm1d', BatchNorm2d = 'BatchNorm2d', BatchNorm3d = 'BatchNorm3d',
+   InstanceNorm = 'InstanceNorm', InstanceNorm1d = 'InstanceNorm1d', InstanceNorm2d = 'InstanceNorm2d',
+   InstanceNorm3d = 'InstanceNorm3d',
+   LayerNorm = 'LayerNorm', GroupNorm = 'GroupNorm', RMSNorm = 'RMSNorm', UnitNormalization = 'UnitNormalization',
+   -- dropout and noise
+   Dropout = 'Dropout', AlphaDropout = 'AlphaDropout', GaussianDropout = 'GaussianDropout',
+   GaussianNoise = 'GaussianNoise',
+   SpatialDropout1d = 'SpatialDropout1d', SpatialDropout2d = 'SpatialDropout2d', SpatialDropout3d = 'SpatialDropout3d',
+   -- merge layers of graph models
+   Add = 'Add', Subtract = 'Subtract', Multiply = 'Multiply', Average = 'Average', Maximum = 'Maximum',
+   Minimum = 'Minimum', Concatenate = 'Concatenate',
+   -- recurrent
+   SimpleRNN = 'SimpleRNN', LSTM = 'LSTM', GRU = 'GRU', Bidirectional = 'Bidirectional',
+   -- loss modules (the functions, nn.mse ..., are fastnn.nn.losses)
+   MSELoss = 'MSELoss', L1Loss = 'L1Loss', HuberLoss = 'HuberLoss', BCELoss = 'BCELoss',
+   BCEWithLogitsLoss = 'BCEWithLogitsLoss', CrossEntropyLoss = 'CrossEntropyLoss', NLLLoss = 'NLLLoss',
+   KLDivLoss = 'KLDivLoss', CosineEmbeddingLoss = 'CosineEmbeddingLoss',
+   MeanSquaredError = 'MeanSquaredError', MeanAbsoluteError = 'MeanAbsoluteError',
+   BinaryCrossEntropy = 'BinaryCrossEntropy', CategoricalCrossEntropy = 'CategoricalCrossEntropy',
+   SparseCategoricalCrossEntropy = 'SparseCategoricalCrossEntropy',
+   -- Keras-style layers that read their input width at build
+   Dense = 'Dense', BatchNormalization = 'BatchNormalization', LayerNormalization = 'LayerNormalization',
+   Conv1DTranspose = 'Conv1DTranspose', Conv2DTranspose = 'Conv2DTranspose', Conv3DTranspose = 'Conv3DTranspose',
+   MaxPooling1D = 'MaxPooling1D', MaxPooling2D = 'MaxPooling2D', MaxPooling3D = 'MaxPooling3D',
+   AveragePooling1D = 'AveragePooling1D', AveragePooling2D = 'AveragePooling2D', AveragePooling3D = 'AveragePooling3D',
+   -- modules under nn
+   losses = 'fastnn.nn.losses', callbacks = 'callbacks', metrics = 'metrics',
+}
+
+-- Keras spellings of a class above: the same class under a second name
+local SAME_AS = {
+   GlobalAveragePooling1D = 'GlobalAvgPool1d', GlobalAveragePooling2D = 'GlobalAvgPool2d',
+   GlobalAveragePooling3D = 'GlobalAvgPool3d',
+   GlobalMaxPooling1D = 'GlobalMaxPool1d', GlobalMaxPooling2D = 'GlobalMaxPool2d', GlobalMaxPooling3D = 'GlobalMaxPool3d',
+}
+
+-- the Keras convolutions whose file would differ from a PyTorch-style one's only by case, made
+-- on first use by nn/_keras_names.lua
 local keras_names = require 'fastnn.nn._keras_names'
-nn._keras_names = {}
-for name in pairs(keras_names) do nn._keras_names[#nn._keras_names + 1] = name end
-table.sort(nn._keras_names)
-setmetatable(nn, {__index = function(t, name)
-   if type(name) ~= 'string' or not name:match('^%a[%w_]*$') then return nil end
-   if keras_names[name] then
-      local cls = keras_names[name]()
-      rawset(t, name, cls)
-      return cls
+
+-- every name above, sorted (specs and tools walk them)
+nn._names = {}
+for name in pairs(CLASSES) do nn._names[#nn._names + 1] = name end
+for name in pairs(SAME_AS) do nn._names[#nn._names + 1] = name end
+for name in pairs(keras_names) do nn._names[#nn._names + 1] = name end
+table.sort(nn._names)
+
+local function resolve(name)
+   local where = CLASSES[name]
+   if where == nil then
+      if SAME_AS[name] then return nn[SAME_AS[name]] end
+      if keras_names[name] then return keras_names[name]() end
+      return nil
    end
-   local modname = 'fastnn.nn.' .. name
-   if not package.loaded[modname] and not package.searchpath(modname, package.path) then return nil end
-   local cls = require(modname)
-   rawset(t, name, cls)
-   return cls
+   if where:find('.', 1, true) then return require(where) end
+   local m = require('fastnn.nn.' .. where)
+   if where == name then return m end
+   return m[name]
+end
+
+setmetatable(nn, {__index = function(t, name)
+   if type(name) ~= 'string' then return nil end
+   local v = resolve(name)
+   if v ~= nil then rawset(t, name, v) end
+   return v
 end})
 
 package.loaded['fastnn.nn'] = nn
