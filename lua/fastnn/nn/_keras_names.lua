@@ -9,12 +9,8 @@
 --   nn.DepthwiseConv1D/2D(kernel_size, {depth_multiplier = 1, strides, padding, dilation_rate,
 --      use_bias, activation}) and nn.SeparableConv1D/2D(filters, kernel_size, {depth_multiplier = 1,
 --      ...}): likewise over DepthwiseConv1d/2d and SeparableConv1d/2d (see fastnn/nn/_keras.lua)
---   nn.UpSampling1D/2D/3D: the same classes as nn.UpSampling1d/2d/3d
 local function keras_conv(name, torch_name, dims, kind)
    return function() return require('fastnn.nn._keras').conv(name, torch_name, dims, kind) end
-end
-local function same_as(torch_name)
-   return function() return require('fastnn.nn')[torch_name] end
 end
 
 return {
@@ -25,7 +21,4 @@ return {
    DepthwiseConv2D = keras_conv('DepthwiseConv2D', 'DepthwiseConv2d', 2, 'depthwise'),
    SeparableConv1D = keras_conv('SeparableConv1D', 'SeparableConv1d', 1, 'conv'),
    SeparableConv2D = keras_conv('SeparableConv2D', 'SeparableConv2d', 2, 'conv'),
-   UpSampling1D = same_as('UpSampling1d'),
-   UpSampling2D = same_as('UpSampling2d'),
-   UpSampling3D = same_as('UpSampling3d'),
 }

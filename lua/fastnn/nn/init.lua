@@ -54,12 +54,12 @@ local CLASSES = {
    DepthwiseConv1d = 'DepthwiseConv1d', DepthwiseConv2d = 'DepthwiseConv2d',
    SeparableConv1d = 'SeparableConv1d', SeparableConv2d = 'SeparableConv2d',
    -- pooling and upsampling
-   MaxPool1d = 'MaxPool1d', MaxPool2d = 'MaxPool2d', MaxPool3d = 'MaxPool3d',
-   AvgPool1d = 'AvgPool1d', AvgPool2d = 'AvgPool2d', AvgPool3d = 'AvgPool3d',
-   GlobalMaxPool1d = 'GlobalMaxPool1d', GlobalMaxPool2d = 'GlobalMaxPool2d', GlobalMaxPool3d = 'GlobalMaxPool3d',
-   GlobalAvgPool1d = 'GlobalAvgPool1d', GlobalAvgPool2d = 'GlobalAvgPool2d', GlobalAvgPool3d = 'GlobalAvgPool3d',
-   UpSampling1d = 'UpSampling1d', UpSampling2d = 'UpSampling2d', UpSampling3d = 'UpSampling3d',
-   AdaptiveAvgPool2d = 'AdaptiveAvgPool2d',
+   MaxPool1d = 'pool', MaxPool2d = 'pool', MaxPool3d = 'pool',
+   AvgPool1d = 'pool', AvgPool2d = 'pool', AvgPool3d = 'pool',
+   GlobalMaxPool1d = 'pool', GlobalMaxPool2d = 'pool', GlobalMaxPool3d = 'pool',
+   GlobalAvgPool1d = 'pool', GlobalAvgPool2d = 'pool', GlobalAvgPool3d = 'pool',
+   UpSampling1d = 'pool', UpSampling2d = 'pool', UpSampling3d = 'pool',
+   AdaptiveAvgPool2d = 'pool',
    -- activations
    ReLU = 'ReLU', Sigmoid = 'Sigmoid', Tanh = 'Tanh', SiLU = 'SiLU', Swish = 'Swish', Mish = 'Mish',
    Softsign = 'Softsign', HardSigmoid = 'HardSigmoid', SELU = 'SELU', Softmax = 'Softmax',
@@ -100,6 +100,7 @@ local SAME_AS = {
    GlobalAveragePooling1D = 'GlobalAvgPool1d', GlobalAveragePooling2D = 'GlobalAvgPool2d',
    GlobalAveragePooling3D = 'GlobalAvgPool3d',
    GlobalMaxPooling1D = 'GlobalMaxPool1d', GlobalMaxPooling2D = 'GlobalMaxPool2d', GlobalMaxPooling3D = 'GlobalMaxPool3d',
+   UpSampling1D = 'UpSampling1d', UpSampling2D = 'UpSampling2d', UpSampling3D = 'UpSampling3d',
 }
 
 -- the Keras convolutions whose file would differ from a PyTorch-style one's only by case, made
