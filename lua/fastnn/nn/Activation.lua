@@ -5,7 +5,7 @@
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
-local activation = require 'fastnn.nn._activation'
+local activation_fn = require('fastnn.nn.activations').activation_fn
 local istype = fnn_tensor.is_tensor
 
 local Activation = nn.Module:extend('Activation')
@@ -18,7 +18,7 @@ function Activation:__init(name, opts)
    if type(name) ~= 'string' then
       error(("nn.Activation: name is a %s, expected a string such as 'relu'"):format(type(name)), 3)
    end
-   self.fn = activation.fn(name, 3, 'nn.Activation')
+   self.fn = activation_fn(name, 3, 'nn.Activation')
    self.name = name
    -- {axis = d} (Keras): the dim of softmax / log_softmax (1-based, negative from the end)
    opts = OPTS:check(opts, 3)

@@ -13,7 +13,7 @@
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local nn = require 'fastnn.nn'
 local shape = require 'fastnn.keras.shape'
-local activation_fn = require('fastnn.nn._activation').fn
+local activation_fn = require('fastnn.nn.activations').activation_fn
 local Module = nn.Module
 local floor = math.floor
 

@@ -61,9 +61,9 @@ local CLASSES = {
    UpSampling1d = 'pool', UpSampling2d = 'pool', UpSampling3d = 'pool',
    AdaptiveAvgPool2d = 'pool',
    -- activations
-   ReLU = 'ReLU', Sigmoid = 'Sigmoid', Tanh = 'Tanh', SiLU = 'SiLU', Swish = 'Swish', Mish = 'Mish',
-   Softsign = 'Softsign', HardSigmoid = 'HardSigmoid', SELU = 'SELU', Softmax = 'Softmax',
-   LogSoftmax = 'LogSoftmax', Identity = 'Identity', activation_fn = 'activation_fn',
+   ReLU = 'activations', Sigmoid = 'activations', Tanh = 'activations', SiLU = 'activations', Swish = 'activations', Mish = 'activations',
+   Softsign = 'activations', HardSigmoid = 'activations', SELU = 'activations', Softmax = 'activations',
+   LogSoftmax = 'activations', Identity = 'activations', activation_fn = 'activations',
    ELU = 'ELU', GELU = 'GELU', LeakyReLU = 'LeakyReLU', Softplus = 'Softplus', Activation = 'Activation',
    -- normalization
    BatchNorm1d = 'BatchNorm1d', BatchNorm2d = 'BatchNorm2d', BatchNorm3d = 'BatchNorm3d',
