@@ -49,10 +49,10 @@ local CLASSES = {
    -- shape
    Flatten = 'Flatten', Reshape = 'Reshape', Reverse = 'Reverse', Rescaling = 'Rescaling',
    -- convolution
-   Conv1d = 'Conv1d', Conv2d = 'Conv2d', Conv3d = 'Conv3d',
-   ConvTranspose1d = 'ConvTranspose1d', ConvTranspose2d = 'ConvTranspose2d', ConvTranspose3d = 'ConvTranspose3d',
-   DepthwiseConv1d = 'DepthwiseConv1d', DepthwiseConv2d = 'DepthwiseConv2d',
-   SeparableConv1d = 'SeparableConv1d', SeparableConv2d = 'SeparableConv2d',
+   Conv1d = 'conv', Conv2d = 'conv', Conv3d = 'conv',
+   ConvTranspose1d = 'conv', ConvTranspose2d = 'conv', ConvTranspose3d = 'conv',
+   DepthwiseConv1d = 'conv', DepthwiseConv2d = 'conv',
+   SeparableConv1d = 'conv', SeparableConv2d = 'conv',
    -- pooling and upsampling
    MaxPool1d = 'pool', MaxPool2d = 'pool', MaxPool3d = 'pool',
    AvgPool1d = 'pool', AvgPool2d = 'pool', AvgPool3d = 'pool',
