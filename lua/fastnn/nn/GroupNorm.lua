@@ -6,7 +6,7 @@
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
-local norm = require 'fastnn.nn._norm'
+local norm = require 'fastnn.nn.norm'
 local C = fnn_tensor.C
 local new, done, fail, istype, shape_str = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail,
    fnn_tensor.is_tensor, fnn_tensor.shape_str

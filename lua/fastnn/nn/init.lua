@@ -66,9 +66,9 @@ local CLASSES = {
    LogSoftmax = 'activations', Identity = 'activations', activation_fn = 'activations',
    ELU = 'ELU', GELU = 'GELU', LeakyReLU = 'LeakyReLU', Softplus = 'Softplus', Activation = 'Activation',
    -- normalization
-   BatchNorm1d = 'BatchNorm1d', BatchNorm2d = 'BatchNorm2d', BatchNorm3d = 'BatchNorm3d',
-   InstanceNorm = 'InstanceNorm', InstanceNorm1d = 'InstanceNorm1d', InstanceNorm2d = 'InstanceNorm2d',
-   InstanceNorm3d = 'InstanceNorm3d',
+   BatchNorm1d = 'norm', BatchNorm2d = 'norm', BatchNorm3d = 'norm',
+   InstanceNorm = 'norm', InstanceNorm1d = 'norm', InstanceNorm2d = 'norm',
+   InstanceNorm3d = 'norm',
    LayerNorm = 'LayerNorm', GroupNorm = 'GroupNorm', RMSNorm = 'RMSNorm', UnitNormalization = 'UnitNormalization',
    -- dropout and noise
    Dropout = 'Dropout', AlphaDropout = 'AlphaDropout', GaussianDropout = 'GaussianDropout',
