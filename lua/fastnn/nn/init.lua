@@ -80,12 +80,12 @@ local CLASSES = {
    -- recurrent
    SimpleRNN = 'SimpleRNN', LSTM = 'LSTM', GRU = 'GRU', Bidirectional = 'Bidirectional',
    -- loss modules (the functions, nn.mse ..., are fastnn.nn.losses)
-   MSELoss = 'MSELoss', L1Loss = 'L1Loss', HuberLoss = 'HuberLoss', BCELoss = 'BCELoss',
-   BCEWithLogitsLoss = 'BCEWithLogitsLoss', CrossEntropyLoss = 'CrossEntropyLoss', NLLLoss = 'NLLLoss',
-   KLDivLoss = 'KLDivLoss', CosineEmbeddingLoss = 'CosineEmbeddingLoss',
-   MeanSquaredError = 'MeanSquaredError', MeanAbsoluteError = 'MeanAbsoluteError',
-   BinaryCrossEntropy = 'BinaryCrossEntropy', CategoricalCrossEntropy = 'CategoricalCrossEntropy',
-   SparseCategoricalCrossEntropy = 'SparseCategoricalCrossEntropy',
+   MSELoss = 'loss_modules', L1Loss = 'loss_modules', HuberLoss = 'loss_modules', BCELoss = 'loss_modules',
+   BCEWithLogitsLoss = 'loss_modules', CrossEntropyLoss = 'loss_modules', NLLLoss = 'loss_modules',
+   KLDivLoss = 'loss_modules', CosineEmbeddingLoss = 'loss_modules',
+   MeanSquaredError = 'loss_modules', MeanAbsoluteError = 'loss_modules',
+   BinaryCrossEntropy = 'loss_modules', CategoricalCrossEntropy = 'loss_modules',
+   SparseCategoricalCrossEntropy = 'loss_modules',
    -- Keras-style layers that read their input width at build
    Dense = 'Dense', BatchNormalization = 'BatchNormalization', LayerNormalization = 'LayerNormalization',
    Conv1DTranspose = 'Conv1DTranspose', Conv2DTranspose = 'Conv2DTranspose', Conv3DTranspose = 'Conv3DTranspose',
