@@ -75,8 +75,8 @@ local CLASSES = {
    GaussianNoise = 'GaussianNoise',
    SpatialDropout1d = 'SpatialDropout1d', SpatialDropout2d = 'SpatialDropout2d', SpatialDropout3d = 'SpatialDropout3d',
    -- merge layers of graph models
-   Add = 'Add', Subtract = 'Subtract', Multiply = 'Multiply', Average = 'Average', Maximum = 'Maximum',
-   Minimum = 'Minimum', Concatenate = 'Concatenate',
+   Add = 'merge', Subtract = 'merge', Multiply = 'merge', Average = 'merge', Maximum = 'merge',
+   Minimum = 'merge', Concatenate = 'merge',
    -- recurrent
    SimpleRNN = 'SimpleRNN', LSTM = 'LSTM', GRU = 'GRU', Bidirectional = 'Bidirectional',
    -- loss modules (the functions, nn.mse ..., are fastnn.nn.losses)

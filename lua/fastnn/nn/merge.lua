@@ -1,12 +1,11 @@
--- Shared maker for the merge layers of graph models: nn.Add, Subtract, Multiply, Average,
--- Maximum, Minimum (element by element over inputs of one shape; Subtract takes exactly
--- two) and nn.Concatenate(dim = -1) (inputs equal outside dim, joined along it).
+-- The merge layers of graph models: nn.Add, Subtract, Multiply, Average, Maximum, Minimum
+-- (element by element over inputs of one shape; Subtract takes exactly two), all subclasses of
+-- Elementwise below, and nn.Concatenate(dim = -1) (inputs equal outside dim, joined along it).
 --   local y = nn.Add()({a, b, c})          -- or nn.Add()(a, b, c)
 --   nn.Concatenate(2):output_shape{{8, 3}, {8, 5}}   --> {8, 8}
 -- forward and output_shape apply one shape rule, so a graph builder can check a topology
 -- on shapes alone (output_shape raises the same messages) before any data moves.
--- Each layer file is one line calling this. Gradients flow through the C ops used
--- (add, sub, mul, mul_scalar, maximum, minimum, cat).
+-- Gradients flow through the C ops used (add, sub, mul, mul_scalar, maximum, minimum, cat).
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
@@ -138,75 +137,103 @@ local function output_shape(self, shapes)
    return out
 end
 
--- the C op folded pairwise over the inputs (each has its gradient)
-local ops = {Add = 'fnn_add', Subtract = 'fnn_sub', Multiply = 'fnn_mul', Average = 'fnn_add',
-             Maximum = 'fnn_maximum', Minimum = 'fnn_minimum'}
-
 local function label(self) return self._name end
 
--- an element-wise merge: nn.<name>(); arity is 2 for Subtract, nil for any count >= 2
-function M.elementwise(name, arity)
-   local cls = nn.Module:extend(name)
-   cls._arity, cls._rule, cls._label, cls.output_shape = arity, same_shape_rule, label, output_shape
-   local cfn = C[ops[name]]
-   function cls:forward(...)
-      local xs, shapes = inputs_of(self, ...)
-      if not xs then error(shapes, 2) end
-      local _, err = same_shape_rule(self, shapes)
-      if err then error(err, 2) end
-      -- a C refusal the shape rule cannot see (devices, dtypes) is raised at the caller's line too
-      local acc = xs[1]
-      for i = 2, #xs do
-         local out = new()
-         if cfn(out, acc, xs[i]) ~= 0 then error(name .. ': ' .. fnn_tensor.last_error(), 2) end
-         acc = done(out)
-      end
-      if name == 'Average' then
-         if acc.dtype_ ~= 0 then acc = acc:float() end   -- int64 inputs average to float32
-         local out = new()
-         if C.fnn_mul_scalar(out, acc, 1 / #xs) ~= 0 then error(name .. ': ' .. fnn_tensor.last_error(), 2) end
-         acc = done(out)
-      end
-      return acc
+-- ---------------------------------------------------------------------------
+-- Elementwise: the C op _cfn of its class folded pairwise over the inputs (each has its
+-- gradient); _arity 2 for Subtract, nil for any count >= 2
+
+local Elementwise = nn.Module:extend('Elementwise')
+Elementwise._rule, Elementwise._label, Elementwise.output_shape = same_shape_rule, label, output_shape
+
+function Elementwise:forward(...)
+   local name = self._title
+   local xs, shapes = inputs_of(self, ...)
+   if not xs then error(shapes, 2) end
+   local _, err = same_shape_rule(self, shapes)
+   if err then error(err, 2) end
+   -- a C refusal the shape rule cannot see (devices, dtypes) is raised at the caller's line too
+   local cfn = self._cfn
+   local acc = xs[1]
+   for i = 2, #xs do
+      local out = new()
+      if cfn(out, acc, xs[i]) ~= 0 then error(name .. ': ' .. fnn_tensor.last_error(), 2) end
+      acc = done(out)
    end
+   if self._mean then
+      if acc.dtype_ ~= 0 then acc = acc:float() end   -- int64 inputs average to float32
+      local out = new()
+      if C.fnn_mul_scalar(out, acc, 1 / #xs) ~= 0 then error(name .. ': ' .. fnn_tensor.last_error(), 2) end
+      acc = done(out)
+   end
+   return acc
+end
+
+local function elementwise(name, cfn_name, arity)
+   local cls = Elementwise:extend(name)
+   cls._title, cls._cfn, cls._arity = name, C[cfn_name], arity
+   M[name] = cls
    return cls
 end
+
+-- nn.Add(): the element-wise sum of two or more inputs of one shape (a merge layer)
+local Add = elementwise('Add', 'fnn_add')
+
+-- nn.Subtract(): a - b for exactly two inputs of one shape (a merge layer)
+local Subtract = elementwise('Subtract', 'fnn_sub', 2)
+
+-- nn.Multiply(): the element-wise product of two or more inputs of one shape (a merge layer)
+local Multiply = elementwise('Multiply', 'fnn_mul')
+
+-- nn.Average(): the element-wise mean of two or more inputs of one shape (a merge layer)
+local Average = elementwise('Average', 'fnn_add')
+Average._mean = true   -- the sum, then divided by the count
+
+-- nn.Maximum(): the element-wise maximum of two or more inputs of one shape (a merge layer)
+local Maximum = elementwise('Maximum', 'fnn_maximum')
+
+-- nn.Minimum(): the element-wise minimum of two or more inputs of one shape (a merge layer)
+local Minimum = elementwise('Minimum', 'fnn_minimum')
+
+-- ---------------------------------------------------------------------------
+-- nn.Concatenate(dim = -1): inputs equal outside dim joined along it (a merge layer)
+-- nn.Concatenate{dim = -1} says the same; dim is 1-based, negative from the end.
 
 local cat_ptrs = ffi.typeof('const fnn_tensor *[?]')
 
--- nn.Concatenate(dim = -1) or nn.Concatenate{dim = -1}: dim is 1-based, negative from the end
-function M.concatenate(name)
-   local cls = nn.Module:extend(name)
-   cls._rule, cls.output_shape = concat_rule, output_shape
-   local OPTS = require('fastnn.options').declare('nn.' .. name, {
-      {'dim', 'integer', -1, 'the dim joined along (1-based; negative from the end)'},
-   })
-   function cls:__init(opts)
-      local dim = opts
-      if type(opts) == 'table' then dim = OPTS:check(opts, 3).dim end
-      if dim == nil then dim = -1 end
-      if type(dim) ~= 'number' or dim ~= floor(dim) or dim == 0 then
-         error(('nn.%s: dim is %s, expected a non-zero integer (1-based, negative from the end)'):format(
-            name, show_value(dim)), 3)
-      end
-      self.dim = dim
+local Concatenate = nn.Module:extend('Concatenate')
+Concatenate._rule, Concatenate.output_shape = concat_rule, output_shape
+local CONCAT_OPTS = require('fastnn.options').declare('nn.Concatenate', {
+   {'dim', 'integer', -1, 'the dim joined along (1-based; negative from the end)'},
+})
+
+function Concatenate:__init(opts)
+   local dim = opts
+   if type(opts) == 'table' then dim = CONCAT_OPTS:check(opts, 3).dim end
+   if dim == nil then dim = -1 end
+   if type(dim) ~= 'number' or dim ~= floor(dim) or dim == 0 then
+      error(('nn.%s: dim is %s, expected a non-zero integer (1-based, negative from the end)'):format(
+         'Concatenate', show_value(dim)), 3)
    end
-   function cls:_label() return ('%s(dim %d)'):format(name, self.dim) end
-   function cls:short_str() return ('nn.%s(dim %d)'):format(name, self.dim) end
-   function cls:forward(...)
-      local xs, shapes = inputs_of(self, ...)
-      if not xs then error(shapes, 2) end
-      local _, d = concat_rule(self, shapes)
-      if not _ then error(d, 2) end
-      local arr = cat_ptrs(#xs)
-      for i = 1, #xs do arr[i - 1] = xs[i] end
-      local out = new()
-      if C.fnn_cat(out, #xs, arr, d - 1) ~= 0 then
-         error(('%s: %s'):format(self:_label(), fnn_tensor.last_error()), 2)
-      end
-      return done(out)
-   end
-   return cls
+   self.dim = dim
 end
+
+function Concatenate:_label() return ('%s(dim %d)'):format('Concatenate', self.dim) end
+function Concatenate:short_str() return ('nn.%s(dim %d)'):format('Concatenate', self.dim) end
+
+function Concatenate:forward(...)
+   local xs, shapes = inputs_of(self, ...)
+   if not xs then error(shapes, 2) end
+   local _, d = concat_rule(self, shapes)
+   if not _ then error(d, 2) end
+   local arr = cat_ptrs(#xs)
+   for i = 1, #xs do arr[i - 1] = xs[i] end
+   local out = new()
+   if C.fnn_cat(out, #xs, arr, d - 1) ~= 0 then
+      error(('%s: %s'):format(self:_label(), fnn_tensor.last_error()), 2)
+   end
+   return done(out)
+end
+M.Concatenate = Concatenate
 
 return M
