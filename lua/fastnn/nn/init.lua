@@ -78,7 +78,7 @@ local CLASSES = {
    Add = 'merge', Subtract = 'merge', Multiply = 'merge', Average = 'merge', Maximum = 'merge',
    Minimum = 'merge', Concatenate = 'merge',
    -- recurrent
-   SimpleRNN = 'SimpleRNN', LSTM = 'LSTM', GRU = 'GRU', Bidirectional = 'Bidirectional',
+   SimpleRNN = 'recurrent', LSTM = 'recurrent', GRU = 'recurrent', Bidirectional = 'Bidirectional',
    -- loss modules (the functions, nn.mse ..., are fastnn.nn.losses)
    MSELoss = 'loss_modules', L1Loss = 'loss_modules', HuberLoss = 'loss_modules', BCELoss = 'loss_modules',
    BCEWithLogitsLoss = 'loss_modules', CrossEntropyLoss = 'loss_modules', NLLLoss = 'loss_modules',
