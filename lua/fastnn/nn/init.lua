@@ -71,9 +71,9 @@ local CLASSES = {
    InstanceNorm3d = 'norm',
    LayerNorm = 'LayerNorm', GroupNorm = 'GroupNorm', RMSNorm = 'RMSNorm', UnitNormalization = 'UnitNormalization',
    -- dropout and noise
-   Dropout = 'Dropout', AlphaDropout = 'AlphaDropout', GaussianDropout = 'GaussianDropout',
-   GaussianNoise = 'GaussianNoise',
-   SpatialDropout1d = 'SpatialDropout1d', SpatialDropout2d = 'SpatialDropout2d', SpatialDropout3d = 'SpatialDropout3d',
+   Dropout = 'regularization', AlphaDropout = 'regularization', GaussianDropout = 'regularization',
+   GaussianNoise = 'regularization',
+   SpatialDropout1d = 'regularization', SpatialDropout2d = 'regularization', SpatialDropout3d = 'regularization',
    -- merge layers of graph models
    Add = 'merge', Subtract = 'merge', Multiply = 'merge', Average = 'merge', Maximum = 'merge',
    Minimum = 'merge', Concatenate = 'merge',
