@@ -87,10 +87,13 @@ local CLASSES = {
    BinaryCrossEntropy = 'loss_modules', CategoricalCrossEntropy = 'loss_modules',
    SparseCategoricalCrossEntropy = 'loss_modules',
    -- Keras-style layers that read their input width at build
-   Dense = 'Dense', BatchNormalization = 'BatchNormalization', LayerNormalization = 'LayerNormalization',
-   Conv1DTranspose = 'Conv1DTranspose', Conv2DTranspose = 'Conv2DTranspose', Conv3DTranspose = 'Conv3DTranspose',
-   MaxPooling1D = 'MaxPooling1D', MaxPooling2D = 'MaxPooling2D', MaxPooling3D = 'MaxPooling3D',
-   AveragePooling1D = 'AveragePooling1D', AveragePooling2D = 'AveragePooling2D', AveragePooling3D = 'AveragePooling3D',
+   Dense = 'keras_layers', BatchNormalization = 'keras_layers', LayerNormalization = 'keras_layers',
+   Conv1DTranspose = 'keras_layers', Conv2DTranspose = 'keras_layers', Conv3DTranspose = 'keras_layers',
+   MaxPooling1D = 'keras_layers', MaxPooling2D = 'keras_layers', MaxPooling3D = 'keras_layers',
+   AveragePooling1D = 'keras_layers', AveragePooling2D = 'keras_layers', AveragePooling3D = 'keras_layers',
+   Conv1D = 'keras_layers', Conv2D = 'keras_layers', Conv3D = 'keras_layers',
+   DepthwiseConv1D = 'keras_layers', DepthwiseConv2D = 'keras_layers',
+   SeparableConv1D = 'keras_layers', SeparableConv2D = 'keras_layers',
    -- modules under nn
    losses = 'fastnn.nn.losses', callbacks = 'callbacks', metrics = 'metrics',
 }
@@ -103,22 +106,16 @@ local SAME_AS = {
    UpSampling1D = 'UpSampling1d', UpSampling2D = 'UpSampling2d', UpSampling3D = 'UpSampling3d',
 }
 
--- the Keras convolutions whose file would differ from a PyTorch-style one's only by case, made
--- on first use by nn/_keras_names.lua
-local keras_names = require 'fastnn.nn._keras_names'
-
 -- every name above, sorted (specs and tools walk them)
 nn._names = {}
 for name in pairs(CLASSES) do nn._names[#nn._names + 1] = name end
 for name in pairs(SAME_AS) do nn._names[#nn._names + 1] = name end
-for name in pairs(keras_names) do nn._names[#nn._names + 1] = name end
 table.sort(nn._names)
 
 local function resolve(name)
    local where = CLASSES[name]
    if where == nil then
       if SAME_AS[name] then return nn[SAME_AS[name]] end
-      if keras_names[name] then return keras_names[name]() end
       return nil
    end
    if where:find('.', 1, true) then return require(where) end
