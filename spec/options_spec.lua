@@ -345,10 +345,10 @@ local UNCHECKED = {
    ['lua/fastnn/tensor.lua'] = 'tensor constructors {dtype, device}',
    ['lua/fastnn/data/idx.lua'] = 'internal: passes Mnist.load\'s checked options on',
    ['lua/fastnn/keras/progress.lua'] = 'internal: the progress bar of fit',
-   ['lua/fastnn/nn/TransformerDecoder.lua'] = 'forward(x, memory, opts): passed to the attention',
    ['lua/fastnn/nn/TransformerDecoderLayer.lua'] = 'forward(x, memory, opts): passed to the attention',
    ['lua/fastnn/nn/TransformerEncoderLayer.lua'] = 'forward(x, opts): checked by the attention',
-   ['lua/fastnn/nn/TransformerStack.lua'] = 'forward(x, opts), new_cache(opts)',
+   ['lua/fastnn/nn/transformer.lua'] = 'TransformerStack:forward(x, opts), new_cache(opts); '
+      .. 'TransformerDecoder:forward(x, memory, opts): passed to the attention',
    ['lua/fastnn/nn/losses.lua'] = 'the functional losses: checked by fastnn.ops.loss',
 }
 

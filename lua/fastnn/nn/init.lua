@@ -43,8 +43,8 @@ local CLASSES = {
    -- dense, embedding, attention, transformers, decoding
    Linear = 'Linear', Bilinear = 'Bilinear', Embedding = 'Embedding', MultiheadAttention = 'MultiheadAttention',
    TransformerEncoderLayer = 'TransformerEncoderLayer', TransformerDecoderLayer = 'TransformerDecoderLayer',
-   TransformerStack = 'TransformerStack', TransformerEncoder = 'TransformerEncoder',
-   TransformerDecoder = 'TransformerDecoder', StackCache = 'StackCache', Sampler = 'Sampler',
+   TransformerStack = 'transformer', TransformerEncoder = 'transformer',
+   TransformerDecoder = 'transformer', StackCache = 'StackCache', Sampler = 'Sampler',
    BeamSearch = 'BeamSearch',
    -- shape
    Flatten = 'Flatten', Reshape = 'Reshape', Reverse = 'Reverse', Rescaling = 'Rescaling',
@@ -94,8 +94,12 @@ local CLASSES = {
    Conv1D = 'keras_layers', Conv2D = 'keras_layers', Conv3D = 'keras_layers',
    DepthwiseConv1D = 'keras_layers', DepthwiseConv2D = 'keras_layers',
    SeparableConv1D = 'keras_layers', SeparableConv2D = 'keras_layers',
-   -- modules under nn
-   losses = 'fastnn.nn.losses', callbacks = 'callbacks', metrics = 'metrics',
+   -- nn.losses: the loss functions (also as nn.mse, ...); nn.callbacks: fit's callbacks
+   -- (EarlyStopping, ModelCheckpoint, LearningRateScheduler, ReduceLROnPlateau, CSVLogger,
+   -- LambdaCallback, Callback); nn.metrics: Keras-style metrics (accuracy variants, top-k, mse,
+   -- mae, precision, recall, F1, AUC, Mean/Average; nn.metrics.Average is a metric, nn.Average
+   -- the merge layer)
+   losses = 'fastnn.nn.losses', callbacks = 'fastnn.keras.callbacks', metrics = 'fastnn.keras.metrics',
 }
 
 -- Keras spellings of a class above: the same class under a second name
