@@ -64,7 +64,7 @@ local CLASSES = {
    ReLU = 'activations', Sigmoid = 'activations', Tanh = 'activations', SiLU = 'activations', Swish = 'activations', Mish = 'activations',
    Softsign = 'activations', HardSigmoid = 'activations', SELU = 'activations', Softmax = 'activations',
    LogSoftmax = 'activations', Identity = 'activations', activation_fn = 'activations',
-   ELU = 'ELU', GELU = 'GELU', LeakyReLU = 'LeakyReLU', Softplus = 'Softplus', Activation = 'Activation',
+   ELU = 'activations', GELU = 'activations', LeakyReLU = 'activations', Softplus = 'activations', Activation = 'activations',
    -- normalization
    BatchNorm1d = 'norm', BatchNorm2d = 'norm', BatchNorm3d = 'norm',
    InstanceNorm = 'norm', InstanceNorm1d = 'norm', InstanceNorm2d = 'norm',
