@@ -69,7 +69,7 @@ local CLASSES = {
    BatchNorm1d = 'norm', BatchNorm2d = 'norm', BatchNorm3d = 'norm',
    InstanceNorm = 'norm', InstanceNorm1d = 'norm', InstanceNorm2d = 'norm',
    InstanceNorm3d = 'norm',
-   LayerNorm = 'LayerNorm', GroupNorm = 'GroupNorm', RMSNorm = 'RMSNorm', UnitNormalization = 'UnitNormalization',
+   LayerNorm = 'norm', GroupNorm = 'norm', RMSNorm = 'norm', UnitNormalization = 'norm',
    -- dropout and noise
    Dropout = 'regularization', AlphaDropout = 'regularization', GaussianDropout = 'regularization',
    GaussianNoise = 'regularization',

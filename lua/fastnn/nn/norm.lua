@@ -1,7 +1,8 @@
--- The batch and instance normalization layers, and helpers the other norms use:
+-- The normalization layers:
 --   BatchNorm -> BatchNorm1d, BatchNorm2d, BatchNorm3d (statistics over the batch)
 --   InstanceNormBase -> InstanceNorm, InstanceNorm1d/2d/3d (per sample and channel)
---   M.filled(shape, value), M.check_size(layer, what, v, level)   (GroupNorm.lua, RMSNorm.lua)
+--   LayerNorm, GroupNorm, RMSNorm, UnitNormalization
+--   M.filled(shape, value), M.check_size(layer, what, v, level): helpers
 -- Each base class has the methods; the classes below it set the input layouts they take. The
 -- kernels are core/ops/norm.c (fnn_batch_norm, fnn_group_norm); forward methods call C directly
 -- so that fail() (1 fail, 2 forward, 3 the caller) raises at the user's line.
@@ -262,5 +263,248 @@ local InstanceNorm2d = instance_norm_class('InstanceNorm2d', 4, '[N, C, H, W] or
 -- instance normalization of [N, C, D, H, W] or [C, D, H, W] (see nn.InstanceNorm): each sample's channel
 -- normalized over its spatial dims, PyTorch's layer and defaults.
 local InstanceNorm3d = instance_norm_class('InstanceNorm3d', 5, '[N, C, D, H, W] or [C, D, H, W]')
+
+-- ---------------------------------------------------------------------------
+-- nn.LayerNorm(width_or_shape, {eps = 1e-5, elementwise_affine = true}): normalizes the
+-- trailing dims of its input (the given width, or the shape's trailing dims) to mean 0 and
+-- variance 1 (biased, eps inside the sqrt, as PyTorch), then y = xhat * weight + bias.
+-- weight Param ones(shape), bias Param zeros(shape), both absent when elementwise_affine is false.
+-- x [..., *shape] -> x's shape (one fused node: fnn.layer_norm)
+local fnn_layer_norm = C.fnn_layer_norm
+
+local LayerNorm = nn.Module:extend('LayerNorm')
+local LAYERNORM_OPTS = options.declare('nn.LayerNorm', {
+   {'eps', 'number', 1e-5, 'added to the variance for numerical stability', min = 0},
+   {'elementwise_affine', 'boolean', true, 'learn a weight and bias of the normalised shape'},
+})
+
+local function layer_norm_filled(shape, value)   -- errors name LayerNorm
+   local n, buf = parse_shape('LayerNorm', false, shape)
+   local out = new()
+   if (value == 1 and C.fnn_ones(out, n, buf) or C.fnn_zeros(out, n, buf)) ~= 0 then fail() end
+   return done(out)
+end
+
+function LayerNorm:__init(shape, opts)
+   if type(shape) == 'number' then shape = {shape} end
+   if type(shape) ~= 'table' or #shape == 0 then
+      error(('nn.LayerNorm: shape is %s, expected a width or a table of sizes (LayerNorm(width, {eps}))'):format(
+         options.describe(shape)), 3)
+   end
+   local count = 1
+   for i, v in ipairs(shape) do
+      if type(v) ~= 'number' or v < 1 or v ~= math.floor(v) then
+         error(('nn.LayerNorm: size %d is %s, expected a positive integer'):format(i, options.describe(v)), 3)
+      end
+      count = count * v
+   end
+   opts = LAYERNORM_OPTS:check(opts, 3)
+   local eps, affine = opts.eps, opts.elementwise_affine
+   self.shape, self.count, self.eps = {unpack(shape)}, count, eps
+   if affine then
+      self.weight = Param(layer_norm_filled(shape, 1))
+      self.bias = Param(layer_norm_filled(shape, 0))
+   end
+end
+
+local function shape_text(s) return '[' .. table.concat(s, ',') .. ']' end
+
+function LayerNorm:forward(x)
+   if not istype(x) then
+      error(('LayerNorm(%s): input is a %s, expected a tensor'):format(shape_text(self.shape), type(x)), 2)
+   end
+   -- the input's trailing dims must be the module's shape (PyTorch's rule), not just its count
+   local nd, k = x.ndim, #self.shape
+   local ok = nd >= k
+   for i = 1, k do
+      if not ok then break end
+      ok = tonumber(x.shape_[nd - k + i - 1]) == self.shape[i]
+   end
+   if not ok then
+      error(('LayerNorm(%s): input %s does not end in %s'):format(
+            shape_text(self.shape), fnn_tensor.shape_str(x), shape_text(self.shape)), 2)
+   end
+   local w, b = self.weight, self.bias
+   local out = new()
+   if fnn_layer_norm(out, x, w and w:tensor() or nil, b and b:tensor() or nil, self.count, self.eps) ~= 0 then
+      fail()
+   end
+   return done(out)
+end
+
+function LayerNorm:__tostring()
+   return ('nn.LayerNorm(%s, eps=%g%s)'):format(shape_text(self.shape), self.eps,
+                                                self.weight and '' or ', no affine')
+end
+M.LayerNorm = LayerNorm
+
+-- ---------------------------------------------------------------------------
+-- nn.GroupNorm(num_groups, num_channels, {eps = 1e-5, affine = true}): splits the channels of
+-- [N, C, *] into num_groups groups and normalizes each (sample, group) over its channels and
+-- spatial dims (biased variance, eps inside the sqrt), then y = xhat * weight + bias per channel.
+-- weight Param ones [C], bias Param zeros [C] (absent when affine is false); the same in
+-- training and eval. One fused C node: fnn.group_norm.
+local fnn_group_norm = C.fnn_group_norm
+
+local GroupNorm = nn.Module:extend('GroupNorm')
+local GROUPNORM_OPTS = require('fastnn.options').declare('nn.GroupNorm', {
+   {'eps', 'number', 1e-5, 'added to the variance for numerical stability', min = 0},
+   {'affine', 'boolean', true, 'learn a per-channel weight and bias'},
+})
+
+function GroupNorm:__init(num_groups, num_channels, opts)
+   M.check_size('GroupNorm', 'num_groups', num_groups)
+   M.check_size('GroupNorm', 'num_channels', num_channels)
+   if num_channels % num_groups ~= 0 then
+      error(('nn.GroupNorm: num_channels %d is not divisible by num_groups %d'):format(num_channels, num_groups), 3)
+   end
+   opts = GROUPNORM_OPTS:check(opts, 3)
+   local eps = opts.eps
+   if eps == nil then eps = 1e-5 end
+   if type(eps) ~= 'number' or eps < 0 then
+      error(('nn.GroupNorm: eps is %s, expected a non-negative number'):format(show_value(eps)), 3)
+   end
+   self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
+   self.affine = opts.affine == nil or opts.affine and true or false
+   if self.affine then
+      self.weight = Param(M.filled({num_channels}, 1))
+      self.bias = Param(M.filled({num_channels}, 0))
+   end
+end
+
+function GroupNorm:_label() return ('GroupNorm(%d, %d)'):format(self.num_groups, self.num_channels) end
+
+function GroupNorm:forward(x)
+   if not istype(x) then error(('%s: input is a %s, expected a tensor'):format(self:_label(), type(x)), 2) end
+   if x.ndim < 2 then
+      error(('%s: input %s must be [N, C, *] (2 or more dims)'):format(self:_label(), shape_str(x)), 2)
+   end
+   local c = tonumber(x.shape_[1])
+   if c ~= self.num_channels then
+      error(('%s: input %s has %d channels in dim 2, expected %d'):format(
+         self:_label(), shape_str(x), c, self.num_channels), 2)
+   end
+   local w, b = self.weight, self.bias
+   local out = new()
+   if fnn_group_norm(out, x, self.num_groups, w and w:tensor() or nil, b and b:tensor() or nil, self.eps) ~= 0 then
+      fail()
+   end
+   return done(out)
+end
+
+function GroupNorm:__tostring()
+   return ('nn.GroupNorm(%d, %d, eps=%g, affine=%s)'):format(self.num_groups, self.num_channels, self.eps,
+                                                            tostring(self.affine))
+end
+M.GroupNorm = GroupNorm
+
+-- ---------------------------------------------------------------------------
+-- nn.RMSNorm(normalized_shape, {eps = nil, elementwise_affine = true}): divides the trailing dims
+-- of its input (a width, or a table of sizes) by their root mean square, y = x / sqrt(mean(x^2) +
+-- eps) * weight (PyTorch's RMSNorm: no centring, no bias). eps nil: float32's machine epsilon.
+-- weight Param ones(shape), absent when elementwise_affine is false. One fused C node: fnn.rms_norm.
+local fnn_rms_norm = C.fnn_rms_norm
+
+local FLOAT_EPS = 1.1920928955078125e-07   -- torch.finfo(torch.float32).eps
+
+local RMSNorm = nn.Module:extend('RMSNorm')
+local RMSNORM_OPTS = require('fastnn.options').declare('nn.RMSNorm', {
+   {'eps', 'number', nil, 'added to the mean square for numerical stability', min = 0,
+    default_doc = "nil: the float32 machine epsilon, as PyTorch's None"},
+   {'elementwise_affine', 'boolean', true, 'learn a weight of the normalised shape'},
+})
+
+function RMSNorm:__init(shape, opts)
+   if type(shape) == 'number' then shape = {shape} end
+   if type(shape) ~= 'table' or #shape == 0 then
+      error(('nn.RMSNorm: normalized_shape is %s, expected a width or a table of sizes'):format(show_value(shape)), 3)
+   end
+   local count = 1
+   for i, v in ipairs(shape) do
+      M.check_size('RMSNorm', 'size ' .. i, v)
+      count = count * v
+   end
+   opts = RMSNORM_OPTS:check(opts, 3)
+   local eps = opts.eps
+   if eps ~= nil and (type(eps) ~= 'number' or eps < 0) then
+      error(('nn.RMSNorm: eps is %s, expected a non-negative number or nil'):format(show_value(eps)), 3)
+   end
+   self.shape, self.count, self.eps = {unpack(shape)}, count, eps
+   local affine = opts.elementwise_affine
+   if affine == nil or affine then self.weight = Param(M.filled(shape, 1)) end
+end
+
+function RMSNorm:forward(x)
+   local label = 'RMSNorm(' .. shape_text(self.shape) .. ')'
+   if not istype(x) then error(('%s: input is a %s, expected a tensor'):format(label, type(x)), 2) end
+   -- the input's trailing dims must be the module's shape (PyTorch's rule), not just its count
+   local nd, k = x.ndim, #self.shape
+   local ok = nd >= k
+   for i = 1, k do
+      if not ok then break end
+      ok = tonumber(x.shape_[nd - k + i - 1]) == self.shape[i]
+   end
+   if not ok then
+      error(('%s: input %s does not end in %s'):format(label, shape_str(x), shape_text(self.shape)), 2)
+   end
+   local w = self.weight
+   local out = new()
+   if fnn_rms_norm(out, x, w and w:tensor() or nil, self.count, self.eps or FLOAT_EPS) ~= 0 then fail() end
+   return done(out)
+end
+
+function RMSNorm:__tostring()
+   return ('nn.RMSNorm(%s, eps=%s%s)'):format(shape_text(self.shape), self.eps and ('%g'):format(self.eps) or 'nil',
+                                              self.weight and '' or ', no affine')
+end
+M.RMSNorm = RMSNorm
+
+-- ---------------------------------------------------------------------------
+-- nn.UnitNormalization({axis = -1}): Keras' layer, scales its input to unit L2 norm along axis
+-- (a dim, 1-based or negative, or a table of dims): y = x / sqrt(max(sum(x^2), 1e-12)), the
+-- floor as tf.math.l2_normalize, so an all-zero slice stays zero. No weights. A composition of
+-- C ops (square, sum, clamp, rsqrt, mul): two passes over x, each vectorized in C.
+
+local UnitNormalization = nn.Module:extend('UnitNormalization')
+local UNITNORMALIZATION_OPTS = require('fastnn.options').declare('nn.UnitNormalization', {
+   {'axis', 'integer|table', -1, 'the dim or dims normalised (1-based; negative from the end)'},
+})
+
+local EPS = 1e-12
+
+function UnitNormalization:__init(opts)
+   local axis = UNITNORMALIZATION_OPTS:check(opts, 3).axis
+   local axes = type(axis) == 'table' and {unpack(axis)} or {axis}
+   if #axes == 0 then error('nn.UnitNormalization: axis is an empty table, expected a dim or dims', 3) end
+   for _, a in ipairs(axes) do
+      if type(a) ~= 'number' or a ~= floor(a) or a == 0 then
+         error(('nn.UnitNormalization: axis %s is not a dim (1-based, or negative from the end)'):format(
+            tostring(a)), 3)
+      end
+   end
+   self.axes = axes
+end
+
+function UnitNormalization:forward(x)
+   if not istype(x) then
+      error(('UnitNormalization: input is a %s, expected a tensor'):format(type(x)), 2)
+   end
+   local nd = x.ndim
+   local ss = x * x
+   for _, a in ipairs(self.axes) do
+      if a > nd or a < -nd then
+         error(('UnitNormalization: axis %d out of range for input %s (dims are 1..%d or -%d..-1)'):format(
+            a, shape_str(x), nd, nd), 2)
+      end
+      ss = ss:sum(a, true)
+   end
+   return x * ss:clamp(EPS):rsqrt()
+end
+
+function UnitNormalization:__tostring()
+   local axes = #self.axes == 1 and tostring(self.axes[1]) or ('{' .. table.concat(self.axes, ', ') .. '}')
+   return ('nn.UnitNormalization(axis=%s)'):format(axes)
+end
+M.UnitNormalization = UnitNormalization
 
 return M
