@@ -43,9 +43,8 @@ local CLASSES = {
    -- dense, embedding, attention, transformers, decoding
    Linear = 'Linear', Bilinear = 'Bilinear', Embedding = 'Embedding', MultiheadAttention = 'MultiheadAttention',
    TransformerEncoderLayer = 'TransformerEncoderLayer', TransformerDecoderLayer = 'TransformerDecoderLayer',
-   TransformerStack = 'transformer', TransformerEncoder = 'transformer',
-   TransformerDecoder = 'transformer', StackCache = 'StackCache', Sampler = 'Sampler',
-   BeamSearch = 'BeamSearch',
+   TransformerStack = 'transformer', TransformerEncoder = 'transformer', TransformerDecoder = 'transformer',
+   StackCache = 'StackCache', Sampler = 'Sampler', BeamSearch = 'BeamSearch',
    -- shape
    Flatten = 'Flatten', Reshape = 'Reshape', Reverse = 'Reverse', Rescaling = 'Rescaling',
    -- convolution
@@ -61,14 +60,14 @@ local CLASSES = {
    UpSampling1d = 'pool', UpSampling2d = 'pool', UpSampling3d = 'pool',
    AdaptiveAvgPool2d = 'pool',
    -- activations
-   ReLU = 'activations', Sigmoid = 'activations', Tanh = 'activations', SiLU = 'activations', Swish = 'activations', Mish = 'activations',
-   Softsign = 'activations', HardSigmoid = 'activations', SELU = 'activations', Softmax = 'activations',
-   LogSoftmax = 'activations', Identity = 'activations', activation_fn = 'activations',
-   ELU = 'activations', GELU = 'activations', LeakyReLU = 'activations', Softplus = 'activations', Activation = 'activations',
+   ReLU = 'activations', Sigmoid = 'activations', Tanh = 'activations', SiLU = 'activations',
+   Swish = 'activations', Mish = 'activations', Softsign = 'activations', HardSigmoid = 'activations',
+   SELU = 'activations', ELU = 'activations', GELU = 'activations', LeakyReLU = 'activations',
+   Softplus = 'activations', Softmax = 'activations', LogSoftmax = 'activations', Identity = 'activations',
+   Activation = 'activations', activation_fn = 'activations',
    -- normalization
    BatchNorm1d = 'norm', BatchNorm2d = 'norm', BatchNorm3d = 'norm',
-   InstanceNorm = 'norm', InstanceNorm1d = 'norm', InstanceNorm2d = 'norm',
-   InstanceNorm3d = 'norm',
+   InstanceNorm = 'norm', InstanceNorm1d = 'norm', InstanceNorm2d = 'norm', InstanceNorm3d = 'norm',
    LayerNorm = 'norm', GroupNorm = 'norm', RMSNorm = 'norm', UnitNormalization = 'norm',
    -- dropout and noise
    Dropout = 'regularization', AlphaDropout = 'regularization', GaussianDropout = 'regularization',

@@ -8,7 +8,6 @@
 -- function and a spec:
 --   options     option names, in print order
 --   positional  the option a non-table argument sets (nn.HuberLoss(2) is delta = 2)
---   inputs      3 for losses of two inputs and a target (CosineEmbeddingLoss); 2 otherwise
 --   keras       accept Keras's reduction names ('sum_over_batch_size' = 'mean', the default)
 --   extra_reduction  one more reduction the function takes ('batchmean' for KLDivLoss)
 local nn = require 'fastnn.nn'
@@ -152,7 +151,7 @@ local KLDivLoss = loss_class('KLDivLoss', 'kl_div', {options = {'reduction', 'lo
 -- crit(x1, x2, y) = nn.cosine_embedding with y = 1 (similar: 1 - cos) or -1 (dissimilar:
 -- max(0, cos - margin)) per row; 'mean' divides by the number of pairs.
 local CosineEmbeddingLoss = loss_class('CosineEmbeddingLoss', 'cosine_embedding',
-   {options = {'margin', 'reduction'}, positional = 'margin', inputs = 3})
+   {options = {'margin', 'reduction'}, positional = 'margin'})
 
 -- nn.MeanSquaredError{reduction = 'sum_over_batch_size'} (Keras): the squared error averaged over
 -- the last dim per sample, then over the samples (the mean of every element); 'none' gives the
@@ -181,7 +180,7 @@ local CategoricalCrossEntropy = loss_class('CategoricalCrossEntropy', 'categoric
 local SparseCategoricalCrossEntropy = loss_class('SparseCategoricalCrossEntropy', 'sparse_categorical_cross_entropy',
    {options = {'from_logits', 'ignore_class', 'reduction'}, keras = true})
 
--- two inputs and a target
+-- two inputs and a target (the other losses take a prediction and a target)
 function CosineEmbeddingLoss:forward(a, b, y)
    return self._fn(a, b, y, self._opts, 2)
 end
