@@ -1,6 +1,7 @@
 -- The checkout itself: no two tracked files may differ only by case, or a clone on a
 -- case-insensitive file system (macOS, Windows) holds one of them only (Conv2D.lua and Conv2d.lua
--- did; the Keras spellings now live in lua/fastnn/nn/_keras_names.lua).
+-- did; the Keras spellings now have no file: they are entries of lua/fastnn/nn/init.lua's table,
+-- defined in keras_layers.lua or the same class as a PyTorch-style one).
 describe('the checkout', function()
    it('has no two tracked files whose paths differ only by case', function()
       local p = assert(io.popen('git ls-files 2>/dev/null'))

@@ -137,7 +137,7 @@ describe('Keras-style constructors', function()
    end)
 
    it('a standalone Activation takes every activation name, and an axis for softmax', function()
-      local names = require('fastnn.nn._activation').names
+      local names = require('fastnn.nn.activations').names
       assert.is_true(#names >= 15)
       local x = fnn.randn(2, 3)
       for _, name in ipairs(names) do

@@ -278,8 +278,17 @@ describe('nn.Module', function()
 
    it('loads classes by name and answers nil for unknown ones', function()
       assert.is_nil(nn.NoSuchLayer)
-      assert.equals(nn.Linear, require('fastnn.nn.Linear'))
       assert.equals(nn.Param, fnn.Param)
+      -- every name of nn/init.lua's table resolves, and each class is nn[<its own name>] too
+      for _, name in ipairs(nn._names) do
+         local v = nn[name]
+         assert.is_not_nil(v, name)
+         if type(v) == 'table' and rawget(v, '_is_class') then assert.equals(v, nn[v._name], name) end
+      end
+      assert.equals('MaxPool2d', nn.MaxPool2d._name)
+      assert.equals('Conv2D', nn.Conv2D._name)
+      assert.equals(nn.GlobalAvgPool2d, nn.GlobalAveragePooling2D)   -- a Keras spelling of the same class
+      assert.equals(nn.Conv2d, require('fastnn.nn.conv').Conv2d)      -- defined in its family module
    end)
 end)
 

@@ -17,16 +17,12 @@ local dir = io.popen('mktemp -d /tmp/fastnn-opts-XXXXXX'):read('*l')
 local function file(name) return dir .. '/' .. name end
 teardown(function() os.execute('rm -rf ' .. dir) end)
 
--- load every module that declares options, so the registry is complete
-for f in io.popen('ls lua/fastnn/nn/*.lua lua/fastnn/optim/*.lua lua/fastnn/data/*.lua lua/fastnn/keras/*.lua'):lines() do
-   local name = f:match('/([%w_]+)%.lua$')
-   if f:find('/nn/', 1, true) and name:sub(1, 1):match('%u') then
-      local _ = nn[name]                         -- nn's classes load by name
-   else
-      require((f:gsub('^lua/', ''):gsub('%.lua$', ''):gsub('/', '.')))
-   end
+-- load every module that declares options, so the registry is complete: nn's classes by name
+-- (nn._names lists them all), the other packages' files
+for _, name in ipairs(nn._names) do local _ = nn[name] end
+for f in io.popen('ls lua/fastnn/optim/*.lua lua/fastnn/data/*.lua lua/fastnn/keras/*.lua'):lines() do
+   require((f:gsub('^lua/', ''):gsub('%.lua$', ''):gsub('/', '.')))
 end
-for _, name in ipairs(nn._keras_names) do local _ = nn[name] end   -- the Keras spellings without a file
 
 local csv = file('t.csv')
 do
@@ -349,10 +345,10 @@ local UNCHECKED = {
    ['lua/fastnn/tensor.lua'] = 'tensor constructors {dtype, device}',
    ['lua/fastnn/data/idx.lua'] = 'internal: passes Mnist.load\'s checked options on',
    ['lua/fastnn/keras/progress.lua'] = 'internal: the progress bar of fit',
-   ['lua/fastnn/nn/TransformerDecoder.lua'] = 'forward(x, memory, opts): passed to the attention',
    ['lua/fastnn/nn/TransformerDecoderLayer.lua'] = 'forward(x, memory, opts): passed to the attention',
    ['lua/fastnn/nn/TransformerEncoderLayer.lua'] = 'forward(x, opts): checked by the attention',
-   ['lua/fastnn/nn/TransformerStack.lua'] = 'forward(x, opts), new_cache(opts)',
+   ['lua/fastnn/nn/transformer.lua'] = 'TransformerStack:forward(x, opts), new_cache(opts); '
+      .. 'TransformerDecoder:forward(x, memory, opts): passed to the attention',
    ['lua/fastnn/nn/losses.lua'] = 'the functional losses: checked by fastnn.ops.loss',
 }
 

@@ -8,17 +8,13 @@ local options = require 'fastnn.options'
 
 local M = {}
 
--- every module that declares options, loaded (nn's classes load by name)
+-- every module that declares options, loaded: nn's classes by name (nn._names lists them all),
+-- the other packages' files
 function M.load_all()
-   for f in io.popen('ls lua/fastnn/nn/*.lua lua/fastnn/optim/*.lua lua/fastnn/data/*.lua lua/fastnn/keras/*.lua'):lines() do
-      local name = f:match('/([%w_]+)%.lua$')
-      if f:find('/nn/', 1, true) and name:sub(1, 1):match('%u') then
-         local _ = fnn.nn[name]
-      else
-         require((f:gsub('^lua/', ''):gsub('%.lua$', ''):gsub('/', '.')))
-      end
+   for _, name in ipairs(fnn.nn._names) do local _ = fnn.nn[name] end
+   for f in io.popen('ls lua/fastnn/optim/*.lua lua/fastnn/data/*.lua lua/fastnn/keras/*.lua'):lines() do
+      require((f:gsub('^lua/', ''):gsub('%.lua$', ''):gsub('/', '.')))
    end
-   for _, name in ipairs(fnn.nn._keras_names) do local _ = fnn.nn[name] end   -- Keras spellings without a file
    for _, m in ipairs{'fastnn.serialize', 'fastnn.plot', 'fastnn.image', 'fastnn.distributed', 'fastnn.initializers',
                       'fastnn.autograd'} do require(m) end
 end

@@ -7,7 +7,7 @@
 -- channels, norms' feature counts); otherwise it runs once on zeros with a batch of 1, under
 -- no_grad and in eval mode (modes restored), so the C ops' own logic (padding 'same', pooling
 -- windows) decides, and a layer refuses exactly what its forward would refuse. A layer class may
--- define its own output_shape(shape); merge layers take a list of shapes (fastnn/nn/_merge.lua).
+-- define its own output_shape(shape); merge layers take a list of shapes (fastnn/nn/merge.lua).
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local autograd = require 'fastnn.autograd'

@@ -9,7 +9,7 @@
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
-local Reverse = require 'fastnn.nn.Reverse'
+local Reverse = nn.Reverse
 local cat = require('fastnn.ops.shape').cat
 local child_error = nn.Module._child_error
 local istype = fnn_tensor.is_tensor

@@ -17,7 +17,7 @@
 local nn = require 'fastnn.nn'
 local shape = require 'fastnn.keras.shape'
 local model = require 'fastnn.keras.model'
-local Graph = require 'fastnn.nn.Graph'
+local Graph = nn.Graph
 local is_module = nn.Module.is_module
 local fail = model.fail
 

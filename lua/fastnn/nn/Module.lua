@@ -33,7 +33,7 @@
 --                        has rules for the common layers and otherwise runs forward once on zeros
 --                        with a batch of 1; define it when forward is costly or takes no zeros.
 --   build(shape)         optional: a Keras-style layer makes its weights for this input shape
---                        (fastnn/nn/_keras.lua); Sequential:build calls it before output_shape.
+--                        (fastnn/nn/keras_layers.lua); Sequential:build calls it before output_shape.
 -- Everything else follows from those: parameters, num_parameters, buffers, zero_grad,
 -- freeze/unfreeze, train/eval, to_device, children, modules, apply, set_buffer, __tostring.
 local Param = require('fastnn.autograd').Param

@@ -2,9 +2,11 @@
 --   local nn = require 'fastnn.nn'
 --   local model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
 --   local loss = nn.cross_entropy(model(x), targets)
--- Classes live one per file in lua/fastnn/nn/<Name>.lua and load on first use
--- (`nn.Linear` requires fastnn.nn.Linear), so there is no list to keep; the Keras spellings that
--- would differ from another file's name only by case (Conv2D, UpSampling2D) are in nn/_keras_names.lua.
+-- Every name nn.X resolves is in CLASSES below (name -> the module that defines it, loaded on
+-- first use) or, for a Keras spelling of the same class, in SAME_AS. Classes of one shape live
+-- together in a family module (conv.lua: Conv1d/2d/3d, ConvTranspose*, ...); a large class has
+-- its own file (Linear.lua). No file is named after a Keras spelling, so no two files differ only
+-- by case (Conv2D beside Conv2d would collide on case-insensitive file systems).
 local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 local C = fnn_tensor.C
@@ -30,25 +32,106 @@ function nn.scoped(prefix, named)
    return out
 end
 
--- classes by name, loaded on first use: the Keras spellings that differ from a file's name only by
--- case from their table (nn/_keras_names.lua), checked first, since a case-insensitive file system
--- would find Conv2d.lua for Conv2D; the others from their file
-local keras_names = require 'fastnn.nn._keras_names'
-nn._keras_names = {}
-for name in pairs(keras_names) do nn._keras_names[#nn._keras_names + 1] = name end
-table.sort(nn._keras_names)
-setmetatable(nn, {__index = function(t, name)
-   if type(name) ~= 'string' or not name:match('^%a[%w_]*$') then return nil end
-   if keras_names[name] then
-      local cls = keras_names[name]()
-      rawset(t, name, cls)
-      return cls
+-- ---------------------------------------------------------------------------
+-- name -> where it is defined: 'family' is lua/fastnn/nn/family.lua, which returns a table of
+-- its classes; a value equal to the name is the class's own file (Linear = 'Linear'); a value
+-- with a dot is a whole module (nn.callbacks)
+local CLASSES = {
+   -- containers, graphs and the base class
+   Module = 'Module', Sequential = 'Sequential', ModuleList = 'ModuleList', Graph = 'Graph',
+   GraphBuilder = 'GraphBuilder',
+   -- dense, embedding, attention, transformers, decoding
+   Linear = 'Linear', Bilinear = 'Bilinear', Embedding = 'Embedding', MultiheadAttention = 'MultiheadAttention',
+   TransformerEncoderLayer = 'TransformerEncoderLayer', TransformerDecoderLayer = 'TransformerDecoderLayer',
+   TransformerStack = 'transformer', TransformerEncoder = 'transformer', TransformerDecoder = 'transformer',
+   StackCache = 'StackCache', Sampler = 'Sampler', BeamSearch = 'BeamSearch',
+   -- shape
+   Flatten = 'Flatten', Reshape = 'Reshape', Reverse = 'Reverse', Rescaling = 'Rescaling',
+   -- convolution
+   Conv1d = 'conv', Conv2d = 'conv', Conv3d = 'conv',
+   ConvTranspose1d = 'conv', ConvTranspose2d = 'conv', ConvTranspose3d = 'conv',
+   DepthwiseConv1d = 'conv', DepthwiseConv2d = 'conv',
+   SeparableConv1d = 'conv', SeparableConv2d = 'conv',
+   -- pooling and upsampling
+   MaxPool1d = 'pool', MaxPool2d = 'pool', MaxPool3d = 'pool',
+   AvgPool1d = 'pool', AvgPool2d = 'pool', AvgPool3d = 'pool',
+   GlobalMaxPool1d = 'pool', GlobalMaxPool2d = 'pool', GlobalMaxPool3d = 'pool',
+   GlobalAvgPool1d = 'pool', GlobalAvgPool2d = 'pool', GlobalAvgPool3d = 'pool',
+   UpSampling1d = 'pool', UpSampling2d = 'pool', UpSampling3d = 'pool',
+   AdaptiveAvgPool2d = 'pool',
+   -- activations
+   ReLU = 'activations', Sigmoid = 'activations', Tanh = 'activations', SiLU = 'activations',
+   Swish = 'activations', Mish = 'activations', Softsign = 'activations', HardSigmoid = 'activations',
+   SELU = 'activations', ELU = 'activations', GELU = 'activations', LeakyReLU = 'activations',
+   Softplus = 'activations', Softmax = 'activations', LogSoftmax = 'activations', Identity = 'activations',
+   Activation = 'activations', activation_fn = 'activations',
+   -- normalization
+   BatchNorm1d = 'norm', BatchNorm2d = 'norm', BatchNorm3d = 'norm',
+   InstanceNorm = 'norm', InstanceNorm1d = 'norm', InstanceNorm2d = 'norm', InstanceNorm3d = 'norm',
+   LayerNorm = 'norm', GroupNorm = 'norm', RMSNorm = 'norm', UnitNormalization = 'norm',
+   -- dropout and noise
+   Dropout = 'regularization', AlphaDropout = 'regularization', GaussianDropout = 'regularization',
+   GaussianNoise = 'regularization',
+   SpatialDropout1d = 'regularization', SpatialDropout2d = 'regularization', SpatialDropout3d = 'regularization',
+   -- merge layers of graph models
+   Add = 'merge', Subtract = 'merge', Multiply = 'merge', Average = 'merge', Maximum = 'merge',
+   Minimum = 'merge', Concatenate = 'merge',
+   -- recurrent
+   SimpleRNN = 'recurrent', LSTM = 'recurrent', GRU = 'recurrent', Bidirectional = 'Bidirectional',
+   -- loss modules (the functions, nn.mse ..., are fastnn.nn.losses)
+   MSELoss = 'loss_modules', L1Loss = 'loss_modules', HuberLoss = 'loss_modules', BCELoss = 'loss_modules',
+   BCEWithLogitsLoss = 'loss_modules', CrossEntropyLoss = 'loss_modules', NLLLoss = 'loss_modules',
+   KLDivLoss = 'loss_modules', CosineEmbeddingLoss = 'loss_modules',
+   MeanSquaredError = 'loss_modules', MeanAbsoluteError = 'loss_modules',
+   BinaryCrossEntropy = 'loss_modules', CategoricalCrossEntropy = 'loss_modules',
+   SparseCategoricalCrossEntropy = 'loss_modules',
+   -- Keras-style layers that read their input width at build
+   Dense = 'keras_layers', BatchNormalization = 'keras_layers', LayerNormalization = 'keras_layers',
+   Conv1DTranspose = 'keras_layers', Conv2DTranspose = 'keras_layers', Conv3DTranspose = 'keras_layers',
+   MaxPooling1D = 'keras_layers', MaxPooling2D = 'keras_layers', MaxPooling3D = 'keras_layers',
+   AveragePooling1D = 'keras_layers', AveragePooling2D = 'keras_layers', AveragePooling3D = 'keras_layers',
+   Conv1D = 'keras_layers', Conv2D = 'keras_layers', Conv3D = 'keras_layers',
+   DepthwiseConv1D = 'keras_layers', DepthwiseConv2D = 'keras_layers',
+   SeparableConv1D = 'keras_layers', SeparableConv2D = 'keras_layers',
+   -- nn.losses: the loss functions (also as nn.mse, ...); nn.callbacks: fit's callbacks
+   -- (EarlyStopping, ModelCheckpoint, LearningRateScheduler, ReduceLROnPlateau, CSVLogger,
+   -- LambdaCallback, Callback); nn.metrics: Keras-style metrics (accuracy variants, top-k, mse,
+   -- mae, precision, recall, F1, AUC, Mean/Average; nn.metrics.Average is a metric, nn.Average
+   -- the merge layer)
+   losses = 'fastnn.nn.losses', callbacks = 'fastnn.keras.callbacks', metrics = 'fastnn.keras.metrics',
+}
+
+-- Keras spellings of a class above: the same class under a second name
+local SAME_AS = {
+   GlobalAveragePooling1D = 'GlobalAvgPool1d', GlobalAveragePooling2D = 'GlobalAvgPool2d',
+   GlobalAveragePooling3D = 'GlobalAvgPool3d',
+   GlobalMaxPooling1D = 'GlobalMaxPool1d', GlobalMaxPooling2D = 'GlobalMaxPool2d', GlobalMaxPooling3D = 'GlobalMaxPool3d',
+   UpSampling1D = 'UpSampling1d', UpSampling2D = 'UpSampling2d', UpSampling3D = 'UpSampling3d',
+}
+
+-- every name above, sorted (specs and tools walk them)
+nn._names = {}
+for name in pairs(CLASSES) do nn._names[#nn._names + 1] = name end
+for name in pairs(SAME_AS) do nn._names[#nn._names + 1] = name end
+table.sort(nn._names)
+
+local function resolve(name)
+   local where = CLASSES[name]
+   if where == nil then
+      if SAME_AS[name] then return nn[SAME_AS[name]] end
+      return nil
    end
-   local modname = 'fastnn.nn.' .. name
-   if not package.loaded[modname] and not package.searchpath(modname, package.path) then return nil end
-   local cls = require(modname)
-   rawset(t, name, cls)
-   return cls
+   if where:find('.', 1, true) then return require(where) end
+   local m = require('fastnn.nn.' .. where)
+   if where == name then return m end
+   return m[name]
+end
+
+setmetatable(nn, {__index = function(t, name)
+   if type(name) ~= 'string' then return nil end
+   local v = resolve(name)
+   if v ~= nil then rawset(t, name, v) end
+   return v
 end})
 
 package.loaded['fastnn.nn'] = nn

@@ -1,3 +1,0 @@
--- nn.AveragePooling2D(pool_size = 2, {strides = pool_size, padding = 'valid'}) (Keras): nn.AvgPool2d
--- under Keras' names and defaults (see fastnn/nn/_keras.lua).
-return require('fastnn.nn._keras').pooling('AveragePooling2D', 'AvgPool2d')

@@ -1,6 +1,0 @@
--- nn.Conv1DTranspose(filters, kernel_size, {strides = 1, padding = 'valid', output_padding = 0,
---    dilation_rate = 1, groups = 1, use_bias = true, activation})
--- (Keras): an nn.ConvTranspose1d whose input channels are read at build from dim 2 of the shape
--- that reaches it (channels first), then the activation. padding: 'valid' (Keras' default), 'same', or numbers
--- as nn.ConvTranspose1d takes them. See fastnn/nn/_keras.lua.
-return require('fastnn.nn._keras').conv('Conv1DTranspose', 'ConvTranspose1d', 1, 'conv')

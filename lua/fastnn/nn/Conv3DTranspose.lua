@@ -1,6 +1,0 @@
--- nn.Conv3DTranspose(filters, kernel_size, {strides = 1, padding = 'valid', output_padding = 0,
---    dilation_rate = 1, groups = 1, use_bias = true, activation})
--- (Keras): an nn.ConvTranspose3d whose input channels are read at build from dim 2 of the shape
--- that reaches it (channels first), then the activation. padding: 'valid' (Keras' default), 'same', or numbers
--- as nn.ConvTranspose3d takes them. See fastnn/nn/_keras.lua.
-return require('fastnn.nn._keras').conv('Conv3DTranspose', 'ConvTranspose3d', 3, 'conv')

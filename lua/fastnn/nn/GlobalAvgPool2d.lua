@@ -1,3 +1,0 @@
--- nn.GlobalAvgPool2d({keepdims = false}): the mean over the spatial dims, [N, C, H, W] -> [N, C]
--- (Keras), or with size-1 spatial dims kept when keepdims; unbatched input drops N.
-return require('fastnn.nn._pool').global('GlobalAvgPool2d', 'avg', 2)

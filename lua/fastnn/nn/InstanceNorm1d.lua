@@ -1,4 +1,0 @@
--- nn.InstanceNorm1d(num_features, {eps = 1e-5, momentum = 0.1, affine = false, track_running_stats = false}):
--- instance normalization of [N, C, L] or [C, L] (see nn.InstanceNorm): each sample's channel
--- normalized over its spatial dims, PyTorch's layer and defaults.
-return require('fastnn.nn._norm').instance_norm_class('InstanceNorm1d', 3, '[N, C, L] or [C, L]')

@@ -1,3 +1,0 @@
--- nn.MaxPooling3D(pool_size = 2, {strides = pool_size, padding = 'valid'}) (Keras): nn.MaxPool3d
--- under Keras' names and defaults (see fastnn/nn/_keras.lua).
-return require('fastnn.nn._keras').pooling('MaxPooling3D', 'MaxPool3d')

@@ -1,2 +1,0 @@
--- nn.Multiply(): the element-wise product of two or more inputs of one shape (a merge layer, see _merge.lua)
-return require('fastnn.nn._merge').elementwise('Multiply')

@@ -1,3 +1,0 @@
--- nn.SELU(): scale * elu(x, alpha) with PyTorch's fixed scale 1.0507... and alpha 1.6732...
--- (self-normalizing; pair it with AlphaDropout); x any shape -> same shape.
-return require('fastnn.nn._activation')('SELU', 'fnn_selu')
