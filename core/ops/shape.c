@@ -396,7 +396,8 @@ static int embed_along(fnn_tensor *out, const fnn_tensor *g, int ndim, const int
 }
 
 static int narrow_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    return embed_along(&din[0], g, n->in_ndim[0], n->in_shape[0], (int)n->iattr[0], n->iattr[1]);
+    const fnn_slice_attrs *a = FNN_ATTRS(n, fnn_slice_attrs);
+    return embed_along(&din[0], g, n->in_ndim[0], n->in_shape[0], (int)a->dim, a->start);
 }
 static const fnn_op_def NARROW = {{"narrow", "shape", 1, 1}, narrow_backward, FNN_EMBEDS_NARROW};
 
@@ -416,16 +417,17 @@ int fnn_narrow(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t start, int
     const fnn_tensor *ins[1] = {x};
     fnn_node *n;
     FNN_TRY(record(&NARROW, out, 1, ins, &n));
-    if (n) { n->iattr[0] = d; n->iattr[1] = start; }
+    if (n) *FNN_ATTRS(n, fnn_slice_attrs) = (fnn_slice_attrs){.dim = d, .start = start};
     return FNN_STATUS_OK;
 }
 
 /* dx = zeros with g placed at position index of dim */
 static int select_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    int d = (int)n->iattr[0];
+    const fnn_slice_attrs *a = FNN_ATTRS(n, fnn_slice_attrs);
+    int d = (int)a->dim;
     fnn_tensor g1;
     FNN_TRY(fnn_unsqueeze(&g1, g, d));
-    int rc = embed_along(&din[0], &g1, n->in_ndim[0], n->in_shape[0], d, n->iattr[1]);
+    int rc = embed_along(&din[0], &g1, n->in_ndim[0], n->in_shape[0], d, a->start);
     fnn_tensor_clear(&g1);
     return rc;
 }
@@ -449,7 +451,7 @@ int fnn_select(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t index) {
     const fnn_tensor *ins[1] = {x};
     fnn_node *n;
     FNN_TRY(record(&SELECT, out, 1, ins, &n));
-    if (n) { n->iattr[0] = d; n->iattr[1] = i; }
+    if (n) *FNN_ATTRS(n, fnn_slice_attrs) = (fnn_slice_attrs){.dim = d, .start = i};
     return FNN_STATUS_OK;
 }
 
