@@ -543,7 +543,7 @@ typedef struct fnn_op_def {
      (T *)(void *)(node)->attrs)
 #endif
 /* narrow and select: the slice of the input the output is (read by the engine's embeds path) */
-typedef struct { int64_t dim, start; } fnn_slice_attrs;
+typedef struct { int dim; int64_t start; } fnn_slice_attrs;
 struct fnn_node {
     atomic_long refcount;
     const fnn_op_def *op;

@@ -106,7 +106,7 @@ static int embed_into(fnn_node *n, bool *done) {
         *acc = fresh;
     }
     const fnn_slice_attrs *a = FNN_ATTRS(n, fnn_slice_attrs);
-    int d = (int)a->dim;
+    int d = a->dim;
     fnn_tensor view, tmp;
     if (n->op->embeds == FNN_EMBEDS_NARROW) FNN_TRY(fnn_narrow(&view, acc, d, a->start, g->shape[d]));
     else FNN_TRY(fnn_select(&view, acc, d, a->start));
