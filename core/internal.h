@@ -519,16 +519,18 @@ typedef struct fnn_op_def {
 /* A node's attributes: the numbers its backward rule needs besides the saved tensors (dims,
  * kernel sizes, scalars, flags). Each op kind declares a small struct of them next to its forward
  * and backward (ops of one family that need the same numbers share one), with fields named for
- * what they hold and typed exactly: int64_t for sizes, positions and dims, double or float as the
- * forward had the scalar, bool for flags. The node keeps them in one untyped, maximally aligned
- * byte area that FNN_ATTRS(node, T) views as a T: a T larger than the area, or more strictly
- * aligned, does not compile. The area is as large as the two 8-slot arrays (double attr[8],
- * int64_t iattr[8]) it replaces, so a node is no larger than before, and node_alloc zeroes it: a
- * field a forward leaves unset reads as 0 (0.0, false). The view is the only way in; a node's
- * attributes are written by its op's forward and read by its op's backward (and, for narrow and
- * select, by the engine through fnn_slice_attrs), always through the same T. */
+ * what they hold and typed exactly: int64_t for sizes and positions, int for dims (as the API and
+ * fnn_wrap_dim give them), double or float as the forward had the scalar, bool for flags.
+ * The node keeps them in one untyped, maximally aligned byte area that FNN_ATTRS(node, T) views as
+ * a T. The check is at compile time: a T larger than the area, or more strictly aligned, does not
+ * compile (so a new op cannot overflow into out_ndim). A union of every op's struct here would
+ * also check it, but would put each family's private struct in this header; the byte area keeps
+ * them beside the code that reads them. The area is as large as the two 8-slot arrays (doubles
+ * and int64s) it replaces, so the node is no larger than before, and node_alloc zeroes it: a field
+ * a forward leaves unset reads as 0 (0.0, false). A node's attributes are written by its op's
+ * forward and read by its op's backward (and, for narrow and select, by the engine through
+ * fnn_slice_attrs), always through the same T: nothing else may read them. */
 #define FNN_NODE_ATTR_BYTES 128
-#define FNN_NODE_ATTRS 8   /* during the conversion only */
 #ifdef __cplusplus
 #define FNN_ATTRS_ALIGN alignas(max_align_t)
 #define FNN_ATTRS(node, T) \
@@ -552,10 +554,7 @@ struct fnn_node {
     int *in_ndim;               /* shape of input k */
     int64_t (*in_shape)[FNN_MAX_DIMS];
     fnn_tensor saved[FNN_NODE_SAVED];   /* detached tensors the rule needs */
-    union {   /* during the conversion only: the old slots over the same bytes */
-        FNN_ATTRS_ALIGN unsigned char attrs[FNN_NODE_ATTR_BYTES];   /* the rule's numbers: FNN_ATTRS */
-        struct { double attr[FNN_NODE_ATTRS]; int64_t iattr[FNN_NODE_ATTRS]; };
-    };
+    FNN_ATTRS_ALIGN unsigned char attrs[FNN_NODE_ATTR_BYTES];   /* the rule's numbers: FNN_ATTRS */
     int out_ndim;
     int64_t out_shape[FNN_MAX_DIMS];
     /* backward-time state */
