@@ -6,6 +6,7 @@
 #include "fastnn.h"
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -510,8 +511,9 @@ bool fnn_blas_portable(void);         /* the OpenBLAS kernels run (no oneDNN, or
 /* ---- autograd ---- */
 typedef int (*fnn_backward_fn)(fnn_node *n, const fnn_tensor *dout, fnn_tensor *dins);
 /* ops whose gradient is the incoming one placed into zeros of the input's shape (a slice along
- * dim iattr[0] from position iattr[1]): the engine adds it into the input's accumulator in place
- * instead of materialising the zeros, so 50 narrows of one big tensor cost 50 small adds */
+ * dim from position start, their node's fnn_slice_attrs): the engine adds it into the input's
+ * accumulator in place instead of materialising the zeros, so 50 narrows of one big tensor cost
+ * 50 small adds */
 enum { FNN_EMBEDS_NONE = 0, FNN_EMBEDS_NARROW = 1, FNN_EMBEDS_SELECT = 2 };
 typedef struct fnn_op_def {
     fnn_op_info info;
@@ -519,7 +521,36 @@ typedef struct fnn_op_def {
     int embeds;                 /* FNN_EMBEDS_*: the engine may bypass backward for input 0 */
 } fnn_op_def;
 #define FNN_NODE_SAVED 4
-#define FNN_NODE_ATTRS 8
+/* A node's attributes: the numbers its backward rule needs besides the saved tensors (dims,
+ * kernel sizes, scalars, flags). Each op kind declares a small struct of them next to its forward
+ * and backward (ops of one family that need the same numbers share one), with fields named for
+ * what they hold and typed exactly: int64_t for sizes and positions, int for dims (as the API and
+ * fnn_wrap_dim give them), double or float as the forward had the scalar, bool for flags.
+ * The node keeps them in one untyped, maximally aligned byte area that FNN_ATTRS(node, T) views as
+ * a T. The check is at compile time: a T larger than the area, or more strictly aligned, does not
+ * compile (so a new op cannot overflow into out_ndim). A union of every op's struct here would
+ * also check it, but would put each family's private struct in this header; the byte area keeps
+ * them beside the code that reads them. The area is as large as the two 8-slot arrays (doubles
+ * and int64s) it replaces, so the node is no larger than before, and node_alloc zeroes it: a field
+ * a forward leaves unset reads as 0 (0.0, false). A node's attributes are written by its op's
+ * forward and read by its op's backward (and, for narrow and select, by the engine through
+ * fnn_slice_attrs), always through the same T: nothing else may read them. */
+#define FNN_NODE_ATTR_BYTES 128
+#ifdef __cplusplus
+#define FNN_ATTRS_ALIGN alignas(max_align_t)
+#define FNN_ATTRS(node, T) \
+    ((void)[] { static_assert(sizeof(T) <= FNN_NODE_ATTR_BYTES && alignof(T) <= alignof(max_align_t), \
+                              "FNN_ATTRS: " #T " is too big or too aligned for fnn_node.attrs"); }, \
+     reinterpret_cast<T *>((node)->attrs))
+#else
+#define FNN_ATTRS_ALIGN _Alignas(max_align_t)
+#define FNN_ATTRS(node, T) \
+    ((void)sizeof(struct { _Static_assert(sizeof(T) <= FNN_NODE_ATTR_BYTES && _Alignof(T) <= _Alignof(max_align_t), \
+                                          "FNN_ATTRS: " #T " is too big or too aligned for fnn_node.attrs"); char c_; }), \
+     (T *)(void *)(node)->attrs)
+#endif
+/* narrow and select: the slice of the input the output is (read by the engine's embeds path) */
+typedef struct { int dim; int64_t start; } fnn_slice_attrs;
 struct fnn_node {
     atomic_long refcount;
     const fnn_op_def *op;
@@ -528,8 +559,7 @@ struct fnn_node {
     int *in_ndim;               /* shape of input k */
     int64_t (*in_shape)[FNN_MAX_DIMS];
     fnn_tensor saved[FNN_NODE_SAVED];   /* detached tensors the rule needs */
-    double attr[FNN_NODE_ATTRS];        /* numbers the rule needs (dims, scalars) */
-    int64_t iattr[FNN_NODE_ATTRS];
+    FNN_ATTRS_ALIGN unsigned char attrs[FNN_NODE_ATTR_BYTES];   /* the rule's numbers: FNN_ATTRS */
     int out_ndim;
     int64_t out_shape[FNN_MAX_DIMS];
     /* backward-time state */

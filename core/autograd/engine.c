@@ -105,10 +105,11 @@ static int embed_into(fnn_node *n, bool *done) {
         fnn_tensor_clear(acc);
         *acc = fresh;
     }
-    int d = (int)n->iattr[0];
+    const fnn_slice_attrs *a = FNN_ATTRS(n, fnn_slice_attrs);
+    int d = a->dim;
     fnn_tensor view, tmp;
-    if (n->op->embeds == FNN_EMBEDS_NARROW) FNN_TRY(fnn_narrow(&view, acc, d, n->iattr[1], g->shape[d]));
-    else FNN_TRY(fnn_select(&view, acc, d, n->iattr[1]));
+    if (n->op->embeds == FNN_EMBEDS_NARROW) FNN_TRY(fnn_narrow(&view, acc, d, a->start, g->shape[d]));
+    else FNN_TRY(fnn_select(&view, acc, d, a->start));
     int rc;
     const float *src = fnn_contiguous_data(g, &tmp, &rc);
     if (!rc) add_into(fnn_data(&view), view.stride, src, view.ndim, view.shape);

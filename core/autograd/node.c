@@ -31,8 +31,7 @@ static fnn_node *node_alloc(int n_inputs) {
     n->out_ndim = 0;
     n->pending = n->visited = n->freed = 0;
     n->is_leaf = n->frozen = 0;
-    memset(n->attr, 0, sizeof n->attr);
-    memset(n->iattr, 0, sizeof n->iattr);
+    memset(n->attrs, 0, sizeof n->attrs);   /* an attribute a forward leaves unset reads as 0 */
     /* the per-input arrays live in the same block: shapes first (8-byte aligned), then pointers, then ints */
     n->in_shape = (int64_t (*)[FNN_MAX_DIMS])((char *)n + base);
     n->next = (fnn_node **)((char *)n->in_shape + (size_t)n_inputs * sizeof(int64_t[FNN_MAX_DIMS]));

@@ -394,6 +394,9 @@ static int attention_backward_device(const attn_bwd_args *a, int64_t B, int devi
     return rc;
 }
 
+/* an attention node (on the CPU and on a device): the scale as given (a double), the causal mask */
+typedef struct { double scale; bool causal; } attention_attrs;
+
 /* fnn_attention on a device (its checks done): S = scale q k^T, the masked softmax in place, o = P v */
 static int attention_device(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, const fnn_tensor *v,
                             const fnn_tensor *m, int causal, double scale, const fnn_op_def *def) {
@@ -431,8 +434,7 @@ static int attention_device(fnn_tensor *out, const fnn_tensor *q, const fnn_tens
         fnn_node *n = fnn_attach_node(out, def, 3, ins);
         if (!n) rc = fnn_last_status();
         else {
-            n->attr[0] = scale;
-            n->iattr[0] = causal != 0;
+            *FNN_ATTRS(n, attention_attrs) = (attention_attrs){.scale = scale, .causal = causal != 0};
             if (fnn_save(n, 0, qu) || fnn_save(n, 1, ku) || fnn_save(n, 2, vu) || fnn_save(n, 3, &p))
                 rc = fnn_last_status();
         }
@@ -446,7 +448,7 @@ static int attention_device(fnn_tensor *out, const fnn_tensor *q, const fnn_tens
     return rc;
 }
 
-/* saved: q, k, v as read (views or contiguous copies), P [B,H,Tq,Tk]; attr[0] scale */
+/* saved: q, k, v as read (views or contiguous copies), P [B,H,Tq,Tk]; attention_attrs */
 static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *q = &n->saved[0], *k = &n->saved[1], *v = &n->saved[2], *p = &n->saved[3];
     const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
@@ -476,8 +478,8 @@ static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
         a.dv = n->next[2] ? fnn_data(&t[2]) : NULL;
         a.ds = ds.ndim >= 0 ? fnn_data(&ds) : NULL;
         a.H = H; a.Tq = Tq; a.Tk = Tk; a.D = D; a.Dv = Dv;
-        a.scale = (float)n->attr[0];
-        a.causal = n->iattr[0] != 0;
+        a.scale = (float)FNN_ATTRS(n, attention_attrs)->scale;
+        a.causal = FNN_ATTRS(n, attention_attrs)->causal;
         if (fnn_device_type_of(q->device) != FNN_DEVICE_CPU) rc = attention_backward_device(&a, B, q->device);
         else attn_run(B * H, 2.0 * (double)(B * H) * (double)(Tq * Tk) * (double)(2 * D + 2 * Dv), attn_bwd_heads, &a);
     }
@@ -565,8 +567,7 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
         fnn_node *n = fnn_attach_node(out, &ATTENTION, 3, ins);
         if (!n) rc = fnn_last_status();
         else {
-            n->attr[0] = scale;
-            n->iattr[0] = causal != 0;
+            *FNN_ATTRS(n, attention_attrs) = (attention_attrs){.scale = scale, .causal = causal != 0};
             if (fnn_save(n, 0, qu) || fnn_save(n, 1, ku) || fnn_save(n, 2, vu) || fnn_save(n, 3, &p))
                 rc = fnn_last_status();
         }

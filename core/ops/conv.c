@@ -671,30 +671,35 @@ static int conv_setup(const conv_opts *o, const fnn_tensor *x, const fnn_tensor 
     return FNN_STATUS_OK;
 }
 
-/* a convolution node's numbers: iattr[0..2] stride, iattr[3..5] padding before, iattr[6] groups,
- * iattr[7] nd, attr[0..2] dilation (the padding after and output_padding are in the shapes).
- * saved[0] = x (contiguous; kept only when w needs a gradient), saved[1] = w (contiguous; only
- * when x needs one) */
+/* a convolution node's numbers (conv and conv_transpose, 1d to 3d): the first nd entries of each
+ * array are used; the padding after and output_padding are in the shapes. saved[0] = x
+ * (contiguous; kept only when w needs a gradient), saved[1] = w (contiguous; only when x needs one) */
+typedef struct {
+    int64_t stride[3], pad_before[3], dilation[3];
+    int64_t groups;
+    int nd;   /* spatial dims: 1, 2 or 3 */
+} conv_attrs;
+
 static void node_record(fnn_node *n, const conv_opts *o) {
+    conv_attrs *a = FNN_ATTRS(n, conv_attrs);
     for (int i = 0; i < o->nd; i++) {
-        n->iattr[i] = o->stride[i];
-        n->iattr[3 + i] = o->pad[2 * i];
-        n->attr[i] = (double)o->dil[i];
+        a->stride[i] = o->stride[i];
+        a->pad_before[i] = o->pad[2 * i];
+        a->dilation[i] = o->dil[i];
     }
-    n->iattr[6] = o->groups;
-    n->iattr[7] = o->nd;
+    a->groups = o->groups;
+    a->nd = o->nd;
 }
 
 /* the geometry of a node's convolution, from its input, weight and output shapes */
 static void node_geom(conv_geom *g, const fnn_node *n, bool transposed) {
-    int nd = (int)n->iattr[7], xnd = n->in_ndim[0];
+    const conv_attrs *a = FNN_ATTRS(n, conv_attrs);
+    int nd = a->nd, xnd = n->in_ndim[0];
     const int64_t *xs = n->in_shape[0], *ys = n->out_shape;
-    int64_t s[3], p[3], d[3];
-    for (int i = 0; i < nd; i++) { s[i] = n->iattr[i]; p[i] = n->iattr[3 + i]; d[i] = (int64_t)n->attr[i]; }
     int64_t N = xnd == nd + 2 ? xs[0] : 1, Cx = xs[xnd - nd - 1], Cy = ys[n->out_ndim - nd - 1];
     const int64_t *xsp = xs + xnd - nd, *ysp = ys + n->out_ndim - nd, *ks = n->in_shape[1] + 2;
-    if (!transposed) geom_init(g, nd, N, Cx, Cy, n->iattr[6], xsp, ysp, ks, s, p, d);
-    else geom_init(g, nd, N, Cy, Cx, n->iattr[6], ysp, xsp, ks, s, p, d);
+    if (!transposed) geom_init(g, nd, N, Cx, Cy, a->groups, xsp, ysp, ks, a->stride, a->pad_before, a->dilation);
+    else geom_init(g, nd, N, Cy, Cx, a->groups, ysp, xsp, ks, a->stride, a->pad_before, a->dilation);
 }
 
 /* the gradients a node's inputs want, as fresh outputs of their shapes (din[k] empty otherwise) */

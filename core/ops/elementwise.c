@@ -184,8 +184,12 @@ static int grad_map(fnn_node *n, int k, fnn_tensor *din, int nin, const fnn_tens
     return rc;
 }
 
+/* an elementwise node: the two numbers its rows take (the scalar of a scalar op, a unary op's
+ * parameters; 0 where unused), floats as the rows have them */
+typedef struct { float k0, k1; } elementwise_attrs;
+
 /* run an op's forward through map and record its node, saving its inputs (and the output when
- * save_out) for the rule; nums go to attr[0..1] */
+ * save_out) for the rule, and k0, k1 in its elementwise_attrs */
 static int apply(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tensor *const *ins, row_fn row,
                  float k0, float k1, bool save_out) {
     FNN_TRY(map(def->info.name, out, nin, ins, row, k0, k1));
@@ -195,8 +199,7 @@ static int apply(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tens
     for (int k = 0; ok && k < nin; k++) ok = fnn_save(n, k, ins[k]) == FNN_STATUS_OK;
     if (ok && save_out) ok = fnn_save(n, nin, out) == FNN_STATUS_OK;
     if (!ok) { fnn_tensor_clear(out); return fnn_last_status(); }
-    n->attr[0] = k0;
-    n->attr[1] = k1;
+    *FNN_ATTRS(n, elementwise_attrs) = (elementwise_attrs){k0, k1};
     return FNN_STATUS_OK;
 }
 
@@ -422,11 +425,11 @@ int fnn_ge(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return b
 /* ================= with a number (k0 = s) ================= */
 
 static int add_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), copy_row, 0, 0); }
-static int mul_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), g_times_k_row, (float)n->attr[0], 0); }
+static int mul_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), g_times_k_row, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
 static int rsub_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), neg_row, 0, 0); }
-static int rdiv_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), rdiv_s_d_row, (float)n->attr[0], 0); }
-static int pow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), pow_s_d_row, (float)n->attr[0], 0); }
-static int rpow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 3, G(n, g), rpow_s_d_row, (float)n->attr[0], 0); }
+static int rdiv_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), rdiv_s_d_row, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
+static int pow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), pow_s_d_row, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
+static int rpow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 3, G(n, g), rpow_s_d_row, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
 
 static const fnn_op_def ADD_S = {{"add_scalar", "elementwise", 1, 1}, add_s_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def MUL_S = {{"mul_scalar", "elementwise", 1, 1}, mul_s_backward, FNN_EMBEDS_NONE};
@@ -467,7 +470,8 @@ int fnn_rpow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return sca
     ROW_FOR(FNN_CLONES_V4, name##_f, FWD)                                                                \
     ROW_FOR(FNN_CLONES_V4, name##_g, GRAD)                                                               \
     static int name##_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {                   \
-        return grad_map(n, 0, &din[0], 3, G(n, g), name##_g_row, (float)n->attr[0], (float)n->attr[1]); \
+        const elementwise_attrs *a = FNN_ATTRS(n, elementwise_attrs);                                 \
+        return grad_map(n, 0, &din[0], 3, G(n, g), name##_g_row, a->k0, a->k1);                       \
     }                                                                                                 \
     static const fnn_op_def UNARY_##name = {{#name, "elementwise", DIFF, 1}, name##_backward, FNN_EMBEDS_NONE};
 

@@ -73,12 +73,20 @@ static void emb_bwd_cols(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
+/* an embedding node (on the CPU and on a device) */
+typedef struct {
+    int64_t pad_row;   /* the padding row, 0-based (-1: none) */
+    int64_t n;         /* ids looked up */
+    int64_t V, W;      /* the weight's [vocabulary, width] */
+} embedding_attrs;
+
 /* ================= on a device (cuda/index.cu): the index walk over [n, W] =================
  * int64 ids, read on the device: an id outside 1..V gives a row of nan (no host read to raise), and
  * the backward adds the rows through atomicAdd (order-dependent bits where ids repeat). The node
- * saves the ids (contiguous, as given); iattr as on the CPU. */
+ * saves the ids (contiguous, as given); embedding_attrs as on the CPU. */
 static int device_embedding_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
-    const int64_t pad = nd->iattr[0], n = nd->iattr[1], V = nd->iattr[2], W = nd->iattr[3];
+    const embedding_attrs *at = FNN_ATTRS(nd, embedding_attrs);
+    const int64_t pad = at->pad_row, n = at->n, V = at->V, W = at->W;
     const fnn_backend *be = fnn_backend_for(g->device);
     FNN_CHECK(be && be->index && be->fill, FNN_STATUS_DEVICE, "embedding: backward not implemented on this device");
     int64_t wshape[2] = {V, W};
@@ -100,9 +108,10 @@ static int device_embedding_backward(fnn_node *nd, const fnn_tensor *g, fnn_tens
     return rc;
 }
 
-/* saved[0] = rows (int64 [n]); iattr: pad row, n, V, W */
+/* saved[0] = rows (int64 [n]); embedding_attrs */
 static int embedding_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
-    const int64_t pad = nd->iattr[0], n = nd->iattr[1], V = nd->iattr[2], W = nd->iattr[3];
+    const embedding_attrs *at = FNN_ATTRS(nd, embedding_attrs);
+    const int64_t pad = at->pad_row, n = at->n, V = at->V, W = at->W;
     int64_t wshape[2] = {V, W};
     if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU) return device_embedding_backward(nd, g, din);
     fnn_tensor gt;
@@ -158,7 +167,7 @@ static int device_embedding(fnn_tensor *out, const fnn_tensor *weight, const fnn
             rc = fnn_last_status();
             fnn_tensor_clear(out);
         } else {
-            nd->iattr[0] = padding_idx - 1, nd->iattr[1] = n, nd->iattr[2] = V, nd->iattr[3] = W;
+            *FNN_ATTRS(nd, embedding_attrs) = (embedding_attrs){.pad_row = padding_idx - 1, .n = n, .V = V, .W = W};
         }
     }
     fnn_tensor_clear(&rows);
@@ -201,10 +210,7 @@ int fnn_embedding(fnn_tensor *out, const fnn_tensor *weight, const fnn_tensor *i
         if (!nd || fnn_save(nd, 0, &rows)) {
             rc = fnn_last_status();
         } else {
-            nd->iattr[0] = padding_idx - 1;
-            nd->iattr[1] = n;
-            nd->iattr[2] = V;
-            nd->iattr[3] = W;
+            *FNN_ATTRS(nd, embedding_attrs) = (embedding_attrs){.pad_row = padding_idx - 1, .n = n, .V = V, .W = W};
         }
     }
     fnn_tensor_clear(&rows);

@@ -43,13 +43,16 @@ static int check_ids(const char *op, const fnn_tensor *x, const fnn_tensor *inde
     return fnn_check_index(op, "index", index);
 }
 
+/* an index op's node (index_select, gather, scatter_add, ...): the dim it indexes along */
+typedef struct { int dim; } index_attrs;
+
 /* attach def's node with edges from the data inputs only; on failure out is cleared */
 static int record(const fnn_op_def *def, fnn_tensor *out, int n, const fnn_tensor *const *ins, const fnn_tensor *keep,
                   int dim) {
     if (!fnn_needs_node(n, ins)) return FNN_STATUS_OK;
     fnn_node *nd = fnn_attach_node(out, def, n, ins);
     if (!nd || fnn_save(nd, 0, keep) != FNN_STATUS_OK) { fnn_tensor_clear(out); return fnn_last_status(); }
-    nd->iattr[0] = dim;
+    FNN_ATTRS(nd, index_attrs)->dim = dim;
     return FNN_STATUS_OK;
 }
 
@@ -174,7 +177,7 @@ static fnn_tensor shape_only(const fnn_node *n, int k) {
 
 /* dx = zeros of x's shape with each row of g added back at its id */
 static int index_select_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    int d = (int)n->iattr[0], rc;
+    int d = FNN_ATTRS(n, index_attrs)->dim, rc;
     if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU)
         return device_scatter_grad("index_select", &din[0], n->in_ndim[0], n->in_shape[0], g, d, &n->saved[0], 1, 0);
     const fnn_tensor *index = &n->saved[0];
@@ -293,7 +296,7 @@ static int check_index_shape(const char *op, const fnn_tensor *x, const fnn_tens
 
 /* dx = zeros of x's shape with g added at the gathered positions */
 static int gather_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    int d = (int)n->iattr[0];
+    int d = FNN_ATTRS(n, index_attrs)->dim;
     if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU)
         return device_scatter_grad("gather", &din[0], n->in_ndim[0], n->in_shape[0], g, d, &n->saved[0], 0, 0);
     fnn_tensor xs = shape_only(n, 0), gtmp;
@@ -337,7 +340,7 @@ int fnn_gather(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *
 
 /* dx = g; dsrc = gather(g, dim, index), zero-padded to src's shape where index is smaller */
 static int scatter_add_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    int d = (int)n->iattr[0];
+    int d = FNN_ATTRS(n, index_attrs)->dim;
     const fnn_tensor *index = &n->saved[0];
     if (n->next[0]) FNN_TRY(fnn_tensor_ref(&din[0], g));
     if (!n->next[1]) return FNN_STATUS_OK;

@@ -300,13 +300,17 @@ static int plan(const char *op, mm_plan *p, const fnn_tensor *a, int as_a, const
     return FNN_STATUS_OK;
 }
 
+/* a product's node (matmul, bmm, outer): how each operand was seen (AS_*) */
+typedef struct { int as_a, as_b; } mm_attrs;
+
 /* backward of every product: da = g b^T, db = a^T g, each summed over the batch dims its
  * operand was broadcast along (the engine accumulates there) */
 static int mm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const char *op = n->op->info.name;
     const fnn_tensor *a = &n->saved[0], *b = &n->saved[1];
+    const mm_attrs *at = FNN_ATTRS(n, mm_attrs);
     mm_plan p;
-    FNN_TRY(plan(op, &p, a, (int)n->iattr[0], b, (int)n->iattr[1]));
+    FNN_TRY(plan(op, &p, a, at->as_a, b, at->as_b));
     if (n->next[0]) {
         FNN_TRY(fnn_new_output(&din[0], a->device, a->ndim, a->shape));
         int rc = product(op, &din[0], p.as_a, g, p.as_out, false, b, p.as_b, true, p.nb, p.bshape);
@@ -337,8 +341,7 @@ static int mm_forward(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *
     if (!fnn_needs_node(2, ins)) return FNN_STATUS_OK;
     fnn_node *n = fnn_attach_node(out, def, 2, ins);
     if (!n || fnn_save(n, 0, a) || fnn_save(n, 1, b)) { fnn_tensor_clear(out); return fnn_last_status(); }
-    n->iattr[0] = as_a;
-    n->iattr[1] = as_b;
+    *FNN_ATTRS(n, mm_attrs) = (mm_attrs){.as_a = as_a, .as_b = as_b};
     return FNN_STATUS_OK;
 }
 

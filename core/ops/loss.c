@@ -172,11 +172,24 @@ static int class_setup(const char *op, const char *xname, const fnn_tensor *x, c
     return rc;
 }
 
+/* the class losses' node (cross_entropy, nll_loss): what their rules read, on the CPU (C) or on a
+ * device (G); nll_loss leaves smoothing at 0 */
+typedef struct {
+    double smoothing;       /* C G: cross_entropy's label smoothing */
+    double weight_sum;      /* C: the mean's denominator, the summed weights of the counted sites */
+    double class_weights;   /* C, cross_entropy: the sum of the class weights (C without) */
+    int64_t inner;          /* C G: D, the sites per sample */
+    int64_t ignore_index;   /* G: the ignored class (0-based) when has_ignore */
+    int reduction;          /* C G: FNN_REDUCTION_* */
+    int has_ignore;         /* G */
+    int kind;               /* G: FNN_CLS_* */
+} class_loss_attrs;
+
 /* ================= on a device (cuda/loss.cu): cross_entropy and nll_loss =================
  * Per-site losses and weights from the backend, summed there by its reduce: nothing is read back to
  * the host, so a class id outside 1..C gives nan (no error). Targets must be int64 there. The node
  * saves [0] the softmax (cross_entropy), [1] the targets, [2] the weights, [3] the mean's sum of
- * weights; iattr: reduction, D, has_ignore, ignore_index, FNN_CLS_*; attr[0] the smoothing. */
+ * weights; class_loss_attrs (G). */
 static int device_class_loss(const fnn_op_def *def, int kind, fnn_tensor *out, const fnn_tensor *x,
                              const fnn_tensor *targets, const fnn_tensor *weight, int has_ignore, int64_t ignore,
                              double smooth, int reduction) {
@@ -227,9 +240,10 @@ static int device_class_loss(const fnn_op_def *def, int kind, fnn_tensor *out, c
             (wc.ndim >= 0 && fnn_save(n, 2, &wc)) || (reduction == FNN_REDUCTION_MEAN && fnn_save(n, 3, &wsum))) {
             rc = fnn_last_status();
         } else {
-            n->attr[0] = smooth;
-            n->iattr[0] = reduction, n->iattr[1] = a.inner, n->iattr[2] = has_ignore, n->iattr[3] = ignore;
-            n->iattr[4] = kind;
+            class_loss_attrs *at = FNN_ATTRS(n, class_loss_attrs);
+            at->smoothing = smooth;
+            at->reduction = reduction, at->inner = a.inner, at->has_ignore = has_ignore, at->ignore_index = ignore;
+            at->kind = kind;
         }
     }
     fnn_tensor_clear(&wc), fnn_tensor_clear(&xc), fnn_tensor_clear(&tc), fnn_tensor_clear(&probs);
@@ -244,9 +258,10 @@ static int device_class_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *d
     FNN_CHECK(be && be->class_loss_grad, FNN_STATUS_DEVICE, "%s: backward not implemented on this device",
               n->op->info.name);
     const fnn_tensor *t = &n->saved[1];
-    const int kind = (int)n->iattr[4];
-    fnn_class_args a = {fnn_tensor_numel(t), 0, n->iattr[1], n->iattr[3], (int)n->iattr[2], (int)n->iattr[0],
-                        n->attr[0]};
+    const class_loss_attrs *at = FNN_ATTRS(n, class_loss_attrs);
+    const int kind = at->kind;
+    fnn_class_args a = {fnn_tensor_numel(t), 0, at->inner, at->ignore_index, at->has_ignore, at->reduction,
+                        at->smoothing};
     int64_t numel = 1;
     for (int k = 0; k < n->in_ndim[0]; k++) numel *= n->in_shape[0][k];
     a.cols = a.sites > 0 ? numel / a.sites : 0;
@@ -390,22 +405,23 @@ static void ce_bwd_sites(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* backward: only the logits get a gradient. saved[0] the softmax (contiguous), saved[1] the ids,
- * saved[2] the weights when given; attr: smoothing, the mean's denominator, W; iattr: reduction, D */
+ * saved[2] the weights when given; class_loss_attrs (C) */
 static int cross_entropy_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
     if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU) return device_class_backward(n, g, din);
     const fnn_tensor *p = &n->saved[0], *t = &n->saved[1];
-    const int reduction = (int)n->iattr[0];
-    const int64_t inner = n->iattr[1], sites = fnn_tensor_numel(t);
+    const class_loss_attrs *at = FNN_ATTRS(n, class_loss_attrs);
+    const int reduction = at->reduction;
+    const int64_t inner = at->inner, sites = fnn_tensor_numel(t);
     const int64_t cols = sites > 0 ? fnn_tensor_numel(p) / sites : 0;
     fnn_tensor gc;
     const float *gp;
     float one = 0;
-    FNN_TRY(grad_scale(g, reduction, n->attr[1], &gc, &gp, &one));
+    FNN_TRY(grad_scale(g, reduction, at->weight_sum, &gc, &gp, &one));
     int rc = fnn_new_output(&din[0], p->device, n->in_ndim[0], n->in_shape[0]);
     if (!rc) {
         ce_bwd_args a = {fnn_data(p), n->saved[2].ndim >= 0 ? fnn_data(&n->saved[2]) : NULL, gp, fnn_data_i64(t),
-                         fnn_data(&din[0]), cols, inner, one, n->attr[0], n->attr[2]};
+                         fnn_data(&din[0]), cols, inner, one, at->smoothing, at->class_weights};
         fnn_parallel_for(sites, fnn_threads_for(sites * cols * 2), ce_bwd_sites, &a);
     }
     fnn_tensor_clear(&gc);
@@ -457,8 +473,9 @@ int fnn_cross_entropy_loss(fnn_tensor *out, const fnn_tensor *logits, const fnn_
             if (!n || fnn_save(n, 0, &probs) || fnn_save(n, 1, &ids) || (w && fnn_save(n, 2, &wc))) {
                 rc = fnn_last_status();
             } else {
-                n->attr[0] = label_smoothing, n->attr[1] = wsum, n->attr[2] = wall;
-                n->iattr[0] = reduction, n->iattr[1] = geo.inner;
+                class_loss_attrs *at = FNN_ATTRS(n, class_loss_attrs);
+                at->smoothing = label_smoothing, at->weight_sum = wsum, at->class_weights = wall;
+                at->reduction = reduction, at->inner = geo.inner;
             }
         }
     }
@@ -477,18 +494,19 @@ int fnn_cross_entropy(fnn_tensor *out, const fnn_tensor *logits, const fnn_tenso
 /* ================= nll_loss: log_probs [N, C, d...], targets [N, d...] -> [] or [N, d...] ================= */
 
 /* backward: dx[site, y] = -w[y] s, zero elsewhere. saved[0] the ids, saved[1] the weights when given;
- * attr[1] the mean's denominator; iattr: reduction, D */
+ * class_loss_attrs (C) */
 static int nll_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
     if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU) return device_class_backward(n, g, din);
     const fnn_tensor *t = &n->saved[0];
-    const int reduction = (int)n->iattr[0];
-    const int64_t inner = n->iattr[1], sites = fnn_tensor_numel(t);
+    const class_loss_attrs *at = FNN_ATTRS(n, class_loss_attrs);
+    const int reduction = at->reduction;
+    const int64_t inner = at->inner, sites = fnn_tensor_numel(t);
     const float *w = n->saved[1].ndim >= 0 ? fnn_data(&n->saved[1]) : NULL;
     fnn_tensor gc;
     const float *gp;
     float one = 0;
-    FNN_TRY(grad_scale(g, reduction, n->attr[1], &gc, &gp, &one));
+    FNN_TRY(grad_scale(g, reduction, at->weight_sum, &gc, &gp, &one));
     int rc = fnn_new_output(&din[0], t->device, n->in_ndim[0], n->in_shape[0]);
     if (!rc) {
         float *d = fnn_data(&din[0]);
@@ -547,8 +565,9 @@ int fnn_nll_loss(fnn_tensor *out, const fnn_tensor *log_probs, const fnn_tensor 
         if (!n || fnn_save(n, 0, &ids) || (w && fnn_save(n, 1, &wc))) {
             rc = fnn_last_status();
         } else {
-            n->attr[1] = wsum;
-            n->iattr[0] = reduction, n->iattr[1] = geo.inner;
+            class_loss_attrs *at = FNN_ATTRS(n, class_loss_attrs);
+            at->weight_sum = wsum;
+            at->reduction = reduction, at->inner = geo.inner;
         }
     }
     fnn_tensor_clear(&ids);
@@ -559,6 +578,9 @@ int fnn_nll_loss(fnn_tensor *out, const fnn_tensor *log_probs, const fnn_tensor 
 }
 
 /* ================= elementwise losses: shared driver ================= */
+
+/* binary_cross_entropy and bce_with_logits: FNN_REDUCTION_* */
+typedef struct { int reduction; } ew_loss_attrs;
 
 /* w broadcast to x's shape, contiguous, in *wc (a reference when it already is); NULL w: wc stays empty */
 static int broadcast_weight(const char *op, const char *what, const fnn_tensor *x, const fnn_tensor *w,
@@ -747,14 +769,14 @@ static void bce_bwd_elems(void *ctx, int64_t lo, int64_t hi) {
 static int bce_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *p = &n->saved[0];
     int64_t count = fnn_tensor_numel(p);
+    const int reduction = FNN_ATTRS(n, ew_loss_attrs)->reduction;
     if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU)
         return device_ew_backward(n, g, din, FNN_EWL_BCE, fnn_data(p), fnn_data(&n->saved[1]), saved_or_null(n, 2),
-                                  NULL, count, (int)n->iattr[0],
-                                  n->iattr[0] == FNN_REDUCTION_MEAN ? 1.0 / (double)count : 1.0);
+                                  NULL, count, reduction, reduction == FNN_REDUCTION_MEAN ? 1.0 / (double)count : 1.0);
     fnn_tensor gc;
     const float *gp;
     float one = 0;
-    FNN_TRY(grad_scale(g, (int)n->iattr[0], (double)count, &gc, &gp, &one));
+    FNN_TRY(grad_scale(g, reduction, (double)count, &gc, &gp, &one));
     int rc = FNN_STATUS_OK;
     float *dp = NULL, *dt = NULL;
     if (n->next[0] && !(rc = fnn_new_output(&din[0], p->device, p->ndim, p->shape))) dp = fnn_data(&din[0]);
@@ -801,7 +823,7 @@ int fnn_binary_cross_entropy(fnn_tensor *out, const fnn_tensor *pred, const fnn_
     if (!rc && fnn_needs_node(2, ins)) {
         fnn_node *n = fnn_attach_node(out, &BINARY_CROSS_ENTROPY, 2, ins);
         if (!n || fnn_save(n, 0, &pc) || fnn_save(n, 1, &tc) || (in.w && fnn_save(n, 2, &wc))) rc = fnn_last_status();
-        else n->iattr[0] = reduction;
+        else FNN_ATTRS(n, ew_loss_attrs)->reduction = reduction;
     }
     fnn_tensor_clear(&pc);
     fnn_tensor_clear(&tc);
@@ -849,14 +871,15 @@ static void bcel_bwd_elems(void *ctx, int64_t lo, int64_t hi) {
 static int bcel_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0];
     int64_t count = fnn_tensor_numel(x);
+    const int reduction = FNN_ATTRS(n, ew_loss_attrs)->reduction;
     if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU)
         return device_ew_backward(n, g, din, FNN_EWL_BCEL, fnn_data(x), fnn_data(&n->saved[1]), saved_or_null(n, 2),
-                                  saved_or_null(n, 3), count, (int)n->iattr[0],
-                                  n->iattr[0] == FNN_REDUCTION_MEAN ? 1.0 / (double)count : 1.0);
+                                  saved_or_null(n, 3), count, reduction,
+                                  reduction == FNN_REDUCTION_MEAN ? 1.0 / (double)count : 1.0);
     fnn_tensor gc;
     const float *gp;
     float one = 0;
-    FNN_TRY(grad_scale(g, (int)n->iattr[0], (double)count, &gc, &gp, &one));
+    FNN_TRY(grad_scale(g, reduction, (double)count, &gc, &gp, &one));
     int rc = FNN_STATUS_OK;
     float *dx = NULL, *dt = NULL;
     if (n->next[0] && !(rc = fnn_new_output(&din[0], x->device, x->ndim, x->shape))) dx = fnn_data(&din[0]);
@@ -895,7 +918,7 @@ int fnn_bce_with_logits(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *
         if (!n || fnn_save(n, 0, &xc) || fnn_save(n, 1, &tc) || (in.w && fnn_save(n, 2, &wc)) ||
             (in.pw && fnn_save(n, 3, &pc)))
             rc = fnn_last_status();
-        else n->iattr[0] = reduction;
+        else FNN_ATTRS(n, ew_loss_attrs)->reduction = reduction;
     }
     fnn_tensor_clear(&xc);
     fnn_tensor_clear(&tc);

@@ -12,6 +12,15 @@
 
 /* ================= shared by every normalization ================= */
 
+/* a norm op's node: what its rule reads, and eps as the forward had it (no rule reads it) */
+typedef struct {
+    double eps;
+    int64_t normalized;   /* layer_norm, rms_norm: the trailing elements normalized together */
+    int64_t groups;       /* group_norm */
+    bool training;        /* batch_norm: batch statistics (else the running ones) */
+    bool has_weight;      /* saved[2] holds the weight */
+} norm_attrs;
+
 /* the hot rows are memory-bound but gain from 8-lane AVX2 where the CPU has it: GCC on x86-64
  * glibc builds them twice and picks at load time (as elementwise.c does) */
 
@@ -175,8 +184,9 @@ static void ln_bwd_cols(void *ctx, int64_t lo, int64_t hi) {
 /* backward: saved[0] x (contiguous), saved[1] stats [rows, 2], saved[2] w when given */
 static int layer_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0], *st = &n->saved[1];
-    const bool has_w = n->iattr[1] != 0;
-    const int64_t cols = n->iattr[0], total = fnn_tensor_numel(x), rows = cols > 0 ? total / cols : 0;
+    const norm_attrs *at = FNN_ATTRS(n, norm_attrs);
+    const bool has_w = at->has_weight;
+    const int64_t cols = at->normalized, total = fnn_tensor_numel(x), rows = cols > 0 ? total / cols : 0;
     fnn_tensor gc;
     int rc;
     const float *gp = fnn_contiguous_data(g, &gc, &rc);
@@ -205,17 +215,16 @@ static int layer_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
 }
 static const fnn_op_def LAYER_NORM = {{"layer_norm", "norm", 1, 1}, layer_norm_backward, FNN_EMBEDS_NONE};
 
-/* the node of a norm op: iattr[0] = its integer (normalized size, training flag, groups),
- * iattr[1] = has weight, attr[0] = eps; saved x and w as the forward read them (the contiguous
- * copies xc / wc when one was made, so the backward reads them flat) and the per-row statistics */
-static int record_norm(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int64_t k,
-                       double eps, const fnn_tensor *x, const fnn_tensor *xc, const fnn_tensor *stats,
+/* the node of a norm op: its attributes (has_weight set here), saved x and w as the forward read
+ * them (the contiguous copies xc / wc when one was made, so the backward reads them flat) and the
+ * per-row statistics */
+static int record_norm(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tensor *const *ins,
+                       norm_attrs attrs, const fnn_tensor *x, const fnn_tensor *xc, const fnn_tensor *stats,
                        const fnn_tensor *w, const fnn_tensor *wc) {
     fnn_node *n = fnn_attach_node(out, def, nin, ins);
     if (!n) return fnn_last_status();
-    n->iattr[0] = k;
-    n->iattr[1] = w != NULL;
-    n->attr[0] = eps;
+    attrs.has_weight = w != NULL;
+    *FNN_ATTRS(n, norm_attrs) = attrs;
     if (fnn_save(n, 0, fnn_tensor_is_contiguous(x) ? x : xc) || fnn_save(n, 1, stats) ||
         (w && fnn_save(n, 2, fnn_tensor_is_contiguous(w) ? w : wc)))
         return fnn_last_status();
@@ -276,7 +285,7 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
         ln_fwd_args a = {xp, wp, bp, fnn_data(out), grad ? fnn_data(&stats) : NULL, normalized, eps};
         fnn_parallel_for(rows, fnn_threads_for(total * 4), ln_fwd_rows, &a);   /* 3 passes + a sqrt per row */
     }
-    if (!rc && grad) rc = record_norm(&LAYER_NORM, out, 3, ins, normalized, eps, x, &xc, &stats, w, &wc);
+    if (!rc && grad) rc = record_norm(&LAYER_NORM, out, 3, ins, (norm_attrs){.normalized = normalized, .eps = eps}, x, &xc, &stats, w, &wc);
     fnn_tensor_clear(&xc);
     fnn_tensor_clear(&wc);
     fnn_tensor_clear(&bc);
@@ -484,7 +493,7 @@ static void *bn_scratch(bn_args *a, int dev, int64_t *bytes) {
 }
 
 /* backward: saved[0] x (contiguous), saved[1] stats [C, 2] (mean, rstd), saved[2] w when given;
- * iattr[0] training, iattr[1] has w */
+ * norm_attrs training, has_weight */
 static int batch_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0];
     fnn_tensor gc;
@@ -492,9 +501,10 @@ static int batch_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
     const float *gp = fnn_contiguous_data(g, &gc, &rc);
     if (rc) return rc;
     const int64_t N = x->shape[0], C = x->shape[1], total = fnn_tensor_numel(x);
-    bn_args a = {.x = fnn_data(x), .g = gp, .w = n->iattr[1] ? fnn_data(&n->saved[2]) : NULL,
+    const norm_attrs *at = FNN_ATTRS(n, norm_attrs);
+    bn_args a = {.x = fnn_data(x), .g = gp, .w = at->has_weight ? fnn_data(&n->saved[2]) : NULL,
                  .stats = fnn_data(&n->saved[1]), .N = N, .C = C, .S = N * C > 0 ? total / (N * C) : 0,
-                 .training = (int)n->iattr[0]};
+                 .training = at->training};
     if (n->next[0] && !(rc = fnn_new_output(&din[0], x->device, n->in_ndim[0], n->in_shape[0])))
         a.y = fnn_data(&din[0]);
     if (!rc && n->next[1] && !(rc = fnn_new_output(&din[1], x->device, 1, &C))) a.dw = fnn_data(&din[1]);
@@ -607,7 +617,7 @@ int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_va
             fnn_parallel_for(N, threads, bn_apply_rows, &a);
         }
     }
-    if (!rc && grad) rc = record_norm(&BATCH_NORM, out, 3, ins, training != 0, eps, x, &xc, &stats, w, &wc);
+    if (!rc && grad) rc = record_norm(&BATCH_NORM, out, 3, ins, (norm_attrs){.training = training != 0, .eps = eps}, x, &xc, &stats, w, &wc);
     if (block) fnn_free(x->device, block, bytes);
     fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&bc);
     fnn_tensor_clear(&mc); fnn_tensor_clear(&vc); fnn_tensor_clear(&stats);
@@ -688,7 +698,7 @@ static FNN_CLONES_V3 void gn_bwd_groups(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* backward: saved[0] x (contiguous), saved[1] stats [N, G, 2], saved[2] w when given;
- * iattr[0] groups, iattr[1] has w */
+ * norm_attrs groups, has_weight */
 static int group_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0];
     fnn_tensor gc;
@@ -696,8 +706,9 @@ static int group_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
     const float *gp = fnn_contiguous_data(g, &gc, &rc);
     if (rc) return rc;
     const int64_t N = x->shape[0], C = x->shape[1], total = fnn_tensor_numel(x);
-    gn_args a = {.x = fnn_data(x), .g = gp, .w = n->iattr[1] ? fnn_data(&n->saved[2]) : NULL,
-                 .stats = fnn_data(&n->saved[1]), .N = N, .C = C, .G = n->iattr[0],
+    const norm_attrs *at = FNN_ATTRS(n, norm_attrs);
+    gn_args a = {.x = fnn_data(x), .g = gp, .w = at->has_weight ? fnn_data(&n->saved[2]) : NULL,
+                 .stats = fnn_data(&n->saved[1]), .N = N, .C = C, .G = at->groups,
                  .S = N * C > 0 ? total / (N * C) : 0};
     float *dw = NULL, *db = NULL;
     if (n->next[0] && !(rc = fnn_new_output(&din[0], x->device, n->in_ndim[0], n->in_shape[0])))
@@ -774,7 +785,7 @@ int fnn_group_norm(fnn_tensor *out, const fnn_tensor *x, int64_t groups, const f
         rc = be->norm(fnn_device_ordinal(x->device), FNN_NRM_LAYER, a.y, a.stats, xp, a.w, a.b, N * groups,
                       C / groups * a.S, eps, groups, a.S > 0 ? a.S : 1);
     else if (!rc) fnn_parallel_for(N * groups, fnn_threads_for(2 * total), gn_fwd_groups, &a);   /* two passes */
-    if (!rc && grad) rc = record_norm(&GROUP_NORM, out, 3, ins, groups, eps, x, &xc, &stats, w, &wc);
+    if (!rc && grad) rc = record_norm(&GROUP_NORM, out, 3, ins, (norm_attrs){.groups = groups, .eps = eps}, x, &xc, &stats, w, &wc);
     fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&bc); fnn_tensor_clear(&stats);
     if (rc) fnn_tensor_clear(out);
     return rc;
@@ -838,11 +849,13 @@ static void rms_bwd_cols(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-/* backward: saved[0] x (contiguous), saved[1] rstd [rows], saved[2] w when given; iattr[0] n */
+/* backward: saved[0] x (contiguous), saved[1] rstd [rows], saved[2] w when given; norm_attrs
+ * normalized (n), has_weight */
 static int rms_norm_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &nd->saved[0];
-    const bool has_w = nd->iattr[1] != 0;
-    const int64_t n = nd->iattr[0], total = fnn_tensor_numel(x), rows = n > 0 ? total / n : 0;
+    const norm_attrs *at = FNN_ATTRS(nd, norm_attrs);
+    const bool has_w = at->has_weight;
+    const int64_t n = at->normalized, total = fnn_tensor_numel(x), rows = n > 0 ? total / n : 0;
     fnn_tensor gc;
     int rc;
     const float *gp = fnn_contiguous_data(g, &gc, &rc);
@@ -907,7 +920,7 @@ int fnn_rms_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, int6
         rc = be->norm(fnn_device_ordinal(x->device), FNN_NRM_RMS, a.y, a.rstd, xp, a.w, NULL, rows, normalized, eps, 1,
                       1);
     else if (!rc) fnn_parallel_for(rows, fnn_threads_for(2 * total), rms_fwd_rows, &a);
-    if (!rc && grad) rc = record_norm(&RMS_NORM, out, 2, ins, normalized, eps, x, &xc, &rstd, w, &wc);
+    if (!rc && grad) rc = record_norm(&RMS_NORM, out, 2, ins, (norm_attrs){.normalized = normalized, .eps = eps}, x, &xc, &rstd, w, &wc);
     fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&rstd);
     if (rc) fnn_tensor_clear(out);
     return rc;

@@ -146,17 +146,26 @@ static int pool_setup(const char *op, pool_geom *g, fnn_tensor *out, const fnn_t
     return new_spatial_output(out, x, dims, g->out);
 }
 
-/* a node's pool geometry: iattr[0..2] kernel, [3..5] stride, attr[0..2] padding, iattr[6] dims,
- * iattr[7] count_include_pad; the input and output shapes */
+/* a pooling node's geometry (max and avg, 1d to 3d), as pool_geom has it: the three spatial dims
+ * (a 1d or 2d pool has kernel 1, stride 1, padding 0 in the leading ones); the input and output
+ * shapes are the node's own */
+typedef struct {
+    int64_t kernel[3], stride[3], padding[3];
+    int dims;                 /* 1, 2 or 3 */
+    bool count_include_pad;   /* avg */
+} pool_attrs;
+
 static void pool_record(fnn_node *n, const pool_geom *g) {
-    for (int i = 0; i < 3; i++) { n->iattr[i] = g->k[i]; n->iattr[3 + i] = g->s[i]; n->attr[i] = (double)g->p[i]; }
-    n->iattr[6] = g->dims;
-    n->iattr[7] = g->count_include_pad;
+    pool_attrs *a = FNN_ATTRS(n, pool_attrs);
+    for (int i = 0; i < 3; i++) { a->kernel[i] = g->k[i]; a->stride[i] = g->s[i]; a->padding[i] = g->p[i]; }
+    a->dims = g->dims;
+    a->count_include_pad = g->count_include_pad;
 }
 static void pool_geom_of(pool_geom *g, const fnn_node *n) {
-    g->dims = (int)n->iattr[6];
-    for (int i = 0; i < 3; i++) { g->k[i] = n->iattr[i]; g->s[i] = n->iattr[3 + i]; g->p[i] = (int64_t)n->attr[i]; }
-    g->count_include_pad = n->iattr[7] != 0;
+    const pool_attrs *a = FNN_ATTRS(n, pool_attrs);
+    g->dims = a->dims;
+    for (int i = 0; i < 3; i++) { g->k[i] = a->kernel[i]; g->s[i] = a->stride[i]; g->p[i] = a->padding[i]; }
+    g->count_include_pad = a->count_include_pad;
     spatial_of(g->dims, n->in_ndim[0], n->in_shape[0], g->in, &g->planes);
     int64_t unused;
     spatial_of(g->dims, n->out_ndim, n->out_shape, g->out, &unused);
@@ -852,9 +861,12 @@ static int run_resize(int device, int64_t ints, int64_t floats_per_slot, int slo
     return FNN_STATUS_OK;
 }
 
+/* upsample_nearest: 1, 2 or 3 spatial dims (the shapes are the node's) */
+typedef struct { int dims; } upsample_nearest_attrs;
+
 static int upsample_nearest_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     resize_geom g;
-    resize_geom_of(&g, (int)n->iattr[0], n);
+    resize_geom_of(&g, FNN_ATTRS(n, upsample_nearest_attrs)->dims, n);
     int64_t units = g.planes * g.in[0] * g.in[1];
     int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
     nearest_job j = {&g, {{NULL}, {NULL}}, slots_for(units, nout + g.planes * g.in[0] * g.in[1] * g.in[2]), NULL,
@@ -908,7 +920,7 @@ int fnn_upsample_nearest(fnn_tensor *out, const fnn_tensor *x, int dims, const i
     if (fnn_needs_node(1, ins)) {
         fnn_node *n = fnn_attach_node(out, &UPSAMPLE_NEAREST, 1, ins);
         if (!n) { rc = fnn_last_status(); goto done; }
-        n->iattr[0] = dims;
+        FNN_ATTRS(n, upsample_nearest_attrs)->dims = dims;
     }
 done:
     if (block) fnn_free(x->device, block, bytes);
@@ -1060,7 +1072,11 @@ static int bilinear_scratch(bilinear_job *j, int device, bool align_corners, voi
     return FNN_STATUS_OK;
 }
 
+/* upsample_bilinear2d: the corners' alignment (the shapes are the node's) */
+typedef struct { bool align_corners; } upsample_bilinear_attrs;
+
 static int upsample_bilinear2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    const bool align_corners = FNN_ATTRS(n, upsample_bilinear_attrs)->align_corners;
     resize_geom g;
     resize_geom_of(&g, 2, n);
     bilinear_job j = {g.planes, g.in[1], g.in[2], g.out[1], g.out[2], {0}, {0}, 0, NULL, NULL, NULL, NULL, NULL};
@@ -1076,8 +1092,8 @@ static int upsample_bilinear2d_backward(fnn_node *n, const fnn_tensor *dout, fnn
     if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
     if (!rc && be)   /* cuda/pool.cu: the weights are computed in the kernel, no scratch */
         rc = be->upsample_bilinear_grad(fnn_device_ordinal(dout->device), fnn_data(&din[0]), j.dy, g.planes, j.H, j.W,
-                                        j.Ho, j.Wo, (int)n->iattr[0]);
-    else if (!rc) rc = bilinear_scratch(&j, dout->device, n->iattr[0] != 0, &block, &bytes);
+                                        j.Ho, j.Wo, align_corners);
+    else if (!rc) rc = bilinear_scratch(&j, dout->device, align_corners, &block, &bytes);
     if (!rc && !be) {
         j.dx = fnn_data(&din[0]);
         fnn_parallel_for(j.slots, j.slots, bilinear_backward_slot, &j);
@@ -1114,7 +1130,7 @@ int fnn_upsample_bilinear2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, in
     if (fnn_needs_node(1, ins)) {
         fnn_node *n = fnn_attach_node(out, &UPSAMPLE_BILINEAR2D, 1, ins);
         if (!n) { rc = fnn_last_status(); goto done; }
-        n->iattr[0] = align_corners != 0;
+        FNN_ATTRS(n, upsample_bilinear_attrs)->align_corners = align_corners != 0;
     }
 done:
     if (block) fnn_free(x->device, block, bytes);

@@ -231,8 +231,17 @@ static int prelude(const char *name, const fnn_tensor *x, int dim, int *d) {
     return prelude_dim(name, x, dim, d);
 }
 
+/* a reduction's node (every op of the family) */
+typedef struct {
+    double k[2];    /* the op's numbers, as its line kernels and rows take them: sum/mean {mean ? 1 : 0, 0},
+                     * var {unbiased, 0}, std {unbiased, 1}, norm {p, 0}, the others {0, 0} */
+    int dim;        /* the dim reduced (0-based), -1: all of x (softmax, cumsum: a scalar) */
+    bool keepdim;   /* as given to the forward (no rule reads it) */
+    bool log;       /* softmax: log_softmax */
+} reduction_attrs;
+
 /* record the node of a one-input reduction: saved[0] = x (when save_x), saved[1] = extra;
- * iattr[0] = dim (-1: all), iattr[1] = keepdim, attr[0..1] = the op's numbers */
+ * reduction_attrs {k0, k1}, d, keepdim */
 static int record(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, bool save_x,
                   const fnn_tensor *extra, int d, int keepdim, double k0, double k1) {
     const fnn_tensor *ins[1] = {x};
@@ -242,10 +251,11 @@ static int record(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, b
         fnn_tensor_clear(out);
         return fnn_last_status();
     }
-    n->iattr[0] = d;
-    n->iattr[1] = keepdim;
-    n->attr[0] = k0;
-    n->attr[1] = k1;
+    reduction_attrs *a = FNN_ATTRS(n, reduction_attrs);
+    a->k[0] = k0;
+    a->k[1] = k1;
+    a->dim = d;
+    a->keepdim = keepdim != 0;
     return FNN_STATUS_OK;
 }
 
@@ -302,7 +312,7 @@ static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, co
               fnn_device_name(dout->device, dev, sizeof dev));
     int nd = n->in_ndim[0];
     int64_t O, R, I;
-    split_shape(nd, n->in_shape[0], (int)n->iattr[0], &O, &R, &I);
+    split_shape(nd, n->in_shape[0], FNN_ATTRS(n, reduction_attrs)->dim, &O, &R, &I);
     fnn_tensor tg, tx, ty, ti;
     fnn_tensor_init(&tx);
     fnn_tensor_init(&ty);
@@ -414,13 +424,14 @@ static void grad_span(void *ctx, int64_t lo, int64_t hi) {
  * when the kernel reads them */
 static int grad_lines(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, grad_fn f, bool use_x, bool use_y) {
     if (!n->next[0]) return FNN_STATUS_OK;
+    const reduction_attrs *at = FNN_ATTRS(n, reduction_attrs);
     if (on_device(dout))
         return row_backward(n, dout, din, use_x ? &n->saved[0] : NULL, use_y ? &n->saved[1] : NULL, NULL,
-                                  n->attr[0], n->attr[1]);
+                                  at->k[0], at->k[1]);
     int nd = n->in_ndim[0];
     const int64_t *shape = n->in_shape[0];
     int64_t O, R, I;
-    split_shape(nd, shape, (int)n->iattr[0], &O, &R, &I);
+    split_shape(nd, shape, at->dim, &O, &R, &I);
     fnn_tensor tg, tx, ty;
     fnn_tensor_init(&tx);
     fnn_tensor_init(&ty);
@@ -429,7 +440,7 @@ static int grad_lines(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, grad
     if (!rc && use_x) x = fnn_contiguous_data(&n->saved[0], &tx, &rc);
     if (!rc && use_y) y = fnn_contiguous_data(&n->saved[1], &ty, &rc);
     if (!rc) rc = fnn_new_output(din, dout->device, nd, shape);
-    const double *k = n->attr;
+    const double *k = at->k;
     int threads = fnn_threads_for(O * R * I);
     if (!rc && I > 1 && R > 1) {
         /* lines at stride I: work on rows (x gathered, dx scattered back) */
@@ -632,21 +643,22 @@ static void spread_rows(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-/* sum/mean backward: dx [outer, red, inner] = dout [outer, inner] (/ red for mean, attr[0] = 1) */
+/* sum/mean backward: dx [outer, red, inner] = dout [outer, inner] (/ red for mean, k[0] = 1) */
 static int sum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
+    const reduction_attrs *at = FNN_ATTRS(n, reduction_attrs);
     int nd = n->in_ndim[0];
     int64_t O, R, I;
-    split_shape(nd, n->in_shape[0], (int)n->iattr[0], &O, &R, &I);
+    split_shape(nd, n->in_shape[0], at->dim, &O, &R, &I);
     if (on_device(dout))
-        return row_backward(n, dout, din, NULL, NULL, NULL, n->attr[0] != 0 ? 1.0 / (double)R : 1.0, 0);
+        return row_backward(n, dout, din, NULL, NULL, NULL, at->k[0] != 0 ? 1.0 / (double)R : 1.0, 0);
     fnn_tensor tg;
     int rc;
     const float *g = fnn_contiguous_data(dout, &tg, &rc);
     if (!rc) rc = fnn_new_output(din, dout->device, nd, n->in_shape[0]);
     if (!rc) {
         float *dx = fnn_data(din);
-        float scale = n->attr[0] != 0 ? (float)(1.0 / (double)R) : 1.0f;
+        float scale = at->k[0] != 0 ? (float)(1.0 / (double)R) : 1.0f;
         spread_args a = {g, dx, R, I, scale};
         fnn_parallel_for(O * R, fnn_threads_for(O * R * I), spread_rows, &a);
     }
@@ -906,7 +918,7 @@ static void ties_grad(float *dx, const float *x, int64_t n, int64_t s, float g, 
 /* saved[0] = x, saved[1] = the value (over everything: ties share g) or the int64 indices (along a
  * dim: all of g goes to the selected position, scattered back into zeros) */
 static int extreme_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    int d = (int)n->iattr[0];
+    int d = FNN_ATTRS(n, reduction_attrs)->dim;
     if (d < 0) return grad_lines(n, g, din, ties_grad, true, true);
     if (!n->next[0]) return FNN_STATUS_OK;
     if (on_device(g)) return row_backward(n, g, din, NULL, NULL, &n->saved[1], 0, 0);
@@ -1235,13 +1247,14 @@ static void softmax_grad_lines(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-/* saved[1] = y; iattr[0] = dim (-1 on a scalar), iattr[2] = 1 for log_softmax */
+/* saved[1] = y; reduction_attrs: dim (-1 on a scalar), log for log_softmax */
 static int softmax_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
     int nd = n->in_ndim[0];
     int64_t O, R, I;
-    split_shape(nd, n->in_shape[0], (int)n->iattr[0], &O, &R, &I);
-    bool lg = n->iattr[2] != 0;
+    const reduction_attrs *at = FNN_ATTRS(n, reduction_attrs);
+    split_shape(nd, n->in_shape[0], at->dim, &O, &R, &I);
+    bool lg = at->log;
     if (on_device(dout))
         return row_backward(n, dout, din, NULL, &n->saved[1], NULL, 0, 0);
     fnn_tensor tg, ty;
@@ -1272,7 +1285,7 @@ static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tens
     if (on_device(x)) {
         FNN_TRY(row_forward(name, true, out, NULL, x, d, 0, 0, 0));
         FNN_TRY(record(def, out, x, false, out, d, 0, 0, 0));
-        if (out->node) out->node->iattr[2] = lg;
+        if (out->node) FNN_ATTRS(out->node, reduction_attrs)->log = lg;
         return FNN_STATUS_OK;
     }
     geom g;
@@ -1282,7 +1295,7 @@ static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tens
     fnn_tensor_clear(&g.tmp);
     if (rc) return rc;
     FNN_TRY(record(def, out, x, false, out, d, 0, 0, 0));
-    if (out->node) out->node->iattr[2] = lg;
+    if (out->node) FNN_ATTRS(out->node, reduction_attrs)->log = lg;
     return FNN_STATUS_OK;
 }
 int fnn_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&SOFTMAX, out, x, dim, false); }
@@ -1351,7 +1364,7 @@ static int cumsum_grad_cpu(int ordinal, const fnn_red_args *a) {
     return scan_cpu(a->out, a->g, a->O, a->R, a->I, true);
 }
 
-/* iattr[0] = dim (-1 on a scalar) */
+/* reduction_attrs: dim (-1 on a scalar) */
 static int cumsum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
     return row_backward(n, dout, din, NULL, NULL, NULL, 0, 0);

@@ -374,14 +374,22 @@ static int side_gemm(const rnn_side *d, bool ta, bool tb, int64_t m, int64_t n, 
     return FNN_STATUS_OK;
 }
 
-/* saved[0] = workspace, saved[1] = w_ih, saved[2] = w_hh; iattr: kind, N, T, I, H, reverse. One
+/* an RNN layer's node: which cell (RNN_*), the sizes and the direction */
+typedef struct {
+    int64_t N, T, I, H;   /* batch, steps, input and hidden sizes */
+    int kind;
+    bool reverse;
+} rnn_attrs;
+
+/* saved[0] = workspace, saved[1] = w_ih, saved[2] = w_hh; rnn_attrs. One
  * function for both sides: per step the cell's backward (rnn_back_rows on the CPU, the backend's
  * rnn_step_grad on a device) and one GEMM for dh; then the weight gradients as GEMMs over all
  * steps, the biases as column sums and dx back from processing order to [N, T, I]. */
 static int rnn_seq_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
-    const int kind = (int)nd->iattr[0];
-    const int64_t N = nd->iattr[1], T = nd->iattr[2], I = nd->iattr[3], H = nd->iattr[4];
-    const bool reverse = nd->iattr[5] != 0;
+    const rnn_attrs *at = FNN_ATTRS(nd, rnn_attrs);
+    const int kind = at->kind;
+    const int64_t N = at->N, T = at->T, I = at->I, H = at->H;
+    const bool reverse = at->reverse;
     const int64_t G = RNN_GATES[kind], GH = G * H, P = T * N, rows_out = kind == RNN_LSTM ? T + 1 : T;
     const int dev = nd->saved[0].device;
     rnn_side d = {NULL, fnn_device_ordinal(dev)};
@@ -693,8 +701,7 @@ static int rnn_seq(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_ten
         if (!nd || fnn_save(nd, 0, &wst) || fnn_save(nd, 1, w_ih) || fnn_save(nd, 2, w_hh)) {
             rc = fnn_last_status();
         } else {
-            int64_t at[6] = {kind, N, T, I, H, reverse != 0};
-            memcpy(nd->iattr, at, sizeof at);
+            *FNN_ATTRS(nd, rnn_attrs) = (rnn_attrs){.N = N, .T = T, .I = I, .H = H, .kind = kind, .reverse = reverse != 0};
         }
     }
 done:

@@ -290,9 +290,13 @@ int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) {
 
 /* ================= transpose, permute ================= */
 
+/* the two dims transpose swapped (0-based, wrapped) */
+typedef struct { int dim1, dim2; } transpose_attrs;
+
 /* dx = transpose(g, d1, d2): a swap is its own inverse */
 static int transpose_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    return fnn_transpose(&din[0], g, (int)n->iattr[0], (int)n->iattr[1]);
+    const transpose_attrs *a = FNN_ATTRS(n, transpose_attrs);
+    return fnn_transpose(&din[0], g, a->dim1, a->dim2);
 }
 static const fnn_op_def TRANSPOSE = {{"transpose", "shape", 1, 1}, transpose_backward, FNN_EMBEDS_NONE};
 
@@ -311,14 +315,18 @@ int fnn_transpose(fnn_tensor *out, const fnn_tensor *x, int d1, int d2) {
     const fnn_tensor *ins[1] = {x};
     fnn_node *n;
     FNN_TRY(record(&TRANSPOSE, out, 1, ins, &n));
-    if (n) { n->iattr[0] = a; n->iattr[1] = b; }
+    if (n) *FNN_ATTRS(n, transpose_attrs) = (transpose_attrs){.dim1 = a, .dim2 = b};
     return FNN_STATUS_OK;
 }
 
+/* output dim i is input dim dims[i] (0-based, wrapped; the input's ndim entries) */
+typedef struct { int dims[FNN_MAX_DIMS]; } permute_attrs;
+
 /* dx = permute(g, inverse): output dim i came from input dim dims[i], so it goes back there */
 static int permute_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    const permute_attrs *a = FNN_ATTRS(n, permute_attrs);
     int inv[FNN_MAX_DIMS];
-    for (int i = 0; i < n->in_ndim[0]; i++) inv[n->iattr[i]] = i;
+    for (int i = 0; i < n->in_ndim[0]; i++) inv[a->dims[i]] = i;
     return fnn_permute(&din[0], g, n->in_ndim[0], inv);
 }
 static const fnn_op_def PERMUTE = {{"permute", "shape", 1, 1}, permute_backward, FNN_EMBEDS_NONE};
@@ -343,7 +351,7 @@ int fnn_permute(fnn_tensor *out, const fnn_tensor *x, int ndim, const int *dims)
     const fnn_tensor *ins[1] = {x};
     fnn_node *n;
     FNN_TRY(record(&PERMUTE, out, 1, ins, &n));
-    if (n) for (int i = 0; i < ndim; i++) n->iattr[i] = d[i];
+    if (n) for (int i = 0; i < ndim; i++) FNN_ATTRS(n, permute_attrs)->dims[i] = d[i];
     return FNN_STATUS_OK;
 }
 
@@ -396,7 +404,8 @@ static int embed_along(fnn_tensor *out, const fnn_tensor *g, int ndim, const int
 }
 
 static int narrow_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    return embed_along(&din[0], g, n->in_ndim[0], n->in_shape[0], (int)n->iattr[0], n->iattr[1]);
+    const fnn_slice_attrs *a = FNN_ATTRS(n, fnn_slice_attrs);
+    return embed_along(&din[0], g, n->in_ndim[0], n->in_shape[0], a->dim, a->start);
 }
 static const fnn_op_def NARROW = {{"narrow", "shape", 1, 1}, narrow_backward, FNN_EMBEDS_NARROW};
 
@@ -416,16 +425,17 @@ int fnn_narrow(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t start, int
     const fnn_tensor *ins[1] = {x};
     fnn_node *n;
     FNN_TRY(record(&NARROW, out, 1, ins, &n));
-    if (n) { n->iattr[0] = d; n->iattr[1] = start; }
+    if (n) *FNN_ATTRS(n, fnn_slice_attrs) = (fnn_slice_attrs){.dim = d, .start = start};
     return FNN_STATUS_OK;
 }
 
 /* dx = zeros with g placed at position index of dim */
 static int select_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    int d = (int)n->iattr[0];
+    const fnn_slice_attrs *a = FNN_ATTRS(n, fnn_slice_attrs);
+    int d = a->dim;
     fnn_tensor g1;
     FNN_TRY(fnn_unsqueeze(&g1, g, d));
-    int rc = embed_along(&din[0], &g1, n->in_ndim[0], n->in_shape[0], d, n->iattr[1]);
+    int rc = embed_along(&din[0], &g1, n->in_ndim[0], n->in_shape[0], d, a->start);
     fnn_tensor_clear(&g1);
     return rc;
 }
@@ -449,15 +459,18 @@ int fnn_select(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t index) {
     const fnn_tensor *ins[1] = {x};
     fnn_node *n;
     FNN_TRY(record(&SELECT, out, 1, ins, &n));
-    if (n) { n->iattr[0] = d; n->iattr[1] = i; }
+    if (n) *FNN_ATTRS(n, fnn_slice_attrs) = (fnn_slice_attrs){.dim = d, .start = i};
     return FNN_STATUS_OK;
 }
 
 /* ================= cat, stack ================= */
 
+/* cat and stack: the dim the inputs were joined along (stack: the new one) */
+typedef struct { int dim; } join_attrs;
+
 /* dx_k = narrow(g, dim, offset_k, size_k): each input gets its own slice back */
 static int cat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    int d = (int)n->iattr[0];
+    int d = FNN_ATTRS(n, join_attrs)->dim;
     int64_t off = 0;
     for (int k = 0; k < n->n_inputs; k++) {
         int64_t len = n->in_shape[k][d];
@@ -504,14 +517,14 @@ int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
     }
     fnn_node *nd;
     FNN_TRY(record(&CAT, out, n, xs, &nd));
-    if (nd) nd->iattr[0] = d;
+    if (nd) FNN_ATTRS(nd, join_attrs)->dim = d;
     return FNN_STATUS_OK;
 }
 
 /* dx_k = select(g, dim, k) */
 static int stack_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     for (int k = 0; k < n->n_inputs; k++)
-        if (n->next[k]) FNN_TRY(fnn_select(&din[k], g, (int)n->iattr[0], k));
+        if (n->next[k]) FNN_TRY(fnn_select(&din[k], g, FNN_ATTRS(n, join_attrs)->dim, k));
     return FNN_STATUS_OK;
 }
 static const fnn_op_def STACK = {{"stack", "shape", 1, 1}, stack_backward, FNN_EMBEDS_NONE};
@@ -548,7 +561,7 @@ int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
     }
     fnn_node *nd;
     FNN_TRY(record(&STACK, out, n, xs, &nd));
-    if (nd) nd->iattr[0] = d;
+    if (nd) FNN_ATTRS(nd, join_attrs)->dim = d;
     return FNN_STATUS_OK;
 }
 
@@ -675,13 +688,22 @@ int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *re
 
 /* ================= pad ================= */
 
+/* pad and pad_mode: npairs, the mode (pad: FNN_PAD_CONSTANT) and, in F.pad order (pair i is dim
+ * ndim-1-i), the width before each padded dim. The width after is not kept (with npairs = 8, 16
+ * widths would not fit the node's attribute area): pad's rule takes it from the shapes, the output
+ * having before + n + after places where the input had n; pad_mode's rule does not need it. */
+typedef struct { int64_t before[FNN_MAX_DIMS]; int npairs, mode; } pad_attrs;
+
 /* dx = pad(g, -pads): padding is cropped back off and cropping is filled back with zeros */
 static int pad_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    int npairs = (int)n->iattr[0];
+    const pad_attrs *a = FNN_ATTRS(n, pad_attrs);
     int64_t neg[2 * FNN_MAX_DIMS];
-    for (int i = 0; i < 2 * npairs; i++)
-        neg[i] = -(1 + i < FNN_NODE_ATTRS ? n->iattr[1 + i] : (int64_t)n->attr[1 + i - FNN_NODE_ATTRS]);
-    return fnn_pad(&din[0], g, npairs, neg, 0.0);
+    for (int i = 0; i < a->npairs; i++) {
+        const int d = n->in_ndim[0] - 1 - i;
+        neg[2 * i] = -a->before[i];
+        neg[2 * i + 1] = -(n->out_shape[d] - n->in_shape[0][d] - a->before[i]);
+    }
+    return fnn_pad(&din[0], g, a->npairs, neg, 0.0);
 }
 static const fnn_op_def PAD = {{"pad", "shape", 1, 1}, pad_backward, FNN_EMBEDS_NONE};
 
@@ -730,12 +752,10 @@ int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pad
     fnn_node *nd;
     FNN_TRY(record(&PAD, out, 1, ins, &nd));
     if (nd) {
-        /* iattr holds npairs and up to 7 widths; more pairs than that are kept in attr[] */
-        nd->iattr[0] = npairs;
-        for (int i = 0; i < 2 * npairs; i++) {
-            if (1 + i < FNN_NODE_ATTRS) nd->iattr[1 + i] = pads[i];
-            else nd->attr[1 + i - FNN_NODE_ATTRS] = (double)pads[i];
-        }
+        pad_attrs *a = FNN_ATTRS(nd, pad_attrs);
+        a->npairs = npairs;
+        a->mode = FNN_PAD_CONSTANT;
+        for (int i = 0; i < npairs; i++) a->before[i] = pads[2 * i];
     }
     return FNN_STATUS_OK;
 }
@@ -828,10 +848,10 @@ static void pad_mode_grad_rows(void *ctx, int64_t lo, int64_t hi) {
 
 /* dx: each x place gets the gradient of every output place that read it */
 static int pad_mode_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    const int npairs = (int)n->iattr[0], mode = (int)n->iattr[1], nd = n->in_ndim[0];
+    const pad_attrs *at = FNN_ATTRS(n, pad_attrs);
+    const int npairs = at->npairs, mode = at->mode, nd = n->in_ndim[0];
     int64_t before[FNN_MAX_DIMS] = {0};
-    for (int i = 0; i < npairs; i++)
-        before[nd - 1 - i] = 2 + i < FNN_NODE_ATTRS ? n->iattr[2 + i] : (int64_t)n->attr[2 + i - FNN_NODE_ATTRS];
+    for (int i = 0; i < npairs; i++) before[nd - 1 - i] = at->before[i];
     const fnn_backend *be;
     FNN_TRY(device_for("pad", g, &be, has_pad_mode_grad));
     fnn_tensor tmp;
@@ -898,18 +918,19 @@ int fnn_pad_mode(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t
     const fnn_tensor *ins[1] = {x};
     fnn_node *nd;
     FNN_TRY(record(&PAD_MODE, out, 1, ins, &nd));
-    if (nd) {   /* npairs, mode, then the leading widths (iattr, then attr for more than 6 pairs) */
-        nd->iattr[0] = npairs;
-        nd->iattr[1] = mode;
-        for (int i = 0; i < npairs; i++) {
-            if (2 + i < FNN_NODE_ATTRS) nd->iattr[2 + i] = pads[2 * i];
-            else nd->attr[2 + i - FNN_NODE_ATTRS] = (double)pads[2 * i];
-        }
+    if (nd) {
+        pad_attrs *at = FNN_ATTRS(nd, pad_attrs);
+        at->npairs = npairs;
+        at->mode = mode;
+        for (int i = 0; i < npairs; i++) at->before[i] = pads[2 * i];
     }
     return FNN_STATUS_OK;
 }
 
 /* ================= tril, triu ================= */
+
+/* tril and triu: the diagonal k that bounds what is kept */
+typedef struct { int64_t k; } tri_attrs;
 
 /* y [..., r, c] = x where the (row, col) pair is kept, else 0:
  * tril keeps col - row <= k, triu keeps col - row >= k */
@@ -945,13 +966,13 @@ static int tri(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int6
     const fnn_tensor *ins[1] = {x};
     fnn_node *nd;
     FNN_TRY(record(def, out, 1, ins, &nd));
-    if (nd) nd->iattr[0] = k;
+    if (nd) FNN_ATTRS(nd, tri_attrs)->k = k;
     return FNN_STATUS_OK;
 }
 
 /* dx = the same mask applied to g */
-static int tril_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_tril(&din[0], g, n->iattr[0]); }
-static int triu_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_triu(&din[0], g, n->iattr[0]); }
+static int tril_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_tril(&din[0], g, FNN_ATTRS(n, tri_attrs)->k); }
+static int triu_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_triu(&din[0], g, FNN_ATTRS(n, tri_attrs)->k); }
 static const fnn_op_def TRIL = {{"tril", "shape", 1, 1}, tril_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def TRIU = {{"triu", "shape", 1, 1}, triu_backward, FNN_EMBEDS_NONE};
 

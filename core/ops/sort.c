@@ -195,11 +195,14 @@ static void scatter_lines(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
+/* a sort node (sort, topk): the dim sorted along, -1 for a 0-dim x */
+typedef struct { int dim; } sort_attrs;
+
 /* the backward on a device (cuda/sort.cu): the same scatter, a store per element of g */
 static int sort_backward_device(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_backend *be = fnn_backend_for(g->device);
     FNN_CHECK(be && be->sort_grad, FNN_STATUS_DEVICE, "%s: backward not implemented on this device", n->op->info.name);
-    int d = (int)n->iattr[0], xnd = n->in_ndim[0];
+    int d = FNN_ATTRS(n, sort_attrs)->dim, xnd = n->in_ndim[0];
     const int64_t *xshape = n->in_shape[0];
     const fnn_tensor *index = &n->saved[0];
     int64_t O = 1, len = 1, I = 1, m = fnn_tensor_numel(index);
@@ -222,9 +225,9 @@ static int sort_backward_device(fnn_node *n, const fnn_tensor *g, fnn_tensor *di
 }
 
 /* dx = zeros of x's shape with g scattered back to the saved indices along dim.
- * saved[0] = indices (int64, contiguous, g's shape); iattr[0] = d (-1 for a 0-dim x) */
+ * saved[0] = indices (int64, contiguous, g's shape); sort_attrs */
 static int sort_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    int d = (int)n->iattr[0], xnd = n->in_ndim[0];
+    int d = FNN_ATTRS(n, sort_attrs)->dim, xnd = n->in_ndim[0];
     const int64_t *xshape = n->in_shape[0];
     const fnn_tensor *index = &n->saved[0];
     FNN_ASSERT(index->dtype == FNN_DTYPE_INT64 && fnn_tensor_is_contiguous(index));
@@ -330,7 +333,7 @@ static int sort_common(const fnn_op_def *def, fnn_tensor *values, fnn_tensor *in
     if (!rc && fnn_needs_node(1, ins)) {
         fnn_node *nd = fnn_attach_node(values, def, 1, ins);
         if (!nd || fnn_save(nd, 0, indices) != FNN_STATUS_OK) rc = fnn_last_status();
-        else nd->iattr[0] = d;
+        else FNN_ATTRS(nd, sort_attrs)->dim = d;
     }
     if (rc || indices == &own) fnn_tensor_clear(indices);
     if (rc) fnn_tensor_clear(values);

@@ -4,9 +4,12 @@
 #include "../internal.h"
 
 /* ---- to_device: y = x on another device; dx = dy copied back ---- */
+/* the device x was on (an fnn device number) */
+typedef struct { int from_device; } to_device_attrs;
+
 static int to_device_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
-    return fnn_to_device(&din[0], g, (int)n->iattr[0]);
+    return fnn_to_device(&din[0], g, FNN_ATTRS(n, to_device_attrs)->from_device);
 }
 static const fnn_op_def TO_DEVICE = {{"to_device", "device", 1, 1}, to_device_backward, FNN_EMBEDS_NONE};
 const fnn_op_def *const fnn_ops_device[] = {&TO_DEVICE, NULL};
@@ -33,7 +36,7 @@ int fnn_to_device(fnn_tensor *out, const fnn_tensor *x, int device) {
     if (fnn_needs_node(1, ins)) {
         fnn_node *n = fnn_attach_node(out, &TO_DEVICE, 1, ins);
         if (!n) { fnn_tensor_clear(out); return fnn_last_status(); }
-        n->iattr[0] = x->device;
+        FNN_ATTRS(n, to_device_attrs)->from_device = x->device;
     }
     return FNN_STATUS_OK;
 }

@@ -29,6 +29,9 @@ return {
     fn = function(a, b) return fnn.stack({a, b:t(), a}, 2) end},
    {op = 'repeat', inputs = function() return u{2, 3} end, fn = function(a) return a:t()['repeat'](a:t(), 2, 1, 3) end},
    {op = 'pad', inputs = function() return u{3, 4} end, fn = function(a) return a:t():pad({1, 2, -1, 1}, 0.5) end},
+   -- all 8 dims padded or cropped: 16 widths (the node once kept the 16th over its pair count)
+   {op = 'pad', inputs = function() return u{1, 2, 1, 2, 1, 2, 1, 2} end,
+    fn = function(a) return a:pad({1, 1, -1, 1, 0, 2, 1, -1, 1, 0, -1, 1, 1, 1, 1, -1}, 0.5) end},
    -- pad_mode: each mode, asymmetric widths over one to three dims, transposed inputs
    {op = 'pad_mode', inputs = function() return u{2, 5} end, fn = function(a) return a:pad({3, 1}, {mode = 'reflect'}) end},
    {op = 'pad_mode', inputs = function() return u{3, 4} end,
