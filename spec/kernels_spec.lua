@@ -273,3 +273,31 @@ describe("OpenBLAS's core", function()
       end
    end)
 end)
+
+-- lua/fastnn/C.lua sets how OpenMP's workers wait before libgomp loads: a short spin with the
+-- oneDNN kernels (every GEMM runs in OpenMP's pool; passive waiting cost lstm_seq 2x), passive with
+-- the portable ones (OpenBLAS's own pool needs the cores). It reads which from the library's
+-- DT_NEEDED entries, through libfastnn to the libfastnn_core beside it.
+describe("OpenMP's wait policy", function()
+   local launcher = process.program('fastnn-lua', 'FASTNN_LAUNCHER')
+   local function policy(env)
+      local out = os.tmpname()
+      local cmd = ('env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY -u FASTNN_KERNELS %s timeout 60 %s -e %s >%s 2>&1; echo $?')
+         :format(env, process.quote(launcher), process.quote(
+            "local fnn = require 'fastnn'; io.write(os.getenv('GOMP_SPINCOUNT') or '-', ' ', " ..
+            "os.getenv('OMP_WAIT_POLICY') or '-')"), out)
+      local p = io.popen(cmd)
+      local rc = tonumber(p:read('*a'))
+      p:close()
+      local text = process.read_all(out)
+      os.remove(out)
+      assert.equals(0, rc, text)
+      return text
+   end
+
+   it('spins briefly with the oneDNN kernels and waits passively with the portable ones', function()
+      assert.equals(has_onednn and '10000 -' or '- PASSIVE', policy(''))
+      assert.equals('- PASSIVE', policy('FASTNN_KERNELS=portable'))
+      assert.equals('- ACTIVE', policy('OMP_WAIT_POLICY=ACTIVE'))   -- the user's choice stands
+   end)
+end)

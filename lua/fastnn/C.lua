@@ -11,8 +11,8 @@ local cdef = require('fastnn.cdef'):gsub('(typedef struct fnn_tensor {.-} fnn_te
 end)
 ffi.cdef(cdef)
 
--- How OpenMP's workers wait between loops; libgomp reads it once, when libfastnn (its first user)
--- is loaded below. With the oneDNN kernels every GEMM runs in OpenMP's pool, and workers that spin
+-- How OpenMP's workers wait between loops; libgomp reads it once, when libfastnn_core (its first
+-- user, under libfastnn) is loaded below. With the oneDNN kernels every GEMM runs in OpenMP's pool, and workers that spin
 -- a little before they sleep answer the next loop at once: passive waiting cost lstm_seq and
 -- char_gpt 30-40%. But only a little: libgomp's default spin (300000 rounds, milliseconds) made a
 -- char_gpt step 10x slower on a machine loaded by other processes (a spinning worker holds a core
@@ -20,15 +20,24 @@ ffi.cdef(cdef)
 -- portable kernels OpenBLAS's own pool runs the GEMMs, and OpenMP workers that spin would steal its
 -- cores: they sleep (passive).
 ffi.cdef[[int setenv(const char *name, const char *value, int overwrite);]]
+-- the first MB of a file (DT_NEEDED names sit in .dynstr, in its first pages), or ''
+local function head_of(path)
+   local f = path and io.open(path, 'rb')
+   if not f then return '' end
+   local head = f:read(1024 * 1024) or ''
+   f:close()
+   return head
+end
 local function runs_onednn(path)
    local kernels = os.getenv('FASTNN_KERNELS')
    if kernels == 'portable' then return false end
-   -- does the library need libdnnl? DT_NEEDED names sit in .dynstr, in the file's first pages
-   local f = path and io.open(path, 'rb')
-   if not f then return false end
-   local head = f:read(1024 * 1024) or ''
-   f:close()
-   return head:find('libdnnl.so', 1, true) ~= nil
+   -- does the core need libdnnl? libfastnn is the I/O layer: the kernels are in the
+   -- libfastnn_core.so.0 it names, which sits beside it (build tree, install, rock)
+   local head = head_of(path)
+   if head:find('libdnnl.so', 1, true) then return true end
+   if not head:find('libfastnn_core.so', 1, true) then return false end
+   local dir = path:match('^(.*)/[^/]*$') or '.'
+   return head_of(dir .. '/libfastnn_core.so.0'):find('libdnnl.so', 1, true) ~= nil
 end
 local function set_wait_policy(path)
    if os.getenv('OMP_WAIT_POLICY') then return end   -- the user's choice
