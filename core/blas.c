@@ -43,6 +43,8 @@ char *openblas_get_corename(void);
 /* DYNAMIC_ARCH builds export these; weak, so an OpenBLAS built for one core still links */
 void gotoblas_dynamic_init(void) __attribute__((weak));
 void gotoblas_dynamic_quit(void) __attribute__((weak));
+void *blas_memory_alloc(int procpos) __attribute__((weak));
+int blas_memory_free(void *buffer) __attribute__((weak));
 
 /* ================= which kernels run ================= */
 
@@ -399,7 +401,19 @@ static double sgemm_gflops(void) {
     return dt > 0 ? 4.0 * 2.0 * S * S * S / dt * 1e-9 : 0;
 }
 
+/* OpenBLAS's pool threads, started by its constructor, each call blas_memory_alloc first; the
+ * first such call anywhere runs gotoblas_dynamic_init, unsynchronised with the quit/init below (a
+ * pool thread read the table as NULL between them and crashed, now and then, at load). One
+ * allocation here, under OpenBLAS's allocation lock, finishes that first call before we touch the
+ * table: later ones skip the init. */
+static void settle_openblas_memory(void) {
+    if (!blas_memory_alloc || !blas_memory_free) return;
+    void *buffer = blas_memory_alloc(0);
+    if (buffer) blas_memory_free(buffer);
+}
+
 static void select_core(const char *name) {
+    settle_openblas_memory();
     const char *old = getenv("OPENBLAS_CORETYPE");
     char saved[64] = "";
     if (old) snprintf(saved, sizeof saved, "%s", old);
