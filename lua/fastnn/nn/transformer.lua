@@ -22,6 +22,20 @@ local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 
 local M = {}
 
+-- the stack's rows: `layers` of Layer in self.layers (children layers.1 .. layers.n), then the final
+-- LayerNorm when opts.norm says so (by default with pre-norm layers, whose output is not normalized)
+local function fill(self, Layer, width, heads, mlp_width, layers, o, opts)
+   self.width, self.heads, self.mlp_width, self.num_layers = width, heads, mlp_width, layers
+   self.layers = nn.ModuleList()
+   for _ = 1, layers do
+      self.layers:add(Layer(width, heads, mlp_width, {dropout = o.dropout, norm_first = o.norm_first,
+         activation = o.activation, layer_norm_eps = o.eps, bias = o.bias}))
+   end
+   local norm = opts.norm
+   if norm == nil then norm = o.norm_first end
+   if norm then self.norm = nn.LayerNorm(width, {eps = o.eps}) end
+end
+
 local Stack = nn.Module:extend('TransformerStack')
 M.TransformerStack = Stack
 Stack._EXTRA = {
@@ -37,16 +51,8 @@ function Stack:__init(width, heads, mlp_width, layers, opts)
    end
    local o = nn.TransformerEncoderLayer._options(self:_full_name(), width, heads, mlp_width, opts, Stack._EXTRA)
    opts = opts or {}
-   self.width, self.heads, self.mlp_width, self.num_layers = width, heads, mlp_width, layers
    self.causal = opts.causal and true or false
-   self.layers = nn.ModuleList()
-   for _ = 1, layers do
-      self.layers:add(nn.TransformerEncoderLayer(width, heads, mlp_width, {dropout = o.dropout,
-         norm_first = o.norm_first, activation = o.activation, layer_norm_eps = o.eps, bias = o.bias}))
-   end
-   local norm = opts.norm
-   if norm == nil then norm = o.norm_first end
-   if norm then self.norm = nn.LayerNorm(width, {eps = o.eps}) end
+   fill(self, nn.TransformerEncoderLayer, width, heads, mlp_width, layers, o, opts)
 end
 
 function Stack.causal(width, heads, mlp_width, layers, dropout)
@@ -134,16 +140,7 @@ function Decoder:__init(width, heads, mlp_width, layers, opts)
       error(('nn.TransformerDecoder: layers is %s, expected a positive integer'):format(show_value(layers)), 3)
    end
    local o = nn.TransformerEncoderLayer._options('nn.TransformerDecoder', width, heads, mlp_width, opts, EXTRA)
-   opts = opts or {}
-   self.width, self.heads, self.mlp_width, self.num_layers = width, heads, mlp_width, layers
-   self.layers = nn.ModuleList()
-   for _ = 1, layers do
-      self.layers:add(nn.TransformerDecoderLayer(width, heads, mlp_width, {dropout = o.dropout,
-         norm_first = o.norm_first, activation = o.activation, layer_norm_eps = o.eps, bias = o.bias}))
-   end
-   local norm = opts.norm
-   if norm == nil then norm = o.norm_first end
-   if norm then self.norm = nn.LayerNorm(width, {eps = o.eps}) end
+   fill(self, nn.TransformerDecoderLayer, width, heads, mlp_width, layers, o, opts or {})
 end
 
 function Decoder:forward(x, memory, opts)
