@@ -92,6 +92,12 @@ static inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t byt
     memcpy(dst, src, bytes);
     return 0;
 }
+/* sort_grad's zeroing (sort.cu): done at once, as every emulated launch is; one host stream */
+enum { cudaStreamPerThread = 0 };
+static inline cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, int) {
+    memset(dst, value, bytes);
+    return 0;
+}
 #define FNN_CUDA_CHECK(op, call) ((void)(op), (void)(call))
 /* the emulated backend's table (emulated_backend.cpp); each family file fills its entries from a
  * static constructor, which runs before the core registers the table:
