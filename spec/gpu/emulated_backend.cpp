@@ -24,7 +24,6 @@ static int count(void) { return 1; }
 static void *m_alloc(int, size_t b) { return malloc(b ? b : 1); }
 static void m_free(int, void *p, size_t) { free(p); }
 static int m_copy(void *d, int, const void *s, int, size_t b) { memcpy(d, s, b); return 0; }
-static int m_fill(int, float *y, int64_t n, float v) { for (int64_t i = 0; i < n; i++) y[i] = v; return 0; }
 static int m_binary(int, int op, float *y, const float *a, const int64_t *as, const float *b, const int64_t *bs, int nd,
                     const int64_t *shape) {
     int64_t n = 1;
@@ -68,8 +67,9 @@ static int m_random(int, int op, float *y, int64_t n, uint64_t seed, uint64_t, d
     return 0;
 }
 /* the launchers of the cuda/ files that have them above their host-side line; the rest here */
-static fnn_backend table = {"cuda", count, m_alloc, m_free, m_copy, m_fill, m_binary, m_gemm, fnn_cuda_strided_copy,
-                            fnn_cuda_map, fnn_cuda_reduce, fnn_cuda_reduce_grad, fnn_cuda_optim, m_random,
+static fnn_backend table = {"cuda", count, m_alloc, m_free, m_copy, NULL /* fill: emulated_xfer.cpp */, m_binary,
+                            m_gemm, fnn_cuda_strided_copy, fnn_cuda_map, fnn_cuda_reduce, fnn_cuda_reduce_grad,
+                            fnn_cuda_optim, m_random,
                             fnn_cuda_class_loss, fnn_cuda_class_loss_grad, fnn_cuda_ew_loss, fnn_cuda_ew_loss_grad,
                             fnn_cuda_index, fnn_cuda_norm, fnn_cuda_norm_grad, fnn_cuda_cast, fnn_cuda_int_binary};
 fnn_backend *emulated_backend(void) { return &table; }

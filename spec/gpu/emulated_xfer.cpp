@@ -5,7 +5,7 @@
 // GPU. What this cannot show: the copy stream's overlap, and the compute stream's wait on the event
 // (the ordering of a real async copy); spec/gpu/check.sh runs those on a GPU.
 #include "emulated.h"
-#include "backend_body.inc"   /* block_size, HostCache (cut from cuda/backend.cu) */
+#include "backend_body.inc"   /* block_size, HostCache, fill (cut from cuda/backend.cu) */
 #include <mutex>
 
 namespace {
@@ -52,6 +52,7 @@ void m_copy_pool(int) {}   // one host thread, no streams: every block is safe t
 }  // namespace
 
 EMULATED_BACKEND_ADD(xfer) {
+    b->fill = cuda_fill;   /* backend.cu's own launcher, above its host-side line */
     b->synchronize = m_synchronize;
     b->host_alloc = m_host_alloc;
     b->host_free = m_host_free;
