@@ -1,14 +1,19 @@
 // spec/gpu/emulated_backend.cpp: the CUDA backend's kernels run on the host, for checking the
 // device paths without a GPU (spec/gpu/emulate.sh builds it; see there). The device code of
-// cuda/map.cu, reduction.cu, optim.cu, copy.cu, loss.cu, index.cu, norm.cu, cast.cu and int64.cu (everything above each file's "host side" line)
-// is compiled here as C++ with the CUDA keywords defined away, their launchers too (written with
-// FNN_LAUNCH above that line): a kernel is a plain function whose
-// grid-stride loop covers everything as one thread; a reduction that runs a block per line on a
-// GPU runs here as blockDim host threads with real barriers for __syncthreads and a per-warp
-// exchange for __shfl_down_sync, so the warp and block reductions run as written. The math
-// intrinsics (__expf, __sinf, ...) become libm's, the allocator is malloc (no caching), matmul a
-// naive loop, and random draws a hash of (seed, index), not cuRAND. What this cannot show: the
-// real hardware (memory model, fast-math accuracy, launch limits, cuRAND, cuBLAS).
+// cuda/map.cu, reduction.cu, optim.cu, copy.cu, loss.cu, index.cu, norm.cu, cast.cu and int64.cu
+// (everything above each file's "host side" line) is compiled here as C++ with the CUDA keywords
+// defined away, their launchers too (written with FNN_LAUNCH above that line), as are conv, pool,
+// batch_norm, shape, sort, int64_reduce, rnn, attention and backend.cu's fill in the other
+// emulated_*.cpp files: a kernel is a plain function whose grid-stride loop covers everything as
+// one thread; a reduction that runs a block per line on a GPU runs here as blockDim host threads
+// with real barriers for __syncthreads and a per-warp exchange for __shfl_down_sync, so the warp
+// and block reductions run as written. The math intrinsics (__expf, __sinf, ...) become libm's.
+// Still host copies or stand-ins, here: the allocator is malloc (no caching) and copies memcpy
+// (backend.cu's are the CUDA runtime), the broadcast binary a plain loop (elementwise.cu has no
+// host-side line yet), matmul a naive loop (cuBLAS in linalg.cu) and random draws a hash of
+// (seed, index), not cuRAND (random.cu); emulated_xfer.cpp stands in for the pinned buffers and
+// streams. What this cannot show: the real hardware (memory model, fast-math accuracy, launch
+// limits, cuRAND, cuBLAS).
 #include "emulated.h"
 #include "map_body.inc"   /* cut from each cuda/<name>.cu at its host-side line (cmake/cut_device_code.cmake) */
 #include "reduction_body.inc"
