@@ -90,14 +90,15 @@ __global__ void __launch_bounds__(256) attn_softmax_grad_kernel(float *d, const 
 /* threads per row's block: a multiple of 32 up to 256 */
 static inline int attn_threads(int64_t Tk) { return Tk >= 256 ? 256 : Tk <= 32 ? 32 : (int)((Tk + 31) / 32 * 32); }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 static unsigned attn_blocks(int64_t rows) { return (unsigned)(rows < (1 << 20) ? rows : (1 << 20)); }
 
 int fnn_cuda_attn_softmax(int ordinal, float *p, int64_t rows, int64_t Tq, int64_t Tk, int64_t H, int causal,
                           const void *mask, int mask_i64, int64_t ms0, int64_t ms1) {
     if (rows == 0 || Tk == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("attention", ordinal));
-    attn_softmax_kernel<<<attn_blocks(rows), attn_threads(Tk)>>>(p, rows, Tq, Tk, H, causal, mask, mask_i64, ms0, ms1);
+    FNN_LAUNCH_BLOCKS(attn_softmax_kernel, attn_blocks(rows), attn_threads(Tk), p, rows, Tq, Tk, H, causal, mask,
+                      mask_i64, ms0, ms1);
     FNN_CUDA_CHECK("attention", cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -106,7 +107,9 @@ int fnn_cuda_attn_softmax_grad(int ordinal, float *ds, const float *p, int64_t r
                                int causal) {
     if (rows == 0 || Tk == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("attention", ordinal));
-    attn_softmax_grad_kernel<<<attn_blocks(rows), attn_threads(Tk)>>>(ds, p, rows, Tq, Tk, causal);
+    FNN_LAUNCH_BLOCKS(attn_softmax_grad_kernel, attn_blocks(rows), attn_threads(Tk), ds, p, rows, Tq, Tk, causal);
     FNN_CUDA_CHECK("attention", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

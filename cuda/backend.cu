@@ -127,7 +127,17 @@ static __global__ void fill_kernel(float *y, int64_t n, float value) {
         y[i] = value;
 }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
+static int cuda_fill(int ordinal, float *y, int64_t n, float value) {
+    if (n <= 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("fill", ordinal));
+    FNN_LAUNCH(fill_kernel, fnn_cuda_blocks(n), FNN_CUDA_THREADS, y, n, value);
+    FNN_CUDA_CHECK("fill", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+
+/* ==== host side: the allocator, pinned buffers, streams and copies (the CUDA runtime itself). spec/gpu/emulate.sh
+ * compiles everything above this line for the host; emulated_xfer.cpp stands in for the rest ==== */
 
 /* ---- device count: asked once; no driver or no GPU reads as 0, never an error ---- */
 static int cuda_device_count(void) {
@@ -462,15 +472,6 @@ static int cuda_copy(void *dst, int dst_device, const void *src, int src_device,
                         : src_gpu            ? cudaMemcpyDeviceToHost
                                              : cudaMemcpyHostToHost;
     FNN_CUDA_CHECK("to", cudaMemcpy(dst, src, bytes, kind));
-    return FNN_STATUS_OK;
-}
-
-/* ---- fill ---- */
-static int cuda_fill(int ordinal, float *y, int64_t n, float value) {
-    if (n <= 0) return FNN_STATUS_OK;
-    FNN_TRY(fnn_cuda_use_device("fill", ordinal));
-    fill_kernel<<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(y, n, value);
-    FNN_CUDA_CHECK("fill", cudaGetLastError());
     return FNN_STATUS_OK;
 }
 

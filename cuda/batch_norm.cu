@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(256) bn_grad_kernel(float *dx, float *dw, floa
 static inline bool bn_block_mode(int64_t m) { return m >= 128; }
 static inline int bn_threads(int64_t m) { return m >= 256 ? 256 : m <= 32 ? 32 : (int)((m + 31) / 32 * 32); }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 static unsigned bn_blocks(int64_t c) { return (unsigned)(c < (1 << 20) ? c : (1 << 20)); }
 
 int fnn_cuda_batch_norm(int ordinal, float *y, float *stats, float *bmean, float *bvar, const float *x, const float *w,
@@ -143,14 +143,16 @@ int fnn_cuda_batch_norm(int ordinal, float *y, float *stats, float *bmean, float
     if (C == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("batch_norm", ordinal));
     if (training && bn_block_mode(N * S)) {
-        bn_train_kernel<true><<<bn_blocks(C), bn_threads(N * S)>>>(y, stats, bmean, bvar, x, w, b, N, C, S, eps);
+        FNN_LAUNCH_BLOCKS(bn_train_kernel<true>, bn_blocks(C), bn_threads(N * S), y, stats, bmean, bvar, x, w, b, N,
+                          C, S, eps);
     } else if (training) {
-        bn_train_kernel<false><<<fnn_cuda_blocks(C), FNN_CUDA_THREADS>>>(y, stats, bmean, bvar, x, w, b, N, C, S, eps);
+        FNN_LAUNCH(bn_train_kernel<false>, fnn_cuda_blocks(C), FNN_CUDA_THREADS, y, stats, bmean, bvar, x, w, b, N, C,
+                   S, eps);
     } else {
         if (N * S > 0)
-            bn_eval_kernel<<<fnn_cuda_blocks(N * C * S), FNN_CUDA_THREADS>>>(y, x, w, b, rmean, rvar, N * C * S, C, S,
-                                                                             eps);
-        if (stats) bn_eval_stats_kernel<<<fnn_cuda_blocks(C), FNN_CUDA_THREADS>>>(stats, rmean, rvar, C, eps);
+            FNN_LAUNCH(bn_eval_kernel, fnn_cuda_blocks(N * C * S), FNN_CUDA_THREADS, y, x, w, b, rmean, rvar, N * C * S,
+                       C, S, eps);
+        if (stats) FNN_LAUNCH(bn_eval_stats_kernel, fnn_cuda_blocks(C), FNN_CUDA_THREADS, stats, rmean, rvar, C, eps);
     }
     FNN_CUDA_CHECK("batch_norm", cudaGetLastError());
     return FNN_STATUS_OK;
@@ -161,9 +163,13 @@ int fnn_cuda_batch_norm_grad(int ordinal, float *dx, float *dw, float *db, const
     if (C == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("batch_norm", ordinal));
     if (bn_block_mode(N * S))
-        bn_grad_kernel<true><<<bn_blocks(C), bn_threads(N * S)>>>(dx, dw, db, g, x, w, stats, N, C, S, training);
+        FNN_LAUNCH_BLOCKS(bn_grad_kernel<true>, bn_blocks(C), bn_threads(N * S), dx, dw, db, g, x, w, stats, N, C, S,
+                          training);
     else
-        bn_grad_kernel<false><<<fnn_cuda_blocks(C), FNN_CUDA_THREADS>>>(dx, dw, db, g, x, w, stats, N, C, S, training);
+        FNN_LAUNCH(bn_grad_kernel<false>, fnn_cuda_blocks(C), FNN_CUDA_THREADS, dx, dw, db, g, x, w, stats, N, C, S,
+                   training);
     FNN_CUDA_CHECK("batch_norm", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -143,7 +143,7 @@ __global__ void conv_depthwise_input_grad_kernel(float *__restrict__ dx, const f
 /* 32-bit indices when every index a kernel forms (up to total plus one grid stride) stays below 2^31 */
 static inline bool conv_fits32(int64_t a, int64_t b) { return a < (1LL << 30) && b < (1LL << 30); }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 
 int fnn_cuda_conv_im2col(int ordinal, float *col, const float *x, const void *geom, int64_t count,
                          int64_t row_stride, int64_t image_stride) {
@@ -153,11 +153,11 @@ int fnn_cuda_conv_im2col(int ordinal, float *col, const float *x, const void *ge
     if (total == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("conv", ordinal));
     if (conv_fits32(total, count * g.C * g.S))
-        conv_im2col_kernel<int><<<fnn_cuda_blocks(total), FNN_CUDA_THREADS>>>(col, x, g, (int)count, (int)row_stride,
-                                                                              (int)image_stride);
+        FNN_LAUNCH(conv_im2col_kernel<int>, fnn_cuda_blocks(total), FNN_CUDA_THREADS, col, x, g, (int)count,
+                   (int)row_stride, (int)image_stride);
     else
-        conv_im2col_kernel<int64_t><<<fnn_cuda_blocks(total), FNN_CUDA_THREADS>>>(col, x, g, count, row_stride,
-                                                                                  image_stride);
+        FNN_LAUNCH(conv_im2col_kernel<int64_t>, fnn_cuda_blocks(total), FNN_CUDA_THREADS, col, x, g, count, row_stride,
+                   image_stride);
     FNN_CUDA_CHECK("conv", cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -170,9 +170,9 @@ int fnn_cuda_conv_col2im(int ordinal, float *dx, const float *col, const float *
     if (total == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("conv", ordinal));
     if (conv_fits32(total, count * g.C * g.taps * g.L))
-        conv_col2im_kernel<int><<<fnn_cuda_blocks(total), FNN_CUDA_THREADS>>>(dx, col, bias_in, g, (int)count);
+        FNN_LAUNCH(conv_col2im_kernel<int>, fnn_cuda_blocks(total), FNN_CUDA_THREADS, dx, col, bias_in, g, (int)count);
     else
-        conv_col2im_kernel<int64_t><<<fnn_cuda_blocks(total), FNN_CUDA_THREADS>>>(dx, col, bias_in, g, count);
+        FNN_LAUNCH(conv_col2im_kernel<int64_t>, fnn_cuda_blocks(total), FNN_CUDA_THREADS, dx, col, bias_in, g, count);
     FNN_CUDA_CHECK("conv", cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -185,9 +185,9 @@ int fnn_cuda_conv_depthwise(int ordinal, float *y, const float *x, const float *
     if (total == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("conv", ordinal));
     if (conv_fits32(total, count * g.C * g.S))
-        conv_depthwise_kernel<int><<<fnn_cuda_blocks(total), FNN_CUDA_THREADS>>>(y, x, w, b, g, (int)count);
+        FNN_LAUNCH(conv_depthwise_kernel<int>, fnn_cuda_blocks(total), FNN_CUDA_THREADS, y, x, w, b, g, (int)count);
     else
-        conv_depthwise_kernel<int64_t><<<fnn_cuda_blocks(total), FNN_CUDA_THREADS>>>(y, x, w, b, g, count);
+        FNN_LAUNCH(conv_depthwise_kernel<int64_t>, fnn_cuda_blocks(total), FNN_CUDA_THREADS, y, x, w, b, g, count);
     FNN_CUDA_CHECK("conv", cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -200,11 +200,13 @@ int fnn_cuda_conv_depthwise_input_grad(int ordinal, float *dx, const float *dy, 
     if (total == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("conv", ordinal));
     if (conv_fits32(total, count * g.O * g.L))
-        conv_depthwise_input_grad_kernel<int><<<fnn_cuda_blocks(total), FNN_CUDA_THREADS>>>(dx, dy, w, bias_in, g,
-                                                                                           (int)count);
+        FNN_LAUNCH(conv_depthwise_input_grad_kernel<int>, fnn_cuda_blocks(total), FNN_CUDA_THREADS, dx, dy, w, bias_in,
+                   g, (int)count);
     else
-        conv_depthwise_input_grad_kernel<int64_t><<<fnn_cuda_blocks(total), FNN_CUDA_THREADS>>>(dx, dy, w, bias_in, g,
-                                                                                               count);
+        FNN_LAUNCH(conv_depthwise_input_grad_kernel<int64_t>, fnn_cuda_blocks(total), FNN_CUDA_THREADS, dx, dy, w,
+                   bias_in, g, count);
     FNN_CUDA_CHECK("conv", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

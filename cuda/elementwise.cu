@@ -42,7 +42,7 @@ template <int OP, typename I> __global__ void binary_strided(float *y, const flo
     }
 }
 
-/* ---- launchers ---- */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 /* Drop size-1 dims and merge neighbours that both inputs walk as one run, so
  * [64,128] + [64,128] becomes one dim (the contiguous case) and [64,128] + [128]
  * two; fewer dims means fewer divisions per element. */
@@ -67,7 +67,7 @@ static void coalesce(Layout &L) {
 template <int OP> static void launch(float *y, const float *a, const float *b, int64_t n, const Layout &L) {
     unsigned blocks = fnn_cuda_blocks(n);
     if (L.ndim == 0 || (L.ndim == 1 && L.astride[0] == 1 && L.bstride[0] == 1)) {
-        binary_contiguous<OP><<<blocks, FNN_CUDA_THREADS>>>(y, a, b, n);
+        FNN_LAUNCH(binary_contiguous<OP>, blocks, FNN_CUDA_THREADS, y, a, b, n);
         return;
     }
     /* the largest offset either input reaches, to choose the index width; the margin
@@ -78,8 +78,10 @@ template <int OP> static void launch(float *y, const float *a, const float *b, i
         reach_b += (L.shape[d] - 1) * L.bstride[d];
     }
     const int64_t limit = (int64_t)1 << 30;
-    if (n < limit && reach_a < limit && reach_b < limit) binary_strided<OP, int32_t><<<blocks, FNN_CUDA_THREADS>>>(y, a, b, (int32_t)n, L);
-    else binary_strided<OP, int64_t><<<blocks, FNN_CUDA_THREADS>>>(y, a, b, n, L);
+    if (n < limit && reach_a < limit && reach_b < limit)
+        FNN_LAUNCH((binary_strided<OP, int32_t>), blocks, FNN_CUDA_THREADS, y, a, b, (int32_t)n, L);
+    else
+        FNN_LAUNCH((binary_strided<OP, int64_t>), blocks, FNN_CUDA_THREADS, y, a, b, n, L);
 }
 
 int fnn_cuda_binary(int ordinal, int op, float *y, const float *a, const int64_t *astride, const float *b,
@@ -109,3 +111,5 @@ int fnn_cuda_binary(int ordinal, int op, float *y, const float *a, const int64_t
     FNN_CUDA_CHECK(name, cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

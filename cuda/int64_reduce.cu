@@ -83,7 +83,7 @@ static inline bool int_reduce_by_block(int64_t lines, int64_t R, int64_t I) {
     return I == 1 || (lines < 2048 && R >= 64);
 }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 int fnn_cuda_int_reduce(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,
                         int64_t I) {
     FNN_ASSERT(op == FNN_RED_SUM || op == FNN_RED_MAX || op == FNN_RED_MIN);
@@ -92,10 +92,12 @@ int fnn_cuda_int_reduce(int ordinal, int op, int64_t *y, int64_t *idx, const int
     FNN_TRY(fnn_cuda_use_device("int64 reduction", ordinal));
     if (int_reduce_by_block(lines, R, I)) {
         const unsigned blocks = (unsigned)(lines < (1 << 20) ? lines : (1 << 20));
-        int_reduce_block_kernel<<<blocks, INT_RED_THREADS>>>(op, y, idx, x, O, R, I);
+        FNN_LAUNCH_BLOCKS(int_reduce_block_kernel, blocks, INT_RED_THREADS, op, y, idx, x, O, R, I);
     } else {
-        int_reduce_thread_kernel<<<fnn_cuda_blocks(lines), FNN_CUDA_THREADS>>>(op, y, idx, x, O, R, I);
+        FNN_LAUNCH(int_reduce_thread_kernel, fnn_cuda_blocks(lines), FNN_CUDA_THREADS, op, y, idx, x, O, R, I);
     }
     FNN_CUDA_CHECK("int64 reduction", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -367,7 +367,7 @@ static inline PoolGeom pool_geom(int64_t planes, const int64_t *in, const int64_
     return g;
 }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 
 /* launch kernel<int32_t or int64_t> over n elements (an op of nin input and nout output elements,
  * n one of them), then check the launch */
@@ -375,8 +375,10 @@ static inline PoolGeom pool_geom(int64_t planes, const int64_t *in, const int64_
     do {                                                                                                   \
         if ((n) <= 0) return FNN_STATUS_OK;                                                                \
         FNN_TRY(fnn_cuda_use_device(op, ordinal));                                                         \
-        if (pool_small(nin, nout)) kernel<int32_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(__VA_ARGS__, (int32_t)(n)); \
-        else kernel<int64_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(__VA_ARGS__, (int64_t)(n));        \
+        if (pool_small(nin, nout))                                                                         \
+            FNN_LAUNCH(kernel<int32_t>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, __VA_ARGS__, (int32_t)(n));  \
+        else                                                                                               \
+            FNN_LAUNCH(kernel<int64_t>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, __VA_ARGS__, (int64_t)(n));  \
         FNN_CUDA_CHECK(op, cudaGetLastError());                                                            \
         return FNN_STATUS_OK;                                                                              \
     } while (0)
@@ -417,10 +419,10 @@ int fnn_cuda_avg_pool_grad(int ordinal, float *dx, const float *dy, int64_t plan
         if ((n) <= 0) return FNN_STATUS_OK;                                                                \
         FNN_TRY(fnn_cuda_use_device(op, ordinal));                                                         \
         if (pool_small(planes * H * W, planes * Ho * Wo))                                                  \
-            kernel<int32_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(a, b, (int32_t)H, (int32_t)W, (int32_t)Ho, \
-                                                                      (int32_t)Wo, __VA_ARGS__ (int32_t)(n)); \
+            FNN_LAUNCH(kernel<int32_t>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, a, b, (int32_t)H, (int32_t)W,     \
+                       (int32_t)Ho, (int32_t)Wo, __VA_ARGS__(int32_t)(n));                                 \
         else                                                                                               \
-            kernel<int64_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(a, b, H, W, Ho, Wo, __VA_ARGS__(n));  \
+            FNN_LAUNCH(kernel<int64_t>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, a, b, H, W, Ho, Wo, __VA_ARGS__(n)); \
         FNN_CUDA_CHECK(op, cudaGetLastError());                                                            \
         return FNN_STATUS_OK;                                                                              \
     } while (0)
@@ -462,3 +464,5 @@ int fnn_cuda_upsample_bilinear_grad(int ordinal, float *dx, const float *dy, int
     const int al = align_corners != 0;
     POOL_LAUNCH_2D("upsample_bilinear2d", pool_bilinear_grad_kernel, planes * H * W, dx, dy, sh, sw, al, );
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

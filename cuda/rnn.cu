@@ -154,16 +154,16 @@ template <typename I> __global__ void seq_copy_kernel(float *dst, const float *s
 /* 32-bit indices when every index a kernel forms stays below 2^30 (room for the grid step) */
 static inline bool seq_small(int64_t n) { return n < ((int64_t)1 << 30); }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 
 int fnn_cuda_lstm_cell(int ordinal, float *out, float *acts, const float *z, const float *c, int64_t N, int64_t H) {
     if (N * H == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("lstm_cell", ordinal));
     const unsigned blocks = fnn_cuda_blocks(N * H);
     if (seq_small(N * 5 * H))
-        lstm_cell_kernel<int32_t><<<blocks, FNN_CUDA_THREADS>>>(out, acts, z, c, (int32_t)N, (int32_t)H);
+        FNN_LAUNCH(lstm_cell_kernel<int32_t>, blocks, FNN_CUDA_THREADS, out, acts, z, c, (int32_t)N, (int32_t)H);
     else
-        lstm_cell_kernel<int64_t><<<blocks, FNN_CUDA_THREADS>>>(out, acts, z, c, N, H);
+        FNN_LAUNCH(lstm_cell_kernel<int64_t>, blocks, FNN_CUDA_THREADS, out, acts, z, c, N, H);
     FNN_CUDA_CHECK("lstm_cell", cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -174,9 +174,10 @@ int fnn_cuda_lstm_cell_grad(int ordinal, float *dz, float *dc, const float *g, c
     FNN_TRY(fnn_cuda_use_device("lstm_cell", ordinal));
     const unsigned blocks = fnn_cuda_blocks(N * H);
     if (seq_small(N * 5 * H))
-        lstm_cell_grad_kernel<int32_t><<<blocks, FNN_CUDA_THREADS>>>(dz, dc, g, acts, c, (int32_t)N, (int32_t)H);
+        FNN_LAUNCH(lstm_cell_grad_kernel<int32_t>, blocks, FNN_CUDA_THREADS, dz, dc, g, acts, c, (int32_t)N,
+                   (int32_t)H);
     else
-        lstm_cell_grad_kernel<int64_t><<<blocks, FNN_CUDA_THREADS>>>(dz, dc, g, acts, c, N, H);
+        FNN_LAUNCH(lstm_cell_grad_kernel<int64_t>, blocks, FNN_CUDA_THREADS, dz, dc, g, acts, c, N, H);
     FNN_CUDA_CHECK("lstm_cell", cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -190,11 +191,11 @@ int fnn_cuda_rnn_step(int ordinal, int kind, int64_t N, int64_t H, const float *
     FNN_TRY(fnn_cuda_use_device(seq_name(kind), ordinal));
     const unsigned blocks = fnn_cuda_blocks(N * H);
     if (seq_small(N * 5 * H) && seq_small(N * out_ld))
-        rnn_step_kernel<int32_t><<<blocks, FNN_CUDA_THREADS>>>(kind, (int32_t)N, (int32_t)H, z, hz, b_hh, h_prev, c_prev,
-                                                               h, c, acts, out, (int32_t)out_ld);
+        FNN_LAUNCH(rnn_step_kernel<int32_t>, blocks, FNN_CUDA_THREADS, kind, (int32_t)N, (int32_t)H, z, hz, b_hh,
+                   h_prev, c_prev, h, c, acts, out, (int32_t)out_ld);
     else
-        rnn_step_kernel<int64_t><<<blocks, FNN_CUDA_THREADS>>>(kind, N, H, z, hz, b_hh, h_prev, c_prev, h, c, acts, out,
-                                                               out_ld);
+        FNN_LAUNCH(rnn_step_kernel<int64_t>, blocks, FNN_CUDA_THREADS, kind, N, H, z, hz, b_hh, h_prev, c_prev, h, c,
+                   acts, out, out_ld);
     FNN_CUDA_CHECK(seq_name(kind), cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -206,11 +207,11 @@ int fnn_cuda_rnn_step_grad(int ordinal, int kind, int64_t N, int64_t H, const fl
     FNN_TRY(fnn_cuda_use_device(seq_name(kind), ordinal));
     const unsigned blocks = fnn_cuda_blocks(N * H);
     if (seq_small(N * 5 * H) && seq_small(N * g_ld))
-        rnn_step_grad_kernel<int32_t><<<blocks, FNN_CUDA_THREADS>>>(kind, (int32_t)N, (int32_t)H, g, (int32_t)g_ld, dh,
-                                                                    acts, c_prev, h, h_prev, dz, dhz, dc, dh_direct);
+        FNN_LAUNCH(rnn_step_grad_kernel<int32_t>, blocks, FNN_CUDA_THREADS, kind, (int32_t)N, (int32_t)H, g,
+                   (int32_t)g_ld, dh, acts, c_prev, h, h_prev, dz, dhz, dc, dh_direct);
     else
-        rnn_step_grad_kernel<int64_t><<<blocks, FNN_CUDA_THREADS>>>(kind, N, H, g, g_ld, dh, acts, c_prev, h, h_prev, dz,
-                                                                    dhz, dc, dh_direct);
+        FNN_LAUNCH(rnn_step_grad_kernel<int64_t>, blocks, FNN_CUDA_THREADS, kind, N, H, g, g_ld, dh, acts, c_prev, h,
+                   h_prev, dz, dhz, dc, dh_direct);
     FNN_CUDA_CHECK(seq_name(kind), cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -229,9 +230,11 @@ int fnn_cuda_seq_copy(int ordinal, float *dst, const int64_t *dstride, const flo
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("copy", ordinal));
     if (seq_small(n))
-        seq_copy_kernel<int32_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(dst, src, (int32_t)n, L);
+        FNN_LAUNCH(seq_copy_kernel<int32_t>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, dst, src, (int32_t)n, L);
     else
-        seq_copy_kernel<int64_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(dst, src, n, L);
+        FNN_LAUNCH(seq_copy_kernel<int64_t>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, dst, src, n, L);
     FNN_CUDA_CHECK("copy", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

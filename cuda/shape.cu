@@ -182,7 +182,7 @@ static inline int64_t pad_layout(ShapeLayout *L, int ndim, const int64_t *yshape
     return xstride ? ny : nx;
 }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
                        int esize, int ndim, const int64_t *shape) {
     FNN_ASSERT((esize == 4 || esize == 8) && ndim >= 0 && ndim <= FNN_MAX_DIMS);
@@ -203,11 +203,15 @@ int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const voi
     const bool narrow = n < limit && dreach < limit && sreach < limit;
     const unsigned blocks = fnn_cuda_blocks(n);
     if (esize == 8) {
-        if (narrow) copy_into_kernel<int64_t, int32_t><<<blocks, FNN_CUDA_THREADS>>>((int64_t *)dst, (const int64_t *)src, (int32_t)n, L);
-        else copy_into_kernel<int64_t, int64_t><<<blocks, FNN_CUDA_THREADS>>>((int64_t *)dst, (const int64_t *)src, n, L);
+        if (narrow) FNN_LAUNCH((copy_into_kernel<int64_t, int32_t>), blocks, FNN_CUDA_THREADS, (int64_t *)dst,
+                               (const int64_t *)src, (int32_t)n, L);
+        else FNN_LAUNCH((copy_into_kernel<int64_t, int64_t>), blocks, FNN_CUDA_THREADS, (int64_t *)dst,
+                        (const int64_t *)src, n, L);
     } else {
-        if (narrow) copy_into_kernel<float, int32_t><<<blocks, FNN_CUDA_THREADS>>>((float *)dst, (const float *)src, (int32_t)n, L);
-        else copy_into_kernel<float, int64_t><<<blocks, FNN_CUDA_THREADS>>>((float *)dst, (const float *)src, n, L);
+        if (narrow) FNN_LAUNCH((copy_into_kernel<float, int32_t>), blocks, FNN_CUDA_THREADS, (float *)dst,
+                               (const float *)src, (int32_t)n, L);
+        else FNN_LAUNCH((copy_into_kernel<float, int64_t>), blocks, FNN_CUDA_THREADS, (float *)dst, (const float *)src,
+                        n, L);
     }
     FNN_CUDA_CHECK("copy", cudaGetLastError());
     return FNN_STATUS_OK;
@@ -221,8 +225,10 @@ int fnn_cuda_pad(int ordinal, void *y, const void *x, const int64_t *xstride, in
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("pad", ordinal));
     if (esize == 8)
-        pad_kernel<int64_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((int64_t *)y, (const int64_t *)x, (int64_t)value, n, L);
-    else pad_kernel<float><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((float *)y, (const float *)x, (float)value, n, L);
+        FNN_LAUNCH(pad_kernel<int64_t>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, (int64_t *)y, (const int64_t *)x,
+                   (int64_t)value, n, L);
+    else FNN_LAUNCH(pad_kernel<float>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, (float *)y, (const float *)x, (float)value,
+                    n, L);
     FNN_CUDA_CHECK("pad", cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -235,8 +241,10 @@ int fnn_cuda_pad_mode(int ordinal, void *y, const void *x, const int64_t *xstrid
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("pad", ordinal));
     if (esize == 8)
-        pad_mode_kernel<int64_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((int64_t *)y, (const int64_t *)x, mode, n, L);
-    else pad_mode_kernel<float><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((float *)y, (const float *)x, mode, n, L);
+        FNN_LAUNCH(pad_mode_kernel<int64_t>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, (int64_t *)y, (const int64_t *)x,
+                   mode, n, L);
+    else FNN_LAUNCH(pad_mode_kernel<float>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, (float *)y, (const float *)x, mode, n,
+                    L);
     FNN_CUDA_CHECK("pad", cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -248,7 +256,7 @@ int fnn_cuda_pad_mode_grad(int ordinal, float *dx, const float *g, int ndim, con
     const int64_t n = pad_layout(&L, ndim, yshape, xshape, before, NULL);
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("pad", ordinal));
-    pad_mode_grad_kernel<<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(dx, g, mode, n, L);
+    FNN_LAUNCH(pad_mode_grad_kernel, fnn_cuda_blocks(n), FNN_CUDA_THREADS, dx, g, mode, n, L);
     FNN_CUDA_CHECK("pad", cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -267,8 +275,9 @@ int fnn_cuda_repeat(int ordinal, void *y, const void *x, const int64_t *xstride,
     }
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("repeat", ordinal));
-    if (esize == 8) repeat_kernel<int64_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((int64_t *)y, (const int64_t *)x, n, L);
-    else repeat_kernel<float><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((float *)y, (const float *)x, n, L);
+    if (esize == 8) FNN_LAUNCH(repeat_kernel<int64_t>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, (int64_t *)y,
+                               (const int64_t *)x, n, L);
+    else FNN_LAUNCH(repeat_kernel<float>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, (float *)y, (const float *)x, n, L);
     FNN_CUDA_CHECK("repeat", cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -290,7 +299,7 @@ int fnn_cuda_repeat_grad(int ordinal, float *dx, const float *g, int ndim, const
     }
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("repeat", ordinal));
-    repeat_grad_kernel<<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>(dx, g, n, tiles, L);
+    FNN_LAUNCH(repeat_grad_kernel, fnn_cuda_blocks(n), FNN_CUDA_THREADS, dx, g, n, tiles, L);
     FNN_CUDA_CHECK("repeat", cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -302,8 +311,12 @@ int fnn_cuda_tri(int ordinal, void *y, const void *x, int esize, int64_t batch, 
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device(upper ? "triu" : "tril", ordinal));
     if (esize == 8)
-        tri_kernel<int64_t><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((int64_t *)y, (const int64_t *)x, n, rows, cols, k, upper);
-    else tri_kernel<float><<<fnn_cuda_blocks(n), FNN_CUDA_THREADS>>>((float *)y, (const float *)x, n, rows, cols, k, upper);
+        FNN_LAUNCH(tri_kernel<int64_t>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, (int64_t *)y, (const int64_t *)x, n, rows,
+                   cols, k, upper);
+    else FNN_LAUNCH(tri_kernel<float>, fnn_cuda_blocks(n), FNN_CUDA_THREADS, (float *)y, (const float *)x, n, rows,
+                    cols, k, upper);
     FNN_CUDA_CHECK(upper ? "triu" : "tril", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

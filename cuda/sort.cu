@@ -85,7 +85,7 @@ static inline int sort_threads(int64_t P) {
     return P / 2 >= SORT_MAX_THREADS ? SORT_MAX_THREADS : P / 2 < 32 ? 32 : (int)(P / 2);
 }
 
-/* ==== host side: the launchers. spec/gpu/emulate.sh compiles everything above this line for the host ==== */
+/* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 int fnn_cuda_sort(int ordinal, float *y, int64_t *idx, const float *x, int64_t O, int64_t n, int64_t I, int64_t m,
                   int descending) {
     const int64_t lines = O * I;
@@ -103,7 +103,8 @@ int fnn_cuda_sort(int ordinal, float *y, int64_t *idx, const float *x, int64_t O
         scratch = (uint64_t *)fnn_alloc(device, bytes);
         if (!scratch) return fnn_last_status();
     }
-    sort_lines_kernel<<<(unsigned)blocks, sort_threads(P)>>>(y, idx, x, O, n, I, m, descending, P, scratch);
+    FNN_LAUNCH_BLOCKS(sort_lines_kernel, (unsigned)blocks, sort_threads(P), y, idx, x, O, n, I, m, descending, P,
+                      scratch);
     cudaError_t e = cudaGetLastError();
     /* freed into the cache: the next user of the block runs after this kernel on the same stream */
     if (scratch) fnn_free(device, scratch, bytes);
@@ -120,7 +121,9 @@ int fnn_cuda_sort_grad(int ordinal, float *dx, const float *g, const int64_t *id
         FNN_CUDA_CHECK("sort", cudaMemsetAsync(dx, 0, (size_t)(O * n * I) * sizeof(float), cudaStreamPerThread));
     }
     if (total == 0) return FNN_STATUS_OK;
-    sort_grad_kernel<<<fnn_cuda_blocks(total), FNN_CUDA_THREADS>>>(dx, g, idx, O, n, I, m);
+    FNN_LAUNCH(sort_grad_kernel, fnn_cuda_blocks(total), FNN_CUDA_THREADS, dx, g, idx, O, n, I, m);
     FNN_CUDA_CHECK("sort", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -6,7 +6,10 @@
 // run_block runs one block of `threads` host threads (kernels with barriers or warp shuffles),
 // run_grid every block of a grid in turn (kernels that index by blockIdx). Each emulated_*.cpp
 // includes this, then the device code of its cuda/*.cu files (cut at their "host side" line into
-// <name>_body.inc), and adds its launchers to the table with EMULATED_BACKEND_ADD.
+// <name>_body.inc), launchers included (written with FNN_LAUNCH above that line), and points the
+// table at those launchers with EMULATED_BACKEND_ADD. The CUDA runtime calls that launchers make
+// get host stand-ins below (cudaGetLastError, cudaMemcpyAsync, cudaMemsetAsync: done at once, one
+// stream). What is still a copy rather than the real cuda/ code is listed in emulated_backend.cpp.
 #ifndef FASTNN_EMULATED_H
 #define FASTNN_EMULATED_H
 #include <atomic>
@@ -92,10 +95,16 @@ static inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t byt
     memcpy(dst, src, bytes);
     return 0;
 }
+/* sort_grad's zeroing (sort.cu): done at once, as every emulated launch is; one host stream */
+enum { cudaStreamPerThread = 0 };
+static inline cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, int) {
+    memset(dst, value, bytes);
+    return 0;
+}
 #define FNN_CUDA_CHECK(op, call) ((void)(op), (void)(call))
 /* the emulated backend's table (emulated_backend.cpp); each family file fills its entries from a
  * static constructor, which runs before the core registers the table:
- *   EMULATED_BACKEND_ADD(conv) { b->conv = m_conv; b->conv_grad = m_conv_grad; } */
+ *   EMULATED_BACKEND_ADD(conv) { b->conv_im2col = fnn_cuda_conv_im2col; ... } */
 fnn_backend *emulated_backend(void);
 #define EMULATED_BACKEND_ADD(family)                                                        \
     static void emulated_add_##family(fnn_backend *b);                                      \

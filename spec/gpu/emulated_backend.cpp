@@ -1,14 +1,18 @@
 // spec/gpu/emulated_backend.cpp: the CUDA backend's kernels run on the host, for checking the
 // device paths without a GPU (spec/gpu/emulate.sh builds it; see there). The device code of
-// cuda/map.cu, reduction.cu, optim.cu, copy.cu, loss.cu, index.cu, norm.cu, cast.cu and int64.cu (everything above each file's "host side" line)
-// is compiled here as C++ with the CUDA keywords defined away, their launchers too (written with
-// FNN_LAUNCH above that line): a kernel is a plain function whose
-// grid-stride loop covers everything as one thread; a reduction that runs a block per line on a
-// GPU runs here as blockDim host threads with real barriers for __syncthreads and a per-warp
-// exchange for __shfl_down_sync, so the warp and block reductions run as written. The math
-// intrinsics (__expf, __sinf, ...) become libm's, the allocator is malloc (no caching), matmul a
-// naive loop, and random draws a hash of (seed, index), not cuRAND. What this cannot show: the
-// real hardware (memory model, fast-math accuracy, launch limits, cuRAND, cuBLAS).
+// cuda/map.cu, reduction.cu, optim.cu, copy.cu, loss.cu, index.cu, norm.cu, cast.cu and int64.cu
+// (everything above each file's "host side" line) is compiled here as C++ with the CUDA keywords
+// defined away, their launchers too (written with FNN_LAUNCH above that line), as are conv, pool,
+// batch_norm, shape, sort, int64_reduce, rnn, attention, elementwise and backend.cu's fill in the
+// other emulated_*.cpp files: a kernel is a plain function whose grid-stride loop covers everything
+// as one thread; a reduction that runs a block per line on a GPU runs here as blockDim host threads
+// with real barriers for __syncthreads and a per-warp exchange for __shfl_down_sync, so the warp
+// and block reductions run as written. The math intrinsics (__expf, __sinf, ...) become libm's.
+// Still host copies or stand-ins, here: the allocator is malloc (no caching) and copies memcpy
+// (backend.cu's are the CUDA runtime), matmul a naive loop (cuBLAS in linalg.cu) and random draws
+// a hash of (seed, index), not cuRAND (random.cu); emulated_xfer.cpp stands in for the pinned
+// buffers and streams. What this cannot show: the real hardware (memory model, fast-math accuracy,
+// launch limits, cuRAND, cuBLAS).
 #include "emulated.h"
 #include "map_body.inc"   /* cut from each cuda/<name>.cu at its host-side line (cmake/cut_device_code.cmake) */
 #include "reduction_body.inc"
@@ -24,19 +28,6 @@ static int count(void) { return 1; }
 static void *m_alloc(int, size_t b) { return malloc(b ? b : 1); }
 static void m_free(int, void *p, size_t) { free(p); }
 static int m_copy(void *d, int, const void *s, int, size_t b) { memcpy(d, s, b); return 0; }
-static int m_fill(int, float *y, int64_t n, float v) { for (int64_t i = 0; i < n; i++) y[i] = v; return 0; }
-static int m_binary(int, int op, float *y, const float *a, const int64_t *as, const float *b, const int64_t *bs, int nd,
-                    const int64_t *shape) {
-    int64_t n = 1;
-    for (int d = 0; d < nd; d++) n *= shape[d];
-    for (int64_t i = 0; i < n; i++) {
-        int64_t rem = i, ao = 0, bo = 0;
-        for (int d = nd - 1; d >= 0; d--) { int64_t k = rem % shape[d]; rem /= shape[d]; ao += k * as[d]; bo += k * bs[d]; }
-        float x = a[ao], z = b[bo];
-        y[i] = op == FNN_BIN_ADD ? x + z : op == FNN_BIN_SUB ? x - z : op == FNN_BIN_MUL ? x * z : x / z;
-    }
-    return 0;
-}
 static int m_gemm(int, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, int64_t sa,
                   const float *b, int ldb, int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch) {
     for (int q = 0; q < batch; q++)
@@ -68,7 +59,8 @@ static int m_random(int, int op, float *y, int64_t n, uint64_t seed, uint64_t, d
     return 0;
 }
 /* the launchers of the cuda/ files that have them above their host-side line; the rest here */
-static fnn_backend table = {"cuda", count, m_alloc, m_free, m_copy, m_fill, m_binary, m_gemm, fnn_cuda_strided_copy,
+static fnn_backend table = {"cuda", count, m_alloc, m_free, m_copy, NULL /* fill: emulated_xfer.cpp */,
+                            NULL /* binary: emulated_elementwise.cpp */, m_gemm, fnn_cuda_strided_copy,
                             fnn_cuda_map, fnn_cuda_reduce, fnn_cuda_reduce_grad, fnn_cuda_optim, m_random,
                             fnn_cuda_class_loss, fnn_cuda_class_loss_grad, fnn_cuda_ew_loss, fnn_cuda_ew_loss_grad,
                             fnn_cuda_index, fnn_cuda_norm, fnn_cuda_norm_grad, fnn_cuda_cast, fnn_cuda_int_binary};

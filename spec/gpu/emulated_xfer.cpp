@@ -1,11 +1,13 @@
-// spec/gpu/emulated_xfer.cpp: the transfer entries of cuda/backend.cu for the host emulation. The
-// pinned cache is backend.cu's own HostCache (cut above its host-side line), over malloc instead of
-// cudaHostAlloc. An async copy is a memcpy done at once, its token (the event on a GPU) set done
-// when it has run, so a freed pinned buffer goes through the cache's pending list and poll as on a
-// GPU. What this cannot show: the copy stream's overlap, and the compute stream's wait on the event
-// (the ordering of a real async copy); spec/gpu/check.sh runs those on a GPU.
+// spec/gpu/emulated_xfer.cpp: the transfer entries of cuda/backend.cu for the host emulation, and its
+// fill (backend.cu's own launcher, above its host-side line). The transfer entries are host stand-ins,
+// not backend.cu's code (which is the CUDA runtime: streams, events, cudaHostAlloc); the pinned cache
+// is backend.cu's own HostCache (cut above its host-side line), over malloc instead of cudaHostAlloc.
+// An async copy is a memcpy done at once, its token (the event on a GPU) set done when it has run,
+// so a freed pinned buffer goes through the cache's pending list and poll as on a GPU. What this
+// cannot show: the copy stream's overlap, and the compute stream's wait on the event (the ordering of
+// a real async copy); spec/gpu/check.sh runs those on a GPU.
 #include "emulated.h"
-#include "backend_body.inc"   /* block_size, HostCache (cut from cuda/backend.cu) */
+#include "backend_body.inc"   /* block_size, HostCache, fill (cut from cuda/backend.cu) */
 #include <mutex>
 
 namespace {
@@ -52,6 +54,7 @@ void m_copy_pool(int) {}   // one host thread, no streams: every block is safe t
 }  // namespace
 
 EMULATED_BACKEND_ADD(xfer) {
+    b->fill = cuda_fill;   /* backend.cu's own launcher, above its host-side line */
     b->synchronize = m_synchronize;
     b->host_alloc = m_host_alloc;
     b->host_free = m_host_free;
