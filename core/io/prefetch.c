@@ -355,18 +355,16 @@ int fnn_prefetch_next(fnn_prefetch *p, fnn_tensor *inputs, fnn_tensor *targets) 
     fnn_tensor_init(targets);
     slot made;
     pthread_mutex_lock(&p->lock);
-    /* the late copies of stolen batches: ours to drop, once the lock is released */
-    fnn_tensor trash[2 * FNN_PREFETCH_MAX_WORKERS];
-    int ntrash = 0;
+    /* the late copies of stolen batches are ours to drop (rare: dropped here, under the lock) */
+    bool dropped = false;
     for (int i = 0; i < p->started; i++) {
         worker_rec *w = &p->workers[i];
         if (w->trash_x.ndim < 0 && w->trash_y.ndim < 0) continue;
-        trash[ntrash++] = w->trash_x;
-        trash[ntrash++] = w->trash_y;
-        fnn_tensor_init(&w->trash_x);
-        fnn_tensor_init(&w->trash_y);
+        fnn_tensor_clear(&w->trash_x);
+        fnn_tensor_clear(&w->trash_y);
+        dropped = true;
     }
-    if (ntrash) pthread_cond_broadcast(&p->emptied);
+    if (dropped) pthread_cond_broadcast(&p->emptied);
     int rc = FNN_STATUS_OK;
     while (p->consumed < p->nbatches) {
         int64_t c = p->consumed;
@@ -395,7 +393,6 @@ int fnn_prefetch_next(fnn_prefetch *p, fnn_tensor *inputs, fnn_tensor *targets) 
         break;
     }
     pthread_mutex_unlock(&p->lock);
-    for (int i = 0; i < ntrash; i++) fnn_tensor_clear(&trash[i]);
     return rc;
 }
 
