@@ -309,18 +309,21 @@ end
 
 local function shape_text(s) return '[' .. table.concat(s, ',') .. ']' end
 
+-- the input's trailing dims must be the module's shape (PyTorch's rule), not just its count
+local function ends_in(x, shape)
+   local nd, k = x.ndim, #shape
+   if nd < k then return false end
+   for i = 1, k do
+      if tonumber(x.shape_[nd - k + i - 1]) ~= shape[i] then return false end
+   end
+   return true
+end
+
 function LayerNorm:forward(x)
    if not istype(x) then
       error(('LayerNorm(%s): input is a %s, expected a tensor'):format(shape_text(self.shape), type(x)), 2)
    end
-   -- the input's trailing dims must be the module's shape (PyTorch's rule), not just its count
-   local nd, k = x.ndim, #self.shape
-   local ok = nd >= k
-   for i = 1, k do
-      if not ok then break end
-      ok = tonumber(x.shape_[nd - k + i - 1]) == self.shape[i]
-   end
-   if not ok then
+   if not ends_in(x, self.shape) then
       error(('LayerNorm(%s): input %s does not end in %s'):format(
             shape_text(self.shape), fnn_tensor.shape_str(x), shape_text(self.shape)), 2)
    end
@@ -437,14 +440,7 @@ end
 function RMSNorm:forward(x)
    local label = 'RMSNorm(' .. shape_text(self.shape) .. ')'
    if not istype(x) then error(('%s: input is a %s, expected a tensor'):format(label, type(x)), 2) end
-   -- the input's trailing dims must be the module's shape (PyTorch's rule), not just its count
-   local nd, k = x.ndim, #self.shape
-   local ok = nd >= k
-   for i = 1, k do
-      if not ok then break end
-      ok = tonumber(x.shape_[nd - k + i - 1]) == self.shape[i]
-   end
-   if not ok then
+   if not ends_in(x, self.shape) then
       error(('%s: input %s does not end in %s'):format(label, shape_str(x), shape_text(self.shape)), 2)
    end
    local w = self.weight
