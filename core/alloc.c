@@ -158,7 +158,7 @@ static int cpu_count(void) { return 1; }
 
 static const fnn_backend cpu_backend = {
     .name = "cpu", .device_count = cpu_count, .alloc = cpu_alloc, .free = cpu_free, .copy = cpu_copy,
-    .reductions = fnn_cpu_reduction_rows,
+    .rows = fnn_cpu_row_tables,
 };
 static const fnn_backend *backends[2] = {&cpu_backend, NULL};
 

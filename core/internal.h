@@ -66,34 +66,30 @@ typedef struct {
     int64_t shape[FNN_MAX_DIMS], xstride[FNN_MAX_DIMS], ystride[FNN_MAX_DIMS];
 } fnn_index_args;
 /* ---- a family's kernels by op name: the backend contract of the families that have one ----
- * An op's entry point (checks, output shape, allocation, node) is written once in core/ops/<family>.c;
- * it calls the row its registry name selects in its tensor's backend, so a new op of such a family is
- * a row in each backend's table and nothing here. The CPU rows sit beside the entry points, the CUDA
- * rows in cuda/<family>.cu (compiled for the host too, by spec/gpu/emulate.sh); a backend without a
- * row for an op refuses it by name, and the registry derives has_cuda from the CUDA rows.
- *
- * The reduction family (core/ops/reduction.c, cuda/reduction.cu): x contiguous, seen as [O, R, I]
- * with R the dim the op runs along. */
-typedef struct fnn_red_args {
-    int op;                 /* FNN_RED_*: the CUDA rows' shared line engine; callers leave it 0 */
-    float *out;             /* forward: y [O, I], or [O, R, I] for ops that keep the shape; backward: dx [O, R, I] */
-    int64_t *idx;           /* forward of max/min: 1-based positions [O, I], or NULL */
-    const float *x;         /* the input [O, R, I], or NULL when the rule does not read it */
-    const float *g;         /* backward: the output's gradient (of y's shape) */
-    const float *y;         /* backward: the forward's output, or NULL */
-    const int64_t *sel;     /* backward of max/min along a dim: the forward's positions, else NULL */
-    int64_t O, R, I;
-    double k0, k1;          /* the op's numbers: mean's 1/R, var's ddof and std flag, norm's p */
-} fnn_red_args;
-typedef int (*fnn_red_fn)(int ordinal, const fnn_red_args *a);
-typedef struct fnn_red_row {
-    const char *op;         /* the registry name; NULL ends a table */
-    fnn_red_fn forward, backward;   /* backward NULL: not differentiable */
-} fnn_red_row;
-extern const fnn_red_row fnn_cpu_reduction_rows[];    /* core/ops/reduction.c */
-extern const fnn_red_row fnn_cuda_reduction_rows[];   /* cuda/reduction.cu */
-/* the row for op in device's backend, or NULL */
-const fnn_red_row *fnn_red_row_for(int device, const char *op);
+ * A family on rows declares, in its header core/ops/<family>.h, its arguments and its row type: a
+ * struct whose first member is `const char *op` (the registry name; NULL ends a table) followed by
+ * the family's kernels. An op's entry point (checks, output shape, allocation, node) is written once
+ * in core/ops/<family>.c; it calls the row its registry name selects in its tensor's backend, so a
+ * new op of such a family is a row in each backend's table and nothing here. The CPU rows sit beside
+ * the entry points, the CUDA rows in cuda/<family>.cu (compiled for the host too, by
+ * spec/gpu/emulate.sh); a backend without a row for an op refuses it by name, and the registry
+ * derives has_cuda from the CUDA rows. Each backend lists its families' tables in `rows`:
+ * fnn_cpu_row_tables (core/registry.c; every family on rows has one there, empty when its CPU
+ * kernels stay inline) and fnn_cuda_row_tables (cuda/backend.cu). */
+typedef struct fnn_row_table {
+    const char *family;     /* the registry's family name; NULL ends a list */
+    const void *rows;       /* the family's row type [], ended by a row whose op is NULL */
+    size_t row_size;        /* sizeof that row type */
+} fnn_row_table;
+#define FNN_ROW_TABLE(family, rows) {family, rows, sizeof rows[0]}
+extern const fnn_row_table fnn_cpu_row_tables[];    /* core/registry.c */
+extern const fnn_row_table fnn_cuda_row_tables[];   /* cuda/backend.cu */
+/* the row (of family's row type) for op in device's backend, or NULL */
+FNN_LAYER const void *fnn_row_for(int device, const char *family, const char *op);
+/* the name of row i of a row table (the row types' first member) */
+static inline const char *fnn_row_name(const fnn_row_table *t, size_t i) {
+    return *(const char *const *)(const void *)((const char *)t->rows + i * t->row_size);
+}
 
 typedef struct fnn_backend {
     const char *name;
@@ -120,7 +116,7 @@ typedef struct fnn_backend {
                const int64_t *shape, float k0, float k1);
     /* the line engine under the reduction rows, by FNN_RED_* code, for the device-side sums of other
      * families (conv's bias gradient, the losses' means, rnn's bias gradients); the reduction ops
-     * themselves go through `reductions` by name. An FNN_RED_* op over contiguous x [O, R, I] -> y [O, I]
+     * themselves go through the rows by name. An FNN_RED_* op over contiguous x [O, R, I] -> y [O, I]
      * (idx: 1-based positions, max/min only, may be NULL); the softmax ops give y [O, R, I] */
     int (*reduce)(int ordinal, int op, float *y, int64_t *idx, const float *x, int64_t O, int64_t R, int64_t I,
                   double k0, double k1);
@@ -346,8 +342,8 @@ typedef struct fnn_backend {
      * copy stream writes after waiting for the streams that used them (bracket copy_async's dst) */
     void (*copy_pool)(int on);
     /* (end of xfer) */
-    /* ---- the families' kernels by op name (see fnn_red_row above) ---- */
-    const fnn_red_row *reductions;
+    /* ---- the families' kernels by op name (see fnn_row_table above) ---- */
+    const fnn_row_table *rows;
 } fnn_backend;
 /* int_binary's ops, numbered as elementwise.c's IOP_* */
 enum { FNN_INT_ADD, FNN_INT_SUB, FNN_INT_MUL, FNN_INT_EQ, FNN_INT_NE, FNN_INT_LT, FNN_INT_LE, FNN_INT_GT, FNN_INT_GE };

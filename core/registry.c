@@ -1,8 +1,10 @@
 /* registry.c: every op the core defines, joined from the family tables, so
- * specs can iterate them (gradcheck, CUDA parity) and fail on a missing case.
- * For the families whose backends hold kernel rows by op name (internal.h's
- * fnn_red_row), has_cuda is derived from the CUDA backend's rows. */
+ * specs can iterate them (gradcheck, CUDA parity) and fail on a missing case;
+ * and the CPU backend's list of kernel row tables. For the families whose
+ * backends hold kernel rows by op name (internal.h's fnn_row_table), has_cuda
+ * is derived from the CUDA backend's rows. */
 #include "internal.h"
+#include "ops/reduction.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,32 +20,45 @@ int fnn_op_count(void) {
     return n;
 }
 
-/* the families whose backends hold kernel rows by op name */
-static const char *const row_families[] = {"reduction", NULL};
+/* The CPU's row tables: every family on rows has one (empty when its CPU kernels stay inline in
+ * the entry points), so this list is also the list of families on rows. */
+const fnn_row_table fnn_cpu_row_tables[] = {
+    FNN_ROW_TABLE("reduction", fnn_cpu_reduction_rows),
+    {NULL, NULL, 0},
+};
 
 const char *fnn_row_family_at(int i) {
-    return i >= 0 && i < (int)(sizeof row_families / sizeof row_families[0]) ? row_families[i] : NULL;
+    int n = 0;
+    while (fnn_cpu_row_tables[n].family) n++;
+    return i >= 0 && i < n ? fnn_cpu_row_tables[i].family : NULL;
 }
 
-/* a backend's rows for family, or NULL when it has none (the family is not on rows, or the
+/* a backend's table for family, or NULL when it has none (the family is not on rows, or the
  * backend is not built) */
-static const fnn_red_row *rows_of(int device_type, const char *family) {
+static const fnn_row_table *table_of(int device_type, const char *family) {
     if (device_type == FNN_DEVICE_CUDA) fnn_device_count(FNN_DEVICE_CUDA);   /* registers the backend */
     const fnn_backend *be = fnn_backend_for(fnn_make_device(device_type, 0));
     if (!be || !family) return NULL;
-    if (!strcmp(family, "reduction")) return be->reductions;
+    for (const fnn_row_table *t = be->rows; t && t->family; t++)
+        if (!strcmp(t->family, family)) return t;
     return NULL;
 }
 
-static bool on_rows(const char *family) {
-    for (int i = 0; row_families[i]; i++) if (!strcmp(row_families[i], family)) return true;
-    return false;
+const void *fnn_row_for(int device, const char *family, const char *op) {
+    const fnn_backend *be = fnn_backend_for(device);
+    for (const fnn_row_table *t = be ? be->rows : NULL; t && t->family; t++) {
+        if (strcmp(t->family, family)) continue;
+        for (size_t i = 0; fnn_row_name(t, i); i++)
+            if (!strcmp(fnn_row_name(t, i), op)) return (const char *)t->rows + i * t->row_size;
+        return NULL;
+    }
+    return NULL;
 }
 
 const char *fnn_kernel_at(int device_type, const char *family, int i) {
-    const fnn_red_row *r = rows_of(device_type, family);
-    for (int k = 0; r && r[k].op; k++)
-        if (k == i) return r[k].op;
+    const fnn_row_table *t = table_of(device_type, family);
+    for (size_t k = 0; t && fnn_row_name(t, k); k++)
+        if ((int)k == i) return fnn_row_name(t, k);
     return NULL;
 }
 
@@ -57,10 +72,11 @@ static void derive(void) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (const fnn_op_def *const *p = families[f]; *p; p++, i++) {
             infos[i] = (*p)->info;
-            if (on_rows(infos[i].family)) {   /* on rows: has_cuda is the CUDA row's presence */
-                const fnn_red_row *r = rows_of(FNN_DEVICE_CUDA, infos[i].family);
+            if (table_of(FNN_DEVICE_CPU, infos[i].family)) {   /* on rows: has_cuda is the CUDA row's presence */
+                const fnn_row_table *t = table_of(FNN_DEVICE_CUDA, infos[i].family);
                 infos[i].has_cuda = 0;
-                for (; r && r->op; r++) if (!strcmp(r->op, infos[i].name)) infos[i].has_cuda = 1;
+                for (size_t k = 0; t && fnn_row_name(t, k); k++)
+                    if (!strcmp(fnn_row_name(t, k), infos[i].name)) infos[i].has_cuda = 1;
             }
         }
 }

@@ -32,6 +32,7 @@
  *
  * defines: fnn_cuda_register, fnn_cuda_memory_stats, fnn_cuda_empty_cache */
 #include "common.cuh"
+#include "ops/reduction.h"   /* the families on kernel rows: their row types (fnn_cuda_row_tables) */
 
 #include <mutex>
 #include <unordered_map>
@@ -135,6 +136,13 @@ static int cuda_fill(int ordinal, float *y, int64_t n, float value) {
     FNN_CUDA_CHECK("fill", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* the CUDA backend's row tables, one per family on rows (internal.h's fnn_row_table); the emulation's
+ * table points here too */
+extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
+    FNN_ROW_TABLE("reduction", fnn_cuda_reduction_rows),
+    {NULL, NULL, 0},
+};
 
 /* ==== host side: the allocator, pinned buffers, streams and copies (the CUDA runtime itself). spec/gpu/emulate.sh
  * compiles everything above this line for the host; emulated_xfer.cpp stands in for the rest ==== */
@@ -548,7 +556,7 @@ static const fnn_backend cuda_backend = {
     /* host_stats */ cuda_host_stats,
     /* copy_async */ cuda_copy_async,
     /* copy_pool */ cuda_copy_pool,
-    /* reductions */ fnn_cuda_reduction_rows,
+    /* rows */ fnn_cuda_row_tables,
     /* (end of xfer) */
 };
 

@@ -14,10 +14,11 @@
  *
  * defines: fnn_cuda_reduction_rows (the family's rows), fnn_cuda_reduce, fnn_cuda_reduce_grad */
 #include "common.cuh"
+#include "ops/reduction.h"
 
 #include <math.h>
 
-typedef fnn_red_args RedArgs;   /* core/internal.h: the family's arguments, a.op the FNN_RED_* code */
+typedef fnn_red_args RedArgs;   /* core/ops/reduction.h: the family's arguments, a.op the FNN_RED_* code */
 
 /* ---- combining partial results across a block ---- */
 struct AddOp { template <class T> __device__ T operator()(T a, T b) const { return a + b; } };

@@ -20,7 +20,7 @@
  * per line otherwise. softmax / log_softmax work a row at a time (along the
  * last dim) or on column blocks (along a leading dim), with an inlined exp so
  * the loops vectorize. Sums accumulate in double. */
-#include "../internal.h"
+#include "reduction.h"
 #include "../fastmath.h"
 #include <math.h>
 #include <stdlib.h>
@@ -259,18 +259,10 @@ static int record(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, b
     return FNN_STATUS_OK;
 }
 
-/* ================= through the backends' rows (internal.h's fnn_red_row) =================
+/* ================= through the backends' rows (reduction.h's fnn_red_row) =================
  * x made contiguous and seen as [O, R, I]; the row of the tensor's backend runs the op or its rule:
  * every op on a device, and on the CPU the ops with a CPU row */
 static bool on_device(const fnn_tensor *t) { return fnn_device_type_of(t->device) != FNN_DEVICE_CPU; }
-
-/* the row for op in device's backend (the CPU's or cuda/reduction.cu's), or NULL */
-const fnn_red_row *fnn_red_row_for(int device, const char *op) {
-    const fnn_backend *be = fnn_backend_for(device);
-    for (const fnn_red_row *r = be ? be->reductions : NULL; r && r->op; r++)
-        if (!strcmp(r->op, op)) return r;
-    return NULL;
-}
 
 /* y (and the 1-based positions idx, for max/min) of op `name` over dim d of x, through the row of
  * x's backend; keep_shape: y has x's shape (softmax), else the reduced one */

@@ -58,14 +58,42 @@ static int m_random(int, int op, float *y, int64_t n, uint64_t seed, uint64_t, d
     }
     return 0;
 }
-/* the launchers of the cuda/ files that have them above their host-side line; the rest here */
-static fnn_backend table = {"cuda", count, m_alloc, m_free, m_copy, NULL /* fill: emulated_xfer.cpp */,
-                            NULL /* binary: emulated_elementwise.cpp */, m_gemm, fnn_cuda_strided_copy,
-                            fnn_cuda_map, fnn_cuda_reduce, fnn_cuda_reduce_grad, fnn_cuda_optim, m_random,
-                            fnn_cuda_class_loss, fnn_cuda_class_loss_grad, fnn_cuda_ew_loss, fnn_cuda_ew_loss_grad,
-                            fnn_cuda_index, fnn_cuda_norm, fnn_cuda_norm_grad, fnn_cuda_cast, fnn_cuda_int_binary};
+/* the runtime's stand-ins here; each family's real launchers (above its .cu file's host-side line),
+ * one entry a line, here or in the other emulated_*.cpp files */
+static fnn_backend table;   /* zero until the constructors fill it, before the core registers it */
 fnn_backend *emulated_backend(void) { return &table; }
-EMULATED_BACKEND_ADD(reduction) { b->reductions = fnn_cuda_reduction_rows; }
+EMULATED_BACKEND_ADD(runtime) {
+    b->name = "cuda";
+    b->device_count = count;
+    b->alloc = m_alloc;
+    b->free = m_free;
+    b->copy = m_copy;
+    b->gemm = m_gemm;
+    b->random = m_random;
+}
+EMULATED_BACKEND_ADD(device_families) {
+    b->strided_copy = fnn_cuda_strided_copy;
+    b->map = fnn_cuda_map;
+    b->reduce = fnn_cuda_reduce;
+    b->reduce_grad = fnn_cuda_reduce_grad;
+    b->optim = fnn_cuda_optim;
+    b->cast = fnn_cuda_cast;
+    b->int_binary = fnn_cuda_int_binary;
+}
+EMULATED_BACKEND_ADD(loss) {
+    b->class_loss = fnn_cuda_class_loss;
+    b->class_loss_grad = fnn_cuda_class_loss_grad;
+    b->ew_loss = fnn_cuda_ew_loss;
+    b->ew_loss_grad = fnn_cuda_ew_loss_grad;
+}
+EMULATED_BACKEND_ADD(index) {
+    b->index = fnn_cuda_index;
+}
+EMULATED_BACKEND_ADD(norm) {
+    b->norm = fnn_cuda_norm;
+    b->norm_grad = fnn_cuda_norm_grad;
+}
+EMULATED_BACKEND_ADD(rows) { b->rows = fnn_cuda_row_tables; }   /* backend.cu's, cut into emulated_xfer.cpp */
 extern "C" {
 void fnn_cuda_register(void) { fnn_register_backend(FNN_DEVICE_CUDA, &table); }
 __attribute__((visibility("default"))) int fnn_cuda_memory_stats(int64_t *live, int64_t *cached) { *live = 0; *cached = 0; return 0; }

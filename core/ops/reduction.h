@@ -1,0 +1,37 @@
+/* reduction.h: the reduction family's backend contract (core/internal.h's fnn_row_table): its
+ * arguments and row type, filled by core/ops/reduction.c (the CPU) and cuda/reduction.cu.
+ * x contiguous, seen as [O, R, I] with R the dim the op runs along. */
+#ifndef FASTNN_OPS_REDUCTION_H
+#define FASTNN_OPS_REDUCTION_H
+#include "../internal.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fnn_red_args {
+    int op;                 /* FNN_RED_*: the CUDA rows' shared line engine; callers leave it 0 */
+    float *out;             /* forward: y [O, I], or [O, R, I] for ops that keep the shape; backward: dx [O, R, I] */
+    int64_t *idx;           /* forward of max/min: 1-based positions [O, I], or NULL */
+    const float *x;         /* the input [O, R, I], or NULL when the rule does not read it */
+    const float *g;         /* backward: the output's gradient (of y's shape) */
+    const float *y;         /* backward: the forward's output, or NULL */
+    const int64_t *sel;     /* backward of max/min along a dim: the forward's positions, else NULL */
+    int64_t O, R, I;
+    double k0, k1;          /* the op's numbers: mean's 1/R, var's ddof and std flag, norm's p */
+} fnn_red_args;
+typedef int (*fnn_red_fn)(int ordinal, const fnn_red_args *a);
+typedef struct fnn_red_row {
+    const char *op;         /* the registry name; NULL ends a table */
+    fnn_red_fn forward, backward;   /* backward NULL: not differentiable */
+} fnn_red_row;
+extern const fnn_red_row fnn_cpu_reduction_rows[];    /* core/ops/reduction.c */
+extern const fnn_red_row fnn_cuda_reduction_rows[];   /* cuda/reduction.cu */
+/* the row for op in device's backend, or NULL */
+static inline const fnn_red_row *fnn_red_row_for(int device, const char *op) {
+    return (const fnn_red_row *)fnn_row_for(device, "reduction", op);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif
