@@ -173,33 +173,47 @@ end
 local activation_fn = M.activation_fn   -- nn.Activation's
 
 -- ---------------------------------------------------------------------------
--- nn.ELU(alpha = 1) or nn.ELU{alpha = 1}: x > 0 ? x : alpha (e^x - 1). x any shape -> same shape.
-local fnn_elu = fnn_tensor.C.fnn_elu
+-- The activations with one finite number, given bare or as {key = n}: ELU's alpha and LeakyReLU's
+-- negative_slope. Each class names its number (key, default, options, C function) in `one`.
+local OneNumber = nn.Module:extend('OneNumberActivation')
 
-local ELU = nn.Module:extend('ELU')
-local ELU_OPTS = require('fastnn.options').declare('nn.ELU', {
-   {'alpha', 'number', 1, 'the value the negative side saturates to, times -1'},
-})
-
-function ELU:__init(opts)
-   local alpha = opts
-   if type(opts) == 'table' then alpha = ELU_OPTS:check(opts, 3).alpha end   -- 3: the user's line
-   if alpha == nil then alpha = 1 end
-   if type(alpha) ~= 'number' or alpha ~= alpha or alpha == math.huge or alpha == -math.huge then
-      error(('nn.ELU: alpha is %s (a %s), expected a finite number'):format(show_value(alpha), type(alpha)), 3)
+function OneNumber:__init(opts)
+   local one = self.one
+   local v = opts
+   if type(opts) == 'table' then v = one.opts:check(opts, 3)[one.key] end   -- 3: the user's line
+   if v == nil then v = one.default end
+   if type(v) ~= 'number' or v ~= v or v == math.huge or v == -math.huge then
+      error(('nn.%s: %s is %s (a %s), expected a finite number'):format(one.name, one.key, show_value(v), type(v)), 3)
    end
-   self.alpha = alpha
+   self[one.key] = v
 end
 
-function ELU:forward(x)
-   if not istype(x) then error(('ELU: input is a %s, expected a tensor'):format(type(x)), 2) end
+function OneNumber:forward(x)
+   local one = self.one
+   if not istype(x) then error(('%s: input is a %s, expected a tensor'):format(one.name, type(x)), 2) end
    local out = new()
-   if fnn_elu(out, x, self.alpha) ~= 0 then fail() end
+   if one.cfn(out, x, self[one.key]) ~= 0 then fail() end
    return done(out)
 end
 
+-- nn.ELU(alpha = 1) or nn.ELU{alpha = 1}: x > 0 ? x : alpha (e^x - 1). x any shape -> same shape.
+local ELU = OneNumber:extend('ELU')
+ELU.one = {name = 'ELU', key = 'alpha', default = 1, cfn = fnn_tensor.C.fnn_elu,
+           opts = require('fastnn.options').declare('nn.ELU', {
+              {'alpha', 'number', 1, 'the value the negative side saturates to, times -1'},
+           })}
 function ELU:__tostring() return ('nn.ELU(alpha=%g)'):format(self.alpha) end
 M.ELU = ELU
+
+-- nn.LeakyReLU(negative_slope = 0.01) or nn.LeakyReLU{negative_slope = 0.01}: x > 0 ? x : slope x.
+-- x any shape -> same shape.
+local LeakyReLU = OneNumber:extend('LeakyReLU')
+LeakyReLU.one = {name = 'LeakyReLU', key = 'negative_slope', default = 0.01, cfn = fnn_tensor.C.fnn_leaky_relu,
+                 opts = require('fastnn.options').declare('nn.LeakyReLU', {
+                    {'negative_slope', 'number', 0.01, 'the slope for x < 0'},
+                 })}
+function LeakyReLU:__tostring() return ('nn.LeakyReLU(%g)'):format(self.negative_slope) end
+M.LeakyReLU = LeakyReLU
 
 -- ---------------------------------------------------------------------------
 -- nn.GELU({approximate = 'none'|'tanh'}): exact (erf) GELU by default, as PyTorch.
@@ -231,37 +245,6 @@ function GELU:__tostring()
    return self.approximate == 'tanh' and "nn.GELU(approximate='tanh')" or 'nn.GELU'
 end
 M.GELU = GELU
-
--- ---------------------------------------------------------------------------
--- nn.LeakyReLU(negative_slope = 0.01) or nn.LeakyReLU{negative_slope = 0.01}: x > 0 ? x : slope x.
--- x any shape -> same shape.
-local fnn_leaky_relu = fnn_tensor.C.fnn_leaky_relu
-
-local LeakyReLU = nn.Module:extend('LeakyReLU')
-local LEAKYRELU_OPTS = require('fastnn.options').declare('nn.LeakyReLU', {
-   {'negative_slope', 'number', 0.01, 'the slope for x < 0'},
-})
-
-function LeakyReLU:__init(opts)
-   local slope = opts
-   if type(opts) == 'table' then slope = LEAKYRELU_OPTS:check(opts, 3).negative_slope end
-   if slope == nil then slope = 0.01 end
-   if type(slope) ~= 'number' or slope ~= slope or slope == math.huge or slope == -math.huge then
-      error(('nn.LeakyReLU: negative_slope is %s (a %s), expected a finite number'):format(
-         show_value(slope), type(slope)), 3)
-   end
-   self.negative_slope = slope
-end
-
-function LeakyReLU:forward(x)
-   if not istype(x) then error(('LeakyReLU: input is a %s, expected a tensor'):format(type(x)), 2) end
-   local out = new()
-   if fnn_leaky_relu(out, x, self.negative_slope) ~= 0 then fail() end
-   return done(out)
-end
-
-function LeakyReLU:__tostring() return ('nn.LeakyReLU(%g)'):format(self.negative_slope) end
-M.LeakyReLU = LeakyReLU
 
 -- ---------------------------------------------------------------------------
 -- nn.Softplus({beta = 1, threshold = 20}): log(1 + exp(beta x)) / beta. The C kernel
