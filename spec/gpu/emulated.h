@@ -52,8 +52,9 @@ static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 /* one host thread runs a whole grid: an atomic add is a plain one */
 static inline float atomicAdd(float *p, float v) { float old = *p; *p = old + v; return old; }
-/* launches by mode, for emulated_backend.cpp's report (this translation unit's) */
-__attribute__((unused)) static long mode_block, mode_thread;
+/* launches by mode, over every emulated_*.cpp file, for emulated_backend.cpp's report (defined there;
+ * atomic: a prefetch worker may launch beside the main thread) */
+extern std::atomic<long> mode_block, mode_thread;
 /* a kernel run as one block of `threads` host threads (barriers as in emulate below) */
 template <class F> static void run_block(int threads, F f) {
     blockDim.x = threads;

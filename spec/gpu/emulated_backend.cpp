@@ -24,6 +24,8 @@
 #include "cast_body.inc"
 #include "int64_body.inc"
 
+std::atomic<long> mode_block, mode_thread;   /* emulated.h's launch counts */
+
 static int count(void) { return 1; }
 static void *m_alloc(int, size_t b) { return malloc(b ? b : 1); }
 static void m_free(int, void *p, size_t) { free(p); }
@@ -98,5 +100,7 @@ extern "C" {
 void fnn_cuda_register(void) { fnn_register_backend(FNN_DEVICE_CUDA, &table); }
 __attribute__((visibility("default"))) int fnn_cuda_memory_stats(int64_t *live, int64_t *cached) { *live = 0; *cached = 0; return 0; }
 __attribute__((visibility("default"))) void fnn_cuda_empty_cache(void) {}
-__attribute__((destructor)) static void report(void) { fprintf(stderr, "emulated backend: %ld block-mode and %ld grid-stride launches\n", mode_block, mode_thread); }
+__attribute__((destructor)) static void report(void) {
+    fprintf(stderr, "emulated backend: %ld block-mode and %ld grid-stride launches\n", mode_block.load(), mode_thread.load());
+}
 }
