@@ -153,17 +153,6 @@ typedef struct fnn_backend {
      * FNN_IDX_SCATTER x[q . xstride] += y[p . ystride], float32 through atomicAdd (the order of the adds,
      *                 so the bits, may differ run to run); ids outside 1..a.size or equal to a.skip add nothing */
     int (*index)(int ordinal, int op, void *x, void *y, const int64_t *ids, int esize, const fnn_index_args *a);
-    /* ---- cuda/norm.cu: FNN_NRM_* over contiguous rows x [rows, n]: y = (x - mean) rstd w + b (layer) or
-     * x rstd w (rms), w and b NULL when absent; stats (NULL: not kept) [rows, 2] mean, rstd (layer) or
-     * [rows] rstd (rms). The affine index of element j of row r is ((r % groups) n + j) / spatial:
-     * groups = spatial = 1 for layer_norm and rms_norm; group_norm's rows are (sample, group) runs of
-     * n = C/G S elements, its affine per channel */
-    int (*norm)(int ordinal, int op, float *y, float *stats, const float *x, const float *w, const float *b,
-                int64_t rows, int64_t n, double eps, int64_t groups, int64_t spatial);
-    /* its backward from g [rows, n] and the forward's x, w, stats: dx [rows, n], dw, db [the affine size],
-     * each NULL when not wanted */
-    int (*norm_grad)(int ordinal, int op, float *dx, float *dw, float *db, const float *g, const float *x,
-                     const float *w, const float *stats, int64_t rows, int64_t n, int64_t groups, int64_t spatial);
     /* ---- cuda/cast.cu: y[n] (dtype) = x[n] (the other dtype), contiguous; a float that is not a whole
      * int64 becomes INT64_MIN (no host read to raise) */
     int (*cast)(int ordinal, int dtype, void *y, const void *x, int64_t n);
@@ -197,7 +186,7 @@ typedef struct fnn_backend {
     int (*conv_depthwise_input_grad)(int ordinal, float *dx, const float *dy, const float *w, const float *bias_in,
                                      const void *geom, int64_t count);
     /* (end of conv) */
-    /* ---- cuda/pool.cu: pooling and upsampling; cuda/batch_norm.cu: batch_norm ---- */
+    /* ---- cuda/pool.cu: pooling and upsampling ---- */
     /* Pools over `planes` contiguous planes x [D,H,W] (in[3] = D,H,W; 1-d and 2-d pools pass leading 1s)
      * into contiguous y [planes, out[3]], kernel k[3], stride s[3], padding p[3] (1, 1, 0 along absent
      * dims), windows as core/ops/pool.c's. max: y = the window's max (padding -inf; the first maximum
@@ -234,17 +223,6 @@ typedef struct fnn_backend {
                              int64_t Ho, int64_t Wo, int align_corners);
     int (*upsample_bilinear_grad)(int ordinal, float *dx, const float *dy, int64_t planes, int64_t H, int64_t W,
                                   int64_t Ho, int64_t Wo, int align_corners);
-    /* batch_norm over contiguous x [N, C, S] (S: the spatial product, 1 for [N, C]) into y [N, C, S]; w, b
-     * [C] or NULL. training: the batch mean and biased variance per channel, bmean and bvar (unbiased)
-     * [C] out (NULL: not wanted), rmean/rvar unused (NULL); eval: normalized with rmean, rvar [C].
-     * stats [C, 2] (mean, rstd; NULL: not kept) for the backward */
-    int (*batch_norm)(int ordinal, float *y, float *stats, float *bmean, float *bvar, const float *x, const float *w,
-                      const float *b, const float *rmean, const float *rvar, int64_t N, int64_t C, int64_t S,
-                      int training, double eps);
-    /* its backward from g [N, C, S], x, w (NULL: none) and the forward's stats: dx [N, C, S], dw, db [C],
-     * each NULL when not wanted; training adds the batch statistics' terms to dx */
-    int (*batch_norm_grad)(int ordinal, float *dx, float *dw, float *db, const float *g, const float *x,
-                           const float *w, const float *stats, int64_t N, int64_t C, int64_t S, int training);
     /* (end of pool) */
     /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
     /* dst[p . dstride] = src[p . sstride] for every p of shape (both strided, in elements of esize bytes,
@@ -350,7 +328,6 @@ enum { FNN_INT_ADD, FNN_INT_SUB, FNN_INT_MUL, FNN_INT_EQ, FNN_INT_NE, FNN_INT_LT
 enum { FNN_CLS_CROSS_ENTROPY, FNN_CLS_NLL };
 enum { FNN_EWL_MSE, FNN_EWL_BCE, FNN_EWL_BCEL };
 enum { FNN_IDX_GATHER, FNN_IDX_SCATTER };
-enum { FNN_NRM_LAYER, FNN_NRM_RMS };
 /* the reduce / reduce_grad ops (mean is SUM with k0 = 1/R; var: k0 ddof, k1 1 for std; norm: k0 = p;
  * TIES and SELECT are gradients only: max/min over everything, and along a dim through idx) */
 enum { FNN_RED_SUM, FNN_RED_PROD, FNN_RED_VAR, FNN_RED_NORM, FNN_RED_LSE, FNN_RED_MAX, FNN_RED_MIN,

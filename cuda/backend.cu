@@ -33,6 +33,7 @@
  * defines: fnn_cuda_register, fnn_cuda_memory_stats, fnn_cuda_empty_cache */
 #include "common.cuh"
 #include "ops/reduction.h"   /* the families on kernel rows: their row types (fnn_cuda_row_tables) */
+#include "ops/norm.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -141,6 +142,7 @@ static int cuda_fill(int ordinal, float *y, int64_t n, float value) {
  * table points here too */
 extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cuda_reduction_rows),
+    FNN_ROW_TABLE("norm", fnn_cuda_norm_rows),
     {NULL, NULL, 0},
 };
 
@@ -504,8 +506,6 @@ static const fnn_backend cuda_backend = {
     /* ew_loss */ fnn_cuda_ew_loss,
     /* ew_loss_grad */ fnn_cuda_ew_loss_grad,
     /* index */ fnn_cuda_index,
-    /* norm */ fnn_cuda_norm,
-    /* norm_grad */ fnn_cuda_norm_grad,
     /* cast */ fnn_cuda_cast,
     /* int_binary */ fnn_cuda_int_binary,
     /* ---- cuda/conv.cu: conv, conv_transpose, depthwise (im2col/col2im + gemm) ---- */
@@ -514,7 +514,7 @@ static const fnn_backend cuda_backend = {
     /* conv_depthwise */ fnn_cuda_conv_depthwise,
     /* conv_depthwise_input_grad */ fnn_cuda_conv_depthwise_input_grad,
     /* (end of conv) */
-    /* ---- cuda/pool.cu: pooling and upsampling; cuda/batch_norm.cu: batch_norm ---- */
+    /* ---- cuda/pool.cu: pooling and upsampling ---- */
     /* max_pool */ fnn_cuda_max_pool,
     /* max_pool_grad */ fnn_cuda_max_pool_grad,
     /* avg_pool */ fnn_cuda_avg_pool,
@@ -525,8 +525,6 @@ static const fnn_backend cuda_backend = {
     /* upsample_nearest_grad */ fnn_cuda_upsample_nearest_grad,
     /* upsample_bilinear */ fnn_cuda_upsample_bilinear,
     /* upsample_bilinear_grad */ fnn_cuda_upsample_bilinear_grad,
-    /* batch_norm */ fnn_cuda_batch_norm,
-    /* batch_norm_grad */ fnn_cuda_batch_norm_grad,
     /* (end of pool) */
     /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
     /* copy_into */ fnn_cuda_copy_into,

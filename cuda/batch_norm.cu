@@ -11,8 +11,10 @@
  * mean, rstd, as the CPU's. Backward, per channel with sg = sum g, sgx = sum g (x - mean):
  *     dw = sgx rstd, db = sg; dx = w rstd g + (training: - w rstd^3 sgx / M (x - mean) - w rstd sg / M)
  *
- * defines: fnn_cuda_batch_norm, fnn_cuda_batch_norm_grad */
+ * defines: fnn_cuda_batch_norm_row, fnn_cuda_batch_norm_grad_row (the norm family's batch_norm row,
+ * core/ops/norm.h, listed by cuda/norm.cu) */
 #include "common.cuh"
+#include "ops/norm.h"
 
 #include <math.h>
 
@@ -137,9 +139,9 @@ static inline int bn_threads(int64_t m) { return m >= 256 ? 256 : m <= 32 ? 32 :
 /* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 static unsigned bn_blocks(int64_t c) { return (unsigned)(c < (1 << 20) ? c : (1 << 20)); }
 
-int fnn_cuda_batch_norm(int ordinal, float *y, float *stats, float *bmean, float *bvar, const float *x, const float *w,
-                        const float *b, const float *rmean, const float *rvar, int64_t N, int64_t C, int64_t S,
-                        int training, double eps) {
+static int bn_launch(int ordinal, float *y, float *stats, float *bmean, float *bvar, const float *x, const float *w,
+                     const float *b, const float *rmean, const float *rvar, int64_t N, int64_t C, int64_t S,
+                     int training, double eps) {
     if (C == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("batch_norm", ordinal));
     if (training && bn_block_mode(N * S)) {
@@ -158,8 +160,8 @@ int fnn_cuda_batch_norm(int ordinal, float *y, float *stats, float *bmean, float
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_batch_norm_grad(int ordinal, float *dx, float *dw, float *db, const float *g, const float *x,
-                             const float *w, const float *stats, int64_t N, int64_t C, int64_t S, int training) {
+static int bn_grad_launch(int ordinal, float *dx, float *dw, float *db, const float *g, const float *x,
+                          const float *w, const float *stats, int64_t N, int64_t C, int64_t S, int training) {
     if (C == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("batch_norm", ordinal));
     if (bn_block_mode(N * S))
@@ -170,6 +172,16 @@ int fnn_cuda_batch_norm_grad(int ordinal, float *dx, float *dw, float *db, const
                    training);
     FNN_CUDA_CHECK("batch_norm", cudaGetLastError());
     return FNN_STATUS_OK;
+}
+
+/* the row (core/ops/norm.h): x as [N, C, S] */
+int fnn_cuda_batch_norm_row(int ordinal, const fnn_nrm_args *a) {
+    return bn_launch(ordinal, a->y, a->stats, a->bmean, a->bvar, a->x, a->w, a->b, a->rmean, a->rvar, a->N,
+                     a->C, a->S, a->training, a->eps);
+}
+int fnn_cuda_batch_norm_grad_row(int ordinal, const fnn_nrm_args *a) {
+    return bn_grad_launch(ordinal, a->y, a->dw, a->db, a->g, a->x, a->w, a->stats, a->N, a->C, a->S,
+                          a->training);
 }
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -7,7 +7,7 @@
  *          (copy.cu), fnn_cuda_map (map.cu), fnn_cuda_reduce and fnn_cuda_reduce_grad (reduction.cu),
  *          fnn_cuda_optim (optim.cu), fnn_cuda_random (random.cu),
  *          fnn_cuda_class_loss, fnn_cuda_ew_loss and their _grad (loss.cu), fnn_cuda_index (index.cu),
- *          fnn_cuda_norm and fnn_cuda_norm_grad (norm.cu), fnn_cuda_cast (cast.cu),
+ *          fnn_cuda_cast (cast.cu),
  *          fnn_cuda_int_binary (int64.cu) */
 #ifndef FASTNN_CUDA_COMMON_CUH
 #define FASTNN_CUDA_COMMON_CUH
@@ -101,10 +101,6 @@ int fnn_cuda_index(int ordinal, int op, void *x, void *y, const int64_t *ids, in
 int fnn_cuda_cast(int ordinal, int dtype, void *y, const void *x, int64_t n);
 int fnn_cuda_int_binary(int ordinal, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b,
                         int b_i64, const int64_t *bs, int ndim, const int64_t *shape);
-int fnn_cuda_norm(int ordinal, int op, float *y, float *stats, const float *x, const float *w, const float *b,
-                  int64_t rows, int64_t n, double eps, int64_t groups, int64_t spatial);
-int fnn_cuda_norm_grad(int ordinal, int op, float *dx, float *dw, float *db, const float *g, const float *x,
-                       const float *w, const float *stats, int64_t rows, int64_t n, int64_t groups, int64_t spatial);
 /* ---- cuda/conv.cu: conv, conv_transpose, depthwise (im2col/col2im + gemm) ---- */
 int fnn_cuda_conv_im2col(int ordinal, float *col, const float *x, const void *geom, int64_t count,
                          int64_t row_stride, int64_t image_stride);
@@ -115,7 +111,7 @@ int fnn_cuda_conv_depthwise(int ordinal, float *y, const float *x, const float *
 int fnn_cuda_conv_depthwise_input_grad(int ordinal, float *dx, const float *dy, const float *w, const float *bias_in,
                                        const void *geom, int64_t count);
 /* (end of conv) */
-/* ---- cuda/pool.cu: pooling and upsampling; cuda/batch_norm.cu: batch_norm ---- */
+/* ---- cuda/pool.cu: pooling and upsampling ---- */
 int fnn_cuda_max_pool(int ordinal, float *y, int32_t *idx, const float *x, int64_t planes, const int64_t *in,
                       const int64_t *out, const int64_t *k, const int64_t *s, const int64_t *p);
 int fnn_cuda_max_pool_grad(int ordinal, float *dx, const float *dy, const int32_t *idx, int64_t planes,
@@ -137,11 +133,6 @@ int fnn_cuda_upsample_bilinear(int ordinal, float *y, const float *x, int64_t pl
                                int64_t Ho, int64_t Wo, int align_corners);
 int fnn_cuda_upsample_bilinear_grad(int ordinal, float *dx, const float *dy, int64_t planes, int64_t H, int64_t W,
                                     int64_t Ho, int64_t Wo, int align_corners);
-int fnn_cuda_batch_norm(int ordinal, float *y, float *stats, float *bmean, float *bvar, const float *x, const float *w,
-                        const float *b, const float *rmean, const float *rvar, int64_t N, int64_t C, int64_t S,
-                        int training, double eps);
-int fnn_cuda_batch_norm_grad(int ordinal, float *dx, float *dw, float *db, const float *g, const float *x,
-                             const float *w, const float *stats, int64_t N, int64_t C, int64_t S, int training);
 /* (end of pool) */
 /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
 int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,

@@ -5,8 +5,14 @@
  * thread the row's sums. layer_norm takes two passes (the mean, then the centred squares: stable for
  * large means, as on the CPU); rms_norm one. dw and db: partial sums over chunks of rows, then a
  * thread per column adding the chunks in order, so they are deterministic. Statistics as the CPU saves them: layer [rows, 2] (mean,
- * rstd), rms [rows] (rstd). */
+ * rstd), rms [rows] (rstd). The family's rows (core/ops/norm.h) sit at the end; batch_norm's are
+ * cuda/batch_norm.cu's.
+ *
+ * defines: fnn_cuda_norm_rows */
 #include "common.cuh"
+#include "ops/norm.h"
+
+enum { FNN_NRM_LAYER, FNN_NRM_RMS };   /* the row kernels' two statistics */
 
 #include "block_sum.cuh"
 
@@ -137,8 +143,8 @@ static inline int norm_threads(int64_t n) { return n >= 256 ? 256 : n <= 32 ? 32
 static const char *norm_name(int op) { return op == FNN_NRM_LAYER ? "layer_norm" : "rms_norm"; }
 static unsigned norm_blocks(int64_t rows) { return (unsigned)(rows < (1 << 20) ? rows : (1 << 20)); }
 
-int fnn_cuda_norm(int ordinal, int op, float *y, float *stats, const float *x, const float *w, const float *b,
-                  int64_t rows, int64_t n, double eps, int64_t groups, int64_t spatial) {
+static int norm_launch(int ordinal, int op, float *y, float *stats, const float *x, const float *w, const float *b,
+                       int64_t rows, int64_t n, double eps, int64_t groups, int64_t spatial) {
     if (rows == 0 || n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device(norm_name(op), ordinal));
     FNN_LAUNCH_BLOCKS(norm_rows_kernel, norm_blocks(rows), norm_threads(n), op, y, stats, x, w, b, rows, n, eps, groups,
@@ -147,8 +153,9 @@ int fnn_cuda_norm(int ordinal, int op, float *y, float *stats, const float *x, c
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_norm_grad(int ordinal, int op, float *dx, float *dw, float *db, const float *g, const float *x,
-                       const float *w, const float *stats, int64_t rows, int64_t n, int64_t groups, int64_t spatial) {
+static int norm_grad_launch(int ordinal, int op, float *dx, float *dw, float *db, const float *g, const float *x,
+                            const float *w, const float *stats, int64_t rows, int64_t n, int64_t groups,
+                            int64_t spatial) {
     if (n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device(norm_name(op), ordinal));
     if (dx && rows > 0)
@@ -172,5 +179,31 @@ int fnn_cuda_norm_grad(int ordinal, int op, float *dx, float *dw, float *db, con
     }
     return FNN_STATUS_OK;
 }
+
+/* ---- the family's rows (core/ops/norm.h): x seen as [N, C, S] in `groups` groups, so a row of the
+ * kernels above is a (sample, group) run of C / groups S elements (layer_norm, rms_norm: groups = S = 1) ---- */
+template <int OP> static int norm_forward(int ordinal, const fnn_nrm_args *a) {
+    return norm_launch(ordinal, OP, a->y, a->stats, a->x, a->w, a->b, a->N * a->groups, a->C / a->groups * a->S,
+                       a->eps, a->groups, a->S > 0 ? a->S : 1);
+}
+template <int OP> static int norm_backward(int ordinal, const fnn_nrm_args *a) {
+    if (a->S == 0) {   /* group_norm of [N, C, 0]: nothing summed, dw and db zeros (the sum pass over no chunks) */
+        if (a->C == 0 || (!a->dw && !a->db)) return FNN_STATUS_OK;
+        FNN_TRY(fnn_cuda_use_device(norm_name(OP), ordinal));
+        FNN_LAUNCH(norm_grad_sum_kernel, fnn_cuda_blocks(a->C), FNN_CUDA_THREADS, a->dw, a->db, (const double *)NULL,
+                   a->C, (int64_t)0);
+        FNN_CUDA_CHECK(norm_name(OP), cudaGetLastError());
+        return FNN_STATUS_OK;
+    }
+    return norm_grad_launch(ordinal, OP, a->y, a->dw, a->db, a->g, a->x, a->w, a->stats, a->N * a->groups,
+                            a->C / a->groups * a->S, a->groups, a->S);
+}
+extern "C" const fnn_nrm_row fnn_cuda_norm_rows[] = {
+    {"layer_norm", norm_forward<FNN_NRM_LAYER>, norm_backward<FNN_NRM_LAYER>},
+    {"batch_norm", fnn_cuda_batch_norm_row, fnn_cuda_batch_norm_grad_row},   /* cuda/batch_norm.cu */
+    {"group_norm", norm_forward<FNN_NRM_LAYER>, norm_backward<FNN_NRM_LAYER>},   /* layer_norm's, per (sample, group) */
+    {"rms_norm", norm_forward<FNN_NRM_RMS>, norm_backward<FNN_NRM_RMS>},
+    {NULL, NULL, NULL},
+};
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

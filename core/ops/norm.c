@@ -4,8 +4,10 @@
  * forward computes the statistics (in one pass of shifted sums, float lanes within chunks), writes
  * y = (x - mean) * rstd * w + b, and keeps only mean and rstd for the backward, which recomputes
  * xhat from them instead of storing it. Composed from mean/var/rsqrt the same op costs ~8 tensors of x's size and as many
- * graph nodes. Every reduction runs in a fixed order, so results do not depend on the thread count. */
-#include "../internal.h"
+ * graph nodes. Every reduction runs in a fixed order, so results do not depend on the thread count.
+ * The entry points and backward rules are written once and run the kernels through the row of x's
+ * backend (norm.h): the CPU rows at the end of this file, cuda/norm.cu's on a GPU. */
+#include "norm.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,15 @@ static inline void affine_row(float *y, const float *x, int64_t n, float m, floa
  * per channel once its sums are known */
 static inline void dx_row(float *dx, const float *g, const float *x, int64_t n, float m, float a, float b, float c) {
     for (int64_t i = 0; i < n; i++) dx[i] = a * g[i] + b * (x[i] - m) + c;
+}
+
+/* op's row in device's backend; a backend without one (or without its backward) refuses op by name */
+static int norm_row(const char *op, int device, bool backward, const fnn_nrm_row **row) {
+    *row = fnn_nrm_row_for(device, op);
+    char dev[32];
+    FNN_CHECK(*row && (backward ? (*row)->backward : (*row)->forward), FNN_STATUS_DEVICE, "%s: %snot implemented on %s",
+              op, backward ? "backward " : "", fnn_device_name(device, dev, sizeof dev));
+    return FNN_STATUS_OK;
 }
 
 /* an optional per-channel tensor (weight, bias, running stats): float32, x's device, [C] */
@@ -181,34 +192,42 @@ static void ln_bwd_cols(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
+static int layer_norm_cpu(int ordinal, const fnn_nrm_args *p) {
+    (void)ordinal;
+    ln_fwd_args a = {p->x, p->w, p->b, p->y, p->stats, p->C, p->eps};
+    fnn_parallel_for(p->N, fnn_threads_for(p->N * p->C * 4), ln_fwd_rows, &a);   /* 3 passes + a sqrt per row */
+    return FNN_STATUS_OK;
+}
+
+static int layer_norm_grad_cpu(int ordinal, const fnn_nrm_args *p) {
+    (void)ordinal;
+    ln_bwd_args a = {p->x, p->g, p->w, p->stats, p->y, p->dw, p->db, p->N, p->C};
+    const int64_t rows = p->N, cols = p->C, total = rows * cols;
+    if (a.dx) fnn_parallel_for(rows, fnn_threads_for(total * 4), ln_bwd_rows, &a);
+    if (a.dw || a.db) fnn_parallel_for((cols + LN_COLS - 1) / LN_COLS, fnn_threads_for(total * 2), ln_bwd_cols, &a);
+    return FNN_STATUS_OK;
+}
+
 /* backward: saved[0] x (contiguous), saved[1] stats [rows, 2], saved[2] w when given */
 static int layer_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0], *st = &n->saved[1];
     const norm_attrs *at = FNN_ATTRS(n, norm_attrs);
-    const bool has_w = at->has_weight;
+    const fnn_nrm_row *row;
+    FNN_TRY(norm_row("layer_norm", x->device, true, &row));
     const int64_t cols = at->normalized, total = fnn_tensor_numel(x), rows = cols > 0 ? total / cols : 0;
     fnn_tensor gc;
     int rc;
     const float *gp = fnn_contiguous_data(g, &gc, &rc);
     if (rc) return rc;
-    float *dx = NULL, *dw = NULL, *db = NULL;
+    fnn_nrm_args a = {.x = fnn_data(x), .g = gp, .w = at->has_weight ? fnn_data(&n->saved[2]) : NULL,
+                      .stats = fnn_data(st), .N = rows, .C = cols, .S = 1, .groups = 1};
     if (n->next[0] && !(rc = fnn_new_output(&din[0], x->device, n->in_ndim[0], n->in_shape[0])))
-        dx = fnn_data(&din[0]);
+        a.y = fnn_data(&din[0]);
     if (!rc && n->next[1] && !(rc = fnn_new_output(&din[1], x->device, n->in_ndim[1], n->in_shape[1])))
-        dw = fnn_data(&din[1]);
+        a.dw = fnn_data(&din[1]);
     if (!rc && n->next[2] && !(rc = fnn_new_output(&din[2], x->device, n->in_ndim[2], n->in_shape[2])))
-        db = fnn_data(&din[2]);
-    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
-    if (!rc && be) {   /* cuda/norm.cu */
-        rc = be->norm_grad ? be->norm_grad(fnn_device_ordinal(x->device), FNN_NRM_LAYER, dx, dw, db, gp, fnn_data(x),
-                                           has_w ? fnn_data(&n->saved[2]) : NULL, fnn_data(st), rows, cols, 1, 1)
-                           : FNN_FAIL(FNN_STATUS_DEVICE, "layer_norm: backward not implemented on this device");
-    } else if (!rc) {
-        ln_bwd_args a = {fnn_data(x), gp, has_w ? fnn_data(&n->saved[2]) : NULL, fnn_data(st),
-                         dx, dw, db, rows, cols};
-        if (dx) fnn_parallel_for(rows, fnn_threads_for(total * 4), ln_bwd_rows, &a);
-        if (dw || db) fnn_parallel_for((cols + LN_COLS - 1) / LN_COLS, fnn_threads_for(total * 2), ln_bwd_cols, &a);
-    }
+        a.db = fnn_data(&din[2]);
+    if (!rc) rc = row->backward(fnn_device_ordinal(x->device), &a);
     fnn_tensor_clear(&gc);
     if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
     return rc;
@@ -258,9 +277,8 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
     FNN_CHECK(eps >= 0, FNN_STATUS_ARG, "layer_norm: eps %g is negative (input %s)", eps, fnn_shape_of(x).s);
     FNN_TRY(ln_check_affine(x, w, "weight", normalized));
     FNN_TRY(ln_check_affine(x, b, "bias", normalized));
-    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || (be && be->norm), FNN_STATUS_DEVICE,
-              "layer_norm: not implemented on this device");
+    const fnn_nrm_row *row;
+    FNN_TRY(norm_row("layer_norm", x->device, false, &row));
 
     const fnn_tensor *ins[3] = {x, w, b};
     const bool grad = fnn_needs_node(3, ins);
@@ -278,12 +296,10 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
     int64_t sshape[2] = {rows, 2};
     if (!rc && grad) rc = fnn_new_output(&stats, x->device, 2, sshape);
     if (!rc) rc = fnn_new_output(out, x->device, x->ndim, x->shape);
-    if (!rc && be) {   /* cuda/norm.cu */
-        rc = be->norm(fnn_device_ordinal(x->device), FNN_NRM_LAYER, fnn_data(out), grad ? fnn_data(&stats) : NULL, xp,
-                      wp, bp, rows, normalized, eps, 1, 1);
-    } else if (!rc) {
-        ln_fwd_args a = {xp, wp, bp, fnn_data(out), grad ? fnn_data(&stats) : NULL, normalized, eps};
-        fnn_parallel_for(rows, fnn_threads_for(total * 4), ln_fwd_rows, &a);   /* 3 passes + a sqrt per row */
+    if (!rc) {
+        fnn_nrm_args a = {.y = fnn_data(out), .stats = grad ? fnn_data(&stats) : NULL, .x = xp, .w = wp, .b = bp,
+                          .N = rows, .C = normalized, .S = 1, .groups = 1, .eps = eps};
+        rc = row->forward(fnn_device_ordinal(x->device), &a);
     }
     if (!rc && grad) rc = record_norm(&LAYER_NORM, out, 3, ins, (norm_attrs){.normalized = normalized, .eps = eps}, x, &xc, &stats, w, &wc);
     fnn_tensor_clear(&xc);
@@ -492,57 +508,92 @@ static void *bn_scratch(bn_args *a, int dev, int64_t *bytes) {
     return p;
 }
 
+/* the CPU forward: the layout's scratch, then eval, or training by channel (wide) or by blocks of
+ * rows (narrow) */
+static int batch_norm_cpu(int ordinal, const fnn_nrm_args *p) {
+    bn_args a = {.x = p->x, .w = p->w, .b = p->b, .y = p->y, .stats = p->stats, .bmean = p->bmean,
+                 .bvar = p->bvar, .N = p->N, .C = p->C, .S = p->S, .eps = p->eps, .training = p->training};
+    const int64_t N = a.N, C = a.C, S = a.S, total = N * C * S;
+    const double eps = a.eps;
+    const float *rm = p->rmean, *rv = p->rvar;
+    const int dev = fnn_make_device(FNN_DEVICE_CPU, ordinal);
+    int64_t bytes = 0;
+    void *block = bn_scratch(&a, dev, &bytes);
+    if (!block) return fnn_last_status();
+    const int threads = fnn_threads_for(total);   /* one pass over x counts as an add */
+    const bool wide = S >= BN_PLANE_MIN;
+    if (!a.training) {
+        for (int64_t c = 0; c < C; c++) bn_set_channel(&a, c, rm[c], 1.0 / sqrt((double)rv[c] + eps));
+        if (wide) fnn_parallel_for(N * C, threads, bn_apply_planes, &a);
+        else fnn_parallel_for(N, threads, bn_apply_rows, &a);
+    } else if (wide) {
+        fnn_parallel_for(C, fnn_threads_for(2 * total), bn_fwd_channels, &a);   /* two passes */
+    } else {
+        double *k = a.part + a.blocks * 2 * C;
+        for (int64_t c = 0; c < C; c++) k[c] = bn_shift(&a, c);
+        fnn_parallel_for(a.blocks, threads, bn_partial_blocks, &a);
+        for (int64_t c = 0; c < C; c++) {
+            double s1, s2;
+            bn_sum_blocks(&a, c, &s1, &s2);
+            bn_batch_channel(&a, c, (float)k[c], s1, s2);
+        }
+        fnn_parallel_for(N, threads, bn_apply_rows, &a);
+    }
+    fnn_free(dev, block, bytes);
+    return FNN_STATUS_OK;
+}
+
+/* the CPU backward: the layout's scratch, then by channel (wide) or by blocks of rows (narrow) */
+static int batch_norm_grad_cpu(int ordinal, const fnn_nrm_args *p) {
+    bn_args a = {.x = p->x, .g = p->g, .w = p->w, .stats = p->stats, .y = p->y, .dw = p->dw, .db = p->db,
+                 .N = p->N, .C = p->C, .S = p->S, .training = p->training};
+    const int64_t C = a.C, N = a.N, total = N * C * a.S;
+    const int dev = fnn_make_device(FNN_DEVICE_CPU, ordinal);
+    int64_t bytes = 0;
+    void *block = bn_scratch(&a, dev, &bytes);
+    if (!block) return fnn_last_status();
+    /* work per loop: each pass over x and g counts as an add's (threads.c's unit) */
+    const int threads = fnn_threads_for(total);
+    if (a.S >= BN_PLANE_MIN) {
+        fnn_parallel_for(C, fnn_threads_for(2 * total), bn_bwd_channels, &a);   /* two passes */
+    } else {
+        const bool sums = a.training || a.dw || a.db;
+        if (sums) {
+            double *k = a.part + a.blocks * 2 * C;
+            for (int64_t c = 0; c < C; c++) k[c] = a.stats[2 * c];
+            fnn_parallel_for(a.blocks, threads, bn_partial_blocks, &a);
+        }
+        for (int64_t c = 0; c < C; c++) {
+            double sg = 0, sgx = 0;
+            if (sums) bn_sum_blocks(&a, c, &sg, &sgx);
+            bn_grad_channel(&a, c, sg, sgx);
+        }
+        if (a.y) fnn_parallel_for(N, threads, bn_dx_rows, &a);
+    }
+    fnn_free(dev, block, bytes);
+    return FNN_STATUS_OK;
+}
+
 /* backward: saved[0] x (contiguous), saved[1] stats [C, 2] (mean, rstd), saved[2] w when given;
  * norm_attrs training, has_weight */
 static int batch_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0];
+    const fnn_nrm_row *row;
+    FNN_TRY(norm_row("batch_norm", x->device, true, &row));
     fnn_tensor gc;
     int rc;
     const float *gp = fnn_contiguous_data(g, &gc, &rc);
     if (rc) return rc;
     const int64_t N = x->shape[0], C = x->shape[1], total = fnn_tensor_numel(x);
     const norm_attrs *at = FNN_ATTRS(n, norm_attrs);
-    bn_args a = {.x = fnn_data(x), .g = gp, .w = at->has_weight ? fnn_data(&n->saved[2]) : NULL,
-                 .stats = fnn_data(&n->saved[1]), .N = N, .C = C, .S = N * C > 0 ? total / (N * C) : 0,
-                 .training = at->training};
+    fnn_nrm_args a = {.x = fnn_data(x), .g = gp, .w = at->has_weight ? fnn_data(&n->saved[2]) : NULL,
+                      .stats = fnn_data(&n->saved[1]), .N = N, .C = C, .S = N * C > 0 ? total / (N * C) : 0,
+                      .groups = 1, .training = at->training};
     if (n->next[0] && !(rc = fnn_new_output(&din[0], x->device, n->in_ndim[0], n->in_shape[0])))
         a.y = fnn_data(&din[0]);
     if (!rc && n->next[1] && !(rc = fnn_new_output(&din[1], x->device, 1, &C))) a.dw = fnn_data(&din[1]);
     if (!rc && n->next[2] && !(rc = fnn_new_output(&din[2], x->device, 1, &C))) a.db = fnn_data(&din[2]);
-    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
-    if (be) {   /* cuda/batch_norm.cu: no host scratch */
-        if (!rc)
-            rc = be->batch_norm_grad ? be->batch_norm_grad(fnn_device_ordinal(x->device), a.y, a.dw, a.db, gp, a.x, a.w,
-                                                           a.stats, N, C, a.S, a.training)
-                                     : FNN_FAIL(FNN_STATUS_DEVICE, "batch_norm: backward not implemented on this device");
-        fnn_tensor_clear(&gc);
-        if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
-        return rc;
-    }
-    int64_t bytes = 0;
-    void *block = rc ? NULL : bn_scratch(&a, x->device, &bytes);
-    if (!rc && !block) rc = fnn_last_status();
-    if (!rc) {
-        /* work per loop: each pass over x and g counts as an add's (threads.c's unit) */
-        const int threads = fnn_threads_for(total);
-        if (a.S >= BN_PLANE_MIN) {
-            fnn_parallel_for(C, fnn_threads_for(2 * total), bn_bwd_channels, &a);   /* two passes */
-        } else {
-            const bool sums = a.training || a.dw || a.db;
-            if (sums) {
-                double *k = a.part + a.blocks * 2 * C;
-                for (int64_t c = 0; c < C; c++) k[c] = a.stats[2 * c];
-                fnn_parallel_for(a.blocks, threads, bn_partial_blocks, &a);
-            }
-            for (int64_t c = 0; c < C; c++) {
-                double sg = 0, sgx = 0;
-                if (sums) bn_sum_blocks(&a, c, &sg, &sgx);
-                bn_grad_channel(&a, c, sg, sgx);
-            }
-            if (a.y) fnn_parallel_for(N, threads, bn_dx_rows, &a);
-        }
-    }
-    if (block) fnn_free(x->device, block, bytes);
+    if (!rc) rc = row->backward(fnn_device_ordinal(x->device), &a);
     fnn_tensor_clear(&gc);
     if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
     return rc;
@@ -566,9 +617,8 @@ int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_va
               "batch_norm: eval mode needs running_mean and running_var (input %s)", fnn_shape_of(x).s);
     FNN_CHECK(!training || N * S > 1, FNN_STATUS_SHAPE,
               "batch_norm: expected more than 1 value per channel when training, got input %s", fnn_shape_of(x).s);
-    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || (be && be->batch_norm), FNN_STATUS_DEVICE,
-              "batch_norm: not implemented on this device");
+    const fnn_nrm_row *row;
+    FNN_TRY(norm_row("batch_norm", x->device, false, &row));
 
     const fnn_tensor *ins[3] = {x, w, b};
     const bool grad = fnn_needs_node(3, ins);
@@ -577,11 +627,11 @@ int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_va
     fnn_tensor_init(&stats);
     int rc = 0, r1 = 0, r2 = 0, r3 = 0, r4 = 0;
     const float *xp = fnn_contiguous_data(x, &xc, &rc);
-    bn_args a = {.x = xp, .N = N, .C = C, .S = S, .eps = eps, .training = training != 0};
+    fnn_nrm_args a = {.x = xp, .N = N, .C = C, .S = S, .groups = 1, .eps = eps, .training = training != 0};
     a.w = w ? fnn_contiguous_data(w, &wc, &r1) : NULL;
     a.b = b ? fnn_contiguous_data(b, &bc, &r2) : NULL;
-    const float *rm = !training ? fnn_contiguous_data(running_mean, &mc, &r3) : NULL;
-    const float *rv = !training ? fnn_contiguous_data(running_var, &vc, &r4) : NULL;
+    a.rmean = !training ? fnn_contiguous_data(running_mean, &mc, &r3) : NULL;
+    a.rvar = !training ? fnn_contiguous_data(running_var, &vc, &r4) : NULL;
     if (!rc) rc = r1 ? r1 : r2 ? r2 : r3 ? r3 : r4;
     int64_t sshape[2] = {C, 2};
     if (!rc && grad && !(rc = fnn_new_output(&stats, x->device, 2, sshape))) a.stats = fnn_data(&stats);
@@ -590,35 +640,8 @@ int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_va
         a.bmean = fnn_data(batch_mean);
     if (!rc && training && batch_var && !(rc = fnn_new_output(batch_var, x->device, 1, &C)))
         a.bvar = fnn_data(batch_var);
-    int64_t bytes = 0;
-    void *block = rc || be ? NULL : bn_scratch(&a, x->device, &bytes);
-    if (!rc && !be && !block) rc = fnn_last_status();
-    if (!rc && be) {   /* cuda/batch_norm.cu */
-        rc = be->batch_norm(fnn_device_ordinal(x->device), a.y, a.stats, a.bmean, a.bvar, xp, a.w, a.b, rm, rv, N, C, S,
-                            training != 0, eps);
-    } else if (!rc) {
-        const int threads = fnn_threads_for(total);   /* one pass over x counts as an add */
-        const bool wide = S >= BN_PLANE_MIN;
-        if (!training) {
-            for (int64_t c = 0; c < C; c++) bn_set_channel(&a, c, rm[c], 1.0 / sqrt((double)rv[c] + eps));
-            if (wide) fnn_parallel_for(N * C, threads, bn_apply_planes, &a);
-            else fnn_parallel_for(N, threads, bn_apply_rows, &a);
-        } else if (wide) {
-            fnn_parallel_for(C, fnn_threads_for(2 * total), bn_fwd_channels, &a);   /* two passes */
-        } else {
-            double *k = a.part + a.blocks * 2 * C;
-            for (int64_t c = 0; c < C; c++) k[c] = bn_shift(&a, c);
-            fnn_parallel_for(a.blocks, threads, bn_partial_blocks, &a);
-            for (int64_t c = 0; c < C; c++) {
-                double s1, s2;
-                bn_sum_blocks(&a, c, &s1, &s2);
-                bn_batch_channel(&a, c, (float)k[c], s1, s2);
-            }
-            fnn_parallel_for(N, threads, bn_apply_rows, &a);
-        }
-    }
+    if (!rc) rc = row->forward(fnn_device_ordinal(x->device), &a);
     if (!rc && grad) rc = record_norm(&BATCH_NORM, out, 3, ins, (norm_attrs){.training = training != 0, .eps = eps}, x, &xc, &stats, w, &wc);
-    if (block) fnn_free(x->device, block, bytes);
     fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&bc);
     fnn_tensor_clear(&mc); fnn_tensor_clear(&vc); fnn_tensor_clear(&stats);
     if (rc) {
@@ -697,55 +720,59 @@ static FNN_CLONES_V3 void gn_bwd_groups(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
+/* the CPU forward: a task per (sample, group) */
+static int group_norm_cpu(int ordinal, const fnn_nrm_args *p) {
+    (void)ordinal;
+    gn_args a = {.x = p->x, .w = p->w, .b = p->b, .y = p->y, .stats = p->stats, .N = p->N, .C = p->C,
+                 .G = p->groups, .S = p->S, .eps = p->eps};
+    fnn_parallel_for(a.N * a.G, fnn_threads_for(2 * a.N * a.C * a.S), gn_fwd_groups, &a);   /* two passes */
+    return FNN_STATUS_OK;
+}
+
+/* the CPU backward: dx and the per-(sample, channel) sums by (sample, group) tasks, then dw, db */
+static int group_norm_grad_cpu(int ordinal, const fnn_nrm_args *p) {
+    gn_args a = {.x = p->x, .g = p->g, .w = p->w, .y = p->y, .stats = p->stats, .N = p->N, .C = p->C,
+                 .G = p->groups, .S = p->S};
+    const int64_t N = a.N, C = a.C, total = N * C * a.S;
+    float *dw = p->dw, *db = p->db;
+    const int dev = fnn_make_device(FNN_DEVICE_CPU, ordinal);
+    const int64_t bytes = (2 * N * C + 1) * (int64_t)sizeof(double);
+    if (!(a.part = fnn_alloc(dev, bytes))) return fnn_last_status();
+    fnn_parallel_for(N * a.G, fnn_threads_for(2 * total), gn_bwd_groups, &a);   /* two passes */
+    const int64_t Cg = C / a.G;
+    for (int64_t c = 0; c < C && (dw || db); c++) {
+        double sw = 0, sb = 0;
+        for (int64_t i = 0; i < N; i++) {
+            sw += a.stats[2 * (i * a.G + c / Cg) + 1] * a.part[2 * (i * C + c) + 1];
+            sb += a.part[2 * (i * C + c)];
+        }
+        if (dw) dw[c] = (float)sw;
+        if (db) db[c] = (float)sb;
+    }
+    fnn_free(dev, a.part, bytes);
+    return FNN_STATUS_OK;
+}
+
 /* backward: saved[0] x (contiguous), saved[1] stats [N, G, 2], saved[2] w when given;
  * norm_attrs groups, has_weight */
 static int group_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0];
+    const fnn_nrm_row *row;
+    FNN_TRY(norm_row("group_norm", x->device, true, &row));
     fnn_tensor gc;
     int rc;
     const float *gp = fnn_contiguous_data(g, &gc, &rc);
     if (rc) return rc;
     const int64_t N = x->shape[0], C = x->shape[1], total = fnn_tensor_numel(x);
     const norm_attrs *at = FNN_ATTRS(n, norm_attrs);
-    gn_args a = {.x = fnn_data(x), .g = gp, .w = at->has_weight ? fnn_data(&n->saved[2]) : NULL,
-                 .stats = fnn_data(&n->saved[1]), .N = N, .C = C, .G = at->groups,
-                 .S = N * C > 0 ? total / (N * C) : 0};
-    float *dw = NULL, *db = NULL;
+    fnn_nrm_args a = {.x = fnn_data(x), .g = gp, .w = at->has_weight ? fnn_data(&n->saved[2]) : NULL,
+                      .stats = fnn_data(&n->saved[1]), .N = N, .C = C, .groups = at->groups,
+                      .S = N * C > 0 ? total / (N * C) : 0};
     if (n->next[0] && !(rc = fnn_new_output(&din[0], x->device, n->in_ndim[0], n->in_shape[0])))
         a.y = fnn_data(&din[0]);
-    if (!rc && n->next[1] && !(rc = fnn_new_output(&din[1], x->device, 1, &C))) dw = fnn_data(&din[1]);
-    if (!rc && n->next[2] && !(rc = fnn_new_output(&din[2], x->device, 1, &C))) db = fnn_data(&din[2]);
-    if (!rc && fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {   /* cuda/norm.cu, as layer_norm's rule */
-        const fnn_backend *be = fnn_backend_for(x->device);
-        const int ord = fnn_device_ordinal(x->device);
-        if (!be || !be->norm_grad || !be->fill) {
-            rc = FNN_FAIL(FNN_STATUS_DEVICE, "group_norm: backward not implemented on this device");
-        } else if (total == 0) {   /* nothing summed: zeros */
-            if (dw) rc = be->fill(ord, dw, C, 0.0f);
-            if (!rc && db) rc = be->fill(ord, db, C, 0.0f);
-        } else {
-            rc = be->norm_grad(ord, FNN_NRM_LAYER, a.y, dw, db, gp, a.x, a.w, a.stats, N * a.G, C / a.G * a.S, a.G, a.S);
-        }
-        fnn_tensor_clear(&gc);
-        if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
-        return rc;
-    }
-    const int64_t bytes = (2 * N * C + 1) * (int64_t)sizeof(double);
-    if (!rc && !(a.part = fnn_alloc(x->device, bytes))) rc = fnn_last_status();
-    if (!rc) {
-        fnn_parallel_for(N * a.G, fnn_threads_for(2 * total), gn_bwd_groups, &a);   /* two passes */
-        const int64_t Cg = C / a.G;
-        for (int64_t c = 0; c < C && (dw || db); c++) {
-            double sw = 0, sb = 0;
-            for (int64_t i = 0; i < N; i++) {
-                sw += a.stats[2 * (i * a.G + c / Cg) + 1] * a.part[2 * (i * C + c) + 1];
-                sb += a.part[2 * (i * C + c)];
-            }
-            if (dw) dw[c] = (float)sw;
-            if (db) db[c] = (float)sb;
-        }
-    }
-    if (a.part) fnn_free(x->device, a.part, bytes);
+    if (!rc && n->next[1] && !(rc = fnn_new_output(&din[1], x->device, 1, &C))) a.dw = fnn_data(&din[1]);
+    if (!rc && n->next[2] && !(rc = fnn_new_output(&din[2], x->device, 1, &C))) a.db = fnn_data(&din[2]);
+    if (!rc) rc = row->backward(fnn_device_ordinal(x->device), &a);
     fnn_tensor_clear(&gc);
     if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
     return rc;
@@ -764,9 +791,8 @@ int fnn_group_norm(fnn_tensor *out, const fnn_tensor *x, int64_t groups, const f
     FNN_CHECK(eps >= 0, FNN_STATUS_ARG, "group_norm: eps %g is negative (input %s)", eps, fnn_shape_of(x).s);
     FNN_TRY(check_channels("group_norm", x, w, "weight", C));
     FNN_TRY(check_channels("group_norm", x, b, "bias", C));
-    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || (be && be->norm), FNN_STATUS_DEVICE,
-              "group_norm: not implemented on this device");
+    const fnn_nrm_row *row;
+    FNN_TRY(norm_row("group_norm", x->device, false, &row));
 
     const fnn_tensor *ins[3] = {x, w, b};
     const bool grad = fnn_needs_node(3, ins);
@@ -774,17 +800,14 @@ int fnn_group_norm(fnn_tensor *out, const fnn_tensor *x, int64_t groups, const f
     fnn_tensor_init(&wc); fnn_tensor_init(&bc); fnn_tensor_init(&stats);
     int rc = 0, r1 = 0, r2 = 0;
     const float *xp = fnn_contiguous_data(x, &xc, &rc);
-    gn_args a = {.x = xp, .N = N, .C = C, .G = groups, .S = N * C > 0 ? total / (N * C) : 0, .eps = eps};
+    fnn_nrm_args a = {.x = xp, .N = N, .C = C, .groups = groups, .S = N * C > 0 ? total / (N * C) : 0, .eps = eps};
     a.w = w ? fnn_contiguous_data(w, &wc, &r1) : NULL;
     a.b = b ? fnn_contiguous_data(b, &bc, &r2) : NULL;
     if (!rc) rc = r1 ? r1 : r2;
     int64_t sshape[3] = {N, groups, 2};
     if (!rc && grad && !(rc = fnn_new_output(&stats, x->device, 3, sshape))) a.stats = fnn_data(&stats);
     if (!rc && !(rc = fnn_new_output(out, x->device, x->ndim, x->shape))) a.y = fnn_data(out);
-    if (!rc && be)   /* cuda/norm.cu: a row per (sample, group), the affine per channel */
-        rc = be->norm(fnn_device_ordinal(x->device), FNN_NRM_LAYER, a.y, a.stats, xp, a.w, a.b, N * groups,
-                      C / groups * a.S, eps, groups, a.S > 0 ? a.S : 1);
-    else if (!rc) fnn_parallel_for(N * groups, fnn_threads_for(2 * total), gn_fwd_groups, &a);   /* two passes */
+    if (!rc) rc = row->forward(fnn_device_ordinal(x->device), &a);
     if (!rc && grad) rc = record_norm(&GROUP_NORM, out, 3, ins, (norm_attrs){.groups = groups, .eps = eps}, x, &xc, &stats, w, &wc);
     fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&bc); fnn_tensor_clear(&stats);
     if (rc) fnn_tensor_clear(out);
@@ -849,32 +872,42 @@ static void rms_bwd_cols(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
+static int rms_norm_cpu(int ordinal, const fnn_nrm_args *p) {
+    (void)ordinal;
+    rms_args a = {.x = p->x, .w = p->w, .y = p->y, .rstd = p->stats, .rows = p->N, .n = p->C, .eps = p->eps};
+    fnn_parallel_for(a.rows, fnn_threads_for(2 * a.rows * a.n), rms_fwd_rows, &a);
+    return FNN_STATUS_OK;
+}
+
+static int rms_norm_grad_cpu(int ordinal, const fnn_nrm_args *p) {
+    (void)ordinal;
+    rms_args a = {.x = p->x, .g = p->g, .w = p->w, .y = p->y, .rstd = p->stats, .dw = p->dw, .rows = p->N,
+                  .n = p->C};
+    const int64_t rows = a.rows, n = a.n, total = rows * n;
+    if (a.y) fnn_parallel_for(rows, fnn_threads_for(2 * total), rms_bwd_rows, &a);
+    if (a.dw) fnn_parallel_for((n + RMS_COLS - 1) / RMS_COLS, fnn_threads_for(total * 2), rms_bwd_cols, &a);
+    return FNN_STATUS_OK;
+}
+
 /* backward: saved[0] x (contiguous), saved[1] rstd [rows], saved[2] w when given; norm_attrs
  * normalized (n), has_weight */
 static int rms_norm_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &nd->saved[0];
     const norm_attrs *at = FNN_ATTRS(nd, norm_attrs);
-    const bool has_w = at->has_weight;
+    const fnn_nrm_row *row;
+    FNN_TRY(norm_row("rms_norm", x->device, true, &row));
     const int64_t n = at->normalized, total = fnn_tensor_numel(x), rows = n > 0 ? total / n : 0;
     fnn_tensor gc;
     int rc;
     const float *gp = fnn_contiguous_data(g, &gc, &rc);
     if (rc) return rc;
-    rms_args a = {.x = fnn_data(x), .g = gp, .w = has_w ? fnn_data(&nd->saved[2]) : NULL,
-                  .rstd = fnn_data(&nd->saved[1]), .rows = rows, .n = n};
+    fnn_nrm_args a = {.x = fnn_data(x), .g = gp, .w = at->has_weight ? fnn_data(&nd->saved[2]) : NULL,
+                      .stats = fnn_data(&nd->saved[1]), .N = rows, .C = n, .S = 1, .groups = 1};
     if (nd->next[0] && !(rc = fnn_new_output(&din[0], x->device, nd->in_ndim[0], nd->in_shape[0])))
         a.y = fnn_data(&din[0]);
     if (!rc && nd->next[1] && !(rc = fnn_new_output(&din[1], x->device, nd->in_ndim[1], nd->in_shape[1])))
         a.dw = fnn_data(&din[1]);
-    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
-    if (!rc && be) {   /* cuda/norm.cu */
-        rc = be->norm_grad ? be->norm_grad(fnn_device_ordinal(x->device), FNN_NRM_RMS, a.y, a.dw, NULL, gp, a.x, a.w,
-                                           a.rstd, rows, n, 1, 1)
-                           : FNN_FAIL(FNN_STATUS_DEVICE, "rms_norm: backward not implemented on this device");
-    } else if (!rc) {
-        if (a.y) fnn_parallel_for(rows, fnn_threads_for(2 * total), rms_bwd_rows, &a);
-        if (a.dw) fnn_parallel_for((n + RMS_COLS - 1) / RMS_COLS, fnn_threads_for(total * 2), rms_bwd_cols, &a);
-    }
+    if (!rc) rc = row->backward(fnn_device_ordinal(x->device), &a);
     fnn_tensor_clear(&gc);
     if (rc) for (int k = 0; k < 2; k++) fnn_tensor_clear(&din[k]);
     return rc;
@@ -900,9 +933,8 @@ int fnn_rms_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, int6
                   "rms_norm: weight %s has %lld elements, expected %lld (the normalized size) for input %s",
                   fnn_shape_of(w).s, (long long)fnn_tensor_numel(w), (long long)normalized, fnn_shape_of(x).s);
     }
-    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || (be && be->norm), FNN_STATUS_DEVICE,
-              "rms_norm: not implemented on this device");
+    const fnn_nrm_row *row;
+    FNN_TRY(norm_row("rms_norm", x->device, false, &row));
 
     const fnn_tensor *ins[2] = {x, w};
     const bool grad = fnn_needs_node(2, ins);
@@ -911,19 +943,25 @@ int fnn_rms_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, int6
     fnn_tensor_init(&wc); fnn_tensor_init(&rstd);
     int rc = 0, r1 = 0;
     const float *xp = fnn_contiguous_data(x, &xc, &rc);
-    rms_args a = {.x = xp, .rows = rows, .n = normalized, .eps = eps};
+    fnn_nrm_args a = {.x = xp, .N = rows, .C = normalized, .S = 1, .groups = 1, .eps = eps};
     a.w = w ? fnn_contiguous_data(w, &wc, &r1) : NULL;
     if (!rc) rc = r1;
-    if (!rc && grad && !(rc = fnn_new_output(&rstd, x->device, 1, &rows))) a.rstd = fnn_data(&rstd);
+    if (!rc && grad && !(rc = fnn_new_output(&rstd, x->device, 1, &rows))) a.stats = fnn_data(&rstd);
     if (!rc && !(rc = fnn_new_output(out, x->device, x->ndim, x->shape))) a.y = fnn_data(out);
-    if (!rc && be)   /* cuda/norm.cu */
-        rc = be->norm(fnn_device_ordinal(x->device), FNN_NRM_RMS, a.y, a.rstd, xp, a.w, NULL, rows, normalized, eps, 1,
-                      1);
-    else if (!rc) fnn_parallel_for(rows, fnn_threads_for(2 * total), rms_fwd_rows, &a);
+    if (!rc) rc = row->forward(fnn_device_ordinal(x->device), &a);
     if (!rc && grad) rc = record_norm(&RMS_NORM, out, 2, ins, (norm_attrs){.normalized = normalized, .eps = eps}, x, &xc, &rstd, w, &wc);
     fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&rstd);
     if (rc) fnn_tensor_clear(out);
     return rc;
 }
+
+/* the CPU's rows (norm.h): the kernels above, behind the entry points' shared checks and nodes */
+const fnn_nrm_row fnn_cpu_norm_rows[] = {
+    {"layer_norm", layer_norm_cpu, layer_norm_grad_cpu},
+    {"batch_norm", batch_norm_cpu, batch_norm_grad_cpu},
+    {"group_norm", group_norm_cpu, group_norm_grad_cpu},
+    {"rms_norm", rms_norm_cpu, rms_norm_grad_cpu},
+    {NULL, NULL, NULL},
+};
 
 const fnn_op_def *const fnn_ops_norm[] = {&LAYER_NORM, &BATCH_NORM, &GROUP_NORM, &RMS_NORM, NULL};

@@ -91,10 +91,6 @@ EMULATED_BACKEND_ADD(loss) {
 EMULATED_BACKEND_ADD(index) {
     b->index = fnn_cuda_index;
 }
-EMULATED_BACKEND_ADD(norm) {
-    b->norm = fnn_cuda_norm;
-    b->norm_grad = fnn_cuda_norm_grad;
-}
 EMULATED_BACKEND_ADD(rows) { b->rows = fnn_cuda_row_tables; }   /* backend.cu's, cut into emulated_xfer.cpp */
 extern "C" {
 void fnn_cuda_register(void) { fnn_register_backend(FNN_DEVICE_CUDA, &table); }

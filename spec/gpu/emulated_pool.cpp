@@ -1,6 +1,7 @@
 // spec/gpu/emulated_pool.cpp: cuda/pool.cu and cuda/batch_norm.cu run on the host (spec/gpu/emulated.h;
 // see emulated_backend.cpp), kernels and launchers both: the launchers sit above each file's host-side
-// line, written with FNN_LAUNCH, so the table points at the real fnn_cuda_* entries. The pooling and
+// line, written with FNN_LAUNCH, so the table points at the real fnn_cuda_* entries (batch_norm's rows
+// are listed by cuda/norm.cu's, in emulated_backend.cpp). The pooling and
 // upsampling kernels are grid-stride loops: one plain call runs the whole grid as one thread, at the
 // index width the launcher picks. The batch_norm kernels that reduce per channel run, in block mode,
 // as one block of real host threads (barriers, warp shuffles) whose grid-stride loop covers every
@@ -20,6 +21,4 @@ EMULATED_BACKEND_ADD(pool) {
     b->upsample_nearest_grad = fnn_cuda_upsample_nearest_grad;
     b->upsample_bilinear = fnn_cuda_upsample_bilinear;
     b->upsample_bilinear_grad = fnn_cuda_upsample_bilinear_grad;
-    b->batch_norm = fnn_cuda_batch_norm;
-    b->batch_norm_grad = fnn_cuda_batch_norm_grad;
 }
