@@ -4,6 +4,7 @@
  * backends hold kernel rows by op name (internal.h's fnn_row_table), has_cuda
  * is derived from the CUDA backend's rows. */
 #include "internal.h"
+#include "ops/pool.h"
 #include "ops/reduction.h"
 #include <pthread.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ int fnn_op_count(void) {
  * the entry points), so this list is also the list of families on rows. */
 const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cpu_reduction_rows),
+    FNN_ROW_TABLE("pool", fnn_cpu_pool_rows),
     {NULL, NULL, 0},
 };
 

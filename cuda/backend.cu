@@ -32,7 +32,8 @@
  *
  * defines: fnn_cuda_register, fnn_cuda_memory_stats, fnn_cuda_empty_cache */
 #include "common.cuh"
-#include "ops/reduction.h"   /* the families on kernel rows: their row types (fnn_cuda_row_tables) */
+#include "ops/pool.h"        /* the families on kernel rows: their row types (fnn_cuda_row_tables) */
+#include "ops/reduction.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -141,6 +142,7 @@ static int cuda_fill(int ordinal, float *y, int64_t n, float value) {
  * table points here too */
 extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cuda_reduction_rows),
+    FNN_ROW_TABLE("pool", fnn_cuda_pool_rows),
     {NULL, NULL, 0},
 };
 
@@ -514,17 +516,7 @@ static const fnn_backend cuda_backend = {
     /* conv_depthwise */ fnn_cuda_conv_depthwise,
     /* conv_depthwise_input_grad */ fnn_cuda_conv_depthwise_input_grad,
     /* (end of conv) */
-    /* ---- cuda/pool.cu: pooling and upsampling; cuda/batch_norm.cu: batch_norm ---- */
-    /* max_pool */ fnn_cuda_max_pool,
-    /* max_pool_grad */ fnn_cuda_max_pool_grad,
-    /* avg_pool */ fnn_cuda_avg_pool,
-    /* avg_pool_grad */ fnn_cuda_avg_pool_grad,
-    /* adaptive_avg_pool */ fnn_cuda_adaptive_avg_pool,
-    /* adaptive_avg_pool_grad */ fnn_cuda_adaptive_avg_pool_grad,
-    /* upsample_nearest */ fnn_cuda_upsample_nearest,
-    /* upsample_nearest_grad */ fnn_cuda_upsample_nearest_grad,
-    /* upsample_bilinear */ fnn_cuda_upsample_bilinear,
-    /* upsample_bilinear_grad */ fnn_cuda_upsample_bilinear_grad,
+    /* ---- cuda/batch_norm.cu: batch_norm (pooling and upsampling: cuda/pool.cu's rows) ---- */
     /* batch_norm */ fnn_cuda_batch_norm,
     /* batch_norm_grad */ fnn_cuda_batch_norm_grad,
     /* (end of pool) */
