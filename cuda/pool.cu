@@ -1,4 +1,4 @@
-/* pool.cu: the GPU side of core/ops/pool.c and of the 2-d pools in core/ops/conv.c: max and avg
+/* pool.cu: the GPU side of core/ops/pool.c (the pool family's rows, core/ops/pool.h): max and avg
  * pooling over 1..3 spatial dims, adaptive_avg_pool2d, upsample_nearest (1..3 dims) and
  * upsample_bilinear2d, forward beside backward. As on the CPU every input is `planes` contiguous
  * planes [D, H, W] (1-d and 2-d ops have leading 1s), windows and source indices as the CPU
