@@ -186,44 +186,6 @@ typedef struct fnn_backend {
     int (*conv_depthwise_input_grad)(int ordinal, float *dx, const float *dy, const float *w, const float *bias_in,
                                      const void *geom, int64_t count);
     /* (end of conv) */
-    /* ---- cuda/pool.cu: pooling and upsampling ---- */
-    /* Pools over `planes` contiguous planes x [D,H,W] (in[3] = D,H,W; 1-d and 2-d pools pass leading 1s)
-     * into contiguous y [planes, out[3]], kernel k[3], stride s[3], padding p[3] (1, 1, 0 along absent
-     * dims), windows as core/ops/pool.c's. max: y = the window's max (padding -inf; the first maximum
-     * in row-major window order wins ties, a nan wins), idx (NULL: not kept) its int32 offset in the
-     * input plane [planes, out] */
-    int (*max_pool)(int ordinal, float *y, int32_t *idx, const float *x, int64_t planes, const int64_t *in,
-                    const int64_t *out, const int64_t *k, const int64_t *s, const int64_t *p);
-    /* its backward: dx [planes, in] = the sum of dy [planes, out] over the windows whose idx is that
-     * element (a gather, deterministic) */
-    int (*max_pool_grad)(int ordinal, float *dx, const float *dy, const int32_t *idx, int64_t planes,
-                         const int64_t *in, const int64_t *out, const int64_t *k, const int64_t *s, const int64_t *p);
-    /* avg: y = the window's sum / (count_include_pad ? its extent clipped to the padded input : its
-     * extent inside the input); backward dx = the sum of dy / divisor over the covering windows */
-    int (*avg_pool)(int ordinal, float *y, const float *x, int64_t planes, const int64_t *in, const int64_t *out,
-                    const int64_t *k, const int64_t *s, const int64_t *p, int count_include_pad);
-    int (*avg_pool_grad)(int ordinal, float *dx, const float *dy, int64_t planes, const int64_t *in,
-                         const int64_t *out, const int64_t *k, const int64_t *s, const int64_t *p,
-                         int count_include_pad);
-    /* adaptive_avg_pool2d: x [planes, H, W] -> y [planes, Ho, Wo], output o of n along an input of L
-     * averaging [floor(o L / n), ceil((o + 1) L / n)); backward dx [planes, H, W] from dy */
-    int (*adaptive_avg_pool)(int ordinal, float *y, const float *x, int64_t planes, int64_t H, int64_t W,
-                             int64_t Ho, int64_t Wo);
-    int (*adaptive_avg_pool_grad)(int ordinal, float *dx, const float *dy, int64_t planes, int64_t H, int64_t W,
-                                  int64_t Ho, int64_t Wo);
-    /* upsample_nearest: x [planes, in[3]] -> y [planes, out[3]], output o reading input floor(o in / out)
-     * along each axis; backward dx [planes, in] = the sum of dy over the outputs that read it */
-    int (*upsample_nearest)(int ordinal, float *y, const float *x, int64_t planes, const int64_t *in,
-                            const int64_t *out);
-    int (*upsample_nearest_grad)(int ordinal, float *dx, const float *dy, int64_t planes, const int64_t *in,
-                                 const int64_t *out);
-    /* upsample_bilinear2d: x [planes, H, W] -> y [planes, Ho, Wo], align_corners (corner centres meet)
-     * or half-pixel centres, weights as core/ops/pool.c's axis_fill; backward dx [planes, H, W] from dy */
-    int (*upsample_bilinear)(int ordinal, float *y, const float *x, int64_t planes, int64_t H, int64_t W,
-                             int64_t Ho, int64_t Wo, int align_corners);
-    int (*upsample_bilinear_grad)(int ordinal, float *dx, const float *dy, int64_t planes, int64_t H, int64_t W,
-                                  int64_t Ho, int64_t Wo, int align_corners);
-    /* (end of pool) */
     /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
     /* dst[p . dstride] = src[p . sstride] for every p of shape (both strided, in elements of esize bytes,
      * 4 or 8): cat and stack copy each input into its slab of the output through this */

@@ -4,6 +4,7 @@
  * backends hold kernel rows by op name (internal.h's fnn_row_table), has_cuda
  * is derived from the CUDA backend's rows. */
 #include "internal.h"
+#include "ops/pool.h"
 #include "ops/reduction.h"
 #include "ops/norm.h"
 #include <pthread.h>
@@ -26,6 +27,7 @@ int fnn_op_count(void) {
 const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cpu_reduction_rows),
     FNN_ROW_TABLE("norm", fnn_cpu_norm_rows),
+    FNN_ROW_TABLE("pool", fnn_cpu_pool_rows),
     {NULL, NULL, 0},
 };
 

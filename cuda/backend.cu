@@ -32,8 +32,9 @@
  *
  * defines: fnn_cuda_register, fnn_cuda_memory_stats, fnn_cuda_empty_cache */
 #include "common.cuh"
-#include "ops/reduction.h"   /* the families on kernel rows: their row types (fnn_cuda_row_tables) */
-#include "ops/norm.h"
+#include "ops/norm.h"        /* the families on kernel rows: their row types (fnn_cuda_row_tables) */
+#include "ops/pool.h"
+#include "ops/reduction.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -143,6 +144,7 @@ static int cuda_fill(int ordinal, float *y, int64_t n, float value) {
 extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cuda_reduction_rows),
     FNN_ROW_TABLE("norm", fnn_cuda_norm_rows),
+    FNN_ROW_TABLE("pool", fnn_cuda_pool_rows),
     {NULL, NULL, 0},
 };
 
@@ -514,18 +516,6 @@ static const fnn_backend cuda_backend = {
     /* conv_depthwise */ fnn_cuda_conv_depthwise,
     /* conv_depthwise_input_grad */ fnn_cuda_conv_depthwise_input_grad,
     /* (end of conv) */
-    /* ---- cuda/pool.cu: pooling and upsampling ---- */
-    /* max_pool */ fnn_cuda_max_pool,
-    /* max_pool_grad */ fnn_cuda_max_pool_grad,
-    /* avg_pool */ fnn_cuda_avg_pool,
-    /* avg_pool_grad */ fnn_cuda_avg_pool_grad,
-    /* adaptive_avg_pool */ fnn_cuda_adaptive_avg_pool,
-    /* adaptive_avg_pool_grad */ fnn_cuda_adaptive_avg_pool_grad,
-    /* upsample_nearest */ fnn_cuda_upsample_nearest,
-    /* upsample_nearest_grad */ fnn_cuda_upsample_nearest_grad,
-    /* upsample_bilinear */ fnn_cuda_upsample_bilinear,
-    /* upsample_bilinear_grad */ fnn_cuda_upsample_bilinear_grad,
-    /* (end of pool) */
     /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
     /* copy_into */ fnn_cuda_copy_into,
     /* pad */ fnn_cuda_pad,

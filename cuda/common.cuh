@@ -111,29 +111,6 @@ int fnn_cuda_conv_depthwise(int ordinal, float *y, const float *x, const float *
 int fnn_cuda_conv_depthwise_input_grad(int ordinal, float *dx, const float *dy, const float *w, const float *bias_in,
                                        const void *geom, int64_t count);
 /* (end of conv) */
-/* ---- cuda/pool.cu: pooling and upsampling ---- */
-int fnn_cuda_max_pool(int ordinal, float *y, int32_t *idx, const float *x, int64_t planes, const int64_t *in,
-                      const int64_t *out, const int64_t *k, const int64_t *s, const int64_t *p);
-int fnn_cuda_max_pool_grad(int ordinal, float *dx, const float *dy, const int32_t *idx, int64_t planes,
-                           const int64_t *in, const int64_t *out, const int64_t *k, const int64_t *s, const int64_t *p);
-int fnn_cuda_avg_pool(int ordinal, float *y, const float *x, int64_t planes, const int64_t *in, const int64_t *out,
-                      const int64_t *k, const int64_t *s, const int64_t *p, int count_include_pad);
-int fnn_cuda_avg_pool_grad(int ordinal, float *dx, const float *dy, int64_t planes, const int64_t *in,
-                           const int64_t *out, const int64_t *k, const int64_t *s, const int64_t *p,
-                           int count_include_pad);
-int fnn_cuda_adaptive_avg_pool(int ordinal, float *y, const float *x, int64_t planes, int64_t H, int64_t W,
-                               int64_t Ho, int64_t Wo);
-int fnn_cuda_adaptive_avg_pool_grad(int ordinal, float *dx, const float *dy, int64_t planes, int64_t H, int64_t W,
-                                    int64_t Ho, int64_t Wo);
-int fnn_cuda_upsample_nearest(int ordinal, float *y, const float *x, int64_t planes, const int64_t *in,
-                              const int64_t *out);
-int fnn_cuda_upsample_nearest_grad(int ordinal, float *dx, const float *dy, int64_t planes, const int64_t *in,
-                                   const int64_t *out);
-int fnn_cuda_upsample_bilinear(int ordinal, float *y, const float *x, int64_t planes, int64_t H, int64_t W,
-                               int64_t Ho, int64_t Wo, int align_corners);
-int fnn_cuda_upsample_bilinear_grad(int ordinal, float *dx, const float *dy, int64_t planes, int64_t H, int64_t W,
-                                    int64_t Ho, int64_t Wo, int align_corners);
-/* (end of pool) */
 /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
 int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
                        int esize, int ndim, const int64_t *shape);

@@ -1,4 +1,4 @@
-/* pool.cu: the GPU side of core/ops/pool.c and of the 2-d pools in core/ops/conv.c: max and avg
+/* pool.cu: the GPU side of core/ops/pool.c (the pool family's rows, core/ops/pool.h): max and avg
  * pooling over 1..3 spatial dims, adaptive_avg_pool2d, upsample_nearest (1..3 dims) and
  * upsample_bilinear2d, forward beside backward. As on the CPU every input is `planes` contiguous
  * planes [D, H, W] (1-d and 2-d ops have leading 1s), windows and source indices as the CPU
@@ -14,9 +14,9 @@
  * division), so those ops give the CPU's bits. A 32-bit index is used when the element count
  * allows (the divisions of the index decomposition are much cheaper).
  *
- * defines: fnn_cuda_max_pool, fnn_cuda_avg_pool and their _grad, fnn_cuda_adaptive_avg_pool(_grad),
- *          fnn_cuda_upsample_nearest(_grad), fnn_cuda_upsample_bilinear(_grad) */
+ * defines: fnn_cuda_pool_rows (the family's rows, core/ops/pool.h) */
 #include "common.cuh"
+#include "ops/pool.h"
 
 #include <math.h>
 
@@ -355,15 +355,15 @@ __global__ void pool_bilinear_grad_kernel(float *dx, const float *dy, I H, I W, 
 /* a 32-bit index fits an op whose input and output hold nin and nout elements (offsets into either,
  * with the grid-stride step added) */
 static inline bool pool_small(int64_t nin, int64_t nout) { return (nin > nout ? nin : nout) <= INT32_MAX / 2; }
-static inline PoolGeom pool_geom(int64_t planes, const int64_t *in, const int64_t *out, const int64_t *k,
-                                 const int64_t *s, const int64_t *p, int cip) {
+/* a row's arguments as the kernels' geometry; pools: with their windows, else kernel 1, stride 1, no padding */
+static inline PoolGeom pool_geom(const fnn_pool_args *a, bool windows) {
     PoolGeom g;
-    g.planes = planes;
-    for (int a = 0; a < 3; a++) {
-        g.in[a] = in[a]; g.out[a] = out[a];
-        g.k[a] = k ? k[a] : 1; g.s[a] = s ? s[a] : 1; g.p[a] = p ? p[a] : 0;
+    g.planes = a->planes;
+    for (int i = 0; i < 3; i++) {
+        g.in[i] = a->in[i]; g.out[i] = a->out[i];
+        g.k[i] = windows ? a->k[i] : 1; g.s[i] = windows ? a->s[i] : 1; g.p[i] = windows ? a->p[i] : 0;
     }
-    g.cip = cip;
+    g.cip = windows && a->count_include_pad != 0;
     return g;
 }
 
@@ -383,34 +383,33 @@ static inline PoolGeom pool_geom(int64_t planes, const int64_t *in, const int64_
         return FNN_STATUS_OK;                                                                              \
     } while (0)
 
-int fnn_cuda_max_pool(int ordinal, float *y, int32_t *idx, const float *x, int64_t planes, const int64_t *in,
-                      const int64_t *out, const int64_t *k, const int64_t *s, const int64_t *p) {
-    const int64_t nin = planes * in[0] * in[1] * in[2], nout = planes * out[0] * out[1] * out[2];
-    const PoolGeom g = pool_geom(planes, in, out, k, s, p, 0);
-    POOL_LAUNCH("max_pool", pool_max_kernel, nout, nin, nout, y, idx, x, g);
+/* the element counts of a's input and output */
+#define POOL_SIZES(a)                                                                                      \
+    const int64_t nin = (a)->planes * (a)->in[0] * (a)->in[1] * (a)->in[2],                               \
+                  nout = (a)->planes * (a)->out[0] * (a)->out[1] * (a)->out[2]
+
+static int max_pool_forward(int ordinal, const fnn_pool_args *a) {
+    POOL_SIZES(a);
+    const PoolGeom g = pool_geom(a, true);
+    POOL_LAUNCH("max_pool", pool_max_kernel, nout, nin, nout, a->y, a->idx, a->x, g);
 }
 
-int fnn_cuda_max_pool_grad(int ordinal, float *dx, const float *dy, const int32_t *idx, int64_t planes,
-                           const int64_t *in, const int64_t *out, const int64_t *k, const int64_t *s,
-                           const int64_t *p) {
-    const int64_t nin = planes * in[0] * in[1] * in[2], nout = planes * out[0] * out[1] * out[2];
-    const PoolGeom g = pool_geom(planes, in, out, k, s, p, 0);
-    POOL_LAUNCH("max_pool", pool_max_grad_kernel, nin, nin, nout, dx, dy, idx, g);
+static int max_pool_backward(int ordinal, const fnn_pool_args *a) {
+    POOL_SIZES(a);
+    const PoolGeom g = pool_geom(a, true);
+    POOL_LAUNCH("max_pool", pool_max_grad_kernel, nin, nin, nout, a->dx, a->dy, (const int32_t *)a->idx, g);
 }
 
-int fnn_cuda_avg_pool(int ordinal, float *y, const float *x, int64_t planes, const int64_t *in, const int64_t *out,
-                      const int64_t *k, const int64_t *s, const int64_t *p, int count_include_pad) {
-    const int64_t nin = planes * in[0] * in[1] * in[2], nout = planes * out[0] * out[1] * out[2];
-    const PoolGeom g = pool_geom(planes, in, out, k, s, p, count_include_pad != 0);
-    POOL_LAUNCH("avg_pool", pool_avg_kernel, nout, nin, nout, y, x, g);
+static int avg_pool_forward(int ordinal, const fnn_pool_args *a) {
+    POOL_SIZES(a);
+    const PoolGeom g = pool_geom(a, true);
+    POOL_LAUNCH("avg_pool", pool_avg_kernel, nout, nin, nout, a->y, a->x, g);
 }
 
-int fnn_cuda_avg_pool_grad(int ordinal, float *dx, const float *dy, int64_t planes, const int64_t *in,
-                           const int64_t *out, const int64_t *k, const int64_t *s, const int64_t *p,
-                           int count_include_pad) {
-    const int64_t nin = planes * in[0] * in[1] * in[2], nout = planes * out[0] * out[1] * out[2];
-    const PoolGeom g = pool_geom(planes, in, out, k, s, p, count_include_pad != 0);
-    POOL_LAUNCH("avg_pool", pool_avg_grad_kernel, nin, nin, nout, dx, dy, g);
+static int avg_pool_backward(int ordinal, const fnn_pool_args *a) {
+    POOL_SIZES(a);
+    const PoolGeom g = pool_geom(a, true);
+    POOL_LAUNCH("avg_pool", pool_avg_grad_kernel, nin, nin, nout, a->dx, a->dy, g);
 }
 
 /* the H, W, Ho, Wo of a 2-d op at the index width the launch picks */
@@ -426,43 +425,59 @@ int fnn_cuda_avg_pool_grad(int ordinal, float *dx, const float *dy, int64_t plan
         FNN_CUDA_CHECK(op, cudaGetLastError());                                                            \
         return FNN_STATUS_OK;                                                                              \
     } while (0)
+/* a 2-d op's planes and sizes [planes, H, W] -> [planes, Ho, Wo] */
+#define POOL_SIZES_2D(a)                                                                                   \
+    const int64_t planes = (a)->planes, H = (a)->in[1], W = (a)->in[2], Ho = (a)->out[1], Wo = (a)->out[2]
 
-int fnn_cuda_adaptive_avg_pool(int ordinal, float *y, const float *x, int64_t planes, int64_t H, int64_t W,
-                               int64_t Ho, int64_t Wo) {
-    POOL_LAUNCH_2D("adaptive_avg_pool2d", pool_adaptive_kernel, planes * Ho * Wo, y, x, );
+static int adaptive_avg_pool_forward(int ordinal, const fnn_pool_args *a) {
+    POOL_SIZES_2D(a);
+    POOL_LAUNCH_2D("adaptive_avg_pool2d", pool_adaptive_kernel, planes * Ho * Wo, a->y, a->x, );
 }
 
-int fnn_cuda_adaptive_avg_pool_grad(int ordinal, float *dx, const float *dy, int64_t planes, int64_t H, int64_t W,
-                                    int64_t Ho, int64_t Wo) {
-    POOL_LAUNCH_2D("adaptive_avg_pool2d", pool_adaptive_grad_kernel, planes * H * W, dx, dy, );
+static int adaptive_avg_pool_backward(int ordinal, const fnn_pool_args *a) {
+    POOL_SIZES_2D(a);
+    POOL_LAUNCH_2D("adaptive_avg_pool2d", pool_adaptive_grad_kernel, planes * H * W, a->dx, a->dy, );
 }
 
-int fnn_cuda_upsample_nearest(int ordinal, float *y, const float *x, int64_t planes, const int64_t *in,
-                              const int64_t *out) {
-    const int64_t nin = planes * in[0] * in[1] * in[2], nout = planes * out[0] * out[1] * out[2];
-    const PoolGeom g = pool_geom(planes, in, out, NULL, NULL, NULL, 0);
-    POOL_LAUNCH("upsample_nearest", pool_nearest_kernel, nout, nin, nout, y, x, g);
+static int upsample_nearest_forward(int ordinal, const fnn_pool_args *a) {
+    POOL_SIZES(a);
+    const PoolGeom g = pool_geom(a, false);
+    POOL_LAUNCH("upsample_nearest", pool_nearest_kernel, nout, nin, nout, a->y, a->x, g);
 }
 
-int fnn_cuda_upsample_nearest_grad(int ordinal, float *dx, const float *dy, int64_t planes, const int64_t *in,
-                                   const int64_t *out) {
-    const int64_t nin = planes * in[0] * in[1] * in[2], nout = planes * out[0] * out[1] * out[2];
-    const PoolGeom g = pool_geom(planes, in, out, NULL, NULL, NULL, 0);
-    POOL_LAUNCH("upsample_nearest", pool_nearest_grad_kernel, nin, nin, nout, dx, dy, g);
+static int upsample_nearest_backward(int ordinal, const fnn_pool_args *a) {
+    POOL_SIZES(a);
+    const PoolGeom g = pool_geom(a, false);
+    POOL_LAUNCH("upsample_nearest", pool_nearest_grad_kernel, nin, nin, nout, a->dx, a->dy, g);
 }
 
-int fnn_cuda_upsample_bilinear(int ordinal, float *y, const float *x, int64_t planes, int64_t H, int64_t W,
-                               int64_t Ho, int64_t Wo, int align_corners) {
-    const float sh = pool_linear_scale(H, Ho, align_corners), sw = pool_linear_scale(W, Wo, align_corners);
-    const int al = align_corners != 0;
-    POOL_LAUNCH_2D("upsample_bilinear2d", pool_bilinear_kernel, planes * Ho * Wo, y, x, sh, sw, al, );
+static int upsample_bilinear_forward(int ordinal, const fnn_pool_args *a) {
+    POOL_SIZES_2D(a);
+    const float sh = pool_linear_scale(H, Ho, a->align_corners), sw = pool_linear_scale(W, Wo, a->align_corners);
+    const int al = a->align_corners != 0;
+    POOL_LAUNCH_2D("upsample_bilinear2d", pool_bilinear_kernel, planes * Ho * Wo, a->y, a->x, sh, sw, al, );
 }
 
-int fnn_cuda_upsample_bilinear_grad(int ordinal, float *dx, const float *dy, int64_t planes, int64_t H, int64_t W,
-                                    int64_t Ho, int64_t Wo, int align_corners) {
-    const float sh = pool_linear_scale(H, Ho, align_corners), sw = pool_linear_scale(W, Wo, align_corners);
-    const int al = align_corners != 0;
-    POOL_LAUNCH_2D("upsample_bilinear2d", pool_bilinear_grad_kernel, planes * H * W, dx, dy, sh, sw, al, );
+static int upsample_bilinear_backward(int ordinal, const fnn_pool_args *a) {
+    POOL_SIZES_2D(a);
+    const float sh = pool_linear_scale(H, Ho, a->align_corners), sw = pool_linear_scale(W, Wo, a->align_corners);
+    const int al = a->align_corners != 0;
+    POOL_LAUNCH_2D("upsample_bilinear2d", pool_bilinear_grad_kernel, planes * H * W, a->dx, a->dy, sh, sw, al, );
 }
+
+/* the family's rows: every op (registry_spec checks it); the 1-d, 2-d and 3-d pools share their
+ * launchers, the geometry telling them apart */
+extern "C" const fnn_pool_row fnn_cuda_pool_rows[] = {
+    {"max_pool1d", max_pool_forward, max_pool_backward},
+    {"max_pool2d", max_pool_forward, max_pool_backward},
+    {"max_pool3d", max_pool_forward, max_pool_backward},
+    {"avg_pool1d", avg_pool_forward, avg_pool_backward},
+    {"avg_pool2d", avg_pool_forward, avg_pool_backward},
+    {"avg_pool3d", avg_pool_forward, avg_pool_backward},
+    {"adaptive_avg_pool2d", adaptive_avg_pool_forward, adaptive_avg_pool_backward},
+    {"upsample_nearest", upsample_nearest_forward, upsample_nearest_backward},
+    {"upsample_bilinear2d", upsample_bilinear_forward, upsample_bilinear_backward},
+    {NULL, NULL, NULL},
+};
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

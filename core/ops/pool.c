@@ -11,20 +11,16 @@
  * Upsampling splits rows (plane, depth, row) instead, so that a few large planes still
  * use every thread, and writes its backward as a gather: each input row sums the output rows that
  * read it, then each input element the output columns that read it, so no two threads (and no
- * two iterations) ever add into the same element. A cuda input goes to the backend's kernels
- * (cuda/pool.cu) with the same geometry; the argmax offsets stay on the device. */
-#include "../internal.h"
+ * two iterations) ever add into the same element. The kernels are the CPU's rows of the family
+ * (pool.h); the entry points and backward rules call the row of the tensor's backend (a cuda
+ * input: cuda/pool.cu's, same geometry, the argmax offsets staying on the device). */
+#include "pool.h"
 #include "../fastmath.h"
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 
 /* ================= shared ================= */
-
-/* x's device backend (cuda/pool.cu), NULL on the CPU (and for no tensor: the input checks name it) */
-static const fnn_backend *device_backend(const fnn_tensor *x) {
-    return !x || fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
-}
 
 /* the layouts an op of `dims` spatial dims takes, for messages */
 static const char *layouts(int dims) {
@@ -35,12 +31,14 @@ static const char *layouts(int dims) {
     }
 }
 
-/* the usable-input checks of every op here: float32 on the CPU or on a device whose backend has the
- * op's kernel (has_kernel), batched or unbatched rank */
-static int check_spatial(const char *op, const fnn_tensor *x, int dims, bool has_kernel) {
+/* the usable-input checks of every op here: float32 on a device whose backend has the op's row
+ * (*row), batched or unbatched rank */
+static int check_spatial(const char *op, const fnn_tensor *x, int dims, const fnn_pool_row **row) {
     FNN_TRY(fnn_check_input(op, x));
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || has_kernel, FNN_STATUS_DEVICE,
-              "%s: not implemented on this device", op);
+    *row = fnn_pool_row_for(x->device, op);
+    char dev[32];
+    FNN_CHECK(*row && (*row)->forward, FNN_STATUS_DEVICE, "%s: not implemented on %s", op,
+              fnn_device_name(x->device, dev, sizeof dev));
     FNN_CHECK(x->ndim == dims + 2 || x->ndim == dims + 1, FNN_STATUS_SHAPE, "%s: input %s must be %s", op,
               fnn_shape_of(x).s, layouts(dims));
     return FNN_STATUS_OK;
@@ -84,6 +82,46 @@ static int slots_for(int64_t units, int64_t work) {
     return units < t ? (int)units : t;
 }
 
+/* a node's planes and trailing `dims` sizes, input's and output's, as D, H, W into a */
+static void node_sizes(fnn_pool_args *a, int dims, const fnn_node *n) {
+    spatial_of(dims, n->in_ndim[0], n->in_shape[0], a->in, &a->planes);
+    int64_t unused;
+    spatial_of(dims, n->out_ndim, n->out_shape, a->out, &unused);
+}
+
+/* ================= through the backends' rows (pool.h's fnn_pool_row) =================
+ * the entry points check, shape and allocate, then call the row of the tensor's backend: the CPU's
+ * rows sit beside each op's kernels below, cuda/pool.cu's there */
+
+/* a's forward through row, x made contiguous (the kernels read whole planes) */
+static int row_forward(const fnn_pool_row *row, const fnn_tensor *x, fnn_pool_args *a) {
+    fnn_tensor xt;
+    int rc;
+    a->x = fnn_contiguous_data(x, &xt, &rc);
+    if (!rc) rc = row->forward(fnn_device_ordinal(x->device), a);
+    fnn_tensor_clear(&xt);
+    return rc;
+}
+
+/* din of n's input from dout through the backward of its op's row in dout's backend; a holds the
+ * node's sizes and numbers (and, for max pools, the saved argmax offsets) */
+static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, fnn_pool_args *a) {
+    const fnn_pool_row *row = fnn_pool_row_for(dout->device, n->op->info.name);
+    char dev[32];
+    FNN_CHECK(row && row->backward, FNN_STATUS_DEVICE, "%s: backward not implemented on %s", n->op->info.name,
+              fnn_device_name(dout->device, dev, sizeof dev));
+    fnn_tensor dyt;
+    int rc;
+    a->dy = fnn_contiguous_data(dout, &dyt, &rc);
+    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
+    if (!rc) {
+        a->dx = fnn_data(&din[0]);
+        if ((rc = row->backward(fnn_device_ordinal(dout->device), a))) fnn_tensor_clear(&din[0]);
+    }
+    fnn_tensor_clear(&dyt);
+    return rc;
+}
+
 /* ================= max and avg pooling over 1, 2 and 3 spatial dims ================= */
 
 typedef struct {
@@ -113,9 +151,9 @@ static int64_t out_size(int64_t in, int64_t pad, int64_t k, int64_t stride, bool
 /* checks shared by the pools, then the geometry; out gets [..., Do, Ho, Wo]. kp/sp/pp hold the
  * op's `dims` values */
 static int pool_setup(const char *op, pool_geom *g, fnn_tensor *out, const fnn_tensor *x, int dims, const int *kp,
-                      const int *sp, const int *pp, int ceil_mode, bool has_kernel) {
+                      const int *sp, const int *pp, int ceil_mode, const fnn_pool_row **row) {
     fnn_tensor_init(out);
-    FNN_TRY(check_spatial(op, x, dims, has_kernel));
+    FNN_TRY(check_spatial(op, x, dims, row));
     g->dims = dims;
     for (int i = 0; i < 3; i++) { g->k[i] = 1; g->s[i] = 1; g->p[i] = 0; }
     bool kpos = true, spos = true, pok = true;
@@ -161,14 +199,30 @@ static void pool_record(fnn_node *n, const pool_geom *g) {
     a->dims = g->dims;
     a->count_include_pad = g->count_include_pad;
 }
-static void pool_geom_of(pool_geom *g, const fnn_node *n) {
-    const pool_attrs *a = FNN_ATTRS(n, pool_attrs);
-    g->dims = a->dims;
-    for (int i = 0; i < 3; i++) { g->k[i] = a->kernel[i]; g->s[i] = a->stride[i]; g->p[i] = a->padding[i]; }
-    g->count_include_pad = a->count_include_pad;
-    spatial_of(g->dims, n->in_ndim[0], n->in_shape[0], g->in, &g->planes);
-    int64_t unused;
-    spatial_of(g->dims, n->out_ndim, n->out_shape, g->out, &unused);
+
+/* a row's arguments of a pool's geometry */
+static void pool_args_of(fnn_pool_args *a, const pool_geom *g) {
+    a->planes = g->planes;
+    for (int i = 0; i < 3; i++) {
+        a->in[i] = g->in[i]; a->out[i] = g->out[i]; a->k[i] = g->k[i]; a->s[i] = g->s[i]; a->p[i] = g->p[i];
+    }
+    a->count_include_pad = g->count_include_pad;
+}
+/* the backward's arguments of a pooling node */
+static void pool_args_of_node(fnn_pool_args *a, const fnn_node *n) {
+    const pool_attrs *at = FNN_ATTRS(n, pool_attrs);
+    node_sizes(a, at->dims, n);
+    for (int i = 0; i < 3; i++) { a->k[i] = at->kernel[i]; a->s[i] = at->stride[i]; a->p[i] = at->padding[i]; }
+    a->count_include_pad = at->count_include_pad;
+}
+/* the CPU kernels' geometry of a row's arguments (dims: not read by the kernels) */
+static void pool_geom_of_args(pool_geom *g, const fnn_pool_args *a) {
+    g->dims = 0;
+    g->planes = a->planes;
+    for (int i = 0; i < 3; i++) {
+        g->in[i] = a->in[i]; g->out[i] = a->out[i]; g->k[i] = a->k[i]; g->s[i] = a->s[i]; g->p[i] = a->p[i];
+    }
+    g->count_include_pad = a->count_include_pad != 0;
     g->fast = pool_fast(g);
 }
 
@@ -344,93 +398,68 @@ static void max_backward_planes(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-/* both pools' backward: dx of the input's shape, filled plane by plane by `planes_fn`;
- * idx: the saved argmax offsets (max) or NULL (avg) */
-static int pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, fnn_range_fn planes_fn, float *idx) {
+/* both pools' backward on the CPU: dx of the input's shape, filled plane by plane by `planes_fn` */
+static int pool_grad_cpu(const fnn_pool_args *a, fnn_range_fn planes_fn) {
     pool_geom g;
-    pool_geom_of(&g, n);
-    fnn_tensor dyt;
-    int rc;
-    pool_job j = {&g, NULL, NULL, NULL, NULL, idx};
-    j.dy = fnn_contiguous_data(dout, &dyt, &rc);
-    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
-    if (!rc) {
-        j.dx = fnn_data(&din[0]);
-        int64_t work = g.planes * (g.in[0] * g.in[1] * g.in[2] + g.out[0] * g.out[1] * g.out[2]);
-        fnn_parallel_for(g.planes, fnn_threads_for(work), planes_fn, &j);
-    }
-    fnn_tensor_clear(&dyt);
-    return rc;
+    pool_geom_of_args(&g, a);
+    pool_job j = {&g, NULL, a->dy, NULL, a->dx, (float *)(void *)a->idx};
+    int64_t work = g.planes * (g.in[0] * g.in[1] * g.in[2] + g.out[0] * g.out[1] * g.out[2]);
+    fnn_parallel_for(g.planes, fnn_threads_for(work), planes_fn, &j);
+    return FNN_STATUS_OK;
 }
 
-/* every pool's backward on a device (cuda/pool.cu, a gather per input element): idx the saved
- * argmax offsets (max) or NULL (avg) */
-static int pool_backward_device(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_backend *be,
-                                const fnn_tensor *idx) {
-    FNN_CHECK(idx ? be->max_pool_grad != NULL : be->avg_pool_grad != NULL, FNN_STATUS_DEVICE,
-              "%s: backward not implemented on this device", n->op->info.name);
+/* the CPU's max pool row */
+static int max_pool_cpu(int ordinal, const fnn_pool_args *a) {
+    (void)ordinal;
     pool_geom g;
-    pool_geom_of(&g, n);
-    fnn_tensor dyt;
-    int rc;
-    const float *dy = fnn_contiguous_data(dout, &dyt, &rc);
-    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
-    if (!rc) {
-        const int ord = fnn_device_ordinal(dout->device);
-        rc = idx ? be->max_pool_grad(ord, fnn_data(&din[0]), dy, (const int32_t *)(const void *)fnn_data(idx), g.planes,
-                                     g.in, g.out, g.k, g.s, g.p)
-                 : be->avg_pool_grad(ord, fnn_data(&din[0]), dy, g.planes, g.in, g.out, g.k, g.s, g.p,
-                                     g.count_include_pad);
-    }
-    fnn_tensor_clear(&dyt);
-    return rc;
+    pool_geom_of_args(&g, a);
+    pool_job j = {&g, a->x, NULL, a->y, NULL, (float *)(void *)a->idx};
+    int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
+    fnn_parallel_for(g.planes, fnn_threads_for(nout * g.k[0] * g.k[1] * g.k[2]), max_forward_planes, &j);
+    return FNN_STATUS_OK;
+}
+static int max_pool_grad_cpu(int ordinal, const fnn_pool_args *a) {
+    (void)ordinal;
+    return pool_grad_cpu(a, max_backward_planes);
 }
 
 /* saved[0] = the argmax offsets [planes * Do * Ho * Wo] (int32 bits) */
 static int max_pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
-    const fnn_backend *be = device_backend(dout);
-    if (be) return pool_backward_device(n, dout, din, be, &n->saved[0]);
-    return pool_backward(n, dout, din, max_backward_planes, fnn_data(&n->saved[0]));
+    fnn_pool_args a = {.idx = (int32_t *)(void *)fnn_data(&n->saved[0])};
+    pool_args_of_node(&a, n);
+    return row_backward(n, dout, din, &a);
 }
-static const fnn_op_def MAX_POOL1D = {{"max_pool1d", "pool", 1, 1}, max_pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MAX_POOL2D = {{"max_pool2d", "pool", 1, 1}, max_pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MAX_POOL3D = {{"max_pool3d", "pool", 1, 1}, max_pool_backward, FNN_EMBEDS_NONE};
+/* has_cuda (0 here): the registry derives it from cuda/pool.cu's rows */
+static const fnn_op_def MAX_POOL1D = {{"max_pool1d", "pool", 1, 0}, max_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX_POOL2D = {{"max_pool2d", "pool", 1, 0}, max_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX_POOL3D = {{"max_pool3d", "pool", 1, 0}, max_pool_backward, FNN_EMBEDS_NONE};
 
 static int max_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dims, const int *k,
                     const int *s, const int *p, int ceil_mode) {
     const char *op = def->info.name;
-    const fnn_backend *be = device_backend(x);
+    const fnn_pool_row *row;
     pool_geom g;
-    FNN_TRY(pool_setup(op, &g, out, x, dims, k, s, p, ceil_mode, be && be->max_pool));
+    FNN_TRY(pool_setup(op, &g, out, x, dims, k, s, p, ceil_mode, &row));
     if (g.in[0] * g.in[1] * g.in[2] > INT32_MAX) {   /* the argmax offsets are int32 */
         fnn_tensor_clear(out);
         return FNN_FAIL(FNN_STATUS_SHAPE, "%s: input %s has planes of over 2^31 elements", op, fnn_shape_of(x).s);
     }
-    fnn_tensor xt, idx;
+    fnn_tensor idx;
     fnn_tensor_init(&idx);
-    int rc;
+    int rc = FNN_STATUS_OK;
     int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
     const fnn_tensor *ins[1] = {x};
     bool node = fnn_needs_node(1, ins);
-    pool_job j = {&g, NULL, NULL, fnn_data(out), NULL, NULL};
-    j.x = fnn_contiguous_data(x, &xt, &rc);
-    if (!rc && node) rc = fnn_new_output(&idx, x->device, 1, &nout);   /* argmax offsets, for backward only */
-    if (rc) goto done;
-    if (node) j.idx = fnn_data(&idx);
-    if (be) {   /* cuda/pool.cu */
-        rc = be->max_pool(fnn_device_ordinal(x->device), j.y, node ? (int32_t *)(void *)j.idx : NULL, j.x, g.planes, g.in,
-                          g.out, g.k, g.s, g.p);
-        if (rc) goto done;
-    } else {
-        fnn_parallel_for(g.planes, fnn_threads_for(nout * g.k[0] * g.k[1] * g.k[2]), max_forward_planes, &j);
-    }
-    if (node) {
+    fnn_pool_args a = {.y = fnn_data(out)};
+    pool_args_of(&a, &g);
+    if (node) rc = fnn_new_output(&idx, x->device, 1, &nout);   /* argmax offsets, for backward only */
+    if (!rc && node) a.idx = (int32_t *)(void *)fnn_data(&idx);
+    if (!rc) rc = row_forward(row, x, &a);
+    if (!rc && node) {
         fnn_node *n = fnn_attach_node(out, def, 1, ins);
-        if (!n || fnn_save(n, 0, &idx)) { rc = fnn_last_status(); goto done; }
-        pool_record(n, &g);
+        if (!n || fnn_save(n, 0, &idx)) rc = fnn_last_status();
+        else pool_record(n, &g);
     }
-done:
-    fnn_tensor_clear(&xt);
     fnn_tensor_clear(&idx);
     if (rc) fnn_tensor_clear(out);
     return rc;
@@ -546,42 +575,45 @@ static void avg_backward_planes(void *ctx, int64_t plo, int64_t phi) {
     }
 }
 
-static int avg_pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
-    const fnn_backend *be = device_backend(dout);
-    if (be) return pool_backward_device(n, dout, din, be, NULL);
-    return pool_backward(n, dout, din, avg_backward_planes, NULL);
+/* the CPU's avg pool row */
+static int avg_pool_cpu(int ordinal, const fnn_pool_args *a) {
+    (void)ordinal;
+    pool_geom g;
+    pool_geom_of_args(&g, a);
+    pool_job j = {&g, a->x, NULL, a->y, NULL, NULL};
+    int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
+    fnn_parallel_for(g.planes, fnn_threads_for(nout * g.k[0] * g.k[1] * g.k[2]), avg_forward_planes, &j);
+    return FNN_STATUS_OK;
 }
-static const fnn_op_def AVG_POOL1D = {{"avg_pool1d", "pool", 1, 1}, avg_pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def AVG_POOL2D = {{"avg_pool2d", "pool", 1, 1}, avg_pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def AVG_POOL3D = {{"avg_pool3d", "pool", 1, 1}, avg_pool_backward, FNN_EMBEDS_NONE};
+static int avg_pool_grad_cpu(int ordinal, const fnn_pool_args *a) {
+    (void)ordinal;
+    return pool_grad_cpu(a, avg_backward_planes);
+}
+
+static int avg_pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    fnn_pool_args a = {.idx = NULL};
+    pool_args_of_node(&a, n);
+    return row_backward(n, dout, din, &a);
+}
+static const fnn_op_def AVG_POOL1D = {{"avg_pool1d", "pool", 1, 0}, avg_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def AVG_POOL2D = {{"avg_pool2d", "pool", 1, 0}, avg_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def AVG_POOL3D = {{"avg_pool3d", "pool", 1, 0}, avg_pool_backward, FNN_EMBEDS_NONE};
 
 static int avg_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dims, const int *k,
                     const int *s, const int *p, int ceil_mode, int count_include_pad) {
-    const fnn_backend *be = device_backend(x);
+    const fnn_pool_row *row;
     pool_geom g;
-    FNN_TRY(pool_setup(def->info.name, &g, out, x, dims, k, s, p, ceil_mode, be && be->avg_pool));
+    FNN_TRY(pool_setup(def->info.name, &g, out, x, dims, k, s, p, ceil_mode, &row));
     g.count_include_pad = count_include_pad != 0;
-    fnn_tensor xt;
-    int rc;
-    pool_job j = {&g, NULL, NULL, fnn_data(out), NULL, NULL};
-    j.x = fnn_contiguous_data(x, &xt, &rc);
-    if (rc) goto done;
-    if (be) {   /* cuda/pool.cu */
-        rc = be->avg_pool(fnn_device_ordinal(x->device), j.y, j.x, g.planes, g.in, g.out, g.k, g.s, g.p,
-                          g.count_include_pad);
-        if (rc) goto done;
-    } else {
-        int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
-        fnn_parallel_for(g.planes, fnn_threads_for(nout * g.k[0] * g.k[1] * g.k[2]), avg_forward_planes, &j);
-    }
+    fnn_pool_args a = {.y = fnn_data(out)};
+    pool_args_of(&a, &g);
+    int rc = row_forward(row, x, &a);
     const fnn_tensor *ins[1] = {x};
-    if (fnn_needs_node(1, ins)) {
+    if (!rc && fnn_needs_node(1, ins)) {
         fnn_node *n = fnn_attach_node(out, def, 1, ins);
-        if (!n) { rc = fnn_last_status(); goto done; }
-        pool_record(n, &g);
+        if (!n) rc = fnn_last_status();
+        else pool_record(n, &g);
     }
-done:
-    fnn_tensor_clear(&xt);
     if (rc) fnn_tensor_clear(out);
     return rc;
 }
@@ -659,44 +691,38 @@ static void adaptive_backward_planes(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-/* the planes of a [.., H, W] shape and the [.., Ho, Wo] one of a node */
-static void adaptive_job_of(adaptive_job *j, const fnn_node *n) {
-    int nd = n->in_ndim[0];
-    j->H = n->in_shape[0][nd - 2]; j->W = n->in_shape[0][nd - 1];
-    j->Ho = n->out_shape[nd - 2]; j->Wo = n->out_shape[nd - 1];
+/* the CPU's adaptive_avg_pool2d row */
+static int adaptive_avg_pool_cpu(int ordinal, const fnn_pool_args *a) {
+    (void)ordinal;
+    adaptive_job j = {a->in[1], a->in[2], a->out[1], a->out[2], a->x, NULL, a->y, NULL};
+    const int64_t planes = a->planes, H = j.H, W = j.W, oh = j.Ho, ow = j.Wo;
+    int64_t work = planes * (H * W + oh * ow * ((H + oh - 1) / oh) * ((W + ow - 1) / ow));
+    fnn_parallel_for(planes, fnn_threads_for(work), adaptive_forward_planes, &j);
+    return FNN_STATUS_OK;
+}
+static int adaptive_avg_pool_grad_cpu(int ordinal, const fnn_pool_args *a) {
+    (void)ordinal;
+    adaptive_job j = {a->in[1], a->in[2], a->out[1], a->out[2], NULL, a->dy, NULL, a->dx};
+    const int64_t planes = a->planes;
+    /* each window's elements are visited once: about H*W + Ho*Wo per plane, more where they overlap */
+    int64_t work = planes * (j.H * j.W + j.Ho * j.Wo * ((j.H + j.Ho - 1) / j.Ho) * ((j.W + j.Wo - 1) / j.Wo));
+    fnn_parallel_for(planes, fnn_threads_for(work), adaptive_backward_planes, &j);
+    return FNN_STATUS_OK;
 }
 
 static int adaptive_avg_pool2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
-    adaptive_job j = {0, 0, 0, 0, NULL, NULL, NULL, NULL};
-    adaptive_job_of(&j, n);
-    int64_t planes = fnn_numel_of(n->in_ndim[0] - 2, n->in_shape[0]);
-    const fnn_backend *be = device_backend(dout);
-    FNN_CHECK(!be || be->adaptive_avg_pool_grad, FNN_STATUS_DEVICE,
-              "adaptive_avg_pool2d: backward not implemented on this device");
-    fnn_tensor dyt;
-    int rc;
-    j.dy = fnn_contiguous_data(dout, &dyt, &rc);
-    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
-    if (!rc && be) {   /* cuda/pool.cu */
-        rc = be->adaptive_avg_pool_grad(fnn_device_ordinal(dout->device), fnn_data(&din[0]), j.dy, planes, j.H, j.W,
-                                        j.Ho, j.Wo);
-    } else if (!rc) {
-        j.dx = fnn_data(&din[0]);
-        /* each window's elements are visited once: about H*W + Ho*Wo per plane, more where they overlap */
-        int64_t work = planes * (j.H * j.W + j.Ho * j.Wo * ((j.H + j.Ho - 1) / j.Ho) * ((j.W + j.Wo - 1) / j.Wo));
-        fnn_parallel_for(planes, fnn_threads_for(work), adaptive_backward_planes, &j);
-    }
-    fnn_tensor_clear(&dyt);
-    return rc;
+    fnn_pool_args a = {.idx = NULL};
+    node_sizes(&a, 2, n);
+    return row_backward(n, dout, din, &a);
 }
-static const fnn_op_def ADAPTIVE_AVG_POOL2D = {{"adaptive_avg_pool2d", "pool", 1, 1}, adaptive_avg_pool2d_backward,
+static const fnn_op_def ADAPTIVE_AVG_POOL2D = {{"adaptive_avg_pool2d", "pool", 1, 0}, adaptive_avg_pool2d_backward,
                                                FNN_EMBEDS_NONE};
 
 int fnn_adaptive_avg_pool2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, int64_t ow) {
     const char *op = "adaptive_avg_pool2d";
     fnn_tensor_init(out);
-    const fnn_backend *be = device_backend(x);
-    FNN_TRY(check_spatial(op, x, 2, be && be->adaptive_avg_pool));
+    const fnn_pool_row *row;
+    FNN_TRY(check_spatial(op, x, 2, &row));
     int nd = x->ndim;
     int64_t H = x->shape[nd - 2], W = x->shape[nd - 1];
     FNN_CHECK(oh >= 1 && ow >= 1, FNN_STATUS_ARG, "%s: output size %lldx%lld must be positive (input %s)", op,
@@ -705,49 +731,24 @@ int fnn_adaptive_avg_pool2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, in
               (long long)H, (long long)W);
     int64_t sp[3] = {1, oh, ow};
     FNN_TRY(new_spatial_output(out, x, 2, sp));
-    adaptive_job j = {H, W, oh, ow, NULL, NULL, fnn_data(out), NULL};
-    int64_t planes = fnn_numel_of(nd - 2, x->shape);
-    fnn_tensor xt;
-    int rc;
-    j.x = fnn_contiguous_data(x, &xt, &rc);
-    if (rc) goto done;
-    if (be) {   /* cuda/pool.cu */
-        rc = be->adaptive_avg_pool(fnn_device_ordinal(x->device), j.y, j.x, planes, H, W, oh, ow);
-        if (rc) goto done;
-    } else {
-        int64_t work = planes * (H * W + oh * ow * ((H + oh - 1) / oh) * ((W + ow - 1) / ow));
-        fnn_parallel_for(planes, fnn_threads_for(work), adaptive_forward_planes, &j);
-    }
+    fnn_pool_args a = {.y = fnn_data(out), .planes = fnn_numel_of(nd - 2, x->shape), .in = {1, H, W},
+                       .out = {1, oh, ow}};
+    int rc = row_forward(row, x, &a);
     const fnn_tensor *ins[1] = {x};
-    if (fnn_needs_node(1, ins) && !fnn_attach_node(out, &ADAPTIVE_AVG_POOL2D, 1, ins)) rc = fnn_last_status();
-done:
-    fnn_tensor_clear(&xt);
+    if (!rc && fnn_needs_node(1, ins) && !fnn_attach_node(out, &ADAPTIVE_AVG_POOL2D, 1, ins)) rc = fnn_last_status();
     if (rc) fnn_tensor_clear(out);
     return rc;
 }
 
 /* ================= upsampling ================= */
 
-/* sizes of an upsampling: x's trailing dims and the requested ones, as D, H, W */
-typedef struct {
-    int dims;
-    int64_t planes, in[3], out[3];
-} resize_geom;
-
-static void resize_geom_of(resize_geom *g, int dims, const fnn_node *n) {
-    g->dims = dims;
-    spatial_of(dims, n->in_ndim[0], n->in_shape[0], g->in, &g->planes);
-    int64_t unused;
-    spatial_of(dims, n->out_ndim, n->out_shape, g->out, &unused);
-}
-
-/* checks shared by the resizes, then the geometry; out gets [..., size] */
-static int resize_setup(const char *op, resize_geom *g, fnn_tensor *out, const fnn_tensor *x, int dims,
-                        const int64_t *size, bool has_kernel) {
+/* checks shared by the resizes, then the sizes (the planes, x's trailing dims and the requested
+ * ones, as D, H, W) into g; out gets [..., size] */
+static int resize_setup(const char *op, fnn_pool_args *g, fnn_tensor *out, const fnn_tensor *x, int dims,
+                        const int64_t *size, const fnn_pool_row **row) {
     fnn_tensor_init(out);
     FNN_CHECK(dims >= 1 && dims <= 3, FNN_STATUS_ARG, "%s: %d spatial dims, expected 1, 2 or 3", op, dims);
-    FNN_TRY(check_spatial(op, x, dims, has_kernel));
-    g->dims = dims;
+    FNN_TRY(check_spatial(op, x, dims, row));
     spatial_of(dims, x->ndim, x->shape, g->in, &g->planes);
     bool positive = true;
     g->out[0] = g->out[1] = g->out[2] = 1;
@@ -770,7 +771,7 @@ typedef struct {
     int64_t *src[3], *first[3];
 } nearest_maps;
 
-static void nearest_fill(const resize_geom *g, nearest_maps *m, int64_t *buf) {
+static void nearest_fill(const fnn_pool_args *g, nearest_maps *m, int64_t *buf) {
     for (int a = 0; a < 3; a++) {
         const int64_t in = g->in[a], out = g->out[a];
         m->src[a] = buf; buf += out;
@@ -783,12 +784,12 @@ static void nearest_fill(const resize_geom *g, nearest_maps *m, int64_t *buf) {
         }
     }
 }
-static int64_t nearest_ints(const resize_geom *g) {
+static int64_t nearest_ints(const fnn_pool_args *g) {
     return g->in[0] + g->in[1] + g->in[2] + g->out[0] + g->out[1] + g->out[2] + 3;
 }
 
 typedef struct {
-    const resize_geom *g;
+    const fnn_pool_args *g;
     nearest_maps m;
     int slots;
     const float *x, *dy;
@@ -798,7 +799,7 @@ typedef struct {
 /* output rows (plane, od, oh) of slot s: y[ow] = x[src row][src[ow]] */
 static void nearest_forward_slot(void *ctx, int64_t s0, int64_t s1) {
     const nearest_job *j = ctx;
-    const resize_geom *g = j->g;
+    const fnn_pool_args *g = j->g;
     const int64_t D = g->in[0], H = g->in[1], W = g->in[2], Do = g->out[0], Ho = g->out[1], Wo = g->out[2];
     const int64_t *sd = j->m.src[0], *sh = j->m.src[1], *sw = j->m.src[2];
     for (int64_t s = s0; s < s1; s++) {
@@ -817,7 +818,7 @@ static void nearest_forward_slot(void *ctx, int64_t s0, int64_t s1) {
  * dx[iw] = the sum of t over the columns that read iw (zero where none does) */
 static void nearest_backward_slot(void *ctx, int64_t s0, int64_t s1) {
     const nearest_job *j = ctx;
-    const resize_geom *g = j->g;
+    const fnn_pool_args *g = j->g;
     const int64_t D = g->in[0], H = g->in[1], W = g->in[2], Do = g->out[0], Ho = g->out[1], Wo = g->out[2];
     const int64_t *fd = j->m.first[0], *fh = j->m.first[1], *fw = j->m.first[2];
     for (int64_t s = s0; s < s1; s++) {
@@ -861,70 +862,61 @@ static int run_resize(int device, int64_t ints, int64_t floats_per_slot, int slo
     return FNN_STATUS_OK;
 }
 
+/* the CPU's upsample_nearest row: the index maps in scratch */
+static int upsample_nearest_cpu(int ordinal, const fnn_pool_args *a) {
+    const fnn_pool_args *g = a;
+    const int cpu = fnn_make_device(FNN_DEVICE_CPU, ordinal);
+    int64_t units = g->planes * g->out[0] * g->out[1];
+    nearest_job j = {g, {{NULL}, {NULL}}, slots_for(units, units * g->out[2]), a->x, NULL, a->y, NULL, NULL};
+    void *block = NULL;
+    int64_t bytes = 0, *ibuf = NULL;
+    float *unused;
+    FNN_TRY(run_resize(cpu, nearest_ints(g), 0, j.slots, &block, &bytes, &ibuf, &unused));
+    nearest_fill(g, &j.m, ibuf);
+    fnn_parallel_for(j.slots, j.slots, nearest_forward_slot, &j);
+    fnn_free(cpu, block, bytes);
+    return FNN_STATUS_OK;
+}
+/* its backward: the maps and a row per slot in scratch */
+static int upsample_nearest_grad_cpu(int ordinal, const fnn_pool_args *a) {
+    const fnn_pool_args *g = a;
+    const int cpu = fnn_make_device(FNN_DEVICE_CPU, ordinal);
+    int64_t units = g->planes * g->in[0] * g->in[1];
+    int64_t nout = g->planes * g->out[0] * g->out[1] * g->out[2];
+    nearest_job j = {g, {{NULL}, {NULL}}, slots_for(units, nout + g->planes * g->in[0] * g->in[1] * g->in[2]), NULL,
+                     a->dy, NULL, a->dx, NULL};
+    void *block = NULL;
+    int64_t bytes = 0, *ibuf = NULL;
+    FNN_TRY(run_resize(cpu, nearest_ints(g), g->out[2], j.slots, &block, &bytes, &ibuf, &j.rows));
+    nearest_fill(g, &j.m, ibuf);
+    fnn_parallel_for(j.slots, j.slots, nearest_backward_slot, &j);
+    fnn_free(cpu, block, bytes);
+    return FNN_STATUS_OK;
+}
+
 /* upsample_nearest: 1, 2 or 3 spatial dims (the shapes are the node's) */
 typedef struct { int dims; } upsample_nearest_attrs;
 
 static int upsample_nearest_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
-    resize_geom g;
-    resize_geom_of(&g, FNN_ATTRS(n, upsample_nearest_attrs)->dims, n);
-    int64_t units = g.planes * g.in[0] * g.in[1];
-    int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
-    nearest_job j = {&g, {{NULL}, {NULL}}, slots_for(units, nout + g.planes * g.in[0] * g.in[1] * g.in[2]), NULL,
-                     NULL, NULL, NULL, NULL};
-    const fnn_backend *be = device_backend(dout);
-    FNN_CHECK(!be || be->upsample_nearest_grad, FNN_STATUS_DEVICE,
-              "upsample_nearest: backward not implemented on this device");
-    fnn_tensor dyt;
-    void *block = NULL;
-    int64_t bytes = 0, *ibuf = NULL;
-    int rc;
-    j.dy = fnn_contiguous_data(dout, &dyt, &rc);
-    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
-    if (!rc && be)   /* cuda/pool.cu: the maps are computed in the kernel, no scratch */
-        rc = be->upsample_nearest_grad(fnn_device_ordinal(dout->device), fnn_data(&din[0]), j.dy, g.planes, g.in, g.out);
-    else if (!rc) rc = run_resize(dout->device, nearest_ints(&g), g.out[2], j.slots, &block, &bytes, &ibuf, &j.rows);
-    if (!rc && !be) {
-        nearest_fill(&g, &j.m, ibuf);
-        j.dx = fnn_data(&din[0]);
-        fnn_parallel_for(j.slots, j.slots, nearest_backward_slot, &j);
-    }
-    if (block) fnn_free(dout->device, block, bytes);
-    fnn_tensor_clear(&dyt);
-    return rc;
+    fnn_pool_args a = {.idx = NULL};
+    node_sizes(&a, FNN_ATTRS(n, upsample_nearest_attrs)->dims, n);
+    return row_backward(n, dout, din, &a);
 }
-static const fnn_op_def UPSAMPLE_NEAREST = {{"upsample_nearest", "pool", 1, 1}, upsample_nearest_backward,
+static const fnn_op_def UPSAMPLE_NEAREST = {{"upsample_nearest", "pool", 1, 0}, upsample_nearest_backward,
                                             FNN_EMBEDS_NONE};
 
 int fnn_upsample_nearest(fnn_tensor *out, const fnn_tensor *x, int dims, const int64_t *size) {
-    resize_geom g;
-    const fnn_backend *be = device_backend(x);
-    FNN_TRY(resize_setup("upsample_nearest", &g, out, x, dims, size, be && be->upsample_nearest));
-    int64_t units = g.planes * g.out[0] * g.out[1];
-    nearest_job j = {&g, {{NULL}, {NULL}}, slots_for(units, units * g.out[2]), NULL, NULL, fnn_data(out), NULL, NULL};
-    fnn_tensor xt;
-    void *block = NULL;
-    int64_t bytes = 0, *ibuf = NULL;
-    float *unused;
-    int rc;
-    j.x = fnn_contiguous_data(x, &xt, &rc);
-    if (!rc && be) {   /* cuda/pool.cu */
-        rc = be->upsample_nearest(fnn_device_ordinal(x->device), j.y, j.x, g.planes, g.in, g.out);
-        if (rc) goto done;
-    } else {
-        if (!rc) rc = run_resize(x->device, nearest_ints(&g), 0, j.slots, &block, &bytes, &ibuf, &unused);
-        if (rc) goto done;
-        nearest_fill(&g, &j.m, ibuf);
-        fnn_parallel_for(j.slots, j.slots, nearest_forward_slot, &j);
-    }
+    const fnn_pool_row *row;
+    fnn_pool_args a = {.idx = NULL};
+    FNN_TRY(resize_setup("upsample_nearest", &a, out, x, dims, size, &row));
+    a.y = fnn_data(out);
+    int rc = row_forward(row, x, &a);
     const fnn_tensor *ins[1] = {x};
-    if (fnn_needs_node(1, ins)) {
+    if (!rc && fnn_needs_node(1, ins)) {
         fnn_node *n = fnn_attach_node(out, &UPSAMPLE_NEAREST, 1, ins);
-        if (!n) { rc = fnn_last_status(); goto done; }
-        FNN_ATTRS(n, upsample_nearest_attrs)->dims = dims;
+        if (!n) rc = fnn_last_status();
+        else FNN_ATTRS(n, upsample_nearest_attrs)->dims = dims;
     }
-done:
-    if (block) fnn_free(x->device, block, bytes);
-    fnn_tensor_clear(&xt);
     if (rc) fnn_tensor_clear(out);
     return rc;
 }
@@ -1072,72 +1064,72 @@ static int bilinear_scratch(bilinear_job *j, int device, bool align_corners, voi
     return FNN_STATUS_OK;
 }
 
+/* the CPU's upsample_bilinear2d row: both axes' maps and two rows per slot in scratch */
+static int upsample_bilinear_cpu(int ordinal, const fnn_pool_args *a) {
+    const int cpu = fnn_make_device(FNN_DEVICE_CPU, ordinal);
+    bilinear_job j = {a->planes, a->in[1], a->in[2], a->out[1], a->out[2], {0}, {0}, 0, a->x, NULL, a->y, NULL, NULL};
+    j.slots = slots_for(j.planes * j.Ho, j.planes * 3 * j.Ho * j.Wo);
+    void *block = NULL;
+    int64_t bytes = 0;
+    FNN_TRY(bilinear_scratch(&j, cpu, a->align_corners != 0, &block, &bytes));
+    fnn_parallel_for(j.slots, j.slots, bilinear_forward_slot, &j);
+    fnn_free(cpu, block, bytes);
+    return FNN_STATUS_OK;
+}
+static int upsample_bilinear_grad_cpu(int ordinal, const fnn_pool_args *a) {
+    const int cpu = fnn_make_device(FNN_DEVICE_CPU, ordinal);
+    bilinear_job j = {a->planes, a->in[1], a->in[2], a->out[1], a->out[2], {0}, {0}, 0, NULL, a->dy, NULL, a->dx, NULL};
+    j.slots = slots_for(j.planes * j.H, j.planes * (3 * j.Ho * j.Wo + j.H * j.W));
+    void *block = NULL;
+    int64_t bytes = 0;
+    FNN_TRY(bilinear_scratch(&j, cpu, a->align_corners != 0, &block, &bytes));
+    fnn_parallel_for(j.slots, j.slots, bilinear_backward_slot, &j);
+    fnn_free(cpu, block, bytes);
+    return FNN_STATUS_OK;
+}
+
 /* upsample_bilinear2d: the corners' alignment (the shapes are the node's) */
 typedef struct { bool align_corners; } upsample_bilinear_attrs;
 
 static int upsample_bilinear2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
-    const bool align_corners = FNN_ATTRS(n, upsample_bilinear_attrs)->align_corners;
-    resize_geom g;
-    resize_geom_of(&g, 2, n);
-    bilinear_job j = {g.planes, g.in[1], g.in[2], g.out[1], g.out[2], {0}, {0}, 0, NULL, NULL, NULL, NULL, NULL};
-    j.slots = slots_for(g.planes * g.in[1], g.planes * (3 * g.out[1] * g.out[2] + g.in[1] * g.in[2]));
-    const fnn_backend *be = device_backend(dout);
-    FNN_CHECK(!be || be->upsample_bilinear_grad, FNN_STATUS_DEVICE,
-              "upsample_bilinear2d: backward not implemented on this device");
-    fnn_tensor dyt;
-    void *block = NULL;
-    int64_t bytes = 0;
-    int rc;
-    j.dy = fnn_contiguous_data(dout, &dyt, &rc);
-    if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
-    if (!rc && be)   /* cuda/pool.cu: the weights are computed in the kernel, no scratch */
-        rc = be->upsample_bilinear_grad(fnn_device_ordinal(dout->device), fnn_data(&din[0]), j.dy, g.planes, j.H, j.W,
-                                        j.Ho, j.Wo, align_corners);
-    else if (!rc) rc = bilinear_scratch(&j, dout->device, align_corners, &block, &bytes);
-    if (!rc && !be) {
-        j.dx = fnn_data(&din[0]);
-        fnn_parallel_for(j.slots, j.slots, bilinear_backward_slot, &j);
-    }
-    if (block) fnn_free(dout->device, block, bytes);
-    fnn_tensor_clear(&dyt);
-    return rc;
+    fnn_pool_args a = {.align_corners = FNN_ATTRS(n, upsample_bilinear_attrs)->align_corners};
+    node_sizes(&a, 2, n);
+    return row_backward(n, dout, din, &a);
 }
-static const fnn_op_def UPSAMPLE_BILINEAR2D = {{"upsample_bilinear2d", "pool", 1, 1}, upsample_bilinear2d_backward,
+static const fnn_op_def UPSAMPLE_BILINEAR2D = {{"upsample_bilinear2d", "pool", 1, 0}, upsample_bilinear2d_backward,
                                                FNN_EMBEDS_NONE};
 
 int fnn_upsample_bilinear2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, int64_t ow, int align_corners) {
-    resize_geom g;
     int64_t size[2] = {oh, ow};
-    const fnn_backend *be = device_backend(x);
-    FNN_TRY(resize_setup("upsample_bilinear2d", &g, out, x, 2, size, be && be->upsample_bilinear));
-    bilinear_job j = {g.planes, g.in[1], g.in[2], oh, ow, {0}, {0}, 0, NULL, NULL, fnn_data(out), NULL, NULL};
-    j.slots = slots_for(g.planes * oh, g.planes * 3 * oh * ow);
-    fnn_tensor xt;
-    void *block = NULL;
-    int64_t bytes = 0;
-    int rc;
-    j.x = fnn_contiguous_data(x, &xt, &rc);
-    if (!rc && be) {   /* cuda/pool.cu */
-        rc = be->upsample_bilinear(fnn_device_ordinal(x->device), j.y, j.x, g.planes, g.in[1], g.in[2], oh, ow,
-                                   align_corners != 0);
-        if (rc) goto done;
-    } else {
-        if (!rc) rc = bilinear_scratch(&j, x->device, align_corners != 0, &block, &bytes);
-        if (rc) goto done;
-        fnn_parallel_for(j.slots, j.slots, bilinear_forward_slot, &j);
-    }
+    const fnn_pool_row *row;
+    fnn_pool_args a = {.align_corners = align_corners != 0};
+    FNN_TRY(resize_setup("upsample_bilinear2d", &a, out, x, 2, size, &row));
+    a.y = fnn_data(out);
+    int rc = row_forward(row, x, &a);
     const fnn_tensor *ins[1] = {x};
-    if (fnn_needs_node(1, ins)) {
+    if (!rc && fnn_needs_node(1, ins)) {
         fnn_node *n = fnn_attach_node(out, &UPSAMPLE_BILINEAR2D, 1, ins);
-        if (!n) { rc = fnn_last_status(); goto done; }
-        FNN_ATTRS(n, upsample_bilinear_attrs)->align_corners = align_corners != 0;
+        if (!n) rc = fnn_last_status();
+        else FNN_ATTRS(n, upsample_bilinear_attrs)->align_corners = align_corners != 0;
     }
-done:
-    if (block) fnn_free(x->device, block, bytes);
-    fnn_tensor_clear(&xt);
     if (rc) fnn_tensor_clear(out);
     return rc;
 }
+
+/* The CPU's rows: every op of the family (the CUDA rows: cuda/pool.cu). The 1-d, 2-d and 3-d pools
+ * share their kernels, the geometry telling them apart. */
+const fnn_pool_row fnn_cpu_pool_rows[] = {
+    {"max_pool1d", max_pool_cpu, max_pool_grad_cpu},
+    {"max_pool2d", max_pool_cpu, max_pool_grad_cpu},
+    {"max_pool3d", max_pool_cpu, max_pool_grad_cpu},
+    {"avg_pool1d", avg_pool_cpu, avg_pool_grad_cpu},
+    {"avg_pool2d", avg_pool_cpu, avg_pool_grad_cpu},
+    {"avg_pool3d", avg_pool_cpu, avg_pool_grad_cpu},
+    {"adaptive_avg_pool2d", adaptive_avg_pool_cpu, adaptive_avg_pool_grad_cpu},
+    {"upsample_nearest", upsample_nearest_cpu, upsample_nearest_grad_cpu},
+    {"upsample_bilinear2d", upsample_bilinear_cpu, upsample_bilinear_grad_cpu},
+    {NULL, NULL, NULL},
+};
 
 const fnn_op_def *const fnn_ops_pool[] = {&MAX_POOL1D, &MAX_POOL2D, &MAX_POOL3D, &AVG_POOL1D, &AVG_POOL2D,
                                           &AVG_POOL3D, &ADAPTIVE_AVG_POOL2D, &UPSAMPLE_NEAREST, &UPSAMPLE_BILINEAR2D, NULL};

@@ -3,6 +3,9 @@
 -- padded ceil_mode windows; avg pooling with and without counting the padding; adaptive pooling
 -- with overlapping windows; nearest upsampling by a factor and to a size that skips inputs;
 -- bilinear up and down, both align_corners settings; unbatched and non-contiguous inputs.
+-- Each case is also the op's CUDA parity case (cuda_parity_spec): the default tolerance holds, the
+-- kernels giving the CPU's bits but for avg's pairwise 2x2 sums; cuda_parity_pool_spec sweeps the
+-- sizes across the launch edges, ties, nan and more non-contiguous inputs.
 local fnn = require 'fastnn'
 
 local function u(...) return fnn.rand(...) * 4 - 2 end

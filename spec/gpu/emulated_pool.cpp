@@ -1,7 +1,7 @@
 // spec/gpu/emulated_pool.cpp: cuda/pool.cu and cuda/batch_norm.cu run on the host (spec/gpu/emulated.h;
 // see emulated_backend.cpp), kernels and launchers both: the launchers sit above each file's host-side
-// line, written with FNN_LAUNCH, so the table points at the real fnn_cuda_* entries (batch_norm's rows
-// are listed by cuda/norm.cu's, in emulated_backend.cpp). The pooling and
+// line, written with FNN_LAUNCH, and both files' rows are listed in cuda/backend.cu's fnn_cuda_row_tables
+// (cuda/norm.cu's list batch_norm's), which the emulated table points at. The pooling and
 // upsampling kernels are grid-stride loops: one plain call runs the whole grid as one thread, at the
 // index width the launcher picks. The batch_norm kernels that reduce per channel run, in block mode,
 // as one block of real host threads (barriers, warp shuffles) whose grid-stride loop covers every
@@ -9,16 +9,3 @@
 #include "emulated.h"
 #include "pool_body.inc"   /* cut from cuda/pool.cu and batch_norm.cu by CMake */
 #include "batch_norm_body.inc"
-
-EMULATED_BACKEND_ADD(pool) {
-    b->max_pool = fnn_cuda_max_pool;
-    b->max_pool_grad = fnn_cuda_max_pool_grad;
-    b->avg_pool = fnn_cuda_avg_pool;
-    b->avg_pool_grad = fnn_cuda_avg_pool_grad;
-    b->adaptive_avg_pool = fnn_cuda_adaptive_avg_pool;
-    b->adaptive_avg_pool_grad = fnn_cuda_adaptive_avg_pool_grad;
-    b->upsample_nearest = fnn_cuda_upsample_nearest;
-    b->upsample_nearest_grad = fnn_cuda_upsample_nearest_grad;
-    b->upsample_bilinear = fnn_cuda_upsample_bilinear;
-    b->upsample_bilinear_grad = fnn_cuda_upsample_bilinear_grad;
-}
