@@ -246,7 +246,7 @@ typedef struct fnn_backend {
     int (*batch_norm_grad)(int ordinal, float *dx, float *dw, float *db, const float *g, const float *x,
                            const float *w, const float *stats, int64_t N, int64_t C, int64_t S, int training);
     /* (end of pool) */
-    /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
+    /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
     /* dst[p . dstride] = src[p . sstride] for every p of shape (both strided, in elements of esize bytes,
      * 4 or 8): cat and stack copy each input into its slab of the output through this */
     int (*copy_into)(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
@@ -275,13 +275,6 @@ typedef struct fnn_backend {
      * (triu: >= k), else 0; elements of esize bytes */
     int (*tri)(int ordinal, void *y, const void *x, int esize, int64_t batch, int64_t rows, int64_t cols, int64_t k,
                int upper);
-    /* sort/topk: each line of contiguous x [O, n, I] along n in the CPU's stable order (ascending, or
-     * descending), the first m -> values y and 1-based positions idx, both [O, m, I] contiguous */
-    int (*sort)(int ordinal, float *y, int64_t *idx, const float *x, int64_t O, int64_t n, int64_t I, int64_t m,
-                int descending);
-    /* their backward: dx [O, n, I] contiguous = zeros with g [O, m, I] put at the positions idx [O, m, I] */
-    int (*sort_grad)(int ordinal, float *dx, const float *g, const int64_t *idx, int64_t O, int64_t n, int64_t I,
-                     int64_t m);
     /* int64 FNN_RED_SUM (wrapping) / MAX / MIN over contiguous x [O, R, I] -> y [O, I]; idx (MAX/MIN, may
      * be NULL) the 1-based position of the first extreme */
     int (*int_reduce)(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,

@@ -33,6 +33,7 @@
  * defines: fnn_cuda_register, fnn_cuda_memory_stats, fnn_cuda_empty_cache */
 #include "common.cuh"
 #include "ops/reduction.h"   /* the families on kernel rows: their row types (fnn_cuda_row_tables) */
+#include "ops/sort.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -141,6 +142,7 @@ static int cuda_fill(int ordinal, float *y, int64_t n, float value) {
  * table points here too */
 extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cuda_reduction_rows),
+    FNN_ROW_TABLE("sort", fnn_cuda_sort_rows),
     {NULL, NULL, 0},
 };
 
@@ -528,7 +530,7 @@ static const fnn_backend cuda_backend = {
     /* batch_norm */ fnn_cuda_batch_norm,
     /* batch_norm_grad */ fnn_cuda_batch_norm_grad,
     /* (end of pool) */
-    /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
+    /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
     /* copy_into */ fnn_cuda_copy_into,
     /* pad */ fnn_cuda_pad,
     /* pad_mode */ fnn_cuda_pad_mode,
@@ -536,8 +538,6 @@ static const fnn_backend cuda_backend = {
     /* repeat */ fnn_cuda_repeat,
     /* repeat_grad */ fnn_cuda_repeat_grad,
     /* tri */ fnn_cuda_tri,
-    /* sort */ fnn_cuda_sort,
-    /* sort_grad */ fnn_cuda_sort_grad,
     /* int_reduce */ fnn_cuda_int_reduce,
     /* (end of shape) */
     /* ---- cuda/rnn.cu: the recurrent cells and sequences; cuda/attention.cu: fused attention ---- */
