@@ -146,8 +146,10 @@ typedef struct fnn_backend {
     /* its backward: dx, dt (either NULL) with the scale g[i] (per_elem) or g[0] k */
     int (*ew_loss_grad)(int ordinal, int op, float *dx, float *dt, const float *x, const float *t, const float *w,
                         const float *pw, const float *g, int per_elem, float k, int64_t n);
-    /* ---- cuda/index.cu: over every position p of a.shape (row-major), q = p with q[dim] = id - 1, where
-     * id = ids[p] (ids contiguous in a.shape) or ids[p[dim]] (a.select: one id per slice, index_select);
+    /* ---- cuda/index.cu: the index walk of embedding and take_rows (the index family's ops reach it
+     * through their rows, core/ops/index.h): over every position p of a.shape (row-major), q = p with
+     * q[dim] = id - 1, where id = ids[p] (ids contiguous in a.shape) or ids[p[dim]] (a.select: one id per
+     * slice, index_select);
      * FNN_IDX_GATHER  y[p . ystride] = x[q . xstride], elements of esize bytes (4 or 8); an id outside
      *                 1..a.size gives nan (int64: 0), as there is no host read to raise;
      * FNN_IDX_SCATTER x[q . xstride] += y[p . ystride], float32 through atomicAdd (the order of the adds,

@@ -6,6 +6,7 @@
 #include "internal.h"
 #include "ops/reduction.h"
 #include "ops/sort.h"
+#include "ops/index.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ int fnn_op_count(void) {
 const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cpu_reduction_rows),
     FNN_ROW_TABLE("sort", fnn_cpu_sort_rows),
+    FNN_ROW_TABLE("index", fnn_cpu_index_rows),
     {NULL, NULL, 0},
 };
 

@@ -34,6 +34,7 @@
 #include "common.cuh"
 #include "ops/reduction.h"   /* the families on kernel rows: their row types (fnn_cuda_row_tables) */
 #include "ops/sort.h"
+#include "ops/index.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -143,6 +144,7 @@ static int cuda_fill(int ordinal, float *y, int64_t n, float value) {
 extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cuda_reduction_rows),
     FNN_ROW_TABLE("sort", fnn_cuda_sort_rows),
+    FNN_ROW_TABLE("index", fnn_cuda_index_rows),
     {NULL, NULL, 0},
 };
 
