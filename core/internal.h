@@ -146,8 +146,10 @@ typedef struct fnn_backend {
     /* its backward: dx, dt (either NULL) with the scale g[i] (per_elem) or g[0] k */
     int (*ew_loss_grad)(int ordinal, int op, float *dx, float *dt, const float *x, const float *t, const float *w,
                         const float *pw, const float *g, int per_elem, float k, int64_t n);
-    /* ---- cuda/index.cu: over every position p of a.shape (row-major), q = p with q[dim] = id - 1, where
-     * id = ids[p] (ids contiguous in a.shape) or ids[p[dim]] (a.select: one id per slice, index_select);
+    /* ---- cuda/index.cu: the index walk of embedding and take_rows (the index family's ops reach it
+     * through their rows, core/ops/index.h): over every position p of a.shape (row-major), q = p with
+     * q[dim] = id - 1, where id = ids[p] (ids contiguous in a.shape) or ids[p[dim]] (a.select: one id per
+     * slice, index_select);
      * FNN_IDX_GATHER  y[p . ystride] = x[q . xstride], elements of esize bytes (4 or 8); an id outside
      *                 1..a.size gives nan (int64: 0), as there is no host read to raise;
      * FNN_IDX_SCATTER x[q . xstride] += y[p . ystride], float32 through atomicAdd (the order of the adds,
@@ -186,7 +188,7 @@ typedef struct fnn_backend {
     int (*conv_depthwise_input_grad)(int ordinal, float *dx, const float *dy, const float *w, const float *bias_in,
                                      const void *geom, int64_t count);
     /* (end of conv) */
-    /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
+    /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
     /* dst[p . dstride] = src[p . sstride] for every p of shape (both strided, in elements of esize bytes,
      * 4 or 8): cat and stack copy each input into its slab of the output through this */
     int (*copy_into)(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
@@ -215,13 +217,6 @@ typedef struct fnn_backend {
      * (triu: >= k), else 0; elements of esize bytes */
     int (*tri)(int ordinal, void *y, const void *x, int esize, int64_t batch, int64_t rows, int64_t cols, int64_t k,
                int upper);
-    /* sort/topk: each line of contiguous x [O, n, I] along n in the CPU's stable order (ascending, or
-     * descending), the first m -> values y and 1-based positions idx, both [O, m, I] contiguous */
-    int (*sort)(int ordinal, float *y, int64_t *idx, const float *x, int64_t O, int64_t n, int64_t I, int64_t m,
-                int descending);
-    /* their backward: dx [O, n, I] contiguous = zeros with g [O, m, I] put at the positions idx [O, m, I] */
-    int (*sort_grad)(int ordinal, float *dx, const float *g, const int64_t *idx, int64_t O, int64_t n, int64_t I,
-                     int64_t m);
     /* int64 FNN_RED_SUM (wrapping) / MAX / MIN over contiguous x [O, R, I] -> y [O, I]; idx (MAX/MIN, may
      * be NULL) the 1-based position of the first extreme */
     int (*int_reduce)(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,

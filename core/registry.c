@@ -7,6 +7,8 @@
 #include "ops/pool.h"
 #include "ops/reduction.h"
 #include "ops/norm.h"
+#include "ops/sort.h"
+#include "ops/index.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,8 @@ const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cpu_reduction_rows),
     FNN_ROW_TABLE("norm", fnn_cpu_norm_rows),
     FNN_ROW_TABLE("pool", fnn_cpu_pool_rows),
+    FNN_ROW_TABLE("sort", fnn_cpu_sort_rows),
+    FNN_ROW_TABLE("index", fnn_cpu_index_rows),
     {NULL, NULL, 0},
 };
 

@@ -35,6 +35,8 @@
 #include "ops/norm.h"        /* the families on kernel rows: their row types (fnn_cuda_row_tables) */
 #include "ops/pool.h"
 #include "ops/reduction.h"
+#include "ops/sort.h"
+#include "ops/index.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -145,6 +147,8 @@ extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cuda_reduction_rows),
     FNN_ROW_TABLE("norm", fnn_cuda_norm_rows),
     FNN_ROW_TABLE("pool", fnn_cuda_pool_rows),
+    FNN_ROW_TABLE("sort", fnn_cuda_sort_rows),
+    FNN_ROW_TABLE("index", fnn_cuda_index_rows),
     {NULL, NULL, 0},
 };
 
@@ -516,7 +520,7 @@ static const fnn_backend cuda_backend = {
     /* conv_depthwise */ fnn_cuda_conv_depthwise,
     /* conv_depthwise_input_grad */ fnn_cuda_conv_depthwise_input_grad,
     /* (end of conv) */
-    /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
+    /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
     /* copy_into */ fnn_cuda_copy_into,
     /* pad */ fnn_cuda_pad,
     /* pad_mode */ fnn_cuda_pad_mode,
@@ -524,8 +528,6 @@ static const fnn_backend cuda_backend = {
     /* repeat */ fnn_cuda_repeat,
     /* repeat_grad */ fnn_cuda_repeat_grad,
     /* tri */ fnn_cuda_tri,
-    /* sort */ fnn_cuda_sort,
-    /* sort_grad */ fnn_cuda_sort_grad,
     /* int_reduce */ fnn_cuda_int_reduce,
     /* (end of shape) */
     /* ---- cuda/rnn.cu: the recurrent cells and sequences; cuda/attention.cu: fused attention ---- */

@@ -111,7 +111,7 @@ int fnn_cuda_conv_depthwise(int ordinal, float *y, const float *x, const float *
 int fnn_cuda_conv_depthwise_input_grad(int ordinal, float *dx, const float *dy, const float *w, const float *bias_in,
                                        const void *geom, int64_t count);
 /* (end of conv) */
-/* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; cuda/sort.cu: sort, topk; int64 reductions ---- */
+/* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
 int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
                        int esize, int ndim, const int64_t *shape);
 int fnn_cuda_pad(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
@@ -126,10 +126,6 @@ int fnn_cuda_repeat_grad(int ordinal, float *dx, const float *g, int ndim, const
                          const int64_t *repeats);
 int fnn_cuda_tri(int ordinal, void *y, const void *x, int esize, int64_t batch, int64_t rows, int64_t cols,
                  int64_t k, int upper);
-int fnn_cuda_sort(int ordinal, float *y, int64_t *idx, const float *x, int64_t O, int64_t n, int64_t I, int64_t m,
-                  int descending);
-int fnn_cuda_sort_grad(int ordinal, float *dx, const float *g, const int64_t *idx, int64_t O, int64_t n, int64_t I,
-                       int64_t m);
 int fnn_cuda_int_reduce(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,
                         int64_t I);
 /* (end of shape) */

@@ -13,8 +13,9 @@
  * The backward writes g to the saved positions of zeros of x's shape: the positions of one line
  * are distinct, so a plain store per element, no atomics, deterministic.
  *
- * defines: fnn_cuda_sort, fnn_cuda_sort_grad */
+ * defines: fnn_cuda_sort_rows (the family's rows, core/ops/sort.h) */
 #include "common.cuh"
+#include "ops/sort.h"
 
 #include <string.h>
 
@@ -86,8 +87,8 @@ static inline int sort_threads(int64_t P) {
 }
 
 /* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
-int fnn_cuda_sort(int ordinal, float *y, int64_t *idx, const float *x, int64_t O, int64_t n, int64_t I, int64_t m,
-                  int descending) {
+static int fnn_cuda_sort(int ordinal, float *y, int64_t *idx, const float *x, int64_t O, int64_t n, int64_t I,
+                         int64_t m, int descending) {
     const int64_t lines = O * I;
     if (lines == 0 || m == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("sort", ordinal));
@@ -112,8 +113,8 @@ int fnn_cuda_sort(int ordinal, float *y, int64_t *idx, const float *x, int64_t O
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_sort_grad(int ordinal, float *dx, const float *g, const int64_t *idx, int64_t O, int64_t n, int64_t I,
-                       int64_t m) {
+static int fnn_cuda_sort_grad(int ordinal, float *dx, const float *g, const int64_t *idx, int64_t O, int64_t n,
+                              int64_t I, int64_t m) {
     const int64_t total = O * m * I;
     if (O * n * I == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("sort", ordinal));
@@ -125,5 +126,35 @@ int fnn_cuda_sort_grad(int ordinal, float *dx, const float *g, const int64_t *id
     FNN_CUDA_CHECK("sort", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* the rows (core/ops/sort.h). The kernel reads the lines of a contiguous x at stride I: a view
+ * (a.stride not x's row-major ones) is copied to a contiguous scratch first */
+static int sort_forward(int ordinal, const fnn_sort_args *a) {
+    int64_t numel = 1;   /* along the walk: dim i's row-major stride; after it, x's size */
+    bool contiguous = true;
+    for (int i = a->ndim - 1; i >= 0; i--) {
+        if (a->shape[i] != 1 && a->stride[i] != numel) contiguous = false;
+        numel *= a->shape[i];
+    }
+    if (contiguous || numel == 0) return fnn_cuda_sort(ordinal, a->y, a->idx, a->x, a->O, a->n, a->I, a->m, a->descending);
+    const int device = fnn_make_device(FNN_DEVICE_CUDA, ordinal);
+    const int64_t bytes = numel * (int64_t)sizeof(float);
+    float *xc = (float *)fnn_alloc(device, bytes);
+    if (!xc) return fnn_last_status();
+    /* through the backend's table: the copy kernels live in copy.cu (the emulation's too) */
+    int rc = fnn_backend_for(device)->strided_copy(ordinal, xc, a->x, (int)sizeof(float), a->ndim, a->shape,
+                                                   a->stride);
+    if (!rc) rc = fnn_cuda_sort(ordinal, a->y, a->idx, xc, a->O, a->n, a->I, a->m, a->descending);
+    fnn_free(device, xc, bytes);   /* into the cache: its next user runs after the sort on this stream */
+    return rc;
+}
+static int sort_backward(int ordinal, const fnn_sort_args *a) {
+    return fnn_cuda_sort_grad(ordinal, a->y, a->g, a->sel, a->O, a->n, a->I, a->m);
+}
+extern "C" const fnn_sort_row fnn_cuda_sort_rows[] = {
+    {"sort", sort_forward, sort_backward},
+    {"topk", sort_forward, sort_backward},
+    {NULL, NULL, NULL},
+};
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -8,9 +8,10 @@
  * gather copy elements of any dtype (an int64 x is gathered exactly);
  * scatter_add and masked_fill are float32. Index and mask tensors are never
  * differentiated: nodes take edges only from the data inputs, and keep the
- * index or mask as a saved tensor for the rule. */
-#include "../internal.h"
-#include "elementwise_ops.h"
+ * index or mask as a saved tensor for the rule. The kernels run through the rows
+ * of the tensor's backend (index.h): the CPU's at the end of this file, cuda/index.cu's
+ * on a device (int64 ids only, read there: a bad id gives nan or adds nothing). */
+#include "index.h"
 #include <math.h>
 #include <string.h>
 
@@ -29,12 +30,6 @@ void fnn_gather_rows(char *y, const char *x, int64_t stride, size_t row, const i
 }
 
 /* ================= helpers ================= */
-
-static int cpu_only(const char *op, const fnn_tensor *x) {
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "%s: not implemented on cuda yet", op);
-    return FNN_STATUS_OK;
-}
 
 /* index tensors are read on the CPU, or on the GPU beside a GPU x (cuda/index.cu) */
 static int check_ids(const char *op, const fnn_tensor *x, const fnn_tensor *index) {
@@ -62,71 +57,24 @@ static void split_at(const fnn_tensor *x, int d, int64_t *outer, int64_t *inner)
     *inner = fnn_numel_of(x->ndim - d - 1, x->shape + d + 1);
 }
 
-/* ================= on a device (cuda/index.cu) =================
- * int64 ids only, read on the device: nothing comes back to the host, so an id outside its range
- * gives nan (a gather) or adds nothing (a scatter) instead of an error. */
-static int device_backend(const char *op, const fnn_tensor *x, const fnn_tensor *index, const fnn_backend **be) {
-    *be = fnn_backend_for(x->device);
-    FNN_CHECK(*be && (*be)->index && (*be)->fill, FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
-    FNN_CHECK(!index || fnn_is_int64(index), FNN_STATUS_ARG, "%s: index %s on a GPU must be int64 (t:long()), not float32",
-              op, fnn_shape_of(index).s);
-    return FNN_STATUS_OK;
+/* ================= through the backends' rows (index.h's fnn_idx_row) ================= */
+
+/* the row for op in device's backend, with the kernel the caller runs; NULL (an error naming the
+ * device) when that backend has none */
+static const fnn_idx_row *row_of(const char *op, int device, bool backward) {
+    const fnn_idx_row *row = fnn_idx_row_for(device, op);
+    if (row && (backward ? row->backward : row->forward)) return row;
+    char dev[32];
+    fnn_device_name(device, dev, sizeof dev);
+    if (backward) FNN_FAIL(FNN_STATUS_DEVICE, "%s: backward not implemented on %s", op, dev);
+    else FNN_FAIL(FNN_STATUS_DEVICE, "%s: not implemented on %s", op, dev);
+    return NULL;
 }
 
-/* the walk over shape: x's strides (dim's too), y's strides, one id per slice of dim (select) or per position */
-static fnn_index_args walk_args(int ndim, const int64_t *shape, int d, int select, int64_t size, const int64_t *xs,
-                                const int64_t *ys) {
-    fnn_index_args a;
-    memset(&a, 0, sizeof a);
-    a.ndim = ndim, a.dim = d, a.select = select, a.size = size;
-    memcpy(a.shape, shape, sizeof(int64_t) * (size_t)ndim);
-    memcpy(a.xstride, xs, sizeof(int64_t) * (size_t)ndim);
-    memcpy(a.ystride, ys, sizeof(int64_t) * (size_t)ndim);
-    return a;
-}
-
-/* y (new, contiguous, shape) = x gathered at index (select: 1-D, one id per slice of dim d) */
-static int device_gather(const char *op, fnn_tensor *out, const fnn_tensor *x, int d, const fnn_tensor *index,
-                         int select, int ndim, const int64_t *shape) {
-    const fnn_backend *be;
-    FNN_TRY(device_backend(op, x, index, &be));
-    fnn_tensor itmp;
-    int rc;
-    const int64_t *ids = fnn_contiguous_bytes(index, &itmp, &rc);
-    if (!rc) rc = fnn_new_output_dtype(out, x->device, x->dtype, ndim, shape);
-    if (!rc) {
-        fnn_index_args a = walk_args(ndim, shape, d, select, x->shape[d], x->stride, out->stride);
-        if ((rc = be->index(fnn_device_ordinal(x->device), FNN_IDX_GATHER, (void *)fnn_bytes(x), fnn_bytes(out), ids,
-                            fnn_elem_size(x), &a)))
-            fnn_tensor_clear(out);
-    }
-    fnn_tensor_clear(&itmp);
-    return rc;
-}
-
-/* dx = zeros [xndim, xshape] on g's device with g (shape: the walked shape) added at the ids */
-static int device_scatter_grad(const char *op, fnn_tensor *dx, int xndim, const int64_t *xshape, const fnn_tensor *g,
-                               int d, const fnn_tensor *index, int select, int64_t skip) {
-    const fnn_backend *be;
-    FNN_TRY(device_backend(op, g, index, &be));
-    fnn_tensor itmp, gtmp;
-    fnn_tensor_init(&gtmp);
-    int rc;
-    const int64_t *ids = fnn_contiguous_bytes(index, &itmp, &rc);
-    const float *gd = rc ? NULL : fnn_contiguous_data(g, &gtmp, &rc);
-    if (!rc) rc = fnn_new_output(dx, g->device, xndim, xshape);
-    if (!rc && (rc = be->fill(fnn_device_ordinal(g->device), fnn_data(dx), fnn_tensor_numel(dx), 0.0f)))
-        fnn_tensor_clear(dx);
-    if (!rc) {
-        int64_t gs[FNN_MAX_DIMS];
-        fnn_contiguous_strides(g->ndim, g->shape, gs);
-        fnn_index_args a = walk_args(g->ndim, g->shape, d, select, xshape[d], dx->stride, gs);
-        a.skip = skip;
-        if ((rc = be->index(fnn_device_ordinal(g->device), FNN_IDX_SCATTER, fnn_data(dx), (void *)gd, ids, 4, &a)))
-            fnn_tensor_clear(dx);
-    }
-    fnn_tensor_clear(&itmp);
-    fnn_tensor_clear(&gtmp);
+/* a->out through kernel f on device; a->out is cleared when it fails */
+static int run(fnn_idx_fn f, int device, const fnn_idx_args *a) {
+    int rc = f(fnn_device_ordinal(device), a);
+    if (rc) fnn_tensor_clear(a->out);
     return rc;
 }
 
@@ -175,67 +123,40 @@ static fnn_tensor shape_only(const fnn_node *n, int k) {
     return t;
 }
 
-/* dx = zeros of x's shape with each row of g added back at its id */
-static int index_select_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    int d = FNN_ATTRS(n, index_attrs)->dim, rc;
-    if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU)
-        return device_scatter_grad("index_select", &din[0], n->in_ndim[0], n->in_shape[0], g, d, &n->saved[0], 1, 0);
-    const fnn_tensor *index = &n->saved[0];
-    fnn_tensor xs = shape_only(n, 0), gtmp;
-    fnn_tensor_init(&gtmp);
-    int64_t *ids = load_ids("index_select", index, &xs, d, &rc);
-    if (!ids) return rc;
-    const float *gd = rc ? NULL : fnn_contiguous_data(g, &gtmp, &rc);
-    if (!rc) rc = fnn_zeros(&din[0], xs.ndim, xs.shape);
-    if (!rc) {
-        int64_t outer, inner;
-        split_at(&xs, d, &outer, &inner);
-        index_select_backward_cpu(fnn_data(&din[0]), gd, ids, outer, xs.shape[d], fnn_tensor_numel(index), inner);
-    }
-    free_ids(ids, index);
-    fnn_tensor_clear(&gtmp);
-    return rc;
+/* index_select, gather: dx = zeros of x's shape with g added back at the ids, through the backward
+ * of the op's row in g's backend */
+static int index_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    const char *op = n->op->info.name;
+    const fnn_idx_row *row = row_of(op, g->device, true);
+    if (!row) return fnn_last_status();
+    fnn_tensor xs = shape_only(n, 0);
+    FNN_TRY(fnn_new_output(&din[0], g->device, xs.ndim, xs.shape));
+    fnn_idx_args a = {.op = op, .out = &din[0], .g = g, .shape = &xs, .index = &n->saved[0],
+                      .dim = FNN_ATTRS(n, index_attrs)->dim};
+    return run(row->backward, g->device, &a);
 }
-static const fnn_op_def INDEX_SELECT = {{"index_select", "index", 1, 1}, index_select_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def INDEX_SELECT = {{"index_select", "index", 1, 1}, index_backward, FNN_EMBEDS_NONE};
 
 /* index_select: x [.., n, ..], index [m] of ids in 1..n -> [.., m, ..] */
 int fnn_index_select(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) {
     const char *op = "index_select";
     FNN_TRY(fnn_check_input_any(op, x));
     FNN_TRY(check_ids(op, x, index));
-    int d, rc;
+    int d;
     FNN_TRY(fnn_wrap_dim(op, x, dim, 0, &d));
     FNN_CHECK(index->ndim <= 1, FNN_STATUS_SHAPE, "%s: index must be 1-D, got %s for input %s", op,
               fnn_shape_of(index).s, fnn_shape_of(x).s);
     FNN_TRY(fnn_check_same_device(op, x, index));
-    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {
-        int64_t shape[FNN_MAX_DIMS];
-        memcpy(shape, x->shape, sizeof shape);
-        shape[d] = fnn_tensor_numel(index);
-        FNN_TRY(device_gather(op, out, x, d, index, 1, x->ndim, shape));
-        const fnn_tensor *ins[1] = {x};
-        return record(&INDEX_SELECT, out, 1, ins, index, d);
-    }
-    FNN_TRY(cpu_only(op, x));
-    fnn_tensor xtmp;
-    fnn_tensor_init(&xtmp);
-    int64_t *ids = load_ids(op, index, x, d, &rc);
-    if (!ids) return rc;
-    const void *xd = rc ? NULL : fnn_contiguous_bytes(x, &xtmp, &rc);
-    int64_t m = fnn_tensor_numel(index), shape[FNN_MAX_DIMS];
+    const fnn_idx_row *row = row_of(op, x->device, false);
+    if (!row) return fnn_last_status();
+    int64_t shape[FNN_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
-    shape[d] = m;
-    if (!rc) rc = fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape);
-    if (!rc) {
-        int64_t outer, inner;
-        split_at(x, d, &outer, &inner);
-        index_select_forward_cpu(fnn_bytes(out), xd, fnn_elem_size(x), ids, outer, x->shape[d], m, inner);
-        const fnn_tensor *ins[1] = {x};
-        rc = record(&INDEX_SELECT, out, 1, ins, index, d);
-    }
-    free_ids(ids, index);
-    fnn_tensor_clear(&xtmp);
-    return rc;
+    shape[d] = fnn_tensor_numel(index);
+    FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape));
+    fnn_idx_args a = {.op = op, .out = out, .x = x, .shape = x, .index = index, .dim = d};
+    FNN_TRY(run(row->forward, x->device, &a));
+    const fnn_tensor *ins[1] = {x};
+    return record(&INDEX_SELECT, out, 1, ins, index, d);
 }
 
 /* ================= gather, scatter_add ================= */
@@ -294,26 +215,7 @@ static int check_index_shape(const char *op, const fnn_tensor *x, const fnn_tens
     return FNN_STATUS_OK;
 }
 
-/* dx = zeros of x's shape with g added at the gathered positions */
-static int gather_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    int d = FNN_ATTRS(n, index_attrs)->dim;
-    if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU)
-        return device_scatter_grad("gather", &din[0], n->in_ndim[0], n->in_shape[0], g, d, &n->saved[0], 0, 0);
-    fnn_tensor xs = shape_only(n, 0), gtmp;
-    FNN_TRY(fnn_zeros(&din[0], xs.ndim, xs.shape));
-    int rc;
-    const float *gd = fnn_contiguous_data(g, &gtmp, &rc);
-    if (!rc) {
-        int64_t gs[FNN_MAX_DIMS];
-        fnn_contiguous_strides(g->ndim, g->shape, gs);
-        rc = index_walk("gather", SCATTER_ADD_F32, fnn_data(&din[0]), din[0].stride, &xs, &n->saved[0], (float *)gd,
-                        gs, d);
-    }
-    fnn_tensor_clear(&gtmp);
-    if (rc) fnn_tensor_clear(&din[0]);
-    return rc;
-}
-static const fnn_op_def GATHER = {{"gather", "index", 1, 1}, gather_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def GATHER = {{"gather", "index", 1, 1}, index_backward, FNN_EMBEDS_NONE};
 
 /* gather: x [s...], index [t...] (same ndim, t <= s outside dim) -> [t...], y[p] = x[p with dim = index[p]] */
 int fnn_gather(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) {
@@ -324,16 +226,11 @@ int fnn_gather(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *
     FNN_TRY(fnn_wrap_dim(op, x, dim, 0, &d));
     FNN_TRY(check_index_shape(op, x, index, NULL, d));
     FNN_TRY(fnn_check_same_device(op, x, index));
-    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {
-        FNN_TRY(device_gather(op, out, x, d, index, 0, index->ndim, index->shape));
-        const fnn_tensor *ins[1] = {x};
-        return record(&GATHER, out, 1, ins, index, d);
-    }
-    FNN_TRY(cpu_only(op, x));
+    const fnn_idx_row *row = row_of(op, x->device, false);
+    if (!row) return fnn_last_status();
     FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, index->ndim, index->shape));
-    int rc = index_walk(op, fnn_is_int64(x) ? GATHER_I64 : GATHER_F32, fnn_bytes(x), x->stride, x, index,
-                        fnn_bytes(out), out->stride, d);
-    if (rc) { fnn_tensor_clear(out); return rc; }
+    fnn_idx_args a = {.op = op, .out = out, .x = x, .shape = x, .index = index, .dim = d};
+    FNN_TRY(run(row->forward, x->device, &a));
     const fnn_tensor *ins[1] = {x};
     return record(&GATHER, out, 1, ins, index, d);
 }
@@ -373,29 +270,11 @@ int fnn_scatter_add(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_ten
     FNN_TRY(check_index_shape(op, x, index, src, d));
     FNN_TRY(fnn_check_same_device(op, x, index));
     FNN_TRY(fnn_check_same_device(op, x, src));
-    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {   /* a copy of x, src added through atomicAdd */
-        const fnn_backend *be;
-        FNN_TRY(device_backend(op, x, index, &be));
-        fnn_tensor itmp;
-        int rc;
-        const int64_t *ids = fnn_contiguous_bytes(index, &itmp, &rc);
-        if (!rc) rc = fnn_materialize(out, x);
-        if (!rc) {
-            fnn_index_args a = walk_args(index->ndim, index->shape, d, 0, x->shape[d], out->stride, src->stride);
-            if ((rc = be->index(fnn_device_ordinal(x->device), FNN_IDX_SCATTER, fnn_data(out), (void *)fnn_data(src),
-                                ids, 4, &a)))
-                fnn_tensor_clear(out);
-        }
-        fnn_tensor_clear(&itmp);
-        FNN_TRY(rc);
-        const fnn_tensor *ins[2] = {x, src};
-        return record(&SCATTER_ADD, out, 2, ins, index, d);
-    }
-    FNN_TRY(cpu_only(op, x));
+    const fnn_idx_row *row = row_of(op, x->device, false);
+    if (!row) return fnn_last_status();
     FNN_TRY(fnn_materialize(out, x));
-    int rc = index_walk(op, SCATTER_ADD_F32, fnn_data(out), out->stride, x, index, (float *)fnn_data(src),
-                        src->stride, d);
-    if (rc) { fnn_tensor_clear(out); return rc; }
+    fnn_idx_args a = {.op = op, .out = out, .x = x, .shape = x, .index = index, .src = src, .dim = d};
+    FNN_TRY(run(row->forward, x->device, &a));
     const fnn_tensor *ins[2] = {x, src};
     return record(&SCATTER_ADD, out, 2, ins, index, d);
 }
@@ -433,36 +312,109 @@ int fnn_masked_fill(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *mask
               "%s: mask %s does not broadcast to input %s (it would make %s)", op, fnn_shape_of(mask).s,
               fnn_shape_of(x).s, fnn_shape_dims(nb, bshape).s);
     FNN_TRY(fnn_check_same_device(op, x, mask));
+    const fnn_idx_row *row = row_of(op, x->device, false);
+    if (!row) return fnn_last_status();
     int64_t ms[FNN_MAX_DIMS];
     fnn_broadcast_strides(mask, x->ndim, x->shape, ms);
-    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {   /* where(mask, value, x) through cuda/map.cu */
-        const fnn_backend *be = fnn_backend_for(x->device);
-        FNN_CHECK(be && be->map && be->fill, FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
-        const int ord = fnn_device_ordinal(x->device);
-        fnn_tensor v;   /* the value, one element read at stride 0 */
-        FNN_TRY(fnn_new_output(&v, x->device, 0, NULL));
-        int rc = be->fill(ord, fnn_data(&v), 1, (float)value);
-        if (!rc) rc = fnn_new_output(out, x->device, x->ndim, x->shape);
-        if (!rc) {
-            const float *in[3] = {fnn_data(mask), fnn_data(&v), fnn_data(x)};
-            int64_t st[3][FNN_MAX_DIMS];
-            memset(st, 0, sizeof st);
-            memcpy(st[0], ms, sizeof(int64_t) * (size_t)x->ndim);
-            memcpy(st[2], x->stride, sizeof(int64_t) * (size_t)x->ndim);
-            if ((rc = be->map(ord, FNN_MAP_where, fnn_data(out), in, &st[0][0], x->ndim, x->shape, 0, 0)))
-                fnn_tensor_clear(out);
-        }
-        fnn_tensor_clear(&v);
-        FNN_TRY(rc);
-        const fnn_tensor *ins[1] = {x};
-        return record(&MASKED_FILL, out, 1, ins, mask, 0);
-    }
-    FNN_TRY(cpu_only(op, x));
     FNN_TRY(fnn_new_output(out, x->device, x->ndim, x->shape));
-    masked_fill_forward_cpu(fnn_data(out), fnn_data(x), x->stride, fnn_data(mask), ms, x->ndim, x->shape,
-                            (float)value);
+    fnn_idx_args a = {.op = op, .out = out, .x = x, .shape = x, .index = mask, .mstride = ms, .value = value};
+    FNN_TRY(run(row->forward, x->device, &a));
     const fnn_tensor *ins[1] = {x};
     return record(&MASKED_FILL, out, 1, ins, mask, 0);
 }
 
 const fnn_op_def *const fnn_ops_index[] = {&INDEX_SELECT, &GATHER, &SCATTER_ADD, &MASKED_FILL, NULL};
+
+/* ================= the CPU's rows (index.h) ================= */
+
+/* index_select: the ids checked against dim of x, then whole rows of contiguous x copied */
+static int cpu_index_select(int ordinal, const fnn_idx_args *a) {
+    (void)ordinal;
+    const fnn_tensor *x = a->x;
+    int d = a->dim, rc;
+    fnn_tensor xtmp;
+    fnn_tensor_init(&xtmp);
+    int64_t *ids = load_ids(a->op, a->index, x, d, &rc);
+    if (!ids) return rc;
+    const void *xd = rc ? NULL : fnn_contiguous_bytes(x, &xtmp, &rc);
+    if (!rc) {
+        int64_t outer, inner;
+        split_at(x, d, &outer, &inner);
+        index_select_forward_cpu(fnn_bytes(a->out), xd, fnn_elem_size(x), ids, outer, x->shape[d],
+                                 fnn_tensor_numel(a->index), inner);
+    }
+    free_ids(ids, a->index);
+    fnn_tensor_clear(&xtmp);
+    return rc;
+}
+
+/* its backward: each row of g added back at its id */
+static int cpu_index_select_backward(int ordinal, const fnn_idx_args *a) {
+    (void)ordinal;
+    const fnn_tensor *xs = a->shape;
+    int d = a->dim, rc;
+    fnn_tensor gtmp;
+    fnn_tensor_init(&gtmp);
+    int64_t *ids = load_ids(a->op, a->index, xs, d, &rc);
+    if (!ids) return rc;
+    const float *gd = rc ? NULL : fnn_contiguous_data(a->g, &gtmp, &rc);
+    if (!rc) {
+        float *dx = fnn_data(a->out);
+        for (int64_t i = 0, n = fnn_tensor_numel(a->out); i < n; i++) dx[i] = 0.0f;
+        int64_t outer, inner;
+        split_at(xs, d, &outer, &inner);
+        index_select_backward_cpu(dx, gd, ids, outer, xs->shape[d], fnn_tensor_numel(a->index), inner);
+    }
+    free_ids(ids, a->index);
+    fnn_tensor_clear(&gtmp);
+    return rc;
+}
+
+/* gather: x read through its strides at each id */
+static int cpu_gather(int ordinal, const fnn_idx_args *a) {
+    (void)ordinal;
+    const fnn_tensor *x = a->x;
+    return index_walk(a->op, fnn_is_int64(x) ? GATHER_I64 : GATHER_F32, (void *)fnn_bytes(x), x->stride, x,
+                      a->index, fnn_bytes(a->out), a->out->stride, a->dim);
+}
+
+/* its backward: g added at the gathered positions */
+static int cpu_gather_backward(int ordinal, const fnn_idx_args *a) {
+    (void)ordinal;
+    float *dx = fnn_data(a->out);
+    for (int64_t i = 0, n = fnn_tensor_numel(a->out); i < n; i++) dx[i] = 0.0f;
+    fnn_tensor gtmp;
+    int rc;
+    const float *gd = fnn_contiguous_data(a->g, &gtmp, &rc);
+    if (!rc) {
+        int64_t gs[FNN_MAX_DIMS];
+        fnn_contiguous_strides(a->g->ndim, a->g->shape, gs);
+        rc = index_walk(a->op, SCATTER_ADD_F32, dx, a->out->stride, a->shape, a->index, (float *)gd, gs, a->dim);
+    }
+    fnn_tensor_clear(&gtmp);
+    return rc;
+}
+
+/* scatter_add: src (read through its strides) added into the copy of x */
+static int cpu_scatter_add(int ordinal, const fnn_idx_args *a) {
+    (void)ordinal;
+    return index_walk(a->op, SCATTER_ADD_F32, fnn_data(a->out), a->out->stride, a->shape, a->index,
+                      (float *)fnn_data(a->src), a->src->stride, a->dim);
+}
+
+/* masked_fill: x and the mask read through their strides */
+static int cpu_masked_fill(int ordinal, const fnn_idx_args *a) {
+    (void)ordinal;
+    const fnn_tensor *x = a->x;
+    masked_fill_forward_cpu(fnn_data(a->out), fnn_data(x), x->stride, fnn_data(a->index), a->mstride, x->ndim,
+                            x->shape, (float)a->value);
+    return FNN_STATUS_OK;
+}
+
+const fnn_idx_row fnn_cpu_index_rows[] = {
+    {"index_select", cpu_index_select, cpu_index_select_backward},
+    {"gather", cpu_gather, cpu_gather_backward},
+    {"scatter_add", cpu_scatter_add, NULL},
+    {"masked_fill", cpu_masked_fill, NULL},
+    {NULL, NULL, NULL},
+};

@@ -15,9 +15,10 @@
  *
  * values are float32 and differentiable; indices are int64, 1-based along dim,
  * and never carry a node. The gradient of both ops scatters g back to the saved
- * indices into zeros of x's shape. On a device both directions run in cuda/sort.cu (the same keys,
- * a bitonic sort per line). */
-#include "../internal.h"
+ * indices into zeros of x's shape. Both directions run through the rows of x's backend
+ * (sort.h): the CPU's at the end of this file, cuda/sort.cu's on a device (the same keys, a
+ * bitonic sort per line). */
+#include "sort.h"
 #include <math.h>
 #include <string.h>
 
@@ -198,64 +199,37 @@ static void scatter_lines(void *ctx, int64_t lo, int64_t hi) {
 /* a sort node (sort, topk): the dim sorted along, -1 for a 0-dim x */
 typedef struct { int dim; } sort_attrs;
 
-/* the backward on a device (cuda/sort.cu): the same scatter, a store per element of g */
-static int sort_backward_device(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    const fnn_backend *be = fnn_backend_for(g->device);
-    FNN_CHECK(be && be->sort_grad, FNN_STATUS_DEVICE, "%s: backward not implemented on this device", n->op->info.name);
-    int d = FNN_ATTRS(n, sort_attrs)->dim, xnd = n->in_ndim[0];
-    const int64_t *xshape = n->in_shape[0];
-    const fnn_tensor *index = &n->saved[0];
-    int64_t O = 1, len = 1, I = 1, m = fnn_tensor_numel(index);
-    if (d >= 0) {
-        O = fnn_numel_of(d, xshape);
-        I = fnn_numel_of(xnd - d - 1, xshape + d + 1);
-        len = xshape[d];
-        m = index->shape[d];
-    }
-    fnn_tensor gtmp;
-    int rc;
-    const float *gd = fnn_contiguous_data(g, &gtmp, &rc);
-    if (rc) return rc;
-    rc = fnn_new_output(&din[0], g->device, xnd, xshape);
-    if (!rc && (rc = be->sort_grad(fnn_device_ordinal(g->device), fnn_data(&din[0]), gd, fnn_data_i64(index), O, len,
-                                   I, m)))
-        fnn_tensor_clear(&din[0]);
-    fnn_tensor_clear(&gtmp);
-    return rc;
-}
-
-/* dx = zeros of x's shape with g scattered back to the saved indices along dim.
+/* dx = zeros of x's shape with g scattered back to the saved indices along dim, through the
+ * backward of the op's row in g's backend.
  * saved[0] = indices (int64, contiguous, g's shape); sort_attrs */
 static int sort_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    const char *op = n->op->info.name;
+    const fnn_sort_row *row = fnn_sort_row_for(g->device, op);
+    char dev[32];
+    FNN_CHECK(row && row->backward, FNN_STATUS_DEVICE, "%s: backward not implemented on %s", op,
+              fnn_device_name(g->device, dev, sizeof dev));
     int d = FNN_ATTRS(n, sort_attrs)->dim, xnd = n->in_ndim[0];
     const int64_t *xshape = n->in_shape[0];
     const fnn_tensor *index = &n->saved[0];
     FNN_ASSERT(index->dtype == FNN_DTYPE_INT64 && fnn_tensor_is_contiguous(index));
     FNN_ASSERT(fnn_tensor_numel(index) == fnn_tensor_numel(g));
-    if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU) return sort_backward_device(n, g, din);
-    FNN_TRY(fnn_zeros(&din[0], xnd, xshape));
-    scatter_job j = {.dx = fnn_data(&din[0]), .idx = fnn_data_i64(index), .n = 1, .m = 1, .inner = 1};
-    atomic_init(&j.bad, 0);
-    int64_t outer = 1;
+    fnn_sort_args a = {.sel = fnn_data_i64(index), .O = 1, .n = 1, .I = 1, .m = fnn_tensor_numel(index)};
     if (d >= 0) {
-        outer = fnn_numel_of(d, xshape);
-        j.inner = fnn_numel_of(xnd - d - 1, xshape + d + 1);
-        j.n = xshape[d];
-        j.m = index->shape[d];
-    } else {
-        j.m = fnn_tensor_numel(index);
+        a.O = fnn_numel_of(d, xshape);
+        a.I = fnn_numel_of(xnd - d - 1, xshape + d + 1);
+        a.n = xshape[d];
+        a.m = index->shape[d];
     }
     fnn_tensor gtmp;
     int rc;
-    j.g = fnn_contiguous_data(g, &gtmp, &rc);
-    if (!rc && j.m > 0) {
-        int64_t nlines = outer * j.inner;
-        fnn_parallel_for(nlines, fnn_threads_for(nlines * j.m), scatter_lines, &j);
-        if (atomic_load(&j.bad)) rc = FNN_FAIL(FNN_STATUS_INTERNAL, "sort: internal error: saved index outside the line "
-                                 "(please report)");
+    a.g = fnn_contiguous_data(g, &gtmp, &rc);
+    if (rc) return rc;
+    rc = fnn_new_output(&din[0], g->device, xnd, xshape);
+    if (!rc) {
+        a.y = fnn_data(&din[0]);
+        if ((rc = row->backward(fnn_device_ordinal(g->device), &a))) fnn_tensor_clear(&din[0]);
     }
     fnn_tensor_clear(&gtmp);
-    if (rc) fnn_tensor_clear(&din[0]);
     return rc;
 }
 static const fnn_op_def SORT = {{"sort", "sort", 1, 1}, sort_backward, FNN_EMBEDS_NONE};
@@ -287,9 +261,10 @@ static int sort_common(const fnn_op_def *def, fnn_tensor *values, fnn_tensor *in
     FNN_TRY(fnn_check_input(op, x));
     int d;
     FNN_TRY(sort_dim(op, x, dim, &d));
-    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || (be && be->sort), FNN_STATUS_DEVICE,
-              "%s: not implemented on this device", op);
+    const fnn_sort_row *row = fnn_sort_row_for(x->device, op);
+    char dev[32];
+    FNN_CHECK(row && row->forward, FNN_STATUS_DEVICE, "%s: not implemented on %s", op,
+              fnn_device_name(x->device, dev, sizeof dev));
     int64_t n = d >= 0 ? x->shape[d] : 1, m = whole ? n : k;
     if (m < 0 || m > n) {
         if (d < 0) return FNN_FAIL(FNN_STATUS_ARG, "%s: k = %lld out of range for [] (0..1)", op, (long long)m);
@@ -309,25 +284,14 @@ static int sort_common(const fnn_op_def *def, fnn_tensor *values, fnn_tensor *in
     int rc = fnn_new_output_dtype(indices, x->device, FNN_DTYPE_INT64, ondim, oshape);
     if (rc) { fnn_tensor_clear(values); return rc; }
 
-    sort_job j = {.x = fnn_data(x), .ndim = x->ndim, .d = d, .shape = x->shape, .stride = x->stride,
-                  .n = n, .xs = d >= 0 ? x->stride[d] : 0, .m = m, .inner = 1, .descending = descending,
-                  .y = fnn_data(values), .idx = fnn_data_i64(indices)};
-    int64_t outer = 1;
+    fnn_sort_args a = {.y = fnn_data(values), .idx = fnn_data_i64(indices), .x = fnn_data(x), .ndim = x->ndim,
+                       .d = d, .shape = x->shape, .stride = x->stride, .O = 1, .n = n, .I = 1, .m = m,
+                       .descending = descending};
     if (d >= 0) {
-        outer = fnn_numel_of(d, x->shape);
-        j.inner = fnn_numel_of(x->ndim - d - 1, x->shape + d + 1);
+        a.O = fnn_numel_of(d, x->shape);
+        a.I = fnn_numel_of(x->ndim - d - 1, x->shape + d + 1);
     }
-    j.nlines = outer * j.inner;
-    /* a heap pays when few are kept from a long line */
-    j.heap = m <= n / 16;
-    if (be) {   /* cuda/sort.cu: x contiguous on the device, a block per line */
-        fnn_tensor xtmp;
-        const float *xc = fnn_contiguous_data(x, &xtmp, &rc);
-        if (!rc) rc = be->sort(fnn_device_ordinal(x->device), j.y, j.idx, xc, outer, n, j.inner, m, descending);
-        fnn_tensor_clear(&xtmp);
-    } else {
-        rc = sort_forward_cpu(&j);
-    }
+    rc = row->forward(fnn_device_ordinal(x->device), &a);
 
     const fnn_tensor *ins[1] = {x};
     if (!rc && fnn_needs_node(1, ins)) {
@@ -351,3 +315,38 @@ int fnn_topk(fnn_tensor *values, fnn_tensor *indices, const fnn_tensor *x, int64
 }
 
 const fnn_op_def *const fnn_ops_sort[] = {&SORT, &TOPK, NULL};
+
+/* ================= the CPU's rows (sort.h) ================= */
+
+/* the lines of the view x, read in place: values, indices [O, m, I] */
+static int cpu_sort_forward(int ordinal, const fnn_sort_args *a) {
+    (void)ordinal;
+    sort_job j = {.x = a->x, .ndim = a->ndim, .d = a->d, .shape = a->shape, .stride = a->stride, .n = a->n,
+                  .xs = a->d >= 0 ? a->stride[a->d] : 0, .m = a->m, .inner = a->I, .nlines = a->O * a->I,
+                  .descending = a->descending != 0, .y = a->y, .idx = a->idx};
+    /* a heap pays when few are kept from a long line */
+    j.heap = a->m <= a->n / 16;
+    return sort_forward_cpu(&j);
+}
+
+/* dx [O, n, I] = zeros with g added at the saved positions */
+static int cpu_sort_backward(int ordinal, const fnn_sort_args *a) {
+    (void)ordinal;
+    int64_t total = a->O * a->n * a->I;
+    for (int64_t i = 0; i < total; i++) a->y[i] = 0.0f;
+    scatter_job j = {.dx = a->y, .g = a->g, .idx = a->sel, .n = a->n, .m = a->m, .inner = a->I};
+    atomic_init(&j.bad, 0);
+    if (j.m > 0) {
+        int64_t nlines = a->O * a->I;
+        fnn_parallel_for(nlines, fnn_threads_for(nlines * j.m), scatter_lines, &j);
+        if (atomic_load(&j.bad)) return FNN_FAIL(FNN_STATUS_INTERNAL, "sort: internal error: saved index outside the "
+                                                 "line (please report)");
+    }
+    return FNN_STATUS_OK;
+}
+
+const fnn_sort_row fnn_cpu_sort_rows[] = {
+    {"sort", cpu_sort_forward, cpu_sort_backward},
+    {"topk", cpu_sort_forward, cpu_sort_backward},
+    {NULL, NULL, NULL},
+};

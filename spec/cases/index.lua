@@ -1,27 +1,47 @@
 -- Gradcheck cases for core/ops/index.c, one or more per registered op. Only the
 -- data inputs are differentiated; index and mask tensors are fixed in fn, with
 -- repeated ids so the accumulating rules are exercised, and transposed inputs
--- so the kernels see strides. Format: see spec/cases/elementwise.lua.
+-- so the kernels see strides. They drive CUDA parity too, so ids and masks are
+-- made on the input's device: int64 ids (a GPU reads no other), and float32
+-- ones on the CPU where a case asks (its float path); spec/cuda_parity_spec.lua
+-- adds sweeps over sizes, int64 inputs, embedding, take_rows and bad ids.
+-- Format: see spec/cases/elementwise.lua.
 local fnn = require 'fastnn'
 
 local function u(shape) return fnn.rand(shape) * 4 - 2 end
+-- ids t on like's device, int64; float: float32 on the CPU
+local function ids(like, t, float)
+   local i = fnn.tensor(t)
+   if float and tostring(like:device()) == 'cpu' then return i end
+   return i:long():to(like:device())
+end
+local function on(like, t) return fnn.tensor(t):to(like:device()) end
+-- n ids in 1..size, repeats included
+local function some(n, size)
+   local v = {}
+   for i = 1, n do v[i] = (i * 53 + 5) % size + 1 end
+   return v
+end
 
 return {
    {op = 'index_select', inputs = function() return u{4, 3} end,
-    fn = function(a) return a:index_select(1, {2, 4, 2, 1}) end},
+    fn = function(a) return a:index_select(1, ids(a, {2, 4, 2, 1})) end},
    {op = 'index_select', inputs = function() return u{4, 3} end,
-    fn = function(a) return a:t():index_select(2, fnn.tensor{3, 3, 1}) end},
+    fn = function(a) return a:t():index_select(2, ids(a, {3, 3, 1}, true)) end},
+   -- more rows than a GPU block's threads, 200 repeated ids
+   {op = 'index_select', inputs = function() return u{129, 2} end,
+    fn = function(a) return a:index_select(1, ids(a, some(200, 129))) end},
    {op = 'gather', inputs = function() return u{3, 4} end,
-    fn = function(a) return a:gather(2, fnn.tensor{{1, 1, 4}, {2, 3, 2}, {4, 4, 4}}) end},
+    fn = function(a) return a:gather(2, ids(a, {{1, 1, 4}, {2, 3, 2}, {4, 4, 4}}, true)) end},
    {op = 'gather', inputs = function() return u{4, 3} end,
-    fn = function(a) return a:t():gather(1, fnn.tensor{{1, 3}, {2, 2}}) end},
+    fn = function(a) return a:t():gather(1, ids(a, {{1, 3}, {2, 2}})) end},
    {op = 'scatter_add', inputs = function() return u{3, 4}, u{2, 3} end,
-    fn = function(x, src) return x:scatter_add(2, fnn.tensor{{1, 1, 4}, {3, 2, 3}}, src) end},
+    fn = function(x, src) return x:scatter_add(2, ids(x, {{1, 1, 4}, {3, 2, 3}}, true), src) end},
    -- index smaller than src: the src places it does not name get no gradient
    {op = 'scatter_add', inputs = function() return u{4, 3}, u{3, 3} end,
-    fn = function(x, src) return x:t():scatter_add(1, fnn.tensor{{2, 2}, {1, 3}}, src:t()) end},
+    fn = function(x, src) return x:t():scatter_add(1, ids(x, {{2, 2}, {1, 3}}), src:t()) end},
    {op = 'masked_fill', inputs = function() return u{2, 3} end,
-    fn = function(a) return a:masked_fill(fnn.tensor{1, 0, 1}, 7) end},
+    fn = function(a) return a:masked_fill(on(a, {1, 0, 1}), 7) end},
    {op = 'masked_fill', inputs = function() return u{3, 2} end,
-    fn = function(a) return a:t():masked_fill(fnn.tensor{{0, 1, 1}, {1, 0, 0}}, -1) end},
+    fn = function(a) return a:t():masked_fill(on(a, {{0, 1, 1}, {1, 0, 0}}), -1) end},
 }

@@ -3,7 +3,10 @@
 -- are distinct values at least 0.15 apart (in [-2, 2], in the random order
 -- fnn.rand gives), never merely distinct. Cases cover the last and a leading
 -- dim, descending order, a transposed (strided) input, 3-D, and topk on both
--- its paths (a heap when k is small against the line, a full sort otherwise).
+-- its paths (a heap when k is small against the line, a full sort otherwise),
+-- and lines over 128 (CUDA pads them to 256 keys, 128 threads a block). They
+-- drive CUDA parity too; spec/cuda_parity_shape_spec.lua adds ties, nan/inf
+-- and lines past the GPU's shared-memory sort (too long for a gradcheck).
 -- Format: see spec/cases/elementwise.lua.
 local fnn = require 'fastnn'
 
@@ -36,4 +39,9 @@ return {
     fn = function(a) return (a:topk(1, 2)) end},
    {op = 'topk', inputs = function() return spaced{40, 2} end,
     fn = function(a) return (a:topk(2, 1, {largest = false})) end},
+   -- lines of 129 and 130: past a GPU block's 128 threads
+   {op = 'sort', inputs = function() return spaced{129, 2} end,
+    fn = function(a) return (a:sort(1, {descending = true})) end},
+   {op = 'topk', inputs = function() return spaced{2, 130} end,
+    fn = function(a) return (a:topk(3, 2)) end},
 }

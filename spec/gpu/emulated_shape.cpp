@@ -1,8 +1,9 @@
 // spec/gpu/emulated_shape.cpp: the host emulation (spec/gpu/emulated.h) of cuda/shape.cu (cat/stack
 // copies, pad, pad_mode, repeat, tril/triu), cuda/sort.cu (sort, topk) and cuda/int64_reduce.cu, kernels
 // and launchers both: the launchers sit above each file's host-side line, written with FNN_LAUNCH, so the
-// table points at the real fnn_cuda_* entries (their index-width choices, sort's scratch through
-// fnn_alloc, sort_grad's zeroing through emulated.h's cudaMemsetAsync). Grid-stride kernels run as one
+// table points at the real fnn_cuda_* entries (their index-width choices) and sort's rows (backend.cu's
+// row list) are the real ones (sort's scratch through fnn_alloc, sort_grad's zeroing through emulated.h's
+// cudaMemsetAsync). Grid-stride kernels run as one
 // plain call; the block-per-line kernels (sort, the int64 block reduction), which stride over lines by
 // gridDim and over elements by blockDim, run as one block of the launch's threads (real host threads
 // and barriers) whose loop covers every line. Nothing here is a copy.
@@ -19,7 +20,5 @@ EMULATED_BACKEND_ADD(shape) {
     b->repeat = fnn_cuda_repeat;
     b->repeat_grad = fnn_cuda_repeat_grad;
     b->tri = fnn_cuda_tri;
-    b->sort = fnn_cuda_sort;
-    b->sort_grad = fnn_cuda_sort_grad;
     b->int_reduce = fnn_cuda_int_reduce;
 }
