@@ -33,6 +33,7 @@
  * defines: fnn_cuda_register, fnn_cuda_memory_stats, fnn_cuda_empty_cache */
 #include "common.cuh"
 #include "ops/reduction.h"   /* the families on kernel rows: their row types (fnn_cuda_row_tables) */
+#include "ops/loss.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -141,6 +142,7 @@ static int cuda_fill(int ordinal, float *y, int64_t n, float value) {
  * table points here too */
 extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cuda_reduction_rows),
+    FNN_ROW_TABLE("loss", fnn_cuda_loss_rows),
     {NULL, NULL, 0},
 };
 
@@ -499,10 +501,6 @@ static const fnn_backend cuda_backend = {
     /* reduce_grad */ fnn_cuda_reduce_grad,
     /* optim */ fnn_cuda_optim,
     /* random */ fnn_cuda_random,
-    /* class_loss */ fnn_cuda_class_loss,
-    /* class_loss_grad */ fnn_cuda_class_loss_grad,
-    /* ew_loss */ fnn_cuda_ew_loss,
-    /* ew_loss_grad */ fnn_cuda_ew_loss_grad,
     /* index */ fnn_cuda_index,
     /* norm */ fnn_cuda_norm,
     /* norm_grad */ fnn_cuda_norm_grad,
