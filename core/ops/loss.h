@@ -1,8 +1,8 @@
 /* loss.h: the loss family's backend contract (core/internal.h's fnn_row_table): its arguments and
  * row type, filled by core/ops/loss.c (the CPU) and cuda/loss.cu.
  * Class losses (cross_entropy, nll_loss): x [N, C, d...] read in place through the strides sn, sc, sd
- * (the CPU's kernels always read strided views; only x with d... dims and not contiguous is
- * copied first); the softmax and dx are contiguous. Elementwise losses (binary_cross_entropy,
+ * by every backend, so a transposed [N, C] is not copied (the entry point copies only an x with d...
+ * dims that is not contiguous); the softmax and dx are contiguous. Elementwise losses (binary_cross_entropy,
  * bce_with_logits, mse_loss): x, t, w, pw contiguous (their entry points make them so, and save
  * those). A row reduces itself: out is the reduced loss, or one per site / element for NONE. */
 #ifndef FASTNN_OPS_LOSS_H
