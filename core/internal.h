@@ -57,8 +57,6 @@ void fnn_storage_release(fnn_storage *s);
 
 /* ---- backends: a table of function pointers per device type ---- */
 enum { FNN_BIN_ADD, FNN_BIN_SUB, FNN_BIN_MUL, FNN_BIN_DIV };
-/* the class losses' geometry (sites = N D, C classes, D inner), ignore_index, smoothing, FNN_REDUCTION_* */
-typedef struct { int64_t sites, cols, inner, ignore; int has_ignore, reduction; double smooth; } fnn_class_args;
 /* the index walk's geometry (see index below): skip a 1-based id that adds nothing (0: none) */
 typedef struct {
     int ndim, dim, select;
@@ -115,7 +113,7 @@ typedef struct fnn_backend {
     int (*map)(int ordinal, int op, float *y, const float *const *x, const int64_t *stride, int ndim,
                const int64_t *shape, float k0, float k1);
     /* the line engine under the reduction rows, by FNN_RED_* code, for the device-side sums of other
-     * families (conv's bias gradient, the losses' means, rnn's bias gradients); the reduction ops
+     * families (conv's bias gradient, rnn's bias gradients); the reduction ops
      * themselves go through the rows by name. An FNN_RED_* op over contiguous x [O, R, I] -> y [O, I]
      * (idx: 1-based positions, max/min only, may be NULL); the softmax ops give y [O, R, I] */
     int (*reduce)(int ordinal, int op, float *y, int64_t *idx, const float *x, int64_t O, int64_t R, int64_t I,
@@ -131,21 +129,6 @@ typedef struct fnn_backend {
     /* y[n] = FNN_RNG_* draws from the Philox stream (seed, subsequence offset): uniform in [k0, k1),
      * normal (mean k0, std k1), bernoulli (1 with probability k0) */
     int (*random)(int ordinal, int op, float *y, int64_t n, uint64_t seed, uint64_t offset, double k0, double k1);
-    /* ---- cuda/loss.cu ---- */
-    /* an FNN_CLS_* loss per site of contiguous x [N, C, D] with int64 targets t [N, D] (1-based): loss[site]
-     * (0 where ignored, nan where the id is outside 1..C: no host read to raise), wy[site] the weight w[y]
-     * (0 ignored), probs (softmax, cross_entropy only, may be NULL); w class weights or NULL */
-    int (*class_loss)(int ordinal, int op, float *loss, float *wy, float *probs, const float *x, const int64_t *t,
-                      const float *w, const fnn_class_args *a);
-    /* its backward: dx [N, C, D] from g ([sites] for NONE, else [1]); den the mean's sum of weights or NULL */
-    int (*class_loss_grad)(int ordinal, int op, float *dx, const float *probs, const int64_t *t, const float *w,
-                           const float *g, const float *den, const fnn_class_args *a);
-    /* an FNN_EWL_* loss per element of n contiguous x, t (w, pw broadcast weights or NULL): loss[n] */
-    int (*ew_loss)(int ordinal, int op, float *loss, const float *x, const float *t, const float *w, const float *pw,
-                   int64_t n);
-    /* its backward: dx, dt (either NULL) with the scale g[i] (per_elem) or g[0] k */
-    int (*ew_loss_grad)(int ordinal, int op, float *dx, float *dt, const float *x, const float *t, const float *w,
-                        const float *pw, const float *g, int per_elem, float k, int64_t n);
     /* ---- cuda/index.cu: the index walk of embedding and take_rows (the index family's ops reach it
      * through their rows, core/ops/index.h): over every position p of a.shape (row-major), q = p with
      * q[dim] = id - 1, where id = ids[p] (ids contiguous in a.shape) or ids[p[dim]] (a.select: one id per
@@ -282,8 +265,6 @@ typedef struct fnn_backend {
 } fnn_backend;
 /* int_binary's ops, numbered as elementwise.c's IOP_* */
 enum { FNN_INT_ADD, FNN_INT_SUB, FNN_INT_MUL, FNN_INT_EQ, FNN_INT_NE, FNN_INT_LT, FNN_INT_LE, FNN_INT_GT, FNN_INT_GE };
-enum { FNN_CLS_CROSS_ENTROPY, FNN_CLS_NLL };
-enum { FNN_EWL_MSE, FNN_EWL_BCE, FNN_EWL_BCEL };
 enum { FNN_IDX_GATHER, FNN_IDX_SCATTER };
 /* the reduce / reduce_grad ops (mean is SUM with k0 = 1/R; var: k0 ddof, k1 1 for std; norm: k0 = p;
  * TIES and SELECT are gradients only: max/min over everything, and along a dim through idx) */

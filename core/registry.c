@@ -9,6 +9,7 @@
 #include "ops/norm.h"
 #include "ops/sort.h"
 #include "ops/index.h"
+#include "ops/loss.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("pool", fnn_cpu_pool_rows),
     FNN_ROW_TABLE("sort", fnn_cpu_sort_rows),
     FNN_ROW_TABLE("index", fnn_cpu_index_rows),
+    FNN_ROW_TABLE("loss", fnn_cpu_loss_rows),
     {NULL, NULL, 0},
 };
 

@@ -37,6 +37,7 @@
 #include "ops/reduction.h"
 #include "ops/sort.h"
 #include "ops/index.h"
+#include "ops/loss.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -149,6 +150,7 @@ extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("pool", fnn_cuda_pool_rows),
     FNN_ROW_TABLE("sort", fnn_cuda_sort_rows),
     FNN_ROW_TABLE("index", fnn_cuda_index_rows),
+    FNN_ROW_TABLE("loss", fnn_cuda_loss_rows),
     {NULL, NULL, 0},
 };
 
@@ -507,10 +509,6 @@ static const fnn_backend cuda_backend = {
     /* reduce_grad */ fnn_cuda_reduce_grad,
     /* optim */ fnn_cuda_optim,
     /* random */ fnn_cuda_random,
-    /* class_loss */ fnn_cuda_class_loss,
-    /* class_loss_grad */ fnn_cuda_class_loss_grad,
-    /* ew_loss */ fnn_cuda_ew_loss,
-    /* ew_loss_grad */ fnn_cuda_ew_loss_grad,
     /* index */ fnn_cuda_index,
     /* cast */ fnn_cuda_cast,
     /* int_binary */ fnn_cuda_int_binary,

@@ -6,8 +6,7 @@
  *          fnn_cuda_binary (elementwise.cu), fnn_cuda_gemm (linalg.cu), fnn_cuda_strided_copy
  *          (copy.cu), fnn_cuda_map (map.cu), fnn_cuda_reduce and fnn_cuda_reduce_grad (reduction.cu),
  *          fnn_cuda_optim (optim.cu), fnn_cuda_random (random.cu),
- *          fnn_cuda_class_loss, fnn_cuda_ew_loss and their _grad (loss.cu), fnn_cuda_index (index.cu),
- *          fnn_cuda_cast (cast.cu),
+ *          fnn_cuda_index (index.cu), fnn_cuda_cast (cast.cu),
  *          fnn_cuda_int_binary (int64.cu) */
 #ifndef FASTNN_CUDA_COMMON_CUH
 #define FASTNN_CUDA_COMMON_CUH
@@ -89,14 +88,6 @@ int fnn_cuda_reduce_grad(int ordinal, int op, float *dx, const float *g, const f
 int fnn_cuda_optim(int ordinal, int op, int64_t n, float *w, const float *g, float *s0, float *s1, float *s2,
                    const float *k);
 int fnn_cuda_random(int ordinal, int op, float *y, int64_t n, uint64_t seed, uint64_t offset, double k0, double k1);
-int fnn_cuda_class_loss(int ordinal, int op, float *loss, float *wy, float *probs, const float *x, const int64_t *t,
-                        const float *w, const fnn_class_args *a);
-int fnn_cuda_class_loss_grad(int ordinal, int op, float *dx, const float *probs, const int64_t *t, const float *w,
-                             const float *g, const float *den, const fnn_class_args *a);
-int fnn_cuda_ew_loss(int ordinal, int op, float *loss, const float *x, const float *t, const float *w, const float *pw,
-                     int64_t n);
-int fnn_cuda_ew_loss_grad(int ordinal, int op, float *dx, float *dt, const float *x, const float *t, const float *w,
-                          const float *pw, const float *g, int per_elem, float k, int64_t n);
 int fnn_cuda_index(int ordinal, int op, void *x, void *y, const int64_t *ids, int esize, const fnn_index_args *a);
 int fnn_cuda_cast(int ordinal, int dtype, void *y, const void *x, int64_t n);
 int fnn_cuda_int_binary(int ordinal, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b,

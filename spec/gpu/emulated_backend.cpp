@@ -82,12 +82,6 @@ EMULATED_BACKEND_ADD(device_families) {
     b->cast = fnn_cuda_cast;
     b->int_binary = fnn_cuda_int_binary;
 }
-EMULATED_BACKEND_ADD(loss) {
-    b->class_loss = fnn_cuda_class_loss;
-    b->class_loss_grad = fnn_cuda_class_loss_grad;
-    b->ew_loss = fnn_cuda_ew_loss;
-    b->ew_loss_grad = fnn_cuda_ew_loss_grad;
-}
 EMULATED_BACKEND_ADD(index) {
     b->index = fnn_cuda_index;
 }
