@@ -11,6 +11,7 @@
 #include "ops/index.h"
 #include "ops/loss.h"
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,15 +55,27 @@ static const fnn_row_table *table_of(int device_type, const char *family) {
     return NULL;
 }
 
+/* Lookups by name cost tens of ns (string compares over the lists), paid by every op call; a
+ * per-thread direct-mapped cache keyed by the name pointers answers a repeated one in a few. Safe:
+ * the tables are constant once a backend is registered, and callers pass names that live forever
+ * (literals, an op's registry name). */
+typedef struct { const char *family, *op; int type; const void *row; } row_hit;
+static _Thread_local row_hit row_cache[64];
+
 const void *fnn_row_for(int device, const char *family, const char *op) {
+    int type = fnn_device_type_of(device);
+    row_hit *hit = &row_cache[(((uintptr_t)op >> 4) ^ (uintptr_t)type) & 63];
+    if (hit->op == op && hit->family == family && hit->type == type) return hit->row;
     const fnn_backend *be = fnn_backend_for(device);
-    for (const fnn_row_table *t = be ? be->rows : NULL; t && t->family; t++) {
+    const void *row = NULL;
+    for (const fnn_row_table *t = be ? be->rows : NULL; t && t->family && !row; t++) {
         if (strcmp(t->family, family)) continue;
         for (size_t i = 0; fnn_row_name(t, i); i++)
-            if (!strcmp(fnn_row_name(t, i), op)) return (const char *)t->rows + i * t->row_size;
-        return NULL;
+            if (!strcmp(fnn_row_name(t, i), op)) { row = (const char *)t->rows + i * t->row_size; break; }
+        break;
     }
-    return NULL;
+    if (row) *hit = (row_hit){family, op, type, row};   /* misses are not kept: a backend may register later */
+    return row;
 }
 
 const char *fnn_kernel_at(int device_type, const char *family, int i) {
