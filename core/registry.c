@@ -5,6 +5,7 @@
  * is derived from the CUDA backend's rows. */
 #include "internal.h"
 #include "ops/reduction.h"
+#include "ops/rnn.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ int fnn_op_count(void) {
  * the entry points), so this list is also the list of families on rows. */
 const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cpu_reduction_rows),
+    FNN_ROW_TABLE("rnn", fnn_cpu_rnn_rows),
     {NULL, NULL, 0},
 };
 
