@@ -287,22 +287,6 @@ typedef struct fnn_backend {
     int (*int_reduce)(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,
                       int64_t I);
     /* (end of shape) */
-    /* ---- cuda/rnn.cu: the KV cache's strided copy; cuda/attention.cu: fused attention ---- */
-    /* dst[i . dstride] = src[i . sstride] over every index i of shape[4] (float32; strides in elements,
-     * any sign, 0 to broadcast the source): the KV cache (the rnn family's rows, core/ops/rnn.h, call
-     * it themselves) */
-    int (*seq_copy)(int ordinal, float *dst, const int64_t *dstride, const float *src, const int64_t *sstride,
-                    const int64_t *shape);
-    /* attention's masked softmax in place over p [rows, Tk] scores, rows = B H Tq (row r is query
-     * r % Tq of batch r / Tq / H): query i sees keys 0 .. i + Tk - Tq when causal, all otherwise, less
-     * the keys where mask [B, Tk] (float32, or int64 when mask_i64; element (b, j) at b ms0 + j ms1;
-     * NULL: none) is nonzero; a query that sees no key gets zeros */
-    int (*attn_softmax)(int ordinal, float *p, int64_t rows, int64_t Tq, int64_t Tk, int64_t H, int causal,
-                        const void *mask, int mask_i64, int64_t ms0, int64_t ms1);
-    /* its backward in place of ds [rows, Tk] = dP: dS = P (dP - rowsum(P dP)) over the keys a query sees
-     * when causal (all otherwise), zeros after; p the forward's probabilities */
-    int (*attn_softmax_grad)(int ordinal, float *ds, const float *p, int64_t rows, int64_t Tq, int64_t Tk, int causal);
-    /* (end of seq) */
     /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
     /* wait on the host until the operations queued on the device are done: every stream of every thread
      * (thread_only 0: fnn.cuda.synchronize), or the calling thread's own stream (1) */

@@ -4,6 +4,7 @@
  * backends hold kernel rows by op name (internal.h's fnn_row_table), has_cuda
  * is derived from the CUDA backend's rows. */
 #include "internal.h"
+#include "ops/attention.h"
 #include "ops/reduction.h"
 #include "ops/rnn.h"
 #include <pthread.h>
@@ -26,6 +27,7 @@ int fnn_op_count(void) {
 const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cpu_reduction_rows),
     FNN_ROW_TABLE("rnn", fnn_cpu_rnn_rows),
+    FNN_ROW_TABLE("attention", fnn_cpu_attention_rows),
     {NULL, NULL, 0},
 };
 

@@ -33,6 +33,7 @@
  * defines: fnn_cuda_register, fnn_cuda_memory_stats, fnn_cuda_empty_cache */
 #include "common.cuh"
 #include "ops/reduction.h"   /* the families on kernel rows: their row types (fnn_cuda_row_tables) */
+#include "ops/attention.h"
 #include "ops/rnn.h"
 
 #include <mutex>
@@ -143,6 +144,7 @@ static int cuda_fill(int ordinal, float *y, int64_t n, float value) {
 extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cuda_reduction_rows),
     FNN_ROW_TABLE("rnn", fnn_cuda_rnn_rows),
+    FNN_ROW_TABLE("attention", fnn_cuda_attention_rows),
     {NULL, NULL, 0},
 };
 
@@ -542,11 +544,6 @@ static const fnn_backend cuda_backend = {
     /* sort_grad */ fnn_cuda_sort_grad,
     /* int_reduce */ fnn_cuda_int_reduce,
     /* (end of shape) */
-    /* ---- cuda/rnn.cu: the KV cache's strided copy; cuda/attention.cu: fused attention ---- */
-    /* seq_copy */ fnn_cuda_seq_copy,
-    /* attn_softmax */ fnn_cuda_attn_softmax,
-    /* attn_softmax_grad */ fnn_cuda_attn_softmax_grad,
-    /* (end of seq) */
     /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
     /* synchronize */ cuda_synchronize,
     /* host_alloc */ cuda_host_alloc,

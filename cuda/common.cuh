@@ -165,13 +165,9 @@ int fnn_cuda_sort_grad(int ordinal, float *dx, const float *g, const int64_t *id
 int fnn_cuda_int_reduce(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,
                         int64_t I);
 /* (end of shape) */
-/* ---- cuda/rnn.cu: the strided copy (the rnn rows' moves, the KV cache); cuda/attention.cu: fused attention ---- */
+/* ---- cuda/rnn.cu: the strided copy (the rnn rows' moves; attention.cu's rows write the KV cache with it) ---- */
 int fnn_cuda_seq_copy(int ordinal, float *dst, const int64_t *dstride, const float *src, const int64_t *sstride,
                       const int64_t *shape);
-int fnn_cuda_attn_softmax(int ordinal, float *p, int64_t rows, int64_t Tq, int64_t Tk, int64_t H, int causal,
-                          const void *mask, int mask_i64, int64_t ms0, int64_t ms1);
-int fnn_cuda_attn_softmax_grad(int ordinal, float *ds, const float *p, int64_t rows, int64_t Tq, int64_t Tk,
-                               int causal);
 /* (end of seq) */
 /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
 /* (end of xfer) */

@@ -182,7 +182,9 @@ static int launch_lstm_cell_grad(int ordinal, float *dz, float *dc, const float 
     return FNN_STATUS_OK;
 }
 
-static const char *seq_name(int kind) { return kind == FNN_RNN_LSTM ? "lstm" : kind == FNN_RNN_GRU ? "gru" : "rnn_tanh"; }
+static const char *seq_name(int kind) {
+    return kind == FNN_RNN_LSTM ? "lstm" : kind == FNN_RNN_GRU ? "gru" : "rnn_tanh";
+}
 
 static int launch_rnn_step(int ordinal, int kind, int64_t N, int64_t H, const float *z, const float *hz,
                            const float *b_hh, const float *h_prev, const float *c_prev, float *h, float *c, float *acts,
@@ -254,7 +256,9 @@ static int rnn_step_grad(int ordinal, const fnn_rnn_args *a) {
                                   a->h_prev, a->dz, a->dhz, a->dc, a->dh_direct);
 }
 
-static const fnn_backend *seq_backend(int ordinal) { return fnn_backend_for(fnn_make_device(FNN_DEVICE_CUDA, ordinal)); }
+static const fnn_backend *seq_backend(int ordinal) {
+    return fnn_backend_for(fnn_make_device(FNN_DEVICE_CUDA, ordinal));
+}
 
 static int seq_fill_rows(int ordinal, float *y, int64_t rows, int64_t cols, const float *b1, const float *b2) {
     const fnn_backend *be = seq_backend(ordinal);
