@@ -81,11 +81,11 @@ static void lstm_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
 enum { LSTM_WORK_PER_ELEM = 32 };
 
 /* the row for op in device's backend, refusing the op by name when there is none (fwd: forward, else
- * backward); a sequence layer's row needs its moves too */
-static const fnn_rnn_row *rnn_row(const char *op, int device, bool fwd) {
+ * backward); seq: a sequence layer's, which needs its moves too */
+static const fnn_rnn_row *rnn_row(const char *op, int device, bool fwd, bool seq) {
     const fnn_rnn_row *row = fnn_rnn_row_for(device, op);
     char dev[32];
-    if (row && (fwd ? row->forward : row->backward) && (row->moves || !strcmp(op, "lstm_cell"))) return row;
+    if (row && (fwd ? row->forward : row->backward) && (row->moves || !seq)) return row;
     FNN_FAIL(FNN_STATUS_DEVICE, fwd ? "%s: not implemented on %s" : "%s: backward not implemented on %s", op,
              fnn_device_name(device, dev, sizeof dev));
     return NULL;
@@ -106,7 +106,7 @@ static int cpu_lstm_cell_grad(int ordinal, const fnn_rnn_args *a) {
 /* saved[0] = acts [N, 5H], saved[1] = c [N, H] (the caller's, maybe strided) */
 static int lstm_cell_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *acts = &n->saved[0], *c = &n->saved[1];
-    const fnn_rnn_row *row = rnn_row("lstm_cell", c->device, false);
+    const fnn_rnn_row *row = rnn_row("lstm_cell", c->device, false, false);
     if (!row) return fnn_last_status();
     int64_t N = c->shape[0], H = c->shape[1];
     int64_t zshape[2] = {N, 4 * H};
@@ -139,7 +139,7 @@ int fnn_lstm_cell(fnn_tensor *out, const fnn_tensor *z, const fnn_tensor *c) {
               FNN_STATUS_SHAPE,
               "lstm_cell: gates %s and cell %s do not agree (expected gates [N,4H] and cell [N,H])",
               fnn_shape_of(z).s, fnn_shape_of(c).s);
-    const fnn_rnn_row *row = rnn_row("lstm_cell", z->device, true);
+    const fnn_rnn_row *row = rnn_row("lstm_cell", z->device, true, false);
     if (!row) return fnn_last_status();
     int64_t N = c->shape[0], H = c->shape[1];
     int64_t oshape[2] = {N, 2 * H}, ashape[2] = {N, 5 * H};
@@ -404,7 +404,7 @@ static int rnn_seq_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) 
     const bool reverse = at->reverse;
     const int64_t G = RNN_GATES[kind], GH = G * H, P = T * N, rows_out = kind == FNN_RNN_LSTM ? T + 1 : T;
     const int dev = nd->saved[0].device;
-    const fnn_rnn_row *row = rnn_row(RNN_OP[kind], dev, false);
+    const fnn_rnn_row *row = rnn_row(RNN_OP[kind], dev, false, true);
     if (!row) return fnn_last_status();
     const rnn_side d = {row->moves, fnn_device_ordinal(dev)};
     const rnn_layout L = rnn_layout_of(kind, N, T, I, H);
@@ -606,7 +606,7 @@ static int rnn_seq(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_ten
     FNN_CHECK(T * N < INT_MAX && GH < INT_MAX && I < INT_MAX && (T + 1) * H < INT_MAX, FNN_STATUS_SHAPE,
               "%s: input %s with hidden size %lld is too large for one GEMM", op, fnn_shape_of(x).s, (long long)H);
     const int dev = x->device;
-    const fnn_rnn_row *row = rnn_row(op, dev, true);
+    const fnn_rnn_row *row = rnn_row(op, dev, true, true);
     if (!row) return fnn_last_status();
     const int64_t P = T * N, rows_out = kind == FNN_RNN_LSTM ? T + 1 : T;
     const rnn_layout L = rnn_layout_of(kind, N, T, I, H);
