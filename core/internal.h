@@ -205,41 +205,6 @@ typedef struct fnn_backend {
     int (*int_reduce)(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,
                       int64_t I);
     /* (end of shape) */
-    /* ---- cuda/rnn.cu: the recurrent cells and sequences; cuda/attention.cu: fused attention ---- */
-    /* lstm_cell's pointwise step over contiguous z [N, 4H] (gates i, f, g, o) and c [N, H]: out [N, 2H] =
-     * (h, c'), acts [N, 5H] = (i, f, g, o, tanh c') for the backward, or NULL */
-    int (*lstm_cell)(int ordinal, float *out, float *acts, const float *z, const float *c, int64_t N, int64_t H);
-    /* its backward from g [N, 2H] (dh, dc'), the forward's acts and c: dz [N, 4H], dc [N, H] */
-    int (*lstm_cell_grad)(int ordinal, float *dz, float *dc, const float *g, const float *acts, const float *c,
-                          int64_t N, int64_t H);
-    /* one time step of a sequence layer, kind 0 rnn_tanh, 1 lstm, 2 gru (rnn.c's RNN_*), all [N, .]
-     * contiguous: z [N, G H] = x W_ih^T + biases (+ h_prev W_hh^T for tanh and lstm); gru: hz [N, 3H] =
-     * h_prev W_hh^T, b_hh [3H] or NULL; -> h [N, H], lstm: c [N, H] from c_prev; acts (lstm [N, 5H] or
-     * NULL, gru [N, 4H] = (r, z, n, W_hn h + b_hn), tanh unused); h also at out + n out_ld for row n */
-    int (*rnn_step)(int ordinal, int kind, int64_t N, int64_t H, const float *z, const float *hz, const float *b_hh,
-                    const float *h_prev, const float *c_prev, float *h, float *c, float *acts, float *out,
-                    int64_t out_ld);
-    /* its backward: g this step's output gradient (row n at g + n g_ld), dh [N, H] the gradient from the
-     * next step; the forward's acts, c_prev (lstm), h (tanh), h_prev (gru) -> dz [N, G H] (gru: the x
-     * side), gru: dhz [N, 3H] (the h side) and dh_direct [N, H] = z (g + dh); lstm: dc [N, H] in place
-     * (in: this step's cell, out: the previous one's); pointers a kind does not use may be NULL */
-    int (*rnn_step_grad)(int ordinal, int kind, int64_t N, int64_t H, const float *g, int64_t g_ld, const float *dh,
-                         const float *acts, const float *c_prev, const float *h, const float *h_prev, float *dz,
-                         float *dhz, float *dc, float *dh_direct);
-    /* dst[i . dstride] = src[i . sstride] over every index i of shape[4] (float32; strides in elements,
-     * any sign, 0 to broadcast the source): sequences into processing order and back, the KV cache */
-    int (*seq_copy)(int ordinal, float *dst, const int64_t *dstride, const float *src, const int64_t *sstride,
-                    const int64_t *shape);
-    /* attention's masked softmax in place over p [rows, Tk] scores, rows = B H Tq (row r is query
-     * r % Tq of batch r / Tq / H): query i sees keys 0 .. i + Tk - Tq when causal, all otherwise, less
-     * the keys where mask [B, Tk] (float32, or int64 when mask_i64; element (b, j) at b ms0 + j ms1;
-     * NULL: none) is nonzero; a query that sees no key gets zeros */
-    int (*attn_softmax)(int ordinal, float *p, int64_t rows, int64_t Tq, int64_t Tk, int64_t H, int causal,
-                        const void *mask, int mask_i64, int64_t ms0, int64_t ms1);
-    /* its backward in place of ds [rows, Tk] = dP: dS = P (dP - rowsum(P dP)) over the keys a query sees
-     * when causal (all otherwise), zeros after; p the forward's probabilities */
-    int (*attn_softmax_grad)(int ordinal, float *ds, const float *p, int64_t rows, int64_t Tq, int64_t Tk, int causal);
-    /* (end of seq) */
     /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
     /* wait on the host until the operations queued on the device are done: every stream of every thread
      * (thread_only 0: fnn.cuda.synchronize), or the calling thread's own stream (1) */

@@ -10,6 +10,8 @@
 #include "ops/sort.h"
 #include "ops/index.h"
 #include "ops/loss.h"
+#include "ops/attention.h"
+#include "ops/rnn.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,6 +37,8 @@ const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("sort", fnn_cpu_sort_rows),
     FNN_ROW_TABLE("index", fnn_cpu_index_rows),
     FNN_ROW_TABLE("loss", fnn_cpu_loss_rows),
+    FNN_ROW_TABLE("rnn", fnn_cpu_rnn_rows),
+    FNN_ROW_TABLE("attention", fnn_cpu_attention_rows),
     {NULL, NULL, 0},
 };
 

@@ -1,15 +1,20 @@
-/* attention.cu: the row kernels of core/ops/attention.c's fused attention on the GPU; the products
- * (scores = scale q k^T, out = P v and the backward's four) are be->gemm calls from the core, batched
- * strided over batch * heads. Here: the masked softmax of the scores in place (P), and the softmax
- * backward dS = P (dP - rowsum(P dP)) in place of dP. Rows are [B, H, Tq] of Tk keys; query i of a
- * head sees keys 0 .. i + Tk - Tq when causal, all keys otherwise, minus the key padding mask
- * [B, Tk] (nonzero = padding, float32 or int64, read through its strides); no mask tensor is made.
+/* attention.cu: core/ops/attention.c's fused attention on the GPU, as the family's rows
+ * (core/ops/attention.h, at the end of the launchers): the products (scores = scale q k^T, out = P v
+ * and the backward's four) on the backend's shared gemm (reached through its table, as the core
+ * does), batched strided over batch * heads, and between them the row kernels here: the masked
+ * softmax of the scores in place (P), and the softmax backward dS = P (dP - rowsum(P dP)) in place
+ * of dP; the KV cache's write is one strided copy (cuda/rnn.cu's). Rows are [B, H, Tq] of Tk keys;
+ * query i of a head sees keys 0 .. i + Tk - Tq when causal, all keys otherwise, minus the key padding
+ * mask [B, Tk] (nonzero = padding, float32 or int64, read through its strides); no mask tensor is made.
  * A query that sees no key gets zeros, as on the CPU. A block per row (blocks stride over the
  * rows): threads stride over the keys, warp shuffles and one shared slot per warp combine the max
  * and the sums.
  *
- * defines: fnn_cuda_attn_softmax, fnn_cuda_attn_softmax_grad */
+ * defines: fnn_cuda_attention_rows (the family's rows) */
 #include "common.cuh"
+#include "ops/attention.h"
+
+#include <limits.h>
 
 /* every thread of the block gets the block's max (is_max) or sum of v (blockDim a multiple of 32) */
 __device__ float attn_block_reduce(float v, bool is_max) {
@@ -93,8 +98,8 @@ static inline int attn_threads(int64_t Tk) { return Tk >= 256 ? 256 : Tk <= 32 ?
 /* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 static unsigned attn_blocks(int64_t rows) { return (unsigned)(rows < (1 << 20) ? rows : (1 << 20)); }
 
-int fnn_cuda_attn_softmax(int ordinal, float *p, int64_t rows, int64_t Tq, int64_t Tk, int64_t H, int causal,
-                          const void *mask, int mask_i64, int64_t ms0, int64_t ms1) {
+static int attn_softmax(int ordinal, float *p, int64_t rows, int64_t Tq, int64_t Tk, int64_t H, int causal,
+                        const void *mask, int mask_i64, int64_t ms0, int64_t ms1) {
     if (rows == 0 || Tk == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("attention", ordinal));
     FNN_LAUNCH_BLOCKS(attn_softmax_kernel, attn_blocks(rows), attn_threads(Tk), p, rows, Tq, Tk, H, causal, mask,
@@ -103,13 +108,97 @@ int fnn_cuda_attn_softmax(int ordinal, float *p, int64_t rows, int64_t Tq, int64
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_attn_softmax_grad(int ordinal, float *ds, const float *p, int64_t rows, int64_t Tq, int64_t Tk,
-                               int causal) {
+static int attn_softmax_grad(int ordinal, float *ds, const float *p, int64_t rows, int64_t Tq, int64_t Tk,
+                             int causal) {
     if (rows == 0 || Tk == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("attention", ordinal));
     FNN_LAUNCH_BLOCKS(attn_softmax_grad_kernel, attn_blocks(rows), attn_threads(Tk), ds, p, rows, Tq, Tk, causal);
     FNN_CUDA_CHECK("attention", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ---- the rows (core/ops/attention.h) ---- */
+
+/* c = alpha op(a) op(b) for every (batch, head): one strided-batched call over B H when every operand's
+ * batch stride is its head stride times H (or B or H is 1), else a call per batch entry over its H heads */
+static int attn_dgemm(const fnn_backend *be, int ord, int ta, int tb, int64_t B, int64_t H, int64_t m, int64_t n,
+                      int64_t k, float alpha, const fnn_attn_mat *a, const fnn_attn_mat *b, float *c,
+                      const int64_t cs[3]) {
+    const fnn_attn_mat *ops[2] = {a, b};
+    bool flat = B == 1 || H == 1;
+    if (!flat) {
+        flat = cs[0] == H * cs[1];
+        for (int i = 0; i < 2; i++) flat = flat && ops[i]->s[0] == H * ops[i]->s[1];
+    }
+    if (flat) {   /* entry e = b H + h at e times the head stride (or the batch stride when H is 1) */
+        const int64_t sa = H == 1 ? a->s[0] : a->s[1], sb = H == 1 ? b->s[0] : b->s[1], sc = H == 1 ? cs[0] : cs[1];
+        return be->gemm(ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p, (int)a->s[2], sa, b->p, (int)b->s[2], sb, 0.0f,
+                        c, (int)cs[2], sc, (int)(B * H));
+    }
+    for (int64_t i = 0; i < B; i++)
+        FNN_TRY(be->gemm(ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p + i * a->s[0], (int)a->s[2], a->s[1],
+                         b->p + i * b->s[0], (int)b->s[2], b->s[1], 0.0f, c + i * cs[0], (int)cs[2], cs[1], (int)H));
+    return FNN_STATUS_OK;
+}
+
+static const fnn_backend *attn_backend(int ordinal) {
+    return fnn_backend_for(fnn_make_device(FNN_DEVICE_CUDA, ordinal));
+}
+
+/* S = scale q k^T, the masked softmax in place, o = P v */
+static int attn_forward(int ord, const fnn_attn_args *a) {
+    const int64_t B = a->B, H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv;
+    const int64_t qshape[4] = {B, H, Tq, D}, kshape[4] = {B, H, Tk, D};
+    FNN_CHECK(B * H < INT_MAX && Tq < INT_MAX && Tk < INT_MAX && D < INT_MAX && Dv < INT_MAX, FNN_STATUS_SHAPE,
+              "attention: q %s and k %s are too large for one GEMM", fnn_shape_dims(4, qshape).s,
+              fnn_shape_dims(4, kshape).s);
+    const fnn_backend *be = attn_backend(ord);
+    const int64_t ps[3] = {H * Tq * Tk, Tq * Tk, Tk}, os[3] = {Tq * H * Dv, Dv, H * Dv};
+    const fnn_attn_mat mp = {a->p, {ps[0], ps[1], ps[2]}};
+    int rc = attn_dgemm(be, ord, 0, 1, B, H, Tq, Tk, D, a->scale, &a->q, &a->k, a->p, ps);
+    if (!rc) rc = attn_softmax(ord, a->p, B * H * Tq, Tq, Tk, H, a->causal, a->mask, a->mask_i64, a->ms0, a->ms1);
+    if (!rc) rc = attn_dgemm(be, ord, 0, 0, B, H, Tq, Dv, Tk, 1.0f, &mp, &a->v, a->o, os);
+    return rc;
+}
+
+/* the backward: the same products as the CPU's attn_bwd_heads, dS by the row kernel */
+static int attn_backward(int ord, const fnn_attn_args *a) {
+    const fnn_backend *be = attn_backend(ord);
+    const int64_t B = a->B, H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv;
+    const int64_t ps[3] = {H * Tq * Tk, Tq * Tk, Tk};
+    const fnn_attn_mat mp = {a->p, {ps[0], ps[1], ps[2]}};
+    int rc = FNN_STATUS_OK;
+    if (a->dv) {   /* dv = P^T dO */
+        const int64_t cs[3] = {Tk * H * Dv, Dv, H * Dv};
+        rc = attn_dgemm(be, ord, 1, 0, B, H, Tk, Dv, Tq, 1.0f, &mp, &a->g, a->dv, cs);
+    }
+    if (!rc && a->ds) {
+        const fnn_attn_mat mds = {a->ds, {ps[0], ps[1], ps[2]}};
+        rc = attn_dgemm(be, ord, 0, 1, B, H, Tq, Tk, Dv, 1.0f, &a->g, &a->v, a->ds, ps);   /* dP = dO v^T */
+        if (!rc) rc = attn_softmax_grad(ord, a->ds, a->p, B * H * Tq, Tq, Tk, a->causal);
+        if (!rc && a->dq) {   /* dq = scale dS k */
+            const int64_t cs[3] = {Tq * H * D, D, H * D};
+            rc = attn_dgemm(be, ord, 0, 0, B, H, Tq, D, Tk, a->scale, &mds, &a->k, a->dq, cs);
+        }
+        if (!rc && a->dk) {   /* dk = scale dS^T q */
+            const int64_t cs[3] = {Tk * H * D, D, H * D};
+            rc = attn_dgemm(be, ord, 1, 0, B, H, Tk, D, Tq, a->scale, &mds, &a->q, a->dk, cs);
+        }
+    }
+    return rc;
+}
+
+/* the KV cache: rows pos.. of buf [B,H,cap,C] from x's strides, one strided copy (cuda/rnn.cu) */
+static int attn_cache_write(int ord, float *buf, int64_t cap, int64_t pos, const float *x, const int64_t *xstride,
+                            const int64_t *xshape) {
+    const int64_t H = xshape[1], C = xshape[3];
+    const int64_t ds[4] = {H * cap * C, cap * C, C, 1};
+    return fnn_cuda_seq_copy(ord, buf + pos * C, ds, x, xstride, xshape);
+}
+
+extern "C" const fnn_attn_row fnn_cuda_attention_rows[] = {
+    {"attention", attn_forward, attn_backward, attn_cache_write},
+    {NULL, NULL, NULL, NULL},
+};
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -38,6 +38,8 @@
 #include "ops/sort.h"
 #include "ops/index.h"
 #include "ops/loss.h"
+#include "ops/attention.h"
+#include "ops/rnn.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -151,6 +153,8 @@ extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("sort", fnn_cuda_sort_rows),
     FNN_ROW_TABLE("index", fnn_cuda_index_rows),
     FNN_ROW_TABLE("loss", fnn_cuda_loss_rows),
+    FNN_ROW_TABLE("rnn", fnn_cuda_rnn_rows),
+    FNN_ROW_TABLE("attention", fnn_cuda_attention_rows),
     {NULL, NULL, 0},
 };
 
@@ -528,15 +532,6 @@ static const fnn_backend cuda_backend = {
     /* tri */ fnn_cuda_tri,
     /* int_reduce */ fnn_cuda_int_reduce,
     /* (end of shape) */
-    /* ---- cuda/rnn.cu: the recurrent cells and sequences; cuda/attention.cu: fused attention ---- */
-    /* lstm_cell */ fnn_cuda_lstm_cell,
-    /* lstm_cell_grad */ fnn_cuda_lstm_cell_grad,
-    /* rnn_step */ fnn_cuda_rnn_step,
-    /* rnn_step_grad */ fnn_cuda_rnn_step_grad,
-    /* seq_copy */ fnn_cuda_seq_copy,
-    /* attn_softmax */ fnn_cuda_attn_softmax,
-    /* attn_softmax_grad */ fnn_cuda_attn_softmax_grad,
-    /* (end of seq) */
     /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
     /* synchronize */ cuda_synchronize,
     /* host_alloc */ cuda_host_alloc,

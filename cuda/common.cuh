@@ -120,22 +120,9 @@ int fnn_cuda_tri(int ordinal, void *y, const void *x, int esize, int64_t batch, 
 int fnn_cuda_int_reduce(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,
                         int64_t I);
 /* (end of shape) */
-/* ---- cuda/rnn.cu: the recurrent cells and sequences; cuda/attention.cu: fused attention ---- */
-int fnn_cuda_lstm_cell(int ordinal, float *out, float *acts, const float *z, const float *c, int64_t N, int64_t H);
-int fnn_cuda_lstm_cell_grad(int ordinal, float *dz, float *dc, const float *g, const float *acts, const float *c,
-                            int64_t N, int64_t H);
-int fnn_cuda_rnn_step(int ordinal, int kind, int64_t N, int64_t H, const float *z, const float *hz, const float *b_hh,
-                      const float *h_prev, const float *c_prev, float *h, float *c, float *acts, float *out,
-                      int64_t out_ld);
-int fnn_cuda_rnn_step_grad(int ordinal, int kind, int64_t N, int64_t H, const float *g, int64_t g_ld, const float *dh,
-                           const float *acts, const float *c_prev, const float *h, const float *h_prev, float *dz,
-                           float *dhz, float *dc, float *dh_direct);
+/* ---- cuda/rnn.cu: the strided copy (the rnn rows' moves; attention.cu's rows write the KV cache with it) ---- */
 int fnn_cuda_seq_copy(int ordinal, float *dst, const int64_t *dstride, const float *src, const int64_t *sstride,
                       const int64_t *shape);
-int fnn_cuda_attn_softmax(int ordinal, float *p, int64_t rows, int64_t Tq, int64_t Tk, int64_t H, int causal,
-                          const void *mask, int mask_i64, int64_t ms0, int64_t ms1);
-int fnn_cuda_attn_softmax_grad(int ordinal, float *ds, const float *p, int64_t rows, int64_t Tq, int64_t Tk,
-                               int causal);
 /* (end of seq) */
 /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
 /* (end of xfer) */

@@ -1,17 +1,16 @@
 /* rnn.cu: the pointwise halves of core/ops/rnn.c on the GPU, forward beside backward: the fused
  * lstm_cell, one time step of the sequence layers (rnn_tanh, lstm, gru) and its backward, and a
  * 4-d strided copy (any strides, negative too) that puts a sequence in processing order and back,
- * moves states and writes the KV cache (cuda/attention.cu's users). The GEMMs of the sequence
- * layers are be->gemm calls from the core's host loop over time; every kernel here is elementwise
+ * moves states and writes the KV cache (cuda/attention.cu's users). The core's host loop over time
+ * calls them through the family's rows (end of the launchers), its GEMMs, fills and bias sums
+ * through the rows' moves onto the backend's shared primitives; every kernel here is elementwise
  * over the batch rows and hidden units (a thread per (row, unit), grid-stride, coalesced along
  * the unit), reading the gates as the CPU lays them out. Activations: sigmoid as the CPU's
  * (exp of -|x|, so no overflow) through __expf, tanh through double tanh (seq_tanh).
  *
- * defines: fnn_cuda_lstm_cell, fnn_cuda_lstm_cell_grad, fnn_cuda_rnn_step, fnn_cuda_rnn_step_grad,
- *          fnn_cuda_seq_copy */
+ * defines: fnn_cuda_rnn_rows (the family's rows, core/ops/rnn.h), fnn_cuda_seq_copy */
 #include "common.cuh"
-
-enum { SEQ_TANH = 0, SEQ_LSTM = 1, SEQ_GRU = 2 };   /* rnn.c's RNN_* kinds */
+#include "ops/rnn.h"
 
 __device__ __forceinline__ float seq_sigmoid(float x) {
     const float e = __expf(-fabsf(x));
@@ -81,9 +80,9 @@ __global__ void rnn_step_kernel(int kind, I N, I H, const float *z, const float 
     for (I e = blockIdx.x * (I)blockDim.x + threadIdx.x; e < n; e += (I)gridDim.x * blockDim.x) {
         const I r = e / H, j = e - r * H;
         float hv;
-        if (kind == SEQ_LSTM) {
+        if (kind == FNN_RNN_LSTM) {
             lstm_unit<I>(z + r * 4 * H, c_prev[e], j, H, &hv, &c[e], acts ? acts + r * 5 * H : NULL);
-        } else if (kind == SEQ_GRU) {
+        } else if (kind == FNN_RNN_GRU) {
             const float *x3 = z + r * 3 * H, *h3 = hz + r * 3 * H;
             const float br = b_hh ? b_hh[j] : 0.0f, bz = b_hh ? b_hh[H + j] : 0.0f, bn = b_hh ? b_hh[2 * H + j] : 0.0f;
             const float rg = seq_sigmoid(x3[j] + h3[j] + br);
@@ -112,11 +111,11 @@ __global__ void rnn_step_grad_kernel(int kind, I N, I H, const float *g, I g_ld,
     for (I e = blockIdx.x * (I)blockDim.x + threadIdx.x; e < n; e += (I)gridDim.x * blockDim.x) {
         const I r = e / H, j = e - r * H;
         const float d = g[r * g_ld + j] + dh[e];
-        if (kind == SEQ_LSTM) {
+        if (kind == FNN_RNN_LSTM) {
             float dcv = dc[e];
             lstm_unit_grad<I>(acts + r * 5 * H, c_prev[e], d, &dcv, j, H, dz + r * 4 * H);
             dc[e] = dcv;
-        } else if (kind == SEQ_GRU) {
+        } else if (kind == FNN_RNN_GRU) {
             const float *a = acts + r * 4 * H;
             const float rg = a[j], zg = a[H + j], ng = a[2 * H + j], hn = a[3 * H + j];
             const float dzp = d * (h_prev[e] - ng) * zg * (1.0f - zg);
@@ -156,7 +155,8 @@ static inline bool seq_small(int64_t n) { return n < ((int64_t)1 << 30); }
 
 /* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 
-int fnn_cuda_lstm_cell(int ordinal, float *out, float *acts, const float *z, const float *c, int64_t N, int64_t H) {
+static int launch_lstm_cell(int ordinal, float *out, float *acts, const float *z, const float *c, int64_t N,
+                            int64_t H) {
     if (N * H == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("lstm_cell", ordinal));
     const unsigned blocks = fnn_cuda_blocks(N * H);
@@ -168,8 +168,8 @@ int fnn_cuda_lstm_cell(int ordinal, float *out, float *acts, const float *z, con
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_lstm_cell_grad(int ordinal, float *dz, float *dc, const float *g, const float *acts, const float *c,
-                            int64_t N, int64_t H) {
+static int launch_lstm_cell_grad(int ordinal, float *dz, float *dc, const float *g, const float *acts,
+                                 const float *c, int64_t N, int64_t H) {
     if (N * H == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("lstm_cell", ordinal));
     const unsigned blocks = fnn_cuda_blocks(N * H);
@@ -182,11 +182,13 @@ int fnn_cuda_lstm_cell_grad(int ordinal, float *dz, float *dc, const float *g, c
     return FNN_STATUS_OK;
 }
 
-static const char *seq_name(int kind) { return kind == SEQ_LSTM ? "lstm" : kind == SEQ_GRU ? "gru" : "rnn_tanh"; }
+static const char *seq_name(int kind) {
+    return kind == FNN_RNN_LSTM ? "lstm" : kind == FNN_RNN_GRU ? "gru" : "rnn_tanh";
+}
 
-int fnn_cuda_rnn_step(int ordinal, int kind, int64_t N, int64_t H, const float *z, const float *hz, const float *b_hh,
-                      const float *h_prev, const float *c_prev, float *h, float *c, float *acts, float *out,
-                      int64_t out_ld) {
+static int launch_rnn_step(int ordinal, int kind, int64_t N, int64_t H, const float *z, const float *hz,
+                           const float *b_hh, const float *h_prev, const float *c_prev, float *h, float *c, float *acts,
+                           float *out, int64_t out_ld) {
     if (N * H == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device(seq_name(kind), ordinal));
     const unsigned blocks = fnn_cuda_blocks(N * H);
@@ -200,9 +202,9 @@ int fnn_cuda_rnn_step(int ordinal, int kind, int64_t N, int64_t H, const float *
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_rnn_step_grad(int ordinal, int kind, int64_t N, int64_t H, const float *g, int64_t g_ld, const float *dh,
-                           const float *acts, const float *c_prev, const float *h, const float *h_prev, float *dz,
-                           float *dhz, float *dc, float *dh_direct) {
+static int launch_rnn_step_grad(int ordinal, int kind, int64_t N, int64_t H, const float *g, int64_t g_ld,
+                                const float *dh, const float *acts, const float *c_prev, const float *h,
+                                const float *h_prev, float *dz, float *dhz, float *dc, float *dh_direct) {
     if (N * H == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device(seq_name(kind), ordinal));
     const unsigned blocks = fnn_cuda_blocks(N * H);
@@ -236,5 +238,56 @@ int fnn_cuda_seq_copy(int ordinal, float *dst, const int64_t *dstride, const flo
     FNN_CUDA_CHECK("copy", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ---- the rows (core/ops/rnn.h): the launchers above, and the sequence loop's moves on the backend's
+ * shared primitives (gemm, fill, binary, reduce), reached through its table as the core does ---- */
+static int rnn_lstm_cell(int ordinal, const fnn_rnn_args *a) {
+    return launch_lstm_cell(ordinal, a->out, a->acts, a->z, a->c_prev, a->N, a->H);
+}
+static int rnn_lstm_cell_grad(int ordinal, const fnn_rnn_args *a) {
+    return launch_lstm_cell_grad(ordinal, a->dz, a->dc, a->g, a->acts, a->c_prev, a->N, a->H);
+}
+static int rnn_step(int ordinal, const fnn_rnn_args *a) {
+    return launch_rnn_step(ordinal, a->kind, a->N, a->H, a->z, a->hz, a->b_hh, a->h_prev, a->c_prev, a->h, a->c,
+                             a->acts, a->out, a->out_ld);
+}
+static int rnn_step_grad(int ordinal, const fnn_rnn_args *a) {
+    return launch_rnn_step_grad(ordinal, a->kind, a->N, a->H, a->g, a->g_ld, a->dh, a->acts, a->c_prev, a->h,
+                                  a->h_prev, a->dz, a->dhz, a->dc, a->dh_direct);
+}
+
+static const fnn_backend *seq_backend(int ordinal) {
+    return fnn_backend_for(fnn_make_device(FNN_DEVICE_CUDA, ordinal));
+}
+
+static int seq_fill_rows(int ordinal, float *y, int64_t rows, int64_t cols, const float *b1, const float *b2) {
+    const fnn_backend *be = seq_backend(ordinal);
+    const int64_t bstride[2] = {0, 1}, shape[2] = {rows, cols};
+    if (b1 && b2) return be->binary(ordinal, FNN_BIN_ADD, y, b1, bstride, b2, bstride, 2, shape);
+    if (!b1 && !b2) return be->fill(ordinal, y, rows * cols, 0.0f);
+    const int64_t cshape[4] = {1, rows, cols, 1}, ds[4] = {0, cols, 1, 0}, ss[4] = {0, 0, 1, 0};
+    return fnn_cuda_seq_copy(ordinal, y, ds, b1 ? b1 : b2, ss, cshape);
+}
+
+static int seq_gemm(int ordinal, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    return seq_backend(ordinal)->gemm(ordinal, ta, tb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, 0, b, (int)ldb, 0,
+                                      beta, c, (int)ldc, 0, 1);
+}
+
+/* the reduction's SUM over [1, rows, cols] */
+static int seq_colsum(int ordinal, float *out, const float *m, int64_t rows, int64_t cols) {
+    return seq_backend(ordinal)->reduce(ordinal, FNN_RED_SUM, out, NULL, m, 1, rows, cols, 1.0, 0);
+}
+
+static const fnn_rnn_moves seq_moves = {fnn_cuda_seq_copy, seq_fill_rows, seq_gemm, seq_colsum};
+
+extern "C" const fnn_rnn_row fnn_cuda_rnn_rows[] = {
+    {"lstm_cell", rnn_lstm_cell, rnn_lstm_cell_grad, NULL},
+    {"rnn_tanh", rnn_step, rnn_step_grad, &seq_moves},
+    {"lstm", rnn_step, rnn_step_grad, &seq_moves},
+    {"gru", rnn_step, rnn_step_grad, &seq_moves},
+    {NULL, NULL, NULL, NULL},
+};
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

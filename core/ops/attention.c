@@ -11,12 +11,13 @@
  * q, k, v and the incoming gradient are read in place through their strides when their last dim is
  * dense (the [B,T,H,D] -> [B,H,T,D] transposes of a projection cost no copy). The output and the
  * gradients are stored [B,T,H,D] and handed out as [B,H,T,D] views, so the usual transpose back to
- * [B,T,H*D] is free too. Heads are split over the threads (fnn_sgemm_parallel_for);
+ * [B,T,H*D] is free too. The entry points are written once; the compute goes through the family's
+ * rows (attention.h; the CPU's at the end of this file, cuda/attention.cu's on a device). On the
+ * CPU the heads are split over the threads (fnn_sgemm_parallel_for);
  * per head the products run in mm_nn (below) or, for one or two query rows (a decode step), in
  * plain loops, and in fnn_sgemm (blas.c) above ATTN_OWN_MAX or under the oneDNN kernels. */
-#include "../internal.h"
+#include "attention.h"
 #include "../fastmath.h"
-#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -145,12 +146,9 @@ static void attn_transpose(float *restrict dst, const float *restrict src, int64
         }
 }
 
-/* a [B,H,T,C] tensor read in place: first element and the strides of B, H, T */
-typedef struct { const float *p; int64_t s[3]; } attn_mat;
-
-/* t as attn_mat when its last dim is dense and its rows do not overlap (cblas needs ld >= C), else a
+/* t as fnn_attn_mat when its last dim is dense and its rows do not overlap (cblas needs ld >= C), else a
  * contiguous copy in *tmp (cleared by the caller); *used is the tensor read (t or *tmp) */
-static int attn_read(const fnn_tensor *t, fnn_tensor *tmp, attn_mat *m, const fnn_tensor **used) {
+static int attn_read(const fnn_tensor *t, fnn_tensor *tmp, fnn_attn_mat *m, const fnn_tensor **used) {
     fnn_tensor_init(tmp);
     const int64_t T = t->shape[2], Cc = t->shape[3];
     const bool direct = (Cc <= 1 || t->stride[3] == 1) && (T <= 1 || t->stride[2] >= (Cc > 1 ? Cc : 1));
@@ -182,15 +180,11 @@ static void attn_run(int64_t heads, double flops, fnn_range_fn fn, void *ctx) {
 
 /* ================= attention: q [B,H,Tq,D], k [B,H,Tk,D], v [B,H,Tk,Dv] -> [B,H,Tq,Dv] ================= */
 
+/* the CPU forward's heads: the op's arguments and the padding mask as bytes [B, Tk] (1 = padding) or NULL */
 typedef struct {
-    attn_mat q, k, v;
-    const unsigned char *pad;   /* [B, Tk], 1 = padding, or NULL */
-    float *p;                   /* [B, H, Tq, Tk] probabilities (saved for backward) */
-    float *o;                   /* [B, Tq, H, Dv] */
-    int64_t H, Tq, Tk, D, Dv;
-    float scale;
-    int causal;
-} attn_fwd_args;
+    const fnn_attn_args *a;
+    const unsigned char *pad;
+} attn_fwd_ctx;
 
 /* one row of scores -> probabilities over the keys query i may see (keys 0..last, not padding) */
 static FNN_CLONES_V3 void attn_softmax_row(float *restrict s, int64_t Tk, int64_t last, const unsigned char *restrict pad) {
@@ -233,7 +227,8 @@ static FNN_CLONES_V3 void attn_softmax_row(float *restrict s, int64_t Tk, int64_
 static inline bool attn_own(int64_t m, int64_t mnk) { return m > 2 && mnk <= ATTN_OWN_MAX && fnn_blas_portable(); }
 
 static void attn_fwd_heads(void *ctx, int64_t lo, int64_t hi) {
-    const attn_fwd_args *a = ctx;
+    const attn_fwd_ctx *cx = ctx;
+    const fnn_attn_args *a = cx->a;
     const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv, off = Tk - Tq;
     const bool own = attn_own(Tq, Tq * Tk * (D > Dv ? D : Dv));
     const int64_t sbytes = (int64_t)sizeof(float) * (D * Tk > 0 ? D * Tk : 1);
@@ -251,7 +246,7 @@ static void attn_fwd_heads(void *ctx, int64_t lo, int64_t hi) {
         } else {
             attn_gemm(0, 1, Tq, Tk, D, a->scale, q, a->q.s[2], k, a->k.s[2], p, Tk);
         }
-        const unsigned char *pad = a->pad ? a->pad + b * Tk : NULL;
+        const unsigned char *pad = cx->pad ? cx->pad + b * Tk : NULL;
         for (int64_t i = 0; i < Tq; i++)
             attn_softmax_row(p + i * Tk, Tk, a->causal ? i + off : Tk - 1, pad);
         if (kt) mm_nn(Tq, Dv, Tk, 1.0f, p, Tk, v, a->v.s[2], o, H * Dv, lim_k, off);
@@ -259,16 +254,6 @@ static void attn_fwd_heads(void *ctx, int64_t lo, int64_t hi) {
     }
     if (kt) fnn_free(FNN_DEVICE_CPU, kt, sbytes);
 }
-
-typedef struct {
-    attn_mat q, k, v, g;
-    const float *p;
-    float *dq, *dk, *dv;   /* [B,T,H,C] each, or NULL when not wanted */
-    float *ds;             /* scratch [B, H, Tq, Tk] */
-    int64_t H, Tq, Tk, D, Dv;
-    float scale;
-    int causal;
-} attn_bwd_args;
 
 /* one row of dS = P (dP - rowsum(P dP)) over keys 0..n-1 in place of dP, zeros after (8 lanes) */
 static FNN_CLONES_V3 void attn_ds_row(const float *restrict p, float *restrict d, int64_t n, int64_t Tk) {
@@ -283,7 +268,7 @@ static FNN_CLONES_V3 void attn_ds_row(const float *restrict p, float *restrict d
 }
 
 static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
-    const attn_bwd_args *a = ctx;
+    const fnn_attn_args *a = ctx;
     const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv, off = Tk - Tq;
     const bool own = Tk > 2 && attn_own(Tq, Tq * Tk * (D > Dv ? D : Dv));
     /* one scratch for P^T, then v^T, then dS^T, in turn */
@@ -332,121 +317,8 @@ static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
     if (t) fnn_free(FNN_DEVICE_CPU, t, sbytes);
 }
 
-/* ================= the device path (cuda/attention.cu): products by be->gemm, rows by the kernels ================= */
-
-/* c = alpha op(a) op(b) for every (batch, head): one strided-batched call over B H when every operand's
- * batch stride is its head stride times H (or B or H is 1), else a call per batch entry over its H heads */
-static int attn_dgemm(const fnn_backend *be, int ord, int ta, int tb, int64_t B, int64_t H, int64_t m, int64_t n,
-                      int64_t k, float alpha, const attn_mat *a, const attn_mat *b, float *c, const int64_t cs[3]) {
-    const attn_mat *ops[2] = {a, b};
-    bool flat = B == 1 || H == 1;
-    if (!flat) {
-        flat = cs[0] == H * cs[1];
-        for (int i = 0; i < 2; i++) flat = flat && ops[i]->s[0] == H * ops[i]->s[1];
-    }
-    if (flat) {   /* entry e = b H + h at e times the head stride (or the batch stride when H is 1) */
-        const int64_t sa = H == 1 ? a->s[0] : a->s[1], sb = H == 1 ? b->s[0] : b->s[1], sc = H == 1 ? cs[0] : cs[1];
-        return be->gemm(ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p, (int)a->s[2], sa, b->p, (int)b->s[2], sb, 0.0f,
-                        c, (int)cs[2], sc, (int)(B * H));
-    }
-    for (int64_t i = 0; i < B; i++)
-        FNN_TRY(be->gemm(ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p + i * a->s[0], (int)a->s[2], a->s[1],
-                         b->p + i * b->s[0], (int)b->s[2], b->s[1], 0.0f, c + i * cs[0], (int)cs[2], cs[1], (int)H));
-    return FNN_STATUS_OK;
-}
-
-static const fnn_backend *attn_device_backend(int device) {
-    const fnn_backend *be = fnn_backend_for(device);
-    if (!be || !be->gemm || !be->attn_softmax || !be->attn_softmax_grad) {
-        FNN_FAIL(FNN_STATUS_DEVICE, "attention: not implemented on this device");
-        return NULL;
-    }
-    return be;
-}
-
-/* attention_backward's products on a device (a as attn_bwd_heads takes it, over B batches): the same
- * products as attn_bwd_heads by be->gemm, dS by the row kernel */
-static int attention_backward_device(const attn_bwd_args *a, int64_t B, int device) {
-    const fnn_backend *be = attn_device_backend(device);
-    if (!be) return fnn_last_status();
-    const int ord = fnn_device_ordinal(device);
-    const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv;
-    const int64_t ps[3] = {H * Tq * Tk, Tq * Tk, Tk};
-    const attn_mat mp = {a->p, {ps[0], ps[1], ps[2]}};
-    int rc = FNN_STATUS_OK;
-    if (a->dv) {   /* dv = P^T dO */
-        const int64_t cs[3] = {Tk * H * Dv, Dv, H * Dv};
-        rc = attn_dgemm(be, ord, 1, 0, B, H, Tk, Dv, Tq, 1.0f, &mp, &a->g, a->dv, cs);
-    }
-    if (!rc && a->ds) {
-        const attn_mat mds = {a->ds, {ps[0], ps[1], ps[2]}};
-        rc = attn_dgemm(be, ord, 0, 1, B, H, Tq, Tk, Dv, 1.0f, &a->g, &a->v, a->ds, ps);   /* dP = dO v^T */
-        if (!rc) rc = be->attn_softmax_grad(ord, a->ds, a->p, B * H * Tq, Tq, Tk, a->causal);
-        if (!rc && a->dq) {   /* dq = scale dS k */
-            const int64_t cs[3] = {Tq * H * D, D, H * D};
-            rc = attn_dgemm(be, ord, 0, 0, B, H, Tq, D, Tk, a->scale, &mds, &a->k, a->dq, cs);
-        }
-        if (!rc && a->dk) {   /* dk = scale dS^T q */
-            const int64_t cs[3] = {Tk * H * D, D, H * D};
-            rc = attn_dgemm(be, ord, 1, 0, B, H, Tk, D, Tq, a->scale, &mds, &a->q, a->dk, cs);
-        }
-    }
-    return rc;
-}
-
 /* an attention node (on the CPU and on a device): the scale as given (a double), the causal mask */
 typedef struct { double scale; bool causal; } attention_attrs;
-
-/* fnn_attention on a device (its checks done): S = scale q k^T, the masked softmax in place, o = P v */
-static int attention_device(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, const fnn_tensor *v,
-                            const fnn_tensor *m, int causal, double scale, const fnn_op_def *def) {
-    const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
-    const int64_t Tk = k->shape[2], Dv = v->shape[3];
-    const int ord = fnn_device_ordinal(q->device);
-    const fnn_backend *be = attn_device_backend(q->device);
-    if (!be) return fnn_last_status();
-    FNN_CHECK(B * H < INT_MAX && Tq < INT_MAX && Tk < INT_MAX && D < INT_MAX && Dv < INT_MAX, FNN_STATUS_SHAPE,
-              "attention: q %s and k %s are too large for one GEMM", fnn_shape_of(q).s, fnn_shape_of(k).s);
-    const fnn_tensor *ins[3] = {q, k, v};
-    const bool grad = fnn_needs_node(3, ins);
-    fnn_tensor qt, kt, vt, o, p;
-    fnn_tensor_init(&o);
-    fnn_tensor_init(&p);
-    attn_mat mq, mk, mv;
-    const fnn_tensor *qu = NULL, *ku = NULL, *vu = NULL;
-    int rc = attn_read(q, &qt, &mq, &qu);
-    if (!rc) rc = attn_read(k, &kt, &mk, &ku);
-    if (!rc) rc = attn_read(v, &vt, &mv, &vu);
-    int64_t oshape[4] = {B, Tq, H, Dv}, pshape[4] = {B, H, Tq, Tk};
-    if (!rc) rc = fnn_new_output(&o, q->device, 4, oshape);
-    if (!rc) rc = fnn_new_output(&p, q->device, 4, pshape);
-    if (!rc) {
-        const int64_t ps[3] = {H * Tq * Tk, Tq * Tk, Tk}, os[3] = {Tq * H * Dv, Dv, H * Dv};
-        const attn_mat mp = {fnn_data(&p), {ps[0], ps[1], ps[2]}};
-        rc = attn_dgemm(be, ord, 0, 1, B, H, Tq, Tk, D, (float)scale, &mq, &mk, fnn_data(&p), ps);
-        if (!rc)
-            rc = be->attn_softmax(ord, fnn_data(&p), B * H * Tq, Tq, Tk, H, causal != 0, m ? fnn_bytes(m) : NULL,
-                                  m && fnn_is_int64(m), m ? m->stride[0] : 0, m ? m->stride[1] : 0);
-        if (!rc) rc = attn_dgemm(be, ord, 0, 0, B, H, Tq, Dv, Tk, 1.0f, &mp, &mv, fnn_data(&o), os);
-        if (!rc) rc = attn_view_bhtc(out, &o, B, H, Tq, Dv);
-    }
-    if (!rc && grad) {
-        fnn_node *n = fnn_attach_node(out, def, 3, ins);
-        if (!n) rc = fnn_last_status();
-        else {
-            *FNN_ATTRS(n, attention_attrs) = (attention_attrs){.scale = scale, .causal = causal != 0};
-            if (fnn_save(n, 0, qu) || fnn_save(n, 1, ku) || fnn_save(n, 2, vu) || fnn_save(n, 3, &p))
-                rc = fnn_last_status();
-        }
-    }
-    fnn_tensor_clear(&qt);
-    fnn_tensor_clear(&kt);
-    fnn_tensor_clear(&vt);
-    fnn_tensor_clear(&o);
-    fnn_tensor_clear(&p);
-    if (rc) fnn_tensor_clear(out);
-    return rc;
-}
 
 /* saved: q, k, v as read (views or contiguous copies), P [B,H,Tq,Tk]; attention_attrs */
 static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
@@ -457,7 +329,11 @@ static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
     fnn_tensor_init(&ds);
     for (int i = 0; i < 4; i++) fnn_tensor_init(&tmp[i]);
     for (int i = 0; i < 3; i++) fnn_tensor_init(&t[i]);
-    attn_bwd_args a = {0};
+    const fnn_attn_row *row = fnn_attn_row_for(q->device, "attention");
+    char dev[32];
+    FNN_CHECK(row && row->backward, FNN_STATUS_DEVICE, "attention: backward not implemented on %s",
+              fnn_device_name(q->device, dev, sizeof dev));
+    fnn_attn_args a = {0};
     const fnn_tensor *used;
     int rc = attn_read(q, &tmp[0], &a.q, &used);   /* saved as read: no copies but g's */
     if (!rc) rc = attn_read(k, &tmp[1], &a.k, &used);
@@ -477,11 +353,10 @@ static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
         a.dk = n->next[1] ? fnn_data(&t[1]) : NULL;
         a.dv = n->next[2] ? fnn_data(&t[2]) : NULL;
         a.ds = ds.ndim >= 0 ? fnn_data(&ds) : NULL;
-        a.H = H; a.Tq = Tq; a.Tk = Tk; a.D = D; a.Dv = Dv;
+        a.B = B; a.H = H; a.Tq = Tq; a.Tk = Tk; a.D = D; a.Dv = Dv;
         a.scale = (float)FNN_ATTRS(n, attention_attrs)->scale;
         a.causal = FNN_ATTRS(n, attention_attrs)->causal;
-        if (fnn_device_type_of(q->device) != FNN_DEVICE_CPU) rc = attention_backward_device(&a, B, q->device);
-        else attn_run(B * H, 2.0 * (double)(B * H) * (double)(Tq * Tk) * (double)(2 * D + 2 * Dv), attn_bwd_heads, &a);
+        rc = row->backward(fnn_device_ordinal(q->device), &a);
     }
     for (int i = 0; i < 3; i++)
         if (t[i].ndim >= 0 && !rc) rc = attn_view_bhtc(&din[i], &t[i], B, H, T[i], Cc[i]);
@@ -494,12 +369,34 @@ static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
 static const fnn_op_def ATTENTION = {{"attention", "attention", 1, 1}, attention_backward, FNN_EMBEDS_NONE};
 
 /* the padding mask as bytes [B, Tk] (1 = padding) in buf */
-static int attn_pad_bytes(const fnn_tensor *m, unsigned char *buf, int64_t B, int64_t Tk) {
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t j = 0; j < Tk; j++) {
-            int64_t off = b * m->stride[0] + j * m->stride[1];
-            buf[b * Tk + j] = fnn_is_int64(m) ? fnn_data_i64(m)[off] != 0 : fnn_data(m)[off] != 0.0f;
+static void attn_pad_bytes(const fnn_attn_args *a, unsigned char *buf) {
+    for (int64_t b = 0; b < a->B; b++)
+        for (int64_t j = 0; j < a->Tk; j++) {
+            int64_t off = b * a->ms0 + j * a->ms1;
+            buf[b * a->Tk + j] = a->mask_i64 ? ((const int64_t *)a->mask)[off] != 0
+                                             : ((const float *)a->mask)[off] != 0.0f;
         }
+}
+
+/* the CPU's rows: the heads split over the threads (attn_run), the mask as bytes for the forward */
+static int cpu_attention(int ordinal, const fnn_attn_args *a) {
+    (void)ordinal;
+    const int64_t pad_bytes = a->mask ? a->B * a->Tk : 0;
+    unsigned char *pad = NULL;
+    if (pad_bytes > 0) {
+        if (!(pad = fnn_alloc(FNN_DEVICE_CPU, pad_bytes))) return fnn_last_status();
+        attn_pad_bytes(a, pad);
+    }
+    attn_fwd_ctx cx = {a, pad};
+    attn_run(a->B * a->H, 2.0 * (double)(a->B * a->H) * (double)(a->Tq * a->Tk) * (double)(a->D + a->Dv),
+             attn_fwd_heads, &cx);
+    if (pad) fnn_free(FNN_DEVICE_CPU, pad, pad_bytes);
+    return FNN_STATUS_OK;
+}
+static int cpu_attention_grad(int ordinal, const fnn_attn_args *a) {
+    (void)ordinal;
+    attn_run(a->B * a->H, 2.0 * (double)(a->B * a->H) * (double)(a->Tq * a->Tk) * (double)(2 * a->D + 2 * a->Dv),
+             attn_bwd_heads, (void *)a);
     return FNN_STATUS_OK;
 }
 
@@ -527,9 +424,10 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
                   fnn_shape_of(m).s, fnn_shape_of(k).s, (long long)B, (long long)Tk);
     }
     FNN_CHECK(isfinite(scale), FNN_STATUS_ARG, "attention: scale %g is not finite (q %s)", scale, fnn_shape_of(q).s);
-    if (fnn_device_type_of(q->device) != FNN_DEVICE_CPU)   /* cuda/attention.cu */
-        return attention_device(out, q, k, v, m, causal, scale, &ATTENTION);
-
+    const fnn_attn_row *row = fnn_attn_row_for(q->device, "attention");
+    char dev[32];
+    FNN_CHECK(row && row->forward, FNN_STATUS_DEVICE, "attention: not implemented on %s",
+              fnn_device_name(q->device, dev, sizeof dev));
     const fnn_tensor *ins[3] = {q, k, v};
     const bool grad = fnn_needs_node(3, ins);
     fnn_tensor qt, kt, vt, o, p;
@@ -538,30 +436,26 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
     fnn_tensor_init(&qt);
     fnn_tensor_init(&kt);
     fnn_tensor_init(&vt);
-    attn_fwd_args a = {0};
+    fnn_attn_args a = {0};
     const fnn_tensor *qu = NULL, *ku = NULL, *vu = NULL;
-    unsigned char *pad = NULL;
-    const int64_t pad_bytes = m ? B * Tk : 0;
     int rc = attn_read(q, &qt, &a.q, &qu);
     if (!rc) rc = attn_read(k, &kt, &a.k, &ku);
     if (!rc) rc = attn_read(v, &vt, &a.v, &vu);
     int64_t oshape[4] = {B, Tq, H, Dv}, pshape[4] = {B, H, Tq, Tk};
     if (!rc) rc = fnn_new_output(&o, q->device, 4, oshape);
     if (!rc) rc = fnn_new_output(&p, q->device, 4, pshape);
-    if (!rc && pad_bytes > 0) {
-        pad = fnn_alloc(FNN_DEVICE_CPU, pad_bytes);
-        if (!pad) rc = fnn_last_status();
-        else rc = attn_pad_bytes(m, pad, B, Tk);
-    }
     if (!rc) {
-        a.pad = pad;
+        a.mask = m ? fnn_bytes(m) : NULL;
+        a.mask_i64 = m && fnn_is_int64(m);
+        a.ms0 = m ? m->stride[0] : 0;
+        a.ms1 = m ? m->stride[1] : 0;
         a.p = fnn_data(&p);
         a.o = fnn_data(&o);
-        a.H = H; a.Tq = Tq; a.Tk = Tk; a.D = D; a.Dv = Dv;
+        a.B = B; a.H = H; a.Tq = Tq; a.Tk = Tk; a.D = D; a.Dv = Dv;
         a.scale = (float)scale;
         a.causal = causal != 0;
-        attn_run(B * H, 2.0 * (double)(B * H) * (double)(Tq * Tk) * (double)(D + Dv), attn_fwd_heads, &a);
-        rc = attn_view_bhtc(out, &o, B, H, Tq, Dv);   /* after the kernel: a small o's data is copied */
+        rc = row->forward(fnn_device_ordinal(q->device), &a);
+        if (!rc) rc = attn_view_bhtc(out, &o, B, H, Tq, Dv);   /* after the kernel: a small o's data is copied */
     }
     if (!rc && grad) {
         fnn_node *n = fnn_attach_node(out, &ATTENTION, 3, ins);
@@ -572,7 +466,6 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
                 rc = fnn_last_status();
         }
     }
-    if (pad) fnn_free(FNN_DEVICE_CPU, pad, pad_bytes);
     fnn_tensor_clear(&qt);
     fnn_tensor_clear(&kt);
     fnn_tensor_clear(&vt);
@@ -584,35 +477,37 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
 
 /* ================= attention_cache_append: k, v [B,H,t,D] into buffers [B,H,cap,D] at pos ================= */
 
-/* one buffer: rows pos..pos+t-1 of every (batch, head) */
-static void cache_write(fnn_tensor *buf, const fnn_tensor *x, int64_t pos) {
-    const int64_t B = x->shape[0], H = x->shape[1], t = x->shape[2], C = x->shape[3], cap = buf->shape[2];
-    float *dst = fnn_data(buf);
-    const float *src = fnn_data(x);
+/* one buffer (the CPU row's cache_write): rows pos..pos+t-1 of every (batch, head) */
+static int cpu_cache_write(int ordinal, float *dst, int64_t cap, int64_t pos, const float *src, const int64_t *xstride,
+                           const int64_t *xshape) {
+    (void)ordinal;
+    const int64_t B = xshape[0], H = xshape[1], t = xshape[2], C = xshape[3];
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t i = 0; i < t; i++) {
                 float *d = dst + ((b * H + h) * cap + pos + i) * C;
-                const float *s = src + b * x->stride[0] + h * x->stride[1] + i * x->stride[2];
-                if (x->stride[3] == 1) memcpy(d, s, sizeof(float) * (size_t)C);
-                else for (int64_t c = 0; c < C; c++) d[c] = s[c * x->stride[3]];
+                const float *s = src + b * xstride[0] + h * xstride[1] + i * xstride[2];
+                if (xstride[3] == 1) memcpy(d, s, sizeof(float) * (size_t)C);
+                else for (int64_t c = 0; c < C; c++) d[c] = s[c * xstride[3]];
             }
+    return FNN_STATUS_OK;
 }
 
-/* cache_write on a device: rows pos.. of buf [B,H,cap,C] from x's strides */
-static int cache_write_device(const fnn_backend *be, fnn_tensor *buf, const fnn_tensor *x, int64_t pos) {
-    const int64_t H = x->shape[1], C = x->shape[3], cap = buf->shape[2];
-    const int64_t ds[4] = {H * cap * C, cap * C, C, 1};
-    return be->seq_copy(fnn_device_ordinal(buf->device), fnn_data(buf) + pos * C, ds, fnn_data(x), x->stride, x->shape);
+/* one buffer through the row of its backend */
+static int cache_write(fnn_tensor *buf, const fnn_tensor *x, int64_t pos) {
+    const fnn_attn_row *row = fnn_attn_row_for(buf->device, "attention");
+    return row->cache_write(fnn_device_ordinal(buf->device), fnn_data(buf), buf->shape[2], pos, fnn_data(x), x->stride,
+                            x->shape);
 }
 
 static int cache_check(const char *what, const fnn_tensor *buf, const fnn_tensor *x, int64_t pos) {
     FNN_TRY(fnn_check_input("attention_cache_append", buf));
     FNN_TRY(fnn_check_input("attention_cache_append", x));
     FNN_TRY(fnn_check_same_device("attention_cache_append", buf, x));
-    const fnn_backend *be = fnn_device_type_of(buf->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(buf->device);
-    FNN_CHECK(fnn_device_type_of(buf->device) == FNN_DEVICE_CPU || (be && be->seq_copy), FNN_STATUS_DEVICE,
-              "attention_cache_append: not implemented on this device");
+    const fnn_attn_row *row = fnn_attn_row_for(buf->device, "attention");
+    char dev[32];
+    FNN_CHECK(row && row->cache_write, FNN_STATUS_DEVICE, "attention_cache_append: not implemented on %s",
+              fnn_device_name(buf->device, dev, sizeof dev));
     FNN_CHECK(buf->ndim == 4 && fnn_tensor_is_contiguous(buf) && buf->node == NULL, FNN_STATUS_ARG,
               "attention_cache_append: %s buffer %s must be a contiguous 4-d tensor without a graph", what,
               fnn_shape_of(buf).s);
@@ -634,14 +529,14 @@ int fnn_attention_cache_append(fnn_tensor *k_cache, fnn_tensor *v_cache, const f
     FNN_CHECK(k->shape[2] == v->shape[2], FNN_STATUS_SHAPE,
               "attention_cache_append: keys %s and values %s have different lengths", fnn_shape_of(k).s,
               fnn_shape_of(v).s);
-    if (fnn_device_type_of(k_cache->device) != FNN_DEVICE_CPU) {   /* a strided copy per buffer (cuda/rnn.cu) */
-        const fnn_backend *be = fnn_backend_for(k_cache->device);
-        FNN_TRY(cache_write_device(be, k_cache, k, pos));
-        return cache_write_device(be, v_cache, v, pos);
-    }
-    cache_write(k_cache, k, pos);
-    cache_write(v_cache, v, pos);
-    return FNN_STATUS_OK;
+    FNN_TRY(cache_write(k_cache, k, pos));
+    return cache_write(v_cache, v, pos);
 }
 
 const fnn_op_def *const fnn_ops_attention[] = {&ATTENTION, NULL};
+
+/* the CPU's rows (attention.h) */
+const fnn_attn_row fnn_cpu_attention_rows[] = {
+    {"attention", cpu_attention, cpu_attention_grad, cpu_cache_write},
+    {NULL, NULL, NULL, NULL},
+};

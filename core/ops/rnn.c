@@ -1,8 +1,9 @@
 /* rnn.c: recurrent kernels. lstm_cell: the fused pointwise part of one LSTM step (one pass and
  * one node instead of ~15 ops), the GEMMs left to the caller. rnn_tanh, lstm, gru: one layer over
- * a whole sequence as one node, forward and backprop through time written here (the layers of
+ * a whole sequence as one node, forward and backprop through time written here once, for every
+ * backend, through the family's rows (rnn.h; the CPU's at the end of this file) (the layers of
  * nn.SimpleRNN, nn.LSTM and nn.GRU). */
-#include "../internal.h"
+#include "rnn.h"
 #include "../fastmath.h"
 #include <limits.h>
 #include <string.h>
@@ -39,18 +40,12 @@ FNN_CLONES_V3 static void lstm_fwd_row(const float *restrict z, const float *res
     }
 }
 
-typedef struct {
-    const float *z, *c;   /* contiguous [N, 4H], [N, H] */
-    float *out, *acts;    /* [N, 2H]; [N, 5H] or NULL */
-    int64_t H;
-} lstm_fwd_args;
-
-/* rows lo..hi-1 */
+/* rows lo..hi-1 (a: fnn_rnn_args, contiguous z [N, 4H], c_prev [N, H] -> out [N, 2H], acts [N, 5H] or NULL) */
 static void lstm_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
-    const lstm_fwd_args *a = ctx;
+    const fnn_rnn_args *a = ctx;
     const int64_t H = a->H;
     for (int64_t r = lo; r < hi; r++)
-        lstm_fwd_row(a->z + r * 4 * H, a->c + r * H, a->out + r * 2 * H, a->out + r * 2 * H + H,
+        lstm_fwd_row(a->z + r * 4 * H, a->c_prev + r * H, a->out + r * 2 * H, a->out + r * 2 * H + H,
                      a->acts ? a->acts + r * 5 * H : NULL, H);
 }
 
@@ -72,17 +67,12 @@ FNN_CLONES_V3 static void lstm_bwd_row(const float *restrict g, const float *res
     }
 }
 
-typedef struct {
-    const float *g, *acts, *c;   /* contiguous [N, 2H], [N, 5H], [N, H] */
-    float *dz, *dc;              /* [N, 4H], [N, H] */
-    int64_t H;
-} lstm_bwd_args;
-
+/* rows lo..hi-1 (g [N, 2H], acts [N, 5H], c_prev [N, H] -> dz [N, 4H], dc [N, H]) */
 static void lstm_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
-    const lstm_bwd_args *a = ctx;
+    const fnn_rnn_args *a = ctx;
     const int64_t H = a->H;
     for (int64_t r = lo; r < hi; r++)
-        lstm_bwd_row(a->g + r * 2 * H, a->acts + r * 5 * H, a->c + r * H, a->dz + r * 4 * H, a->dc + r * H, H);
+        lstm_bwd_row(a->g + r * 2 * H, a->acts + r * 5 * H, a->c_prev + r * H, a->dz + r * 4 * H, a->dc + r * H, H);
 }
 
 /* transcendentals make an element cost several memory-bound ones; 32 puts lstm_seq's step cells
@@ -90,9 +80,34 @@ static void lstm_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
  * lstm_seq 20.9-22.5 against 22.0-28.9 ms/step at 16 (three interleaved pairs) */
 enum { LSTM_WORK_PER_ELEM = 32 };
 
+/* the row for op in device's backend, refusing the op by name when there is none (fwd: forward, else
+ * backward); seq: a sequence layer's, which needs its moves too */
+static const fnn_rnn_row *rnn_row(const char *op, int device, bool fwd, bool seq) {
+    const fnn_rnn_row *row = fnn_rnn_row_for(device, op);
+    char dev[32];
+    if (row && (fwd ? row->forward : row->backward) && (row->moves || !seq)) return row;
+    FNN_FAIL(FNN_STATUS_DEVICE, fwd ? "%s: not implemented on %s" : "%s: backward not implemented on %s", op,
+             fnn_device_name(device, dev, sizeof dev));
+    return NULL;
+}
+
+/* the CPU's cell: rows split over the threads */
+static int cpu_lstm_cell(int ordinal, const fnn_rnn_args *a) {
+    (void)ordinal;
+    fnn_parallel_for(a->N, fnn_threads_for(a->N * a->H * LSTM_WORK_PER_ELEM), lstm_fwd_rows, (void *)a);
+    return FNN_STATUS_OK;
+}
+static int cpu_lstm_cell_grad(int ordinal, const fnn_rnn_args *a) {
+    (void)ordinal;
+    fnn_parallel_for(a->N, fnn_threads_for(a->N * a->H * 8), lstm_bwd_rows, (void *)a);
+    return FNN_STATUS_OK;
+}
+
 /* saved[0] = acts [N, 5H], saved[1] = c [N, H] (the caller's, maybe strided) */
 static int lstm_cell_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *acts = &n->saved[0], *c = &n->saved[1];
+    const fnn_rnn_row *row = rnn_row("lstm_cell", c->device, false, false);
+    if (!row) return fnn_last_status();
     int64_t N = c->shape[0], H = c->shape[1];
     int64_t zshape[2] = {N, 4 * H};
     fnn_tensor gt, ct;
@@ -103,14 +118,10 @@ static int lstm_cell_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
     /* both gradients come out of one pass; the one no input needs is dropped after */
     if (!rc) rc = fnn_new_output(&din[0], c->device, 2, zshape);
     if (!rc) rc = fnn_new_output(&din[1], c->device, 2, c->shape);
-    const fnn_backend *be = fnn_device_type_of(c->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(c->device);
-    if (!rc && be) {   /* cuda/rnn.cu */
-        rc = be->lstm_cell_grad ? be->lstm_cell_grad(fnn_device_ordinal(c->device), fnn_data(&din[0]), fnn_data(&din[1]),
-                                                     gp, fnn_data(acts), cp, N, H)
-                                : FNN_FAIL(FNN_STATUS_DEVICE, "lstm_cell: backward not implemented on this device");
-    } else if (!rc) {
-        lstm_bwd_args a = {gp, fnn_data(acts), cp, fnn_data(&din[0]), fnn_data(&din[1]), H};
-        fnn_parallel_for(N, fnn_threads_for(N * H * 8), lstm_bwd_rows, &a);
+    if (!rc) {
+        const fnn_rnn_args a = {.N = N, .H = H, .g = gp, .acts = fnn_data(acts), .c_prev = cp,
+                                .dz = fnn_data(&din[0]), .dc = fnn_data(&din[1])};
+        rc = row->backward(fnn_device_ordinal(c->device), &a);
     }
     fnn_tensor_clear(&gt);
     fnn_tensor_clear(&ct);
@@ -128,9 +139,8 @@ int fnn_lstm_cell(fnn_tensor *out, const fnn_tensor *z, const fnn_tensor *c) {
               FNN_STATUS_SHAPE,
               "lstm_cell: gates %s and cell %s do not agree (expected gates [N,4H] and cell [N,H])",
               fnn_shape_of(z).s, fnn_shape_of(c).s);
-    const fnn_backend *be = fnn_device_type_of(z->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(z->device);
-    FNN_CHECK(fnn_device_type_of(z->device) == FNN_DEVICE_CPU || (be && be->lstm_cell), FNN_STATUS_DEVICE,
-              "lstm_cell: not implemented on this device");
+    const fnn_rnn_row *row = rnn_row("lstm_cell", z->device, true, false);
+    if (!row) return fnn_last_status();
     int64_t N = c->shape[0], H = c->shape[1];
     int64_t oshape[2] = {N, 2 * H}, ashape[2] = {N, 5 * H};
     const fnn_tensor *ins[2] = {z, c};
@@ -143,11 +153,10 @@ int fnn_lstm_cell(fnn_tensor *out, const fnn_tensor *z, const fnn_tensor *c) {
     if (!rc) rc = rc2;
     if (!rc && grad) rc = fnn_new_output(&acts, z->device, 2, ashape);
     if (!rc) rc = fnn_new_output(out, z->device, 2, oshape);
-    if (!rc && be) {   /* cuda/rnn.cu */
-        rc = be->lstm_cell(fnn_device_ordinal(z->device), fnn_data(out), grad ? fnn_data(&acts) : NULL, zp, cp, N, H);
-    } else if (!rc) {
-        lstm_fwd_args a = {zp, cp, fnn_data(out), grad ? fnn_data(&acts) : NULL, H};
-        fnn_parallel_for(N, fnn_threads_for(N * H * LSTM_WORK_PER_ELEM), lstm_fwd_rows, &a);
+    if (!rc) {
+        const fnn_rnn_args a = {.N = N, .H = H, .z = zp, .c_prev = cp, .out = fnn_data(out),
+                                .acts = grad ? fnn_data(&acts) : NULL};
+        rc = row->forward(fnn_device_ordinal(z->device), &a);
     }
     fnn_tensor_clear(&zt);
     fnn_tensor_clear(&ct);
@@ -170,7 +179,6 @@ int fnn_lstm_cell(fnn_tensor *out, const fnn_tensor *z, const fnn_tensor *c) {
  * GEMM [N, H] x [H, G H] plus a fused cell pass. Everything is time-major inside (in processing
  * order), so a step's rows are one contiguous block. Backward (BPTT, below): per step the cell's
  * backward and one GEMM for dh; then the weight gradients as two GEMMs over all steps at once. */
-enum { RNN_TANH = 0, RNN_LSTM = 1, RNN_GRU = 2 };
 static const int64_t RNN_GATES[3] = {1, 4, 3};
 static const char *const RNN_OP[3] = {"rnn_tanh", "lstm", "gru"};
 enum { IN_X, IN_H0, IN_C0, IN_WIH, IN_WHH, IN_BIH, IN_BHH, IN_COUNT };
@@ -185,8 +193,8 @@ static rnn_layout rnn_layout_of(int kind, int64_t N, int64_t T, int64_t I, int64
     l.xs = 0;
     l.hs = P * I;
     l.cs = l.hs + state;
-    l.acts = kind == RNN_LSTM ? l.cs + state : l.cs;
-    l.total = l.acts + (kind == RNN_LSTM ? P * 5 * H : kind == RNN_GRU ? P * 4 * H : 0);
+    l.acts = kind == FNN_RNN_LSTM ? l.cs + state : l.cs;
+    l.total = l.acts + (kind == FNN_RNN_LSTM ? P * 5 * H : kind == FNN_RNN_GRU ? P * 4 * H : 0);
     return l;
 }
 
@@ -208,19 +216,7 @@ static void rnn_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const fl
     fnn_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 
-/* ---- the cells' forward: one step, rows lo..hi-1 of the batch ---- */
-typedef struct {
-    int kind;
-    int64_t H;
-    const float *z;        /* [N, G H]: x W_ih^T + biases (+ h W_hh^T for tanh and lstm) */
-    const float *hz;       /* gru: [N, 3H] = h W_hh^T (no bias) */
-    const float *b_hh;     /* gru: [3H] or NULL */
-    const float *h_prev, *c_prev;   /* [N, H] */
-    float *h, *c, *acts;   /* [N, H], [N, H] (lstm), [N, 5H] / [N, 4H] */
-    float *out;            /* row n of this step at out + n * out_ld */
-    int64_t out_ld;
-} rnn_step_args;
-
+/* ---- the cells' forward: one step, rows lo..hi-1 of the batch (fnn_rnn_args) ---- */
 FNN_CLONES_V3 static void gru_fwd_row(const float *restrict x3, const float *restrict h3, const float *restrict bh,
                                    const float *restrict hp, float *restrict h, float *restrict acts, int64_t H) {
     float *restrict ar = acts, *restrict az = acts + H, *restrict an = acts + 2 * H, *restrict ah = acts + 3 * H;
@@ -240,13 +236,13 @@ FNN_CLONES_V3 static void tanh_fwd_row(const float *restrict z, float *restrict 
 }
 
 static void rnn_step_rows(void *ctx, int64_t lo, int64_t hi) {
-    const rnn_step_args *a = ctx;
+    const fnn_rnn_args *a = ctx;
     const int64_t H = a->H;
     for (int64_t r = lo; r < hi; r++) {
         float *h = a->h + r * H;
-        if (a->kind == RNN_LSTM)
+        if (a->kind == FNN_RNN_LSTM)
             lstm_fwd_row(a->z + r * 4 * H, a->c_prev + r * H, h, a->c + r * H, a->acts ? a->acts + r * 5 * H : NULL, H);
-        else if (a->kind == RNN_GRU)
+        else if (a->kind == FNN_RNN_GRU)
             gru_fwd_row(a->z + r * 3 * H, a->hz + r * 3 * H, a->b_hh, a->h_prev + r * H, h, a->acts + r * 4 * H, H);
         else
             tanh_fwd_row(a->z + r * H, h, H);
@@ -254,20 +250,7 @@ static void rnn_step_rows(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-/* ---- the cells' backward: one step, rows lo..hi-1 ---- */
-typedef struct {
-    int kind;
-    int64_t H;
-    const float *g;        /* row n of the output gradient of this step at g + n * g_ld */
-    int64_t g_ld;
-    const float *dh;       /* [N, H] gradient reaching h from the next step */
-    const float *acts, *c_prev, *h, *h_prev;
-    float *dz;             /* [N, G H] pre-activation gradients (gru: of the x side) */
-    float *dhz;            /* gru: [N, 3H] of the h side (dn times r) */
-    float *dc;             /* lstm: [N, H] in: dc of this step's cell, out: of the previous */
-    float *dh_direct;      /* gru: [N, H] the part of dh_prev that skips W_hh (z dh) */
-} rnn_back_args;
-
+/* ---- the cells' backward: one step, rows lo..hi-1 (fnn_rnn_args) ---- */
 FNN_CLONES_V3 static void lstm_back_row(const float *restrict g, const float *restrict dhn, const float *restrict acts,
                                      const float *restrict c, float *restrict dz, float *restrict dc, int64_t H) {
     const float *ai = acts, *af = acts + H, *ag = acts + 2 * H, *ao = acts + 3 * H, *at = acts + 4 * H;
@@ -306,13 +289,13 @@ FNN_CLONES_V3 static void tanh_back_row(const float *restrict g, const float *re
 }
 
 static void rnn_back_rows(void *ctx, int64_t lo, int64_t hi) {
-    const rnn_back_args *a = ctx;
+    const fnn_rnn_args *a = ctx;
     const int64_t H = a->H;
     for (int64_t r = lo; r < hi; r++) {
         const float *g = a->g + r * a->g_ld, *dh = a->dh + r * H;
-        if (a->kind == RNN_LSTM)
+        if (a->kind == FNN_RNN_LSTM)
             lstm_back_row(g, dh, a->acts + r * 5 * H, a->c_prev + r * H, a->dz + r * 4 * H, a->dc + r * H, H);
-        else if (a->kind == RNN_GRU)
+        else if (a->kind == FNN_RNN_GRU)
             gru_back_row(g, dh, a->acts + r * 4 * H, a->h_prev + r * H, a->dz + r * 3 * H, a->dhz + r * 3 * H,
                          a->dh_direct + r * H, H);
         else
@@ -320,58 +303,88 @@ static void rnn_back_rows(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
+/* ---- the CPU's rows for the sequence layers: one step's cell over the threads, and the loop's moves ---- */
+static int cpu_rnn_step(int ordinal, const fnn_rnn_args *a) {
+    (void)ordinal;
+    fnn_parallel_for(a->N, fnn_threads_for(a->N * a->H * LSTM_WORK_PER_ELEM), rnn_step_rows, (void *)a);
+    return FNN_STATUS_OK;
+}
+static int cpu_rnn_step_grad(int ordinal, const fnn_rnn_args *a) {
+    (void)ordinal;
+    fnn_parallel_for(a->N, fnn_threads_for(a->N * a->H * LSTM_WORK_PER_ELEM), rnn_back_rows, (void *)a);
+    return FNN_STATUS_OK;
+}
+
+/* runs along dim 2 that are dense on both sides (every copy the loop makes) go by memcpy */
+static int cpu_copy(int ordinal, float *dst, const int64_t *ds, const float *src, const int64_t *ss,
+                    const int64_t *shape) {
+    (void)ordinal;
+    const bool run = shape[3] == 1 && ds[2] == 1 && ss[2] == 1;
+    for (int64_t i = 0; i < shape[0]; i++)
+        for (int64_t j = 0; j < shape[1]; j++) {
+            float *d = dst + i * ds[0] + j * ds[1];
+            const float *s = src + i * ss[0] + j * ss[1];
+            if (run) {
+                memcpy(d, s, sizeof(float) * (size_t)shape[2]);
+                continue;
+            }
+            for (int64_t k = 0; k < shape[2]; k++)
+                for (int64_t l = 0; l < shape[3]; l++) d[k * ds[2] + l * ds[3]] = s[k * ss[2] + l * ss[3]];
+        }
+    return FNN_STATUS_OK;
+}
+
+/* every row of y starts as b1 + b2: the first one summed, the rest copies of it (adding the biases
+ * after the input projection's GEMM was a scalar pass over z, 5% of bench/lstm_seq: they and z may
+ * alias as far as GCC knows) */
+static int cpu_fill_rows(int ordinal, float *y, int64_t rows, int64_t cols, const float *b1, const float *b2) {
+    (void)ordinal;
+    if (!b1 && !b2) {
+        memset(y, 0, sizeof(float) * (size_t)(rows * cols));
+        return FNN_STATUS_OK;
+    }
+    for (int64_t j = 0; j < cols; j++) y[j] = (b1 ? b1[j] : 0.0f) + (b2 ? b2[j] : 0.0f);
+    for (int64_t r = 1; r < rows; r++) memcpy(y + r * cols, y, sizeof(float) * (size_t)cols);
+    return FNN_STATUS_OK;
+}
+
+static int cpu_gemm(int ordinal, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    (void)ordinal;
+    rnn_gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    return FNN_STATUS_OK;
+}
+
 /* column sums of m [rows, cols] into out [cols] */
-static void rnn_colsum(const float *m, int64_t rows, int64_t cols, float *out) {
+static int cpu_colsum(int ordinal, float *out, const float *m, int64_t rows, int64_t cols) {
+    (void)ordinal;
     memset(out, 0, sizeof(float) * (size_t)cols);
     for (int64_t r = 0; r < rows; r++) {
         const float *row = m + r * cols;
         for (int64_t j = 0; j < cols; j++) out[j] += row[j];
     }
+    return FNN_STATUS_OK;
 }
 
-/* ---- the device path (cuda/rnn.cu): the CPU's steps as launches only (no host reads) ---- */
-/* the backend entries the sequence layers use on a device; NULL + error when one is missing */
-static const fnn_backend *rnn_device_backend(const char *op, int device) {
-    const fnn_backend *be = fnn_backend_for(device);
-    if (!be || !be->gemm || !be->fill || !be->reduce || !be->binary || !be->rnn_step ||
-        !be->rnn_step_grad || !be->seq_copy) {
-        FNN_FAIL(FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
-        return NULL;
-    }
-    return be;
-}
-/* row-major C[m, n] = op(A) op(B) + beta C on the device (k = 0 gives beta C) */
-static int rnn_dgemm(const fnn_backend *be, int ord, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-                     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    return be->gemm(ord, ta, tb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, 0, b, (int)ldb, 0, beta, c, (int)ldc, 0, 1);
-}
-/* dst [rows, cols] (row stride dld) = src [rows, cols] (row stride sld), on the device */
-static int rnn_drows(const fnn_backend *be, int ord, float *dst, int64_t dld, const float *src, int64_t sld,
-                     int64_t rows, int64_t cols) {
-    const int64_t shape[4] = {rows, cols, 1, 1}, ds[4] = {dld, 1, 0, 0}, ss[4] = {sld, 1, 0, 0};
-    return be->seq_copy(ord, dst, ds, src, ss, shape);
-}
+static const fnn_rnn_moves cpu_moves = {cpu_copy, cpu_fill_rows, cpu_gemm, cpu_colsum};
 
-/* ---- the backward's moves and products on either side: be NULL is the CPU ---- */
+/* ---- the loop's moves through a row, on any backend ---- */
 typedef struct {
-    const fnn_backend *be;
+    const fnn_rnn_moves *mv;
     int ord;
 } rnn_side;
 
 /* dst [rows, cols] (row stride dld) = src [rows, cols] (row stride sld) */
 static int side_rows(const rnn_side *d, float *dst, int64_t dld, const float *src, int64_t sld, int64_t rows,
                      int64_t cols) {
-    if (d->be) return rnn_drows(d->be, d->ord, dst, dld, src, sld, rows, cols);
-    for (int64_t r = 0; r < rows; r++) memcpy(dst + r * dld, src + r * sld, sizeof(float) * (size_t)cols);
-    return FNN_STATUS_OK;
+    const int64_t shape[4] = {1, rows, cols, 1}, ds[4] = {0, dld, 1, 0}, ss[4] = {0, sld, 1, 0};
+    return d->mv->copy(d->ord, dst, ds, src, ss, shape);
 }
 
 /* row-major C[m, n] = op(A) op(B) + beta C */
 static int side_gemm(const rnn_side *d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    if (d->be) return rnn_dgemm(d->be, d->ord, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
-    rnn_gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
-    return FNN_STATUS_OK;
+    return d->mv->gemm(d->ord, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* an RNN layer's node: which cell (RNN_*), the sizes and the direction */
@@ -381,23 +394,22 @@ typedef struct {
     bool reverse;
 } rnn_attrs;
 
-/* saved[0] = workspace, saved[1] = w_ih, saved[2] = w_hh; rnn_attrs. One
- * function for both sides: per step the cell's backward (rnn_back_rows on the CPU, the backend's
- * rnn_step_grad on a device) and one GEMM for dh; then the weight gradients as GEMMs over all
- * steps, the biases as column sums and dx back from processing order to [N, T, I]. */
+/* saved[0] = workspace, saved[1] = w_ih, saved[2] = w_hh; rnn_attrs. Per step the row's cell
+ * backward and one GEMM for dh; then the weight gradients as GEMMs over all steps, the biases as
+ * column sums and dx back from processing order to [N, T, I]. */
 static int rnn_seq_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
     const rnn_attrs *at = FNN_ATTRS(nd, rnn_attrs);
     const int kind = at->kind;
     const int64_t N = at->N, T = at->T, I = at->I, H = at->H;
     const bool reverse = at->reverse;
-    const int64_t G = RNN_GATES[kind], GH = G * H, P = T * N, rows_out = kind == RNN_LSTM ? T + 1 : T;
+    const int64_t G = RNN_GATES[kind], GH = G * H, P = T * N, rows_out = kind == FNN_RNN_LSTM ? T + 1 : T;
     const int dev = nd->saved[0].device;
-    rnn_side d = {NULL, fnn_device_ordinal(dev)};
-    if (fnn_device_type_of(dev) != FNN_DEVICE_CPU && !(d.be = rnn_device_backend(RNN_OP[kind], dev)))
-        return fnn_last_status();
+    const fnn_rnn_row *row = rnn_row(RNN_OP[kind], dev, false, true);
+    if (!row) return fnn_last_status();
+    const rnn_side d = {row->moves, fnn_device_ordinal(dev)};
     const rnn_layout L = rnn_layout_of(kind, N, T, I, H);
-    const float *ws = fnn_data(&nd->saved[0]);
-    const float *xs = ws + L.xs, *hs = ws + L.hs, *cs = ws + L.cs, *acts = ws + L.acts;
+    float *ws = fnn_data(&nd->saved[0]);
+    float *xs = ws + L.xs, *hs = ws + L.hs, *cs = ws + L.cs, *acts = ws + L.acts;
     fnn_tensor gt, wit, wht, dzt, dhzt, carry, tmp;
     fnn_tensor_init(&dzt); fnn_tensor_init(&dhzt); fnn_tensor_init(&carry); fnn_tensor_init(&tmp);
     int rc, rc2, rc3;
@@ -408,33 +420,27 @@ static int rnn_seq_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) 
     if (!rc) rc = rc3;
     int64_t zshape[2] = {P, GH}, cshape[2] = {3, N * H};
     if (!rc) rc = fnn_new_output(&dzt, dev, 2, zshape);
-    if (!rc && kind == RNN_GRU) rc = fnn_new_output(&dhzt, dev, 2, zshape);
+    if (!rc && kind == FNN_RNN_GRU) rc = fnn_new_output(&dhzt, dev, 2, zshape);
     if (!rc) rc = fnn_new_output(&carry, dev, 2, cshape);   /* dh, dc (lstm) or dh_direct (gru), scratch */
     if (rc) goto done;
-    float *dZ = fnn_data(&dzt), *dHZ = kind == RNN_GRU ? fnn_data(&dhzt) : dZ;
+    float *dZ = fnn_data(&dzt), *dHZ = kind == FNN_RNN_GRU ? fnn_data(&dhzt) : dZ;
     float *dh = fnn_data(&carry), *dc = dh + N * H, *dhd = dc + N * H;
-    if (d.be) rc = d.be->fill(d.ord, dh, N * H, 0.0f);
-    else memset(dh, 0, sizeof(float) * (size_t)(N * H));
+    rc = d.mv->fill_rows(d.ord, dh, N, H, NULL, NULL);
     /* the final cell's gradient: row T of the output */
-    if (!rc && kind == RNN_LSTM) rc = side_rows(&d, dc, H, gp + T * H, rows_out * H, N, H);
+    if (!rc && kind == FNN_RNN_LSTM) rc = side_rows(&d, dc, H, gp + T * H, rows_out * H, N, H);
     if (rc) goto done;
     const bool want_h0 = nd->next[IN_H0] != NULL;
-    const int64_t act_w = kind == RNN_LSTM ? 5 * H : kind == RNN_GRU ? 4 * H : 0;
+    const int64_t act_w = kind == FNN_RNN_LSTM ? 5 * H : kind == FNN_RNN_GRU ? 4 * H : 0;
     for (int64_t s = T - 1; s >= 0; s--) {
-        bool lstm = kind == RNN_LSTM;
-        rnn_back_args a = {kind, H, gp + s * H, rows_out * H, dh, act_w ? acts + s * N * act_w : NULL,
-                           lstm ? cs + s * N * H : NULL, hs + (s + 1) * N * H, hs + s * N * H, dZ + s * N * GH,
-                           dHZ + s * N * GH, dc, dhd};
-        if (d.be) {
-            rc = d.be->rnn_step_grad(d.ord, kind, N, H, a.g, a.g_ld, a.dh, a.acts, a.c_prev, a.h, a.h_prev, a.dz,
-                                     a.dhz, a.dc, a.dh_direct);
-            if (rc) goto done;
-        } else {
-            fnn_parallel_for(N, fnn_threads_for(N * H * LSTM_WORK_PER_ELEM), rnn_back_rows, &a);
-        }
+        bool lstm = kind == FNN_RNN_LSTM;
+        const fnn_rnn_args a = {.kind = kind, .N = N, .H = H, .g = gp + s * H, .g_ld = rows_out * H, .dh = dh,
+                                .acts = act_w ? acts + s * N * act_w : NULL, .c_prev = lstm ? cs + s * N * H : NULL,
+                                .h = hs + (s + 1) * N * H, .h_prev = hs + s * N * H, .dz = dZ + s * N * GH,
+                                .dhz = dHZ + s * N * GH, .dc = dc, .dh_direct = dhd};
+        if ((rc = row->backward(d.ord, &a))) goto done;
         if (s == 0 && !want_h0) break;
         /* dh_prev = dz W_hh (+ z dh for gru) */
-        if (kind == RNN_GRU) {
+        if (kind == FNN_RNN_GRU) {
             if ((rc = side_rows(&d, dh, H, dhd, H, N, H))) goto done;
             rc = side_gemm(&d, false, false, N, H, GH, dHZ + s * N * GH, GH, w_hh, H, 1.0f, dh, H);
         } else {
@@ -467,10 +473,8 @@ static int rnn_seq_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) 
         if ((rc = fnn_new_output(&din[k], dev, 1, bshape))) goto done;
         if (k == IN_BHH && dHZ == dZ && nd->next[IN_BIH])   /* both biases add to z: one sum serves */
             rc = side_rows(&d, fnn_data(&din[k]), GH, fnn_data(&din[IN_BIH]), GH, 1, GH);
-        else if (d.be)   /* column sums: the reduction's SUM over [1, P, GH] */
-            rc = d.be->reduce(d.ord, FNN_RED_SUM, fnn_data(&din[k]), NULL, k == IN_BIH ? dZ : dHZ, 1, P, GH, 1.0, 0);
         else
-            rnn_colsum(k == IN_BIH ? dZ : dHZ, P, GH, fnn_data(&din[k]));
+            rc = d.mv->colsum(d.ord, fnn_data(&din[k]), k == IN_BIH ? dZ : dHZ, P, GH);
         if (rc) goto done;
     }
     if (nd->next[IN_X]) {   /* dx = dZ W_ih, back from processing order to [N, T, I] */
@@ -479,17 +483,10 @@ static int rnn_seq_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) 
         if ((rc = fnn_new_output(&din[IN_X], dev, 3, xshape))) goto done;
         float *dxs = fnn_data(&tmp), *dx = fnn_data(&din[IN_X]);
         if ((rc = side_gemm(&d, false, false, P, I, GH, dZ, GH, w_ih, I, 0.0f, dxs, I))) goto done;
-        if (d.be) {   /* dx[n, t(s)] = dxs[s N + n], one strided copy */
-            const int64_t shape[4] = {N, T, I, 1}, dst[4] = {T * I, I, 1, 0};
-            const int64_t src[4] = {I, reverse ? -N * I : N * I, 1, 0};
-            rc = d.be->seq_copy(d.ord, dx, dst, dxs + (reverse ? (T - 1) * N * I : 0), src, shape);
-        } else {
-            for (int64_t s = 0; s < T; s++) {
-                int64_t t = reverse ? T - 1 - s : s;
-                for (int64_t r = 0; r < N; r++)
-                    memcpy(dx + (r * T + t) * I, dxs + (s * N + r) * I, sizeof(float) * (size_t)I);
-            }
-        }
+        /* dx[n, t(s)] = dxs[s N + n], one strided copy */
+        const int64_t shape[4] = {N, T, I, 1}, dst[4] = {T * I, I, 1, 0};
+        const int64_t src[4] = {I, reverse ? -N * I : N * I, 1, 0};
+        rc = d.mv->copy(d.ord, dx, dst, dxs + (reverse ? (T - 1) * N * I : 0), src, shape);
     }
 done:
     fnn_tensor_clear(&gt); fnn_tensor_clear(&wit); fnn_tensor_clear(&wht);
@@ -502,9 +499,9 @@ static const fnn_op_def LSTM_SEQ = {{"lstm", "rnn", 1, 1}, rnn_seq_backward, FNN
 static const fnn_op_def GRU_SEQ = {{"gru", "rnn", 1, 1}, rnn_seq_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def *const RNN_DEF[3] = {&RNN_TANH_SEQ, &LSTM_SEQ, &GRU_SEQ};
 
-/* what the forward's steps read and write, set up once by rnn_seq for either path: the workspace
- * (xs, hs, cs, acts: rnn_layout), z and hz (GRU), the output o, the contiguous weights, biases and
- * states (NULL when absent) */
+/* what the forward's steps read and write, set up once by rnn_seq: the workspace (xs, hs, cs, acts:
+ * rnn_layout), z and hz (GRU), the output o, the contiguous weights, biases and states (NULL when
+ * absent) */
 typedef struct {
     int kind, reverse;
     bool grad;
@@ -514,48 +511,50 @@ typedef struct {
     float *xs, *hs, *cs, *acts, *z, *hz, *o;
 } rnn_fwd;
 
-/* the forward's steps on a device (cuda/rnn.cu): rnn_fwd_cpu's steps as launches */
-static int rnn_fwd_device(const fnn_backend *be, int ord, const rnn_fwd *f) {
+/* the forward's steps through the row of x's backend (on a device: launches only, no host reads) */
+static int rnn_fwd_steps(const fnn_rnn_row *row, int ord, const rnn_fwd *f) {
     const int kind = f->kind, reverse = f->reverse;
     const bool grad = f->grad;
     const int64_t N = f->N, T = f->T, I = f->I, H = f->H, GH = f->GH, P = f->P, rows_out = f->rows_out;
     const fnn_tensor *x = f->x;
     const float *wi = f->wi, *wh = f->wh, *bi = f->bi, *bh = f->bh, *h0p = f->h0p, *c0p = f->c0p;
     float *xs = f->xs, *hs = f->hs, *cs = f->cs, *acts = f->acts, *z = f->z, *hz = f->hz, *o = f->o;
+    const rnn_side d = {row->moves, ord};
     int rc = FNN_STATUS_OK;
     /* x in processing order, time-major, straight from x's strides: xs[s N + n] = x[n, t(s)] */
     const int64_t xshape[4] = {T, N, I, 1}, xd[4] = {N * I, I, 1, 0};
     const int64_t xsrc[4] = {reverse ? -x->stride[1] : x->stride[1], x->stride[0], x->stride[2], 0};
-    if ((rc = be->seq_copy(ord, xs, xd, fnn_data(x) + (reverse ? (T - 1) * x->stride[1] : 0), xsrc, xshape)))
+    if ((rc = d.mv->copy(ord, xs, xd, fnn_data(x) + (reverse ? (T - 1) * x->stride[1] : 0), xsrc, xshape)))
         return rc;
-    /* z = the biases the cell does not add itself, broadcast over the rows, + the input projection
-     * of every step at once */
-    const float *b2 = kind == RNN_GRU ? NULL : bh;
-    const int64_t bstride[2] = {0, 1}, zsh[2] = {P, GH};
-    if (bi && b2) rc = be->binary(ord, FNN_BIN_ADD, z, bi, bstride, b2, bstride, 2, zsh);
-    else if (bi || b2) rc = rnn_drows(be, ord, z, GH, bi ? bi : b2, 0, P, GH);
-    if (!rc) rc = rnn_dgemm(be, ord, false, true, P, GH, I, xs, I, wi, I, bi || b2 ? 1.0f : 0.0f, z, GH);
-    if (!rc) rc = h0p ? rnn_drows(be, ord, hs, H, h0p, H, N, H) : be->fill(ord, hs, N * H, 0.0f);
-    if (!rc && kind == RNN_LSTM) rc = c0p ? rnn_drows(be, ord, cs, H, c0p, H, N, H) : be->fill(ord, cs, N * H, 0.0f);
+    /* the input projection of every step at once, with the biases the cell does not add itself:
+     * every row of z starts as their sum and the GEMM adds onto it */
+    const float *b2 = kind == FNN_RNN_GRU ? NULL : bh;
+    if (bi || b2) rc = d.mv->fill_rows(ord, z, P, GH, bi, b2);
+    if (!rc) rc = side_gemm(&d, false, true, P, GH, I, xs, I, wi, I, bi || b2 ? 1.0f : 0.0f, z, GH);
+    if (!rc) rc = h0p ? side_rows(&d, hs, H, h0p, H, N, H) : d.mv->fill_rows(ord, hs, N, H, NULL, NULL);
+    if (!rc && kind == FNN_RNN_LSTM)
+        rc = c0p ? side_rows(&d, cs, H, c0p, H, N, H) : d.mv->fill_rows(ord, cs, N, H, NULL, NULL);
     if (rc) return rc;
-    const int64_t act_w = kind == RNN_LSTM ? 5 * H : kind == RNN_GRU ? 4 * H : 0;
+    const int64_t act_w = kind == FNN_RNN_LSTM ? 5 * H : kind == FNN_RNN_GRU ? 4 * H : 0;
     for (int64_t s = 0; s < T && !rc; s++) {
         float *zs = z + s * N * GH;
         const float *hprev = hs + s * N * H;
         bool zero_h = s == 0 && !h0p;   /* h W_hh^T is zero: no GEMM */
-        if (kind == RNN_GRU) {
-            if (zero_h) rc = be->fill(ord, hz, N * GH, 0.0f);
-            else rc = rnn_dgemm(be, ord, false, true, N, GH, H, hprev, H, wh, H, 0.0f, hz, GH);
+        if (kind == FNN_RNN_GRU) {
+            if (zero_h) rc = d.mv->fill_rows(ord, hz, N, GH, NULL, NULL);
+            else rc = side_gemm(&d, false, true, N, GH, H, hprev, H, wh, H, 0.0f, hz, GH);
         } else if (!zero_h) {
-            rc = rnn_dgemm(be, ord, false, true, N, GH, H, hprev, H, wh, H, 1.0f, zs, GH);
+            rc = side_gemm(&d, false, true, N, GH, H, hprev, H, wh, H, 1.0f, zs, GH);
         }
-        bool lstm = kind == RNN_LSTM;
-        if (!rc)
-            rc = be->rnn_step(ord, kind, N, H, zs, hz, bh, hprev, lstm ? cs + s * N * H : NULL,
-                              hs + (s + 1) * N * H, lstm ? cs + (s + 1) * N * H : NULL,
-                              act_w && (grad || !lstm) ? acts + s * N * act_w : NULL, o + s * H, rows_out * H);
+        bool lstm = kind == FNN_RNN_LSTM;
+        const fnn_rnn_args a = {.kind = kind, .N = N, .H = H, .z = zs, .hz = hz, .b_hh = bh, .h_prev = hprev,
+                                .c_prev = lstm ? cs + s * N * H : NULL, .h = hs + (s + 1) * N * H,
+                                .c = lstm ? cs + (s + 1) * N * H : NULL,
+                                .acts = act_w && (grad || !lstm) ? acts + s * N * act_w : NULL, .out = o + s * H,
+                                .out_ld = rows_out * H};
+        if (!rc) rc = row->forward(ord, &a);
     }
-    if (!rc && kind == RNN_LSTM) rc = rnn_drows(be, ord, o + T * H, rows_out * H, cs + T * N * H, H, N, H);
+    if (!rc && kind == FNN_RNN_LSTM) rc = side_rows(&d, o + T * H, rows_out * H, cs + T * N * H, H, N, H);
     return rc;
 }
 
@@ -569,63 +568,6 @@ static int rnn_check_state(const char *op, const char *what, const fnn_tensor *s
               "%s: %s %s does not match input %s and hidden size %lld (expected [%lld,%lld])", op, what,
               fnn_shape_of(s).s, fnn_shape_of(x).s, (long long)H, (long long)N, (long long)H);
     return FNN_STATUS_OK;
-}
-
-/* the forward's steps on the CPU */
-static void rnn_fwd_cpu(const rnn_fwd *f) {
-    const int kind = f->kind, reverse = f->reverse;
-    const bool grad = f->grad;
-    const int64_t N = f->N, T = f->T, I = f->I, H = f->H, GH = f->GH, P = f->P, rows_out = f->rows_out;
-    const fnn_tensor *x = f->x;
-    const float *wi = f->wi, *wh = f->wh, *bi = f->bi, *bh = f->bh, *h0p = f->h0p, *c0p = f->c0p;
-    float *xs = f->xs, *hs = f->hs, *cs = f->cs, *acts = f->acts, *z = f->z, *hz = f->hz, *o = f->o;
-    /* x in processing order, time-major: xs[s N + n] = x[n, t(s)] */
-    const float *xp = fnn_data(x);
-    for (int64_t s = 0; s < T; s++) {
-        int64_t t = reverse ? T - 1 - s : s;
-        for (int64_t n = 0; n < N; n++) {
-            const float *src = xp + n * x->stride[0] + t * x->stride[1];
-            float *dst = xs + (s * N + n) * I;
-            if (x->stride[2] == 1) memcpy(dst, src, sizeof(float) * (size_t)I);
-            else for (int64_t i = 0; i < I; i++) dst[i] = src[i * x->stride[2]];
-        }
-    }
-    /* the input projection of every step at once, with the biases the cell does not add itself:
-     * every row of z starts as their sum and the GEMM adds onto it (adding them after the GEMM
-     * was a scalar pass over z, 5% of bench/lstm_seq: bi and z may alias as far as GCC knows) */
-    const float *b2 = kind == RNN_GRU ? NULL : bh;
-    if (bi || b2) {
-        for (int64_t j = 0; j < GH; j++) z[j] = (bi ? bi[j] : 0.0f) + (b2 ? b2[j] : 0.0f);
-        for (int64_t r = 1; r < P; r++) memcpy(z + r * GH, z, sizeof(float) * (size_t)GH);
-    }
-    rnn_gemm(false, true, P, GH, I, xs, I, wi, I, bi || b2 ? 1.0f : 0.0f, z, GH);
-    if (h0p) memcpy(hs, h0p, sizeof(float) * (size_t)(N * H));
-    else memset(hs, 0, sizeof(float) * (size_t)(N * H));
-    if (kind == RNN_LSTM) {
-        if (c0p) memcpy(cs, c0p, sizeof(float) * (size_t)(N * H));
-        else memset(cs, 0, sizeof(float) * (size_t)(N * H));
-    }
-    const int64_t act_w = kind == RNN_LSTM ? 5 * H : kind == RNN_GRU ? 4 * H : 0;
-    for (int64_t s = 0; s < T; s++) {
-        float *zs = z + s * N * GH;
-        const float *hprev = hs + s * N * H;
-        bool zero_h = s == 0 && !h0p;   /* h W_hh^T is zero: no GEMM */
-        if (kind == RNN_GRU) {
-            if (zero_h) memset(hz, 0, sizeof(float) * (size_t)(N * GH));
-            else rnn_gemm(false, true, N, GH, H, hprev, H, wh, H, 0.0f, hz, GH);
-        } else if (!zero_h) {
-            rnn_gemm(false, true, N, GH, H, hprev, H, wh, H, 1.0f, zs, GH);
-        }
-        bool lstm = kind == RNN_LSTM;
-        rnn_step_args a = {kind, H, zs, hz, bh, hprev, lstm ? cs + s * N * H : NULL, hs + (s + 1) * N * H,
-                           lstm ? cs + (s + 1) * N * H : NULL,
-                           act_w && (grad || !lstm) ? acts + s * N * act_w : NULL, o + s * H,
-                           rows_out * H};
-        fnn_parallel_for(N, fnn_threads_for(N * H * LSTM_WORK_PER_ELEM), rnn_step_rows, &a);
-    }
-    if (kind == RNN_LSTM)
-        for (int64_t n = 0; n < N; n++)
-            memcpy(o + (n * rows_out + T) * H, cs + (T * N + n) * H, sizeof(float) * (size_t)H);
 }
 
 static int rnn_seq(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *c0,
@@ -659,14 +601,14 @@ static int rnn_seq(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_ten
                   k ? "bias_hh" : "bias_ih", fnn_shape_of(bs[k]).s, (long long)GH);
     }
     FNN_TRY(rnn_check_state(op, "h0", h0, x, N, H));
-    FNN_CHECK(kind == RNN_LSTM || !c0, FNN_STATUS_ARG, "%s: takes no cell state c0", op);
+    FNN_CHECK(kind == FNN_RNN_LSTM || !c0, FNN_STATUS_ARG, "%s: takes no cell state c0", op);
     FNN_TRY(rnn_check_state(op, "c0", c0, x, N, H));
     FNN_CHECK(T * N < INT_MAX && GH < INT_MAX && I < INT_MAX && (T + 1) * H < INT_MAX, FNN_STATUS_SHAPE,
               "%s: input %s with hidden size %lld is too large for one GEMM", op, fnn_shape_of(x).s, (long long)H);
     const int dev = x->device;
-    const fnn_backend *be = NULL;   /* cuda/rnn.cu on a device */
-    if (fnn_device_type_of(dev) != FNN_DEVICE_CPU && !(be = rnn_device_backend(op, dev))) return fnn_last_status();
-    const int64_t P = T * N, rows_out = kind == RNN_LSTM ? T + 1 : T;
+    const fnn_rnn_row *row = rnn_row(op, dev, true, true);
+    if (!row) return fnn_last_status();
+    const int64_t P = T * N, rows_out = kind == FNN_RNN_LSTM ? T + 1 : T;
     const rnn_layout L = rnn_layout_of(kind, N, T, I, H);
     const fnn_tensor *ins[IN_COUNT] = {x, h0, c0, w_ih, w_hh, b_ih, b_hh};
     const bool grad = fnn_needs_node(IN_COUNT, ins);
@@ -677,7 +619,7 @@ static int rnn_seq(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_ten
     int64_t wsshape[1] = {L.total}, zshape[2] = {P, GH}, hzshape[2] = {N, GH}, oshape[3] = {N, rows_out, H};
     int rc = fnn_new_output(&wst, dev, 1, wsshape);
     if (!rc) rc = fnn_new_output(&zt, dev, 2, zshape);
-    if (!rc && kind == RNN_GRU) rc = fnn_new_output(&hzt, dev, 2, hzshape);
+    if (!rc && kind == FNN_RNN_GRU) rc = fnn_new_output(&hzt, dev, 2, hzshape);
     if (!rc) rc = fnn_new_output(out, dev, 3, oshape);
     const float *wi = NULL, *wh = NULL, *bi = NULL, *bh = NULL, *h0p = NULL, *c0p = NULL;
     if (!rc) wi = fnn_contiguous_data(w_ih, &wit, &rc);
@@ -691,10 +633,8 @@ static int rnn_seq(int kind, fnn_tensor *out, const fnn_tensor *x, const fnn_ten
         float *ws = fnn_data(&wst);
         const rnn_fwd f = {kind, reverse, grad, N, T, I, H, GH, P, rows_out, x, wi, wh, bi, bh, h0p, c0p,
                            ws + L.xs, ws + L.hs, ws + L.cs, ws + L.acts, fnn_data(&zt),
-                           kind == RNN_GRU ? fnn_data(&hzt) : NULL, fnn_data(out)};
-        if (be) rc = rnn_fwd_device(be, fnn_device_ordinal(dev), &f);
-        else rnn_fwd_cpu(&f);
-        if (rc) goto done;
+                           kind == FNN_RNN_GRU ? fnn_data(&hzt) : NULL, fnn_data(out)};
+        if ((rc = rnn_fwd_steps(row, fnn_device_ordinal(dev), &f))) goto done;
     }
     if (grad) {
         fnn_node *nd = fnn_attach_node(out, RNN_DEF[kind], IN_COUNT, ins);
@@ -714,16 +654,25 @@ done:
 
 int fnn_rnn_tanh(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *w_ih,
                  const fnn_tensor *w_hh, const fnn_tensor *b_ih, const fnn_tensor *b_hh, int reverse) {
-    return rnn_seq(RNN_TANH, out, x, h0, NULL, w_ih, w_hh, b_ih, b_hh, reverse);
+    return rnn_seq(FNN_RNN_TANH, out, x, h0, NULL, w_ih, w_hh, b_ih, b_hh, reverse);
 }
 int fnn_lstm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *c0,
              const fnn_tensor *w_ih, const fnn_tensor *w_hh, const fnn_tensor *b_ih, const fnn_tensor *b_hh,
              int reverse) {
-    return rnn_seq(RNN_LSTM, out, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse);
+    return rnn_seq(FNN_RNN_LSTM, out, x, h0, c0, w_ih, w_hh, b_ih, b_hh, reverse);
 }
 int fnn_gru(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *h0, const fnn_tensor *w_ih,
             const fnn_tensor *w_hh, const fnn_tensor *b_ih, const fnn_tensor *b_hh, int reverse) {
-    return rnn_seq(RNN_GRU, out, x, h0, NULL, w_ih, w_hh, b_ih, b_hh, reverse);
+    return rnn_seq(FNN_RNN_GRU, out, x, h0, NULL, w_ih, w_hh, b_ih, b_hh, reverse);
 }
 
 const fnn_op_def *const fnn_ops_rnn[] = {&LSTM_CELL, &RNN_TANH_SEQ, &LSTM_SEQ, &GRU_SEQ, NULL};
+
+/* the CPU's rows (rnn.h): the three sequence layers share the step engine (a.kind picks the cell) */
+const fnn_rnn_row fnn_cpu_rnn_rows[] = {
+    {"lstm_cell", cpu_lstm_cell, cpu_lstm_cell_grad, NULL},
+    {"rnn_tanh", cpu_rnn_step, cpu_rnn_step_grad, &cpu_moves},
+    {"lstm", cpu_rnn_step, cpu_rnn_step_grad, &cpu_moves},
+    {"gru", cpu_rnn_step, cpu_rnn_step_grad, &cpu_moves},
+    {NULL, NULL, NULL, NULL},
+};

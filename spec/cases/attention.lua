@@ -7,7 +7,8 @@ local fnn = require 'fastnn'
 local function u(...) return fnn.rand(...) * 4 - 2 end
 local function small(...) return fnn.rand(...) - 0.5 end
 
--- padding masks: constants of the function, not inputs
+-- padding masks: constants of the function, not inputs (moved to the inputs' device, for the CUDA
+-- parity run of these cases)
 local pad24 = fnn.tensor{{0, 0, 1, 0}, {0, 1, 1, 0}}
 local pad15 = fnn.tensor{{0, 1, 0, 0, 1}}:long()
 
@@ -19,9 +20,11 @@ return {
    {op = 'attention', inputs = function() return u(1, 2, 2, 3), u(1, 2, 5, 3), u(1, 2, 5, 3) end,
     fn = function(q, k, v) return fnn.attention(q, k, v, {causal = true}) end},
    {op = 'attention', inputs = function() return u(2, 2, 3, 4), u(2, 2, 4, 4), u(2, 2, 4, 2) end,
-    fn = function(q, k, v) return fnn.attention(q, k, v, {key_padding_mask = pad24}) end},
+    fn = function(q, k, v) return fnn.attention(q, k, v, {key_padding_mask = pad24:to(q:device())}) end},
    {op = 'attention', inputs = function() return u(1, 2, 5, 3), u(1, 2, 5, 3), u(1, 2, 5, 3) end,
-    fn = function(q, k, v) return fnn.attention(q, k, v, {causal = true, key_padding_mask = pad15, scale = 0.3}) end},
+    fn = function(q, k, v)
+       return fnn.attention(q, k, v, {causal = true, key_padding_mask = pad15:to(q:device()), scale = 0.3})
+    end},
    -- strided inputs: [B,T,H,D] transposed to [B,H,T,D]
    {op = 'attention', inputs = function() return u(1, 3, 2, 4), u(1, 4, 2, 4), u(1, 4, 2, 4) end,
     fn = function(q, k, v)

@@ -1,19 +1,10 @@
 // spec/gpu/emulated_seq.cpp: cuda/rnn.cu and cuda/attention.cu on the host (see emulated.h), kernels
-// and launchers both (the launchers sit above each file's host-side line, written with FNN_LAUNCH), so
-// the table points at the real fnn_cuda_* entries: the elementwise step kernels and the strided copy
-// as plain calls (their grid-stride loops run the whole grid as one thread, at the index width the
-// launcher picks), the attention row kernels as one block of attn_threads(Tk) host threads striding
-// over every row (real barriers and shuffles). Nothing here is a copy.
+// and launchers both (the launchers sit above each file's host-side line, written with FNN_LAUNCH),
+// and with them the families' rows (fnn_cuda_rnn_rows, fnn_cuda_attention_rows, which backend.cu's
+// row tables point at): the elementwise step kernels and the strided copy as plain calls (their
+// grid-stride loops run the whole grid as one thread, at the index width the launcher picks), the
+// attention row kernels as one block of attn_threads(Tk) host threads striding over every row (real
+// barriers and shuffles). No table entries are left here; nothing here is a copy.
 #include "emulated.h"
 #include "rnn_body.inc"   /* cut from cuda/rnn.cu */
 #include "attention_body.inc"
-
-EMULATED_BACKEND_ADD(seq) {
-    b->lstm_cell = fnn_cuda_lstm_cell;
-    b->lstm_cell_grad = fnn_cuda_lstm_cell_grad;
-    b->rnn_step = fnn_cuda_rnn_step;
-    b->rnn_step_grad = fnn_cuda_rnn_step_grad;
-    b->seq_copy = fnn_cuda_seq_copy;
-    b->attn_softmax = fnn_cuda_attn_softmax;
-    b->attn_softmax_grad = fnn_cuda_attn_softmax_grad;
-}
