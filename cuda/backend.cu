@@ -38,6 +38,7 @@
 #include "ops/sort.h"
 #include "ops/index.h"
 #include "ops/loss.h"
+#include "ops/conv.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -151,6 +152,7 @@ extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("sort", fnn_cuda_sort_rows),
     FNN_ROW_TABLE("index", fnn_cuda_index_rows),
     FNN_ROW_TABLE("loss", fnn_cuda_loss_rows),
+    FNN_ROW_TABLE("conv", fnn_cuda_conv_rows),
     {NULL, NULL, 0},
 };
 
@@ -512,12 +514,6 @@ static const fnn_backend cuda_backend = {
     /* index */ fnn_cuda_index,
     /* cast */ fnn_cuda_cast,
     /* int_binary */ fnn_cuda_int_binary,
-    /* ---- cuda/conv.cu: conv, conv_transpose, depthwise (im2col/col2im + gemm) ---- */
-    /* conv_im2col */ fnn_cuda_conv_im2col,
-    /* conv_col2im */ fnn_cuda_conv_col2im,
-    /* conv_depthwise */ fnn_cuda_conv_depthwise,
-    /* conv_depthwise_input_grad */ fnn_cuda_conv_depthwise_input_grad,
-    /* (end of conv) */
     /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
     /* copy_into */ fnn_cuda_copy_into,
     /* pad */ fnn_cuda_pad,
