@@ -70,7 +70,9 @@ int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const 
 
 /* the rows. Arguments in the op's own terms (a transposed op's x is the [N, O, Do, Ho, Wo] side of
  * its geometry, its y the [N, C, D, H, W] side); every buffer contiguous (the entry points borrow
- * strided operands contiguous, as before, so no row reads strides). */
+ * strided operands contiguous, as before, so no row reads strides), and the entry points skip the
+ * forward of an empty output. The CPU's rows pick oneDNN, the depthwise kernels or im2col + sgemm
+ * per call, as run_forward / run_backward did before rows. */
 typedef struct fnn_conv_args {
     const conv_geom *g;        /* the op as one forward convolution (above) */
     const float *x, *w;        /* the op's input and weight; backward: as saved (x only where dw is
