@@ -146,31 +146,6 @@ typedef struct fnn_backend {
      * which), float32 0/1 y */
     int (*int_binary)(int ordinal, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b,
                       int b_i64, const int64_t *bs, int ndim, const int64_t *shape);
-    /* ---- cuda/conv.cu: conv, conv_transpose, depthwise (im2col/col2im + gemm) ---- */
-    /* geom: the convolution's conv_geom (core/ops/conv.h: every conv as one forward convolution from
-     * [N, C, D, H, W] to [N, O, Do, Ho, Wo]; a void pointer since this header does not see that one).
-     * conv_im2col: for the count images of x [count, C, D, H, W] (contiguous),
-     *     col[n image_stride + (c taps + t) row_stride + l] = x[n, c, oz sd - pd + kz dd, oy sh - ph + ki dh,
-     *                                                            ox sw - pw + kj dw]
-     * for tap t = (kz kh + ki) kw + kj and output position l = (oz Ho + oy) Wo + ox, 0 in the padding:
-     * row_stride L, image_stride C taps L gives [count, C taps, L]; row_stride count L, image_stride L
-     * gives [C taps, count, L] */
-    int (*conv_im2col)(int ordinal, float *col, const float *x, const void *geom, int64_t count, int64_t row_stride,
-                       int64_t image_stride);
-    /* conv_col2im: its adjoint from col [count, C taps, L] (contiguous), as a gather: dx [count, C, D, H, W] =
-     * for each element the sum, in tap order, of the col entries that read it, + bias_in[c] (NULL: none) */
-    int (*conv_col2im)(int ordinal, float *dx, const float *col, const float *bias_in, const void *geom,
-                       int64_t count);
-    /* conv_depthwise: a depthwise convolution (geom->depthwise: groups = C > 1, m = O / C) without col:
-     * y [count, O, L] = b[o] + sum over taps t of w[o, t] x[n, o / m] at the tap (w [O, taps], b NULL: 0);
-     * all contiguous */
-    int (*conv_depthwise)(int ordinal, float *y, const float *x, const float *w, const float *b, const void *geom,
-                          int64_t count);
-    /* conv_depthwise_input_grad: its adjoint as a gather, dx [count, C, D, H, W] = bias_in[c] (NULL: 0) + the
-     * sum over c's outputs o = c m + j and taps of w[o, t] dy[n, o] at the position that read the element */
-    int (*conv_depthwise_input_grad)(int ordinal, float *dx, const float *dy, const float *w, const float *bias_in,
-                                     const void *geom, int64_t count);
-    /* (end of conv) */
     /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
     /* dst[p . dstride] = src[p . sstride] for every p of shape (both strided, in elements of esize bytes,
      * 4 or 8): cat and stack copy each input into its slab of the output through this */

@@ -12,6 +12,7 @@
 #include "ops/loss.h"
 #include "ops/attention.h"
 #include "ops/rnn.h"
+#include "ops/conv.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@ const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("loss", fnn_cpu_loss_rows),
     FNN_ROW_TABLE("rnn", fnn_cpu_rnn_rows),
     FNN_ROW_TABLE("attention", fnn_cpu_attention_rows),
+    FNN_ROW_TABLE("conv", fnn_cpu_conv_rows),
     {NULL, NULL, 0},
 };
 

@@ -40,6 +40,7 @@
 #include "ops/loss.h"
 #include "ops/attention.h"
 #include "ops/rnn.h"
+#include "ops/conv.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -155,6 +156,7 @@ extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("loss", fnn_cuda_loss_rows),
     FNN_ROW_TABLE("rnn", fnn_cuda_rnn_rows),
     FNN_ROW_TABLE("attention", fnn_cuda_attention_rows),
+    FNN_ROW_TABLE("conv", fnn_cuda_conv_rows),
     {NULL, NULL, 0},
 };
 
@@ -516,12 +518,6 @@ static const fnn_backend cuda_backend = {
     /* index */ fnn_cuda_index,
     /* cast */ fnn_cuda_cast,
     /* int_binary */ fnn_cuda_int_binary,
-    /* ---- cuda/conv.cu: conv, conv_transpose, depthwise (im2col/col2im + gemm) ---- */
-    /* conv_im2col */ fnn_cuda_conv_im2col,
-    /* conv_col2im */ fnn_cuda_conv_col2im,
-    /* conv_depthwise */ fnn_cuda_conv_depthwise,
-    /* conv_depthwise_input_grad */ fnn_cuda_conv_depthwise_input_grad,
-    /* (end of conv) */
     /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
     /* copy_into */ fnn_cuda_copy_into,
     /* pad */ fnn_cuda_pad,

@@ -92,16 +92,6 @@ int fnn_cuda_index(int ordinal, int op, void *x, void *y, const int64_t *ids, in
 int fnn_cuda_cast(int ordinal, int dtype, void *y, const void *x, int64_t n);
 int fnn_cuda_int_binary(int ordinal, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b,
                         int b_i64, const int64_t *bs, int ndim, const int64_t *shape);
-/* ---- cuda/conv.cu: conv, conv_transpose, depthwise (im2col/col2im + gemm) ---- */
-int fnn_cuda_conv_im2col(int ordinal, float *col, const float *x, const void *geom, int64_t count,
-                         int64_t row_stride, int64_t image_stride);
-int fnn_cuda_conv_col2im(int ordinal, float *dx, const float *col, const float *bias_in, const void *geom,
-                         int64_t count);
-int fnn_cuda_conv_depthwise(int ordinal, float *y, const float *x, const float *w, const float *b, const void *geom,
-                            int64_t count);
-int fnn_cuda_conv_depthwise_input_grad(int ordinal, float *dx, const float *dy, const float *w, const float *bias_in,
-                                       const void *geom, int64_t count);
-/* (end of conv) */
 /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
 int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
                        int esize, int ndim, const int64_t *shape);

@@ -1,12 +1,13 @@
-/* conv.cu: the device kernels of core/ops/conv.c's convolutions (conv1d/2d/3d, conv_transpose1d/2d/3d,
- * depthwise): im2col and its adjoint col2im, for the geometry of conv.h (every
- * convolution as one forward convolution from [N, C, D, H, W] to [N, O, Do, Ho, Wo]). The core runs
- * the rest through the table: the gemms (cuBLAS, batched), the bias (broadcast add), db (reduce).
+/* conv.cu: the GPU side of core/ops/conv.c's convolutions (the conv family's rows, core/ops/conv.h:
+ * conv1d/2d/3d, conv_transpose1d/2d/3d, depthwise): im2col and its adjoint col2im, for the geometry
+ * of conv.h (every convolution as one forward convolution from [N, C, D, H, W] to [N, O, Do, Ho, Wo]),
+ * and the device path around them, which runs the rest through the backend's table: the gemms
+ * (cuBLAS, batched), the bias (broadcast add), db (reduce).
  *
  * im2col: a thread per col element (grid-stride), writes along l (an output position) so a warp
  * writes 32 neighbours and, at stride 1, reads 32 neighbours of x. Its layout is set by two strides
- * (element (n, row, l) at n image_stride + row row_stride + l), so the core gets [images, C taps, L]
- * for the forward's gemms batched over images, or [C taps, images, L] for dw's one gemm over every
+ * (element (n, row, l) at n image_stride + row row_stride + l), so the device path gets [images, C taps,
+ * L] for the forward's gemms batched over images, or [C taps, images, L] for dw's one gemm over every
  * image. col2im is a gather, a thread per input element summing, in tap order, the col entries that
  * read it (the order of the CPU's scatter): no atomics, so the result is the same every run.
  * Depthwise convolutions (groups = C > 1) skip the col for direct kernels, forward and dx (a thread
@@ -15,8 +16,7 @@
  * Indices are 32-bit when every extent involved stays below 2^30 (div/mod are much cheaper), else
  * 64-bit.
  *
- * defines: fnn_cuda_conv_im2col, fnn_cuda_conv_col2im, fnn_cuda_conv_depthwise,
- *          fnn_cuda_conv_depthwise_input_grad */
+ * defines: fnn_cuda_conv_rows (the family's rows, core/ops/conv.h) */
 #include "common.cuh"
 #include "ops/conv.h"
 
@@ -145,8 +145,8 @@ static inline bool conv_fits32(int64_t a, int64_t b) { return a < (1LL << 30) &&
 
 /* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
 
-int fnn_cuda_conv_im2col(int ordinal, float *col, const float *x, const void *geom, int64_t count,
-                         int64_t row_stride, int64_t image_stride) {
+static int fnn_cuda_conv_im2col(int ordinal, float *col, const float *x, const void *geom, int64_t count,
+                                int64_t row_stride, int64_t image_stride) {
     const conv_geom &g = *(const conv_geom *)geom;
     FNN_ASSERT(count >= 0 && row_stride >= 0 && image_stride >= 0);
     const int64_t total = count * g.C * g.taps * g.L;
@@ -162,8 +162,8 @@ int fnn_cuda_conv_im2col(int ordinal, float *col, const float *x, const void *ge
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_conv_col2im(int ordinal, float *dx, const float *col, const float *bias_in, const void *geom,
-                         int64_t count) {
+static int fnn_cuda_conv_col2im(int ordinal, float *dx, const float *col, const float *bias_in, const void *geom,
+                                int64_t count) {
     const conv_geom &g = *(const conv_geom *)geom;
     FNN_ASSERT(count >= 0);
     const int64_t total = count * g.C * g.S;
@@ -177,8 +177,8 @@ int fnn_cuda_conv_col2im(int ordinal, float *dx, const float *col, const float *
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_conv_depthwise(int ordinal, float *y, const float *x, const float *w, const float *b, const void *geom,
-                            int64_t count) {
+static int fnn_cuda_conv_depthwise(int ordinal, float *y, const float *x, const float *w, const float *b,
+                                   const void *geom, int64_t count) {
     const conv_geom &g = *(const conv_geom *)geom;
     FNN_ASSERT(count >= 0 && g.depthwise);
     const int64_t total = count * g.O * g.L;
@@ -192,8 +192,8 @@ int fnn_cuda_conv_depthwise(int ordinal, float *y, const float *x, const float *
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_conv_depthwise_input_grad(int ordinal, float *dx, const float *dy, const float *w, const float *bias_in,
-                                       const void *geom, int64_t count) {
+static int fnn_cuda_conv_depthwise_input_grad(int ordinal, float *dx, const float *dy, const float *w,
+                                              const float *bias_in, const void *geom, int64_t count) {
     const conv_geom &g = *(const conv_geom *)geom;
     FNN_ASSERT(count >= 0 && g.depthwise);
     const int64_t total = count * g.C * g.S;
@@ -208,5 +208,202 @@ int fnn_cuda_conv_depthwise_input_grad(int ordinal, float *dx, const float *dy, 
     FNN_CUDA_CHECK("conv", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== the device path (the rows below): the launchers above, the gemms, bias and sums through the
+ * backend's table (cuBLAS gemm, the broadcast add, the reduce; the emulation's too) ====
+ * Images go in chunks whose scratch stays under CONV_DEV_SCRATCH floats, and nothing is read back to
+ * the host. Forward: col [images, C taps, L], y[n, g] = w[g] @ col[n, g] as one gemm batched over the
+ * chunk's images per group (over the groups per image where there are more groups than images), then
+ * + b by the broadcast add. dx: col[n, g] = w[g]^T @ dy[n, g] batched the same way, then col2im (a
+ * gather) adds bias_in. dw: col laid out [C taps, images, L] and dy copied to [O, images, L], so one
+ * gemm batched over the groups sums every image and position of the chunk (K = images L); later chunks
+ * add on (beta 1). db: channel sums through the device reduce. Depthwise convolutions (groups = C)
+ * have direct kernels for y and dx (no col, whose gemms would be Og rows per group); their dw is
+ * the general one. */
+enum { CONV_DEV_SCRATCH = 1 << 26 };   /* floats (256 MB) */
+
+static int64_t dev_chunk(int64_t N, int64_t per_image) {
+    int64_t c = per_image > 0 ? CONV_DEV_SCRATCH / per_image : N;
+    return c < 1 ? 1 : c > N ? N : c;
+}
+
+static bool dev_ready(const fnn_backend *be) {
+    return be && be->gemm && be->binary && be->reduce && be->strided_copy && be->fill;
+}
+
+/* y [N, C, S] += b[c] (in place through the broadcast add) */
+static int dev_add_channels(const fnn_backend *be, int ord, float *y, const float *b, int64_t N, int64_t C, int64_t S) {
+    const int64_t shape[3] = {N, C, S}, ys[3] = {C * S, S, 1}, bs[3] = {0, 1, 0};
+    return be->binary(ord, FNN_BIN_ADD, y, y, ys, b, bs, 3, shape);
+}
+
+/* out[c] = the sum over n and i of v [N, C, S]: over S, then over N (each in double on the device) */
+static int dev_channel_sums(const fnn_backend *be, int dev, float *out, const float *v, int64_t N, int64_t C,
+                            int64_t S) {
+    const int ord = fnn_device_ordinal(dev);
+    if (N == 1) return be->reduce(ord, FNN_RED_SUM, out, NULL, v, C, S, 1, 1.0, 0.0);
+    if (S == 1) return be->reduce(ord, FNN_RED_SUM, out, NULL, v, 1, N, C, 1.0, 0.0);
+    const int64_t bytes = N * C * (int64_t)sizeof(float);
+    float *part = (float *)fnn_alloc(dev, bytes);
+    if (!part) return fnn_last_status();
+    int rc = be->reduce(ord, FNN_RED_SUM, part, NULL, v, N * C, S, 1, 1.0, 0.0);
+    if (!rc) rc = be->reduce(ord, FNN_RED_SUM, out, NULL, part, 1, N, C, 1.0, 0.0);
+    fnn_free(dev, part, bytes);
+    return rc;
+}
+
+/* y = conv(x, w) + b on the device */
+static int dev_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y) {
+    const fnn_backend *be = fnn_backend_for(dev);
+    const int ord = fnn_device_ordinal(dev);
+    FNN_CHECK(dev_ready(be), FNN_STATUS_DEVICE, "conv: not implemented on this device");
+    const int64_t Og = g->Og, Kg = g->Kg, L = g->L, per = g->C * g->taps * g->L;
+    if (Kg == 0) {   /* no input channels: the bias alone */
+        FNN_TRY(be->fill(ord, y, g->N * g->O * L, 0.0f));
+        return b ? dev_add_channels(be, ord, y, b, g->N, g->O, L) : FNN_STATUS_OK;
+    }
+    if (g->depthwise) return fnn_cuda_conv_depthwise(ord, y, x, w, b, g, g->N);
+    const int64_t chunk = g->pointwise ? g->N : dev_chunk(g->N, per);
+    const int64_t bytes = g->pointwise ? 0 : chunk * per * (int64_t)sizeof(float);
+    float *col = NULL;
+    if (bytes && !(col = (float *)fnn_alloc(dev, bytes))) return fnn_last_status();
+    int rc = FNN_STATUS_OK;
+    for (int64_t n0 = 0; n0 < g->N && !rc; n0 += chunk) {
+        const int64_t nb = g->N - n0 < chunk ? g->N - n0 : chunk;
+        const float *src = x + n0 * g->C * g->S;   /* a 1x1 conv reads x as its col (per = C S) */
+        if (col) { rc = fnn_cuda_conv_im2col(ord, col, src, g, nb, L, per); src = col; }
+        float *yc = y + n0 * g->O * L;
+        if (!rc && nb >= g->groups)   /* y[n, gr] [Og, L] = w[gr] [Og, Kg] @ col[n, gr] [Kg, L] over the images */
+            for (int64_t gr = 0; gr < g->groups && !rc; gr++)
+                rc = be->gemm(ord, 0, 0, (int)Og, (int)L, (int)Kg, 1.0f, w + gr * Og * Kg, (int)Kg, 0, src + gr * Kg * L,
+                              (int)L, per, 0.0f, yc + gr * Og * L, (int)L, g->O * L, (int)nb);
+        else   /* over the groups, per image */
+            for (int64_t n = 0; n < nb && !rc; n++)
+                rc = be->gemm(ord, 0, 0, (int)Og, (int)L, (int)Kg, 1.0f, w, (int)Kg, Og * Kg, src + n * per, (int)L,
+                              Kg * L, 0.0f, yc + n * g->O * L, (int)L, Og * L, (int)g->groups);
+    }
+    if (col) fnn_free(dev, col, bytes);
+    if (!rc && b) rc = dev_add_channels(be, ord, y, b, g->N, g->O, L);
+    return rc;
+}
+
+/* dx = conv^T(dy, w) + bias_in: col[n, gr] [Kg, L] = w[gr]^T [Kg, Og] @ dy[n, gr] [Og, L], then col2im */
+static int dev_input_grad(const fnn_backend *be, const conv_geom *g, int dev, const float *w, const float *dy,
+                          const float *bias_in, float *dx) {
+    const int ord = fnn_device_ordinal(dev);
+    const int64_t Og = g->Og, Kg = g->Kg, L = g->L, per = g->C * g->taps * g->L;
+    if (g->depthwise) return fnn_cuda_conv_depthwise_input_grad(ord, dx, dy, w, bias_in, g, g->N);
+    const int64_t chunk = g->pointwise ? g->N : dev_chunk(g->N, per);
+    const int64_t bytes = g->pointwise ? 0 : chunk * per * (int64_t)sizeof(float);
+    float *col = NULL;
+    if (bytes && !(col = (float *)fnn_alloc(dev, bytes))) return fnn_last_status();
+    int rc = FNN_STATUS_OK;
+    for (int64_t n0 = 0; n0 < g->N && !rc; n0 += chunk) {
+        const int64_t nb = g->N - n0 < chunk ? g->N - n0 : chunk;
+        const float *dyc = dy + n0 * g->O * L;
+        float *dst = col ? col : dx + n0 * g->C * g->S;   /* a 1x1 conv's gemm writes dx itself */
+        if (nb >= g->groups)
+            for (int64_t gr = 0; gr < g->groups && !rc; gr++)
+                rc = be->gemm(ord, 1, 0, (int)Kg, (int)L, (int)Og, 1.0f, w + gr * Og * Kg, (int)Kg, 0, dyc + gr * Og * L,
+                              (int)L, g->O * L, 0.0f, dst + gr * Kg * L, (int)L, per, (int)nb);
+        else
+            for (int64_t n = 0; n < nb && !rc; n++)
+                rc = be->gemm(ord, 1, 0, (int)Kg, (int)L, (int)Og, 1.0f, w, (int)Kg, Og * Kg, dyc + n * g->O * L, (int)L,
+                              Og * L, 0.0f, dst + n * per, (int)L, Kg * L, (int)g->groups);
+        if (!rc && col) rc = fnn_cuda_conv_col2im(ord, dx + n0 * g->C * g->S, col, bias_in, g, nb);
+    }
+    if (col) fnn_free(dev, col, bytes);
+    if (!rc && !col && bias_in) rc = dev_add_channels(be, ord, dx, bias_in, g->N, g->C, g->S);
+    return rc;
+}
+
+/* dw[gr] [Og, Kg] = sum over images of dy[n, gr] @ col[n, gr]^T: per chunk, dy as [O, images L] and col
+ * as [C taps, images L] (one image: both as they are for a 1x1 conv, dy as it is otherwise) */
+static int dev_weight_grad(const fnn_backend *be, const conv_geom *g, int dev, const float *x, const float *dy,
+                           float *dw) {
+    const int ord = fnn_device_ordinal(dev);
+    const int64_t Og = g->Og, Kg = g->Kg, L = g->L, rows = g->C * g->taps;
+    const int64_t chunk = dev_chunk(g->N, (rows + g->O) * L);
+    const bool plain = chunk == 1;   /* one image per gemm: dy needs no copy */
+    const int64_t col_n = plain && g->pointwise ? 0 : chunk * rows * L, dyt_n = plain ? 0 : chunk * g->O * L;
+    const int64_t bytes = (col_n + dyt_n) * (int64_t)sizeof(float);
+    float *block = NULL;
+    if (bytes && !(block = (float *)fnn_alloc(dev, bytes))) return fnn_last_status();
+    float *col = col_n ? block : NULL, *dyt = dyt_n ? block + col_n : NULL;
+    int rc = FNN_STATUS_OK;
+    for (int64_t n0 = 0; n0 < g->N && !rc; n0 += chunk) {
+        const int64_t nb = g->N - n0 < chunk ? g->N - n0 : chunk, K = nb * L;
+        const float *a = dy + n0 * g->O * L, *bm = x + n0 * g->C * g->S;
+        if (dyt) {   /* [nb, O, L] -> [O, nb, L] */
+            const int64_t shape[3] = {g->O, nb, L}, stride[3] = {L, g->O * L, 1};
+            rc = be->strided_copy(ord, dyt, a, 4, 3, shape, stride);
+            a = dyt;
+        }
+        if (!rc && col) { rc = fnn_cuda_conv_im2col(ord, col, bm, g, nb, K, L); bm = col; }
+        if (!rc)
+            rc = be->gemm(ord, 0, 1, (int)Og, (int)Kg, (int)K, 1.0f, a, (int)K, Og * K, bm, (int)K, Kg * K,
+                          n0 ? 1.0f : 0.0f, dw, (int)Kg, Og * Kg, (int)g->groups);
+    }
+    if (block) fnn_free(dev, block, bytes);
+    return rc;
+}
+
+/* any of dx = conv^T(dy, w) + bias_in, dw, db on the device (as run_backward) */
+static int dev_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
+                        const float *bias_in, float *dx, float *dw, float *db) {
+    const fnn_backend *be = fnn_backend_for(dev);
+    const int ord = fnn_device_ordinal(dev);
+    FNN_CHECK(dev_ready(be), FNN_STATUS_DEVICE, "conv: backward not implemented on this device");
+    int rc = FNN_STATUS_OK;
+    if (g->N == 0 || g->O == 0 || g->C == 0) {   /* nothing flows through: bias_in or zeros */
+        if (dx && g->N * g->C * g->S > 0) {
+            rc = be->fill(ord, dx, g->N * g->C * g->S, 0.0f);
+            if (!rc && bias_in) rc = dev_add_channels(be, ord, dx, bias_in, g->N, g->C, g->S);
+        }
+        if (!rc && dw && g->O * g->Kg > 0) rc = be->fill(ord, dw, g->O * g->Kg, 0.0f);
+        if (!rc && db && g->O > 0)
+            rc = g->C == 0 && g->N * g->L > 0 ? dev_channel_sums(be, dev, db, dy, g->N, g->O, g->L)
+                                              : be->fill(ord, db, g->O, 0.0f);
+        return rc;
+    }
+    if (dx) rc = dev_input_grad(be, g, dev, w, dy, bias_in, dx);
+    if (!rc && dw) rc = dev_weight_grad(be, g, dev, x, dy, dw);
+    if (!rc && db) rc = dev_channel_sums(be, dev, db, dy, g->N, g->O, g->L);
+    return rc;
+}
+
+/* ==== the rows (core/ops/conv.h): the op's terms onto the geometry's convolution, as the CPU's rows:
+ * a transposed op's forward is that convolution's input gradient (its bias as bias_in), its backward
+ * that convolution's forward (dx), weight gradient (dw) and the channel sums of dy (db) ==== */
+static int conv_forward_row(int ordinal, const fnn_conv_args *a) {
+    return dev_forward(a->g, fnn_make_device(FNN_DEVICE_CUDA, ordinal), a->x, a->w, a->b, a->y);
+}
+static int conv_backward_row(int ordinal, const fnn_conv_args *a) {
+    return dev_backward(a->g, fnn_make_device(FNN_DEVICE_CUDA, ordinal), a->x, a->w, a->dy, NULL, a->dx, a->dw,
+                        a->db);
+}
+static int conv_transpose_forward_row(int ordinal, const fnn_conv_args *a) {
+    return dev_backward(a->g, fnn_make_device(FNN_DEVICE_CUDA, ordinal), NULL, a->w, a->x, a->b, a->y, NULL, NULL);
+}
+static int conv_transpose_backward_row(int ordinal, const fnn_conv_args *a) {
+    const conv_geom *g = a->g;
+    const int dev = fnn_make_device(FNN_DEVICE_CUDA, ordinal);
+    int rc = FNN_STATUS_OK;
+    if (a->dx && g->N * g->O * g->L > 0) rc = dev_forward(g, dev, a->dy, a->w, NULL, a->dx);
+    if (!rc && a->dw) rc = dev_backward(g, dev, a->dy, NULL, a->x, NULL, NULL, a->dw, NULL);
+    if (!rc && a->db) rc = dev_channel_sums(fnn_backend_for(dev), dev, a->db, a->dy, g->N, g->C, g->S);
+    return rc;
+}
+
+/* the family's rows: every op (registry_spec checks it) */
+extern "C" const fnn_conv_row fnn_cuda_conv_rows[] = {
+    {"conv1d", conv_forward_row, conv_backward_row},
+    {"conv2d", conv_forward_row, conv_backward_row},
+    {"conv3d", conv_forward_row, conv_backward_row},
+    {"conv_transpose1d", conv_transpose_forward_row, conv_transpose_backward_row},
+    {"conv_transpose2d", conv_transpose_forward_row, conv_transpose_backward_row},
+    {"conv_transpose3d", conv_transpose_forward_row, conv_transpose_backward_row},
+    {NULL, NULL, NULL},
+};
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -1,4 +1,5 @@
--- CUDA parity of the convolutions of core/ops/conv.c (cuda/conv.cu + the device path in conv.c):
+-- CUDA parity of the convolutions of core/ops/conv.c (the rows of cuda/conv.cu), beyond the cases of
+-- spec/cases/conv.lua (cuda_parity_spec runs those):
 -- conv1d/2d/3d and conv_transpose1d/2d/3d, forward and the gradient of every input (x, w, b),
 -- with stride, padding (per side), dilation, groups, depthwise (groups = C: direct kernels for the
 -- forward and the input gradient, im2col + gemm for the weight gradient), output_padding, 1x1 convolutions (x read as its own col),

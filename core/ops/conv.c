@@ -23,7 +23,10 @@
  * With the oneDNN kernels selected (blas.c; the default where the build has oneDNN), run_forward and
  * run_backward first hand the geometry to oneDNN's convolution primitives (conv_onednn.c: cached per
  * shape, blocked layouts inside the op, NCHW outside), depthwise ones included; im2col and the
- * depthwise kernels are the portable kernels and run whatever oneDNN declines. */
+ * depthwise kernels are the portable kernels and run whatever oneDNN declines.
+ * The entry points check, shape, allocate and record the node once, and run the kernels through the
+ * row of the tensors' backend (conv.h's fnn_conv_row): the CPU's rows sit at the end of this file,
+ * the device's (im2col / col2im + cuBLAS, direct depthwise kernels) in cuda/conv.cu. */
 #include "conv.h"
 #include <limits.h>
 #include <math.h>
@@ -309,174 +312,9 @@ static int job_scratch(conv_job *j, int dev, bool need_col, bool want_dw, bool w
     return FNN_STATUS_OK;
 }
 
-/* ---- the device path (cuda/conv.cu's im2col / col2im, the gemms through be->gemm) ----
- * Images go in chunks whose scratch stays under CONV_DEV_SCRATCH floats, and nothing is read back to
- * the host. Forward: col [images, C taps, L], y[n, g] = w[g] @ col[n, g] as one gemm batched over the
- * chunk's images per group (over the groups per image where there are more groups than images), then
- * + b by the broadcast add. dx: col[n, g] = w[g]^T @ dy[n, g] batched the same way, then col2im (a
- * gather) adds bias_in. dw: col laid out [C taps, images, L] and dy copied to [O, images, L], so one
- * gemm batched over the groups sums every image and position of the chunk (K = images L); later chunks
- * add on (beta 1). db: channel sums through the device reduce. Depthwise convolutions (groups = C)
- * have direct kernels for y and dx (no col, whose gemms would be Og rows per group); their dw is
- * the general one. */
-enum { CONV_DEV_SCRATCH = 1 << 26 };   /* floats (256 MB) */
-
-static int64_t dev_chunk(int64_t N, int64_t per_image) {
-    int64_t c = per_image > 0 ? CONV_DEV_SCRATCH / per_image : N;
-    return c < 1 ? 1 : c > N ? N : c;
-}
-
-static bool dev_ready(const fnn_backend *be) {
-    return be && be->gemm && be->binary && be->reduce && be->strided_copy && be->fill && be->conv_im2col &&
-           be->conv_col2im;
-}
-
-/* y [N, C, S] += b[c] (in place through the broadcast add) */
-static int dev_add_channels(const fnn_backend *be, int ord, float *y, const float *b, int64_t N, int64_t C, int64_t S) {
-    const int64_t shape[3] = {N, C, S}, ys[3] = {C * S, S, 1}, bs[3] = {0, 1, 0};
-    return be->binary(ord, FNN_BIN_ADD, y, y, ys, b, bs, 3, shape);
-}
-
-/* out[c] = the sum over n and i of v [N, C, S]: over S, then over N (each in double on the device) */
-static int dev_channel_sums(const fnn_backend *be, int dev, float *out, const float *v, int64_t N, int64_t C,
-                            int64_t S) {
-    const int ord = fnn_device_ordinal(dev);
-    if (N == 1) return be->reduce(ord, FNN_RED_SUM, out, NULL, v, C, S, 1, 1.0, 0.0);
-    if (S == 1) return be->reduce(ord, FNN_RED_SUM, out, NULL, v, 1, N, C, 1.0, 0.0);
-    const int64_t bytes = N * C * (int64_t)sizeof(float);
-    float *part = fnn_alloc(dev, bytes);
-    if (!part) return fnn_last_status();
-    int rc = be->reduce(ord, FNN_RED_SUM, part, NULL, v, N * C, S, 1, 1.0, 0.0);
-    if (!rc) rc = be->reduce(ord, FNN_RED_SUM, out, NULL, part, 1, N, C, 1.0, 0.0);
-    fnn_free(dev, part, bytes);
-    return rc;
-}
-
-/* y = conv(x, w) + b on the device */
-static int dev_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y) {
-    const fnn_backend *be = fnn_backend_for(dev);
-    const int ord = fnn_device_ordinal(dev);
-    FNN_CHECK(dev_ready(be), FNN_STATUS_DEVICE, "conv: not implemented on this device");
-    const int64_t Og = g->Og, Kg = g->Kg, L = g->L, per = g->C * g->taps * g->L;
-    if (Kg == 0) {   /* no input channels: the bias alone */
-        FNN_TRY(be->fill(ord, y, g->N * g->O * L, 0.0f));
-        return b ? dev_add_channels(be, ord, y, b, g->N, g->O, L) : FNN_STATUS_OK;
-    }
-    if (g->depthwise && be->conv_depthwise) return be->conv_depthwise(ord, y, x, w, b, g, g->N);
-    const int64_t chunk = g->pointwise ? g->N : dev_chunk(g->N, per);
-    const int64_t bytes = g->pointwise ? 0 : chunk * per * (int64_t)sizeof(float);
-    float *col = NULL;
-    if (bytes && !(col = fnn_alloc(dev, bytes))) return fnn_last_status();
-    int rc = FNN_STATUS_OK;
-    for (int64_t n0 = 0; n0 < g->N && !rc; n0 += chunk) {
-        const int64_t nb = g->N - n0 < chunk ? g->N - n0 : chunk;
-        const float *src = x + n0 * g->C * g->S;   /* a 1x1 conv reads x as its col (per = C S) */
-        if (col) { rc = be->conv_im2col(ord, col, src, g, nb, L, per); src = col; }
-        float *yc = y + n0 * g->O * L;
-        if (!rc && nb >= g->groups)   /* y[n, gr] [Og, L] = w[gr] [Og, Kg] @ col[n, gr] [Kg, L] over the images */
-            for (int64_t gr = 0; gr < g->groups && !rc; gr++)
-                rc = be->gemm(ord, 0, 0, (int)Og, (int)L, (int)Kg, 1.0f, w + gr * Og * Kg, (int)Kg, 0, src + gr * Kg * L,
-                              (int)L, per, 0.0f, yc + gr * Og * L, (int)L, g->O * L, (int)nb);
-        else   /* over the groups, per image */
-            for (int64_t n = 0; n < nb && !rc; n++)
-                rc = be->gemm(ord, 0, 0, (int)Og, (int)L, (int)Kg, 1.0f, w, (int)Kg, Og * Kg, src + n * per, (int)L,
-                              Kg * L, 0.0f, yc + n * g->O * L, (int)L, Og * L, (int)g->groups);
-    }
-    if (col) fnn_free(dev, col, bytes);
-    if (!rc && b) rc = dev_add_channels(be, ord, y, b, g->N, g->O, L);
-    return rc;
-}
-
-/* dx = conv^T(dy, w) + bias_in: col[n, gr] [Kg, L] = w[gr]^T [Kg, Og] @ dy[n, gr] [Og, L], then col2im */
-static int dev_input_grad(const fnn_backend *be, const conv_geom *g, int dev, const float *w, const float *dy,
-                          const float *bias_in, float *dx) {
-    const int ord = fnn_device_ordinal(dev);
-    const int64_t Og = g->Og, Kg = g->Kg, L = g->L, per = g->C * g->taps * g->L;
-    if (g->depthwise && be->conv_depthwise_input_grad)
-        return be->conv_depthwise_input_grad(ord, dx, dy, w, bias_in, g, g->N);
-    const int64_t chunk = g->pointwise ? g->N : dev_chunk(g->N, per);
-    const int64_t bytes = g->pointwise ? 0 : chunk * per * (int64_t)sizeof(float);
-    float *col = NULL;
-    if (bytes && !(col = fnn_alloc(dev, bytes))) return fnn_last_status();
-    int rc = FNN_STATUS_OK;
-    for (int64_t n0 = 0; n0 < g->N && !rc; n0 += chunk) {
-        const int64_t nb = g->N - n0 < chunk ? g->N - n0 : chunk;
-        const float *dyc = dy + n0 * g->O * L;
-        float *dst = col ? col : dx + n0 * g->C * g->S;   /* a 1x1 conv's gemm writes dx itself */
-        if (nb >= g->groups)
-            for (int64_t gr = 0; gr < g->groups && !rc; gr++)
-                rc = be->gemm(ord, 1, 0, (int)Kg, (int)L, (int)Og, 1.0f, w + gr * Og * Kg, (int)Kg, 0, dyc + gr * Og * L,
-                              (int)L, g->O * L, 0.0f, dst + gr * Kg * L, (int)L, per, (int)nb);
-        else
-            for (int64_t n = 0; n < nb && !rc; n++)
-                rc = be->gemm(ord, 1, 0, (int)Kg, (int)L, (int)Og, 1.0f, w, (int)Kg, Og * Kg, dyc + n * g->O * L, (int)L,
-                              Og * L, 0.0f, dst + n * per, (int)L, Kg * L, (int)g->groups);
-        if (!rc && col) rc = be->conv_col2im(ord, dx + n0 * g->C * g->S, col, bias_in, g, nb);
-    }
-    if (col) fnn_free(dev, col, bytes);
-    if (!rc && !col && bias_in) rc = dev_add_channels(be, ord, dx, bias_in, g->N, g->C, g->S);
-    return rc;
-}
-
-/* dw[gr] [Og, Kg] = sum over images of dy[n, gr] @ col[n, gr]^T: per chunk, dy as [O, images L] and col
- * as [C taps, images L] (one image: both as they are for a 1x1 conv, dy as it is otherwise) */
-static int dev_weight_grad(const fnn_backend *be, const conv_geom *g, int dev, const float *x, const float *dy,
-                           float *dw) {
-    const int ord = fnn_device_ordinal(dev);
-    const int64_t Og = g->Og, Kg = g->Kg, L = g->L, rows = g->C * g->taps;
-    const int64_t chunk = dev_chunk(g->N, (rows + g->O) * L);
-    const bool plain = chunk == 1;   /* one image per gemm: dy needs no copy */
-    const int64_t col_n = plain && g->pointwise ? 0 : chunk * rows * L, dyt_n = plain ? 0 : chunk * g->O * L;
-    const int64_t bytes = (col_n + dyt_n) * (int64_t)sizeof(float);
-    float *block = NULL;
-    if (bytes && !(block = fnn_alloc(dev, bytes))) return fnn_last_status();
-    float *col = col_n ? block : NULL, *dyt = dyt_n ? block + col_n : NULL;
-    int rc = FNN_STATUS_OK;
-    for (int64_t n0 = 0; n0 < g->N && !rc; n0 += chunk) {
-        const int64_t nb = g->N - n0 < chunk ? g->N - n0 : chunk, K = nb * L;
-        const float *a = dy + n0 * g->O * L, *bm = x + n0 * g->C * g->S;
-        if (dyt) {   /* [nb, O, L] -> [O, nb, L] */
-            const int64_t shape[3] = {g->O, nb, L}, stride[3] = {L, g->O * L, 1};
-            rc = be->strided_copy(ord, dyt, a, 4, 3, shape, stride);
-            a = dyt;
-        }
-        if (!rc && col) { rc = be->conv_im2col(ord, col, bm, g, nb, K, L); bm = col; }
-        if (!rc)
-            rc = be->gemm(ord, 0, 1, (int)Og, (int)Kg, (int)K, 1.0f, a, (int)K, Og * K, bm, (int)K, Kg * K,
-                          n0 ? 1.0f : 0.0f, dw, (int)Kg, Og * Kg, (int)g->groups);
-    }
-    if (block) fnn_free(dev, block, bytes);
-    return rc;
-}
-
-/* any of dx = conv^T(dy, w) + bias_in, dw, db on the device (as run_backward) */
-static int dev_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
-                        const float *bias_in, float *dx, float *dw, float *db) {
-    const fnn_backend *be = fnn_backend_for(dev);
-    const int ord = fnn_device_ordinal(dev);
-    FNN_CHECK(dev_ready(be), FNN_STATUS_DEVICE, "conv: backward not implemented on this device");
-    int rc = FNN_STATUS_OK;
-    if (g->N == 0 || g->O == 0 || g->C == 0) {   /* nothing flows through: bias_in or zeros */
-        if (dx && g->N * g->C * g->S > 0) {
-            rc = be->fill(ord, dx, g->N * g->C * g->S, 0.0f);
-            if (!rc && bias_in) rc = dev_add_channels(be, ord, dx, bias_in, g->N, g->C, g->S);
-        }
-        if (!rc && dw && g->O * g->Kg > 0) rc = be->fill(ord, dw, g->O * g->Kg, 0.0f);
-        if (!rc && db && g->O > 0)
-            rc = g->C == 0 && g->N * g->L > 0 ? dev_channel_sums(be, dev, db, dy, g->N, g->O, g->L)
-                                              : be->fill(ord, db, g->O, 0.0f);
-        return rc;
-    }
-    if (dx) rc = dev_input_grad(be, g, dev, w, dy, bias_in, dx);
-    if (!rc && dw) rc = dev_weight_grad(be, g, dev, x, dy, dw);
-    if (!rc && db) rc = dev_channel_sums(be, dev, db, dy, g->N, g->O, g->L);
-    return rc;
-}
-
 /* y = conv(x, w) + b over the whole batch: the depthwise kernel, or im2col + sgemm per image */
 static int run_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y) {
     if (g->N * g->O * g->L == 0) return FNN_STATUS_OK;
-    if (fnn_device_type_of(dev) != FNN_DEVICE_CPU) return dev_forward(g, dev, x, w, b, y);
     int rc = fnn_onednn_conv_forward(g, dev, x, w, b, y);
     if (rc != FNN_ONEDNN_DECLINED) return rc;
     if (g->depthwise) { fnn_depthwise_forward(g, x, w, b, y); return FNN_STATUS_OK; }
@@ -494,7 +332,6 @@ static int run_forward(const conv_geom *g, int dev, const float *x, const float 
  * for dw, w only for dx); dw / db come out as sums in a fixed order whatever the threads */
 static int run_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
                         const float *bias_in, float *dx, float *dw, float *db) {
-    if (fnn_device_type_of(dev) != FNN_DEVICE_CPU) return dev_backward(g, dev, x, w, dy, bias_in, dx, dw, db);
     if (g->N == 0 || g->O == 0 || g->C == 0) {   /* nothing flows through: bias_in or zeros */
         if (dx) for (int64_t i = 0; i < g->N * g->C * g->S; i++) dx[i] = bias_in ? bias_in[(i / g->S) % g->C] : 0.0f;
         if (dw) memset(dw, 0, sizeof(float) * (size_t)(g->O * g->Kg));
@@ -578,7 +415,7 @@ static void opts_read(conv_opts *o, int nd, bool transposed, const int *stride, 
 /* every check of a convolution (plain or transposed) on x, w and b; then its geometry and the
  * output shape (oshape, *ondim) */
 static int conv_setup(const conv_opts *o, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
-                      conv_geom *g, int *ondim, int64_t *oshape) {
+                      conv_geom *g, int *ondim, int64_t *oshape, const fnn_conv_row **row) {
     const char *op = o->op;
     const int nd = o->nd;
     FNN_TRY(fnn_check_input(op, x));
@@ -588,8 +425,10 @@ static int conv_setup(const conv_opts *o, const fnn_tensor *x, const fnn_tensor 
         FNN_TRY(fnn_check_input(op, b));
         FNN_TRY(fnn_check_same_device(op, x, b));
     }
-    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU)   /* the device path: dev_forward, dev_backward */
-        FNN_CHECK(dev_ready(fnn_backend_for(x->device)), FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
+    *row = fnn_conv_row_for(x->device, op);
+    char dev[32];
+    FNN_CHECK(*row && (*row)->forward, FNN_STATUS_DEVICE, "%s: not implemented on %s", op,
+              fnn_device_name(x->device, dev, sizeof dev));
     FNN_CHECK(x->ndim == nd + 2 || x->ndim == nd + 1, FNN_STATUS_SHAPE, "%s: input %s must be %d-D %s or %d-D %s", op,
               fnn_shape_of(x).s, nd + 2, INPUT_LAYOUT[nd][0], nd + 1, INPUT_LAYOUT[nd][1]);
     FNN_CHECK(w->ndim == nd + 2, FNN_STATUS_SHAPE, "%s: weight %s must be %d-D %s, %s]", op, fnn_shape_of(w).s,
@@ -715,20 +554,19 @@ static int grad_outputs(const fnn_node *n, int dev, fnn_tensor *din, float **dx,
 }
 
 /* the shared part of a convolution's entry, once out is made: borrow the operands contiguous, run
- * the forward (a transposed one is the plain conv's input-gradient pass) and record def's node,
- * which keeps x (for dw) and w (for dx) */
-static int conv_apply(const fnn_op_def *def, bool transposed, fnn_tensor *out, const fnn_tensor *x,
+ * the forward through the row of x's backend (nothing to run for an empty output) and record def's
+ * node, which keeps x (for dw) and w (for dx) */
+static int conv_apply(const fnn_op_def *def, const fnn_conv_row *row, fnn_tensor *out, const fnn_tensor *x,
                       const fnn_tensor *w, const fnn_tensor *b, const conv_geom *g, const conv_opts *o) {
     fnn_tensor xt, wt, bt;
     fnn_tensor_init(&wt);
     fnn_tensor_init(&bt);
     int rc;
-    const float *xd = fnn_contiguous_data(x, &xt, &rc), *wd = NULL, *bd = NULL;
-    if (!rc) wd = fnn_contiguous_data(w, &wt, &rc);
-    if (!rc && b) bd = fnn_contiguous_data(b, &bt, &rc);
-    if (!rc && !transposed) rc = run_forward(g, x->device, xd, wd, bd, fnn_data(out));
-    if (!rc && transposed && g->N * g->C * g->S > 0)
-        rc = run_backward(g, x->device, NULL, wd, xd, bd, fnn_data(out), NULL, NULL);
+    fnn_conv_args a = {g, NULL, NULL, NULL, fnn_data(out), NULL, NULL, NULL, NULL};
+    a.x = fnn_contiguous_data(x, &xt, &rc);
+    if (!rc) a.w = fnn_contiguous_data(w, &wt, &rc);
+    if (!rc && b) a.b = fnn_contiguous_data(b, &bt, &rc);
+    if (!rc && fnn_tensor_numel(out) > 0) rc = row->forward(fnn_device_ordinal(x->device), &a);
     const fnn_tensor *ins[3] = {x, w, b};
     if (!rc && fnn_needs_node(3, ins)) {
         fnn_node *n = fnn_attach_node(out, def, 3, ins);
@@ -746,22 +584,35 @@ static int conv_apply(const fnn_op_def *def, bool transposed, fnn_tensor *out, c
     return rc;
 }
 
+/* din of n's inputs from dout through the backward of its op's row in dout's backend: the saved x
+ * where dw is wanted, the saved w where dx is */
+static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, bool transposed) {
+    const fnn_conv_row *row = fnn_conv_row_for(dout->device, n->op->info.name);
+    char dev[32];
+    FNN_CHECK(row && row->backward, FNN_STATUS_DEVICE, "%s: backward not implemented on %s", n->op->info.name,
+              fnn_device_name(dout->device, dev, sizeof dev));
+    conv_geom g;
+    node_geom(&g, n, transposed);
+    fnn_tensor dyt;
+    int rc;
+    fnn_conv_args a = {&g, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    a.dy = fnn_contiguous_data(dout, &dyt, &rc);
+    if (!rc) rc = grad_outputs(n, dout->device, din, &a.dx, &a.dw, &a.db);
+    if (!rc) {
+        a.x = a.dw ? fnn_data(&n->saved[0]) : NULL;
+        a.w = a.dx ? fnn_data(&n->saved[1]) : NULL;
+        rc = row->backward(fnn_device_ordinal(dout->device), &a);
+    }
+    fnn_tensor_clear(&dyt);
+    if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
+    return rc;
+}
+
 /* ---- conv1d, conv2d, conv3d ---- */
 
 /* dx = conv^T(dy, w), dw, db: the convolution's own backward */
 static int conv_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
-    conv_geom g;
-    node_geom(&g, n, false);
-    fnn_tensor dyt;
-    int rc;
-    float *dx, *dw, *db;
-    const float *dy = fnn_contiguous_data(dout, &dyt, &rc);
-    if (!rc) rc = grad_outputs(n, dout->device, din, &dx, &dw, &db);
-    if (!rc) rc = run_backward(&g, dout->device, dw ? fnn_data(&n->saved[0]) : NULL,
-                               dx ? fnn_data(&n->saved[1]) : NULL, dy, NULL, dx, dw, db);
-    fnn_tensor_clear(&dyt);
-    if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
-    return rc;
+    return row_backward(n, dout, din, false);
 }
 static const fnn_op_def CONV1D = {{"conv1d", "conv", 1, 1}, conv_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def CONV2D = {{"conv2d", "conv", 1, 1}, conv_backward, FNN_EMBEDS_NONE};
@@ -779,10 +630,11 @@ int fnn_conv(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fn
     conv_geom g;
     int ondim;
     int64_t oshape[FNN_MAX_DIMS];
-    FNN_TRY(conv_setup(&o, x, w, b, &g, &ondim, oshape));
+    const fnn_conv_row *row;
+    FNN_TRY(conv_setup(&o, x, w, b, &g, &ondim, oshape, &row));
     FNN_TRY(fnn_new_output(out, x->device, ondim, oshape));
 
-    return conv_apply(CONV_DEFS[nd], false, out, x, w, b, &g, &o);
+    return conv_apply(CONV_DEFS[nd], row, out, x, w, b, &g, &o);
 }
 
 /* the 2-d form with symmetric padding, kept for C callers */
@@ -797,26 +649,7 @@ int fnn_conv2d(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const 
 /* y = conv^T(x, w) + b, so dx = conv(dy, w), dw = the weight gradient of conv(dy, .) against x,
  * db = sums of dy per channel */
 static int conv_transpose_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
-    conv_geom g;
-    node_geom(&g, n, true);
-    fnn_tensor dyt;
-    int rc;
-    float *dx, *dw, *db;
-    const float *dy = fnn_contiguous_data(dout, &dyt, &rc);
-    if (!rc) rc = grad_outputs(n, dout->device, din, &dx, &dw, &db);
-    if (!rc && dx) rc = run_forward(&g, dout->device, dy, fnn_data(&n->saved[1]), NULL, dx);
-    if (!rc && dw) rc = run_backward(&g, dout->device, dy, NULL, fnn_data(&n->saved[0]), NULL, NULL, dw, NULL);
-    if (!rc && db && fnn_device_type_of(dout->device) != FNN_DEVICE_CPU)
-        rc = dev_channel_sums(fnn_backend_for(dout->device), dout->device, db, dy, g.N, g.C, g.S);
-    else if (!rc && db)
-        for (int64_t c = 0; c < g.C; c++) {
-            float s = 0;
-            for (int64_t i = 0; i < g.N; i++) s += sum_floats(dy + (i * g.C + c) * g.S, g.S);
-            db[c] = s;
-        }
-    fnn_tensor_clear(&dyt);
-    if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
-    return rc;
+    return row_backward(n, dout, din, true);
 }
 static const fnn_op_def CONV_TRANSPOSE1D = {{"conv_transpose1d", "conv", 1, 1}, conv_transpose_backward,
                                              FNN_EMBEDS_NONE};
@@ -839,11 +672,51 @@ int fnn_conv_transpose(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w
     conv_geom g;
     int ondim;
     int64_t oshape[FNN_MAX_DIMS];
-    FNN_TRY(conv_setup(&o, x, w, b, &g, &ondim, oshape));
+    const fnn_conv_row *row;
+    FNN_TRY(conv_setup(&o, x, w, b, &g, &ondim, oshape, &row));
     FNN_TRY(fnn_new_output(out, x->device, ondim, oshape));
 
-    return conv_apply(CONV_TRANSPOSE_DEFS[nd], true, out, x, w, b, &g, &o);
+    return conv_apply(CONV_TRANSPOSE_DEFS[nd], row, out, x, w, b, &g, &o);
 }
 
 const fnn_op_def *const fnn_ops_conv[] = {&CONV1D, &CONV2D, &CONV3D, &CONV_TRANSPOSE1D, &CONV_TRANSPOSE2D,
                                           &CONV_TRANSPOSE3D, NULL};
+
+/* ================= the CPU's rows (conv.h's fnn_conv_row) =================
+ * the op's terms onto run_forward / run_backward: a transposed op's forward is the input-gradient
+ * pass of its geometry's convolution (its bias as bias_in), its backward that convolution's
+ * forward (dx) and weight gradient (dw) */
+
+static int cpu_conv_forward(int ordinal, const fnn_conv_args *a) {
+    return run_forward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), a->x, a->w, a->b, a->y);
+}
+static int cpu_conv_backward(int ordinal, const fnn_conv_args *a) {
+    return run_backward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), a->x, a->w, a->dy, NULL, a->dx, a->dw, a->db);
+}
+static int cpu_conv_transpose_forward(int ordinal, const fnn_conv_args *a) {
+    return run_backward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), NULL, a->w, a->x, a->b, a->y, NULL, NULL);
+}
+static int cpu_conv_transpose_backward(int ordinal, const fnn_conv_args *a) {
+    const conv_geom *g = a->g;
+    const int dev = fnn_make_device(FNN_DEVICE_CPU, ordinal);
+    int rc = FNN_STATUS_OK;
+    if (a->dx) rc = run_forward(g, dev, a->dy, a->w, NULL, a->dx);
+    if (!rc && a->dw) rc = run_backward(g, dev, a->dy, NULL, a->x, NULL, NULL, a->dw, NULL);
+    if (!rc && a->db)
+        for (int64_t c = 0; c < g->C; c++) {
+            float s = 0;
+            for (int64_t i = 0; i < g->N; i++) s += sum_floats(a->dy + (i * g->C + c) * g->S, g->S);
+            a->db[c] = s;
+        }
+    return rc;
+}
+
+const fnn_conv_row fnn_cpu_conv_rows[] = {
+    {"conv1d", cpu_conv_forward, cpu_conv_backward},
+    {"conv2d", cpu_conv_forward, cpu_conv_backward},
+    {"conv3d", cpu_conv_forward, cpu_conv_backward},
+    {"conv_transpose1d", cpu_conv_transpose_forward, cpu_conv_transpose_backward},
+    {"conv_transpose2d", cpu_conv_transpose_forward, cpu_conv_transpose_backward},
+    {"conv_transpose3d", cpu_conv_transpose_forward, cpu_conv_transpose_backward},
+    {NULL, NULL, NULL},
+};

@@ -1,5 +1,7 @@
-/* conv.h: the geometry shared by the convolution kernels of core/ops/conv.c (im2col + sgemm)
- * and core/ops/conv_depthwise.c (direct loops where groups = input channels).
+/* conv.h: the conv family's header: the geometry shared by the convolution kernels of
+ * core/ops/conv.c (im2col + sgemm), core/ops/conv_depthwise.c (direct loops where groups = input
+ * channels), conv_onednn.c and cuda/conv.cu; and the family's backend contract (core/internal.h's
+ * fnn_row_table, at the end), filled by core/ops/conv.c (the CPU) and cuda/conv.cu.
  *
  * Every convolution, plain or transposed, 1-, 2- or 3-d, is described as one forward
  * convolution from an input [N, C, D, H, W] to an output [N, O, Do, Ho, Wo]:
@@ -14,6 +16,9 @@
 #define FASTNN_OPS_CONV_H
 #include "../internal.h"
 #include <stdbool.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct {
     int64_t N, C, O;                   /* images, input channels, output channels */
@@ -62,6 +67,41 @@ bool fnn_onednn_conv_wants(const conv_geom *g);
 int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y);
 int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
                              const float *bias_in, float *dx, float *dw, float *db);
+
+/* the rows. Arguments in the op's own terms (a transposed op's x is the [N, O, Do, Ho, Wo] side of
+ * its geometry, its y the [N, C, D, H, W] side); every buffer contiguous (the entry points borrow
+ * strided operands contiguous, as before, so no row reads strides), and the entry points skip the
+ * forward of an empty output. The CPU's rows pick oneDNN, the depthwise kernels or im2col + sgemm
+ * per call, as run_forward / run_backward did before rows. */
+typedef struct fnn_conv_args {
+    const conv_geom *g;        /* the op as one forward convolution (above) */
+    const float *x, *w;        /* the op's input and weight; backward: as saved (x only where dw is
+                                  wanted, w only where dx is) */
+    const float *b;            /* forward: the bias (NULL: none) */
+    float *y;                  /* forward: the output, every element written */
+    const float *dy;           /* backward: the output's gradient */
+    float *dx, *dw, *db;       /* backward: the gradients wanted (NULL: not), every element written */
+} fnn_conv_args;
+/* conv1d/2d/3d: forward y = conv(x, w) + b; backward dx = conv^T(dy, w), dw, db = the sums of dy per
+ * output channel. conv_transpose1d/2d/3d: forward y = conv^T(x, w) + b (the input gradient of the
+ * geometry's convolution, b per its input channel); backward dx = conv(dy, w), dw = the weight
+ * gradient of conv(dy, .) against x, db = the sums of dy per channel. dw and db come out as sums in
+ * a fixed order (the same bits every run). */
+typedef int (*fnn_conv_fn)(int ordinal, const fnn_conv_args *a);
+typedef struct fnn_conv_row {
+    const char *op;            /* the registry name; NULL ends a table */
+    fnn_conv_fn forward, backward;
+} fnn_conv_row;
+extern const fnn_conv_row fnn_cpu_conv_rows[];    /* core/ops/conv.c */
+extern const fnn_conv_row fnn_cuda_conv_rows[];   /* cuda/conv.cu */
+/* the row for op in device's backend, or NULL */
+static inline const fnn_conv_row *fnn_conv_row_for(int device, const char *op) {
+    return (const fnn_conv_row *)fnn_row_for(device, "conv", op);
+}
+
+#ifdef __cplusplus
+}
+#endif
 
 #ifdef FASTNN_WITH_ONEDNN
 #include <oneapi/dnnl/dnnl.h>

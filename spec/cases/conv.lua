@@ -1,4 +1,5 @@
--- Gradcheck cases for core/ops/conv.c: conv2d with padding, stride, dilation,
+-- Gradcheck and CUDA parity cases (cuda_parity_spec's cases describe: the rows of
+-- core/ops/conv.c and cuda/conv.cu) for the conv family: conv2d with padding, stride, dilation,
 -- groups, no bias, 1x1 on a transposed (non-contiguous) input; conv1d and conv3d
 -- likewise, with per-side, 'same' (stride 2) and 'causal' padding; depthwise
 -- convolutions (the direct kernels), with a depth multiplier; conv_transpose1d/2d/3d

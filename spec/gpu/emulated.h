@@ -105,7 +105,7 @@ static inline cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, in
 #define FNN_CUDA_CHECK(op, call) ((void)(op), (void)(call))
 /* the emulated backend's table (emulated_backend.cpp); each family file fills its entries from a
  * static constructor, which runs before the core registers the table:
- *   EMULATED_BACKEND_ADD(conv) { b->conv_im2col = fnn_cuda_conv_im2col; ... } */
+ *   EMULATED_BACKEND_ADD(shape) { b->copy_into = fnn_cuda_copy_into; ... } */
 fnn_backend *emulated_backend(void);
 #define EMULATED_BACKEND_ADD(family)                                                        \
     static void emulated_add_##family(fnn_backend *b);                                      \
