@@ -497,6 +497,7 @@ extern const fnn_op_def *const fnn_ops_reduction[];
 extern const fnn_op_def *const fnn_ops_linalg[];
 extern const fnn_op_def *const fnn_ops_conv[];
 extern const fnn_op_def *const fnn_ops_shape[];
+extern const fnn_op_def *const fnn_ops_view[];
 extern const fnn_op_def *const fnn_ops_index[];
 extern const fnn_op_def *const fnn_ops_loss[];
 extern const fnn_op_def *const fnn_ops_norm[];

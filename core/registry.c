@@ -16,7 +16,7 @@
 #include <string.h>
 
 static const fnn_op_def *const *const families[] = {
-    fnn_ops_elementwise, fnn_ops_reduction, fnn_ops_linalg, fnn_ops_conv, fnn_ops_shape, fnn_ops_index, fnn_ops_loss, fnn_ops_norm, fnn_ops_device, fnn_ops_rnn, fnn_ops_embedding, fnn_ops_attention, fnn_ops_sort, fnn_ops_pool,
+    fnn_ops_elementwise, fnn_ops_reduction, fnn_ops_linalg, fnn_ops_conv, fnn_ops_shape, fnn_ops_view, fnn_ops_index, fnn_ops_loss, fnn_ops_norm, fnn_ops_device, fnn_ops_rnn, fnn_ops_embedding, fnn_ops_attention, fnn_ops_sort, fnn_ops_pool,
 };
 
 int fnn_op_count(void) {
