@@ -38,6 +38,7 @@
 #include "ops/sort.h"
 #include "ops/index.h"
 #include "ops/loss.h"
+#include "ops/shape.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -151,6 +152,7 @@ extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("sort", fnn_cuda_sort_rows),
     FNN_ROW_TABLE("index", fnn_cuda_index_rows),
     FNN_ROW_TABLE("loss", fnn_cuda_loss_rows),
+    FNN_ROW_TABLE("shape", fnn_cuda_shape_rows),
     {NULL, NULL, 0},
 };
 
@@ -518,16 +520,9 @@ static const fnn_backend cuda_backend = {
     /* conv_depthwise */ fnn_cuda_conv_depthwise,
     /* conv_depthwise_input_grad */ fnn_cuda_conv_depthwise_input_grad,
     /* (end of conv) */
-    /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
-    /* copy_into */ fnn_cuda_copy_into,
-    /* pad */ fnn_cuda_pad,
-    /* pad_mode */ fnn_cuda_pad_mode,
-    /* pad_mode_grad */ fnn_cuda_pad_mode_grad,
-    /* repeat */ fnn_cuda_repeat,
-    /* repeat_grad */ fnn_cuda_repeat_grad,
-    /* tri */ fnn_cuda_tri,
+    /* ---- cuda/int64_reduce.cu: the int64 reductions ---- */
     /* int_reduce */ fnn_cuda_int_reduce,
-    /* (end of shape) */
+    /* (end of int64 reductions) */
     /* ---- cuda/rnn.cu: the recurrent cells and sequences; cuda/attention.cu: fused attention ---- */
     /* lstm_cell */ fnn_cuda_lstm_cell,
     /* lstm_cell_grad */ fnn_cuda_lstm_cell_grad,

@@ -102,24 +102,10 @@ int fnn_cuda_conv_depthwise(int ordinal, float *y, const float *x, const float *
 int fnn_cuda_conv_depthwise_input_grad(int ordinal, float *dx, const float *dy, const float *w, const float *bias_in,
                                        const void *geom, int64_t count);
 /* (end of conv) */
-/* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
-int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
-                       int esize, int ndim, const int64_t *shape);
-int fnn_cuda_pad(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
-                 const int64_t *yshape, const int64_t *xshape, const int64_t *before, double value);
-int fnn_cuda_pad_mode(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
-                      const int64_t *yshape, const int64_t *xshape, const int64_t *before, int mode);
-int fnn_cuda_pad_mode_grad(int ordinal, float *dx, const float *g, int ndim, const int64_t *yshape,
-                           const int64_t *xshape, const int64_t *before, int mode);
-int fnn_cuda_repeat(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
-                    const int64_t *yshape, const int64_t *xshape);
-int fnn_cuda_repeat_grad(int ordinal, float *dx, const float *g, int ndim, const int64_t *xshape,
-                         const int64_t *repeats);
-int fnn_cuda_tri(int ordinal, void *y, const void *x, int esize, int64_t batch, int64_t rows, int64_t cols,
-                 int64_t k, int upper);
+/* ---- cuda/int64_reduce.cu: the int64 reductions ---- */
 int fnn_cuda_int_reduce(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,
                         int64_t I);
-/* (end of shape) */
+/* (end of int64 reductions) */
 /* ---- cuda/rnn.cu: the recurrent cells and sequences; cuda/attention.cu: fused attention ---- */
 int fnn_cuda_lstm_cell(int ordinal, float *out, float *acts, const float *z, const float *c, int64_t N, int64_t H);
 int fnn_cuda_lstm_cell_grad(int ordinal, float *dz, float *dc, const float *g, const float *acts, const float *c,

@@ -1,36 +1,30 @@
-/* shape.c: the copying shape ops (contiguous cat stack repeat pad pad_mode tril triu). The views
- * (reshape, transpose, narrow, ...) copy nothing and are the family "view" (view.c).
+/* shape.c: the copying shape ops (contiguous cat stack repeat pad pad_mode tril triu), the family
+ * "shape" on kernel rows (core/ops/shape.h): each entry point checks, shapes and allocates once, then
+ * calls the row of its tensor's backend (the CPU's at the end of this file, cuda/shape.cu's there).
+ * The views (reshape, transpose, narrow, ...) copy nothing and are the family "view" (view.c).
  * The rules undo each forward with another op: pad <-> pad with the negated widths, pad_mode <-> a
  * gather of g onto the places read, cat <-> narrow, stack <-> select, tril/triu <-> same mask,
  * contiguous <-> g itself; repeat sums the repeated blocks back with a kernel of its own.
  *
- * Copies take any dtype (an int64 tensor of ids
- * joins, repeats, pads and masks like a float one). On a device the copies run
- * in cuda/shape.cu (cat and stack as one strided copy per input into its slab
- * of the output, pad and repeat as gathers over the output, tril/triu as a
- * masked copy, repeat's backward as a sum over the tiles). */
-#include "../internal.h"
+ * Every op takes any dtype (an int64 tensor of ids joins, repeats, pads and masks like a float one).
+ * On a device the copies run in cuda/shape.cu (cat and stack as one strided copy per input into its
+ * slab of the output, pad and repeat as gathers over the output, tril/triu as a masked copy,
+ * repeat's backward as a sum over the tiles). */
+#include "shape.h"
 #include <math.h>
 #include <string.h>
 
 /* ================= helpers ================= */
 
-/* the backend that runs a copy on x's device (cuda/shape.cu): NULL on the CPU; has says whether
- * that backend has the op's entry (an error naming op when it does not) */
-static int device_for(const char *op, const fnn_tensor *x, const fnn_backend **be, bool (*has)(const fnn_backend *)) {
-    *be = NULL;
-    if (fnn_device_type_of(x->device) == FNN_DEVICE_CPU) return FNN_STATUS_OK;
-    *be = fnn_backend_for(x->device);
-    FNN_CHECK(*be && has(*be), FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
+/* the row of op (its registry name) in device's backend, or an error naming name (the op as its
+ * caller knows it: pad_mode's errors say "pad") and the device */
+static int row_of(const char *name, const char *op, int device, bool backward, const fnn_shape_row **row) {
+    *row = fnn_shape_row_for(device, op);
+    char dev[32];
+    FNN_CHECK(*row && (backward ? (*row)->backward : (*row)->forward), FNN_STATUS_DEVICE, "%s: %snot implemented on %s",
+              name, backward ? "backward " : "", fnn_device_name(device, dev, sizeof dev));
     return FNN_STATUS_OK;
 }
-static bool has_copy_into(const fnn_backend *b) { return b->copy_into != NULL; }
-static bool has_repeat(const fnn_backend *b) { return b->repeat != NULL; }
-static bool has_repeat_grad(const fnn_backend *b) { return b->repeat_grad != NULL; }
-static bool has_pad(const fnn_backend *b) { return b->pad != NULL; }
-static bool has_pad_mode(const fnn_backend *b) { return b->pad_mode != NULL; }
-static bool has_pad_mode_grad(const fnn_backend *b) { return b->pad_mode_grad != NULL; }
-static bool has_tri(const fnn_backend *b) { return b->tri != NULL; }
 
 static int check_ndim(const char *op, int ndim) {
     FNN_CHECK(ndim >= 0 && ndim <= FNN_MAX_DIMS, FNN_STATUS_SHAPE, "%s: %d dims, at most %d supported", op, ndim,
@@ -103,7 +97,13 @@ static const fnn_op_def CONTIGUOUS = {{"contiguous", "shape", 1, 1}, contiguous_
 int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) {
     FNN_TRY(fnn_check_input_any("contiguous", x));
     if (fnn_tensor_is_contiguous(x)) return fnn_tensor_ref(out, x);
-    FNN_TRY(fnn_materialize(out, x));   /* on a device too (its strided_copy) */
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("contiguous", "contiguous", x->device, false, &row));
+    FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, x->shape));
+    const fnn_shape_args a = {.y = fnn_bytes(out), .x = fnn_bytes(x), .xstride = x->stride, .yshape = x->shape,
+                              .ndim = x->ndim, .esize = fnn_elem_size(x)};
+    int rc = row->forward(fnn_device_ordinal(x->device), &a);
+    if (rc) { fnn_tensor_clear(out); return rc; }
     const fnn_tensor *ins[1] = {x};
     return record(&CONTIGUOUS, out, 1, ins, NULL);
 }
@@ -146,17 +146,18 @@ int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
                   fnn_shape_of(x0).s, fnn_shape_of(x).s, k + 1, d + 1);
         shape[d] += x->shape[d];
     }
-    const fnn_backend *be;
-    FNN_TRY(device_for("cat", x0, &be, has_copy_into));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("cat", "cat", x0->device, false, &row));
     FNN_TRY(fnn_new_output_dtype(out, x0->device, x0->dtype, x0->ndim, shape));
     int64_t off = 0;
     int esize = fnn_elem_size(x0);
-    for (int k = 0; k < n; k++) {
-        char *slab = (char *)fnn_bytes(out) + off * out->stride[d] * esize;
-        int rc = FNN_STATUS_OK;
-        if (be) rc = be->copy_into(fnn_device_ordinal(x0->device), slab, out->stride, fnn_bytes(xs[k]), xs[k]->stride,
-                                   esize, x0->ndim, xs[k]->shape);
-        else copy_nd(slab, out->stride, fnn_bytes(xs[k]), xs[k]->stride, x0->ndim, xs[k]->shape, esize);
+    fnn_shape_args a = {.ystride = out->stride, .ndim = x0->ndim, .esize = esize};
+    for (int k = 0; k < n; k++) {   /* each input into its slab of the output */
+        a.y = (char *)fnn_bytes(out) + off * out->stride[d] * esize;
+        a.x = fnn_bytes(xs[k]);
+        a.xstride = xs[k]->stride;
+        a.yshape = xs[k]->shape;
+        int rc = row->forward(fnn_device_ordinal(x0->device), &a);
         if (rc) { fnn_tensor_clear(out); return rc; }
         off += xs[k]->shape[d];
     }
@@ -188,20 +189,20 @@ int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
         FNN_CHECK(fnn_same_shape(x0, xs[k]), FNN_STATUS_SHAPE, "stack: shapes %s (tensor 1) and %s (tensor %d) differ",
                   fnn_shape_of(x0).s, fnn_shape_of(xs[k]).s, k + 1);
     }
-    const fnn_backend *be;
-    FNN_TRY(device_for("stack", x0, &be, has_copy_into));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("stack", "stack", x0->device, false, &row));
     int64_t shape[FNN_MAX_DIMS];
     for (int i = 0, j = 0; i <= x0->ndim; i++) shape[i] = i == d ? n : x0->shape[j++];
     FNN_TRY(fnn_new_output_dtype(out, x0->device, x0->dtype, x0->ndim + 1, shape));
     int64_t ds[FNN_MAX_DIMS];   /* out's strides without the new dim */
     for (int i = 0, j = 0; i <= x0->ndim; i++) if (i != d) ds[j++] = out->stride[i];
     int esize = fnn_elem_size(x0);
-    for (int k = 0; k < n; k++) {
-        char *slab = (char *)fnn_bytes(out) + k * out->stride[d] * esize;
-        int rc = FNN_STATUS_OK;
-        if (be) rc = be->copy_into(fnn_device_ordinal(x0->device), slab, ds, fnn_bytes(xs[k]), xs[k]->stride, esize,
-                                   x0->ndim, x0->shape);
-        else copy_nd(slab, ds, fnn_bytes(xs[k]), xs[k]->stride, x0->ndim, x0->shape, esize);
+    fnn_shape_args a = {.ystride = ds, .yshape = x0->shape, .ndim = x0->ndim, .esize = esize};
+    for (int k = 0; k < n; k++) {   /* each input into its slab of the output */
+        a.y = (char *)fnn_bytes(out) + k * out->stride[d] * esize;
+        a.x = fnn_bytes(xs[k]);
+        a.xstride = xs[k]->stride;
+        int rc = row->forward(fnn_device_ordinal(x0->device), &a);
         if (rc) { fnn_tensor_clear(out); return rc; }
     }
     fnn_node *nd;
@@ -212,10 +213,9 @@ int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
 
 /* ================= repeat ================= */
 
-/* the input seen with the output's ndim: size 1 and stride 0 in the new leading dims */
-static void repeat_source(const fnn_tensor *x, int ndim, const int64_t *xshape, const int64_t *xstride,
-                          int64_t *s, int64_t *st) {
-    int lead = ndim - x->ndim;
+/* the input (xndim dims) seen with the output's ndim: size 1 and stride 0 in the new leading dims */
+static void repeat_source(int xndim, int ndim, const int64_t *xshape, const int64_t *xstride, int64_t *s, int64_t *st) {
+    int lead = ndim - xndim;
     for (int i = 0; i < ndim; i++) {
         s[i] = i < lead ? 1 : xshape[i - lead];
         st[i] = i < lead ? 0 : xstride[i - lead];
@@ -241,58 +241,38 @@ static void repeat_kernel(float *y, float *x, const int64_t *st, const int64_t *
     }
 }
 
-/* repeat of any dtype through a view: x [s0, s1, ...] seen as [r0, s0, r1, s1, ...] with stride 0
- * along each r, copied contiguous, is the tiled [r0*s0, r1*s1, ...] (no gradient: int64 only) */
-static int repeat_by_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *s, const int64_t *st,
-                            const int64_t *repeats, const int64_t *shape) {
-    if (fnn_numel_of(ndim, shape) == 0) return fnn_new_output_dtype(out, x->device, x->dtype, ndim, shape);
+/* repeat of int64 through a view: x [s0, s1, ...] seen as [r0, s0, r1, s1, ...] with stride 0
+ * along each r, copied in row-major order, is the tiled [r0*s0, r1*s1, ...] */
+static int repeat_by_expand(const fnn_shape_args *a) {
+    const int ndim = a->ndim;
+    if (fnn_numel_of(ndim, a->yshape) == 0) return FNN_STATUS_OK;
     FNN_CHECK(2 * ndim <= FNN_MAX_DIMS, FNN_STATUS_SHAPE, "repeat: an int64 tensor repeats over at most %d dims, got %d",
               FNN_MAX_DIMS / 2, ndim);
     int64_t vs[FNN_MAX_DIMS], vst[FNN_MAX_DIMS];
     for (int i = 0; i < ndim; i++) {
-        vs[2 * i] = repeats[i]; vst[2 * i] = 0;
-        vs[2 * i + 1] = s[i]; vst[2 * i + 1] = st[i];
+        vs[2 * i] = a->yshape[i] / a->xshape[i]; vst[2 * i] = 0;   /* the count (no size is 0 here) */
+        vs[2 * i + 1] = a->xshape[i]; vst[2 * i + 1] = a->xstride[i];
     }
-    fnn_tensor tiled;
-    FNN_TRY(fnn_make_view(&tiled, x, 2 * ndim, vs, vst, x->offset));
-    fnn_tensor dense;
-    int rc = fnn_materialize(&dense, &tiled);
-    fnn_tensor_clear(&tiled);
-    FNN_TRY(rc);
-    int64_t cs[FNN_MAX_DIMS];
-    fnn_contiguous_strides(ndim, shape, cs);
-    rc = fnn_make_view(out, &dense, ndim, shape, cs, 0);
-    fnn_tensor_clear(&dense);
-    return rc;
+    fnn_strided_copy(a->y, a->x, 8, 2 * ndim, vs, vst);
+    return FNN_STATUS_OK;
 }
 
 /* dx = sum of g over the repeated blocks: dx[i] += g[j] for each j with j mod s = i */
 static int repeat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    const fnn_backend *be;
-    FNN_TRY(device_for("repeat", g, &be, has_repeat_grad));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("repeat", "repeat", g->device, true, &row));
     fnn_tensor tmp;
     int rc;
     const float *gd = fnn_contiguous_data(g, &tmp, &rc);
     if (rc) return rc;
-    if (be) {   /* cuda/shape.cu: a thread per dx element sums its tiles */
-        int64_t s[FNN_MAX_DIMS], reps[FNN_MAX_DIMS];
-        const int lead = g->ndim - n->in_ndim[0];   /* x seen with g's ndim: leading dims of size 1 */
-        for (int i = 0; i < g->ndim; i++) {
-            s[i] = i < lead ? 1 : n->in_shape[0][i - lead];
-            reps[i] = s[i] ? g->shape[i] / s[i] : 0;
-        }
-        rc = fnn_new_output(&din[0], g->device, n->in_ndim[0], n->in_shape[0]);
-        if (!rc && (rc = be->repeat_grad(fnn_device_ordinal(g->device), fnn_data(&din[0]), gd, g->ndim, s, reps)))
-            fnn_tensor_clear(&din[0]);
-        fnn_tensor_clear(&tmp);
-        return rc;
-    }
-    rc = fnn_zeros(&din[0], n->in_ndim[0], n->in_shape[0]);
-    if (rc == FNN_STATUS_OK) {
-        int64_t s[FNN_MAX_DIMS], st[FNN_MAX_DIMS], cs[FNN_MAX_DIMS];
-        fnn_contiguous_strides(din[0].ndim, din[0].shape, cs);
-        repeat_source(&din[0], g->ndim, din[0].shape, cs, s, st);
-        repeat_kernel((float *)gd, fnn_data(&din[0]), st, s, g->ndim, g->shape, true);
+    int64_t s[FNN_MAX_DIMS], st[FNN_MAX_DIMS], cs[FNN_MAX_DIMS];
+    fnn_contiguous_strides(n->in_ndim[0], n->in_shape[0], cs);
+    repeat_source(n->in_ndim[0], g->ndim, n->in_shape[0], cs, s, st);
+    rc = fnn_new_output(&din[0], g->device, n->in_ndim[0], n->in_shape[0]);
+    if (!rc) {
+        const fnn_shape_args a = {.y = fnn_data(&din[0]), .x = gd, .xstride = st, .yshape = g->shape, .xshape = s,
+                                  .ndim = g->ndim, .esize = 4};
+        if ((rc = row->backward(fnn_device_ordinal(g->device), &a))) fnn_tensor_clear(&din[0]);
     }
     fnn_tensor_clear(&tmp);
     return rc;
@@ -307,26 +287,20 @@ int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *re
     FNN_CHECK(ndim >= x->ndim, FNN_STATUS_ARG, "repeat: %d repeat counts for %s; need at least %d (one per dim)",
               ndim, fnn_shape_of(x).s, x->ndim);
     int64_t s[FNN_MAX_DIMS], st[FNN_MAX_DIMS], shape[FNN_MAX_DIMS];
-    repeat_source(x, ndim, x->shape, x->stride, s, st);
+    repeat_source(x->ndim, ndim, x->shape, x->stride, s, st);
     for (int i = 0; i < ndim; i++) {
         FNN_CHECK(repeats[i] >= 0, FNN_STATUS_ARG, "repeat: count %lld for dim %d of %s must be >= 0",
                   (long long)repeats[i], i + 1, fnn_shape_of(x).s);
         shape[i] = repeats[i] * s[i];
     }
-    const fnn_backend *be;
-    FNN_TRY(device_for("repeat", x, &be, has_repeat));
-    if (be) {   /* cuda/shape.cu: a gather over the output, any dtype */
-        FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, ndim, shape));
-        int rc = be->repeat(fnn_device_ordinal(x->device), fnn_bytes(out), fnn_bytes(x), st, fnn_elem_size(x), ndim,
-                            shape, s);
-        if (rc) { fnn_tensor_clear(out); return rc; }
-        if (fnn_is_int64(x)) return FNN_STATUS_OK;   /* no gradient, as on the CPU */
-        const fnn_tensor *ins[1] = {x};
-        return record(&REPEAT, out, 1, ins, NULL);
-    }
-    if (fnn_is_int64(x)) return repeat_by_expand(out, x, ndim, s, st, repeats, shape);
-    FNN_TRY(fnn_new_output(out, x->device, ndim, shape));
-    repeat_kernel(fnn_data(out), fnn_data(x), st, s, ndim, shape, false);
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("repeat", "repeat", x->device, false, &row));
+    FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, ndim, shape));
+    const fnn_shape_args a = {.y = fnn_bytes(out), .x = fnn_bytes(x), .xstride = st, .yshape = shape, .xshape = s,
+                              .ndim = ndim, .esize = fnn_elem_size(x)};
+    int rc = row->forward(fnn_device_ordinal(x->device), &a);
+    if (rc) { fnn_tensor_clear(out); return rc; }
+    if (fnn_is_int64(x)) return FNN_STATUS_OK;   /* ids get no gradient */
     const fnn_tensor *ins[1] = {x};
     return record(&REPEAT, out, 1, ins, NULL);
 }
@@ -358,41 +332,26 @@ int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pad
     FNN_TRY(fnn_check_input_any("pad", x));
     FNN_CHECK(npairs >= 0 && npairs <= x->ndim, FNN_STATUS_ARG, "pad: %d (before, after) pairs for %s, which has %d dims",
               npairs, fnn_shape_of(x).s, x->ndim);
-    int64_t shape[FNN_MAX_DIMS], src_start[FNN_MAX_DIMS] = {0}, dst_start[FNN_MAX_DIMS] = {0}, len[FNN_MAX_DIMS];
+    int64_t shape[FNN_MAX_DIMS], before[FNN_MAX_DIMS] = {0};
     memcpy(shape, x->shape, sizeof shape);
-    memcpy(len, x->shape, sizeof len);
     for (int i = 0; i < npairs; i++) {
         int d = x->ndim - 1 - i;
-        int64_t before = pads[2 * i], after = pads[2 * i + 1];
-        shape[d] = x->shape[d] + before + after;
+        int64_t b = pads[2 * i], after = pads[2 * i + 1];
+        shape[d] = x->shape[d] + b + after;
         FNN_CHECK(shape[d] >= 0, FNN_STATUS_ARG, "pad: padding (%lld, %lld) leaves dim %d of %s with size %lld",
-                  (long long)before, (long long)after, d + 1, fnn_shape_of(x).s, (long long)shape[d]);
-        /* the part of x that survives a crop, and where it lands */
-        src_start[d] = before < 0 ? -before : 0;
-        dst_start[d] = before > 0 ? before : 0;
-        len[d] = x->shape[d] - src_start[d] - (after < 0 ? -after : 0);
-        if (len[d] < 0) len[d] = 0;
+                  (long long)b, (long long)after, d + 1, fnn_shape_of(x).s, (long long)shape[d]);
+        before[d] = b;
     }
-    const fnn_backend *be;
-    FNN_TRY(device_for("pad", x, &be, has_pad));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("pad", "pad", x->device, false, &row));
     FNN_CHECK(!fnn_is_int64(x) || (value == floor(value) && fabs(value) < 9223372036854775808.0), FNN_STATUS_ARG,
               "pad: an int64 tensor %s pads with whole numbers, got %g", fnn_shape_of(x).s, value);
     FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape));
-    int64_t n = fnn_tensor_numel(out), esize = fnn_elem_size(x);
-    if (be) {   /* cuda/shape.cu: one gather over the output, border and interior */
-        int64_t before[FNN_MAX_DIMS] = {0};
-        for (int i = 0; i < npairs; i++) before[x->ndim - 1 - i] = pads[2 * i];
-        int rc = be->pad(fnn_device_ordinal(x->device), fnn_bytes(out), fnn_bytes(x), x->stride, (int)esize, x->ndim,
-                         shape, x->shape, before, value);
-        if (rc) { fnn_tensor_clear(out); return rc; }
-    } else {
-        if (fnn_is_int64(x)) { int64_t *y = fnn_data_i64(out), v = (int64_t)value; for (int64_t i = 0; i < n; i++) y[i] = v; }
-        else { float *y = fnn_data(out), v = (float)value; for (int64_t i = 0; i < n; i++) y[i] = v; }
-        int64_t soff = 0, doff = 0;
-        for (int d = 0; d < x->ndim; d++) { soff += src_start[d] * x->stride[d]; doff += dst_start[d] * out->stride[d]; }
-        copy_nd((char *)fnn_bytes(out) + doff * esize, out->stride, (const char *)fnn_bytes(x) + soff * esize, x->stride,
-                x->ndim, len, (int)esize);
-    }
+    const fnn_shape_args a = {.y = fnn_bytes(out), .x = fnn_bytes(x), .xstride = x->stride, .yshape = shape,
+                              .xshape = x->shape, .before = before, .ndim = x->ndim, .esize = fnn_elem_size(x),
+                              .value = value};
+    int rc = row->forward(fnn_device_ordinal(x->device), &a);
+    if (rc) { fnn_tensor_clear(out); return rc; }
     const fnn_tensor *ins[1] = {x};
     fnn_node *nd;
     FNN_TRY(record(&PAD, out, 1, ins, &nd));
@@ -435,16 +394,9 @@ static int pad_reads(int mode, int64_t q, int64_t n, int64_t before, int64_t y, 
     return k;
 }
 
-typedef struct {
-    void *y;
-    const void *x;
-    const int64_t *xstride, *yshape, *xshape, *before;
-    int ndim, esize, mode;
-} pad_mode_args;
-
 /* y places lo..hi-1 (contiguous, row-major) from x through its strides */
 static void pad_mode_rows(void *ctx, int64_t lo, int64_t hi) {
-    const pad_mode_args *a = ctx;
+    const fnn_shape_args *a = ctx;
     for (int64_t i = lo; i < hi; i++) {
         int64_t rem = i, off = 0;
         for (int d = a->ndim - 1; d >= 0; d--) {
@@ -459,7 +411,7 @@ static void pad_mode_rows(void *ctx, int64_t lo, int64_t hi) {
 /* dx places lo..hi-1 (contiguous x shape): the sum of g (contiguous y shape) over the places that
  * read each one, visited in g's row-major order */
 static void pad_mode_grad_rows(void *ctx, int64_t lo, int64_t hi) {
-    const pad_mode_args *a = ctx;
+    const fnn_shape_args *a = ctx;
     const int nd = a->ndim;
     const float *g = a->x;
     int64_t gs[FNN_MAX_DIMS], rlo[FNN_MAX_DIMS][3], rhi[FNN_MAX_DIMS][3], j[FNN_MAX_DIMS];
@@ -497,21 +449,17 @@ static int pad_mode_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) 
     const int npairs = at->npairs, mode = at->mode, nd = n->in_ndim[0];
     int64_t before[FNN_MAX_DIMS] = {0};
     for (int i = 0; i < npairs; i++) before[nd - 1 - i] = at->before[i];
-    const fnn_backend *be;
-    FNN_TRY(device_for("pad", g, &be, has_pad_mode_grad));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("pad", "pad_mode", g->device, true, &row));
     fnn_tensor tmp;
     int rc;
     const float *gd = fnn_contiguous_data(g, &tmp, &rc);
     if (rc) return rc;
     rc = fnn_new_output(&din[0], g->device, nd, n->in_shape[0]);
-    if (!rc && be) {   /* cuda/shape.cu: a thread per dx place gathers its readers */
-        rc = be->pad_mode_grad(fnn_device_ordinal(g->device), fnn_data(&din[0]), gd, nd, g->shape, n->in_shape[0],
-                               before, mode);
-        if (rc) fnn_tensor_clear(&din[0]);
-    } else if (!rc) {
-        pad_mode_args a = {fnn_data(&din[0]), gd, NULL, g->shape, n->in_shape[0], before, nd, 4, mode};
-        int64_t cnt = fnn_tensor_numel(&din[0]);
-        if (cnt > 0) fnn_parallel_for(cnt, fnn_threads_for(fnn_tensor_numel(g)), pad_mode_grad_rows, &a);
+    if (!rc) {
+        const fnn_shape_args a = {.y = fnn_data(&din[0]), .x = gd, .yshape = g->shape, .xshape = n->in_shape[0],
+                                  .before = before, .ndim = nd, .esize = 4, .mode = mode};
+        if ((rc = row->backward(fnn_device_ordinal(g->device), &a))) fnn_tensor_clear(&din[0]);
     }
     fnn_tensor_clear(&tmp);
     return rc;
@@ -547,18 +495,14 @@ int fnn_pad_mode(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t
         shape[d] = n + b + a;
         before[d] = b;
     }
-    const fnn_backend *be;
-    FNN_TRY(device_for("pad", x, &be, has_pad_mode));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("pad", "pad_mode", x->device, false, &row));
     FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape));
-    const int64_t n = fnn_tensor_numel(out), esize = fnn_elem_size(x);
-    if (be) {   /* cuda/shape.cu: one gather over the output */
-        int rc = be->pad_mode(fnn_device_ordinal(x->device), fnn_bytes(out), fnn_bytes(x), x->stride, (int)esize,
-                              x->ndim, shape, x->shape, before, mode);
-        if (rc) { fnn_tensor_clear(out); return rc; }
-    } else if (n > 0) {
-        pad_mode_args a = {fnn_bytes(out), fnn_bytes(x), x->stride, shape, x->shape, before, x->ndim, (int)esize, mode};
-        fnn_parallel_for(n, fnn_threads_for(n), pad_mode_rows, &a);
-    }
+    const fnn_shape_args a = {.y = fnn_bytes(out), .x = fnn_bytes(x), .xstride = x->stride, .yshape = shape,
+                              .xshape = x->shape, .before = before, .ndim = x->ndim, .esize = fnn_elem_size(x),
+                              .mode = mode};
+    int rc = row->forward(fnn_device_ordinal(x->device), &a);
+    if (rc) { fnn_tensor_clear(out); return rc; }
     if (fnn_is_int64(x)) return FNN_STATUS_OK;   /* ids get no gradient */
     const fnn_tensor *ins[1] = {x};
     fnn_node *nd;
@@ -577,37 +521,26 @@ int fnn_pad_mode(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t
 /* tril and triu: the diagonal k that bounds what is kept */
 typedef struct { int64_t k; } tri_attrs;
 
-/* y [..., r, c] = x where the (row, col) pair is kept, else 0:
- * tril keeps col - row <= k, triu keeps col - row >= k */
-static int tri(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int64_t k, bool upper) {
+/* y [..., r, c] = x where the (row, col) pair is kept, else 0 (the row of def's op:
+ * tril keeps col - row <= k, triu keeps col - row >= k) */
+static int tri(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int64_t k) {
     const char *op = def->info.name;
     FNN_TRY(fnn_check_input_any(op, x));
     FNN_CHECK(x->ndim >= 2, FNN_STATUS_SHAPE, "%s: needs at least 2 dims, got %s", op, fnn_shape_of(x).s);
-    const fnn_backend *be;
-    FNN_TRY(device_for(op, x, &be, has_tri));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of(op, op, x->device, false, &row));
     fnn_tensor tmp;
     int rc;
     const void *xd = fnn_contiguous_bytes(x, &tmp, &rc);
     if (rc) return rc;
     rc = fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, x->shape);
-    if (rc) { fnn_tensor_clear(&tmp); return rc; }
-    int64_t rows = x->shape[x->ndim - 2], cols = x->shape[x->ndim - 1];
-    int64_t batch = rows > 0 && cols > 0 ? fnn_tensor_numel(x) / (rows * cols) : 0;
-    bool i64 = fnn_is_int64(x);
-    if (be) {   /* cuda/shape.cu: one masked copy */
-        rc = be->tri(fnn_device_ordinal(x->device), fnn_bytes(out), xd, fnn_elem_size(x), batch, rows, cols, k, upper);
-        if (rc) { fnn_tensor_clear(out); fnn_tensor_clear(&tmp); return rc; }
-        batch = 0;   /* the host loop below has nothing left to do */
+    if (!rc) {
+        const fnn_shape_args a = {.y = fnn_bytes(out), .x = xd, .yshape = x->shape, .ndim = x->ndim,
+                                  .esize = fnn_elem_size(x), .k = k};
+        if ((rc = row->forward(fnn_device_ordinal(x->device), &a))) fnn_tensor_clear(out);
     }
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t i = 0; i < rows; i++)
-            for (int64_t j = 0; j < cols; j++) {
-                int64_t at = (b * rows + i) * cols + j;
-                bool keep = upper ? j - i >= k : j - i <= k;
-                if (i64) fnn_data_i64(out)[at] = keep ? ((const int64_t *)xd)[at] : 0;
-                else fnn_data(out)[at] = keep ? ((const float *)xd)[at] : 0.0f;
-            }
     fnn_tensor_clear(&tmp);
+    FNN_TRY(rc);
     const fnn_tensor *ins[1] = {x};
     fnn_node *nd;
     FNN_TRY(record(def, out, 1, ins, &nd));
@@ -621,8 +554,105 @@ static int triu_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { re
 static const fnn_op_def TRIL = {{"tril", "shape", 1, 1}, tril_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def TRIU = {{"triu", "shape", 1, 1}, triu_backward, FNN_EMBEDS_NONE};
 
-int fnn_tril(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIL, out, x, k, false); }
-int fnn_triu(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIU, out, x, k, true); }
+int fnn_tril(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIL, out, x, k); }
+int fnn_triu(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIU, out, x, k); }
+
+/* ================= the CPU's rows (shape.h's fnn_shape_row; the CUDA rows: cuda/shape.cu) ================= */
+
+/* cat, stack: y[p . ystride] = x[p . xstride], rows of the last dim in parallel */
+static int cpu_copy_into(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    copy_nd(a->y, a->ystride, a->x, a->xstride, a->ndim, a->yshape, a->esize);
+    return FNN_STATUS_OK;
+}
+
+/* contiguous: the shared strided copy (tensor.c: tiles a transposed plane) */
+static int cpu_contiguous(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    fnn_strided_copy(a->y, a->x, a->esize, a->ndim, a->yshape, a->xstride);
+    return FNN_STATUS_OK;
+}
+
+static int cpu_repeat(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    if (a->esize == 8) return repeat_by_expand(a);
+    repeat_kernel(a->y, (float *)a->x, a->xstride, a->xshape, a->ndim, a->yshape, false);
+    return FNN_STATUS_OK;
+}
+/* dx zeroed, then g added onto it tile by tile in g's row-major order */
+static int cpu_repeat_grad(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    const int64_t n = fnn_numel_of(a->ndim, a->xshape);
+    if (n > 0) memset(a->y, 0, (size_t)n * sizeof(float));
+    repeat_kernel((float *)a->x, a->y, a->xstride, a->xshape, a->ndim, a->yshape, true);
+    return FNN_STATUS_OK;
+}
+
+/* pad: the fill everywhere, then the part of x that survives a crop copied to where it lands */
+static int cpu_pad(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    const int nd = a->ndim, esize = a->esize;
+    const int64_t n = fnn_numel_of(nd, a->yshape);
+    if (esize == 8) { int64_t *y = a->y, v = (int64_t)a->value; for (int64_t i = 0; i < n; i++) y[i] = v; }
+    else { float *y = a->y, v = (float)a->value; for (int64_t i = 0; i < n; i++) y[i] = v; }
+    int64_t ys[FNN_MAX_DIMS], len[FNN_MAX_DIMS], soff = 0, doff = 0;
+    fnn_contiguous_strides(nd, a->yshape, ys);
+    for (int d = 0; d < nd; d++) {
+        const int64_t before = a->before[d], after = a->yshape[d] - a->xshape[d] - before;
+        const int64_t src_start = before < 0 ? -before : 0, dst_start = before > 0 ? before : 0;
+        len[d] = a->xshape[d] - src_start - (after < 0 ? -after : 0);
+        if (len[d] < 0) len[d] = 0;
+        soff += src_start * a->xstride[d];
+        doff += dst_start * ys[d];
+    }
+    copy_nd((char *)a->y + doff * esize, ys, (const char *)a->x + soff * esize, a->xstride, nd, len, esize);
+    return FNN_STATUS_OK;
+}
+
+static int cpu_pad_mode(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    const int64_t n = fnn_numel_of(a->ndim, a->yshape);
+    if (n > 0) fnn_parallel_for(n, fnn_threads_for(n), pad_mode_rows, (void *)a);
+    return FNN_STATUS_OK;
+}
+static int cpu_pad_mode_grad(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    const int64_t n = fnn_numel_of(a->ndim, a->xshape);
+    if (n > 0) fnn_parallel_for(n, fnn_threads_for(fnn_numel_of(a->ndim, a->yshape)), pad_mode_grad_rows, (void *)a);
+    return FNN_STATUS_OK;
+}
+
+/* tril (upper false), triu (upper true) over contiguous x [batch, rows, cols] */
+static int cpu_tri(const fnn_shape_args *a, bool upper) {
+    const int64_t rows = a->yshape[a->ndim - 2], cols = a->yshape[a->ndim - 1], k = a->k;
+    const int64_t batch = rows > 0 && cols > 0 ? fnn_numel_of(a->ndim, a->yshape) / (rows * cols) : 0;
+    const bool i64 = a->esize == 8;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++) {
+                int64_t at = (b * rows + i) * cols + j;
+                bool keep = upper ? j - i >= k : j - i <= k;
+                if (i64) ((int64_t *)a->y)[at] = keep ? ((const int64_t *)a->x)[at] : 0;
+                else ((float *)a->y)[at] = keep ? ((const float *)a->x)[at] : 0.0f;
+            }
+    return FNN_STATUS_OK;
+}
+static int cpu_tril(int ordinal, const fnn_shape_args *a) { (void)ordinal; return cpu_tri(a, false); }
+static int cpu_triu(int ordinal, const fnn_shape_args *a) { (void)ordinal; return cpu_tri(a, true); }
+
+/* every op of the family; the backward rows only where the rule is a kernel (the others' rules are
+ * other ops: narrow, select, pad, the same mask) */
+const fnn_shape_row fnn_cpu_shape_rows[] = {
+    {"contiguous", cpu_contiguous, NULL},
+    {"cat", cpu_copy_into, NULL},
+    {"stack", cpu_copy_into, NULL},
+    {"repeat", cpu_repeat, cpu_repeat_grad},
+    {"pad", cpu_pad, NULL},
+    {"pad_mode", cpu_pad_mode, cpu_pad_mode_grad},
+    {"tril", cpu_tril, NULL},
+    {"triu", cpu_triu, NULL},
+    {NULL, NULL, NULL},
+};
 
 const fnn_op_def *const fnn_ops_shape[] = {
     &CONTIGUOUS, &CAT, &STACK, &REPEAT, &PAD, &PAD_MODE, &TRIL, &TRIU, NULL,
