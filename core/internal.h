@@ -146,40 +146,12 @@ typedef struct fnn_backend {
      * which), float32 0/1 y */
     int (*int_binary)(int ordinal, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b,
                       int b_i64, const int64_t *bs, int ndim, const int64_t *shape);
-    /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
-    /* dst[p . dstride] = src[p . sstride] for every p of shape (both strided, in elements of esize bytes,
-     * 4 or 8): cat and stack copy each input into its slab of the output through this */
-    int (*copy_into)(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
-                     int esize, int ndim, const int64_t *shape);
-    /* y [yshape] contiguous: y[p] = x[(p - before) . xstride] where p - before lies in xshape, else value
-     * (an int64 x takes (int64_t)value); before may be negative (a crop); elements of esize bytes */
-    int (*pad)(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
-               const int64_t *yshape, const int64_t *xshape, const int64_t *before, double value);
-    /* pad_mode (fnn_pad_kind, not CONSTANT): y [yshape] contiguous: y[p] = x[src(p) . xstride], src per
-     * dim as fnn_pad_src (reflect, replicate, circular about x's edges), before[d] >= 0; esize 4 or 8 */
-    int (*pad_mode)(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
-                    const int64_t *yshape, const int64_t *xshape, const int64_t *before, int mode);
-    /* its backward: dx [xshape] contiguous = the sum of g [yshape] contiguous over the places read from
-     * each dx place, in g's row-major order (as the CPU) */
-    int (*pad_mode_grad)(int ordinal, float *dx, const float *g, int ndim, const int64_t *yshape,
-                         const int64_t *xshape, const int64_t *before, int mode);
-    /* y [yshape] contiguous: y[p] = x[(p mod xshape) . xstride] (x seen with y's ndim: leading dims of size
-     * 1), elements of esize bytes */
-    int (*repeat)(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
-                  const int64_t *yshape, const int64_t *xshape);
-    /* its backward: dx [xshape] contiguous = the sum over the tiles of g [repeats * xshape] contiguous,
-     * added in g's row-major order (as the CPU) */
-    int (*repeat_grad)(int ordinal, float *dx, const float *g, int ndim, const int64_t *xshape,
-                       const int64_t *repeats);
-    /* tril (upper 0) / triu (upper 1) of contiguous x [batch, rows, cols] into y: x where col - row <= k
-     * (triu: >= k), else 0; elements of esize bytes */
-    int (*tri)(int ordinal, void *y, const void *x, int esize, int64_t batch, int64_t rows, int64_t cols, int64_t k,
-               int upper);
+    /* ---- cuda/int64_reduce.cu: the int64 reductions ---- */
     /* int64 FNN_RED_SUM (wrapping) / MAX / MIN over contiguous x [O, R, I] -> y [O, I]; idx (MAX/MIN, may
      * be NULL) the 1-based position of the first extreme */
     int (*int_reduce)(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,
                       int64_t I);
-    /* (end of shape) */
+    /* (end of int64 reductions) */
     /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
     /* wait on the host until the operations queued on the device are done: every stream of every thread
      * (thread_only 0: fnn.cuda.synchronize), or the calling thread's own stream (1) */
@@ -437,6 +409,7 @@ extern const fnn_op_def *const fnn_ops_reduction[];
 extern const fnn_op_def *const fnn_ops_linalg[];
 extern const fnn_op_def *const fnn_ops_conv[];
 extern const fnn_op_def *const fnn_ops_shape[];
+extern const fnn_op_def *const fnn_ops_view[];
 extern const fnn_op_def *const fnn_ops_index[];
 extern const fnn_op_def *const fnn_ops_loss[];
 extern const fnn_op_def *const fnn_ops_norm[];

@@ -13,13 +13,14 @@
 #include "ops/attention.h"
 #include "ops/rnn.h"
 #include "ops/conv.h"
+#include "ops/shape.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const fnn_op_def *const *const families[] = {
-    fnn_ops_elementwise, fnn_ops_reduction, fnn_ops_linalg, fnn_ops_conv, fnn_ops_shape, fnn_ops_index, fnn_ops_loss, fnn_ops_norm, fnn_ops_device, fnn_ops_rnn, fnn_ops_embedding, fnn_ops_attention, fnn_ops_sort, fnn_ops_pool,
+    fnn_ops_elementwise, fnn_ops_reduction, fnn_ops_linalg, fnn_ops_conv, fnn_ops_shape, fnn_ops_view, fnn_ops_index, fnn_ops_loss, fnn_ops_norm, fnn_ops_device, fnn_ops_rnn, fnn_ops_embedding, fnn_ops_attention, fnn_ops_sort, fnn_ops_pool,
 };
 
 int fnn_op_count(void) {
@@ -41,6 +42,7 @@ const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("rnn", fnn_cpu_rnn_rows),
     FNN_ROW_TABLE("attention", fnn_cpu_attention_rows),
     FNN_ROW_TABLE("conv", fnn_cpu_conv_rows),
+    FNN_ROW_TABLE("shape", fnn_cpu_shape_rows),
     {NULL, NULL, 0},
 };
 

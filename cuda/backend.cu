@@ -41,6 +41,7 @@
 #include "ops/attention.h"
 #include "ops/rnn.h"
 #include "ops/conv.h"
+#include "ops/shape.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -157,6 +158,7 @@ extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("rnn", fnn_cuda_rnn_rows),
     FNN_ROW_TABLE("attention", fnn_cuda_attention_rows),
     FNN_ROW_TABLE("conv", fnn_cuda_conv_rows),
+    FNN_ROW_TABLE("shape", fnn_cuda_shape_rows),
     {NULL, NULL, 0},
 };
 
@@ -518,16 +520,9 @@ static const fnn_backend cuda_backend = {
     /* index */ fnn_cuda_index,
     /* cast */ fnn_cuda_cast,
     /* int_binary */ fnn_cuda_int_binary,
-    /* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
-    /* copy_into */ fnn_cuda_copy_into,
-    /* pad */ fnn_cuda_pad,
-    /* pad_mode */ fnn_cuda_pad_mode,
-    /* pad_mode_grad */ fnn_cuda_pad_mode_grad,
-    /* repeat */ fnn_cuda_repeat,
-    /* repeat_grad */ fnn_cuda_repeat_grad,
-    /* tri */ fnn_cuda_tri,
+    /* ---- cuda/int64_reduce.cu: the int64 reductions ---- */
     /* int_reduce */ fnn_cuda_int_reduce,
-    /* (end of shape) */
+    /* (end of int64 reductions) */
     /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
     /* synchronize */ cuda_synchronize,
     /* host_alloc */ cuda_host_alloc,

@@ -92,24 +92,10 @@ int fnn_cuda_index(int ordinal, int op, void *x, void *y, const int64_t *ids, in
 int fnn_cuda_cast(int ordinal, int dtype, void *y, const void *x, int64_t n);
 int fnn_cuda_int_binary(int ordinal, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b,
                         int b_i64, const int64_t *bs, int ndim, const int64_t *shape);
-/* ---- cuda/shape.cu: cat, stack, repeat, pad, tril/triu; int64 reductions ---- */
-int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
-                       int esize, int ndim, const int64_t *shape);
-int fnn_cuda_pad(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
-                 const int64_t *yshape, const int64_t *xshape, const int64_t *before, double value);
-int fnn_cuda_pad_mode(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
-                      const int64_t *yshape, const int64_t *xshape, const int64_t *before, int mode);
-int fnn_cuda_pad_mode_grad(int ordinal, float *dx, const float *g, int ndim, const int64_t *yshape,
-                           const int64_t *xshape, const int64_t *before, int mode);
-int fnn_cuda_repeat(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
-                    const int64_t *yshape, const int64_t *xshape);
-int fnn_cuda_repeat_grad(int ordinal, float *dx, const float *g, int ndim, const int64_t *xshape,
-                         const int64_t *repeats);
-int fnn_cuda_tri(int ordinal, void *y, const void *x, int esize, int64_t batch, int64_t rows, int64_t cols,
-                 int64_t k, int upper);
+/* ---- cuda/int64_reduce.cu: the int64 reductions ---- */
 int fnn_cuda_int_reduce(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,
                         int64_t I);
-/* (end of shape) */
+/* (end of int64 reductions) */
 /* ---- cuda/rnn.cu: the strided copy (the rnn rows' moves; attention.cu's rows write the KV cache with it) ---- */
 int fnn_cuda_seq_copy(int ordinal, float *dst, const int64_t *dstride, const float *src, const int64_t *sstride,
                       const int64_t *shape);

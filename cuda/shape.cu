@@ -9,10 +9,12 @@
  *   repeat_grad  dx[c] = the sum of g over the tiles, added in g's row-major order as the CPU adds
  *                them, so the bits match;
  *   tri          tril/triu: y = x where col - row <= k (triu: >= k), else 0.
- * Elements of 4 or 8 bytes (float32, int64), except repeat_grad (float32 gradients).
+ * Elements of 4 or 8 bytes (float32, int64), except repeat_grad (float32 gradients). contiguous is
+ * the backend's shared strided copy (copy.cu).
  *
- * defines: fnn_cuda_copy_into, fnn_cuda_pad, fnn_cuda_pad_mode, fnn_cuda_pad_mode_grad, fnn_cuda_repeat, fnn_cuda_repeat_grad, fnn_cuda_tri */
+ * defines: fnn_cuda_shape_rows (the family's rows, core/ops/shape.h) */
 #include "common.cuh"
+#include "ops/shape.h"
 
 /* a shape and up to three per-dim vectors (strides, sizes, offsets); passed by value (kernel
  * parameter space) */
@@ -183,7 +185,7 @@ static inline int64_t pad_layout(ShapeLayout *L, int ndim, const int64_t *yshape
 }
 
 /* ==== the launchers: plain C++ with FNN_LAUNCH (common.cuh), so spec/gpu/emulate.sh runs them too ==== */
-int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
+static int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const void *src, const int64_t *sstride,
                        int esize, int ndim, const int64_t *shape) {
     FNN_ASSERT((esize == 4 || esize == 8) && ndim >= 0 && ndim <= FNN_MAX_DIMS);
     ShapeLayout L;
@@ -217,7 +219,7 @@ int fnn_cuda_copy_into(int ordinal, void *dst, const int64_t *dstride, const voi
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_pad(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
+static int fnn_cuda_pad(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
                  const int64_t *yshape, const int64_t *xshape, const int64_t *before, double value) {
     FNN_ASSERT((esize == 4 || esize == 8) && ndim >= 0 && ndim <= FNN_MAX_DIMS);
     ShapeLayout L;
@@ -233,7 +235,7 @@ int fnn_cuda_pad(int ordinal, void *y, const void *x, const int64_t *xstride, in
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_pad_mode(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
+static int fnn_cuda_pad_mode(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
                       const int64_t *yshape, const int64_t *xshape, const int64_t *before, int mode) {
     FNN_ASSERT((esize == 4 || esize == 8) && ndim >= 0 && ndim <= FNN_MAX_DIMS && mode >= 1 && mode <= 3);
     ShapeLayout L;
@@ -249,7 +251,7 @@ int fnn_cuda_pad_mode(int ordinal, void *y, const void *x, const int64_t *xstrid
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_pad_mode_grad(int ordinal, float *dx, const float *g, int ndim, const int64_t *yshape,
+static int fnn_cuda_pad_mode_grad(int ordinal, float *dx, const float *g, int ndim, const int64_t *yshape,
                            const int64_t *xshape, const int64_t *before, int mode) {
     FNN_ASSERT(ndim >= 0 && ndim <= FNN_MAX_DIMS && mode >= 1 && mode <= 3);
     ShapeLayout L;
@@ -261,7 +263,7 @@ int fnn_cuda_pad_mode_grad(int ordinal, float *dx, const float *g, int ndim, con
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_repeat(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
+static int fnn_cuda_repeat(int ordinal, void *y, const void *x, const int64_t *xstride, int esize, int ndim,
                     const int64_t *yshape, const int64_t *xshape) {
     FNN_ASSERT((esize == 4 || esize == 8) && ndim >= 0 && ndim <= FNN_MAX_DIMS);
     ShapeLayout L;
@@ -282,7 +284,7 @@ int fnn_cuda_repeat(int ordinal, void *y, const void *x, const int64_t *xstride,
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_repeat_grad(int ordinal, float *dx, const float *g, int ndim, const int64_t *xshape,
+static int fnn_cuda_repeat_grad(int ordinal, float *dx, const float *g, int ndim, const int64_t *xshape,
                          const int64_t *repeats) {
     FNN_ASSERT(ndim >= 0 && ndim <= FNN_MAX_DIMS);
     ShapeLayout L;
@@ -304,7 +306,7 @@ int fnn_cuda_repeat_grad(int ordinal, float *dx, const float *g, int ndim, const
     return FNN_STATUS_OK;
 }
 
-int fnn_cuda_tri(int ordinal, void *y, const void *x, int esize, int64_t batch, int64_t rows, int64_t cols,
+static int fnn_cuda_tri(int ordinal, void *y, const void *x, int esize, int64_t batch, int64_t rows, int64_t cols,
                  int64_t k, int upper) {
     FNN_ASSERT(esize == 4 || esize == 8);
     const int64_t n = batch * rows * cols;
@@ -318,5 +320,55 @@ int fnn_cuda_tri(int ordinal, void *y, const void *x, int esize, int64_t batch, 
     FNN_CUDA_CHECK(upper ? "triu" : "tril", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* the rows (core/ops/shape.h), over the launchers above */
+static int copy_into_forward(int ordinal, const fnn_shape_args *a) {
+    return fnn_cuda_copy_into(ordinal, a->y, a->ystride, a->x, a->xstride, a->esize, a->ndim, a->yshape);
+}
+static int contiguous_forward(int ordinal, const fnn_shape_args *a) {
+    /* through the backend's table: the copy kernels live in copy.cu (the emulation's too) */
+    return fnn_backend_for(fnn_make_device(FNN_DEVICE_CUDA, ordinal))
+        ->strided_copy(ordinal, a->y, a->x, a->esize, a->ndim, a->yshape, a->xstride);
+}
+static int repeat_forward(int ordinal, const fnn_shape_args *a) {
+    return fnn_cuda_repeat(ordinal, a->y, a->x, a->xstride, a->esize, a->ndim, a->yshape, a->xshape);
+}
+static int repeat_backward(int ordinal, const fnn_shape_args *a) {
+    int64_t reps[FNN_MAX_DIMS];   /* g's size over x's along each dim (x with g's ndim) */
+    for (int d = 0; d < a->ndim; d++) reps[d] = a->xshape[d] ? a->yshape[d] / a->xshape[d] : 0;
+    return fnn_cuda_repeat_grad(ordinal, (float *)a->y, (const float *)a->x, a->ndim, a->xshape, reps);
+}
+static int pad_forward(int ordinal, const fnn_shape_args *a) {
+    return fnn_cuda_pad(ordinal, a->y, a->x, a->xstride, a->esize, a->ndim, a->yshape, a->xshape, a->before, a->value);
+}
+static int pad_mode_forward(int ordinal, const fnn_shape_args *a) {
+    return fnn_cuda_pad_mode(ordinal, a->y, a->x, a->xstride, a->esize, a->ndim, a->yshape, a->xshape, a->before,
+                             a->mode);
+}
+static int pad_mode_backward(int ordinal, const fnn_shape_args *a) {
+    return fnn_cuda_pad_mode_grad(ordinal, (float *)a->y, (const float *)a->x, a->ndim, a->yshape, a->xshape,
+                                  a->before, a->mode);
+}
+/* x, y [batch, rows, cols] contiguous */
+static int tri_forward(int ordinal, const fnn_shape_args *a, int upper) {
+    const int64_t rows = a->yshape[a->ndim - 2], cols = a->yshape[a->ndim - 1];
+    int64_t n = 1;
+    for (int d = 0; d < a->ndim; d++) n *= a->yshape[d];
+    const int64_t batch = rows > 0 && cols > 0 ? n / (rows * cols) : 0;
+    return fnn_cuda_tri(ordinal, a->y, a->x, a->esize, batch, rows, cols, a->k, upper);
+}
+static int tril_forward(int ordinal, const fnn_shape_args *a) { return tri_forward(ordinal, a, 0); }
+static int triu_forward(int ordinal, const fnn_shape_args *a) { return tri_forward(ordinal, a, 1); }
+extern "C" const fnn_shape_row fnn_cuda_shape_rows[] = {
+    {"contiguous", contiguous_forward, NULL},
+    {"cat", copy_into_forward, NULL},
+    {"stack", copy_into_forward, NULL},
+    {"repeat", repeat_forward, repeat_backward},
+    {"pad", pad_forward, NULL},
+    {"pad_mode", pad_mode_forward, pad_mode_backward},
+    {"tril", tril_forward, NULL},
+    {"triu", triu_forward, NULL},
+    {NULL, NULL, NULL},
+};
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -2,7 +2,8 @@
 -- modes, tril,
 -- triu), sort and topk (cuda/sort.cu) and the int64 reductions (cuda/int64_reduce.cu: sum, max, min,
 -- argmax, argmin of int64 tensors), each against the CPU path on the same inputs, forward and the
--- gradient of every input.
+-- gradient of every input. The shape family's case table (spec/cases/shape.lua) runs on both sides
+-- too, in cuda_parity_spec; the sweeps here add the launch edges, int64 ids and the errors.
 --
 -- Tolerances: every op here is exact (atol 0, rtol 0), gradients included:
 --   cat, stack, pad, repeat, tril/triu and their backward rules move values and never compute one

@@ -1,42 +1,30 @@
-/* shape.c: views (reshape view transpose permute expand narrow select squeeze
- * unsqueeze flatten) and copies (contiguous cat stack repeat pad pad_mode tril triu).
+/* shape.c: the copying shape ops (contiguous cat stack repeat pad pad_mode tril triu), the family
+ * "shape" on kernel rows (core/ops/shape.h): each entry point checks, shapes and allocates once, then
+ * calls the row of its tensor's backend (the CPU's at the end of this file, cuda/shape.cu's there).
+ * The views (reshape, transpose, narrow, ...) copy nothing and are the family "view" (view.c).
+ * The rules undo each forward with another op: pad <-> pad with the negated widths, pad_mode <-> a
+ * gather of g onto the places read, cat <-> narrow, stack <-> select, tril/triu <-> same mask,
+ * contiguous <-> g itself; repeat sums the repeated blocks back with a kernel of its own.
  *
- * A view is a new header over the same storage (fnn_make_view) with its own
- * shape, strides and offset; it costs no copy and works on any device. Every
- * op still records a node, so gradients flow back through views. The rules
- * are short because each undoes its forward with another op of this family:
- * reshape <-> reshape, transpose <-> transpose, permute <-> inverse permute,
- * expand <-> sum_to_shape, narrow/select <-> pad with zeros, pad <-> pad with
- * the negated widths, pad_mode <-> a gather of g onto the places read, cat <-> narrow, stack <-> select, tril/triu <-> same
- * mask; repeat sums the repeated blocks back with a kernel of its own.
- *
- * Views and copies take any dtype (an int64 tensor of ids reshapes, slices,
- * joins, repeats, pads and masks like a float one). On a device the copies run
- * in cuda/shape.cu (cat and stack as one strided copy per input into its slab
- * of the output, pad and repeat as gathers over the output, tril/triu as a
- * masked copy, repeat's backward as a sum over the tiles). */
-#include "../internal.h"
+ * Every op takes any dtype (an int64 tensor of ids joins, repeats, pads and masks like a float one).
+ * On a device the copies run in cuda/shape.cu (cat and stack as one strided copy per input into its
+ * slab of the output, pad and repeat as gathers over the output, tril/triu as a masked copy,
+ * repeat's backward as a sum over the tiles). */
+#include "shape.h"
 #include <math.h>
 #include <string.h>
 
 /* ================= helpers ================= */
 
-/* the backend that runs a copy on x's device (cuda/shape.cu): NULL on the CPU; has says whether
- * that backend has the op's entry (an error naming op when it does not) */
-static int device_for(const char *op, const fnn_tensor *x, const fnn_backend **be, bool (*has)(const fnn_backend *)) {
-    *be = NULL;
-    if (fnn_device_type_of(x->device) == FNN_DEVICE_CPU) return FNN_STATUS_OK;
-    *be = fnn_backend_for(x->device);
-    FNN_CHECK(*be && has(*be), FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
+/* the row of op (its registry name) in device's backend, or an error naming name (the op as its
+ * caller knows it: pad_mode's errors say "pad") and the device */
+static int row_of(const char *name, const char *op, int device, bool backward, const fnn_shape_row **row) {
+    *row = fnn_shape_row_for(device, op);
+    char dev[32];
+    FNN_CHECK(*row && (backward ? (*row)->backward : (*row)->forward), FNN_STATUS_DEVICE, "%s: %snot implemented on %s",
+              name, backward ? "backward " : "", fnn_device_name(device, dev, sizeof dev));
     return FNN_STATUS_OK;
 }
-static bool has_copy_into(const fnn_backend *b) { return b->copy_into != NULL; }
-static bool has_repeat(const fnn_backend *b) { return b->repeat != NULL; }
-static bool has_repeat_grad(const fnn_backend *b) { return b->repeat_grad != NULL; }
-static bool has_pad(const fnn_backend *b) { return b->pad != NULL; }
-static bool has_pad_mode(const fnn_backend *b) { return b->pad_mode != NULL; }
-static bool has_pad_mode_grad(const fnn_backend *b) { return b->pad_mode_grad != NULL; }
-static bool has_tri(const fnn_backend *b) { return b->tri != NULL; }
 
 static int check_ndim(const char *op, int ndim) {
     FNN_CHECK(ndim >= 0 && ndim <= FNN_MAX_DIMS, FNN_STATUS_SHAPE, "%s: %d dims, at most %d supported", op, ndim,
@@ -96,180 +84,6 @@ static void copy_nd(void *dst, const int64_t *ds, const void *src, const int64_t
     fnn_parallel_for(n / shape[ndim - 1], fnn_threads_for(n), copy_rows, &a);
 }
 
-/* ================= reshape, view, flatten ================= */
-
-/* the requested shape with its one -1 filled in, or an error naming both shapes and counts */
-static int infer_shape(const char *op, const fnn_tensor *x, int ndim, const int64_t *req, int64_t *shape) {
-    FNN_TRY(check_ndim(op, ndim));
-    int64_t numel = fnn_tensor_numel(x), known = 1;
-    int infer = -1;
-    for (int i = 0; i < ndim; i++) {
-        if (req[i] == -1) {
-            FNN_CHECK(infer < 0, FNN_STATUS_SHAPE, "%s: only one size may be -1, got %s", op,
-                      fnn_shape_dims(ndim, req).s);
-            infer = i;
-        } else {
-            FNN_CHECK(req[i] >= 0, FNN_STATUS_SHAPE, "%s: invalid size %lld in %s", op, (long long)req[i],
-                      fnn_shape_dims(ndim, req).s);
-            known *= req[i];
-        }
-        shape[i] = req[i];
-    }
-    if (infer >= 0) {
-        FNN_CHECK(known != 0, FNN_STATUS_SHAPE,
-                  "%s: cannot reshape %s (%lld elements) into %s: the -1 is ambiguous next to a size 0", op,
-                  fnn_shape_of(x).s, (long long)numel, fnn_shape_dims(ndim, req).s);
-        FNN_CHECK(numel % known == 0, FNN_STATUS_SHAPE,
-                  "%s: cannot reshape %s (%lld elements) into %s (%lld is not a multiple of %lld)", op,
-                  fnn_shape_of(x).s, (long long)numel, fnn_shape_dims(ndim, req).s, (long long)numel,
-                  (long long)known);
-        shape[infer] = numel / known;
-    } else {
-        FNN_CHECK(known == numel, FNN_STATUS_SHAPE, "%s: cannot reshape %s (%lld elements) into %s (%lld elements)",
-                  op, fnn_shape_of(x).s, (long long)numel, fnn_shape_dims(ndim, req).s, (long long)known);
-    }
-    return FNN_STATUS_OK;
-}
-
-/* strides that show x's elements in row-major order as `shape`, when x's layout allows it
- * (PyTorch's computeStride: walk x's dims from the last, in chunks that are contiguous
- * among themselves, and lay the new dims over each chunk). false: a copy is needed. */
-static bool view_strides(const fnn_tensor *x, int ndim, const int64_t *shape, int64_t *stride) {
-    if (x->ndim == 0 || fnn_tensor_numel(x) == 0) {
-        fnn_contiguous_strides(ndim, shape, stride);
-        return true;
-    }
-    int view_d = ndim - 1;
-    int64_t chunk_base = x->stride[x->ndim - 1], tensor_numel = 1, view_numel = 1;
-    for (int d = x->ndim - 1; d >= 0; d--) {
-        tensor_numel *= x->shape[d];
-        if (d == 0 || (x->shape[d - 1] != 1 && x->stride[d - 1] != tensor_numel * chunk_base)) {
-            while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
-                stride[view_d] = view_numel * chunk_base;
-                view_numel *= shape[view_d];
-                view_d--;
-            }
-            if (view_numel != tensor_numel) return false;
-            if (d > 0) { chunk_base = x->stride[d - 1]; tensor_numel = 1; view_numel = 1; }
-        }
-    }
-    return view_d == -1;
-}
-
-/* dx = reshape(g, x's shape): the rule of every op that only re-labels elements */
-static int reshape_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    return fnn_reshape(&din[0], g, n->in_ndim[0], n->in_shape[0]);
-}
-
-static const fnn_op_def RESHAPE = {{"reshape", "shape", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def VIEW = {{"view", "shape", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def FLATTEN = {{"flatten", "shape", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def SQUEEZE = {{"squeeze", "shape", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def UNSQUEEZE = {{"unsqueeze", "shape", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
-
-/* x -> shape (already checked to hold numel(x) elements): a view when the strides allow,
- * else (allow_copy) a contiguous copy; the node is def's either way */
-static int reshape_to(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape,
-                      bool allow_copy) {
-    const char *op = def->info.name;
-    int64_t stride[FNN_MAX_DIMS];
-    if (view_strides(x, ndim, shape, stride)) {
-        FNN_TRY(fnn_make_view(out, x, ndim, shape, stride, x->offset));
-    } else {
-        if (!allow_copy) {
-            int64_t xs[FNN_MAX_DIMS];
-            memcpy(xs, x->stride, sizeof xs);
-            return FNN_FAIL(FNN_STATUS_SHAPE,
-                            "%s: cannot view %s (strides %s) as %s without a copy; use reshape, or contiguous first",
-                            op, fnn_shape_of(x).s, fnn_shape_dims(x->ndim, xs).s, fnn_shape_dims(ndim, shape).s);
-        }
-        fnn_tensor dense;
-        FNN_TRY(fnn_materialize(&dense, x));   /* on a device too (its strided_copy) */
-        fnn_contiguous_strides(ndim, shape, stride);
-        int rc = fnn_make_view(out, &dense, ndim, shape, stride, 0);
-        fnn_tensor_clear(&dense);
-        FNN_TRY(rc);
-    }
-    const fnn_tensor *ins[1] = {x};
-    return record(def, out, 1, ins, NULL);
-}
-
-/* reshape: x [any] -> shape with one -1 inferred; a view when possible */
-int fnn_reshape(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) {
-    FNN_TRY(fnn_check_input_any("reshape", x));
-    int64_t s[FNN_MAX_DIMS];
-    FNN_TRY(infer_shape("reshape", x, ndim, shape, s));
-    return reshape_to(&RESHAPE, out, x, ndim, s, true);
-}
-
-/* view: as reshape, but never copies */
-int fnn_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) {
-    FNN_TRY(fnn_check_input_any("view", x));
-    int64_t s[FNN_MAX_DIMS];
-    FNN_TRY(infer_shape("view", x, ndim, shape, s));
-    return reshape_to(&VIEW, out, x, ndim, s, false);
-}
-
-/* flatten: [a, b, c, d] with start 1, end 2 -> [a, b*c, d]; a scalar becomes [1] */
-int fnn_flatten(fnn_tensor *out, const fnn_tensor *x, int start_dim, int end_dim) {
-    FNN_TRY(fnn_check_input_any("flatten", x));
-    int64_t shape[FNN_MAX_DIMS];
-    if (x->ndim == 0) {
-        shape[0] = 1;
-        return reshape_to(&FLATTEN, out, x, 1, shape, true);
-    }
-    int s, e;
-    FNN_TRY(fnn_wrap_dim("flatten", x, start_dim, 0, &s));
-    FNN_TRY(fnn_wrap_dim("flatten", x, end_dim, 0, &e));
-    FNN_CHECK(s <= e, FNN_STATUS_ARG, "flatten: start dim %d comes after end dim %d for %s", s + 1, e + 1,
-              fnn_shape_of(x).s);
-    int nd = 0;
-    for (int i = 0; i < s; i++) shape[nd++] = x->shape[i];
-    shape[nd++] = fnn_numel_of(e - s + 1, x->shape + s);
-    for (int i = e + 1; i < x->ndim; i++) shape[nd++] = x->shape[i];
-    return reshape_to(&FLATTEN, out, x, nd, shape, true);
-}
-
-/* squeeze: drops size-1 dims (dim = -1: all of them; a given dim of another size stays, as PyTorch) */
-int fnn_squeeze(fnn_tensor *out, const fnn_tensor *x, int dim) {
-    FNN_TRY(fnn_check_input_any("squeeze", x));
-    int d = -1;
-    if (dim != -1) FNN_TRY(fnn_wrap_dim("squeeze", x, dim, 0, &d));
-    int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
-    int nd = 0;
-    for (int i = 0; i < x->ndim; i++) {
-        bool drop = x->shape[i] == 1 && (d < 0 || d == i);
-        if (drop) continue;
-        shape[nd] = x->shape[i];
-        stride[nd++] = x->stride[i];
-    }
-    FNN_TRY(fnn_make_view(out, x, nd, shape, stride, x->offset));
-    const fnn_tensor *ins[1] = {x};
-    return record(&SQUEEZE, out, 1, ins, NULL);
-}
-
-/* unsqueeze: inserts a size-1 dim at dim (0..ndim) */
-int fnn_unsqueeze(fnn_tensor *out, const fnn_tensor *x, int dim) {
-    FNN_TRY(fnn_check_input_any("unsqueeze", x));
-    int d;
-    FNN_TRY(fnn_wrap_dim("unsqueeze", x, dim, 1, &d));
-    FNN_TRY(check_ndim("unsqueeze", x->ndim + 1));
-    int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
-    for (int i = 0, j = 0; i <= x->ndim; i++) {
-        if (i == d) {
-            shape[i] = 1;
-            /* any stride works for size 1; this one keeps a contiguous tensor contiguous */
-            stride[i] = d < x->ndim ? x->shape[d] * x->stride[d] : 1;
-            continue;
-        }
-        shape[i] = x->shape[j];
-        stride[i] = x->stride[j++];
-    }
-    FNN_TRY(fnn_make_view(out, x, x->ndim + 1, shape, stride, x->offset));
-    const fnn_tensor *ins[1] = {x};
-    return record(&UNSQUEEZE, out, 1, ins, NULL);
-}
-
 /* ================= contiguous ================= */
 
 /* the gradient passes through unchanged */
@@ -283,184 +97,15 @@ static const fnn_op_def CONTIGUOUS = {{"contiguous", "shape", 1, 1}, contiguous_
 int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) {
     FNN_TRY(fnn_check_input_any("contiguous", x));
     if (fnn_tensor_is_contiguous(x)) return fnn_tensor_ref(out, x);
-    FNN_TRY(fnn_materialize(out, x));   /* on a device too (its strided_copy) */
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("contiguous", "contiguous", x->device, false, &row));
+    FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, x->shape));
+    const fnn_shape_args a = {.y = fnn_bytes(out), .x = fnn_bytes(x), .xstride = x->stride, .yshape = x->shape,
+                              .ndim = x->ndim, .esize = fnn_elem_size(x)};
+    int rc = row->forward(fnn_device_ordinal(x->device), &a);
+    if (rc) { fnn_tensor_clear(out); return rc; }
     const fnn_tensor *ins[1] = {x};
     return record(&CONTIGUOUS, out, 1, ins, NULL);
-}
-
-/* ================= transpose, permute ================= */
-
-/* the two dims transpose swapped (0-based, wrapped) */
-typedef struct { int dim1, dim2; } transpose_attrs;
-
-/* dx = transpose(g, d1, d2): a swap is its own inverse */
-static int transpose_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    const transpose_attrs *a = FNN_ATTRS(n, transpose_attrs);
-    return fnn_transpose(&din[0], g, a->dim1, a->dim2);
-}
-static const fnn_op_def TRANSPOSE = {{"transpose", "shape", 1, 1}, transpose_backward, FNN_EMBEDS_NONE};
-
-/* transpose: swaps dims d1 and d2 (a view) */
-int fnn_transpose(fnn_tensor *out, const fnn_tensor *x, int d1, int d2) {
-    FNN_TRY(fnn_check_input_any("transpose", x));
-    int a, b;
-    FNN_TRY(fnn_wrap_dim("transpose", x, d1, 0, &a));
-    FNN_TRY(fnn_wrap_dim("transpose", x, d2, 0, &b));
-    int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
-    memcpy(shape, x->shape, sizeof shape);
-    memcpy(stride, x->stride, sizeof stride);
-    shape[a] = x->shape[b]; shape[b] = x->shape[a];
-    stride[a] = x->stride[b]; stride[b] = x->stride[a];
-    FNN_TRY(fnn_make_view(out, x, x->ndim, shape, stride, x->offset));
-    const fnn_tensor *ins[1] = {x};
-    fnn_node *n;
-    FNN_TRY(record(&TRANSPOSE, out, 1, ins, &n));
-    if (n) *FNN_ATTRS(n, transpose_attrs) = (transpose_attrs){.dim1 = a, .dim2 = b};
-    return FNN_STATUS_OK;
-}
-
-/* output dim i is input dim dims[i] (0-based, wrapped; the input's ndim entries) */
-typedef struct { int dims[FNN_MAX_DIMS]; } permute_attrs;
-
-/* dx = permute(g, inverse): output dim i came from input dim dims[i], so it goes back there */
-static int permute_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    const permute_attrs *a = FNN_ATTRS(n, permute_attrs);
-    int inv[FNN_MAX_DIMS];
-    for (int i = 0; i < n->in_ndim[0]; i++) inv[a->dims[i]] = i;
-    return fnn_permute(&din[0], g, n->in_ndim[0], inv);
-}
-static const fnn_op_def PERMUTE = {{"permute", "shape", 1, 1}, permute_backward, FNN_EMBEDS_NONE};
-
-/* permute: output dim i is input dim dims[i] (a view) */
-int fnn_permute(fnn_tensor *out, const fnn_tensor *x, int ndim, const int *dims) {
-    FNN_TRY(fnn_check_input_any("permute", x));
-    FNN_CHECK(ndim == x->ndim, FNN_STATUS_ARG, "permute: %d dims given for %s, which has %d", ndim,
-              fnn_shape_of(x).s, x->ndim);
-    int d[FNN_MAX_DIMS];
-    bool seen[FNN_MAX_DIMS] = {false};
-    int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
-    for (int i = 0; i < ndim; i++) {
-        FNN_TRY(fnn_wrap_dim("permute", x, dims[i], 0, &d[i]));
-        FNN_CHECK(!seen[d[i]], FNN_STATUS_ARG, "permute: dim %d appears twice; dims must be a permutation of 1..%d for %s",
-                  d[i] + 1, ndim, fnn_shape_of(x).s);
-        seen[d[i]] = true;
-        shape[i] = x->shape[d[i]];
-        stride[i] = x->stride[d[i]];
-    }
-    FNN_TRY(fnn_make_view(out, x, ndim, shape, stride, x->offset));
-    const fnn_tensor *ins[1] = {x};
-    fnn_node *n;
-    FNN_TRY(record(&PERMUTE, out, 1, ins, &n));
-    if (n) for (int i = 0; i < ndim; i++) FNN_ATTRS(n, permute_attrs)->dims[i] = d[i];
-    return FNN_STATUS_OK;
-}
-
-/* ================= expand ================= */
-
-/* dx = g summed over the new leading dims and over the size-1 dims that were expanded */
-static int expand_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    return fnn_sum_to_shape(&din[0], g, n->in_ndim[0], n->in_shape[0]);
-}
-static const fnn_op_def EXPAND = {{"expand", "shape", 1, 1}, expand_backward, FNN_EMBEDS_NONE};
-
-/* expand: size-1 dims (and new leading dims) repeat with stride 0; -1 keeps a size */
-int fnn_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) {
-    FNN_TRY(fnn_check_input_any("expand", x));
-    FNN_TRY(check_ndim("expand", ndim));
-    FNN_CHECK(ndim >= x->ndim, FNN_STATUS_SHAPE, "expand: cannot expand %s to %s (fewer dims)", fnn_shape_of(x).s,
-              fnn_shape_dims(ndim, shape).s);
-    int lead = ndim - x->ndim;
-    int64_t s[FNN_MAX_DIMS], st[FNN_MAX_DIMS];
-    for (int i = 0; i < ndim; i++) {
-        if (i < lead) {
-            FNN_CHECK(shape[i] >= 0, FNN_STATUS_SHAPE, "expand: cannot expand %s to %s (size %lld in new dim %d)",
-                      fnn_shape_of(x).s, fnn_shape_dims(ndim, shape).s, (long long)shape[i], i + 1);
-            s[i] = shape[i];
-            st[i] = 0;
-            continue;
-        }
-        int64_t have = x->shape[i - lead], want = shape[i] == -1 ? have : shape[i];
-        FNN_CHECK(want == have || (have == 1 && want >= 0), FNN_STATUS_SHAPE,
-                  "expand: cannot expand %s to %s (dim %d has size %lld; only size-1 dims expand)",
-                  fnn_shape_of(x).s, fnn_shape_dims(ndim, shape).s, i + 1, (long long)have);
-        s[i] = want;
-        st[i] = want == have ? x->stride[i - lead] : 0;
-    }
-    FNN_TRY(fnn_make_view(out, x, ndim, s, st, x->offset));
-    const fnn_tensor *ins[1] = {x};
-    return record(&EXPAND, out, 1, ins, NULL);
-}
-
-/* ================= narrow, select ================= */
-
-/* zeros of the input shape with g placed at [start, start + g.shape[dim]) along dim (a pad) */
-static int embed_along(fnn_tensor *out, const fnn_tensor *g, int ndim, const int64_t *in_shape, int dim,
-                       int64_t start) {
-    int64_t pads[2 * FNN_MAX_DIMS] = {0};
-    int pair = ndim - 1 - dim;   /* F.pad order: the last dim first */
-    pads[2 * pair] = start;
-    pads[2 * pair + 1] = in_shape[dim] - start - g->shape[dim];
-    return fnn_pad(out, g, ndim - dim, pads, 0.0);
-}
-
-static int narrow_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    const fnn_slice_attrs *a = FNN_ATTRS(n, fnn_slice_attrs);
-    return embed_along(&din[0], g, n->in_ndim[0], n->in_shape[0], a->dim, a->start);
-}
-static const fnn_op_def NARROW = {{"narrow", "shape", 1, 1}, narrow_backward, FNN_EMBEDS_NARROW};
-
-/* narrow: x [.., n, ..] -> [.., length, ..], elements start .. start+length-1 of dim (0-based) */
-int fnn_narrow(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t start, int64_t length) {
-    FNN_TRY(fnn_check_input_any("narrow", x));
-    int d;
-    FNN_TRY(fnn_wrap_dim("narrow", x, dim, 0, &d));
-    int64_t size = x->shape[d];
-    FNN_CHECK(start >= 0 && length >= 0 && start <= size && length <= size - start, FNN_STATUS_ARG,
-              "narrow: start %lld and length %lld out of range for dim %d of %s (positions 1..%lld)",
-              (long long)start + 1, (long long)length, d + 1, fnn_shape_of(x).s, (long long)size);
-    int64_t shape[FNN_MAX_DIMS];
-    memcpy(shape, x->shape, sizeof shape);
-    shape[d] = length;
-    FNN_TRY(fnn_make_view(out, x, x->ndim, shape, x->stride, x->offset + start * x->stride[d]));
-    const fnn_tensor *ins[1] = {x};
-    fnn_node *n;
-    FNN_TRY(record(&NARROW, out, 1, ins, &n));
-    if (n) *FNN_ATTRS(n, fnn_slice_attrs) = (fnn_slice_attrs){.dim = d, .start = start};
-    return FNN_STATUS_OK;
-}
-
-/* dx = zeros with g placed at position index of dim */
-static int select_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    const fnn_slice_attrs *a = FNN_ATTRS(n, fnn_slice_attrs);
-    int d = a->dim;
-    fnn_tensor g1;
-    FNN_TRY(fnn_unsqueeze(&g1, g, d));
-    int rc = embed_along(&din[0], &g1, n->in_ndim[0], n->in_shape[0], d, a->start);
-    fnn_tensor_clear(&g1);
-    return rc;
-}
-static const fnn_op_def SELECT = {{"select", "shape", 1, 1}, select_backward, FNN_EMBEDS_SELECT};
-
-/* select: x [.., n, ..] -> [.., ..], position index of dim (0-based; negative counts from the end) */
-int fnn_select(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t index) {
-    FNN_TRY(fnn_check_input_any("select", x));
-    int d;
-    FNN_TRY(fnn_wrap_dim("select", x, dim, 0, &d));
-    int64_t size = x->shape[d], i = index < 0 ? index + size : index;
-    FNN_CHECK(i >= 0 && i < size, FNN_STATUS_ARG, "select: index %lld out of range for dim %d of %s (positions 1..%lld)",
-              (long long)(index >= 0 ? index + 1 : index), d + 1, fnn_shape_of(x).s, (long long)size);
-    int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
-    for (int k = 0, j = 0; k < x->ndim; k++) {
-        if (k == d) continue;
-        shape[j] = x->shape[k];
-        stride[j++] = x->stride[k];
-    }
-    FNN_TRY(fnn_make_view(out, x, x->ndim - 1, shape, stride, x->offset + i * x->stride[d]));
-    const fnn_tensor *ins[1] = {x};
-    fnn_node *n;
-    FNN_TRY(record(&SELECT, out, 1, ins, &n));
-    if (n) *FNN_ATTRS(n, fnn_slice_attrs) = (fnn_slice_attrs){.dim = d, .start = i};
-    return FNN_STATUS_OK;
 }
 
 /* ================= cat, stack ================= */
@@ -501,17 +146,18 @@ int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
                   fnn_shape_of(x0).s, fnn_shape_of(x).s, k + 1, d + 1);
         shape[d] += x->shape[d];
     }
-    const fnn_backend *be;
-    FNN_TRY(device_for("cat", x0, &be, has_copy_into));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("cat", "cat", x0->device, false, &row));
     FNN_TRY(fnn_new_output_dtype(out, x0->device, x0->dtype, x0->ndim, shape));
     int64_t off = 0;
     int esize = fnn_elem_size(x0);
-    for (int k = 0; k < n; k++) {
-        char *slab = (char *)fnn_bytes(out) + off * out->stride[d] * esize;
-        int rc = FNN_STATUS_OK;
-        if (be) rc = be->copy_into(fnn_device_ordinal(x0->device), slab, out->stride, fnn_bytes(xs[k]), xs[k]->stride,
-                                   esize, x0->ndim, xs[k]->shape);
-        else copy_nd(slab, out->stride, fnn_bytes(xs[k]), xs[k]->stride, x0->ndim, xs[k]->shape, esize);
+    fnn_shape_args a = {.ystride = out->stride, .ndim = x0->ndim, .esize = esize};
+    for (int k = 0; k < n; k++) {   /* each input into its slab of the output */
+        a.y = (char *)fnn_bytes(out) + off * out->stride[d] * esize;
+        a.x = fnn_bytes(xs[k]);
+        a.xstride = xs[k]->stride;
+        a.yshape = xs[k]->shape;
+        int rc = row->forward(fnn_device_ordinal(x0->device), &a);
         if (rc) { fnn_tensor_clear(out); return rc; }
         off += xs[k]->shape[d];
     }
@@ -543,20 +189,20 @@ int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
         FNN_CHECK(fnn_same_shape(x0, xs[k]), FNN_STATUS_SHAPE, "stack: shapes %s (tensor 1) and %s (tensor %d) differ",
                   fnn_shape_of(x0).s, fnn_shape_of(xs[k]).s, k + 1);
     }
-    const fnn_backend *be;
-    FNN_TRY(device_for("stack", x0, &be, has_copy_into));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("stack", "stack", x0->device, false, &row));
     int64_t shape[FNN_MAX_DIMS];
     for (int i = 0, j = 0; i <= x0->ndim; i++) shape[i] = i == d ? n : x0->shape[j++];
     FNN_TRY(fnn_new_output_dtype(out, x0->device, x0->dtype, x0->ndim + 1, shape));
     int64_t ds[FNN_MAX_DIMS];   /* out's strides without the new dim */
     for (int i = 0, j = 0; i <= x0->ndim; i++) if (i != d) ds[j++] = out->stride[i];
     int esize = fnn_elem_size(x0);
-    for (int k = 0; k < n; k++) {
-        char *slab = (char *)fnn_bytes(out) + k * out->stride[d] * esize;
-        int rc = FNN_STATUS_OK;
-        if (be) rc = be->copy_into(fnn_device_ordinal(x0->device), slab, ds, fnn_bytes(xs[k]), xs[k]->stride, esize,
-                                   x0->ndim, x0->shape);
-        else copy_nd(slab, ds, fnn_bytes(xs[k]), xs[k]->stride, x0->ndim, x0->shape, esize);
+    fnn_shape_args a = {.ystride = ds, .yshape = x0->shape, .ndim = x0->ndim, .esize = esize};
+    for (int k = 0; k < n; k++) {   /* each input into its slab of the output */
+        a.y = (char *)fnn_bytes(out) + k * out->stride[d] * esize;
+        a.x = fnn_bytes(xs[k]);
+        a.xstride = xs[k]->stride;
+        int rc = row->forward(fnn_device_ordinal(x0->device), &a);
         if (rc) { fnn_tensor_clear(out); return rc; }
     }
     fnn_node *nd;
@@ -567,10 +213,9 @@ int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
 
 /* ================= repeat ================= */
 
-/* the input seen with the output's ndim: size 1 and stride 0 in the new leading dims */
-static void repeat_source(const fnn_tensor *x, int ndim, const int64_t *xshape, const int64_t *xstride,
-                          int64_t *s, int64_t *st) {
-    int lead = ndim - x->ndim;
+/* the input (xndim dims) seen with the output's ndim: size 1 and stride 0 in the new leading dims */
+static void repeat_source(int xndim, int ndim, const int64_t *xshape, const int64_t *xstride, int64_t *s, int64_t *st) {
+    int lead = ndim - xndim;
     for (int i = 0; i < ndim; i++) {
         s[i] = i < lead ? 1 : xshape[i - lead];
         st[i] = i < lead ? 0 : xstride[i - lead];
@@ -596,58 +241,38 @@ static void repeat_kernel(float *y, float *x, const int64_t *st, const int64_t *
     }
 }
 
-/* repeat of any dtype through a view: x [s0, s1, ...] seen as [r0, s0, r1, s1, ...] with stride 0
- * along each r, copied contiguous, is the tiled [r0*s0, r1*s1, ...] (no gradient: int64 only) */
-static int repeat_by_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *s, const int64_t *st,
-                            const int64_t *repeats, const int64_t *shape) {
-    if (fnn_numel_of(ndim, shape) == 0) return fnn_new_output_dtype(out, x->device, x->dtype, ndim, shape);
+/* repeat of int64 through a view: x [s0, s1, ...] seen as [r0, s0, r1, s1, ...] with stride 0
+ * along each r, copied in row-major order, is the tiled [r0*s0, r1*s1, ...] */
+static int repeat_by_expand(const fnn_shape_args *a) {
+    const int ndim = a->ndim;
+    if (fnn_numel_of(ndim, a->yshape) == 0) return FNN_STATUS_OK;
     FNN_CHECK(2 * ndim <= FNN_MAX_DIMS, FNN_STATUS_SHAPE, "repeat: an int64 tensor repeats over at most %d dims, got %d",
               FNN_MAX_DIMS / 2, ndim);
     int64_t vs[FNN_MAX_DIMS], vst[FNN_MAX_DIMS];
     for (int i = 0; i < ndim; i++) {
-        vs[2 * i] = repeats[i]; vst[2 * i] = 0;
-        vs[2 * i + 1] = s[i]; vst[2 * i + 1] = st[i];
+        vs[2 * i] = a->yshape[i] / a->xshape[i]; vst[2 * i] = 0;   /* the count (no size is 0 here) */
+        vs[2 * i + 1] = a->xshape[i]; vst[2 * i + 1] = a->xstride[i];
     }
-    fnn_tensor tiled;
-    FNN_TRY(fnn_make_view(&tiled, x, 2 * ndim, vs, vst, x->offset));
-    fnn_tensor dense;
-    int rc = fnn_materialize(&dense, &tiled);
-    fnn_tensor_clear(&tiled);
-    FNN_TRY(rc);
-    int64_t cs[FNN_MAX_DIMS];
-    fnn_contiguous_strides(ndim, shape, cs);
-    rc = fnn_make_view(out, &dense, ndim, shape, cs, 0);
-    fnn_tensor_clear(&dense);
-    return rc;
+    fnn_strided_copy(a->y, a->x, 8, 2 * ndim, vs, vst);
+    return FNN_STATUS_OK;
 }
 
 /* dx = sum of g over the repeated blocks: dx[i] += g[j] for each j with j mod s = i */
 static int repeat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    const fnn_backend *be;
-    FNN_TRY(device_for("repeat", g, &be, has_repeat_grad));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("repeat", "repeat", g->device, true, &row));
     fnn_tensor tmp;
     int rc;
     const float *gd = fnn_contiguous_data(g, &tmp, &rc);
     if (rc) return rc;
-    if (be) {   /* cuda/shape.cu: a thread per dx element sums its tiles */
-        int64_t s[FNN_MAX_DIMS], reps[FNN_MAX_DIMS];
-        const int lead = g->ndim - n->in_ndim[0];   /* x seen with g's ndim: leading dims of size 1 */
-        for (int i = 0; i < g->ndim; i++) {
-            s[i] = i < lead ? 1 : n->in_shape[0][i - lead];
-            reps[i] = s[i] ? g->shape[i] / s[i] : 0;
-        }
-        rc = fnn_new_output(&din[0], g->device, n->in_ndim[0], n->in_shape[0]);
-        if (!rc && (rc = be->repeat_grad(fnn_device_ordinal(g->device), fnn_data(&din[0]), gd, g->ndim, s, reps)))
-            fnn_tensor_clear(&din[0]);
-        fnn_tensor_clear(&tmp);
-        return rc;
-    }
-    rc = fnn_zeros(&din[0], n->in_ndim[0], n->in_shape[0]);
-    if (rc == FNN_STATUS_OK) {
-        int64_t s[FNN_MAX_DIMS], st[FNN_MAX_DIMS], cs[FNN_MAX_DIMS];
-        fnn_contiguous_strides(din[0].ndim, din[0].shape, cs);
-        repeat_source(&din[0], g->ndim, din[0].shape, cs, s, st);
-        repeat_kernel((float *)gd, fnn_data(&din[0]), st, s, g->ndim, g->shape, true);
+    int64_t s[FNN_MAX_DIMS], st[FNN_MAX_DIMS], cs[FNN_MAX_DIMS];
+    fnn_contiguous_strides(n->in_ndim[0], n->in_shape[0], cs);
+    repeat_source(n->in_ndim[0], g->ndim, n->in_shape[0], cs, s, st);
+    rc = fnn_new_output(&din[0], g->device, n->in_ndim[0], n->in_shape[0]);
+    if (!rc) {
+        const fnn_shape_args a = {.y = fnn_data(&din[0]), .x = gd, .xstride = st, .yshape = g->shape, .xshape = s,
+                                  .ndim = g->ndim, .esize = 4};
+        if ((rc = row->backward(fnn_device_ordinal(g->device), &a))) fnn_tensor_clear(&din[0]);
     }
     fnn_tensor_clear(&tmp);
     return rc;
@@ -662,26 +287,20 @@ int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *re
     FNN_CHECK(ndim >= x->ndim, FNN_STATUS_ARG, "repeat: %d repeat counts for %s; need at least %d (one per dim)",
               ndim, fnn_shape_of(x).s, x->ndim);
     int64_t s[FNN_MAX_DIMS], st[FNN_MAX_DIMS], shape[FNN_MAX_DIMS];
-    repeat_source(x, ndim, x->shape, x->stride, s, st);
+    repeat_source(x->ndim, ndim, x->shape, x->stride, s, st);
     for (int i = 0; i < ndim; i++) {
         FNN_CHECK(repeats[i] >= 0, FNN_STATUS_ARG, "repeat: count %lld for dim %d of %s must be >= 0",
                   (long long)repeats[i], i + 1, fnn_shape_of(x).s);
         shape[i] = repeats[i] * s[i];
     }
-    const fnn_backend *be;
-    FNN_TRY(device_for("repeat", x, &be, has_repeat));
-    if (be) {   /* cuda/shape.cu: a gather over the output, any dtype */
-        FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, ndim, shape));
-        int rc = be->repeat(fnn_device_ordinal(x->device), fnn_bytes(out), fnn_bytes(x), st, fnn_elem_size(x), ndim,
-                            shape, s);
-        if (rc) { fnn_tensor_clear(out); return rc; }
-        if (fnn_is_int64(x)) return FNN_STATUS_OK;   /* no gradient, as on the CPU */
-        const fnn_tensor *ins[1] = {x};
-        return record(&REPEAT, out, 1, ins, NULL);
-    }
-    if (fnn_is_int64(x)) return repeat_by_expand(out, x, ndim, s, st, repeats, shape);
-    FNN_TRY(fnn_new_output(out, x->device, ndim, shape));
-    repeat_kernel(fnn_data(out), fnn_data(x), st, s, ndim, shape, false);
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("repeat", "repeat", x->device, false, &row));
+    FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, ndim, shape));
+    const fnn_shape_args a = {.y = fnn_bytes(out), .x = fnn_bytes(x), .xstride = st, .yshape = shape, .xshape = s,
+                              .ndim = ndim, .esize = fnn_elem_size(x)};
+    int rc = row->forward(fnn_device_ordinal(x->device), &a);
+    if (rc) { fnn_tensor_clear(out); return rc; }
+    if (fnn_is_int64(x)) return FNN_STATUS_OK;   /* ids get no gradient */
     const fnn_tensor *ins[1] = {x};
     return record(&REPEAT, out, 1, ins, NULL);
 }
@@ -713,41 +332,26 @@ int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pad
     FNN_TRY(fnn_check_input_any("pad", x));
     FNN_CHECK(npairs >= 0 && npairs <= x->ndim, FNN_STATUS_ARG, "pad: %d (before, after) pairs for %s, which has %d dims",
               npairs, fnn_shape_of(x).s, x->ndim);
-    int64_t shape[FNN_MAX_DIMS], src_start[FNN_MAX_DIMS] = {0}, dst_start[FNN_MAX_DIMS] = {0}, len[FNN_MAX_DIMS];
+    int64_t shape[FNN_MAX_DIMS], before[FNN_MAX_DIMS] = {0};
     memcpy(shape, x->shape, sizeof shape);
-    memcpy(len, x->shape, sizeof len);
     for (int i = 0; i < npairs; i++) {
         int d = x->ndim - 1 - i;
-        int64_t before = pads[2 * i], after = pads[2 * i + 1];
-        shape[d] = x->shape[d] + before + after;
+        int64_t b = pads[2 * i], after = pads[2 * i + 1];
+        shape[d] = x->shape[d] + b + after;
         FNN_CHECK(shape[d] >= 0, FNN_STATUS_ARG, "pad: padding (%lld, %lld) leaves dim %d of %s with size %lld",
-                  (long long)before, (long long)after, d + 1, fnn_shape_of(x).s, (long long)shape[d]);
-        /* the part of x that survives a crop, and where it lands */
-        src_start[d] = before < 0 ? -before : 0;
-        dst_start[d] = before > 0 ? before : 0;
-        len[d] = x->shape[d] - src_start[d] - (after < 0 ? -after : 0);
-        if (len[d] < 0) len[d] = 0;
+                  (long long)b, (long long)after, d + 1, fnn_shape_of(x).s, (long long)shape[d]);
+        before[d] = b;
     }
-    const fnn_backend *be;
-    FNN_TRY(device_for("pad", x, &be, has_pad));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("pad", "pad", x->device, false, &row));
     FNN_CHECK(!fnn_is_int64(x) || (value == floor(value) && fabs(value) < 9223372036854775808.0), FNN_STATUS_ARG,
               "pad: an int64 tensor %s pads with whole numbers, got %g", fnn_shape_of(x).s, value);
     FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape));
-    int64_t n = fnn_tensor_numel(out), esize = fnn_elem_size(x);
-    if (be) {   /* cuda/shape.cu: one gather over the output, border and interior */
-        int64_t before[FNN_MAX_DIMS] = {0};
-        for (int i = 0; i < npairs; i++) before[x->ndim - 1 - i] = pads[2 * i];
-        int rc = be->pad(fnn_device_ordinal(x->device), fnn_bytes(out), fnn_bytes(x), x->stride, (int)esize, x->ndim,
-                         shape, x->shape, before, value);
-        if (rc) { fnn_tensor_clear(out); return rc; }
-    } else {
-        if (fnn_is_int64(x)) { int64_t *y = fnn_data_i64(out), v = (int64_t)value; for (int64_t i = 0; i < n; i++) y[i] = v; }
-        else { float *y = fnn_data(out), v = (float)value; for (int64_t i = 0; i < n; i++) y[i] = v; }
-        int64_t soff = 0, doff = 0;
-        for (int d = 0; d < x->ndim; d++) { soff += src_start[d] * x->stride[d]; doff += dst_start[d] * out->stride[d]; }
-        copy_nd((char *)fnn_bytes(out) + doff * esize, out->stride, (const char *)fnn_bytes(x) + soff * esize, x->stride,
-                x->ndim, len, (int)esize);
-    }
+    const fnn_shape_args a = {.y = fnn_bytes(out), .x = fnn_bytes(x), .xstride = x->stride, .yshape = shape,
+                              .xshape = x->shape, .before = before, .ndim = x->ndim, .esize = fnn_elem_size(x),
+                              .value = value};
+    int rc = row->forward(fnn_device_ordinal(x->device), &a);
+    if (rc) { fnn_tensor_clear(out); return rc; }
     const fnn_tensor *ins[1] = {x};
     fnn_node *nd;
     FNN_TRY(record(&PAD, out, 1, ins, &nd));
@@ -790,16 +394,9 @@ static int pad_reads(int mode, int64_t q, int64_t n, int64_t before, int64_t y, 
     return k;
 }
 
-typedef struct {
-    void *y;
-    const void *x;
-    const int64_t *xstride, *yshape, *xshape, *before;
-    int ndim, esize, mode;
-} pad_mode_args;
-
 /* y places lo..hi-1 (contiguous, row-major) from x through its strides */
 static void pad_mode_rows(void *ctx, int64_t lo, int64_t hi) {
-    const pad_mode_args *a = ctx;
+    const fnn_shape_args *a = ctx;
     for (int64_t i = lo; i < hi; i++) {
         int64_t rem = i, off = 0;
         for (int d = a->ndim - 1; d >= 0; d--) {
@@ -814,7 +411,7 @@ static void pad_mode_rows(void *ctx, int64_t lo, int64_t hi) {
 /* dx places lo..hi-1 (contiguous x shape): the sum of g (contiguous y shape) over the places that
  * read each one, visited in g's row-major order */
 static void pad_mode_grad_rows(void *ctx, int64_t lo, int64_t hi) {
-    const pad_mode_args *a = ctx;
+    const fnn_shape_args *a = ctx;
     const int nd = a->ndim;
     const float *g = a->x;
     int64_t gs[FNN_MAX_DIMS], rlo[FNN_MAX_DIMS][3], rhi[FNN_MAX_DIMS][3], j[FNN_MAX_DIMS];
@@ -852,21 +449,17 @@ static int pad_mode_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) 
     const int npairs = at->npairs, mode = at->mode, nd = n->in_ndim[0];
     int64_t before[FNN_MAX_DIMS] = {0};
     for (int i = 0; i < npairs; i++) before[nd - 1 - i] = at->before[i];
-    const fnn_backend *be;
-    FNN_TRY(device_for("pad", g, &be, has_pad_mode_grad));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("pad", "pad_mode", g->device, true, &row));
     fnn_tensor tmp;
     int rc;
     const float *gd = fnn_contiguous_data(g, &tmp, &rc);
     if (rc) return rc;
     rc = fnn_new_output(&din[0], g->device, nd, n->in_shape[0]);
-    if (!rc && be) {   /* cuda/shape.cu: a thread per dx place gathers its readers */
-        rc = be->pad_mode_grad(fnn_device_ordinal(g->device), fnn_data(&din[0]), gd, nd, g->shape, n->in_shape[0],
-                               before, mode);
-        if (rc) fnn_tensor_clear(&din[0]);
-    } else if (!rc) {
-        pad_mode_args a = {fnn_data(&din[0]), gd, NULL, g->shape, n->in_shape[0], before, nd, 4, mode};
-        int64_t cnt = fnn_tensor_numel(&din[0]);
-        if (cnt > 0) fnn_parallel_for(cnt, fnn_threads_for(fnn_tensor_numel(g)), pad_mode_grad_rows, &a);
+    if (!rc) {
+        const fnn_shape_args a = {.y = fnn_data(&din[0]), .x = gd, .yshape = g->shape, .xshape = n->in_shape[0],
+                                  .before = before, .ndim = nd, .esize = 4, .mode = mode};
+        if ((rc = row->backward(fnn_device_ordinal(g->device), &a))) fnn_tensor_clear(&din[0]);
     }
     fnn_tensor_clear(&tmp);
     return rc;
@@ -902,18 +495,14 @@ int fnn_pad_mode(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t
         shape[d] = n + b + a;
         before[d] = b;
     }
-    const fnn_backend *be;
-    FNN_TRY(device_for("pad", x, &be, has_pad_mode));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of("pad", "pad_mode", x->device, false, &row));
     FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape));
-    const int64_t n = fnn_tensor_numel(out), esize = fnn_elem_size(x);
-    if (be) {   /* cuda/shape.cu: one gather over the output */
-        int rc = be->pad_mode(fnn_device_ordinal(x->device), fnn_bytes(out), fnn_bytes(x), x->stride, (int)esize,
-                              x->ndim, shape, x->shape, before, mode);
-        if (rc) { fnn_tensor_clear(out); return rc; }
-    } else if (n > 0) {
-        pad_mode_args a = {fnn_bytes(out), fnn_bytes(x), x->stride, shape, x->shape, before, x->ndim, (int)esize, mode};
-        fnn_parallel_for(n, fnn_threads_for(n), pad_mode_rows, &a);
-    }
+    const fnn_shape_args a = {.y = fnn_bytes(out), .x = fnn_bytes(x), .xstride = x->stride, .yshape = shape,
+                              .xshape = x->shape, .before = before, .ndim = x->ndim, .esize = fnn_elem_size(x),
+                              .mode = mode};
+    int rc = row->forward(fnn_device_ordinal(x->device), &a);
+    if (rc) { fnn_tensor_clear(out); return rc; }
     if (fnn_is_int64(x)) return FNN_STATUS_OK;   /* ids get no gradient */
     const fnn_tensor *ins[1] = {x};
     fnn_node *nd;
@@ -932,37 +521,26 @@ int fnn_pad_mode(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t
 /* tril and triu: the diagonal k that bounds what is kept */
 typedef struct { int64_t k; } tri_attrs;
 
-/* y [..., r, c] = x where the (row, col) pair is kept, else 0:
- * tril keeps col - row <= k, triu keeps col - row >= k */
-static int tri(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int64_t k, bool upper) {
+/* y [..., r, c] = x where the (row, col) pair is kept, else 0 (the row of def's op:
+ * tril keeps col - row <= k, triu keeps col - row >= k) */
+static int tri(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int64_t k) {
     const char *op = def->info.name;
     FNN_TRY(fnn_check_input_any(op, x));
     FNN_CHECK(x->ndim >= 2, FNN_STATUS_SHAPE, "%s: needs at least 2 dims, got %s", op, fnn_shape_of(x).s);
-    const fnn_backend *be;
-    FNN_TRY(device_for(op, x, &be, has_tri));
+    const fnn_shape_row *row;
+    FNN_TRY(row_of(op, op, x->device, false, &row));
     fnn_tensor tmp;
     int rc;
     const void *xd = fnn_contiguous_bytes(x, &tmp, &rc);
     if (rc) return rc;
     rc = fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, x->shape);
-    if (rc) { fnn_tensor_clear(&tmp); return rc; }
-    int64_t rows = x->shape[x->ndim - 2], cols = x->shape[x->ndim - 1];
-    int64_t batch = rows > 0 && cols > 0 ? fnn_tensor_numel(x) / (rows * cols) : 0;
-    bool i64 = fnn_is_int64(x);
-    if (be) {   /* cuda/shape.cu: one masked copy */
-        rc = be->tri(fnn_device_ordinal(x->device), fnn_bytes(out), xd, fnn_elem_size(x), batch, rows, cols, k, upper);
-        if (rc) { fnn_tensor_clear(out); fnn_tensor_clear(&tmp); return rc; }
-        batch = 0;   /* the host loop below has nothing left to do */
+    if (!rc) {
+        const fnn_shape_args a = {.y = fnn_bytes(out), .x = xd, .yshape = x->shape, .ndim = x->ndim,
+                                  .esize = fnn_elem_size(x), .k = k};
+        if ((rc = row->forward(fnn_device_ordinal(x->device), &a))) fnn_tensor_clear(out);
     }
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t i = 0; i < rows; i++)
-            for (int64_t j = 0; j < cols; j++) {
-                int64_t at = (b * rows + i) * cols + j;
-                bool keep = upper ? j - i >= k : j - i <= k;
-                if (i64) fnn_data_i64(out)[at] = keep ? ((const int64_t *)xd)[at] : 0;
-                else fnn_data(out)[at] = keep ? ((const float *)xd)[at] : 0.0f;
-            }
     fnn_tensor_clear(&tmp);
+    FNN_TRY(rc);
     const fnn_tensor *ins[1] = {x};
     fnn_node *nd;
     FNN_TRY(record(def, out, 1, ins, &nd));
@@ -976,10 +554,106 @@ static int triu_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { re
 static const fnn_op_def TRIL = {{"tril", "shape", 1, 1}, tril_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def TRIU = {{"triu", "shape", 1, 1}, triu_backward, FNN_EMBEDS_NONE};
 
-int fnn_tril(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIL, out, x, k, false); }
-int fnn_triu(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIU, out, x, k, true); }
+int fnn_tril(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIL, out, x, k); }
+int fnn_triu(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIU, out, x, k); }
+
+/* ================= the CPU's rows (shape.h's fnn_shape_row; the CUDA rows: cuda/shape.cu) ================= */
+
+/* cat, stack: y[p . ystride] = x[p . xstride], rows of the last dim in parallel */
+static int cpu_copy_into(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    copy_nd(a->y, a->ystride, a->x, a->xstride, a->ndim, a->yshape, a->esize);
+    return FNN_STATUS_OK;
+}
+
+/* contiguous: the shared strided copy (tensor.c: tiles a transposed plane) */
+static int cpu_contiguous(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    fnn_strided_copy(a->y, a->x, a->esize, a->ndim, a->yshape, a->xstride);
+    return FNN_STATUS_OK;
+}
+
+static int cpu_repeat(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    if (a->esize == 8) return repeat_by_expand(a);
+    repeat_kernel(a->y, (float *)a->x, a->xstride, a->xshape, a->ndim, a->yshape, false);
+    return FNN_STATUS_OK;
+}
+/* dx zeroed, then g added onto it tile by tile in g's row-major order */
+static int cpu_repeat_grad(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    const int64_t n = fnn_numel_of(a->ndim, a->xshape);
+    if (n > 0) memset(a->y, 0, (size_t)n * sizeof(float));
+    repeat_kernel((float *)a->x, a->y, a->xstride, a->xshape, a->ndim, a->yshape, true);
+    return FNN_STATUS_OK;
+}
+
+/* pad: the fill everywhere, then the part of x that survives a crop copied to where it lands */
+static int cpu_pad(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    const int nd = a->ndim, esize = a->esize;
+    const int64_t n = fnn_numel_of(nd, a->yshape);
+    if (esize == 8) { int64_t *y = a->y, v = (int64_t)a->value; for (int64_t i = 0; i < n; i++) y[i] = v; }
+    else { float *y = a->y, v = (float)a->value; for (int64_t i = 0; i < n; i++) y[i] = v; }
+    int64_t ys[FNN_MAX_DIMS], len[FNN_MAX_DIMS], soff = 0, doff = 0;
+    fnn_contiguous_strides(nd, a->yshape, ys);
+    for (int d = 0; d < nd; d++) {
+        const int64_t before = a->before[d], after = a->yshape[d] - a->xshape[d] - before;
+        const int64_t src_start = before < 0 ? -before : 0, dst_start = before > 0 ? before : 0;
+        len[d] = a->xshape[d] - src_start - (after < 0 ? -after : 0);
+        if (len[d] < 0) len[d] = 0;
+        soff += src_start * a->xstride[d];
+        doff += dst_start * ys[d];
+    }
+    copy_nd((char *)a->y + doff * esize, ys, (const char *)a->x + soff * esize, a->xstride, nd, len, esize);
+    return FNN_STATUS_OK;
+}
+
+static int cpu_pad_mode(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    const int64_t n = fnn_numel_of(a->ndim, a->yshape);
+    if (n > 0) fnn_parallel_for(n, fnn_threads_for(n), pad_mode_rows, (void *)a);
+    return FNN_STATUS_OK;
+}
+static int cpu_pad_mode_grad(int ordinal, const fnn_shape_args *a) {
+    (void)ordinal;
+    const int64_t n = fnn_numel_of(a->ndim, a->xshape);
+    if (n > 0) fnn_parallel_for(n, fnn_threads_for(fnn_numel_of(a->ndim, a->yshape)), pad_mode_grad_rows, (void *)a);
+    return FNN_STATUS_OK;
+}
+
+/* tril (upper false), triu (upper true) over contiguous x [batch, rows, cols] */
+static int cpu_tri(const fnn_shape_args *a, bool upper) {
+    const int64_t rows = a->yshape[a->ndim - 2], cols = a->yshape[a->ndim - 1], k = a->k;
+    const int64_t batch = rows > 0 && cols > 0 ? fnn_numel_of(a->ndim, a->yshape) / (rows * cols) : 0;
+    const bool i64 = a->esize == 8;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++) {
+                int64_t at = (b * rows + i) * cols + j;
+                bool keep = upper ? j - i >= k : j - i <= k;
+                if (i64) ((int64_t *)a->y)[at] = keep ? ((const int64_t *)a->x)[at] : 0;
+                else ((float *)a->y)[at] = keep ? ((const float *)a->x)[at] : 0.0f;
+            }
+    return FNN_STATUS_OK;
+}
+static int cpu_tril(int ordinal, const fnn_shape_args *a) { (void)ordinal; return cpu_tri(a, false); }
+static int cpu_triu(int ordinal, const fnn_shape_args *a) { (void)ordinal; return cpu_tri(a, true); }
+
+/* every op of the family; the backward rows only where the rule is a kernel (the others' rules are
+ * other ops: narrow, select, pad, the same mask) */
+const fnn_shape_row fnn_cpu_shape_rows[] = {
+    {"contiguous", cpu_contiguous, NULL},
+    {"cat", cpu_copy_into, NULL},
+    {"stack", cpu_copy_into, NULL},
+    {"repeat", cpu_repeat, cpu_repeat_grad},
+    {"pad", cpu_pad, NULL},
+    {"pad_mode", cpu_pad_mode, cpu_pad_mode_grad},
+    {"tril", cpu_tril, NULL},
+    {"triu", cpu_triu, NULL},
+    {NULL, NULL, NULL},
+};
 
 const fnn_op_def *const fnn_ops_shape[] = {
-    &RESHAPE, &VIEW, &TRANSPOSE, &PERMUTE, &EXPAND, &NARROW, &SELECT, &SQUEEZE, &UNSQUEEZE, &FLATTEN,
     &CONTIGUOUS, &CAT, &STACK, &REPEAT, &PAD, &PAD_MODE, &TRIL, &TRIU, NULL,
 };

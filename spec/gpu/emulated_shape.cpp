@@ -1,9 +1,10 @@
 // spec/gpu/emulated_shape.cpp: the host emulation (spec/gpu/emulated.h) of cuda/shape.cu (cat/stack
-// copies, pad, pad_mode, repeat, tril/triu), cuda/sort.cu (sort, topk) and cuda/int64_reduce.cu, kernels
-// and launchers both: the launchers sit above each file's host-side line, written with FNN_LAUNCH, so the
-// table points at the real fnn_cuda_* entries (their index-width choices) and sort's rows (backend.cu's
-// row list) are the real ones (sort's scratch through fnn_alloc, sort_grad's zeroing through emulated.h's
-// cudaMemsetAsync). Grid-stride kernels run as one
+// copies, contiguous, pad, pad_mode, repeat, tril/triu), cuda/sort.cu (sort, topk) and
+// cuda/int64_reduce.cu, kernels and launchers both: the launchers sit above each file's host-side
+// line, written with FNN_LAUNCH, so the table points at the real fnn_cuda_int_reduce (its
+// index-width choices) and the shape and sort rows (backend.cu's row list) are the real ones
+// (sort's scratch through fnn_alloc, sort_grad's zeroing through emulated.h's cudaMemsetAsync;
+// contiguous through the table's strided_copy, copy.cu's). Grid-stride kernels run as one
 // plain call; the block-per-line kernels (sort, the int64 block reduction), which stride over lines by
 // gridDim and over elements by blockDim, run as one block of the launch's threads (real host threads
 // and barriers) whose loop covers every line. Nothing here is a copy.
@@ -13,12 +14,5 @@
 #include "int64_reduce_body.inc"
 
 EMULATED_BACKEND_ADD(shape) {
-    b->copy_into = fnn_cuda_copy_into;
-    b->pad = fnn_cuda_pad;
-    b->pad_mode = fnn_cuda_pad_mode;
-    b->pad_mode_grad = fnn_cuda_pad_mode_grad;
-    b->repeat = fnn_cuda_repeat;
-    b->repeat_grad = fnn_cuda_repeat_grad;
-    b->tri = fnn_cuda_tri;
     b->int_reduce = fnn_cuda_int_reduce;
 }

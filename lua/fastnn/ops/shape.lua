@@ -1,4 +1,4 @@
--- fastnn.ops.shape: bindings for core/ops/shape.c, plus split/chunk (Lua
+-- fastnn.ops.shape: bindings for core/ops/shape.c and view.c (the view family), plus split/chunk (Lua
 -- compositions of narrow) and t(). Dims and positions are 1-based (negative
 -- counts from the end) and converted once here; sizes come as a table or varargs.
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
