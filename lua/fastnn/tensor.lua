@@ -160,6 +160,15 @@ local function cdim(op, t, d, extra)
 end
 M.cdim = cdim
 
+-- an integer argument, returned (else an error 3 frames up: the user's line when a binding's helper
+-- calls this)
+function M.int_arg(op, what, v)
+   if type(v) ~= 'number' or v ~= floor(v) then
+      error(('%s: %s is %s, expected an integer'):format(op, what, show_value(v)), 3)
+   end
+   return v
+end
+
 -- the one argument check of the bindings: t must be a tensor, else an error raised `level` frames
 -- up (default 3: the caller of the binding that called this) naming the op and, when given, the
 -- argument ("conv2d: weight is a nil, expected a tensor"; "sum: expected a tensor, got a table")
