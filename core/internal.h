@@ -231,6 +231,12 @@ static inline int64_t *fnn_data_i64(const fnn_tensor *t) {
     return base + t->offset;
 }
 FNN_LAYER int64_t fnn_numel_of(int ndim, const int64_t *shape);
+/* a result's dim count, checked against FNN_MAX_DIMS */
+static inline int fnn_check_ndim(const char *op, int ndim) {
+    FNN_CHECK(ndim >= 0 && ndim <= FNN_MAX_DIMS, FNN_STATUS_SHAPE, "%s: %d dims, at most %d supported", op, ndim,
+              FNN_MAX_DIMS);
+    return FNN_STATUS_OK;
+}
 void fnn_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
 /* make out a new contiguous float32 tensor of this shape on this device (inline when small, CPU only) */
 int fnn_new_output(fnn_tensor *out, int device, int ndim, const int64_t *shape);
@@ -399,6 +405,9 @@ bool fnn_needs_node(int n, const fnn_tensor *const *inputs);
 /* attach a new node for op to out, taking edges from inputs; returns the node (to save
  * tensors and attributes into) or NULL with an error set */
 fnn_node *fnn_attach_node(fnn_tensor *out, const fnn_op_def *op, int n, const fnn_tensor *const *inputs);
+/* attach def's node to out when any input needs one (the views' and shape ops' record); on failure out
+ * is cleared. *node (when not NULL) gets the node, or NULL when none was needed */
+int fnn_record(const fnn_op_def *def, fnn_tensor *out, int n, const fnn_tensor *const *ins, fnn_node **node);
 /* keep a detached reference of t in n->saved[slot] */
 int fnn_save(fnn_node *n, int slot, const fnn_tensor *t);
 void fnn_node_retain(fnn_node *n);

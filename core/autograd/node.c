@@ -65,6 +65,15 @@ fnn_node *fnn_attach_node(fnn_tensor *out, const fnn_op_def *op, int count, cons
     return n;
 }
 
+int fnn_record(const fnn_op_def *def, fnn_tensor *out, int n, const fnn_tensor *const *ins, fnn_node **node) {
+    if (node) *node = NULL;
+    if (!fnn_needs_node(n, ins)) return FNN_STATUS_OK;
+    fnn_node *nd = fnn_attach_node(out, def, n, ins);
+    if (!nd) { fnn_tensor_clear(out); return fnn_last_status(); }
+    if (node) *node = nd;
+    return FNN_STATUS_OK;
+}
+
 int fnn_save(fnn_node *n, int slot, const fnn_tensor *t) {
     FNN_ASSERT(slot >= 0 && slot < FNN_NODE_SAVED);
     fnn_tensor_clear(&n->saved[slot]);

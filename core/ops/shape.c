@@ -26,23 +26,6 @@ static int row_of(const char *name, const char *op, int device, bool backward, c
     return FNN_STATUS_OK;
 }
 
-static int check_ndim(const char *op, int ndim) {
-    FNN_CHECK(ndim >= 0 && ndim <= FNN_MAX_DIMS, FNN_STATUS_SHAPE, "%s: %d dims, at most %d supported", op, ndim,
-              FNN_MAX_DIMS);
-    return FNN_STATUS_OK;
-}
-
-/* attach def's node to out when any input needs one; on failure out is cleared.
- * *node (when not NULL) gets the node, or NULL when none was needed. */
-static int record(const fnn_op_def *def, fnn_tensor *out, int n, const fnn_tensor *const *ins, fnn_node **node) {
-    if (node) *node = NULL;
-    if (!fnn_needs_node(n, ins)) return FNN_STATUS_OK;
-    fnn_node *nd = fnn_attach_node(out, def, n, ins);
-    if (!nd) { fnn_tensor_clear(out); return fnn_last_status(); }
-    if (node) *node = nd;
-    return FNN_STATUS_OK;
-}
-
 typedef struct {
     char *dst;
     const char *src;
@@ -105,7 +88,7 @@ int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) {
     int rc = row->forward(fnn_device_ordinal(x->device), &a);
     if (rc) { fnn_tensor_clear(out); return rc; }
     const fnn_tensor *ins[1] = {x};
-    return record(&CONTIGUOUS, out, 1, ins, NULL);
+    return fnn_record(&CONTIGUOUS, out, 1, ins, NULL);
 }
 
 /* ================= cat, stack ================= */
@@ -162,7 +145,7 @@ int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
         off += xs[k]->shape[d];
     }
     fnn_node *nd;
-    FNN_TRY(record(&CAT, out, n, xs, &nd));
+    FNN_TRY(fnn_record(&CAT, out, n, xs, &nd));
     if (nd) FNN_ATTRS(nd, join_attrs)->dim = d;
     return FNN_STATUS_OK;
 }
@@ -182,7 +165,7 @@ int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
     const fnn_tensor *x0 = xs[0];
     int d;
     FNN_TRY(fnn_wrap_dim("stack", x0, dim, 1, &d));
-    FNN_TRY(check_ndim("stack", x0->ndim + 1));
+    FNN_TRY(fnn_check_ndim("stack", x0->ndim + 1));
     for (int k = 1; k < n; k++) {
         FNN_TRY(fnn_check_same_device("stack", x0, xs[k]));
         FNN_TRY(fnn_check_same_dtype("stack", x0, xs[k]));
@@ -206,7 +189,7 @@ int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
         if (rc) { fnn_tensor_clear(out); return rc; }
     }
     fnn_node *nd;
-    FNN_TRY(record(&STACK, out, n, xs, &nd));
+    FNN_TRY(fnn_record(&STACK, out, n, xs, &nd));
     if (nd) FNN_ATTRS(nd, join_attrs)->dim = d;
     return FNN_STATUS_OK;
 }
@@ -283,7 +266,7 @@ static const fnn_op_def REPEAT = {{"repeat", "shape", 1, 1}, repeat_backward, FN
  * more counts than dims add leading dims */
 int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *repeats) {
     FNN_TRY(fnn_check_input_any("repeat", x));
-    FNN_TRY(check_ndim("repeat", ndim));
+    FNN_TRY(fnn_check_ndim("repeat", ndim));
     FNN_CHECK(ndim >= x->ndim, FNN_STATUS_ARG, "repeat: %d repeat counts for %s; need at least %d (one per dim)",
               ndim, fnn_shape_of(x).s, x->ndim);
     int64_t s[FNN_MAX_DIMS], st[FNN_MAX_DIMS], shape[FNN_MAX_DIMS];
@@ -302,7 +285,7 @@ int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *re
     if (rc) { fnn_tensor_clear(out); return rc; }
     if (fnn_is_int64(x)) return FNN_STATUS_OK;   /* ids get no gradient */
     const fnn_tensor *ins[1] = {x};
-    return record(&REPEAT, out, 1, ins, NULL);
+    return fnn_record(&REPEAT, out, 1, ins, NULL);
 }
 
 /* ================= pad ================= */
@@ -354,7 +337,7 @@ int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pad
     if (rc) { fnn_tensor_clear(out); return rc; }
     const fnn_tensor *ins[1] = {x};
     fnn_node *nd;
-    FNN_TRY(record(&PAD, out, 1, ins, &nd));
+    FNN_TRY(fnn_record(&PAD, out, 1, ins, &nd));
     if (nd) {
         pad_attrs *a = FNN_ATTRS(nd, pad_attrs);
         a->npairs = npairs;
@@ -506,7 +489,7 @@ int fnn_pad_mode(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t
     if (fnn_is_int64(x)) return FNN_STATUS_OK;   /* ids get no gradient */
     const fnn_tensor *ins[1] = {x};
     fnn_node *nd;
-    FNN_TRY(record(&PAD_MODE, out, 1, ins, &nd));
+    FNN_TRY(fnn_record(&PAD_MODE, out, 1, ins, &nd));
     if (nd) {
         pad_attrs *at = FNN_ATTRS(nd, pad_attrs);
         at->npairs = npairs;
@@ -543,7 +526,7 @@ static int tri(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int6
     FNN_TRY(rc);
     const fnn_tensor *ins[1] = {x};
     fnn_node *nd;
-    FNN_TRY(record(def, out, 1, ins, &nd));
+    FNN_TRY(fnn_record(def, out, 1, ins, &nd));
     if (nd) FNN_ATTRS(nd, tri_attrs)->k = k;
     return FNN_STATUS_OK;
 }

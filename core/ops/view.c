@@ -10,31 +10,11 @@
 #include "../internal.h"
 #include <string.h>
 
-/* ================= helpers ================= */
-
-static int check_ndim(const char *op, int ndim) {
-    FNN_CHECK(ndim >= 0 && ndim <= FNN_MAX_DIMS, FNN_STATUS_SHAPE, "%s: %d dims, at most %d supported", op, ndim,
-              FNN_MAX_DIMS);
-    return FNN_STATUS_OK;
-}
-
-/* attach def's node to out when any input needs one; on failure out is cleared.
- * *node (when not NULL) gets the node, or NULL when none was needed. */
-static int record(const fnn_op_def *def, fnn_tensor *out, int n, const fnn_tensor *const *ins, fnn_node **node) {
-    if (node) *node = NULL;
-    if (!fnn_needs_node(n, ins)) return FNN_STATUS_OK;
-    fnn_node *nd = fnn_attach_node(out, def, n, ins);
-    if (!nd) { fnn_tensor_clear(out); return fnn_last_status(); }
-    if (node) *node = nd;
-    return FNN_STATUS_OK;
-}
-
-
 /* ================= reshape, view, flatten ================= */
 
 /* the requested shape with its one -1 filled in, or an error naming both shapes and counts */
 static int infer_shape(const char *op, const fnn_tensor *x, int ndim, const int64_t *req, int64_t *shape) {
-    FNN_TRY(check_ndim(op, ndim));
+    FNN_TRY(fnn_check_ndim(op, ndim));
     int64_t numel = fnn_tensor_numel(x), known = 1;
     int infer = -1;
     for (int i = 0; i < ndim; i++) {
@@ -125,7 +105,7 @@ static int reshape_to(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *
         FNN_TRY(rc);
     }
     const fnn_tensor *ins[1] = {x};
-    return record(def, out, 1, ins, NULL);
+    return fnn_record(def, out, 1, ins, NULL);
 }
 
 /* reshape: x [any] -> shape with one -1 inferred; a view when possible */
@@ -179,7 +159,7 @@ int fnn_squeeze(fnn_tensor *out, const fnn_tensor *x, int dim) {
     }
     FNN_TRY(fnn_make_view(out, x, nd, shape, stride, x->offset));
     const fnn_tensor *ins[1] = {x};
-    return record(&SQUEEZE, out, 1, ins, NULL);
+    return fnn_record(&SQUEEZE, out, 1, ins, NULL);
 }
 
 /* unsqueeze: inserts a size-1 dim at dim (0..ndim) */
@@ -187,7 +167,7 @@ int fnn_unsqueeze(fnn_tensor *out, const fnn_tensor *x, int dim) {
     FNN_TRY(fnn_check_input_any("unsqueeze", x));
     int d;
     FNN_TRY(fnn_wrap_dim("unsqueeze", x, dim, 1, &d));
-    FNN_TRY(check_ndim("unsqueeze", x->ndim + 1));
+    FNN_TRY(fnn_check_ndim("unsqueeze", x->ndim + 1));
     int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
     for (int i = 0, j = 0; i <= x->ndim; i++) {
         if (i == d) {
@@ -201,7 +181,7 @@ int fnn_unsqueeze(fnn_tensor *out, const fnn_tensor *x, int dim) {
     }
     FNN_TRY(fnn_make_view(out, x, x->ndim + 1, shape, stride, x->offset));
     const fnn_tensor *ins[1] = {x};
-    return record(&UNSQUEEZE, out, 1, ins, NULL);
+    return fnn_record(&UNSQUEEZE, out, 1, ins, NULL);
 }
 
 /* ================= transpose, permute ================= */
@@ -230,7 +210,7 @@ int fnn_transpose(fnn_tensor *out, const fnn_tensor *x, int d1, int d2) {
     FNN_TRY(fnn_make_view(out, x, x->ndim, shape, stride, x->offset));
     const fnn_tensor *ins[1] = {x};
     fnn_node *n;
-    FNN_TRY(record(&TRANSPOSE, out, 1, ins, &n));
+    FNN_TRY(fnn_record(&TRANSPOSE, out, 1, ins, &n));
     if (n) *FNN_ATTRS(n, transpose_attrs) = (transpose_attrs){.dim1 = a, .dim2 = b};
     return FNN_STATUS_OK;
 }
@@ -266,7 +246,7 @@ int fnn_permute(fnn_tensor *out, const fnn_tensor *x, int ndim, const int *dims)
     FNN_TRY(fnn_make_view(out, x, ndim, shape, stride, x->offset));
     const fnn_tensor *ins[1] = {x};
     fnn_node *n;
-    FNN_TRY(record(&PERMUTE, out, 1, ins, &n));
+    FNN_TRY(fnn_record(&PERMUTE, out, 1, ins, &n));
     if (n) for (int i = 0; i < ndim; i++) FNN_ATTRS(n, permute_attrs)->dims[i] = d[i];
     return FNN_STATUS_OK;
 }
@@ -282,7 +262,7 @@ static const fnn_op_def EXPAND = {{"expand", "view", 1, 1}, expand_backward, FNN
 /* expand: size-1 dims (and new leading dims) repeat with stride 0; -1 keeps a size */
 int fnn_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) {
     FNN_TRY(fnn_check_input_any("expand", x));
-    FNN_TRY(check_ndim("expand", ndim));
+    FNN_TRY(fnn_check_ndim("expand", ndim));
     FNN_CHECK(ndim >= x->ndim, FNN_STATUS_SHAPE, "expand: cannot expand %s to %s (fewer dims)", fnn_shape_of(x).s,
               fnn_shape_dims(ndim, shape).s);
     int lead = ndim - x->ndim;
@@ -304,7 +284,7 @@ int fnn_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *sh
     }
     FNN_TRY(fnn_make_view(out, x, ndim, s, st, x->offset));
     const fnn_tensor *ins[1] = {x};
-    return record(&EXPAND, out, 1, ins, NULL);
+    return fnn_record(&EXPAND, out, 1, ins, NULL);
 }
 
 /* ================= narrow, select ================= */
@@ -340,7 +320,7 @@ int fnn_narrow(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t start, int
     FNN_TRY(fnn_make_view(out, x, x->ndim, shape, x->stride, x->offset + start * x->stride[d]));
     const fnn_tensor *ins[1] = {x};
     fnn_node *n;
-    FNN_TRY(record(&NARROW, out, 1, ins, &n));
+    FNN_TRY(fnn_record(&NARROW, out, 1, ins, &n));
     if (n) *FNN_ATTRS(n, fnn_slice_attrs) = (fnn_slice_attrs){.dim = d, .start = start};
     return FNN_STATUS_OK;
 }
@@ -374,7 +354,7 @@ int fnn_select(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t index) {
     FNN_TRY(fnn_make_view(out, x, x->ndim - 1, shape, stride, x->offset + i * x->stride[d]));
     const fnn_tensor *ins[1] = {x};
     fnn_node *n;
-    FNN_TRY(record(&SELECT, out, 1, ins, &n));
+    FNN_TRY(fnn_record(&SELECT, out, 1, ins, &n));
     if (n) *FNN_ATTRS(n, fnn_slice_attrs) = (fnn_slice_attrs){.dim = d, .start = i};
     return FNN_STATUS_OK;
 }
