@@ -10,6 +10,7 @@
 #include "ops/sort.h"
 #include "ops/index.h"
 #include "ops/loss.h"
+#include "ops/embedding.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@ const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("sort", fnn_cpu_sort_rows),
     FNN_ROW_TABLE("index", fnn_cpu_index_rows),
     FNN_ROW_TABLE("loss", fnn_cpu_loss_rows),
+    FNN_ROW_TABLE("embedding", fnn_cpu_embedding_rows),
     {NULL, NULL, 0},
 };
 

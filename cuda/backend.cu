@@ -38,6 +38,7 @@
 #include "ops/sort.h"
 #include "ops/index.h"
 #include "ops/loss.h"
+#include "ops/embedding.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -151,6 +152,7 @@ extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("sort", fnn_cuda_sort_rows),
     FNN_ROW_TABLE("index", fnn_cuda_index_rows),
     FNN_ROW_TABLE("loss", fnn_cuda_loss_rows),
+    FNN_ROW_TABLE("embedding", fnn_cuda_embedding_rows),
     {NULL, NULL, 0},
 };
 
