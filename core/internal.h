@@ -100,7 +100,8 @@ typedef struct fnn_backend {
     /* y[i] = a op b over shape, a/b strides 0 where broadcast, y contiguous */
     int (*binary)(int ordinal, int op, float *y, const float *a, const int64_t *astride,
                   const float *b, const int64_t *bstride, int ndim, const int64_t *shape);
-    /* row-major batched C = alpha op(A) op(B) + beta C */
+    /* row-major batched C = alpha op(A) op(B) + beta C (cuBLAS): the linalg rows (cuda/linalg.cu), conv,
+     * rnn and attention */
     int (*gemm)(int ordinal, int trans_a, int trans_b, int m, int n, int k, float alpha,
                 const float *a, int lda, int64_t stride_a, const float *b, int ldb, int64_t stride_b,
                 float beta, float *c, int ldc, int64_t stride_c, int batch);

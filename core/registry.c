@@ -11,6 +11,7 @@
 #include "ops/index.h"
 #include "ops/loss.h"
 #include "ops/embedding.h"
+#include "ops/linalg.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@ const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("index", fnn_cpu_index_rows),
     FNN_ROW_TABLE("loss", fnn_cpu_loss_rows),
     FNN_ROW_TABLE("embedding", fnn_cpu_embedding_rows),
+    FNN_ROW_TABLE("linalg", fnn_cpu_linalg_rows),
     {NULL, NULL, 0},
 };
 

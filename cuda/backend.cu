@@ -39,6 +39,7 @@
 #include "ops/index.h"
 #include "ops/loss.h"
 #include "ops/embedding.h"
+#include "ops/linalg.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -153,6 +154,7 @@ extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("index", fnn_cuda_index_rows),
     FNN_ROW_TABLE("loss", fnn_cuda_loss_rows),
     FNN_ROW_TABLE("embedding", fnn_cuda_embedding_rows),
+    FNN_ROW_TABLE("linalg", fnn_cuda_linalg_rows),
     {NULL, NULL, 0},
 };
 
