@@ -14,7 +14,8 @@
  *
  * The engine is the same for every backend; each GEMM it asks for runs through the row of the
  * output's backend (linalg.h): the CPU's at the end of this file (blas.c), cuda/linalg.cu's on a
- * device (cuBLAS). */
+ * device (cuBLAS). linear's forward is one GEMM with its bias, handed to its row directly (the CPU
+ * row fuses the bias through oneDNN where it can). */
 #include "linalg.h"
 #include <limits.h>
 #include <string.h>
@@ -192,9 +193,9 @@ static int gemm_2d(const kernel *kn, const mview *A, const mview *B, const mview
 
 /* C = A @ B over the batch shape. C is the fresh contiguous tensor ct seen through the view C;
  * where C's batch stride is 0 (the gradient of a broadcast operand) the products are summed.
- * c_ready: C already holds values to add to (linear's bias). A and B must be BLAS-readable. */
+ * A and B must be BLAS-readable. */
 static int gemm_views(const kernel *kn, fnn_tensor *ct, int nb, const int64_t *bshape_in, mview *A, mview *B,
-                      mview *C, bool c_ready) {
+                      mview *C) {
     int64_t m = A->r, k = A->c, n = B->c, total = 1;
     FNN_ASSERT(B->r == k && C->r == m && C->c == n);
     /* drop size-1 batch dims: their strides do not matter */
@@ -211,10 +212,10 @@ static int gemm_views(const kernel *kn, fnn_tensor *ct, int nb, const int64_t *b
         nbk++;
     }
     if (m == 0 || n == 0) return FNN_STATUS_OK;
-    float beta = c_ready ? 1.0f : 0.0f;
+    float beta = 0.0f;
 
     /* the whole product summed into one C: fold the batch into the inner dim, one gemm */
-    if (accumulate && !c_ready && k > 0 && total > 0) {
+    if (accumulate && k > 0 && total > 0) {
         bool all = true;
         for (int i = 0; i < nbk; i++) all = all && C->bs[i] == 0;
         mview At, A2, B2;
@@ -227,7 +228,7 @@ static int gemm_views(const kernel *kn, fnn_tensor *ct, int nb, const int64_t *b
             if (blas_layout(&A2, &t, &ld) && blas_layout(&B2, &t, &ld)) return gemm_2d(kn, &A2, &B2, C, 0.0f);
         }
     }
-    if (!c_ready && (accumulate || k == 0 || total == 0)) {
+    if (accumulate || k == 0 || total == 0) {
         FNN_TRY(zero_fill(kn, ct));
         beta = 1.0f;
     }
@@ -270,7 +271,7 @@ static int product(const kernel *kn, fnn_tensor *c, int as_c, const fnn_tensor *
     if (!rc) rc = operand(&B, y, as_y, ty, nb, bshape, &ty_copy);
     if (!rc) {
         view_of(&C, c, as_c, nb, bshape);
-        rc = gemm_views(kn, c, nb, bshape, &A, &B, &C, false);
+        rc = gemm_views(kn, c, nb, bshape, &A, &B, &C);
     }
     fnn_tensor_clear(&tx_copy);
     fnn_tensor_clear(&ty_copy);
@@ -407,7 +408,7 @@ static int linear_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
         view_of(&W, w, AS_MATRIX, 0, NULL);
         rc = fnn_new_output(&din[0], x->device, x->ndim, x->shape);
         if (!rc) rc = rows_operand(&C, &din[0], &ctmp);  /* fresh and contiguous: never copied */
-        if (!rc) rc = gemm_views(&kn, &din[0], 0, NULL, &G, &W, &C, false);
+        if (!rc) rc = gemm_views(&kn, &din[0], 0, NULL, &G, &W, &C);
     }
     if (!rc && n->next[1]) {                           /* dw [out, in] = G^T [out, M] @ X [M, in] */
         rc = rows_operand(&X, x, &xtmp);
@@ -416,7 +417,7 @@ static int linear_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
             mview Gt = G;
             transpose(&Gt);
             view_of(&C, &din[1], AS_MATRIX, 0, NULL);
-            rc = gemm_views(&kn, &din[1], 0, NULL, &Gt, &X, &C, false);
+            rc = gemm_views(&kn, &din[1], 0, NULL, &Gt, &X, &C);
         }
     }
     if (!rc && n->next[2]) {                           /* db [out] = sum over the rows of G, made by the row */
