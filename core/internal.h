@@ -100,7 +100,8 @@ typedef struct fnn_backend {
     /* y[i] = a op b over shape, a/b strides 0 where broadcast, y contiguous */
     int (*binary)(int ordinal, int op, float *y, const float *a, const int64_t *astride,
                   const float *b, const int64_t *bstride, int ndim, const int64_t *shape);
-    /* row-major batched C = alpha op(A) op(B) + beta C */
+    /* row-major batched C = alpha op(A) op(B) + beta C (cuBLAS): the linalg rows (cuda/linalg.cu), conv,
+     * rnn and attention */
     int (*gemm)(int ordinal, int trans_a, int trans_b, int m, int n, int k, float alpha,
                 const float *a, int lda, int64_t stride_a, const float *b, int ldb, int64_t stride_b,
                 float beta, float *c, int ldc, int64_t stride_c, int batch);
@@ -129,10 +130,10 @@ typedef struct fnn_backend {
     /* y[n] = FNN_RNG_* draws from the Philox stream (seed, subsequence offset): uniform in [k0, k1),
      * normal (mean k0, std k1), bernoulli (1 with probability k0) */
     int (*random)(int ordinal, int op, float *y, int64_t n, uint64_t seed, uint64_t offset, double k0, double k1);
-    /* ---- cuda/index.cu: the index walk of embedding and take_rows (the index family's ops reach it
-     * through their rows, core/ops/index.h): over every position p of a.shape (row-major), q = p with
-     * q[dim] = id - 1, where id = ids[p] (ids contiguous in a.shape) or ids[p[dim]] (a.select: one id per
-     * slice, index_select);
+    /* ---- cuda/index.cu: the index walk of take_rows (the index and embedding families' ops reach it
+     * through their rows, core/ops/index.h and embedding.h): over every position p of a.shape
+     * (row-major), q = p with q[dim] = id - 1, where id = ids[p] (ids contiguous in a.shape) or
+     * ids[p[dim]] (a.select: one id per slice, index_select);
      * FNN_IDX_GATHER  y[p . ystride] = x[q . xstride], elements of esize bytes (4 or 8); an id outside
      *                 1..a.size gives nan (int64: 0), as there is no host read to raise;
      * FNN_IDX_SCATTER x[q . xstride] += y[p . ystride], float32 through atomicAdd (the order of the adds,

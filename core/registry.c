@@ -14,6 +14,8 @@
 #include "ops/rnn.h"
 #include "ops/conv.h"
 #include "ops/shape.h"
+#include "ops/embedding.h"
+#include "ops/linalg.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,6 +45,8 @@ const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("attention", fnn_cpu_attention_rows),
     FNN_ROW_TABLE("conv", fnn_cpu_conv_rows),
     FNN_ROW_TABLE("shape", fnn_cpu_shape_rows),
+    FNN_ROW_TABLE("embedding", fnn_cpu_embedding_rows),
+    FNN_ROW_TABLE("linalg", fnn_cpu_linalg_rows),
     {NULL, NULL, 0},
 };
 

@@ -42,6 +42,8 @@
 #include "ops/rnn.h"
 #include "ops/conv.h"
 #include "ops/shape.h"
+#include "ops/embedding.h"
+#include "ops/linalg.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -159,6 +161,8 @@ extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("attention", fnn_cuda_attention_rows),
     FNN_ROW_TABLE("conv", fnn_cuda_conv_rows),
     FNN_ROW_TABLE("shape", fnn_cuda_shape_rows),
+    FNN_ROW_TABLE("embedding", fnn_cuda_embedding_rows),
+    FNN_ROW_TABLE("linalg", fnn_cuda_linalg_rows),
     {NULL, NULL, 0},
 };
 

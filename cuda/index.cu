@@ -3,12 +3,14 @@
  * shape. ids are int64 on the device and read there, so a bad id cannot raise without a host read:
  * a gather writes nan (int64: 0) and a scatter adds nothing. Scatters go through atomicAdd: where
  * ids repeat, the order of the adds (and so the last bits) may differ from run to run. The index
- * family's rows (core/ops/index.h) wrap the walk, and masked_fill's where (map.cu).
+ * family's rows (core/ops/index.h) wrap the walk, and masked_fill's where (map.cu); so do the
+ * embedding family's (core/ops/embedding.h).
  *
- * defines: fnn_cuda_index (the shared walk), fnn_cuda_index_rows (the family's rows) */
+ * defines: fnn_cuda_index (the shared walk), fnn_cuda_index_rows, fnn_cuda_embedding_rows (the rows) */
 #include "common.cuh"
 #include "ops/elementwise_ops.h"
 #include "ops/index.h"
+#include "ops/embedding.h"
 
 __device__ __forceinline__ void index_bad(float *v) { *v = NAN; }
 __device__ __forceinline__ void index_bad(int64_t *v) { *v = 0; }
@@ -172,6 +174,45 @@ extern "C" const fnn_idx_row fnn_cuda_index_rows[] = {
     {"gather", gather_forward, gather_backward},
     {"scatter_add", scatter_add_forward, NULL},
     {"masked_fill", masked_fill_forward, NULL},
+    {NULL, NULL, NULL},
+};
+
+/* ---- the embedding family's rows (core/ops/embedding.h): the walk over [n, W] ----
+ * int64 ids, read on the device: an id outside 1..V gives a row of nan, and the backward adds the
+ * rows through atomicAdd (order-dependent bits where ids repeat). saved: the ids, contiguous. */
+static int embedding_forward(int ordinal, fnn_emb_args *a) {
+    const fnn_tensor *ids = a->ids, *weight = a->weight;
+    FNN_CHECK(fnn_is_int64(ids), FNN_STATUS_ARG, "embedding: ids %s on a GPU must be int64 (t:long()), not float32",
+              fnn_shape_of(ids).s);
+    FNN_TRY(fnn_tensor_is_contiguous(ids) ? fnn_tensor_ref(a->saved, ids) : fnn_materialize(a->saved, ids));
+    fnn_index_args w;
+    memset(&w, 0, sizeof w);
+    w.ndim = 2, w.dim = 0, w.select = 1, w.size = a->V;
+    w.shape[0] = a->n, w.shape[1] = a->W, w.xstride[0] = weight->stride[0], w.xstride[1] = weight->stride[1];
+    w.ystride[0] = a->W, w.ystride[1] = 1;
+    return fnn_cuda_index(ordinal, FNN_IDX_GATHER, (void *)fnn_data(weight), fnn_data(a->out),
+                          fnn_data_i64(a->saved), 4, &w);
+}
+
+static int embedding_backward(int ordinal, fnn_emb_args *a) {
+    fnn_tensor gt;
+    int rc;
+    const float *gp = fnn_contiguous_data(a->g, &gt, &rc);
+    if (!rc) rc = fnn_backend_for(a->out->device)->fill(ordinal, fnn_data(a->out), a->V * a->W, 0.0f);
+    if (!rc) {
+        fnn_index_args w;
+        memset(&w, 0, sizeof w);
+        w.ndim = 2, w.dim = 0, w.select = 1, w.size = a->V, w.skip = a->pad_row + 1;   /* the 1-based padding id */
+        w.shape[0] = a->n, w.shape[1] = a->W, w.xstride[0] = a->W, w.xstride[1] = 1, w.ystride[0] = a->W,
+        w.ystride[1] = 1;
+        rc = fnn_cuda_index(ordinal, FNN_IDX_SCATTER, fnn_data(a->out), (void *)gp, fnn_data_i64(a->saved), 4, &w);
+    }
+    fnn_tensor_clear(&gt);
+    return rc;
+}
+
+extern "C" const fnn_emb_row fnn_cuda_embedding_rows[] = {
+    {"embedding", embedding_forward, embedding_backward},
     {NULL, NULL, NULL},
 };
 

@@ -7,8 +7,59 @@
  * cuBLAS for C^T[n,m] = op(B)^T op(A)^T: swap A with B and m with n, keep each
  * transpose flag as it is.
  *
- * defines: fnn_cuda_gemm */
+ * The linalg family's rows (core/ops/linalg.h) sit above the host-side line and reach cuBLAS through
+ * the backend's `gemm` (fnn_cuda_gemm below; the host emulation puts its own loop there), the bias
+ * through its `binary`.
+ *
+ * defines: fnn_cuda_linalg_rows, fnn_cuda_gemm */
 #include "common.cuh"
+#include "ops/linalg.h"
+
+static const fnn_backend *backend_of(int ordinal) { return fnn_backend_for(fnn_make_device(FNN_DEVICE_CUDA, ordinal)); }
+
+/* zero, then the batched GEMM; a batched call may not write one C twice at once, so a sum over the
+ * batch (sc 0) accumulates one matrix at a time */
+static int gemm_rows(int ordinal, const fnn_mm_args *a) {
+    const fnn_backend *be = backend_of(ordinal);
+    if (a->zero && a->zero_n > 0) FNN_TRY(be->fill(ordinal, a->zero, a->zero_n, 0.0f));
+    const int step = a->sc == 0 && a->batch > 1 ? 1 : (int)a->batch;
+    for (int64_t i = 0; i < a->batch; i += step)
+        FNN_TRY(be->gemm(ordinal, a->ta, a->tb, (int)a->m, (int)a->n, (int)a->k, 1.0f, a->a + i * a->sa, (int)a->lda,
+                         a->sa, a->b + i * a->sb, (int)a->ldb, a->sb, a->beta, a->c + i * a->sc, (int)a->ldc, a->sc,
+                         step));
+    return FNN_STATUS_OK;
+}
+
+/* linear's forward: the GEMM, then the bias added to every row through the elementwise add */
+static int linear_forward(int ordinal, const fnn_mm_args *a) {
+    FNN_TRY(gemm_rows(ordinal, a));
+    if (!a->bias) return FNN_STATUS_OK;
+    int64_t shape[2] = {a->m, a->n}, cs[2] = {a->ldc, 1}, bs[2] = {0, a->bias_stride};
+    return backend_of(ordinal)->binary(ordinal, FNN_BIN_ADD, a->c, a->c, cs, a->bias, bs, 2, shape);
+}
+
+/* linear's backward: its GEMMs, or db = g summed over its rows by the device's own sum */
+static int linear_backward(int ordinal, const fnn_mm_args *a) {
+    if (!a->db) return gemm_rows(ordinal, a);
+    int64_t shape2[2] = {-1, a->n};
+    fnn_tensor g2;
+    fnn_tensor_init(&g2);
+    int rc = fnn_reshape(&g2, a->g, 2, shape2);
+    if (!rc) rc = fnn_sum(a->db, &g2, 0, 0);
+    fnn_tensor_clear(&g2);
+    return rc;
+}
+
+extern "C" const fnn_mm_row fnn_cuda_linalg_rows[] = {
+    {"matmul", gemm_rows, gemm_rows},
+    {"bmm", gemm_rows, gemm_rows},
+    {"outer", gemm_rows, gemm_rows},
+    {"linear", linear_forward, linear_backward},
+    {NULL, NULL, NULL},
+};
+
+/* ==== host side: cuBLAS. spec/gpu/emulate.sh compiles everything above this line for the host;
+ * emulated_backend.cpp's m_gemm stands in for fnn_cuda_gemm ==== */
 
 /* one cuBLAS handle per (host thread, device), made on first use: a handle's workspace must not be
  * shared by two threads at once, and each thread launches onto its own stream (cuda/ is built with

@@ -1,8 +1,10 @@
 /* embedding.c: the lookup table of nn.Embedding. weight [V, W]; ids of any shape, 1-based
  * (int64, or float32 holding whole numbers) -> [*ids, W], row k of the result = weight row id_k.
  * The weight's gradient adds each result row's gradient into the row of its id, in a fixed
- * order (the same bits at any thread count); the row of padding_idx gets none (PyTorch). */
-#include "../internal.h"
+ * order (the same bits at any thread count); the row of padding_idx gets none (PyTorch). The
+ * kernels run through the rows of the weight's backend (embedding.h): the CPU's at the end of this
+ * file, cuda/index.cu's on a device. */
+#include "embedding.h"
 #include <math.h>
 #include <string.h>
 
@@ -73,113 +75,52 @@ static void emb_bwd_cols(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-/* an embedding node (on the CPU and on a device) */
+/* an embedding node: saved[0] = the forward row's `saved` (embedding.h) */
 typedef struct {
     int64_t pad_row;   /* the padding row, 0-based (-1: none) */
     int64_t n;         /* ids looked up */
     int64_t V, W;      /* the weight's [vocabulary, width] */
 } embedding_attrs;
 
-/* ================= on a device (cuda/index.cu): the index walk over [n, W] =================
- * int64 ids, read on the device: an id outside 1..V gives a row of nan (no host read to raise), and
- * the backward adds the rows through atomicAdd (order-dependent bits where ids repeat). The node
- * saves the ids (contiguous, as given); embedding_attrs as on the CPU. */
-static int device_embedding_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
-    const embedding_attrs *at = FNN_ATTRS(nd, embedding_attrs);
-    const int64_t pad = at->pad_row, n = at->n, V = at->V, W = at->W;
-    const fnn_backend *be = fnn_backend_for(g->device);
-    FNN_CHECK(be && be->index && be->fill, FNN_STATUS_DEVICE, "embedding: backward not implemented on this device");
-    int64_t wshape[2] = {V, W};
-    fnn_tensor gt;
-    int rc;
-    const float *gp = fnn_contiguous_data(g, &gt, &rc);
-    if (!rc) rc = fnn_new_output(&din[0], g->device, 2, wshape);
-    if (!rc && (rc = be->fill(fnn_device_ordinal(g->device), fnn_data(&din[0]), V * W, 0.0f))) fnn_tensor_clear(&din[0]);
-    if (!rc) {
-        fnn_index_args a;
-        memset(&a, 0, sizeof a);
-        a.ndim = 2, a.dim = 0, a.select = 1, a.size = V, a.skip = pad + 1;   /* skip: the 1-based padding id */
-        a.shape[0] = n, a.shape[1] = W, a.xstride[0] = W, a.xstride[1] = 1, a.ystride[0] = W, a.ystride[1] = 1;
-        if ((rc = be->index(fnn_device_ordinal(g->device), FNN_IDX_SCATTER, fnn_data(&din[0]), (void *)gp,
-                            fnn_data_i64(&nd->saved[0]), 4, &a)))
-            fnn_tensor_clear(&din[0]);
-    }
-    fnn_tensor_clear(&gt);
-    return rc;
+/* the row for the weight's backend, with the kernel the caller runs; NULL (an error naming the
+ * device) when that backend has none */
+static const fnn_emb_row *row_of(int device, bool backward) {
+    const fnn_emb_row *row = fnn_emb_row_for(device, "embedding");
+    if (row && (backward ? row->backward : row->forward)) return row;
+    char dev[32];
+    fnn_device_name(device, dev, sizeof dev);
+    if (backward) FNN_FAIL(FNN_STATUS_DEVICE, "embedding: backward not implemented on %s", dev);
+    else FNN_FAIL(FNN_STATUS_DEVICE, "embedding: not implemented on %s", dev);
+    return NULL;
 }
 
-/* saved[0] = rows (int64 [n]); embedding_attrs */
 static int embedding_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
     const embedding_attrs *at = FNN_ATTRS(nd, embedding_attrs);
-    const int64_t pad = at->pad_row, n = at->n, V = at->V, W = at->W;
-    int64_t wshape[2] = {V, W};
-    if (fnn_device_type_of(g->device) != FNN_DEVICE_CPU) return device_embedding_backward(nd, g, din);
-    fnn_tensor gt;
-    int rc;
-    const float *gp = fnn_contiguous_data(g, &gt, &rc);
-    if (!rc) rc = fnn_zeros(&din[0], 2, wshape);
-    if (!rc) {
-        emb_bwd_args a = {gp, fnn_data_i64(&nd->saved[0]), fnn_data(&din[0]), n, W, pad};
-        fnn_parallel_for(W, fnn_threads_for(n * W), emb_bwd_cols, &a);
-    }
-    fnn_tensor_clear(&gt);
+    const fnn_emb_row *row = row_of(g->device, true);
+    if (!row) return fnn_last_status();
+    int64_t wshape[2] = {at->V, at->W};
+    FNN_TRY(fnn_new_output(&din[0], g->device, 2, wshape));
+    fnn_emb_args a = {.out = &din[0], .saved = &nd->saved[0], .g = g, .n = at->n, .V = at->V, .W = at->W,
+                      .pad_row = at->pad_row};
+    int rc = row->backward(fnn_device_ordinal(g->device), &a);
     if (rc) fnn_tensor_clear(&din[0]);
     return rc;
 }
 static const fnn_op_def EMBEDDING = {{"embedding", "embedding", 1, 1}, embedding_backward, FNN_EMBEDS_NONE};
 
-static int device_embedding(fnn_tensor *out, const fnn_tensor *weight, const fnn_tensor *ids, int64_t padding_idx) {
-    FNN_TRY(fnn_check_input_any("embedding", ids));
-    FNN_TRY(fnn_check_same_device("embedding", weight, ids));
-    const fnn_backend *be = fnn_backend_for(weight->device);
-    FNN_CHECK(be && be->index && be->fill, FNN_STATUS_DEVICE, "embedding: not implemented on this device");
-    FNN_CHECK(weight->ndim == 2, FNN_STATUS_SHAPE, "embedding: weight %s is not [vocabulary,width]",
-              fnn_shape_of(weight).s);
-    FNN_CHECK(fnn_is_int64(ids), FNN_STATUS_ARG, "embedding: ids %s on a GPU must be int64 (t:long()), not float32",
-              fnn_shape_of(ids).s);
-    FNN_CHECK(ids->ndim < FNN_MAX_DIMS, FNN_STATUS_SHAPE, "embedding: ids %s have %d dims, at most %d supported",
-              fnn_shape_of(ids).s, ids->ndim, FNN_MAX_DIMS - 1);
-    const int64_t V = weight->shape[0], W = weight->shape[1], n = fnn_tensor_numel(ids);
-    FNN_CHECK(padding_idx >= 0 && padding_idx <= V, FNN_STATUS_ARG,
-              "embedding: padding_idx %lld outside the vocabulary 1..%lld (weight %s)", (long long)padding_idx,
-              (long long)V, fnn_shape_of(weight).s);
-    int64_t oshape[FNN_MAX_DIMS];
-    memcpy(oshape, ids->shape, sizeof(int64_t) * (size_t)ids->ndim);
-    oshape[ids->ndim] = W;
-    fnn_tensor rows;
-    int rc = fnn_tensor_is_contiguous(ids) ? fnn_tensor_ref(&rows, ids) : fnn_materialize(&rows, ids);
-    if (rc) return rc;
-    rc = fnn_new_output(out, weight->device, ids->ndim + 1, oshape);
-    if (!rc) {
-        fnn_index_args a;
-        memset(&a, 0, sizeof a);
-        a.ndim = 2, a.dim = 0, a.select = 1, a.size = V;
-        a.shape[0] = n, a.shape[1] = W, a.xstride[0] = weight->stride[0], a.xstride[1] = weight->stride[1];
-        a.ystride[0] = W, a.ystride[1] = 1;
-        if ((rc = be->index(fnn_device_ordinal(weight->device), FNN_IDX_GATHER, (void *)fnn_data(weight), fnn_data(out),
-                            fnn_data_i64(&rows), 4, &a)))
-            fnn_tensor_clear(out);
-    }
-    const fnn_tensor *ins[1] = {weight};
-    if (!rc && fnn_needs_node(1, ins)) {
-        fnn_node *nd = fnn_attach_node(out, &EMBEDDING, 1, ins);
-        if (!nd || fnn_save(nd, 0, &rows)) {
-            rc = fnn_last_status();
-            fnn_tensor_clear(out);
-        } else {
-            *FNN_ATTRS(nd, embedding_attrs) = (embedding_attrs){.pad_row = padding_idx - 1, .n = n, .V = V, .W = W};
-        }
-    }
-    fnn_tensor_clear(&rows);
-    return rc;
+/* ids are read on the CPU, or on the GPU beside a GPU weight (cuda/index.cu) */
+static int check_ids(const fnn_tensor *weight, const fnn_tensor *ids) {
+    if (ids && fnn_device_type_of(weight->device) != FNN_DEVICE_CPU && ids->device == weight->device)
+        return fnn_check_input_any("embedding", ids);
+    return fnn_check_index("embedding", "ids", ids);
 }
 
 int fnn_embedding(fnn_tensor *out, const fnn_tensor *weight, const fnn_tensor *ids, int64_t padding_idx) {
     FNN_TRY(fnn_check_input("embedding", weight));
-    if (ids && fnn_device_type_of(weight->device) != FNN_DEVICE_CPU) return device_embedding(out, weight, ids, padding_idx);
-    FNN_TRY(fnn_check_index("embedding", "ids", ids));
-    FNN_CHECK(fnn_device_type_of(weight->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
-              "embedding: not implemented on cuda yet");
+    FNN_TRY(check_ids(weight, ids));
+    FNN_TRY(fnn_check_same_device("embedding", weight, ids));
+    const fnn_emb_row *row = row_of(weight->device, false);
+    if (!row) return fnn_last_status();
     FNN_CHECK(weight->ndim == 2, FNN_STATUS_SHAPE, "embedding: weight %s is not [vocabulary,width]",
               fnn_shape_of(weight).s);
     FNN_CHECK(ids->ndim < FNN_MAX_DIMS, FNN_STATUS_SHAPE, "embedding: ids %s have %d dims, at most %d supported",
@@ -189,34 +130,67 @@ int fnn_embedding(fnn_tensor *out, const fnn_tensor *weight, const fnn_tensor *i
               "embedding: padding_idx %lld outside the vocabulary 1..%lld (weight %s)", (long long)padding_idx,
               (long long)V, fnn_shape_of(weight).s);
     const int64_t n = fnn_tensor_numel(ids);
-    int64_t oshape[FNN_MAX_DIMS], rshape[1] = {n};
+    int64_t oshape[FNN_MAX_DIMS];
     memcpy(oshape, ids->shape, sizeof(int64_t) * (size_t)ids->ndim);
     oshape[ids->ndim] = W;
-    fnn_tensor rows, wt;
-    fnn_tensor_init(&wt);
-    int rc = fnn_new_output_dtype(&rows, FNN_DEVICE_CPU, FNN_DTYPE_INT64, 1, rshape);
-    if (rc) return rc;
-    rc = embedding_rows(ids, weight, fnn_data_i64(&rows), n);
-    const float *wp = NULL;
-    if (!rc) wp = fnn_contiguous_data(weight, &wt, &rc);
-    if (!rc) rc = fnn_new_output(out, weight->device, ids->ndim + 1, oshape);
-    if (!rc) {
-        emb_fwd_args a = {wp, fnn_data_i64(&rows), fnn_data(out), W};
-        fnn_parallel_for(n, fnn_threads_for(n * W), emb_fwd_rows, &a);
-    }
+    FNN_TRY(fnn_new_output(out, weight->device, ids->ndim + 1, oshape));
+    fnn_tensor saved;
+    fnn_tensor_init(&saved);
+    fnn_emb_args a = {.out = out, .saved = &saved, .weight = weight, .ids = ids, .n = n, .V = V, .W = W,
+                      .pad_row = padding_idx - 1};
+    int rc = row->forward(fnn_device_ordinal(weight->device), &a);
     const fnn_tensor *ins[1] = {weight};
     if (!rc && fnn_needs_node(1, ins)) {
         fnn_node *nd = fnn_attach_node(out, &EMBEDDING, 1, ins);
-        if (!nd || fnn_save(nd, 0, &rows)) {
+        if (!nd || fnn_save(nd, 0, &saved)) {
             rc = fnn_last_status();
         } else {
             *FNN_ATTRS(nd, embedding_attrs) = (embedding_attrs){.pad_row = padding_idx - 1, .n = n, .V = V, .W = W};
         }
     }
-    fnn_tensor_clear(&rows);
-    fnn_tensor_clear(&wt);
+    fnn_tensor_clear(&saved);
     if (rc) fnn_tensor_clear(out);
     return rc;
 }
+
+/* ================= the CPU rows ================= */
+
+/* saved = the ids as 0-based rows (int64 [n]), each checked; out = the weight's rows */
+static int cpu_embedding(int ordinal, fnn_emb_args *a) {
+    (void)ordinal;
+    int64_t rshape[1] = {a->n};
+    fnn_tensor wt;
+    fnn_tensor_init(&wt);
+    int rc = fnn_new_output_dtype(a->saved, FNN_DEVICE_CPU, FNN_DTYPE_INT64, 1, rshape);
+    if (rc) return rc;
+    rc = embedding_rows(a->ids, a->weight, fnn_data_i64(a->saved), a->n);
+    const float *wp = NULL;
+    if (!rc) wp = fnn_contiguous_data(a->weight, &wt, &rc);
+    if (!rc) {
+        emb_fwd_args f = {wp, fnn_data_i64(a->saved), fnn_data(a->out), a->W};
+        fnn_parallel_for(a->n, fnn_threads_for(a->n * a->W), emb_fwd_rows, &f);
+    }
+    fnn_tensor_clear(&wt);
+    return rc;
+}
+
+static int cpu_embedding_backward(int ordinal, fnn_emb_args *a) {
+    (void)ordinal;
+    fnn_tensor gt;
+    int rc;
+    const float *gp = fnn_contiguous_data(a->g, &gt, &rc);
+    if (!rc) {
+        if (a->V * a->W != 0) memset(fnn_data(a->out), 0, sizeof(float) * (size_t)(a->V * a->W));
+        emb_bwd_args b = {gp, fnn_data_i64(a->saved), fnn_data(a->out), a->n, a->W, a->pad_row};
+        fnn_parallel_for(a->W, fnn_threads_for(a->n * a->W), emb_bwd_cols, &b);
+    }
+    fnn_tensor_clear(&gt);
+    return rc;
+}
+
+const fnn_emb_row fnn_cpu_embedding_rows[] = {
+    {"embedding", cpu_embedding, cpu_embedding_backward},
+    {NULL, NULL, NULL},
+};
 
 const fnn_op_def *const fnn_ops_embedding[] = {&EMBEDDING, NULL};

@@ -10,8 +10,13 @@
  * fold into one big sgemm where the strides allow it: into the rows of A
  * (x [B,T,F] @ w [F,G]) or into the inner dim (a weight gradient summed over
  * the batch). The gradient of a broadcast operand accumulates in place
- * (beta = 1) instead of materializing [B,...] and summing it afterwards. */
-#include "../internal.h"
+ * (beta = 1) instead of materializing [B,...] and summing it afterwards.
+ *
+ * The engine is the same for every backend; each GEMM it asks for runs through the row of the
+ * output's backend (linalg.h): the CPU's at the end of this file (blas.c), cuda/linalg.cu's on a
+ * device (cuBLAS). linear's forward is one GEMM with its bias, handed to its row directly (the CPU
+ * row fuses the bias through oneDNN where it can). */
+#include "linalg.h"
 #include <limits.h>
 #include <string.h>
 
@@ -89,15 +94,8 @@ static bool fold_rows(mview *out, const mview *v, int nb, const int64_t *bshape)
     return true;
 }
 
-/* a contiguous copy of t (no node), on any device */
-static int copy_contiguous(fnn_tensor *out, const fnn_tensor *t) {
-    if (fnn_device_type_of(t->device) == FNN_DEVICE_CPU) return fnn_materialize(out, t);
-    int was = fnn_grad_enabled();
-    fnn_set_grad_enabled(0);
-    int rc = fnn_contiguous(out, t);
-    fnn_set_grad_enabled(was);
-    return rc;
-}
+/* a contiguous copy of t (no node), on any device (its strided_copy there) */
+static int copy_contiguous(fnn_tensor *out, const fnn_tensor *t) { return fnn_materialize(out, t); }
 
 /* view t (as `as`, transposed when trans) over the batch shape; copies t into *tmp only
  * when BLAS cannot read its matrices (clear *tmp after) */
@@ -136,54 +134,68 @@ static int rows_operand(mview *v, const fnn_tensor *t, fnn_tensor *tmp) {
 
 /* ================= the gemm engine ================= */
 
-/* row-major C[i] = op(A[i]) op(B[i]) + beta C[i] for i < batch, on the CPU or through the backend */
-static int gemm_call(const char *op, int device, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                     const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb, int64_t sb,
-                     float beta, float *c, int64_t ldc, int64_t sc, int64_t batch) {
+/* the kernel a product runs: its op's row (forward or backward) in the output's backend */
+typedef struct {
+    const char *op;
+    fnn_mm_fn fn;
+    int ordinal;
+} kernel;
+
+/* the kernel of op's row on device; an error naming the device when that backend has none */
+static int kernel_of(kernel *kn, const char *op, int device, bool backward) {
+    const fnn_mm_row *row = fnn_mm_row_for(device, op);
+    *kn = (kernel){op, row ? (backward ? row->backward : row->forward) : NULL, fnn_device_ordinal(device)};
+    if (kn->fn) return FNN_STATUS_OK;
+    char dev[32];
+    fnn_device_name(device, dev, sizeof dev);
+    if (backward) return FNN_FAIL(FNN_STATUS_DEVICE, "%s: backward not implemented on %s", op, dev);
+    return FNN_FAIL(FNN_STATUS_DEVICE, "%s: not implemented on %s", op, dev);
+}
+
+/* the batched GEMM description (linalg.h), checked to fit BLAS's ints */
+static int gemm_args(fnn_mm_args *g, const char *op, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                     const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb, int64_t sb, float beta,
+                     float *c, int64_t ldc, int64_t sc, int64_t batch) {
     FNN_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
               ldc <= INT_MAX && batch <= INT_MAX, FNN_STATUS_SHAPE,
               "%s: matrices of %lldx%lld by %lldx%lld are too large for BLAS", op,
               (long long)m, (long long)k, (long long)k, (long long)n);
-    if (fnn_device_type_of(device) == FNN_DEVICE_CPU) {
-        for (int64_t i = 0; i < batch; i++)
-            fnn_sgemm(ta, tb, m, n, k, 1.0f, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
-        return FNN_STATUS_OK;
-    }
-    const fnn_backend *be = fnn_backend_for(device);
-    FNN_CHECK(be && be->gemm, FNN_STATUS_DEVICE, "%s: not implemented on cuda yet (the backend has no gemm)", op);
-    /* a batched gemm may not write one C twice at once: accumulate one matrix at a time */
-    int step = sc == 0 && batch > 1 ? 1 : (int)batch;
-    for (int64_t i = 0; i < batch; i += step)
-        FNN_TRY(be->gemm(fnn_device_ordinal(device), ta, tb, (int)m, (int)n, (int)k, 1.0f, a + i * sa, (int)lda,
-                         sa, b + i * sb, (int)ldb, sb, beta, c + i * sc, (int)ldc, sc, step));
+    /* field by field: only what a plain GEMM's row reads (per-call cost on the CPU hot path) */
+    g->op = op, g->zero = NULL, g->ta = ta, g->tb = tb, g->m = m, g->n = n, g->k = k;
+    g->a = a, g->lda = lda, g->sa = sa, g->b = b, g->ldb = ldb, g->sb = sb, g->beta = beta;
+    g->c = c, g->ldc = ldc, g->sc = sc, g->batch = batch, g->bias = NULL, g->db = NULL;
     return FNN_STATUS_OK;
 }
 
-static int zero_fill(fnn_tensor *t) {
+/* row-major C[i] = op(A[i]) op(B[i]) + beta C[i] for i < batch, through the kernel */
+static int gemm_call(const kernel *kn, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                     const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb, int64_t sb,
+                     float beta, float *c, int64_t ldc, int64_t sc, int64_t batch) {
+    fnn_mm_args g;
+    FNN_TRY(gemm_args(&g, kn->op, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch));
+    return kn->fn(kn->ordinal, &g);
+}
+
+static int zero_fill(const kernel *kn, fnn_tensor *t) {
     int64_t n = fnn_tensor_numel(t);
     if (n == 0) return FNN_STATUS_OK;
-    if (fnn_device_type_of(t->device) == FNN_DEVICE_CPU) {
-        memset(fnn_data(t), 0, sizeof(float) * (size_t)n);
-        return FNN_STATUS_OK;
-    }
-    const fnn_backend *be = fnn_backend_for(t->device);
-    FNN_CHECK(be && be->fill, FNN_STATUS_DEVICE, "fill: not implemented on cuda yet");
-    return be->fill(fnn_device_ordinal(t->device), fnn_data(t), n, 0.0f);
+    fnn_mm_args g = {.op = kn->op, .zero = fnn_data(t), .zero_n = n};
+    return kn->fn(kn->ordinal, &g);
 }
 
 /* one gemm over whole 2-D views (no batch) */
-static int gemm_2d(const char *op, int device, const mview *A, const mview *B, const mview *C, float beta) {
+static int gemm_2d(const kernel *kn, const mview *A, const mview *B, const mview *C, float beta) {
     bool ta, tb, tc;
     int64_t lda, ldb, ldc;
     FNN_ASSERT(blas_layout(A, &ta, &lda) && blas_layout(B, &tb, &ldb) && blas_layout(C, &tc, &ldc) && !tc);
-    return gemm_call(op, device, ta, tb, C->r, C->c, A->c, A->p, lda, 0, B->p, ldb, 0, beta, C->p, ldc, 0, 1);
+    return gemm_call(kn, ta, tb, C->r, C->c, A->c, A->p, lda, 0, B->p, ldb, 0, beta, C->p, ldc, 0, 1);
 }
 
 /* C = A @ B over the batch shape. C is the fresh contiguous tensor ct seen through the view C;
  * where C's batch stride is 0 (the gradient of a broadcast operand) the products are summed.
- * c_ready: C already holds values to add to (linear's bias). A and B must be BLAS-readable. */
-static int gemm_views(const char *op, fnn_tensor *ct, int nb, const int64_t *bshape_in, mview *A, mview *B,
-                      mview *C, bool c_ready) {
+ * A and B must be BLAS-readable. */
+static int gemm_views(const kernel *kn, fnn_tensor *ct, int nb, const int64_t *bshape_in, mview *A, mview *B,
+                      mview *C) {
     int64_t m = A->r, k = A->c, n = B->c, total = 1;
     FNN_ASSERT(B->r == k && C->r == m && C->c == n);
     /* drop size-1 batch dims: their strides do not matter */
@@ -200,11 +212,10 @@ static int gemm_views(const char *op, fnn_tensor *ct, int nb, const int64_t *bsh
         nbk++;
     }
     if (m == 0 || n == 0) return FNN_STATUS_OK;
-    float beta = c_ready ? 1.0f : 0.0f;
-    int device = ct->device;
+    float beta = 0.0f;
 
     /* the whole product summed into one C: fold the batch into the inner dim, one gemm */
-    if (accumulate && !c_ready && k > 0 && total > 0) {
+    if (accumulate && k > 0 && total > 0) {
         bool all = true;
         for (int i = 0; i < nbk; i++) all = all && C->bs[i] == 0;
         mview At, A2, B2;
@@ -214,11 +225,11 @@ static int gemm_views(const char *op, fnn_tensor *ct, int nb, const int64_t *bsh
         transpose(&At);
         if (all && fold_rows(&A2, &At, nbk, bshape) && fold_rows(&B2, B, nbk, bshape)) {
             transpose(&A2);
-            if (blas_layout(&A2, &t, &ld) && blas_layout(&B2, &t, &ld)) return gemm_2d(op, device, &A2, &B2, C, 0.0f);
+            if (blas_layout(&A2, &t, &ld) && blas_layout(&B2, &t, &ld)) return gemm_2d(kn, &A2, &B2, C, 0.0f);
         }
     }
-    if (!c_ready && (accumulate || k == 0 || total == 0)) {
-        FNN_TRY(zero_fill(ct));
+    if (accumulate || k == 0 || total == 0) {
+        FNN_TRY(zero_fill(kn, ct));
         beta = 1.0f;
     }
     if (k == 0 || total == 0) return FNN_STATUS_OK;
@@ -229,7 +240,7 @@ static int gemm_views(const char *op, fnn_tensor *ct, int nb, const int64_t *bsh
         bool t;
         int64_t ld;
         if (fold_rows(&A2, A, nbk, bshape) && fold_rows(&C2, C, nbk, bshape) && blas_layout(&A2, &t, &ld))
-            return gemm_2d(op, device, &A2, B, &C2, beta);
+            return gemm_2d(kn, &A2, B, &C2, beta);
     }
 
     /* general: loop the outer batch dims, one batched call over the last */
@@ -237,13 +248,13 @@ static int gemm_views(const char *op, fnn_tensor *ct, int nb, const int64_t *bsh
     int64_t lda, ldb, ldc;
     FNN_ASSERT(blas_layout(A, &ta, &lda) && blas_layout(B, &tb, &ldb) && blas_layout(C, &tc, &ldc) && !tc);
     if (nbk == 0)
-        return gemm_call(op, device, ta, tb, m, n, k, A->p, lda, 0, B->p, ldb, 0, beta, C->p, ldc, 0, 1);
+        return gemm_call(kn, ta, tb, m, n, k, A->p, lda, 0, B->p, ldb, 0, beta, C->p, ldc, 0, 1);
     int last = nbk - 1;
     int64_t idx[FNN_MAX_DIMS] = {0}, outer = total / bshape[last];
     for (int64_t o = 0; o < outer; o++) {
         int64_t oa = 0, ob = 0, oc = 0;
         for (int d = 0; d < last; d++) { oa += idx[d] * A->bs[d]; ob += idx[d] * B->bs[d]; oc += idx[d] * C->bs[d]; }
-        FNN_TRY(gemm_call(op, device, ta, tb, m, n, k, A->p + oa, lda, A->bs[last], B->p + ob, ldb, B->bs[last],
+        FNN_TRY(gemm_call(kn, ta, tb, m, n, k, A->p + oa, lda, A->bs[last], B->p + ob, ldb, B->bs[last],
                           beta, C->p + oc, ldc, C->bs[last], bshape[last]));
         for (int d = last - 1; d >= 0; d--) { if (++idx[d] < bshape[d]) break; idx[d] = 0; }
     }
@@ -251,7 +262,7 @@ static int gemm_views(const char *op, fnn_tensor *ct, int nb, const int64_t *bsh
 }
 
 /* c (fresh, contiguous, read as as_c) = x (as_x, transposed when tx) @ y (as_y, ty) over the batch shape */
-static int product(const char *op, fnn_tensor *c, int as_c, const fnn_tensor *x, int as_x, bool tx,
+static int product(const kernel *kn, fnn_tensor *c, int as_c, const fnn_tensor *x, int as_x, bool tx,
                    const fnn_tensor *y, int as_y, bool ty, int nb, const int64_t *bshape) {
     mview A, B, C;
     fnn_tensor tx_copy, ty_copy;
@@ -260,7 +271,7 @@ static int product(const char *op, fnn_tensor *c, int as_c, const fnn_tensor *x,
     if (!rc) rc = operand(&B, y, as_y, ty, nb, bshape, &ty_copy);
     if (!rc) {
         view_of(&C, c, as_c, nb, bshape);
-        rc = gemm_views(op, c, nb, bshape, &A, &B, &C, false);
+        rc = gemm_views(kn, c, nb, bshape, &A, &B, &C);
     }
     fnn_tensor_clear(&tx_copy);
     fnn_tensor_clear(&ty_copy);
@@ -310,15 +321,17 @@ static int mm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *a = &n->saved[0], *b = &n->saved[1];
     const mm_attrs *at = FNN_ATTRS(n, mm_attrs);
     mm_plan p;
+    kernel kn;
     FNN_TRY(plan(op, &p, a, at->as_a, b, at->as_b));
+    FNN_TRY(kernel_of(&kn, op, g->device, true));
     if (n->next[0]) {
         FNN_TRY(fnn_new_output(&din[0], a->device, a->ndim, a->shape));
-        int rc = product(op, &din[0], p.as_a, g, p.as_out, false, b, p.as_b, true, p.nb, p.bshape);
+        int rc = product(&kn, &din[0], p.as_a, g, p.as_out, false, b, p.as_b, true, p.nb, p.bshape);
         if (rc) { fnn_tensor_clear(&din[0]); return rc; }
     }
     if (n->next[1]) {
         FNN_TRY(fnn_new_output(&din[1], b->device, b->ndim, b->shape));
-        int rc = product(op, &din[1], p.as_b, a, p.as_a, true, g, p.as_out, false, p.nb, p.bshape);
+        int rc = product(&kn, &din[1], p.as_b, a, p.as_a, true, g, p.as_out, false, p.nb, p.bshape);
         if (rc) { fnn_tensor_clear(&din[1]); return rc; }
     }
     return FNN_STATUS_OK;
@@ -333,9 +346,11 @@ static int mm_forward(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *
                       int as_b) {
     const char *op = def->info.name;
     mm_plan p;
+    kernel kn;
     FNN_TRY(plan(op, &p, a, as_a, b, as_b));
+    FNN_TRY(kernel_of(&kn, op, a->device, false));
     FNN_TRY(fnn_new_output(out, a->device, p.out_ndim, p.out_shape));
-    int rc = product(op, out, p.as_out, a, as_a, false, b, as_b, false, p.nb, p.bshape);
+    int rc = product(&kn, out, p.as_out, a, as_a, false, b, as_b, false, p.nb, p.bshape);
     if (rc) { fnn_tensor_clear(out); return rc; }
     const fnn_tensor *ins[2] = {a, b};
     if (!fnn_needs_node(2, ins)) return FNN_STATUS_OK;
@@ -384,6 +399,8 @@ static int linear_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0], *w = &n->saved[1];
     fnn_tensor gtmp, xtmp, ctmp;
     mview G, X, W, C;
+    kernel kn;
+    FNN_TRY(kernel_of(&kn, "linear", g->device, true));
     fnn_tensor_init(&xtmp);
     fnn_tensor_init(&ctmp);
     int rc = rows_operand(&G, g, &gtmp);               /* G [M, out] */
@@ -391,7 +408,7 @@ static int linear_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
         view_of(&W, w, AS_MATRIX, 0, NULL);
         rc = fnn_new_output(&din[0], x->device, x->ndim, x->shape);
         if (!rc) rc = rows_operand(&C, &din[0], &ctmp);  /* fresh and contiguous: never copied */
-        if (!rc) rc = gemm_views("linear", &din[0], 0, NULL, &G, &W, &C, false);
+        if (!rc) rc = gemm_views(&kn, &din[0], 0, NULL, &G, &W, &C);
     }
     if (!rc && n->next[1]) {                           /* dw [out, in] = G^T [out, M] @ X [M, in] */
         rc = rows_operand(&X, x, &xtmp);
@@ -400,30 +417,13 @@ static int linear_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
             mview Gt = G;
             transpose(&Gt);
             view_of(&C, &din[1], AS_MATRIX, 0, NULL);
-            rc = gemm_views("linear", &din[1], 0, NULL, &Gt, &X, &C, false);
+            rc = gemm_views(&kn, &din[1], 0, NULL, &Gt, &X, &C);
         }
     }
-    if (!rc && n->next[2]) {                           /* db [out] = sum over the rows of G */
-        int64_t nout = w->shape[0];
-        if (fnn_device_type_of(g->device) == FNN_DEVICE_CPU) {
-            rc = fnn_new_output(&din[2], g->device, 1, &nout);
-            if (!rc) {
-                float *db = fnn_data(&din[2]);
-                memset(db, 0, sizeof(float) * (size_t)nout);
-                for (int64_t i = 0; i < G.r; i++) {    /* row by row: the inner loop vectorizes */
-                    const float *gi = G.p + i * G.s0;
-                    if (G.s1 == 1) for (int64_t j = 0; j < nout; j++) db[j] += gi[j];
-                    else for (int64_t j = 0; j < nout; j++) db[j] += gi[j * G.s1];
-                }
-            }
-        } else {                                       /* other devices: their reshape and sum */
-            int64_t shape2[2] = {-1, nout};
-            fnn_tensor g2;
-            fnn_tensor_init(&g2);
-            rc = fnn_reshape(&g2, g, 2, shape2);
-            if (!rc) rc = fnn_sum(&din[2], &g2, 0, 0);
-            fnn_tensor_clear(&g2);
-        }
+    if (!rc && n->next[2]) {                           /* db [out] = sum over the rows of G, made by the row */
+        fnn_mm_args a = {.op = "linear", .m = G.r, .n = w->shape[0], .db = &din[2], .g = g, .gp = G.p, .g_s0 = G.s0,
+                         .g_s1 = G.s1};
+        rc = kn.fn(kn.ordinal, &a);
     }
     fnn_tensor_clear(&gtmp);
     fnn_tensor_clear(&xtmp);
@@ -432,24 +432,6 @@ static int linear_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return rc;
 }
 static const fnn_op_def LINEAR = {{"linear", "linalg", 1, 1}, linear_backward, FNN_EMBEDS_NONE};
-
-/* add bias b [out] to every row of C [M, out] (C contiguous, written in place) */
-static int add_bias_rows(fnn_tensor *ct, const mview *C, const fnn_tensor *b) {
-    if (fnn_device_type_of(ct->device) == FNN_DEVICE_CPU) {
-        const float *bp = fnn_data(b);
-        int64_t sb = b->stride[0];
-        for (int64_t i = 0; i < C->r; i++) {
-            float *ci = C->p + i * C->s0;
-            if (sb == 1) memcpy(ci, bp, sizeof(float) * (size_t)C->c);
-            else for (int64_t j = 0; j < C->c; j++) ci[j] = bp[j * sb];
-        }
-        return FNN_STATUS_OK;
-    }
-    const fnn_backend *be = fnn_backend_for(ct->device);
-    FNN_CHECK(be && be->binary, FNN_STATUS_DEVICE, "linear: not implemented on cuda yet (the backend has no binary)");
-    int64_t shape[2] = {C->r, C->c}, cs[2] = {C->s0, 1}, bs[2] = {0, b->stride[0]};
-    return be->binary(fnn_device_ordinal(ct->device), FNN_BIN_ADD, C->p, C->p, cs, fnn_data(b), bs, 2, shape);
-}
 
 int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b) {
     FNN_TRY(check_pair("linear", x, w));
@@ -464,6 +446,11 @@ int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const 
     FNN_CHECK(!b || (b->ndim == 1 && b->shape[0] == w->shape[0]), FNN_STATUS_SHAPE,
               "linear: bias %s does not match weight %s (expected [%lld])", b ? fnn_shape_of(b).s : "",
               fnn_shape_of(w).s, (long long)w->shape[0]);
+    const fnn_mm_row *row = fnn_mm_row_for(x->device, "linear");
+    if (!row || !row->forward) {
+        kernel kn;
+        return kernel_of(&kn, "linear", x->device, false);
+    }
     int64_t shape[FNN_MAX_DIMS];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     shape[x->ndim - 1] = w->shape[0];
@@ -476,22 +463,19 @@ int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const 
     int rc = rows_operand(&X, x, &xtmp);                             /* X [M, in] */
     if (!rc) rc = operand(&Wt, w, AS_MATRIX, true, 0, NULL, &wtmp);  /* W^T [in, out]: CblasTrans, no copy */
     if (!rc) rc = rows_operand(&C, out, &ctmp);                      /* C [M, out] */
-    bool bias = !rc && b && C.r > 0 && C.c > 0;
-    /* oneDNN's matmul primitive adds the bias inside the product: row-major operands, a dense bias */
-    bool cpu = fnn_device_type_of(out->device) == FNN_DEVICE_CPU;
-    bool fused = !rc && cpu && X.s1 == 1 && w->stride[1] == 1 && C.s1 == 1 && (!bias || b->stride[0] == 1) &&
-                 fnn_gemm_fused(false, true, C.r, C.c, X.c, X.p, X.s0, fnn_data(w), w->stride[0],
-                                bias ? fnn_data(b) : NULL, 0.0f, C.p, C.s0);
-    if (rc || fused) {
-        /* failed, or done by the fused product */
-    } else if (cpu) {
-        /* the bias goes into C first and the gemm adds onto it (beta = 1): one pass over C */
-        if (bias) rc = add_bias_rows(out, &C, b);
-        if (!rc) rc = gemm_views("linear", out, 0, NULL, &X, &Wt, &C, bias);
-    } else {
-        /* backends: gemm first, then the bias through their elementwise add */
-        rc = gemm_views("linear", out, 0, NULL, &X, &Wt, &C, false);
-        if (!rc && bias) rc = add_bias_rows(out, &C, b);
+    if (!rc && C.r > 0 && C.c > 0) {
+        /* one GEMM, C = X W^T (+ b), the bias added by the row; an empty inner dim: C zeroed (+ b) */
+        bool ta, tb, tc;
+        int64_t lda, ldb, ldc;
+        FNN_ASSERT(blas_layout(&X, &ta, &lda) && blas_layout(&Wt, &tb, &ldb) && blas_layout(&C, &tc, &ldc) && !tc);
+        fnn_mm_args a;
+        rc = gemm_args(&a, "linear", ta, tb, C.r, C.c, X.c, X.p, lda, 0, Wt.p, ldb, 0, 0.0f, C.p, ldc, 0,
+                       X.c > 0 ? 1 : 0);
+        if (!rc) {
+            if (X.c == 0) a.zero = C.p, a.zero_n = C.r * C.c;
+            if (b) a.bias = fnn_data(b), a.bias_stride = b->stride[0];
+            rc = row->forward(fnn_device_ordinal(x->device), &a);
+        }
     }
     fnn_tensor_clear(&xtmp);
     fnn_tensor_clear(&wtmp);
@@ -504,5 +488,65 @@ int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const 
     if (!n || fnn_save(n, 0, x) || fnn_save(n, 1, w)) { fnn_tensor_clear(out); return fnn_last_status(); }
     return FNN_STATUS_OK;
 }
+
+/* ================= the CPU rows (blas.c) ================= */
+
+/* zero, then the batched GEMM as a loop of fnn_sgemm (each threaded by the BLAS library) */
+static int cpu_gemm(int ordinal, const fnn_mm_args *a) {
+    (void)ordinal;
+    if (a->zero) memset(a->zero, 0, sizeof(float) * (size_t)a->zero_n);
+    for (int64_t i = 0; i < a->batch; i++)
+        fnn_sgemm(a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a + i * a->sa, a->lda, a->b + i * a->sb, a->ldb, a->beta,
+                  a->c + i * a->sc, a->ldc);
+    return FNN_STATUS_OK;
+}
+
+/* linear's forward: oneDNN's matmul primitive adds the bias inside the product (row-major X, W read
+ * as W^T through Trans, a dense bias); else the bias goes into C first and the GEMM adds onto it
+ * (beta = 1): one pass over C */
+static int cpu_linear(int ordinal, const fnn_mm_args *a) {
+    (void)ordinal;
+    /* a single column of W^T [k, 1] at ldb 1 is the row-major W [1, k] too */
+    bool w_rows = a->tb || (a->n == 1 && a->ldb == 1);
+    if (!a->ta && w_rows && (!a->bias || a->bias_stride == 1) &&
+        fnn_gemm_fused(false, true, a->m, a->n, a->k, a->a, a->lda, a->b, a->tb ? a->ldb : max1(a->k), a->bias,
+                       0.0f, a->c, a->ldc))
+        return FNN_STATUS_OK;
+    if (a->zero) memset(a->zero, 0, sizeof(float) * (size_t)a->zero_n);
+    if (a->bias) {
+        for (int64_t i = 0; i < a->m; i++) {
+            float *ci = a->c + i * a->ldc;
+            if (a->bias_stride == 1) memcpy(ci, a->bias, sizeof(float) * (size_t)a->n);
+            else for (int64_t j = 0; j < a->n; j++) ci[j] = a->bias[j * a->bias_stride];
+        }
+    }
+    if (a->batch)
+        fnn_sgemm(a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a, a->lda, a->b, a->ldb, a->bias ? 1.0f : a->beta, a->c,
+                  a->ldc);
+    return FNN_STATUS_OK;
+}
+
+/* linear's backward: its GEMMs, or db = the column sums of G, row by row (the inner loop vectorizes) */
+static int cpu_linear_backward(int ordinal, const fnn_mm_args *a) {
+    if (!a->db) return cpu_gemm(ordinal, a);
+    int64_t nout = a->n;
+    FNN_TRY(fnn_new_output(a->db, a->g->device, 1, &nout));
+    float *db = fnn_data(a->db);
+    memset(db, 0, sizeof(float) * (size_t)nout);
+    for (int64_t i = 0; i < a->m; i++) {
+        const float *gi = a->gp + i * a->g_s0;
+        if (a->g_s1 == 1) for (int64_t j = 0; j < nout; j++) db[j] += gi[j];
+        else for (int64_t j = 0; j < nout; j++) db[j] += gi[j * a->g_s1];
+    }
+    return FNN_STATUS_OK;
+}
+
+const fnn_mm_row fnn_cpu_linalg_rows[] = {
+    {"matmul", cpu_gemm, cpu_gemm},
+    {"bmm", cpu_gemm, cpu_gemm},
+    {"outer", cpu_gemm, cpu_gemm},
+    {"linear", cpu_linear, cpu_linear_backward},
+    {NULL, NULL, NULL},
+};
 
 const fnn_op_def *const fnn_ops_linalg[] = {&MATMUL, &BMM, &OUTER, &LINEAR, NULL};

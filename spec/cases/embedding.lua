@@ -1,17 +1,31 @@
 -- Gradcheck cases for core/ops/embedding.c: repeated ids (their gradients add up), ids of two
 -- dims, float ids, a transposed weight, a padding_idx that the ids never hit (a hit row gets no
--- gradient by design, which embedding_spec checks).
+-- gradient by design, which embedding_spec checks). They drive CUDA parity too, so the ids are
+-- made on the weight's device: int64 (a GPU reads no other), float32 on the CPU where a case asks.
 local fnn = require 'fastnn'
 
 local function u(...) return fnn.rand(...) * 4 - 2 end
-local ids1 = fnn.long{3, 1, 3, 5}
-local ids2 = fnn.long{{2, 4, 2}, {1, 1, 5}}
+-- ids t on like's device, int64; float: float32 on the CPU
+local function ids(like, t, float)
+   local i = fnn.tensor(t)
+   if float and tostring(like:device()) == 'cpu' then return i end
+   return i:long():to(like:device())
+end
+-- n ids in 1..size, repeats included
+local function some(n, size)
+   local v = {}
+   for i = 1, n do v[i] = (i * 53 + 5) % size + 1 end
+   return v
+end
 
 return {
    {op = 'embedding', inputs = function() return u(5, 3) end,
-    fn = function(w) return fnn.embedding(ids1, w) end},
+    fn = function(w) return fnn.embedding(ids(w, {3, 1, 3, 5}), w) end},
    {op = 'embedding', inputs = function() return u(5, 2) end,
-    fn = function(w) return fnn.embedding(ids2, w, {padding_idx = 3}) end},
+    fn = function(w) return fnn.embedding(ids(w, {{2, 4, 2}, {1, 1, 5}}), w, {padding_idx = 3}) end},
    {op = 'embedding', inputs = function() return u(4, 6) end,   -- weight [6, 4]^T; float ids
-    fn = function(w) return fnn.embedding(fnn.tensor{6, 2, 2}, w:t()) end},
+    fn = function(w) return fnn.embedding(ids(w, {6, 2, 2}, true), w:t()) end},
+   -- more rows than a GPU block's threads, 200 repeated ids
+   {op = 'embedding', inputs = function() return u(129, 2) end,
+    fn = function(w) return fnn.embedding(ids(w, some(200, 129)), w) end},
 }

@@ -1,5 +1,7 @@
 -- Gradcheck cases for core/ops/linalg.c: every promotion rule, broadcast
--- batches (the gradient summed over the batch), transposed views.
+-- batches (the gradient summed over the batch), transposed views. They drive CUDA parity too
+-- (core/ops/linalg.h's rows; cuBLAS there): the broadcast [2,1,2,3] @ [3,3,2] sums a's gradient
+-- over a batch one product at a time on the GPU.
 local fnn = require 'fastnn'
 
 local function u(...) return fnn.rand(...) * 4 - 2 end
@@ -23,4 +25,9 @@ return {
     fn = function(x, w, b) return fnn.linear(x, w, b) end},
    {op = 'linear', inputs = function() return u(4, 3), u(2, 4) end,
     fn = function(x, w) return fnn.linear(x:t(), w) end},
+   -- one output (W^T a single column), and a bias read at stride 2 (a column of [2,2])
+   {op = 'linear', inputs = function() return u(3, 4), u(1, 4), u(1) end,
+    fn = function(x, w, b) return fnn.linear(x, w, b) end},
+   {op = 'linear', inputs = function() return u(3, 4), u(2, 4), u(2, 2) end,
+    fn = function(x, w, b) return fnn.linear(x, w, b:select(2, 1)) end},
 }

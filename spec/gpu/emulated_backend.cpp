@@ -1,6 +1,6 @@
 // spec/gpu/emulated_backend.cpp: the CUDA backend's kernels run on the host, for checking the
 // device paths without a GPU (spec/gpu/emulate.sh builds it; see there). The device code of
-// cuda/map.cu, reduction.cu, optim.cu, copy.cu, loss.cu, index.cu, norm.cu, cast.cu and int64.cu
+// cuda/map.cu, reduction.cu, optim.cu, copy.cu, loss.cu, index.cu, norm.cu, cast.cu, int64.cu and linalg.cu
 // (everything above each file's "host side" line) is compiled here as C++ with the CUDA keywords
 // defined away, their launchers too (written with FNN_LAUNCH above that line), as are conv, pool,
 // batch_norm, shape, sort, int64_reduce, rnn, attention, elementwise and backend.cu's fill in the
@@ -9,7 +9,7 @@
 // with real barriers for __syncthreads and a per-warp exchange for __shfl_down_sync, so the warp
 // and block reductions run as written. The math intrinsics (__expf, __sinf, ...) become libm's.
 // Still host copies or stand-ins, here: the allocator is malloc (no caching) and copies memcpy
-// (backend.cu's are the CUDA runtime), matmul a naive loop (cuBLAS in linalg.cu) and random draws
+// (backend.cu's are the CUDA runtime), gemm a naive loop (cuBLAS in linalg.cu) and random draws
 // a hash of (seed, index), not cuRAND (random.cu); emulated_xfer.cpp stands in for the pinned
 // buffers and streams. What this cannot show: the real hardware (memory model, fast-math accuracy,
 // launch limits, cuRAND, cuBLAS).
@@ -23,6 +23,7 @@
 #include "norm_body.inc"
 #include "cast_body.inc"
 #include "int64_body.inc"
+#include "linalg_body.inc"   /* the linalg rows; their gemm is m_gemm below */
 
 std::atomic<long> mode_block, mode_thread;   /* emulated.h's launch counts */
 
