@@ -102,6 +102,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void derive(void) {
     int n = fnn_op_count(), i = 0;
+    fnn_device_count(FNN_DEVICE_CUDA);   /* registers the backend when built */
+    bool cuda = fnn_backend_for(fnn_make_device(FNN_DEVICE_CUDA, 0)) != NULL;
     infos = calloc((size_t)n, sizeof *infos);
     if (!infos) return;
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
@@ -112,6 +114,8 @@ static void derive(void) {
                 infos[i].has_cuda = 0;
                 for (size_t k = 0; t && fnn_row_name(t, k); k++)
                     if (!strcmp(fnn_row_name(t, k), infos[i].name)) infos[i].has_cuda = 1;
+            } else if (!cuda) {   /* elementwise, view, device: their typed flag, in a build with the backend */
+                infos[i].has_cuda = 0;
             }
         }
 }

@@ -989,7 +989,11 @@ describe('cuda coverage', function()
          else without = without + 1 end
       end
       assert.same({}, missing)
-      assert.is_true(with >= 60, 'fewer has_cuda ops than the backend implements')
+      if C.fnn_cuda_built() ~= 0 then
+         assert.is_true(with >= 100, 'fewer has_cuda ops than the backend implements')
+      else
+         assert.equals(0, with)   -- has_cuda speaks of this build: no backend, no op on it
+      end
       print(('cuda coverage: %d ops on cuda, %d not yet'):format(with, without))
    end)
 end)

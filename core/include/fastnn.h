@@ -585,8 +585,8 @@ typedef struct fnn_op_info {
     const char *name;        /* as bound in Lua: "add", "gelu", ... */
     const char *family;      /* file in core/ops/ */
     int differentiable;      /* 1: has a backward rule */
-    int has_cuda;            /* 1: the CUDA backend implements it (families with kernel rows: this
-                                build's CUDA backend has the op's row) */
+    int has_cuda;            /* 1: this build's CUDA backend implements it (families on kernel rows:
+                                it has the op's row); 0 in a build without the backend */
 } fnn_op_info;
 FNN_API int fnn_op_count(void);
 FNN_API const fnn_op_info *fnn_op_at(int i);

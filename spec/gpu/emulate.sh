@@ -25,9 +25,10 @@ set +e
 { FASTNN_LIB="$out/libfastnn.so" FASTNN_EMULATED_GPU=1 LUA_PATH="$root/lua/?.lua;$root/lua/?/init.lua;;" \
      busted --lua=luajit --no-auto-insulate "$@"; echo $? > "$log.rc"; } 2>&1 | tee "$log"
 set -e
-counts=$(grep -aE '[0-9]+ successes / [0-9]+ failures / [0-9]+ errors' "$log" | tail -1 | sed 's/\x1b\[[0-9;]*m//g')
-passed=$(echo "$counts" | sed -n 's/^\([0-9]*\) successes.*/\1/p')
-failed=$(echo "$counts" | sed -n 's/.* \([0-9]*\) failures \/ \([0-9]*\) errors.*/\1 \2/p' | awk '{print $1 + $2}')
+# (busted says "1 success", "1 failure", "1 error" in the singular)
+counts=$(grep -aE '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors?' "$log" | tail -1 | sed 's/\x1b\[[0-9;]*m//g')
+passed=$(echo "$counts" | sed -n 's/^\([0-9]*\) success.*/\1/p')
+failed=$(echo "$counts" | sed -n 's/.* \([0-9]*\) failures\{0,1\} \/ \([0-9]*\) errors\{0,1\}.*/\1 \2/p' | awk '{print $1 + $2}')
 rc=$(cat "$log.rc")
 [ -n "$passed" ] || { passed=0; failed=1; }
 echo "${passed} passed, ${failed} failed"
