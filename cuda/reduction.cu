@@ -338,14 +338,14 @@ int fnn_cuda_reduce(int ordinal, int op, float *y, int64_t *idx, const float *x,
                     double k0, double k1) {
     FNN_ASSERT(op >= FNN_RED_SUM && op <= FNN_RED_LOG_SOFTMAX && op != FNN_RED_TIES && op != FNN_RED_SELECT);
     FNN_ASSERT(R > 0 || (op != FNN_RED_MAX && op != FNN_RED_MIN));
-    RedArgs a = {op, y, idx, x, NULL, NULL, NULL, O, R, I, k0, k1};
+    RedArgs a = {op, y, idx, x, NULL, NULL, NULL, O, R, I, k0, k1, NULL, -1};
     return run<false>(op_name(op), ordinal, a);
 }
 
 int fnn_cuda_reduce_grad(int ordinal, int op, float *dx, const float *g, const float *x, const float *y,
                          const int64_t *idx, int64_t O, int64_t R, int64_t I, double k0, double k1) {
     FNN_ASSERT(op >= FNN_RED_SUM && op <= FNN_RED_LOG_SOFTMAX && op != FNN_RED_MAX && op != FNN_RED_MIN);
-    RedArgs a = {op, dx, NULL, x, g, y, idx, O, R, I, k0, k1};
+    RedArgs a = {op, dx, NULL, x, g, y, idx, O, R, I, k0, k1, NULL, -1};
     return run<true>(op_name(op), ordinal, a);
 }
 
@@ -390,21 +390,21 @@ static int cumsum_run(int ordinal, float *y, const float *x, int64_t O, int64_t 
 static int cumsum_forward(int ordinal, const RedArgs *a) { return cumsum_run(ordinal, a->out, a->x, a->O, a->R, a->I, false); }
 static int cumsum_backward(int ordinal, const RedArgs *a) { return cumsum_run(ordinal, a->out, a->g, a->O, a->R, a->I, true); }
 extern "C" const fnn_red_row fnn_cuda_reduction_rows[] = {
-    {"sum", line_forward<FNN_RED_SUM>, line_backward<FNN_RED_SUM>},
-    {"mean", line_forward<FNN_RED_SUM>, line_backward<FNN_RED_SUM>},   /* k0 = 1/R */
-    {"prod", line_forward<FNN_RED_PROD>, line_backward<FNN_RED_PROD>},
-    {"var", line_forward<FNN_RED_VAR>, line_backward<FNN_RED_VAR>},
-    {"std", line_forward<FNN_RED_VAR>, line_backward<FNN_RED_VAR>},     /* k1 = 1 */
-    {"norm", line_forward<FNN_RED_NORM>, line_backward<FNN_RED_NORM>},
-    {"logsumexp", line_forward<FNN_RED_LSE>, line_backward<FNN_RED_LSE>},
-    {"max", line_forward<FNN_RED_MAX>, extreme_backward<FNN_RED_MAX>},
-    {"min", line_forward<FNN_RED_MIN>, extreme_backward<FNN_RED_MIN>},
-    {"argmax", line_forward<FNN_RED_MAX>, NULL},
-    {"argmin", line_forward<FNN_RED_MIN>, NULL},
-    {"softmax", line_forward<FNN_RED_SOFTMAX>, line_backward<FNN_RED_SOFTMAX>},
-    {"log_softmax", line_forward<FNN_RED_LOG_SOFTMAX>, line_backward<FNN_RED_LOG_SOFTMAX>},
-    {"cumsum", cumsum_forward, cumsum_backward},
-    {NULL, NULL, NULL},
+    {"sum", line_forward<FNN_RED_SUM>, line_backward<FNN_RED_SUM>, 0},
+    {"mean", line_forward<FNN_RED_SUM>, line_backward<FNN_RED_SUM>, 0},   /* k0 = 1/R */
+    {"prod", line_forward<FNN_RED_PROD>, line_backward<FNN_RED_PROD>, 0},
+    {"var", line_forward<FNN_RED_VAR>, line_backward<FNN_RED_VAR>, 0},
+    {"std", line_forward<FNN_RED_VAR>, line_backward<FNN_RED_VAR>, 0},     /* k1 = 1 */
+    {"norm", line_forward<FNN_RED_NORM>, line_backward<FNN_RED_NORM>, 0},
+    {"logsumexp", line_forward<FNN_RED_LSE>, line_backward<FNN_RED_LSE>, 0},
+    {"max", line_forward<FNN_RED_MAX>, extreme_backward<FNN_RED_MAX>, 0},
+    {"min", line_forward<FNN_RED_MIN>, extreme_backward<FNN_RED_MIN>, 0},
+    {"argmax", line_forward<FNN_RED_MAX>, NULL, 0},
+    {"argmin", line_forward<FNN_RED_MIN>, NULL, 0},
+    {"softmax", line_forward<FNN_RED_SOFTMAX>, line_backward<FNN_RED_SOFTMAX>, 0},
+    {"log_softmax", line_forward<FNN_RED_LOG_SOFTMAX>, line_backward<FNN_RED_LOG_SOFTMAX>, 0},
+    {"cumsum", cumsum_forward, cumsum_backward, 0},
+    {NULL, NULL, NULL, 0},
 };
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -19,7 +19,11 @@
  * double accumulators when a leading dim is reduced, and runs 16 float lanes
  * per line otherwise. softmax / log_softmax work a row at a time (along the
  * last dim) or on column blocks (along a leading dim), with an inlined exp so
- * the loops vectorize. Sums accumulate in double. */
+ * the loops vectorize. Sums accumulate in double.
+ *
+ * Every op runs through its backend's row (reduction.h); the CPU's rows (at the end) are the kernels
+ * here, their forwards reading x's view in place (views = 1), so the entry points and rules are
+ * written once. Only the int64 sum/max/min stay per device (the backend's int_reduce). */
 #include "reduction.h"
 #include "../fastmath.h"
 #include <math.h>
@@ -237,7 +241,6 @@ typedef struct {
                      * var {unbiased, 0}, std {unbiased, 1}, norm {p, 0}, the others {0, 0} */
     int dim;        /* the dim reduced (0-based), -1: all of x (softmax, cumsum: a scalar) */
     bool keepdim;   /* as given to the forward (no rule reads it) */
-    bool log;       /* softmax: log_softmax */
 } reduction_attrs;
 
 /* record the node of a one-input reduction: saved[0] = x (when save_x), saved[1] = extra;
@@ -260,8 +263,8 @@ static int record(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, b
 }
 
 /* ================= through the backends' rows (reduction.h's fnn_red_row) =================
- * x made contiguous and seen as [O, R, I]; the row of the tensor's backend runs the op or its rule:
- * every op on a device, and on the CPU the ops with a CPU row */
+ * the row of the tensor's backend runs the op or its rule; x is made contiguous [O, R, I] only for a
+ * row without views (the CPU's rows of sum ... log_softmax read it in place through geom_init) */
 static bool on_device(const fnn_tensor *t) { return fnn_device_type_of(t->device) != FNN_DEVICE_CPU; }
 
 /* y (and the 1-based positions idx, for max/min) of op `name` over dim d of x, through the row of
@@ -278,14 +281,15 @@ static int row_forward(const char *name, bool keep_shape, fnn_tensor *y, fnn_ten
     else reduced_shape(x, d, keepdim, &ondim, oshape);
     split_shape(x->ndim, x->shape, d, &O, &R, &I);
     fnn_tensor tmp;
-    int rc;
-    const float *xs = fnn_contiguous_data(x, &tmp, &rc);
+    fnn_tensor_init(&tmp);
+    int rc = FNN_STATUS_OK;
+    const float *xs = row->views ? NULL : fnn_contiguous_data(x, &tmp, &rc);
     FNN_TRY(rc);
     if (idx) fnn_tensor_init(idx);
     rc = fnn_new_output(y, x->device, ondim, oshape);
     if (!rc && idx && (rc = fnn_new_output_dtype(idx, x->device, FNN_DTYPE_INT64, ondim, oshape))) fnn_tensor_clear(y);
     fnn_red_args a = {.out = rc ? NULL : fnn_data(y), .idx = idx && !rc ? fnn_data_i64(idx) : NULL, .x = xs,
-                      .O = O, .R = R, .I = I, .k0 = k0, .k1 = k1};
+                      .O = O, .R = R, .I = I, .k0 = k0, .k1 = k1, .xv = x, .dim = d};
     if (!rc && (rc = row->forward(fnn_device_ordinal(x->device), &a))) {
         fnn_tensor_clear(y);
         if (idx) fnn_tensor_clear(idx);
@@ -327,17 +331,6 @@ static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, co
     fnn_tensor_clear(&ti);
     return rc;
 }
-
-/* the line kernels below, named so the device paths can tell which op they stand for */
-static void prod_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx);
-static void var_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx);
-static void norm_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx);
-static void lse_line(const float *x, int64_t n, int64_t s, const double *k, float *y, int64_t *idx);
-static void prod_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
-static void var_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
-static void norm_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
-static void lse_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
-static void ties_grad(float *dx, const float *x, int64_t n, int64_t s, float g, float y, const double *k);
 
 /* ================= drivers ================= */
 
@@ -412,29 +405,24 @@ static void grad_span(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-/* din [outer, red, inner] from dout [outer, inner]; x = saved[0] and y = saved[1] made contiguous
+/* din [outer, red, inner] from dout [outer, inner] through the row; x = saved[0] and y = saved[1]
  * when the kernel reads them */
-static int grad_lines(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, grad_fn f, bool use_x, bool use_y) {
+static int grad_lines(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, bool use_x, bool use_y) {
     if (!n->next[0]) return FNN_STATUS_OK;
     const reduction_attrs *at = FNN_ATTRS(n, reduction_attrs);
-    if (on_device(dout))
-        return row_backward(n, dout, din, use_x ? &n->saved[0] : NULL, use_y ? &n->saved[1] : NULL, NULL,
-                                  at->k[0], at->k[1]);
-    int nd = n->in_ndim[0];
-    const int64_t *shape = n->in_shape[0];
-    int64_t O, R, I;
-    split_shape(nd, shape, at->dim, &O, &R, &I);
-    fnn_tensor tg, tx, ty;
-    fnn_tensor_init(&tx);
-    fnn_tensor_init(&ty);
+    return row_backward(n, dout, din, use_x ? &n->saved[0] : NULL, use_y ? &n->saved[1] : NULL, NULL, at->k[0],
+                        at->k[1]);
+}
+
+/* a CPU row's backward: dx = a->out [O, R, I] by f, line by line; reads a->x when given */
+static int grad_lines_cpu(const fnn_red_args *a, grad_fn f) {
+    const int64_t O = a->O, R = a->R, I = a->I;
+    const bool use_x = a->x != NULL;
+    const float *x = a->x, *y = a->y, *g = a->g;
+    const double k[2] = {a->k0, a->k1};
     int rc = FNN_STATUS_OK;
-    const float *x = NULL, *y = NULL, *g = fnn_contiguous_data(dout, &tg, &rc);
-    if (!rc && use_x) x = fnn_contiguous_data(&n->saved[0], &tx, &rc);
-    if (!rc && use_y) y = fnn_contiguous_data(&n->saved[1], &ty, &rc);
-    if (!rc) rc = fnn_new_output(din, dout->device, nd, shape);
-    const double *k = at->k;
     int threads = fnn_threads_for(O * R * I);
-    if (!rc && I > 1 && R > 1) {
+    if (I > 1 && R > 1) {
         /* lines at stride I: work on rows (x gathered, dx scattered back) */
         fnn_tensor bx, bd;
         fnn_tensor_init(&bx);
@@ -444,20 +432,26 @@ static int grad_lines(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, grad
         if (!rc) {
             float *xr = use_x ? fnn_data(&bx) : NULL, *dr = fnn_data(&bd);
             if (use_x) { geom gx; geom_contig(&gx, x, O, R, I); gather_rows(xr, &gx); }
-            grad_args a = {f, k, g, y, xr, dr, R, I, true};
-            fnn_parallel_for(O * I, threads, grad_span, &a);
-            scatter_rows(fnn_data(din), dr, O, R, I);
+            grad_args ga = {f, k, g, y, xr, dr, R, I, true};
+            fnn_parallel_for(O * I, threads, grad_span, &ga);
+            scatter_rows(a->out, dr, O, R, I);
         }
         fnn_tensor_clear(&bx);
         fnn_tensor_clear(&bd);
-        if (rc) fnn_tensor_clear(din);
-    } else if (!rc) {
-        grad_args a = {f, k, g, y, x, fnn_data(din), R, I, false};
-        fnn_parallel_for(O * I, threads, grad_span, &a);
+    } else {
+        grad_args ga = {f, k, g, y, x, a->out, R, I, false};
+        fnn_parallel_for(O * I, threads, grad_span, &ga);
     }
-    fnn_tensor_clear(&tg);
-    fnn_tensor_clear(&tx);
-    fnn_tensor_clear(&ty);
+    return rc;
+}
+
+/* a CPU row's forward: x read in place through its view, one line kernel call per output */
+static int lines_cpu(const fnn_red_args *a, line_fn f) {
+    geom g;
+    FNN_TRY(geom_init(&g, a->xv, a->dim));
+    const double k[2] = {a->k0, a->k1};
+    int rc = run_lines(&g, f, k, a->out, a->idx);
+    fnn_tensor_clear(&g.tmp);
     return rc;
 }
 
@@ -635,27 +629,30 @@ static void spread_rows(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
+/* the CPU rows of sum and mean (k0: the scale, 1 or mean's 1/R): x read in place; the gradient
+ * dx [O, R, I] = g [O, I] * k0 */
+static int sum_cpu(int ordinal, const fnn_red_args *a) {
+    (void)ordinal;
+    geom g;
+    FNN_TRY(geom_init(&g, a->xv, a->dim));
+    sum_run(&g, a->out, a->k0);
+    fnn_tensor_clear(&g.tmp);
+    return FNN_STATUS_OK;
+}
+static int sum_grad_cpu(int ordinal, const fnn_red_args *a) {
+    (void)ordinal;
+    spread_args s = {a->g, a->out, a->R, a->I, (float)a->k0};
+    fnn_parallel_for(a->O * a->R, fnn_threads_for(a->O * a->R * a->I), spread_rows, &s);
+    return FNN_STATUS_OK;
+}
+
 /* sum/mean backward: dx [outer, red, inner] = dout [outer, inner] (/ red for mean, k[0] = 1) */
 static int sum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
     const reduction_attrs *at = FNN_ATTRS(n, reduction_attrs);
-    int nd = n->in_ndim[0];
     int64_t O, R, I;
-    split_shape(nd, n->in_shape[0], at->dim, &O, &R, &I);
-    if (on_device(dout))
-        return row_backward(n, dout, din, NULL, NULL, NULL, at->k[0] != 0 ? 1.0 / (double)R : 1.0, 0);
-    fnn_tensor tg;
-    int rc;
-    const float *g = fnn_contiguous_data(dout, &tg, &rc);
-    if (!rc) rc = fnn_new_output(din, dout->device, nd, n->in_shape[0]);
-    if (!rc) {
-        float *dx = fnn_data(din);
-        float scale = at->k[0] != 0 ? (float)(1.0 / (double)R) : 1.0f;
-        spread_args a = {g, dx, R, I, scale};
-        fnn_parallel_for(O * R, fnn_threads_for(O * R * I), spread_rows, &a);
-    }
-    fnn_tensor_clear(&tg);
-    return rc;
+    split_shape(n->in_ndim[0], n->in_shape[0], at->dim, &O, &R, &I);
+    return row_backward(n, dout, din, NULL, NULL, NULL, at->k[0] != 0 ? 1.0 / (double)R : 1.0, 0);
 }
 
 /* has_cuda (0 here): the registry derives it from cuda/reduction.cu's rows */
@@ -664,22 +661,12 @@ static const fnn_op_def MEAN = {{"mean", "reduction", 1, 0}, sum_backward, FNN_E
 
 /* sum and mean: x any shape -> reduced shape (sum of none = 0, mean of none = nan) */
 static int sum_mean(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, bool mean) {
-    int d, ondim;
-    int64_t oshape[FNN_MAX_DIMS];
+    int d;
     FNN_TRY(prelude(def->info.name, x, dim, &d));
-    if (on_device(x)) {
-        int64_t O, R, I;
-        split_shape(x->ndim, x->shape, d, &O, &R, &I);
-        FNN_TRY(row_forward(def->info.name, false, out, NULL, x, d, keepdim, mean ? 1.0 / (double)R : 1.0, 0));
-        return record(def, out, x, false, NULL, d, keepdim, mean ? 1 : 0, 0);
-    }
-    reduced_shape(x, d, keepdim, &ondim, oshape);
-    geom g;
-    FNN_TRY(geom_init(&g, x, d));
-    int rc = fnn_new_output(out, x->device, ondim, oshape);
-    if (!rc) sum_run(&g, fnn_data(out), mean ? 1.0 / (double)g.red : 1.0);   /* 1/0 = inf: 0 * inf = nan */
-    fnn_tensor_clear(&g.tmp);
-    if (rc) return rc;
+    int64_t O, R, I;
+    split_shape(x->ndim, x->shape, d, &O, &R, &I);
+    /* mean of none: 1/0 = inf, 0 * inf = nan */
+    FNN_TRY(row_forward(def->info.name, false, out, NULL, x, d, keepdim, mean ? 1.0 / (double)R : 1.0, 0));
     return record(def, out, x, false, NULL, d, keepdim, mean ? 1 : 0, 0);
 }
 
@@ -722,24 +709,12 @@ int fnn_mean(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) { retur
 
 /* ================= the other reductions: line kernels and their gradients ================= */
 
-/* one reduction through run_lines; saves x when save_x and the output when save_out */
-static int reduce(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, line_fn f,
-                  double k0, double k1, bool save_x, bool save_out) {
-    int d, ondim;
-    int64_t oshape[FNN_MAX_DIMS];
+/* one reduction through its row (the CPU's: run_lines); saves x when save_x and the output when save_out */
+static int reduce(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, double k0,
+                  double k1, bool save_x, bool save_out) {
+    int d;
     FNN_TRY(prelude(def->info.name, x, dim, &d));
-    if (on_device(x)) {
-        FNN_TRY(row_forward(def->info.name, false, out, NULL, x, d, keepdim, k0, k1));
-        return record(def, out, x, save_x, save_out ? out : NULL, d, keepdim, k0, k1);
-    }
-    reduced_shape(x, d, keepdim, &ondim, oshape);
-    geom g;
-    FNN_TRY(geom_init(&g, x, d));
-    int rc = fnn_new_output(out, x->device, ondim, oshape);
-    double k[2] = {k0, k1};
-    if (!rc && (rc = run_lines(&g, f, k, fnn_data(out), NULL))) fnn_tensor_clear(out);
-    fnn_tensor_clear(&g.tmp);
-    if (rc) return rc;
+    FNN_TRY(row_forward(def->info.name, false, out, NULL, x, d, keepdim, k0, k1));
     return record(def, out, x, save_x, save_out ? out : NULL, d, keepdim, k0, k1);
 }
 
@@ -763,10 +738,12 @@ static void prod_grad(float *dx, const float *x, int64_t n, int64_t s, float g, 
     for (int64_t r = 0; r < n; r++) dx[r * s] = zeros == 0 ? (float)(g * (p / x[r * s])) : 0.0f;
     if (zeros == 1) dx[at * s] = (float)(g * p);
 }
-static int prod_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, prod_grad, true, false); }
+static int prod_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return lines_cpu(a, prod_line); }
+static int prod_grad_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return grad_lines_cpu(a, prod_grad); }
+static int prod_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, false); }
 static const fnn_op_def PROD = {{"prod", "reduction", 1, 0}, prod_backward, FNN_EMBEDS_NONE};
 int fnn_prod(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
-    return reduce(&PROD, out, x, dim, keepdim, prod_line, 0, 0, true, false);
+    return reduce(&PROD, out, x, dim, keepdim, 0, 0, true, false);
 }
 
 /* ---- var, std: two passes in double; k[0] = ddof (1 unbiased), k[1] = 1 for std ---- */
@@ -783,15 +760,17 @@ static void var_grad(float *dx, const float *x, int64_t n, int64_t s, float g, f
     double c = k[1] != 0 ? (y != 0 ? g / (div * y) : 0.0) : 2.0 * g / div;
     for (int64_t r = 0; r < n; r++) dx[r * s] = (float)(c * (x[r * s] - m));
 }
-static int var_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, var_grad, true, false); }
-static int std_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, var_grad, true, true); }
+static int var_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return lines_cpu(a, var_line); }
+static int var_grad_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return grad_lines_cpu(a, var_grad); }
+static int var_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, false); }
+static int std_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, true); }
 static const fnn_op_def VAR = {{"var", "reduction", 1, 0}, var_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def STD = {{"std", "reduction", 1, 0}, std_backward, FNN_EMBEDS_NONE};
 int fnn_var(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, int unbiased) {
-    return reduce(&VAR, out, x, dim, keepdim, var_line, unbiased ? 1 : 0, 0, true, false);
+    return reduce(&VAR, out, x, dim, keepdim, unbiased ? 1 : 0, 0, true, false);
 }
 int fnn_std(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, int unbiased) {
-    return reduce(&STD, out, x, dim, keepdim, var_line, unbiased ? 1 : 0, 1, true, true);
+    return reduce(&STD, out, x, dim, keepdim, unbiased ? 1 : 0, 1, true, true);
 }
 
 /* ---- norm: (sum |x|^p)^(1/p); p = inf: max |x|, -inf: min |x|, 0: count of non-zeros ---- */
@@ -841,11 +820,13 @@ static void norm_grad(float *dx, const float *x, int64_t n, int64_t s, float g, 
         dx[r * s] = (float)t;
     }
 }
-static int norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, norm_grad, true, true); }
+static int norm_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return lines_cpu(a, norm_line); }
+static int norm_grad_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return grad_lines_cpu(a, norm_grad); }
+static int norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, true); }
 static const fnn_op_def NORM = {{"norm", "reduction", 1, 0}, norm_backward, FNN_EMBEDS_NONE};
 int fnn_norm(fnn_tensor *out, const fnn_tensor *x, double p, int dim, int keepdim) {
     FNN_CHECK(!isnan(p), FNN_STATUS_ARG, "norm: p must be a number or +-inf, got nan");
-    return reduce(&NORM, out, x, dim, keepdim, norm_line, p, 0, true, true);
+    return reduce(&NORM, out, x, dim, keepdim, p, 0, true, true);
 }
 
 /* ---- logsumexp: m + log(sum exp(x - m)), m = max (stable); of none = -inf ---- */
@@ -868,10 +849,12 @@ static void lse_grad(float *dx, const float *x, int64_t n, int64_t s, float g, f
     (void)k;
     for (int64_t r = 0; r < n; r++) dx[r * s] = (isinf(y) && y < 0) ? 0.0f : g * fnn_expf(x[r * s] - y);
 }
-static int lse_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, lse_grad, true, true); }
+static int lse_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return lines_cpu(a, lse_line); }
+static int lse_grad_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return grad_lines_cpu(a, lse_grad); }
+static int lse_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, true); }
 static const fnn_op_def LOGSUMEXP = {{"logsumexp", "reduction", 1, 0}, lse_backward, FNN_EMBEDS_NONE};
 int fnn_logsumexp(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
-    return reduce(&LOGSUMEXP, out, x, dim, keepdim, lse_line, 0, 0, true, true);
+    return reduce(&LOGSUMEXP, out, x, dim, keepdim, 0, 0, true, true);
 }
 
 /* ================= max, min, argmax, argmin ================= */
@@ -907,70 +890,51 @@ static void ties_grad(float *dx, const float *x, int64_t n, int64_t s, float g, 
     float share = ties ? g / (float)ties : 0.0f;
     for (int64_t r = 0; r < n; r++) dx[r * s] = x[r * s] == y ? share : 0.0f;
 }
+/* the CPU rows of max and min (argmax, argmin: the same forward); x read in place */
+static int max_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return lines_cpu(a, max_line); }
+static int min_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return lines_cpu(a, min_line); }
+/* along a dim (a->sel): zeros, with g [O, I] put at the forward's positions sel [O, I] along R;
+ * over everything: ties_grad */
+static int extreme_grad_cpu(int ordinal, const fnn_red_args *a) {
+    (void)ordinal;
+    if (!a->sel) return grad_lines_cpu(a, ties_grad);
+    const int64_t O = a->O, R = a->R, I = a->I, *is = a->sel;
+    const float *gs = a->g;
+    float *dx = a->out;
+    for (int64_t j = 0, n = O * R * I; j < n; j++) dx[j] = 0.0f;
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t i = 0; i < I; i++) dx[(o * R + is[o * I + i] - 1) * I + i] = gs[o * I + i];
+    return FNN_STATUS_OK;
+}
 /* saved[0] = x, saved[1] = the value (over everything: ties share g) or the int64 indices (along a
  * dim: all of g goes to the selected position, scattered back into zeros) */
 static int extreme_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     int d = FNN_ATTRS(n, reduction_attrs)->dim;
-    if (d < 0) return grad_lines(n, g, din, ties_grad, true, true);
+    if (d < 0) return grad_lines(n, g, din, true, true);
     if (!n->next[0]) return FNN_STATUS_OK;
-    if (on_device(g)) return row_backward(n, g, din, NULL, NULL, &n->saved[1], 0, 0);
-    /* zeros, with g [O, I] put at the forward's positions idx [O, I] along R */
-    int64_t O, R, I;
-    split_shape(n->in_ndim[0], n->in_shape[0], d, &O, &R, &I);
-    fnn_tensor tg, ti;
-    fnn_tensor_init(&ti);
-    int rc;
-    const float *gs = fnn_contiguous_data(g, &tg, &rc);
-    const int64_t *is = NULL;
-    if (!rc) is = fnn_contiguous_bytes(&n->saved[1], &ti, &rc);
-    if (!rc) rc = fnn_zeros(din, n->in_ndim[0], n->in_shape[0]);
-    if (!rc) {
-        float *dx = fnn_data(din);
-        for (int64_t o = 0; o < O; o++)
-            for (int64_t i = 0; i < I; i++) dx[(o * R + is[o * I + i] - 1) * I + i] = gs[o * I + i];
-    }
-    fnn_tensor_clear(&tg);
-    fnn_tensor_clear(&ti);
-    return rc;
+    return row_backward(n, g, din, NULL, NULL, &n->saved[1], 0, 0);
 }
 static const fnn_op_def MAX = {{"max", "reduction", 1, 0}, extreme_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def MIN = {{"min", "reduction", 1, 0}, extreme_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def ARGMAX = {{"argmax", "reduction", 0, 0}, NULL, FNN_EMBEDS_NONE};
 static const fnn_op_def ARGMIN = {{"argmin", "reduction", 0, 0}, NULL, FNN_EMBEDS_NONE};
 
-/* values and 1-based indices of the max (min); refuses to reduce over no elements */
-static int extreme(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *idx, const fnn_tensor *x,
-                   int dim, int keepdim, int *d_out) {
-    int d, ondim;
-    int64_t oshape[FNN_MAX_DIMS];
+/* values and 1-based indices of the max (min), through the row of op `name`; refuses to reduce
+ * over no elements */
+static int extreme(const char *name, fnn_tensor *vals, fnn_tensor *idx, const fnn_tensor *x, int dim, int keepdim,
+                   int *d_out) {
+    int d;
+    int64_t O, R, I;
     FNN_TRY(prelude(name, x, dim, &d));
-    reduced_shape(x, d, keepdim, &ondim, oshape);
-    geom g;
-    FNN_TRY(geom_init(&g, x, d));
-    if (g.red == 0) {
-        fnn_tensor_clear(&g.tmp);
+    *d_out = d;
+    split_shape(x->ndim, x->shape, d, &O, &R, &I);
+    if (R == 0) {
         if (d < 0)
             return FNN_FAIL(FNN_STATUS_SHAPE, "%s: tensor %s has no elements to reduce", name, fnn_shape_of(x).s);
         return FNN_FAIL(FNN_STATUS_SHAPE, "%s: dim %d of %s has size 0, nothing to reduce", name, d + 1,
                         fnn_shape_of(x).s);
     }
-    if (on_device(x)) {
-        fnn_tensor_clear(&g.tmp);
-        *d_out = d;
-        return row_forward(name, false, vals, idx, x, d, keepdim, 0, 0);
-    }
-    int rc = fnn_new_output(vals, x->device, ondim, oshape);
-    if (!rc) {
-        rc = fnn_new_output_dtype(idx, x->device, FNN_DTYPE_INT64, ondim, oshape);
-        if (rc) fnn_tensor_clear(vals);
-    }
-    if (!rc && (rc = run_lines(&g, is_max ? max_line : min_line, NULL, fnn_data(vals), fnn_data_i64(idx)))) {
-        fnn_tensor_clear(vals);
-        fnn_tensor_clear(idx);
-    }
-    fnn_tensor_clear(&g.tmp);
-    *d_out = d;
-    return rc;
+    return row_forward(name, false, vals, idx, x, d, keepdim, 0, 0);
 }
 
 /* max/min of an int64 x (ids, counts): int64 values and 1-based int64 indices of the first extreme;
@@ -1026,7 +990,7 @@ static int maxmin(const fnn_op_def *def, fnn_tensor *values, fnn_tensor *indices
         else fnn_tensor_clear(&idx);
         return FNN_STATUS_OK;
     }
-    FNN_TRY(extreme(def->info.name, def == &MAX, values, &idx, x, dim, keepdim, &d));
+    FNN_TRY(extreme(def->info.name, values, &idx, x, dim, keepdim, &d));
     int rc = record(def, values, x, true, d < 0 ? values : &idx, d, keepdim, 0, 0);
     if (rc) { fnn_tensor_clear(&idx); return rc; }
     if (indices) *indices = idx;
@@ -1048,7 +1012,7 @@ static int arg_extreme(const char *name, bool is_max, fnn_tensor *out, const fnn
         fnn_tensor_clear(&vals);
         return FNN_STATUS_OK;
     }
-    FNN_TRY(extreme(name, is_max, &vals, out, x, dim, keepdim, &d));
+    FNN_TRY(extreme(name, &vals, out, x, dim, keepdim, &d));
     fnn_tensor_clear(&vals);
     return FNN_STATUS_OK;
 }
@@ -1239,59 +1203,48 @@ static void softmax_grad_lines(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-/* saved[1] = y; reduction_attrs: dim (-1 on a scalar), log for log_softmax */
+/* the CPU rows of softmax (lg: log_softmax): x read in place; the gradient from g and y */
+static int softmax_cpu_run(const fnn_red_args *a, bool lg) {
+    geom g;
+    FNN_TRY(geom_init(&g, a->xv, a->dim));
+    int rc = softmax_run(&g, a->out, lg);
+    fnn_tensor_clear(&g.tmp);
+    return rc;
+}
+static int softmax_grad_cpu_run(const fnn_red_args *a, bool lg) {
+    const int64_t O = a->O, R = a->R, I = a->I;
+    if (I == 1 || R <= 1) {   /* I == 1: rows; R == 1: lines of one */
+        cols_args c = {NULL, a->g, a->y, a->out, O, R, I, 0, lg};
+        fnn_parallel_for(O * I, fnn_threads_for(O * R * I), softmax_grad_lines, &c);
+    } else {   /* along a leading dim: column blocks */
+        softmax_grad_cols(a->out, a->g, a->y, O, R, I, lg);
+    }
+    return FNN_STATUS_OK;
+}
+static int softmax_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return softmax_cpu_run(a, false); }
+static int log_softmax_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return softmax_cpu_run(a, true); }
+static int softmax_grad_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return softmax_grad_cpu_run(a, false); }
+static int log_softmax_grad_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return softmax_grad_cpu_run(a, true); }
+
+/* saved[1] = y; reduction_attrs: dim (-1 on a scalar); the row (softmax's or log_softmax's) knows which */
 static int softmax_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
-    int nd = n->in_ndim[0];
-    int64_t O, R, I;
-    const reduction_attrs *at = FNN_ATTRS(n, reduction_attrs);
-    split_shape(nd, n->in_shape[0], at->dim, &O, &R, &I);
-    bool lg = at->log;
-    if (on_device(dout))
-        return row_backward(n, dout, din, NULL, &n->saved[1], NULL, 0, 0);
-    fnn_tensor tg, ty;
-    fnn_tensor_init(&ty);
-    int rc;
-    const float *g = fnn_contiguous_data(dout, &tg, &rc), *y = NULL;
-    if (!rc) y = fnn_contiguous_data(&n->saved[1], &ty, &rc);
-    if (!rc) rc = fnn_new_output(din, dout->device, nd, n->in_shape[0]);
-    if (!rc && (I == 1 || R <= 1)) {   /* I == 1: rows; R == 1: lines of one */
-        cols_args a = {NULL, g, y, fnn_data(din), O, R, I, 0, lg};
-        fnn_parallel_for(O * I, fnn_threads_for(O * R * I), softmax_grad_lines, &a);
-    } else if (!rc) {   /* along a leading dim: column blocks */
-        softmax_grad_cols(fnn_data(din), g, y, O, R, I, lg);
-    }
-    fnn_tensor_clear(&tg);
-    fnn_tensor_clear(&ty);
-    return rc;
+    return row_backward(n, dout, din, NULL, &n->saved[1], NULL, 0, 0);
 }
 static const fnn_op_def SOFTMAX = {{"softmax", "reduction", 1, 0}, softmax_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def LOG_SOFTMAX = {{"log_softmax", "reduction", 1, 0}, softmax_backward, FNN_EMBEDS_NONE};
 
 /* x any shape -> same shape, normalised along dim (negative counts from the end) */
-static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, bool lg) {
+static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim) {
     const char *name = def->info.name;
     FNN_TRY(fnn_check_input(name, x));
     int d = -1;   /* a scalar is one line of one */
     if (!(x->ndim == 0 && (dim == 0 || dim == -1))) FNN_TRY(fnn_wrap_dim(name, x, dim, 0, &d));
-    if (on_device(x)) {
-        FNN_TRY(row_forward(name, true, out, NULL, x, d, 0, 0, 0));
-        FNN_TRY(record(def, out, x, false, out, d, 0, 0, 0));
-        if (out->node) FNN_ATTRS(out->node, reduction_attrs)->log = lg;
-        return FNN_STATUS_OK;
-    }
-    geom g;
-    FNN_TRY(geom_init(&g, x, d));
-    int rc = fnn_new_output(out, x->device, x->ndim, x->shape);
-    if (!rc && (rc = softmax_run(&g, fnn_data(out), lg))) fnn_tensor_clear(out);
-    fnn_tensor_clear(&g.tmp);
-    if (rc) return rc;
-    FNN_TRY(record(def, out, x, false, out, d, 0, 0, 0));
-    if (out->node) FNN_ATTRS(out->node, reduction_attrs)->log = lg;
-    return FNN_STATUS_OK;
+    FNN_TRY(row_forward(name, true, out, NULL, x, d, 0, 0, 0));
+    return record(def, out, x, false, out, d, 0, 0, 0);
 }
-int fnn_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&SOFTMAX, out, x, dim, false); }
-int fnn_log_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&LOG_SOFTMAX, out, x, dim, true); }
+int fnn_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&SOFTMAX, out, x, dim); }
+int fnn_log_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&LOG_SOFTMAX, out, x, dim); }
 
 /* g summed down to shape (undoing broadcasting): over its leading dims and where shape has 1 */
 int fnn_sum_to_shape(fnn_tensor *out, const fnn_tensor *g, int ndim, const int64_t *shape) {
@@ -1370,12 +1323,24 @@ int fnn_cumsum(fnn_tensor *out, const fnn_tensor *x, int dim) {
     return record(&CUMSUM, out, x, false, NULL, d, 0, 0, 0);
 }
 
-/* The CPU's rows: the ops whose CPU kernel takes contiguous [O, R, I] lines. The CPU kernels of sum
- * through log_softmax read strided views in place (no copy of a transposed input), so they stay
- * inline in their entry points; cuda/reduction.cu has a row for every op of the family. */
+/* The CPU's rows, one per op as cuda/reduction.cu's. The forwards of sum ... log_softmax read x's
+ * view in place (views = 1: no copy of a transposed input); cumsum takes contiguous lines. */
 const fnn_red_row fnn_cpu_reduction_rows[] = {
-    {"cumsum", cumsum_cpu, cumsum_grad_cpu},
-    {NULL, NULL, NULL},
+    {"sum", sum_cpu, sum_grad_cpu, 1},
+    {"mean", sum_cpu, sum_grad_cpu, 1},   /* k0 = 1/R */
+    {"prod", prod_cpu, prod_grad_cpu, 1},
+    {"var", var_cpu, var_grad_cpu, 1},
+    {"std", var_cpu, var_grad_cpu, 1},    /* k1 = 1 */
+    {"norm", norm_cpu, norm_grad_cpu, 1},
+    {"logsumexp", lse_cpu, lse_grad_cpu, 1},
+    {"max", max_cpu, extreme_grad_cpu, 1},
+    {"min", min_cpu, extreme_grad_cpu, 1},
+    {"argmax", max_cpu, NULL, 1},
+    {"argmin", min_cpu, NULL, 1},
+    {"softmax", softmax_cpu, softmax_grad_cpu, 1},
+    {"log_softmax", log_softmax_cpu, log_softmax_grad_cpu, 1},
+    {"cumsum", cumsum_cpu, cumsum_grad_cpu, 0},
+    {NULL, NULL, NULL, 0},
 };
 
 const fnn_op_def *const fnn_ops_reduction[] = {
