@@ -276,25 +276,27 @@ static int row_forward(const char *name, bool keep_shape, fnn_tensor *y, fnn_ten
     FNN_CHECK(row && row->forward, FNN_STATUS_DEVICE, "%s: not implemented on %s", name,
               fnn_device_name(x->device, dev, sizeof dev));
     int ondim = x->ndim;
-    int64_t oshape[FNN_MAX_DIMS], O, R, I;
-    if (keep_shape) memcpy(oshape, x->shape, sizeof oshape);
-    else reduced_shape(x, d, keepdim, &ondim, oshape);
-    split_shape(x->ndim, x->shape, d, &O, &R, &I);
-    fnn_tensor tmp;
-    fnn_tensor_init(&tmp);
+    int64_t oshape[FNN_MAX_DIMS], O = 0, R = 0, I = 0;
+    const int64_t *os = x->shape;
+    if (!keep_shape) { reduced_shape(x, d, keepdim, &ondim, oshape); os = oshape; }
+    fnn_tensor tmp;   /* x's contiguous copy, for a row without views */
     int rc = FNN_STATUS_OK;
-    const float *xs = row->views ? NULL : fnn_contiguous_data(x, &tmp, &rc);
-    FNN_TRY(rc);
+    const float *xs = NULL;
+    if (!row->views) {   /* a row with views reads xv and dim only */
+        split_shape(x->ndim, x->shape, d, &O, &R, &I);
+        xs = fnn_contiguous_data(x, &tmp, &rc);
+        FNN_TRY(rc);
+    }
     if (idx) fnn_tensor_init(idx);
-    rc = fnn_new_output(y, x->device, ondim, oshape);
-    if (!rc && idx && (rc = fnn_new_output_dtype(idx, x->device, FNN_DTYPE_INT64, ondim, oshape))) fnn_tensor_clear(y);
+    rc = fnn_new_output(y, x->device, ondim, os);
+    if (!rc && idx && (rc = fnn_new_output_dtype(idx, x->device, FNN_DTYPE_INT64, ondim, os))) fnn_tensor_clear(y);
     fnn_red_args a = {.out = rc ? NULL : fnn_data(y), .idx = idx && !rc ? fnn_data_i64(idx) : NULL, .x = xs,
                       .O = O, .R = R, .I = I, .k0 = k0, .k1 = k1, .xv = x, .dim = d};
     if (!rc && (rc = row->forward(fnn_device_ordinal(x->device), &a))) {
         fnn_tensor_clear(y);
         if (idx) fnn_tensor_clear(idx);
     }
-    fnn_tensor_clear(&tmp);
+    if (!row->views) fnn_tensor_clear(&tmp);
     return rc;
 }
 
@@ -663,8 +665,7 @@ static const fnn_op_def MEAN = {{"mean", "reduction", 1, 0}, sum_backward, FNN_E
 static int sum_mean(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, bool mean) {
     int d;
     FNN_TRY(prelude(def->info.name, x, dim, &d));
-    int64_t O, R, I;
-    split_shape(x->ndim, x->shape, d, &O, &R, &I);
+    int64_t R = d < 0 ? fnn_tensor_numel(x) : x->shape[d];
     /* mean of none: 1/0 = inf, 0 * inf = nan */
     FNN_TRY(row_forward(def->info.name, false, out, NULL, x, d, keepdim, mean ? 1.0 / (double)R : 1.0, 0));
     return record(def, out, x, false, NULL, d, keepdim, mean ? 1 : 0, 0);

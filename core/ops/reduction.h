@@ -20,7 +20,7 @@ typedef struct fnn_red_args {
     const float *g;         /* backward: the output's gradient (of y's shape) */
     const float *y;         /* backward: the forward's output, or NULL */
     const int64_t *sel;     /* backward of max/min along a dim: the forward's positions, else NULL */
-    int64_t O, R, I;
+    int64_t O, R, I;        /* 0 in the forward of a row with views (it reads xv, dim) */
     double k0, k1;          /* the op's numbers: mean's 1/R, var's ddof and std flag, norm's p */
     const fnn_tensor *xv;   /* forward: x as given (any strides), for rows with views; NULL in backward */
     int dim;                /* forward: the dim reduced (0-based), -1: all of x */
