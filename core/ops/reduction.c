@@ -265,6 +265,7 @@ static int record(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, b
 /* ================= through the backends' rows (reduction.h's fnn_red_row) =================
  * the row of the tensor's backend runs the op or its rule; x is made contiguous [O, R, I] only for a
  * row without views (the CPU's rows of sum ... log_softmax read it in place through geom_init) */
+/* the int64 paths' test (they call the backend's int_reduce) */
 static bool on_device(const fnn_tensor *t) { return fnn_device_type_of(t->device) != FNN_DEVICE_CPU; }
 
 /* y (and the 1-based positions idx, for max/min) of op `name` over dim d of x, through the row of
