@@ -71,4 +71,27 @@ describe('the layers', function()
       end
       assert.same({}, bad)
    end)
+
+   -- DESIGN.md names the spine's files with their line counts and their total ("the day's read");
+   -- a change to the spine must change those numbers too
+   it("DESIGN.md counts the spine's lines as they are", function()
+      local fh = assert(io.open('DESIGN.md'))
+      local text = fh:read('*a')
+      fh:close()
+      local para = text:match('%*%*The spine%*%*(.-)\n\n')
+      assert.is_string(para, 'DESIGN.md has no paragraph starting **The spine**')
+      local total = tonumber((para:match("day's read\": ([%d,]+) lines"):gsub(',', '')))
+      local sum, wrong = 0, {}
+      for file, count in para:gmatch('`([%w_/]+%.[ch])`%s+%((%d+)') do
+         local path = file:match('^core/') and file or 'core/' .. file   -- tensor.c, autograd/node.c: from core/
+         local f = assert(io.open(path), path)
+         local n = 0
+         for _ in f:lines() do n = n + 1 end
+         f:close()
+         sum = sum + n
+         if n ~= tonumber(count) then wrong[#wrong + 1] = ('%s: DESIGN says %s, the file has %d'):format(path, count, n) end
+      end
+      assert.same({}, wrong)
+      assert.equals(sum, total)
+   end)
 end)
