@@ -247,6 +247,10 @@ FNN_LAYER int fnn_upload(fnn_tensor *out, int device, int dtype, int ndim, const
 /* out := a view of x's data (shares storage, no node) with given shape/strides/offset */
 int fnn_make_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape,
                   const int64_t *stride, int64_t offset);
+/* out := x narrowed to [start, start + length) of dim d / x at position i of dim d (dim gone): views with
+ * no checks and no node */
+int fnn_narrow_view(fnn_tensor *out, const fnn_tensor *x, int d, int64_t start, int64_t length);
+int fnn_select_view(fnn_tensor *out, const fnn_tensor *x, int d, int64_t i);
 /* the usable-input check every op runs first: not empty, not freed, float32. Ops that take any
  * dtype (views, copies, indexing, integer arithmetic) run fnn_check_input_any instead, so a new op
  * refuses int64 until someone writes its int64 kernel */

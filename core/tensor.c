@@ -206,6 +206,24 @@ int fnn_make_view(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t 
     return FNN_STATUS_OK;
 }
 
+/* the views narrow and select make, without checks or a node (view.c's ops check and record; cat's and
+ * stack's backward rules slice their gradient with them) */
+int fnn_narrow_view(fnn_tensor *out, const fnn_tensor *x, int d, int64_t start, int64_t length) {
+    int64_t shape[FNN_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[d] = length;
+    return fnn_make_view(out, x, x->ndim, shape, x->stride, x->offset + start * x->stride[d]);
+}
+int fnn_select_view(fnn_tensor *out, const fnn_tensor *x, int d, int64_t i) {
+    int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
+    for (int k = 0, j = 0; k < x->ndim; k++) {
+        if (k == d) continue;
+        shape[j] = x->shape[k];
+        stride[j++] = x->stride[k];
+    }
+    return fnn_make_view(out, x, x->ndim - 1, shape, stride, x->offset + i * x->stride[d]);
+}
+
 /* ---- strided copy into a contiguous buffer ---- */
 
 /* [rows, cols] with source strides (rs, 1-not-required cs): 32x32 tiles, so a transposed

@@ -96,13 +96,14 @@ int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) {
 /* cat and stack: the dim the inputs were joined along (stack: the new one) */
 typedef struct { int dim; } join_attrs;
 
-/* dx_k = narrow(g, dim, offset_k, size_k): each input gets its own slice back */
+/* dx_k = g narrowed to [offset_k, offset_k + size_k) of dim: each input gets its own slice back (a view;
+ * backward rules record no node) */
 static int cat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     int d = FNN_ATTRS(n, join_attrs)->dim;
     int64_t off = 0;
     for (int k = 0; k < n->n_inputs; k++) {
         int64_t len = n->in_shape[k][d];
-        if (n->next[k]) FNN_TRY(fnn_narrow(&din[k], g, d, off, len));
+        if (n->next[k]) FNN_TRY(fnn_narrow_view(&din[k], g, d, off, len));
         off += len;
     }
     return FNN_STATUS_OK;
@@ -150,10 +151,10 @@ int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
     return FNN_STATUS_OK;
 }
 
-/* dx_k = select(g, dim, k) */
+/* dx_k = g at position k of dim (a view) */
 static int stack_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     for (int k = 0; k < n->n_inputs; k++)
-        if (n->next[k]) FNN_TRY(fnn_select(&din[k], g, FNN_ATTRS(n, join_attrs)->dim, k));
+        if (n->next[k]) FNN_TRY(fnn_select_view(&din[k], g, FNN_ATTRS(n, join_attrs)->dim, k));
     return FNN_STATUS_OK;
 }
 static const fnn_op_def STACK = {{"stack", "shape", 1, 1}, stack_backward, FNN_EMBEDS_NONE};

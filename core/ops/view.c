@@ -314,10 +314,7 @@ int fnn_narrow(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t start, int
     FNN_CHECK(start >= 0 && length >= 0 && start <= size && length <= size - start, FNN_STATUS_ARG,
               "narrow: start %lld and length %lld out of range for dim %d of %s (positions 1..%lld)",
               (long long)start + 1, (long long)length, d + 1, fnn_shape_of(x).s, (long long)size);
-    int64_t shape[FNN_MAX_DIMS];
-    memcpy(shape, x->shape, sizeof shape);
-    shape[d] = length;
-    FNN_TRY(fnn_make_view(out, x, x->ndim, shape, x->stride, x->offset + start * x->stride[d]));
+    FNN_TRY(fnn_narrow_view(out, x, d, start, length));
     const fnn_tensor *ins[1] = {x};
     fnn_node *n;
     FNN_TRY(fnn_record(&NARROW, out, 1, ins, &n));
@@ -345,13 +342,7 @@ int fnn_select(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t index) {
     int64_t size = x->shape[d], i = index < 0 ? index + size : index;
     FNN_CHECK(i >= 0 && i < size, FNN_STATUS_ARG, "select: index %lld out of range for dim %d of %s (positions 1..%lld)",
               (long long)(index >= 0 ? index + 1 : index), d + 1, fnn_shape_of(x).s, (long long)size);
-    int64_t shape[FNN_MAX_DIMS], stride[FNN_MAX_DIMS];
-    for (int k = 0, j = 0; k < x->ndim; k++) {
-        if (k == d) continue;
-        shape[j] = x->shape[k];
-        stride[j++] = x->stride[k];
-    }
-    FNN_TRY(fnn_make_view(out, x, x->ndim - 1, shape, stride, x->offset + i * x->stride[d]));
+    FNN_TRY(fnn_select_view(out, x, d, i));
     const fnn_tensor *ins[1] = {x};
     fnn_node *n;
     FNN_TRY(fnn_record(&SELECT, out, 1, ins, &n));
