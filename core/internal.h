@@ -84,6 +84,10 @@ extern const fnn_row_table fnn_cpu_row_tables[];    /* core/registry.c */
 extern const fnn_row_table fnn_cuda_row_tables[];   /* cuda/backend.cu */
 /* the row (of family's row type) for op in device's backend, or NULL */
 FNN_LAYER const void *fnn_row_for(int device, const char *family, const char *op);
+/* the refusal of op on device, whose backend has no row for it (or no kernel for this pass):
+ * "op: [backward ]not implemented on <device>", FNN_STATUS_DEVICE; FNN_ROW_REFUSED names the caller's line */
+int fnn_row_refused(const char *op, int device, bool backward, const char *file, int line);
+#define FNN_ROW_REFUSED(op, device, backward) fnn_row_refused((op), (device), (backward), __FILE__, __LINE__)
 /* the name of row i of a row table (the row types' first member) */
 static inline const char *fnn_row_name(const fnn_row_table *t, size_t i) {
     return *(const char *const *)(const void *)((const char *)t->rows + i * t->row_size);

@@ -90,6 +90,12 @@ const void *fnn_row_for(int device, const char *family, const char *op) {
     return row;
 }
 
+int fnn_row_refused(const char *op, int device, bool backward, const char *file, int line) {
+    char dev[32];
+    return fnn_set_error(FNN_STATUS_DEVICE, file, line, "%s: %snot implemented on %s", op, backward ? "backward " : "",
+                         fnn_device_name(device, dev, sizeof dev));
+}
+
 const char *fnn_kernel_at(int device_type, const char *family, int i) {
     const fnn_row_table *t = table_of(device_type, family);
     for (size_t k = 0; t && fnn_row_name(t, k); k++)

@@ -330,9 +330,7 @@ static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
     for (int i = 0; i < 4; i++) fnn_tensor_init(&tmp[i]);
     for (int i = 0; i < 3; i++) fnn_tensor_init(&t[i]);
     const fnn_attn_row *row = fnn_attn_row_for(q->device, "attention");
-    char dev[32];
-    FNN_CHECK(row && row->backward, FNN_STATUS_DEVICE, "attention: backward not implemented on %s",
-              fnn_device_name(q->device, dev, sizeof dev));
+    if (!row || !row->backward) return FNN_ROW_REFUSED("attention", q->device, true);
     fnn_attn_args a = {0};
     const fnn_tensor *used;
     int rc = attn_read(q, &tmp[0], &a.q, &used);   /* saved as read: no copies but g's */
@@ -425,9 +423,7 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
     }
     FNN_CHECK(isfinite(scale), FNN_STATUS_ARG, "attention: scale %g is not finite (q %s)", scale, fnn_shape_of(q).s);
     const fnn_attn_row *row = fnn_attn_row_for(q->device, "attention");
-    char dev[32];
-    FNN_CHECK(row && row->forward, FNN_STATUS_DEVICE, "attention: not implemented on %s",
-              fnn_device_name(q->device, dev, sizeof dev));
+    if (!row || !row->forward) return FNN_ROW_REFUSED("attention", q->device, false);
     const fnn_tensor *ins[3] = {q, k, v};
     const bool grad = fnn_needs_node(3, ins);
     fnn_tensor qt, kt, vt, o, p;
@@ -505,9 +501,7 @@ static int cache_check(const char *what, const fnn_tensor *buf, const fnn_tensor
     FNN_TRY(fnn_check_input("attention_cache_append", x));
     FNN_TRY(fnn_check_same_device("attention_cache_append", buf, x));
     const fnn_attn_row *row = fnn_attn_row_for(buf->device, "attention");
-    char dev[32];
-    FNN_CHECK(row && row->cache_write, FNN_STATUS_DEVICE, "attention_cache_append: not implemented on %s",
-              fnn_device_name(buf->device, dev, sizeof dev));
+    if (!row || !row->cache_write) return FNN_ROW_REFUSED("attention_cache_append", buf->device, false);
     FNN_CHECK(buf->ndim == 4 && fnn_tensor_is_contiguous(buf) && buf->node == NULL, FNN_STATUS_ARG,
               "attention_cache_append: %s buffer %s must be a contiguous 4-d tensor without a graph", what,
               fnn_shape_of(buf).s);

@@ -426,9 +426,7 @@ static int conv_setup(const conv_opts *o, const fnn_tensor *x, const fnn_tensor 
         FNN_TRY(fnn_check_same_device(op, x, b));
     }
     *row = fnn_conv_row_for(x->device, op);
-    char dev[32];
-    FNN_CHECK(*row && (*row)->forward, FNN_STATUS_DEVICE, "%s: not implemented on %s", op,
-              fnn_device_name(x->device, dev, sizeof dev));
+    if (!*row || !(*row)->forward) return FNN_ROW_REFUSED(op, x->device, false);
     FNN_CHECK(x->ndim == nd + 2 || x->ndim == nd + 1, FNN_STATUS_SHAPE, "%s: input %s must be %d-D %s or %d-D %s", op,
               fnn_shape_of(x).s, nd + 2, INPUT_LAYOUT[nd][0], nd + 1, INPUT_LAYOUT[nd][1]);
     FNN_CHECK(w->ndim == nd + 2, FNN_STATUS_SHAPE, "%s: weight %s must be %d-D %s, %s]", op, fnn_shape_of(w).s,
@@ -588,9 +586,7 @@ static int conv_apply(const fnn_op_def *def, const fnn_conv_row *row, fnn_tensor
  * where dw is wanted, the saved w where dx is */
 static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, bool transposed) {
     const fnn_conv_row *row = fnn_conv_row_for(dout->device, n->op->info.name);
-    char dev[32];
-    FNN_CHECK(row && row->backward, FNN_STATUS_DEVICE, "%s: backward not implemented on %s", n->op->info.name,
-              fnn_device_name(dout->device, dev, sizeof dev));
+    if (!row || !row->backward) return FNN_ROW_REFUSED(n->op->info.name, dout->device, true);
     conv_geom g;
     node_geom(&g, n, transposed);
     fnn_tensor dyt;

@@ -87,10 +87,7 @@ typedef struct {
 static const fnn_emb_row *row_of(int device, bool backward) {
     const fnn_emb_row *row = fnn_emb_row_for(device, "embedding");
     if (row && (backward ? row->backward : row->forward)) return row;
-    char dev[32];
-    fnn_device_name(device, dev, sizeof dev);
-    if (backward) FNN_FAIL(FNN_STATUS_DEVICE, "embedding: backward not implemented on %s", dev);
-    else FNN_FAIL(FNN_STATUS_DEVICE, "embedding: not implemented on %s", dev);
+    FNN_ROW_REFUSED("embedding", device, backward);
     return NULL;
 }
 

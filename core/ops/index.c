@@ -64,10 +64,7 @@ static void split_at(const fnn_tensor *x, int d, int64_t *outer, int64_t *inner)
 static const fnn_idx_row *row_of(const char *op, int device, bool backward) {
     const fnn_idx_row *row = fnn_idx_row_for(device, op);
     if (row && (backward ? row->backward : row->forward)) return row;
-    char dev[32];
-    fnn_device_name(device, dev, sizeof dev);
-    if (backward) FNN_FAIL(FNN_STATUS_DEVICE, "%s: backward not implemented on %s", op, dev);
-    else FNN_FAIL(FNN_STATUS_DEVICE, "%s: not implemented on %s", op, dev);
+    FNN_ROW_REFUSED(op, device, backward);
     return NULL;
 }
 

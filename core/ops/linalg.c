@@ -146,10 +146,7 @@ static int kernel_of(kernel *kn, const char *op, int device, bool backward) {
     const fnn_mm_row *row = fnn_mm_row_for(device, op);
     *kn = (kernel){op, row ? (backward ? row->backward : row->forward) : NULL, fnn_device_ordinal(device)};
     if (kn->fn) return FNN_STATUS_OK;
-    char dev[32];
-    fnn_device_name(device, dev, sizeof dev);
-    if (backward) return FNN_FAIL(FNN_STATUS_DEVICE, "%s: backward not implemented on %s", op, dev);
-    return FNN_FAIL(FNN_STATUS_DEVICE, "%s: not implemented on %s", op, dev);
+    return FNN_ROW_REFUSED(op, device, backward);
 }
 
 /* the batched GEMM description (linalg.h), checked to fit BLAS's ints */

@@ -26,9 +26,7 @@ static int check_reduction(const char *op, int reduction) {
 /* the row of op in device's backend (fnn_cpu_loss_rows below, cuda/loss.cu's), refused by name without one */
 static int loss_row(const char *op, int device, bool backward, const fnn_loss_row **row) {
     *row = fnn_loss_row_for(device, op);
-    char dev[32];
-    FNN_CHECK(*row && (backward ? (*row)->backward : (*row)->forward), FNN_STATUS_DEVICE, "%s: %snot implemented on %s",
-              op, backward ? "backward " : "", fnn_device_name(device, dev, sizeof dev));
+    if (!*row || !(backward ? (*row)->backward : (*row)->forward)) return FNN_ROW_REFUSED(op, device, backward);
     return FNN_STATUS_OK;
 }
 

@@ -91,9 +91,7 @@ static inline void dx_row(float *dx, const float *g, const float *x, int64_t n, 
 /* op's row in device's backend; a backend without one (or without its backward) refuses op by name */
 static int norm_row(const char *op, int device, bool backward, const fnn_nrm_row **row) {
     *row = fnn_nrm_row_for(device, op);
-    char dev[32];
-    FNN_CHECK(*row && (backward ? (*row)->backward : (*row)->forward), FNN_STATUS_DEVICE, "%s: %snot implemented on %s",
-              op, backward ? "backward " : "", fnn_device_name(device, dev, sizeof dev));
+    if (!*row || !(backward ? (*row)->backward : (*row)->forward)) return FNN_ROW_REFUSED(op, device, backward);
     return FNN_STATUS_OK;
 }
 

@@ -36,9 +36,7 @@ static const char *layouts(int dims) {
 static int check_spatial(const char *op, const fnn_tensor *x, int dims, const fnn_pool_row **row) {
     FNN_TRY(fnn_check_input(op, x));
     *row = fnn_pool_row_for(x->device, op);
-    char dev[32];
-    FNN_CHECK(*row && (*row)->forward, FNN_STATUS_DEVICE, "%s: not implemented on %s", op,
-              fnn_device_name(x->device, dev, sizeof dev));
+    if (!*row || !(*row)->forward) return FNN_ROW_REFUSED(op, x->device, false);
     FNN_CHECK(x->ndim == dims + 2 || x->ndim == dims + 1, FNN_STATUS_SHAPE, "%s: input %s must be %s", op,
               fnn_shape_of(x).s, layouts(dims));
     return FNN_STATUS_OK;
@@ -107,9 +105,7 @@ static int row_forward(const fnn_pool_row *row, const fnn_tensor *x, fnn_pool_ar
  * node's sizes and numbers (and, for max pools, the saved argmax offsets) */
 static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, fnn_pool_args *a) {
     const fnn_pool_row *row = fnn_pool_row_for(dout->device, n->op->info.name);
-    char dev[32];
-    FNN_CHECK(row && row->backward, FNN_STATUS_DEVICE, "%s: backward not implemented on %s", n->op->info.name,
-              fnn_device_name(dout->device, dev, sizeof dev));
+    if (!row || !row->backward) return FNN_ROW_REFUSED(n->op->info.name, dout->device, true);
     fnn_tensor dyt;
     int rc;
     a->dy = fnn_contiguous_data(dout, &dyt, &rc);

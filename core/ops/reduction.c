@@ -273,9 +273,7 @@ static bool on_device(const fnn_tensor *t) { return fnn_device_type_of(t->device
 static int row_forward(const char *name, bool keep_shape, fnn_tensor *y, fnn_tensor *idx, const fnn_tensor *x,
                          int d, int keepdim, double k0, double k1) {
     const fnn_red_row *row = fnn_red_row_for(x->device, name);
-    char dev[32];
-    FNN_CHECK(row && row->forward, FNN_STATUS_DEVICE, "%s: not implemented on %s", name,
-              fnn_device_name(x->device, dev, sizeof dev));
+    if (!row || !row->forward) return FNN_ROW_REFUSED(name, x->device, false);
     int ondim = x->ndim;
     int64_t oshape[FNN_MAX_DIMS], O = 0, R = 0, I = 0;
     const int64_t *os = x->shape;
@@ -306,9 +304,7 @@ static int row_forward(const char *name, bool keep_shape, fnn_tensor *y, fnn_ten
 static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_tensor *x,
                               const fnn_tensor *y, const fnn_tensor *idx, double k0, double k1) {
     const fnn_red_row *row = fnn_red_row_for(dout->device, n->op->info.name);
-    char dev[32];
-    FNN_CHECK(row && row->backward, FNN_STATUS_DEVICE, "%s: backward not implemented on %s", n->op->info.name,
-              fnn_device_name(dout->device, dev, sizeof dev));
+    if (!row || !row->backward) return FNN_ROW_REFUSED(n->op->info.name, dout->device, true);
     int nd = n->in_ndim[0];
     int64_t O, R, I;
     split_shape(nd, n->in_shape[0], FNN_ATTRS(n, reduction_attrs)->dim, &O, &R, &I);

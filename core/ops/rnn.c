@@ -84,10 +84,8 @@ enum { LSTM_WORK_PER_ELEM = 32 };
  * backward); seq: a sequence layer's, which needs its moves too */
 static const fnn_rnn_row *rnn_row(const char *op, int device, bool fwd, bool seq) {
     const fnn_rnn_row *row = fnn_rnn_row_for(device, op);
-    char dev[32];
     if (row && (fwd ? row->forward : row->backward) && (row->moves || !seq)) return row;
-    FNN_FAIL(FNN_STATUS_DEVICE, fwd ? "%s: not implemented on %s" : "%s: backward not implemented on %s", op,
-             fnn_device_name(device, dev, sizeof dev));
+    FNN_ROW_REFUSED(op, device, !fwd);
     return NULL;
 }
 

@@ -20,9 +20,7 @@
  * caller knows it: pad_mode's errors say "pad") and the device */
 static int row_of(const char *name, const char *op, int device, bool backward, const fnn_shape_row **row) {
     *row = fnn_shape_row_for(device, op);
-    char dev[32];
-    FNN_CHECK(*row && (backward ? (*row)->backward : (*row)->forward), FNN_STATUS_DEVICE, "%s: %snot implemented on %s",
-              name, backward ? "backward " : "", fnn_device_name(device, dev, sizeof dev));
+    if (!*row || !(backward ? (*row)->backward : (*row)->forward)) return FNN_ROW_REFUSED(name, device, backward);
     return FNN_STATUS_OK;
 }
 

@@ -205,9 +205,7 @@ typedef struct { int dim; } sort_attrs;
 static int sort_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const char *op = n->op->info.name;
     const fnn_sort_row *row = fnn_sort_row_for(g->device, op);
-    char dev[32];
-    FNN_CHECK(row && row->backward, FNN_STATUS_DEVICE, "%s: backward not implemented on %s", op,
-              fnn_device_name(g->device, dev, sizeof dev));
+    if (!row || !row->backward) return FNN_ROW_REFUSED(op, g->device, true);
     int d = FNN_ATTRS(n, sort_attrs)->dim, xnd = n->in_ndim[0];
     const int64_t *xshape = n->in_shape[0];
     const fnn_tensor *index = &n->saved[0];
@@ -262,9 +260,7 @@ static int sort_common(const fnn_op_def *def, fnn_tensor *values, fnn_tensor *in
     int d;
     FNN_TRY(sort_dim(op, x, dim, &d));
     const fnn_sort_row *row = fnn_sort_row_for(x->device, op);
-    char dev[32];
-    FNN_CHECK(row && row->forward, FNN_STATUS_DEVICE, "%s: not implemented on %s", op,
-              fnn_device_name(x->device, dev, sizeof dev));
+    if (!row || !row->forward) return FNN_ROW_REFUSED(op, x->device, false);
     int64_t n = d >= 0 ? x->shape[d] : 1, m = whole ? n : k;
     if (m < 0 || m > n) {
         if (d < 0) return FNN_FAIL(FNN_STATUS_ARG, "%s: k = %lld out of range for [] (0..1)", op, (long long)m);
