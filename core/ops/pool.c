@@ -404,15 +404,21 @@ static int pool_grad_cpu(const fnn_pool_args *a, fnn_range_fn planes_fn) {
     return FNN_STATUS_OK;
 }
 
-/* the CPU's max pool row */
-static int max_pool_cpu(int ordinal, const fnn_pool_args *a) {
-    (void)ordinal;
+/* both pools' forward on the CPU: y plane by plane by `planes_fn` (max's argmax offsets into a->idx, when
+ * kept; avg's a->idx is NULL) */
+static int pool_forward_cpu(const fnn_pool_args *a, fnn_range_fn planes_fn) {
     pool_geom g;
     pool_geom_of_args(&g, a);
     pool_job j = {&g, a->x, NULL, a->y, NULL, (float *)(void *)a->idx};
     int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
-    fnn_parallel_for(g.planes, fnn_threads_for(nout * g.k[0] * g.k[1] * g.k[2]), max_forward_planes, &j);
+    fnn_parallel_for(g.planes, fnn_threads_for(nout * g.k[0] * g.k[1] * g.k[2]), planes_fn, &j);
     return FNN_STATUS_OK;
+}
+
+/* the CPU's max pool row */
+static int max_pool_cpu(int ordinal, const fnn_pool_args *a) {
+    (void)ordinal;
+    return pool_forward_cpu(a, max_forward_planes);
 }
 static int max_pool_grad_cpu(int ordinal, const fnn_pool_args *a) {
     (void)ordinal;
@@ -574,12 +580,7 @@ static void avg_backward_planes(void *ctx, int64_t plo, int64_t phi) {
 /* the CPU's avg pool row */
 static int avg_pool_cpu(int ordinal, const fnn_pool_args *a) {
     (void)ordinal;
-    pool_geom g;
-    pool_geom_of_args(&g, a);
-    pool_job j = {&g, a->x, NULL, a->y, NULL, NULL};
-    int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
-    fnn_parallel_for(g.planes, fnn_threads_for(nout * g.k[0] * g.k[1] * g.k[2]), avg_forward_planes, &j);
-    return FNN_STATUS_OK;
+    return pool_forward_cpu(a, avg_forward_planes);
 }
 static int avg_pool_grad_cpu(int ordinal, const fnn_pool_args *a) {
     (void)ordinal;

@@ -82,8 +82,6 @@ EMULATED_BACKEND_ADD(device_families) {
     b->optim = fnn_cuda_optim;
     b->cast = fnn_cuda_cast;
     b->int_binary = fnn_cuda_int_binary;
-}
-EMULATED_BACKEND_ADD(index) {
     b->index = fnn_cuda_index;
 }
 EMULATED_BACKEND_ADD(rows) { b->rows = fnn_cuda_row_tables; }   /* backend.cu's, cut into emulated_xfer.cpp */
