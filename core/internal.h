@@ -72,8 +72,8 @@ typedef struct {
  * the entry points, the CUDA rows in cuda/<family>.cu (compiled for the host too, by
  * spec/gpu/emulate.sh); a backend without a row for an op refuses it by name, and the registry
  * derives has_cuda from the CUDA rows. Each backend lists its families' tables in `rows`:
- * fnn_cpu_row_tables (core/registry.c; every family on rows has one there, empty when its CPU
- * kernels stay inline) and fnn_cuda_row_tables (cuda/backend.cu). */
+ * fnn_cpu_row_tables (core/registry.c; every family on rows has one there) and
+ * fnn_cuda_row_tables (cuda/backend.cu). */
 typedef struct fnn_row_table {
     const char *family;     /* the registry's family name; NULL ends a list */
     const void *rows;       /* the family's row type [], ended by a row whose op is NULL */

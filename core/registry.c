@@ -1,8 +1,8 @@
 /* registry.c: every op the core defines, joined from the family tables, so
  * specs can iterate them (gradcheck, CUDA parity) and fail on a missing case;
- * and the CPU backend's list of kernel row tables. For the families whose
- * backends hold kernel rows by op name (internal.h's fnn_row_table), has_cuda
- * is derived from the CUDA backend's rows. */
+ * the CPU backend's list of kernel row tables, the row lookup and its refusal.
+ * For the families whose backends hold kernel rows by op name (internal.h's
+ * fnn_row_table), has_cuda is derived from the CUDA backend's rows. */
 #include "internal.h"
 #include "ops/pool.h"
 #include "ops/reduction.h"
@@ -32,8 +32,8 @@ int fnn_op_count(void) {
     return n;
 }
 
-/* The CPU's row tables: every family on rows has one (empty when its CPU kernels stay inline in
- * the entry points), so this list is also the list of families on rows. */
+/* The CPU's row tables: every family on rows has one, so this list is also the list of families on
+ * rows (fnn_row_family_at). */
 const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cpu_reduction_rows),
     FNN_ROW_TABLE("norm", fnn_cpu_norm_rows),
