@@ -85,11 +85,25 @@ function B.pick(...)
 end
 
 -- thread setup: BENCH_THREADS (default 2) for OpenBLAS and the core's kernels together
+-- and FASTNN_PRECISION, the counterpart of the PyTorch scripts' TORCH_MODE: 'ieee' (the default),
+-- 'bf16' (fnn.set_float32_precision('bf16'): the GEMM-bound ops take bf16 operands, as
+-- TORCH_MODE=bf16) or 'autocast_bf16' (not built yet: the workload says NOTYET)
 function B.setup_threads(name)
    local n = tonumber(os.getenv('BENCH_THREADS') or '') or 2
    fnn.set_num_threads(n)
-   print(('# %s: fastnn %s, fnn.set_num_threads(%d) (OpenBLAS + core kernels), %s'):format(
-      name, fnn._VERSION, fnn.get_num_threads(), jit and jit.version or _VERSION))
+   local precision = os.getenv('FASTNN_PRECISION') or 'ieee'
+   if precision == 'bf16' then
+      fnn.set_float32_precision('bf16')
+   elseif precision == 'autocast_bf16' then
+      notyet('FASTNN_PRECISION=autocast_bf16: fnn.autocast is not built yet')
+   elseif precision ~= 'ieee' and precision ~= '' then
+      io.stderr:write(('FASTNN_PRECISION=%s: expected ieee, bf16 or autocast_bf16\n'):format(precision))
+      os.exit(2)
+   end
+   local cfg = fnn.config()
+   print(('# %s: fastnn %s, fnn.set_num_threads(%d) (OpenBLAS + core kernels), %s, float32 precision %s (%s)'):format(
+      name, fnn._VERSION, fnn.get_num_threads(), jit and jit.version or _VERSION, cfg.float32_precision,
+      cfg.bf16_path))
    io.stdout:flush()
    return n
 end

@@ -89,4 +89,16 @@ B.main('sgemm', function()
    for _, s in ipairs(SHAPES) do
       B.result(('sgemm_shape_%s_t2'):format(s[1]), {'gflops', shape_gflops(s[3], s[4], s[5], s[6], s[7]), 'GFLOP/s'})
    end
+   -- the same products under fnn.set_float32_precision('bf16'): float32 tensors in and out, the
+   -- operands' conversion to bfloat16 counted in the time (bench/run.sh holds them against the
+   -- float32 FMA peak: bf16 units go past it)
+   fnn.set_float32_precision('bf16')
+   print('# bf16 path: ' .. fnn.config().bf16_path)
+   for _, n in ipairs(sizes) do
+      B.result(('bf16_fastnn_t2_n%d'):format(n), {'gflops', gflops(n), 'GFLOP/s'})
+   end
+   for _, s in ipairs(SHAPES) do
+      B.result(('bf16_shape_%s_t2'):format(s[1]), {'gflops', shape_gflops(s[3], s[4], s[5], s[6], s[7]), 'GFLOP/s'})
+   end
+   fnn.set_float32_precision('ieee')
 end)

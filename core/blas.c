@@ -125,6 +125,7 @@ enum { MM_CACHE = 256, MM_MIN_WORK = 1 << 18 };
 typedef struct {
     int64_t m, n, k, lda, ldw, ldc;
     int ta, tw, bias, sum, threads;
+    int bf16;             /* bfloat16 src and weights (precision.c), float32 bias and dst */
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src, wei, bia, dst, scr;
     int64_t scratch;      /* scratchpad bytes */
@@ -163,8 +164,9 @@ static bool mm_make(mm_entry *e) {
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t post = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    bool ok = dnnl_memory_desc_init_by_strides(&e->src, 2, sd, dnnl_f32, ss) == dnnl_success &&
-              dnnl_memory_desc_init_by_strides(&e->wei, 2, wd, dnnl_f32, ws) == dnnl_success &&
+    const dnnl_data_type_t in = e->bf16 ? dnnl_bf16 : dnnl_f32;
+    bool ok = dnnl_memory_desc_init_by_strides(&e->src, 2, sd, in, ss) == dnnl_success &&
+              dnnl_memory_desc_init_by_strides(&e->wei, 2, wd, in, ws) == dnnl_success &&
               dnnl_memory_desc_init_by_strides(&e->bia, 2, bd, dnnl_f32, bs) == dnnl_success &&
               dnnl_memory_desc_init_by_strides(&e->dst, 2, dd, dnnl_f32, ds) == dnnl_success &&
               dnnl_matmul_desc_init(&desc, &e->src, &e->wei, e->bias ? &e->bia : NULL, &e->dst) == dnnl_success &&
@@ -174,6 +176,11 @@ static bool mm_make(mm_entry *e) {
         ok = dnnl_post_ops_create(&post) == dnnl_success && dnnl_post_ops_append_sum(post, 1.0f) == dnnl_success &&
              dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success;
     ok = ok && dnnl_primitive_desc_create(&pd, &desc, attr, mm.engine, NULL) == dnnl_success;
+    if (ok && e->bf16) {   /* a reference implementation would be far slower than the rounded f32 GEMM */
+        const char *impl = NULL;
+        ok = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+             strncmp(impl, "ref", 3) != 0;
+    }
     if (ok) {
         const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         e->scratch = smd ? (int64_t)dnnl_memory_desc_get_size(smd) : 0;
@@ -189,7 +196,7 @@ static bool mm_make(mm_entry *e) {
 static bool same_shape(const mm_entry *a, const mm_entry *b) {
     return a->m == b->m && a->n == b->n && a->k == b->k && a->lda == b->lda && a->ldw == b->ldw &&
            a->ldc == b->ldc && a->ta == b->ta && a->tw == b->tw && a->bias == b->bias && a->sum == b->sum &&
-           a->threads == b->threads;
+           a->threads == b->threads && a->bf16 == b->bf16;
 }
 
 /* the cached primitive for this shape, made on first use; NULL: none (a shape oneDNN refused stays
@@ -211,7 +218,7 @@ static const mm_entry *mm_find(const mm_entry *key) {
     return found;
 }
 
-static bool mm_run(const mm_entry *e, const float *a, const float *w, const float *bias, float *c) {
+static bool mm_run(const mm_entry *e, const void *a, const void *w, const float *bias, float *c) {
     dnnl_stream_t stream = NULL;
     dnnl_memory_t mem[5] = {NULL, NULL, NULL, NULL, NULL};
     void *scratch = e->scratch ? fnn_alloc(FNN_DEVICE_CPU, e->scratch) : NULL;
@@ -255,6 +262,48 @@ bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const flo
                     .bias = bias != NULL, .sum = beta != 0.0f, .threads = threads};
     const mm_entry *e = mm_find(&key);
     return e && mm_run(e, a, b, bias, c);
+#else
+    (void)ta; (void)tb; (void)m; (void)n; (void)k; (void)a; (void)lda; (void)b; (void)ldb; (void)bias; (void)beta;
+    (void)c; (void)ldc;
+    return false;
+#endif
+}
+
+bool fnn_bf16_native(void) {
+#ifdef FASTNN_WITH_ONEDNN
+    const unsigned bf16 = dnnl_cpu_isa_avx512_core_bf16;   /* the ISA values are nested bit sets */
+    return onednn_on() && ((unsigned)dnnl_get_effective_cpu_isa() & bf16) == bf16;
+#else
+    return false;
+#endif
+}
+
+bool fnn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                   int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
+#ifdef FASTNN_WITH_ONEDNN
+    if (!fnn_bf16_native() || m <= 0 || n <= 0 || k <= 0 || (beta != 0.0f && beta != 1.0f)) return false;
+#ifdef _OPENMP
+    if (omp_in_parallel()) return false;   /* as fnn_gemm_fused: a primitive planned for the pool */
+    int threads = omp_get_max_threads();
+#else
+    int threads = 1;
+#endif
+    /* the operands as dense bfloat16 copies in their stored layout (op(A) is A's bytes read transposed) */
+    int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    int64_t abytes = 2 * ar * ac, bbytes = 2 * br * bc;
+    uint16_t *a16 = fnn_alloc(FNN_DEVICE_CPU, abytes), *b16 = a16 ? fnn_alloc(FNN_DEVICE_CPU, bbytes) : NULL;
+    bool ok = false;
+    if (b16) {
+        fnn_to_bf16_matrix(a16, a, ar, ac, lda);
+        fnn_to_bf16_matrix(b16, b, br, bc, ldb);
+        mm_entry key = {.m = m, .n = n, .k = k, .lda = ac, .ldw = bc, .ldc = ldc, .ta = ta, .tw = tb,
+                        .bias = bias != NULL, .sum = beta != 0.0f, .threads = threads, .bf16 = 1};
+        const mm_entry *e = mm_find(&key);
+        ok = e && mm_run(e, a16, b16, bias, c);
+    }
+    if (a16) fnn_free(FNN_DEVICE_CPU, a16, abytes);
+    if (b16) fnn_free(FNN_DEVICE_CPU, b16, bbytes);
+    return ok;
 #else
     (void)ta; (void)tb; (void)m; (void)n; (void)k; (void)a; (void)lda; (void)b; (void)ldb; (void)bias; (void)beta;
     (void)c; (void)ldc;
@@ -530,6 +579,17 @@ int64_t fnn_config(char *buf, int64_t cap) {
                     "no"
 #endif
     );
+    len += snprintf(text + len, sizeof text - (size_t)len, "float32_precision\tmatmul=%s conv=%s rnn=%s\n",
+                    fnn_get_float32_precision("matmul"), fnn_get_float32_precision("conv"),
+                    fnn_get_float32_precision("rnn"));
+#ifdef FASTNN_WITH_ONEDNN
+    if (fnn_bf16_native())
+        len += snprintf(text + len, sizeof text - (size_t)len, "bf16_path\tonednn bf16 matmul and convolution (%s)\n",
+                        onednn_isa_name(dnnl_get_effective_cpu_isa()));
+    else
+#endif
+        len += snprintf(text + len, sizeof text - (size_t)len, "bf16_path\temulated: operands rounded to bf16, "
+                        "float32 products (no bf16 units, or the portable kernels)\n");
     len += snprintf(text + len, sizeof text - (size_t)len, "build\t%s\n", FASTNN_BUILD_INFO);
     if (buf && cap > 0) {
         int64_t n = len < cap ? len : cap - 1;

@@ -345,6 +345,24 @@ void fnn_sgemm_parallel_for(int64_t n, int threads, fnn_range_fn fn, void *ctx);
 bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                     int64_t ldb, const float *bias, float beta, float *c, int64_t ldc);
 bool fnn_blas_portable(void);         /* the OpenBLAS kernels run (no oneDNN, or fnn_set_kernels) */
+/* ---- float32 precision per GEMM-bound family (precision.c; fnn_set_float32_precision) ---- */
+enum { FNN_PREC_MATMUL, FNN_PREC_CONV, FNN_PREC_RNN, FNN_PREC_FAMILIES };
+bool fnn_prec_bf16(int family);       /* the family may compute with bfloat16 operands */
+/* fnn_sgemm under the family's precision: under bf16 the operands are rounded to bfloat16 (oneDNN's
+ * bf16 matmul where the CPU has bf16 units, else rounded float32 copies through fnn_sgemm) */
+void fnn_gemm_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                   int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* fnn_gemm_fused under the family's precision (bf16: fnn_gemm_bf16); false: the caller takes fnn_gemm_prec */
+bool fnn_gemm_fused_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                         const float *b, int64_t ldb, const float *bias, float beta, float *c, int64_t ldc);
+/* as fnn_gemm_fused with bfloat16 copies of A and B (float32 bias, C and sums) through oneDNN's matmul;
+ * false where the CPU has no bf16 units (fnn_bf16_native), in a parallel region or on a refused shape */
+bool fnn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                   int64_t ldb, const float *bias, float beta, float *c, int64_t ldc);
+bool fnn_bf16_native(void);           /* oneDNN runs bf16 products on this CPU's units (AVX512-BF16, AMX) */
+/* a rows x cols float32 matrix at leading dimension ld into a dense one: bfloat16 bits, or rounded float32 */
+void fnn_to_bf16_matrix(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld);
+void fnn_round_bf16_matrix(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld);
 
 /* ---- autograd ---- */
 typedef int (*fnn_backward_fn)(fnn_node *n, const fnn_tensor *dout, fnn_tensor *dins);

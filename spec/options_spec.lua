@@ -69,6 +69,10 @@ local CASES = {
    ['distributed.DataParallel'] = {call = function(o) return dist.DataParallel(nn.Linear(2, 2), o) end},
    ['distributed.all_reduce'] = {call = function(o) return dist.all_reduce(fnn.ones(2), o) end},
    ['fnn.save'] = {call = function(o) return serialize.save(mlp, file('s.fdl'), o) end},
+   ['fnn.set_float32_precision'] = {call = function(o)   -- a refused table sets nothing
+      fnn.set_float32_precision(o)
+      fnn.set_float32_precision('ieee')
+   end},
    ['fnn.load'] = {call = function(o) return serialize.load(mlp, file('m.fdl'), o) end},
    ['fnn.save_safetensors'] = {call = function(o) return serialize.save_safetensors(mlp, file('s.safetensors'), o) end},
    ['fnn.load_safetensors'] = {call = function(o) return serialize.load_safetensors(mlp, file('m.safetensors'), o) end},

@@ -193,6 +193,13 @@ FNN_API int fnn_get_num_threads(void);
 FNN_API int fnn_set_kernels(const char *name);
 FNN_API const char *fnn_get_kernels(void);
 FNN_API int64_t fnn_config(char *buf, int64_t cap);
+/* ---- float32 precision: core/precision.c ----
+ * PyTorch's mkldnn fp32_precision per family: family "matmul" (matmul, linear, bmm, attention's
+ * products), "conv" (the convolutions) or "rnn" (the recurrent cells), or NULL / "all" for every one;
+ * mode "ieee" (float32, the default) or "bf16" (bfloat16 operands, float32 sums; tensors stay float32).
+ * get returns the family's mode, NULL for an unknown family. */
+FNN_API int fnn_set_float32_precision(const char *family, const char *mode);
+FNN_API const char *fnn_get_float32_precision(const char *family);
 
 /* ---- elementwise: core/ops/elementwise.c ----
  * int64 follows PyTorch's promotion: add, sub, mul (and neg) of int64 with int64 or a whole number

@@ -32,7 +32,7 @@ static void attn_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alp
     /* one or two rows (a decode step's query) stay in plain loops at any length: a cblas call on a
      * single row costs more than the row itself */
     if (m > 2 && m * n * k >= ATTN_GEMM_MIN) {
-        fnn_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
+        fnn_gemm_prec(FNN_PREC_MATMUL, ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
         return;
     }
     if (!ta && tb) {   /* rows of a against rows of b: contiguous dots in 8 lanes (they vectorize) */

@@ -245,7 +245,8 @@ static void conv_forward_slot(void *ctx, int64_t s0, int64_t s1) {
                 if (Kg == 0) continue;   /* no input channels: the bias alone */
                 const float *xg = j->x + (n * g->C + gr * g->Cg) * S, *src = xg;
                 if (!g->pointwise) { im2col(col, xg, g); src = col; }
-                fnn_sgemm(false, false, Og, L, Kg, 1.0f, j->w + gr * Og * Kg, Kg, src, L, bias ? 1.0f : 0.0f, yg, L);
+                fnn_gemm_prec(FNN_PREC_CONV, false, false, Og, L, Kg, 1.0f, j->w + gr * Og * Kg, Kg, src, L,
+                              bias ? 1.0f : 0.0f, yg, L);
             }
     }
 }
@@ -278,12 +279,14 @@ static void conv_backward_slot(void *ctx, int64_t s0, int64_t s1) {
                 if (dw) {   /* dw[g] [Og, Kg] += dy [Og, L] @ col^T [L, Kg] */
                     const float *xg = j->x + (n * g->C + gr * g->Cg) * S, *src = xg;
                     if (!g->pointwise) { im2col(col, xg, g); src = col; }
-                    fnn_sgemm(false, true, Og, Kg, L, 1.0f, dyg, L, src, L, 1.0f, dw + gr * Og * Kg, Kg);
+                    fnn_gemm_prec(FNN_PREC_CONV, false, true, Og, Kg, L, 1.0f, dyg, L, src, L, 1.0f, dw + gr * Og * Kg,
+                                  Kg);
                 }
                 if (dxn) {   /* col [Kg, L] = w[g]^T [Kg, Og] @ dy [Og, L], folded back onto dx */
                     const float *wg = j->w + gr * Og * Kg;
                     float *dxg = dxn + gr * g->Cg * S;
-                    fnn_sgemm(true, false, Kg, L, Og, 1.0f, wg, Kg, dyg, L, 0.0f, g->pointwise ? dxg : col, L);
+                    fnn_gemm_prec(FNN_PREC_CONV, true, false, Kg, L, Og, 1.0f, wg, Kg, dyg, L, 0.0f,
+                                  g->pointwise ? dxg : col, L);
                     if (!g->pointwise) col2im(dxg, col, g);
                 }
             }

@@ -46,6 +46,7 @@ static const char *const KIND_NAMES[] = {"forward", "forward", "backward data", 
 typedef struct {
     int64_t v[27];   /* the geometry's sizes (key_of) */
     int kind, threads;
+    int bf16;        /* float32 precision "bf16" (precision.c): the two inputs bfloat16 inside, sums float32 */
 } conv_key;
 
 /* one tensor argument of a primitive: the user's plain layout and the primitive's own; where they
@@ -81,6 +82,7 @@ static void key_of(conv_key *k, const conv_geom *g, int kind, int threads) {
     memcpy(k->v, v, sizeof v);
     k->kind = kind;
     k->threads = threads;
+    k->bf16 = fnn_prec_bf16(FNN_PREC_CONV);
 }
 
 /* the threads a primitive made now on this thread would plan for and run on (OpenMP's; one inside
@@ -181,14 +183,28 @@ static void prim_create_here(conv_prim *p, const conv_geom *g, int kind) {
         wn = r + 2;
     }
     dnnl_memory_desc_t src, dst, wei, asrc, adst, awei;
+    /* under bf16 precision each kind reads its two inputs as bfloat16 (the reorders from the user's
+     * float32 round them, to nearest even) and writes its output in float32: forward src and weights
+     * in, dst out; backward data diff_dst and weights in; backward weights src and diff_dst in */
+    const bool bf16 = p->key.bf16;
+    const bool fwd = kind == K_FWD || kind == K_FWD_BIAS, bwd_w = kind == K_BWD_WEIGHTS || kind == K_BWD_WEIGHTS_BIAS;
+    const dnnl_data_type_t tsrc = bf16 && kind != K_BWD_DATA ? dnnl_bf16 : dnnl_f32,
+                           tdst = bf16 && !fwd ? dnnl_bf16 : dnnl_f32, twei = bf16 && !bwd_w ? dnnl_bf16 : dnnl_f32;
     if (dnnl_memory_desc_init_by_tag(&src, r + 2, xs, dnnl_f32, act[r]) != dnnl_success ||
         dnnl_memory_desc_init_by_tag(&dst, r + 2, ys, dnnl_f32, act[r]) != dnnl_success ||
         dnnl_memory_desc_init_by_tag(&wei, wn, ws, dnnl_f32, g->groups > 1 ? gwt[r] : wt[r]) != dnnl_success ||
         dnnl_memory_desc_init_by_tag(&p->bias, 1, bs, dnnl_f32, dnnl_a) != dnnl_success ||
         /* the primitive's own layouts (see the top of the file) */
-        dnnl_memory_desc_init_by_tag(&asrc, r + 2, xs, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&adst, r + 2, ys, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&awei, wn, ws, dnnl_f32, dnnl_format_tag_any) != dnnl_success)
+        dnnl_memory_desc_init_by_tag(&asrc, r + 2, xs, tsrc, dnnl_format_tag_any) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&adst, r + 2, ys, tdst, dnnl_format_tag_any) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&awei, wn, ws, twei, dnnl_format_tag_any) != dnnl_success)
+        return;
+    /* the forward a backward kind is planned against (its hint) has the forward's types */
+    dnnl_memory_desc_t hsrc = asrc, hdst = adst, hwei = awei;
+    if (bf16 && !fwd &&
+        (dnnl_memory_desc_init_by_tag(&hsrc, r + 2, xs, dnnl_bf16, dnnl_format_tag_any) != dnnl_success ||
+         dnnl_memory_desc_init_by_tag(&hdst, r + 2, ys, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+         dnnl_memory_desc_init_by_tag(&hwei, wn, ws, dnnl_bf16, dnnl_format_tag_any) != dnnl_success))
         return;
     dnnl_dims_t st, dil, pl, pr;
     dims3(st, r, g->sd, g->sh, g->sw);
@@ -206,8 +222,8 @@ static void prim_create_here(conv_prim *p, const conv_geom *g, int kind) {
     bool ok = false;
     if (dnnl_primitive_attr_create(&attr) != dnnl_success) return;
     if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) goto done;
-    if (dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &asrc, &awei,
-                                                   with_bias ? &p->bias : NULL, &adst, st, dil, pl,
+    if (dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &hsrc, &hwei,
+                                                   with_bias ? &p->bias : NULL, &hdst, st, dil, pl,
                                                    pr) != dnnl_success)
         goto done;
     if (kind == K_FWD || kind == K_FWD_BIAS) {
@@ -221,6 +237,12 @@ static void prim_create_here(conv_prim *p, const conv_geom *g, int kind) {
                                                                   with_bias ? &p->bias : NULL, &adst, st, dil,
                                                                   pl, pr);
         if (s != dnnl_success || dnnl_primitive_desc_create(&pd, &bd, attr, fnn_onednn_engine(), hint) != dnnl_success)
+            goto done;
+    }
+    if (bf16) {   /* a reference implementation would be far slower than im2col on rounded operands */
+        const char *impl = NULL;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
+            strncmp(impl, "ref", 3) == 0)
             goto done;
     }
     p->scratch = scratch_of(pd);
@@ -377,6 +399,8 @@ static void env_read(void) {
 
 bool fnn_onednn_conv_wants(const conv_geom *g) {
     if (fnn_blas_portable()) return false;
+    /* bf16 precision without bf16 units: im2col, whose GEMMs round their operands (precision.c) */
+    if (fnn_prec_bf16(FNN_PREC_CONV) && !fnn_bf16_native()) return false;
     pthread_once(&env_once, env_read);
     if (!conv_env) return false;
     if (g->N == 0 || g->C == 0 || g->O == 0 || g->L == 0 || g->S == 0) return false;

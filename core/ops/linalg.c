@@ -493,8 +493,8 @@ static int cpu_gemm(int ordinal, const fnn_mm_args *a) {
     (void)ordinal;
     if (a->zero) memset(a->zero, 0, sizeof(float) * (size_t)a->zero_n);
     for (int64_t i = 0; i < a->batch; i++)
-        fnn_sgemm(a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a + i * a->sa, a->lda, a->b + i * a->sb, a->ldb, a->beta,
-                  a->c + i * a->sc, a->ldc);
+        fnn_gemm_prec(FNN_PREC_MATMUL, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a + i * a->sa, a->lda,
+                      a->b + i * a->sb, a->ldb, a->beta, a->c + i * a->sc, a->ldc);
     return FNN_STATUS_OK;
 }
 
@@ -506,8 +506,8 @@ static int cpu_linear(int ordinal, const fnn_mm_args *a) {
     /* a single column of W^T [k, 1] at ldb 1 is the row-major W [1, k] too */
     bool w_rows = a->tb || (a->n == 1 && a->ldb == 1);
     if (!a->ta && w_rows && (!a->bias || a->bias_stride == 1) &&
-        fnn_gemm_fused(false, true, a->m, a->n, a->k, a->a, a->lda, a->b, a->tb ? a->ldb : max1(a->k), a->bias,
-                       0.0f, a->c, a->ldc))
+        fnn_gemm_fused_prec(FNN_PREC_MATMUL, false, true, a->m, a->n, a->k, a->a, a->lda, a->b,
+                            a->tb ? a->ldb : max1(a->k), a->bias, 0.0f, a->c, a->ldc))
         return FNN_STATUS_OK;
     if (a->zero) memset(a->zero, 0, sizeof(float) * (size_t)a->zero_n);
     if (a->bias) {
@@ -518,8 +518,8 @@ static int cpu_linear(int ordinal, const fnn_mm_args *a) {
         }
     }
     if (a->batch)
-        fnn_sgemm(a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a, a->lda, a->b, a->ldb, a->bias ? 1.0f : a->beta, a->c,
-                  a->ldc);
+        fnn_gemm_prec(FNN_PREC_MATMUL, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a, a->lda, a->b, a->ldb,
+                      a->bias ? 1.0f : a->beta, a->c, a->ldc);
     return FNN_STATUS_OK;
 }
 

@@ -66,15 +66,56 @@ function fnn.set_kernels(name)
 end
 function fnn.get_kernels() return ffi.string(C.fnn_get_kernels()) end
 
+-- float32 precision of the GEMM-bound families (core/precision.c), PyTorch's
+-- torch.backends.mkldnn.{matmul,conv,rnn}.fp32_precision: 'ieee' (float32, the default) or 'bf16'
+-- (bfloat16 operands, float32 sums; tensors stay float32). One mode for every family, or a table
+-- of families: fnn.set_float32_precision{matmul = 'bf16', conv = 'ieee'}
+local PRECISION_FAMILIES = {'matmul', 'conv', 'rnn'}
+local PRECISION_OPTS = require('fastnn.options').declare('fnn.set_float32_precision', {
+   {'matmul', 'string', nil, 'matmul, linear, bmm and attention\'s products', values = {'ieee', 'bf16'}},
+   {'conv', 'string', nil, 'the convolutions (1-3d, transposed, grouped)', values = {'ieee', 'bf16'}},
+   {'rnn', 'string', nil, 'the recurrent layers\' products (LSTM, GRU, SimpleRNN)', values = {'ieee', 'bf16'}},
+})
+local emulated_noted = false
+function fnn.set_float32_precision(mode)
+   local set = {}
+   if type(mode) == 'table' then
+      local o = PRECISION_OPTS:check(mode, 2)
+      for _, f in ipairs(PRECISION_FAMILIES) do set[f] = o[f] end
+   else
+      if mode ~= 'ieee' and mode ~= 'bf16' then
+         local shown = type(mode) == 'string' and ("'" .. mode .. "'") or require('fastnn.options').show(mode)
+         error(("fnn.set_float32_precision: precision %s is not one of 'ieee', 'bf16' (or a table of families: "
+                .. "matmul, conv, rnn)"):format(shown), 2)
+      end
+      for _, f in ipairs(PRECISION_FAMILIES) do set[f] = mode end
+   end
+   for _, f in ipairs(PRECISION_FAMILIES) do
+      if set[f] and C.fnn_set_float32_precision(f, set[f]) ~= 0 then error(ffi.string(C.fnn_last_error()), 2) end
+   end
+   local any_bf16 = set.matmul == 'bf16' or set.conv == 'bf16' or set.rnn == 'bf16'
+   if any_bf16 and not emulated_noted and fnn.config().bf16_path:find('^emulated') then
+      emulated_noted = true
+      io.stderr:write('fastnn: this CPU (or the portable kernels) has no bfloat16 units: bf16 precision is '
+                      .. 'emulated (bf16-rounded operands, float32 products), as exact as bf16 and no faster\n')
+   end
+end
+function fnn.get_float32_precision()
+   local t = {}
+   for _, f in ipairs(PRECISION_FAMILIES) do t[f] = ffi.string(C.fnn_get_float32_precision(f)) end
+   return t
+end
+
 -- fnn.config(): what a bug report needs, as torch.__config__.show(): a table of strings (cpu, isa,
 -- kernels, blas, blas_core, blas_core_note, onednn, onednn_isa, onednn_primitives (made so far),
--- threads, openmp, build) whose printed form lists them one a line
+-- threads, openmp, float32_precision, bf16_path, build) whose printed form lists them one a line
 local config_order = {'cpu', 'vendor', 'isa', 'kernels', 'blas', 'blas_core', 'blas_core_note', 'onednn',
-                      'onednn_isa', 'onednn_primitives', 'threads', 'openmp', 'build'}
+                      'onednn_isa', 'onednn_primitives', 'threads', 'openmp', 'float32_precision', 'bf16_path',
+                      'build'}
 local config_mt = {__tostring = function(t)
    local lines = {'fastnn-lua ' .. fnn._VERSION}
    for _, k in ipairs(config_order) do
-      if t[k] ~= nil then lines[#lines + 1] = ('  %-15s %s'):format(k, t[k]) end
+      if t[k] ~= nil then lines[#lines + 1] = ('  %-17s %s'):format(k, t[k]) end
    end
    return table.concat(lines, '\n')
 end}

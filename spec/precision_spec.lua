@@ -1,0 +1,274 @@
+-- fnn.set_float32_precision (core/precision.c): PyTorch's mkldnn fp32_precision per family. Under
+-- 'bf16' the GEMM-bound ops round their operands to bfloat16 (round to nearest, ties to even) and sum
+-- in float32; tensors stay float32. Checked against references computed here: a bit-exact rounding
+-- in Lua, and the float32 op on operands rounded by it (a product of two bf16 values is exact in
+-- float32, so only the order of the sums may differ). Both kernel paths are held to them: oneDNN's
+-- bf16 primitives where the CPU has bf16 units, and the emulated path (rounded float32 operands) that
+-- the portable kernels and CPUs without bf16 units run.
+local fnn = require 'fastnn'
+local nn = fnn.nn
+
+local has_onednn = not fnn.config().onednn:match('^not built')
+local PATHS = has_onednn and {'onednn', 'portable'} or {'portable'}
+
+-- the bfloat16 nearest to x (a float32 value; ties to even), in double arithmetic: x scaled so that
+-- bf16's 8 significant bits are the integer part, rounded, scaled back (no type punning: LuaJIT's
+-- traces may reorder a store and a load through differently typed FFI pointers)
+local BF16_MAX = (2 - 2 ^ -7) * 2 ^ 127
+local function bf16(x)
+   if x ~= x or x == 0 or x == math.huge or x == -math.huge then return x end
+   local _, e = math.frexp(x)                         -- |x| in [2^(e-1), 2^e)
+   local scale = 2 ^ (math.max(e, -125) - 8)          -- bf16's spacing there (subnormals: 2^-133)
+   local q = x / scale
+   local r = math.floor(q + 0.5)
+   if r - q == 0.5 and r % 2 ~= 0 then r = r - 1 end  -- a tie goes to the even neighbour
+   local y = r * scale
+   if math.abs(y) > BF16_MAX then return y > 0 and math.huge or -math.huge end
+   return y
+end
+local function rounded(t)
+   local flat = t:to_flat()
+   for i = 1, #flat do flat[i] = bf16(flat[i]) end
+   return fnn.tensor(flat, t:shape())
+end
+
+-- the largest |a - b| - tol * scale over the elements (<= 0: within tolerance), scale an elementwise
+-- bound of the sum's size (the same op on |operands|)
+local function excess(a, b, scale, tol)
+   local fa, fb, fs = a:to_flat(), b:to_flat(), scale:to_flat()
+   assert.equals(#fa, #fb)
+   local worst = -math.huge
+   for i = 1, #fa do worst = math.max(worst, math.abs(fa[i] - fb[i]) - tol * fs[i] - 1e-30) end
+   return worst
+end
+local function max_abs_diff(a, b)
+   return (a - b):abs():max():item()
+end
+
+local function with_precision(mode, fn)
+   fnn.set_float32_precision(mode)
+   local ok, r1, r2, r3 = pcall(fn)
+   fnn.set_float32_precision('ieee')
+   if not ok then error(r1, 0) end
+   return r1, r2, r3
+end
+
+-- out weighted by r, a bf16-exact random tensor, so the incoming gradient is exact in bf16 too
+local function grads(fn, inputs, r)
+   local params = {}
+   for i, x in ipairs(inputs) do params[i] = nn.Param(x) end
+   local ts = {}
+   for i, p in ipairs(params) do ts[i] = p:tensor() end
+   local out = fn(table.unpack(ts))
+   ;(out * r):sum():backward()
+   local gs = {out}
+   for i, p in ipairs(params) do gs[i + 1] = p:grad() end
+   return gs
+end
+
+after_each(function()
+   fnn.set_float32_precision('ieee')
+   if has_onednn then fnn.set_kernels('onednn') end
+end)
+
+describe('fnn.set_float32_precision', function()
+   it('starts at ieee for every family, sets one mode or a table of families, and get returns the table', function()
+      assert.same({matmul = 'ieee', conv = 'ieee', rnn = 'ieee'}, fnn.get_float32_precision())
+      fnn.set_float32_precision('bf16')
+      assert.same({matmul = 'bf16', conv = 'bf16', rnn = 'bf16'}, fnn.get_float32_precision())
+      fnn.set_float32_precision{conv = 'ieee'}
+      assert.same({matmul = 'bf16', conv = 'ieee', rnn = 'bf16'}, fnn.get_float32_precision())
+      fnn.set_float32_precision{matmul = 'ieee', rnn = 'ieee'}
+      assert.same({matmul = 'ieee', conv = 'ieee', rnn = 'ieee'}, fnn.get_float32_precision())
+   end)
+
+   it('refuses an unknown mode or family at the caller\'s line, naming it and what is known', function()
+      local ok, err = pcall(fnn.set_float32_precision, 'bf61')
+      assert.is_false(ok)
+      assert.matches("fnn.set_float32_precision: precision 'bf61' is not one of 'ieee', 'bf16'", err, 1, true)
+      ok, err = pcall(fnn.set_float32_precision, {matmull = 'bf16'})
+      assert.is_false(ok)
+      assert.matches("unknown option 'matmull' (options: matmul", err, 1, true)
+      ok, err = pcall(fnn.set_float32_precision, {conv = 'tf32'})
+      assert.is_false(ok)
+      assert.matches("conv 'tf32' is not one of 'ieee', 'bf16'", err, 1, true)
+      local line = debug.getinfo(1, 'l').currentline + 1
+      ok, err = pcall(function() fnn.set_float32_precision(42) end)
+      assert.matches('precision_spec.lua:' .. line .. ':', err, 1, true)
+      assert.same({matmul = 'ieee', conv = 'ieee', rnn = 'ieee'}, fnn.get_float32_precision())
+   end)
+
+   it('shows in fnn.config(): the modes and the path that runs bf16 (oneDNN on bf16 units, or emulated)', function()
+      local c = fnn.config()
+      assert.equals('matmul=ieee conv=ieee rnn=ieee', c.float32_precision)
+      assert.truthy(c.bf16_path:match('^onednn bf16') or c.bf16_path:match('^emulated'))
+      if c.bf16_path:match('^onednn') then assert.matches('BF16', c.bf16_path) end
+      fnn.set_float32_precision{rnn = 'bf16'}
+      assert.equals('matmul=ieee conv=ieee rnn=bf16', fnn.config().float32_precision)
+      assert.matches('float32_precision', tostring(fnn.config()))
+   end)
+end)
+
+describe('bf16 rounding', function()
+   -- k = 1: each output is one product x * 1, exact in float32, so the output is x rounded to bf16
+   local one = fnn.ones(1, 1)
+   local function round_through_matmul(values)
+      local x = fnn.tensor(values, {#values, 1})
+      return with_precision('bf16', function() return x:matmul(one):to_flat() end)
+   end
+
+   for _, path in ipairs(PATHS) do
+      it('is to nearest, ties to even, bit for bit, with NaN and Inf kept (' .. path .. ' kernels)', function()
+         fnn.set_kernels(path)
+         local ulp = 2 ^ -7                  -- bf16's spacing in [1, 2)
+         local values = {1 + ulp / 2,        -- a tie between 1 (even) and 1 + ulp: 1
+                         1 + 3 * ulp / 2,    -- a tie between 1 + ulp and 1 + 2 ulp (even): 1 + 2 ulp
+                         -(1 + 3 * ulp / 2), 1 + ulp / 2 + 2 ^ -20, 1 + ulp / 2 - 2 ^ -20,
+                         0, -0.0, 1 / 0, -1 / 0, 3.4e38}   -- past bf16's largest finite: inf
+         local expect = {1, 1 + 2 * ulp, -(1 + 2 * ulp), 1 + ulp, 1, 0, 0, 1 / 0, -1 / 0, 1 / 0}
+         local got = round_through_matmul(values)
+         for i = 1, #expect do assert.equals(expect[i], got[i]) end
+         for i = 1, #values do assert.equals(bf16(values[i]), got[i]) end
+         -- subnormals round like the rest, but the bf16 units' dot product reads them as zero (the
+         -- instruction's denormals-are-zero, as in PyTorch's bf16 products)
+         local tiny = {1e-40, -2 ^ -130, 3e-39}
+         got = round_through_matmul(tiny)
+         local native = path == 'onednn' and fnn.config().bf16_path:match('^onednn')
+         for i = 1, #tiny do assert.equals(native and 0 or bf16(tiny[i]), got[i]) end
+         local nan = round_through_matmul({0 / 0})[1]
+         assert.is_true(nan ~= nan)
+         -- many values over many magnitudes against the reference
+         fnn.manual_seed(3)
+         local x = (fnn.randn(4096) * fnn.exp(fnn.randn(4096) * 8)):to_flat()
+         got = round_through_matmul(x)
+         local wrong = 0
+         for i = 1, #x do if got[i] ~= bf16(x[i]) then wrong = wrong + 1 end end
+         assert.equals(0, wrong)
+      end)
+   end
+end)
+
+describe('matmul family under bf16', function()
+   -- each case: inputs, the op, and the op on |inputs| (the bound of its sums' size)
+   local CASES = {
+      {'matmul', {{37, 129}, {129, 65}}, function(a, b) return a:matmul(b) end},
+      {'matmul of a transposed operand', {{129, 37}, {65, 129}},
+       function(a, b) return a:t():matmul(b:t()) end},
+      {'bmm', {{3, 17, 33}, {3, 33, 9}}, function(a, b) return fnn.bmm(a, b) end},
+      {'linear with a bias', {{40, 70}, {30, 70}, {30}}, function(x, w, b) return fnn.linear(x, w, b) end},
+      {'linear without a bias', {{256, 128}, {64, 128}}, function(x, w) return fnn.linear(x, w) end},
+   }
+   for _, path in ipairs(PATHS) do
+      for _, case in ipairs(CASES) do
+         it(case[1] .. ': the float32 op on bf16-rounded operands, values and gradients (' .. path .. ')', function()
+            fnn.set_kernels(path)
+            fnn.manual_seed(11)
+            local inputs = {}
+            for i, s in ipairs(case[2]) do inputs[i] = fnn.randn(table.unpack(s)) end
+            local out_shape = case[3](table.unpack(inputs)):shape()
+            local r = rounded(fnn.randn(table.unpack(out_shape)))
+            local got = with_precision('bf16', function() return grads(case[3], inputs, r) end)
+            -- the reference: rounded operands (the bias is added in float32, not a product operand)
+            local ref_inputs = {}
+            for i, x in ipairs(inputs) do ref_inputs[i] = (i <= 2) and rounded(x) or x end
+            local want = grads(case[3], ref_inputs, r)
+            local abs_inputs = {}
+            for i, x in ipairs(inputs) do abs_inputs[i] = x:abs() end
+            local scale = case[3](table.unpack(abs_inputs)) + 1
+            assert.equals('float32', got[1]:dtype())
+            assert.is_true(excess(got[1], want[1], scale, 1e-5) <= 0)
+            -- gradients of the product operands: against the reference's, to float32 sums' accuracy
+            for i = 2, 3 do
+               local g_scale = want[i]:abs() + want[i]:abs():max() * 1e-3 + 1
+               assert.is_true(excess(got[i], want[i], g_scale, 1e-4) <= 0, case[1] .. ' gradient ' .. (i - 1))
+            end
+            -- and bf16 did change the result: the exact float32 op differs
+            local exact = case[3](table.unpack(inputs))
+            assert.is_true(max_abs_diff(exact, got[1]) > 0)
+         end)
+      end
+   end
+
+   it('attention\'s products, large enough for the GEMM, run on rounded operands too', function()
+      fnn.manual_seed(5)
+      local q, k, v = fnn.randn(1, 2, 64, 32), fnn.randn(1, 2, 64, 32), fnn.randn(1, 2, 64, 32)
+      local exact = fnn.attention(q, k, v, {causal = true})
+      local got = with_precision('bf16', function() return fnn.attention(q, k, v, {causal = true}) end)
+      local diff = max_abs_diff(exact, got)
+      assert.is_true(diff > 0)
+      assert.is_true(diff < 0.05, 'attention under bf16 off by ' .. diff)
+   end)
+
+   it('leaves the other families exact: matmul in bf16 does not touch the convolutions', function()
+      fnn.manual_seed(2)
+      local x, w = fnn.randn(2, 8, 12, 12), fnn.randn(16, 8, 3, 3)
+      local exact = fnn.conv2d(x, w, nil, {padding = 1})
+      local got = with_precision({matmul = 'bf16'}, function() return fnn.conv2d(x, w, nil, {padding = 1}) end)
+      assert.equals(0, max_abs_diff(exact, got))
+      local a, b = fnn.randn(20, 30), fnn.randn(30, 10)
+      got = with_precision({conv = 'bf16', rnn = 'bf16'}, function() return a:matmul(b) end)
+      assert.equals(0, max_abs_diff(a:matmul(b), got))
+   end)
+end)
+
+describe('convolutions under bf16', function()
+   -- the float32 convolution on rounded operands, up to the order of the float32 sums: each result
+   -- is held to 1e-5 of the size of its sum (the same op on |x|, |w| and |incoming gradient|)
+   local CASES = {
+      {'conv2d', {{2, 8, 12, 12}, {16, 8, 3, 3}}, function(x, w) return fnn.conv2d(x, w, nil, {padding = 1}) end},
+      {'conv2d, strided and grouped', {{2, 8, 11, 11}, {12, 4, 3, 3}},
+       function(x, w) return fnn.conv2d(x, w, nil, {stride = 2, groups = 2}) end},
+      {'conv1d', {{3, 6, 40}, {10, 6, 5}}, function(x, w) return fnn.conv1d(x, w, nil, {padding = 2}) end},
+      {'conv3d', {{1, 4, 6, 6, 6}, {8, 4, 3, 3, 3}}, function(x, w) return fnn.conv3d(x, w) end},
+      {'conv_transpose2d', {{2, 8, 7, 7}, {8, 6, 3, 3}},
+       function(x, w) return fnn.conv_transpose2d(x, w, nil, {stride = 2}) end},
+   }
+   for _, path in ipairs(PATHS) do
+      for _, case in ipairs(CASES) do
+         it(case[1] .. ': the float32 op on rounded operands, values and gradients (' .. path .. ')', function()
+            fnn.set_kernels(path)
+            fnn.manual_seed(13)
+            local x, w = fnn.randn(table.unpack(case[2][1])), fnn.randn(table.unpack(case[2][2]))
+            local r = rounded(fnn.randn(table.unpack(case[3](x, w):shape())))
+            local got = with_precision({conv = 'bf16'}, function() return grads(case[3], {x, w}, r) end)
+            local want = grads(case[3], {rounded(x), rounded(w)}, r)
+            local bound = grads(case[3], {x:abs(), w:abs()}, r:abs())
+            assert.equals('float32', got[1]:dtype())
+            for i = 1, 3 do
+               assert.is_true(excess(got[i], want[i], bound[i] + 1e-6, 1e-5) <= 0,
+                              case[1] .. (i == 1 and ' output' or ' gradient ' .. (i - 1)))
+            end
+            assert.is_true(max_abs_diff(case[3](x, w), got[1]) > 0)
+         end)
+      end
+   end
+end)
+
+describe('recurrent layers under bf16', function()
+   for _, kind in ipairs{'LSTM', 'GRU', 'SimpleRNN'} do
+      it(kind .. ': outputs and gradients within bf16 tolerance of float32, float32 out', function()
+         fnn.manual_seed(17)
+         local layer = nn[kind](24, 32, {batch_first = true})
+         local x = fnn.randn(4, 9, 24)
+         local function run()
+            layer:zero_grad()
+            local xp = nn.Param(x)
+            local y = layer:forward(xp:tensor())
+            if type(y) == 'table' then y = y[1] end
+            y:sum():backward()
+            local g = {y, xp:grad()}
+            for _, p in ipairs(layer:parameters()) do g[#g + 1] = p:grad() end
+            return g
+         end
+         local exact = run()
+         local got = with_precision({rnn = 'bf16'}, run)
+         assert.equals('float32', got[1]:dtype())
+         assert.is_true(max_abs_diff(exact[1], got[1]) > 0, 'bf16 left the outputs exact')
+         for i = 1, #exact do
+            local scale = exact[i]:abs():max():item() + 1
+            -- 9 steps of products with 8-bit operands: a few bf16 units of each value's scale
+            assert.is_true(max_abs_diff(exact[i], got[i]) <= 2 ^ -5 * scale, kind .. ' result ' .. i)
+         end
+      end)
+   end
+end)
