@@ -152,6 +152,10 @@ M.parse_shape = parse_shape
 local function cdim(op, t, d, extra)
    local n = t.ndim + (extra or 0)
    if type(d) ~= 'number' or d ~= floor(d) or d == 0 or d > n or d < -n then
+      if type(d) ~= 'number' then   -- a table here is an options table the op does not take
+         error(('%s: dim is %s, expected a whole number (dims of %s are 1..%d or -%d..-1)%s'):format(
+            op, show_value(d), shape_str(t), n, n, type(d) == 'table' and '; ' .. op .. ' takes no options' or ''), 3)
+      end
       error(('%s: dim %s out of range for %s (dims are 1..%d or -%d..-1)'):format(
          op, tostring(d), shape_str(t), n, n), 3)
    end
@@ -197,6 +201,25 @@ M.dtype_of = dtype_of
 
 -- a trailing options table ({dtype = ...}) in a creator's varargs: a table with no array part
 local function is_opts(v) return type(v) == 'table' and v[1] == nil and next(v) ~= nil end
+
+-- the creators' options, declared once per creator (fastnn.options): an unknown key is refused at
+-- the user's line; dtype_of and device_id check the values
+local CREATOR_OPTS = {}
+for _, op in ipairs{'zeros', 'ones', 'empty', 'full', 'arange', 'tensor', 'zeros_like', 'ones_like', 'full_like'} do
+   CREATOR_OPTS[op] = require('fastnn.options').declare('fnn.' .. op, {
+      {'dtype', 'string', nil, "the element type: 'float32' (float) or 'int64' (long)",
+       expect = "'float32' or 'int64'", default_doc = op:match('_like$') and "the tensor's" or
+       (op == 'arange' and 'int64 for whole-number arguments, else float32' or 'float32')},
+      {'device', 'any', nil, "where the tensor lives: a Device, 'cpu', 'cuda' or 'cuda:<n>'",
+       default_doc = op:match('_like$') and "the tensor's" or 'the CPU'},
+   })
+end
+-- opts checked for creator op (nil stays nil), raised `level` frames above the caller of this
+local function creator_opts(op, opts, level)
+   if opts == nil then return nil end
+   local checked = CREATOR_OPTS[op]:check(opts, level + 1)   -- not a tail call: the level counts this frame
+   return checked
+end
 
 -- a tensor argument, or a number turned into a 0-d tensor; beside an int64 tensor (`other`) a
 -- whole number becomes an int64 scalar, so ids compare and add exactly past 2^24
@@ -261,6 +284,7 @@ local function typed_creator(op, value)
       local dtype, device = 0, 0
       local n, shape
       if is_opts(last) then
+         last = creator_opts(op, last, 2)
          dtype, device = dtype_of(op, last), device_id(op, last)
          n, shape = parse_shape(op, false, unpack({...}, 1, nargs - 1))
       else
@@ -278,6 +302,7 @@ function M.full(shape, value, opts)
    if type(value) ~= 'number' then
       error(('full: value is a %s, expected a number'):format(type(value)), 2)
    end
+   opts = creator_opts('full', opts, 2)
    local dtype, device = dtype_of('full', opts), device_id('full', opts)
    local n, buf = parse_shape('full', false, shape)
    return make_filled('full', n, buf, value, dtype, device)
@@ -287,6 +312,7 @@ end
 -- numbers give an int64 range (exact past 2^24) and any fractional argument a float32 one
 function M.arange(a, b, step, opts)
    if is_opts(b) then b, opts = nil, b elseif is_opts(step) then step, opts = nil, step end
+   opts = creator_opts('arange', opts, 2)
    if b == nil then a, b = 0, a end
    step = step or 1
    for i, v in ipairs{a, b, step} do
@@ -360,6 +386,7 @@ local function like_filled(op, fixed)
       if opts ~= nil and type(opts) ~= 'table' then
          error(('%s: options are a %s, expected a table such as {dtype = ..., device = ...}'):format(op, type(opts)), 2)
       end
+      opts = creator_opts(op, opts, 2)
       local dtype = opts and opts.dtype ~= nil and dtype_of(op, opts) or t.dtype_
       local device = opts and opts.device ~= nil and device_id(op, opts) or t.device_
       return make_filled(op, t.ndim, t.shape_, value, dtype, device)
@@ -381,6 +408,7 @@ end
 -- when one is named)
 function M.tensor(data, shape, opts)
    if is_opts(shape) then shape, opts = nil, shape end
+   opts = creator_opts('tensor', opts, 2)
    local dtype = dtype_of('tensor', opts)
    if istype(T, data) then
       if opts == nil or opts.dtype == nil or data.dtype_ == dtype then return data end

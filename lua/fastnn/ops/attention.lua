@@ -22,6 +22,11 @@ local check_tensor = fnn_tensor.check_tensor
 local fnn_attention = C.fnn_attention
 local sqrt = math.sqrt
 
+local ATTENTION_OPTS = require('fastnn.options').declare('fnn.attention', {
+   {'causal', 'boolean', false, 'position i attends to positions <= i only'},
+   {'key_padding_mask', 'tensor', nil, '[N, Tk]: nonzero marks a key position that is ignored'},
+   {'scale', 'number', nil, 'the factor of the scores', default_doc = '1/sqrt(head dim)'},
+})
 function M.attention(q, k, v, opts)
    check_tensor('attention', q, 'q')
    check_tensor('attention', k, 'k')
@@ -31,6 +36,7 @@ function M.attention(q, k, v, opts)
       if type(opts) ~= 'table' then
          error(('attention: options must be a table like {causal = true}, got a %s'):format(type(opts)), 2)
       end
+      ATTENTION_OPTS:check(opts, 2)
       if opts.causal then causal = 1 end
       mask, scale = opts.key_padding_mask, opts.scale
       if mask ~= nil then check_tensor('attention', mask, 'key_padding_mask') end

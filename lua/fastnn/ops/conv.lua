@@ -177,12 +177,31 @@ local function run(s, x, w, b, label, level)
 end
 M._run = run
 
+-- the functional convolutions' options (the layers declare theirs): their values are checked by
+-- parse, which the layers share (its messages name the dims), so here only an unknown key is refused
+local function conv_options(op, transposed)
+   local entries = {
+      {'stride', 'any', 1, 'the step: an integer or one per spatial dim'},
+      {'padding', 'any', 0, "zeros around the input: an integer, one per spatial dim (an entry may "
+       .. "be {before, after}), 'valid' (0), 'same'" .. (transposed and '' or ", or 'causal' (1-d)")},
+      {'dilation', 'any', 1, 'the spacing of the kernel taps: an integer or one per spatial dim'},
+      {'groups', 'any', 1, 'an integer: input and output channels split into this many independent groups'},
+   }
+   if transposed then
+      entries[#entries + 1] = {'output_padding', 'any', 0, 'added to one side of each output size: an integer or one '
+                               .. 'per spatial dim'}
+   end
+   return require('fastnn.options').declare('fnn.' .. op, entries)
+end
+
 -- fnn.<op>(x, w, b, opts): errors at the caller's line (1 the helper, 2 the binding, 3 the caller)
 local function binding(op, nd, transposed)
+   local OPTS = conv_options(op, transposed)
    return function(x, w, b, opts)
       check_tensor(op, x, 'input')
       check_tensor(op, w, 'weight')
       if b ~= nil then check_tensor(op, b, 'bias') end
+      if opts ~= nil and type(opts) == 'table' then OPTS:check(opts, 2) end   -- a non-table: parse says so
       local s = parse(op, nd, transposed, opts, 2)
       local out = run(s, x, w, b, nil, 2)
       return out

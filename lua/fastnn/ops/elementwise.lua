@@ -26,10 +26,14 @@ for _, name in ipairs{'neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos',
 end
 
 -- gelu: exact (erf) by default, {approximate = 'tanh'} for the tanh form
+local GELU_OPTS = require('fastnn.options').declare('Tensor.gelu', {
+   {'approximate', 'string', 'none', "'none' (exact, through erf) or 'tanh' (the tanh approximation)",
+    values = {'none', 'tanh'}},
+})
 function Tensor.gelu(x, opts)
    check_x('gelu', x)
    local out = new()
-   local tanh_form = type(opts) == 'table' and opts.approximate == 'tanh'
+   local tanh_form = GELU_OPTS:check(opts, 2).approximate == 'tanh'
    if (tanh_form and C.fnn_gelu_tanh(out, x) or C.fnn_gelu(out, x)) ~= 0 then fail() end
    return done(out)
 end

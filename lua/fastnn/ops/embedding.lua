@@ -37,6 +37,9 @@ local function padding_code(op, padding_idx, V, level)
 end
 M._padding_code = padding_code
 
+local EMBEDDING_OPTS = require('fastnn.options').declare('fnn.embedding', {
+   {'padding_idx', 'integer', nil, 'the 1-based row (negative: from the end) whose gradient stays zero'},
+})
 function M.embedding(ids, weight, opts)
    if not is_tensor(weight) then
       error(('embedding: weight is a %s, expected a tensor'):format(type(weight)), 2)
@@ -44,6 +47,7 @@ function M.embedding(ids, weight, opts)
    if opts ~= nil and type(opts) ~= 'table' then
       error(('embedding: options must be a table like {padding_idx = 1}, got a %s'):format(type(opts)), 2)
    end
+   if opts ~= nil then EMBEDDING_OPTS:check(opts, 2) end
    local t = ids_tensor('embedding', ids, 2)
    local V = weight.ndim == 2 and tonumber(weight.shape_[0]) or 0
    local pad = padding_code('embedding', opts and opts.padding_idx, V, 2)

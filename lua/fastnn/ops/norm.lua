@@ -30,12 +30,26 @@ local function check_optional(op, t, what)
    if t ~= nil then check_tensor(op, t, what) end
 end
 
+-- the functional norms' options (the layers declare theirs)
+local NORM_OPTS = {}
+do
+   local declare = require('fastnn.options').declare
+   local eps = {'eps', 'number', nil, 'added to the variance', default_doc = '1e-5 (rms_norm: float32 epsilon)'}
+   for _, op in ipairs{'layer_norm', 'group_norm', 'instance_norm'} do NORM_OPTS[op] = declare('fnn.' .. op, {eps}) end
+   NORM_OPTS.batch_norm = declare('fnn.batch_norm', {eps,
+      {'training', 'boolean', false, 'normalize by the batch statistics and return them (mean, unbiased variance)'}})
+   NORM_OPTS.rms_norm = declare('fnn.rms_norm', {eps,
+      {'normalized_shape', 'any', nil, 'the trailing sizes normalized over, without a weight',
+       default_doc = 'the last dim'}})
+end
+
 -- opts: a table, or eps as a number; returns the table (maybe empty) and eps
 local function options(op, opts, default_eps)
    local eps = default_eps
    if type(opts) == 'number' then
       eps, opts = opts, {}
    elseif type(opts) == 'table' then
+      NORM_OPTS[op]:check(opts, 3)
       if opts.eps ~= nil then eps = opts.eps end
    elseif opts == nil then
       opts = {}

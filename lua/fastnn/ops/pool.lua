@@ -89,11 +89,23 @@ end
 M._pool_args = pool_args
 
 local unpack = unpack
+local declare = require('fastnn.options').declare
 for _, spec in ipairs{{'max', 1}, {'max', 2}, {'max', 3}, {'avg', 1}, {'avg', 2}, {'avg', 3}} do
    local kind, dims = spec[1], spec[2]
    local name = ('%s_pool%dd'):format(kind, dims)
    local cfn = C['fnn_' .. name]
+   local entries = {
+      {'stride', 'any', nil, 'the step: an integer or one per spatial dim (checked by the op)',
+       default_doc = 'the kernel'},
+      {'padding', 'any', 0, 'implicit padding on both sides: an integer or one per spatial dim (checked by the op)'},
+      {'ceil_mode', 'boolean', false, 'round the output size up (a last partial window)'},
+   }
+   if kind == 'avg' then
+      entries[#entries + 1] = {'count_include_pad', 'boolean', true, 'count the padding in each average'}
+   end
+   local OPTS = declare('fnn.' .. name, entries)
    M[name] = function(x, kernel, opts)
+      if opts ~= nil and type(opts) == 'table' then OPTS:check(opts, 2) end   -- a non-table: pool_args says so
       local args, o = pool_args(name, x, kernel, opts, dims)
       if kind == 'avg' then args[#args + 1] = (o.count_include_pad == nil or o.count_include_pad) and 1 or 0 end
       local out = new()
@@ -154,6 +166,12 @@ local function scaled_size(op, x, dims, factors, level)
 end
 M._scaled_size = scaled_size
 
+local UPSAMPLE_OPTS = declare('fnn.upsample', {
+   {'size', 'any', nil, 'the output size: an integer or one per spatial dim (or give scale_factor)'},
+   {'scale_factor', 'any', nil, 'a whole factor, or one per spatial dim (or give size)'},
+   {'mode', 'string', 'nearest', "how new pixels are made: 'nearest' or 'bilinear' (2 spatial dims)"},
+   {'align_corners', 'boolean', nil, "bilinear only: the corner pixels' centres map onto each other"},
+})
 function M.upsample(x, opts)
    local op = 'upsample'
    check_tensor(op, x, 'input')
@@ -161,6 +179,7 @@ function M.upsample(x, opts)
       error(('%s: options must be a table like {scale_factor = 2} or {size = {h, w}}, got a %s'):format(
             op, type(opts)), 2)
    end
+   UPSAMPLE_OPTS:check(opts, 2)
    local mode = opts.mode or 'nearest'
    if mode ~= 'nearest' and mode ~= 'bilinear' then
       error(("%s: mode '%s' is not one of 'nearest', 'bilinear'"):format(op, tostring(mode)), 2)

@@ -34,11 +34,14 @@ end
 -- var, std: (dim, keepdim, opts), (dim, opts) or (opts); opts.unbiased defaults to true
 for _, name in ipairs{'var', 'std'} do
    local cfn = C['fnn_' .. name]
+   local OPTS = require('fastnn.options').declare('Tensor.' .. name, {
+      {'unbiased', 'boolean', true, "divide by n - 1 (Bessel's correction) instead of n"},
+   })
    Tensor[name] = function(x, dim, keepdim, opts)
       check_tensor(name, x)
       if type(dim) == 'table' then dim, keepdim, opts = nil, nil, dim
       elseif type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
-      local unbiased = not (opts and opts.unbiased == false)
+      local unbiased = OPTS:check(opts, 2).unbiased
       local d = dim == nil and -1 or cdim(name, x, dim)
       local out = new()
       if cfn(out, x, d, flag(keepdim), unbiased and 1 or 0) ~= 0 then fail() end

@@ -37,11 +37,22 @@ Tensor.lstm_cell = M.lstm_cell
 
 -- {h0, c0, reverse} -> h0, c0, reverse as 0/1
 -- both raise at the user's line: 1 here, 2 the binding, 3 its caller
+local SEQ_OPTS = {}
+for _, op in ipairs{'lstm', 'gru', 'rnn_tanh'} do
+   local entries = {
+      {'h0', 'tensor', nil, 'the initial hidden state [N, H] (default zeros)'},
+      {'reverse', 'boolean', false, 'run the sequence from its last step to its first'},
+   }
+   if op == 'lstm' then entries[3] = {'c0', 'tensor', nil, 'the initial cell state [N, H] (default zeros)'} end
+   SEQ_OPTS[op] = require('fastnn.options').declare('fnn.' .. op, entries)
+end
 local function seq_opts(op, opts, cell)
    if opts == nil then return nil, nil, 0 end
    if type(opts) ~= 'table' then
       error(('%s: options must be a table like {h0 = h, reverse = true}, got a %s'):format(op, type(opts)), 3)
    end
+   if not cell and opts.c0 ~= nil then error(('%s: takes no cell state c0'):format(op), 3) end
+   SEQ_OPTS[op]:check(opts, 3)
    if opts.h0 ~= nil and not is_tensor(opts.h0) then
       error(('%s: h0 is a %s, expected a tensor'):format(op, type(opts.h0)), 3)
    end

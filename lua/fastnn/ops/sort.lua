@@ -16,13 +16,13 @@ local M = {}
 
 local check_tensor = fnn_tensor.check_tensor
 
-local function check_opts(op, opts, example)
-   if opts ~= nil and type(opts) ~= 'table' then
-      error(('%s: options are a table like %s, got a %s'):format(op, example, type(opts)), 3)
-   end
-end
-
-local function flag(v) return (v and v ~= 0) and true or false end
+local declare = require('fastnn.options').declare
+local SORT_OPTS = declare('Tensor.sort', {
+   {'descending', 'boolean', false, 'largest first (stable either way)'},
+})
+local TOPK_OPTS = declare('Tensor.topk', {
+   {'largest', 'boolean', true, 'the k largest (false: the k smallest), best first'},
+})
 
 -- the C dim of a call without a dim (the last) or on a 0-dim x, which is one line of one value and
 -- takes dim 1 or -1 (cdim would say 'dims are 1..0'). Errors at the user's line (3: the method's caller)
@@ -36,17 +36,17 @@ end
 function Tensor.sort(x, dim, opts)
    check_tensor('sort', x)
    if type(dim) == 'table' then dim, opts = nil, dim end
-   check_opts('sort', opts, '{descending = true}')
+   local o = SORT_OPTS:check(opts, 2)
    local d = (dim == nil or x.ndim == 0) and last_dim('sort', dim) or cdim('sort', x, dim)
    local values, indices = new(), new()
-   if C.fnn_sort(values, indices, x, d, flag(opts and opts.descending) and 1 or 0) ~= 0 then fail() end
+   if C.fnn_sort(values, indices, x, d, o.descending and 1 or 0) ~= 0 then fail() end
    return done(values), done(indices)
 end
 
 function Tensor.topk(x, k, dim, opts)
    check_tensor('topk', x)
    if type(dim) == 'table' then dim, opts = nil, dim end
-   check_opts('topk', opts, '{largest = false}')
+   local o = TOPK_OPTS:check(opts, 2)
    local d = (dim == nil or x.ndim == 0) and last_dim('topk', dim) or cdim('topk', x, dim)
    -- C range-checks k itself; here only what cannot cross the FFI as an int64 unchanged
    if type(k) ~= 'number' or k ~= floor(k) or math.abs(k) > 2 ^ 53 then
@@ -55,9 +55,8 @@ function Tensor.topk(x, k, dim, opts)
       error(('topk: k is %s, expected a whole number from 0 to %d (the size of dim %d of %s)'):format(
          show_value(k), size, at + 1 > 0 and at + 1 or 1, shape_str(x)), 2)
    end
-   local largest = not (opts and opts.largest ~= nil and not flag(opts.largest))
    local values, indices = new(), new()
-   if C.fnn_topk(values, indices, x, k, d, largest and 1 or 0) ~= 0 then fail() end
+   if C.fnn_topk(values, indices, x, k, d, o.largest and 1 or 0) ~= 0 then fail() end
    return done(values), done(indices)
 end
 
