@@ -62,14 +62,14 @@ const char *fnn_row_family_at(int i) {
     return NULL;
 }
 
-/* a backend's table for registry family, or NULL when it has none (the family is not on rows, or the
- * backend is not built); kernel families are not the registry's */
-static const fnn_row_table *table_of(int device_type, const char *family) {
+/* a backend's table for family, or NULL when it has none (the family is not on rows, or the backend
+ * is not built); kernels: kernel families too, else only the registry's */
+static const fnn_row_table *table_of(int device_type, const char *family, bool kernels) {
     if (device_type == FNN_DEVICE_CUDA) fnn_device_count(FNN_DEVICE_CUDA);   /* registers the backend */
     const fnn_backend *be = fnn_backend_for(fnn_make_device(device_type, 0));
     if (!be || !family) return NULL;
     for (const fnn_row_table *t = be->rows; t && t->family; t++)
-        if (!t->by_kernel && !strcmp(t->family, family)) return t;
+        if ((kernels || !t->by_kernel) && !strcmp(t->family, family)) return t;
     return NULL;
 }
 
@@ -103,7 +103,7 @@ int fnn_row_refused(const char *op, int device, bool backward, const char *file,
 }
 
 const char *fnn_kernel_at(int device_type, const char *family, int i) {
-    const fnn_row_table *t = table_of(device_type, family);
+    const fnn_row_table *t = table_of(device_type, family, true);
     for (size_t k = 0; t && fnn_row_name(t, k); k++)
         if ((int)k == i) return fnn_row_name(t, k);
     return NULL;
@@ -121,8 +121,8 @@ static void derive(void) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (const fnn_op_def *const *p = families[f]; *p; p++, i++) {
             infos[i] = (*p)->info;
-            if (table_of(FNN_DEVICE_CPU, infos[i].family)) {   /* on rows: has_cuda is the CUDA row's presence */
-                const fnn_row_table *t = table_of(FNN_DEVICE_CUDA, infos[i].family);
+            if (table_of(FNN_DEVICE_CPU, infos[i].family, false)) {   /* on rows: has_cuda is the CUDA row's presence */
+                const fnn_row_table *t = table_of(FNN_DEVICE_CUDA, infos[i].family, false);
                 infos[i].has_cuda = 0;
                 for (size_t k = 0; t && fnn_row_name(t, k); k++)
                     if (!strcmp(fnn_row_name(t, k), infos[i].name)) infos[i].has_cuda = 1;
