@@ -56,7 +56,6 @@ void fnn_storage_retain(fnn_storage *s);
 void fnn_storage_release(fnn_storage *s);
 
 /* ---- backends: a table of function pointers per device type ---- */
-enum { FNN_BIN_ADD, FNN_BIN_SUB, FNN_BIN_MUL, FNN_BIN_DIV };
 /* the index walk's geometry (see index below): skip a 1-based id that adds nothing (0: none) */
 typedef struct {
     int ndim, dim, select;
@@ -75,24 +74,34 @@ typedef struct {
  * fnn_cpu_row_tables (core/registry.c; every family on rows has one there) and
  * fnn_cuda_row_tables (cuda/backend.cu). */
 typedef struct fnn_row_table {
-    const char *family;     /* the registry's family name; NULL ends a list */
+    const char *family;     /* the registry's family name (a kernel family's own name); NULL ends a list */
     const void *rows;       /* the family's row type [], ended by a row whose op is NULL */
     size_t row_size;        /* sizeof that row type */
+    bool by_kernel;         /* rows named by kernel, not by registry op: the kernel families below */
 } fnn_row_table;
-#define FNN_ROW_TABLE(family, rows) {family, rows, sizeof rows[0]}
+/* a registry family's table: its rows are named by the ops' registry names (registry_spec checks them) */
+#define FNN_ROW_TABLE(family, rows) {family, rows, sizeof rows[0], false}
+/* a kernel family's table: rows named by kernel or rule, not ops of the registry: optim (core/optim.h:
+ * one row per update rule), elementwise (core/ops/elementwise.h: the map engine) and int64
+ * (core/ops/int64.h: integer arithmetic, comparisons, reductions and the dtype cast) */
+#define FNN_KERNEL_TABLE(family, rows) {family, rows, sizeof rows[0], true}
 extern const fnn_row_table fnn_cpu_row_tables[];    /* core/registry.c */
 extern const fnn_row_table fnn_cuda_row_tables[];   /* cuda/backend.cu */
 /* the row (of family's row type) for op in device's backend, or NULL */
 FNN_LAYER const void *fnn_row_for(int device, const char *family, const char *op);
 /* the refusal of op on device, whose backend has no row for it (or no kernel for this pass):
  * "op: [backward ]not implemented on <device>", FNN_STATUS_DEVICE; FNN_ROW_REFUSED names the caller's line */
-int fnn_row_refused(const char *op, int device, bool backward, const char *file, int line);
+FNN_LAYER int fnn_row_refused(const char *op, int device, bool backward, const char *file, int line);
 #define FNN_ROW_REFUSED(op, device, backward) fnn_row_refused((op), (device), (backward), __FILE__, __LINE__)
 /* the name of row i of a row table (the row types' first member) */
 static inline const char *fnn_row_name(const fnn_row_table *t, size_t i) {
     return *(const char *const *)(const void *)((const char *)t->rows + i * t->row_size);
 }
 
+/* A backend: the device's mechanics (memory, copies, streams, pinned buffers, the random generator) and
+ * its kernels, which are all rows (`rows`). fill and strided_copy count as memory and copies: the spine
+ * fills new device tensors (core/device.c) and makes views contiguous (fnn_materialize) with them. The
+ * CPU's table (core/alloc.c) sets only its name, device_count, alloc, free, copy and rows. */
 typedef struct fnn_backend {
     const char *name;
     int (*device_count)(void);
@@ -100,63 +109,15 @@ typedef struct fnn_backend {
     void (*free)(int ordinal, void *p, size_t bytes);
     /* bytes between devices; either side may be the CPU */
     int (*copy)(void *dst, int dst_device, const void *src, int src_device, size_t bytes);
+    /* y[n] = value, float32 (cuda/backend.cu); NULL on the CPU */
     int (*fill)(int ordinal, float *y, int64_t n, float value);
-    /* y[i] = a op b over shape, a/b strides 0 where broadcast, y contiguous */
-    int (*binary)(int ordinal, int op, float *y, const float *a, const int64_t *astride,
-                  const float *b, const int64_t *bstride, int ndim, const int64_t *shape);
-    /* row-major batched C = alpha op(A) op(B) + beta C (cuBLAS): the linalg rows (cuda/linalg.cu), conv,
-     * rnn and attention */
-    int (*gemm)(int ordinal, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                const float *a, int lda, int64_t stride_a, const float *b, int ldb, int64_t stride_b,
-                float beta, float *c, int ldc, int64_t stride_c, int batch);
-    /* ---- the device families (cuda/copy.cu map.cu reduction.cu optim.cu random.cu); NULL on the CPU ---- */
+    /* ---- copies and the generator on the device (cuda/copy.cu, random.cu); NULL on the CPU ---- */
     /* dst (contiguous) = src's elements in row-major order, elements of esize bytes (4 or 8) */
     int (*strided_copy)(int ordinal, void *dst, const void *src, int esize, int ndim, const int64_t *shape,
                         const int64_t *stride);
-    /* y = op(x[0], x[1], x[2]) over shape, op an FNN_MAP_* code (core/ops/elementwise_ops.h); input k's
-     * strides at stride[k * FNN_MAX_DIMS + d], 0 where broadcast; y contiguous; k0, k1 the op's numbers */
-    int (*map)(int ordinal, int op, float *y, const float *const *x, const int64_t *stride, int ndim,
-               const int64_t *shape, float k0, float k1);
-    /* the line engine under the reduction rows, by FNN_RED_* code, for the device-side sums of other
-     * families (conv's bias gradient, rnn's bias gradients); the reduction ops
-     * themselves go through the rows by name. An FNN_RED_* op over contiguous x [O, R, I] -> y [O, I]
-     * (idx: 1-based positions, max/min only, may be NULL); the softmax ops give y [O, R, I] */
-    int (*reduce)(int ordinal, int op, float *y, int64_t *idx, const float *x, int64_t O, int64_t R, int64_t I,
-                  double k0, double k1);
-    /* its backward: dx [O, R, I] from g [O, I] ([O, R, I] for softmax), the input x, the forward's y and idx
-     * (each NULL when the rule does not read it) */
-    int (*reduce_grad)(int ordinal, int op, float *dx, const float *g, const float *x, const float *y,
-                       const int64_t *idx, int64_t O, int64_t R, int64_t I, double k0, double k1);
-    /* a fused FNN_OPT_* step over n contiguous elements: w param, g gradient, s0..s2 state (NULL when
-     * unused), k the op's constants (see cuda/optim.cu) */
-    int (*optim)(int ordinal, int op, int64_t n, float *w, const float *g, float *s0, float *s1, float *s2,
-                 const float *k);
     /* y[n] = FNN_RNG_* draws from the Philox stream (seed, subsequence offset): uniform in [k0, k1),
      * normal (mean k0, std k1), bernoulli (1 with probability k0) */
     int (*random)(int ordinal, int op, float *y, int64_t n, uint64_t seed, uint64_t offset, double k0, double k1);
-    /* ---- cuda/index.cu: the index walk of take_rows (the index and embedding families' ops reach it
-     * through their rows, core/ops/index.h and embedding.h): over every position p of a.shape
-     * (row-major), q = p with q[dim] = id - 1, where id = ids[p] (ids contiguous in a.shape) or
-     * ids[p[dim]] (a.select: one id per slice, index_select);
-     * FNN_IDX_GATHER  y[p . ystride] = x[q . xstride], elements of esize bytes (4 or 8); an id outside
-     *                 1..a.size gives nan (int64: 0), as there is no host read to raise;
-     * FNN_IDX_SCATTER x[q . xstride] += y[p . ystride], float32 through atomicAdd (the order of the adds,
-     *                 so the bits, may differ run to run); ids outside 1..a.size or equal to a.skip add nothing */
-    int (*index)(int ordinal, int op, void *x, void *y, const int64_t *ids, int esize, const fnn_index_args *a);
-    /* ---- cuda/cast.cu: y[n] (dtype) = x[n] (the other dtype), contiguous; a float that is not a whole
-     * int64 becomes INT64_MIN (no host read to raise) */
-    int (*cast)(int ordinal, int dtype, void *y, const void *x, int64_t n);
-    /* ---- cuda/int64.cu: y = a op b (FNN_INT_*) over shape, a/b strides 0 where broadcast, y contiguous:
-     * add/sub/mul of two int64 (int64 y, wrapping); comparisons of int64 or float32 operands (x_i64 says
-     * which), float32 0/1 y */
-    int (*int_binary)(int ordinal, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b,
-                      int b_i64, const int64_t *bs, int ndim, const int64_t *shape);
-    /* ---- cuda/int64_reduce.cu: the int64 reductions ---- */
-    /* int64 FNN_RED_SUM (wrapping) / MAX / MIN over contiguous x [O, R, I] -> y [O, I]; idx (MAX/MIN, may
-     * be NULL) the 1-based position of the first extreme */
-    int (*int_reduce)(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,
-                      int64_t I);
-    /* (end of int64 reductions) */
     /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
     /* wait on the host until the operations queued on the device are done: every stream of every thread
      * (thread_only 0: fnn.cuda.synchronize), or the calling thread's own stream (1) */
@@ -180,15 +141,13 @@ typedef struct fnn_backend {
     /* ---- the families' kernels by op name (see fnn_row_table above) ---- */
     const fnn_row_table *rows;
 } fnn_backend;
-/* int_binary's ops, numbered as elementwise.c's IOP_* */
+/* the int64 family's binary ops (core/ops/int64.h) */
 enum { FNN_INT_ADD, FNN_INT_SUB, FNN_INT_MUL, FNN_INT_EQ, FNN_INT_NE, FNN_INT_LT, FNN_INT_LE, FNN_INT_GT, FNN_INT_GE };
 enum { FNN_IDX_GATHER, FNN_IDX_SCATTER };
-/* the reduce / reduce_grad ops (mean is SUM with k0 = 1/R; var: k0 ddof, k1 1 for std; norm: k0 = p;
+/* the reduction line engine's ops (cuda/kernels.h's fnn_cuda_reduce; mean is SUM with k0 = 1/R; var: k0 ddof, k1 1 for std; norm: k0 = p;
  * TIES and SELECT are gradients only: max/min over everything, and along a dim through idx) */
 enum { FNN_RED_SUM, FNN_RED_PROD, FNN_RED_VAR, FNN_RED_NORM, FNN_RED_LSE, FNN_RED_MAX, FNN_RED_MIN,
        FNN_RED_TIES, FNN_RED_SELECT, FNN_RED_SOFTMAX, FNN_RED_LOG_SOFTMAX };
-enum { FNN_OPT_SGD, FNN_OPT_ADAM, FNN_OPT_AMSGRAD, FNN_OPT_RMSPROP, FNN_OPT_ADAGRAD, FNN_OPT_ADADELTA, FNN_OPT_RADAM,
-       FNN_OPT_LION, FNN_OPT_DECAY, FNN_OPT_LERP };
 enum { FNN_RNG_UNIFORM, FNN_RNG_NORMAL, FNN_RNG_BERNOULLI };
 void fnn_register_backend(int device_type, const fnn_backend *b);
 #ifdef FASTNN_WITH_CUDA
@@ -220,6 +179,8 @@ FNN_LAYER void fnn_free(int device, void *p, int64_t bytes);
 /* ---- tensor helpers ---- */
 static inline int fnn_elem_size(const fnn_tensor *t) { return t->dtype == FNN_DTYPE_INT64 ? 8 : 4; }
 static inline bool fnn_is_int64(const fnn_tensor *t) { return t->dtype == FNN_DTYPE_INT64; }
+/* t's data is host memory, which the CPU may read directly (a host read such as sample's needs it) */
+static inline bool fnn_in_host_memory(const fnn_tensor *t) { return fnn_device_type_of(t->device) == FNN_DEVICE_CPU; }
 /* the first element as raw bytes (any dtype) */
 static inline void *fnn_bytes(const fnn_tensor *t) {
     char *base = t->storage ? (char *)t->storage->data : (char *)t->small;
@@ -266,6 +227,8 @@ int fnn_check_same_dtype(const char *op, const fnn_tensor *a, const fnn_tensor *
  * 1-based value, the valid range, and `dim` of `x` (the tensor indexed) */
 int fnn_index_at(const char *op, const fnn_tensor *index, int64_t off, int64_t size, int dim,
                  const fnn_tensor *x, int64_t *pos);
+/* v as an int64, or an error naming op, v and its 1-based position pos + 1 in `where` (2^63 is out of range) */
+int fnn_whole_number(const char *op, double v, int64_t pos, const char *where, int64_t *out);
 /* an index tensor must be int64 or float32 (not a freed or empty header) */
 FNN_LAYER int fnn_check_index(const char *op, const char *what, const fnn_tensor *index);
 int fnn_check_same_device(const char *op, const fnn_tensor *a, const fnn_tensor *b);

@@ -272,7 +272,7 @@ static int random_on(const char *op, int kind, fnn_tensor *out, int device, int 
     char name[32];
     FNN_CHECK(be && device >= 0 && fnn_device_ordinal(device) < count, FNN_STATUS_DEVICE,
               "%s: %s is not available", op, fnn_device_name(device, name, (int)sizeof name));
-    FNN_CHECK(be->random, FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
+    if (!be->random) return FNN_ROW_REFUSED(op, device, false);
     FNN_TRY(fnn_new_output(out, device, ndim, shape));
     int rc = be->random(fnn_device_ordinal(device), kind, fnn_data(out), fnn_tensor_numel(out), fnn_random_u64(), 0,
                         k0, k1);

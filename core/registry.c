@@ -16,6 +16,9 @@
 #include "ops/shape.h"
 #include "ops/embedding.h"
 #include "ops/linalg.h"
+#include "optim.h"
+#include "ops/int64.h"
+#include "ops/elementwise.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,8 +35,8 @@ int fnn_op_count(void) {
     return n;
 }
 
-/* The CPU's row tables: every family on rows has one, so this list is also the list of families on
- * rows (fnn_row_family_at). */
+/* The CPU's row tables: every family on rows has one, so this list (less the kernel families, whose
+ * rows are not registry ops) is also the list of families on rows (fnn_row_family_at). */
 const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("reduction", fnn_cpu_reduction_rows),
     FNN_ROW_TABLE("norm", fnn_cpu_norm_rows),
@@ -47,23 +50,26 @@ const fnn_row_table fnn_cpu_row_tables[] = {
     FNN_ROW_TABLE("shape", fnn_cpu_shape_rows),
     FNN_ROW_TABLE("embedding", fnn_cpu_embedding_rows),
     FNN_ROW_TABLE("linalg", fnn_cpu_linalg_rows),
-    {NULL, NULL, 0},
+    FNN_KERNEL_TABLE("optim", fnn_cpu_optim_rows),
+    FNN_KERNEL_TABLE("int64", fnn_cpu_int64_rows),
+    FNN_KERNEL_TABLE("elementwise", fnn_cpu_elementwise_rows),
+    {NULL, NULL, 0, false},
 };
 
 const char *fnn_row_family_at(int i) {
-    int n = 0;
-    while (fnn_cpu_row_tables[n].family) n++;
-    return i >= 0 && i < n ? fnn_cpu_row_tables[i].family : NULL;
+    for (const fnn_row_table *t = fnn_cpu_row_tables; t->family; t++)
+        if (!t->by_kernel && i-- == 0) return t->family;
+    return NULL;
 }
 
-/* a backend's table for family, or NULL when it has none (the family is not on rows, or the
- * backend is not built) */
-static const fnn_row_table *table_of(int device_type, const char *family) {
+/* a backend's table for family, or NULL when it has none (the family is not on rows, or the backend
+ * is not built); kernels: kernel families too, else only the registry's */
+static const fnn_row_table *table_of(int device_type, const char *family, bool kernels) {
     if (device_type == FNN_DEVICE_CUDA) fnn_device_count(FNN_DEVICE_CUDA);   /* registers the backend */
     const fnn_backend *be = fnn_backend_for(fnn_make_device(device_type, 0));
     if (!be || !family) return NULL;
     for (const fnn_row_table *t = be->rows; t && t->family; t++)
-        if (!strcmp(t->family, family)) return t;
+        if ((kernels || !t->by_kernel) && !strcmp(t->family, family)) return t;
     return NULL;
 }
 
@@ -97,7 +103,7 @@ int fnn_row_refused(const char *op, int device, bool backward, const char *file,
 }
 
 const char *fnn_kernel_at(int device_type, const char *family, int i) {
-    const fnn_row_table *t = table_of(device_type, family);
+    const fnn_row_table *t = table_of(device_type, family, true);
     for (size_t k = 0; t && fnn_row_name(t, k); k++)
         if ((int)k == i) return fnn_row_name(t, k);
     return NULL;
@@ -115,8 +121,8 @@ static void derive(void) {
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (const fnn_op_def *const *p = families[f]; *p; p++, i++) {
             infos[i] = (*p)->info;
-            if (table_of(FNN_DEVICE_CPU, infos[i].family)) {   /* on rows: has_cuda is the CUDA row's presence */
-                const fnn_row_table *t = table_of(FNN_DEVICE_CUDA, infos[i].family);
+            if (table_of(FNN_DEVICE_CPU, infos[i].family, false)) {   /* on rows: has_cuda is the CUDA row's presence */
+                const fnn_row_table *t = table_of(FNN_DEVICE_CUDA, infos[i].family, false);
                 infos[i].has_cuda = 0;
                 for (size_t k = 0; t && fnn_row_name(t, k); k++)
                     if (!strcmp(fnn_row_name(t, k), infos[i].name)) infos[i].has_cuda = 1;

@@ -1,6 +1,7 @@
 /* tensor.c: tensor headers (lifecycle, views), creation ops, reading values,
  * and the shape helpers every op family uses (dims, broadcasting, outputs). */
 #include "internal.h"
+#include "ops/int64.h"
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -285,7 +286,7 @@ void fnn_strided_copy(void *dst, const void *src, int esize, int ndim, const int
 int fnn_materialize(fnn_tensor *out, const fnn_tensor *x) {
     if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {   /* a device-side copy (cuda/copy.cu) */
         const fnn_backend *be = fnn_backend_for(x->device);
-        FNN_CHECK(be && be->strided_copy, FNN_STATUS_DEVICE, "contiguous: not implemented on this device");
+        if (!be || !be->strided_copy) return FNN_ROW_REFUSED("contiguous", x->device, false);
         FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, x->shape));
         int rc = be->strided_copy(fnn_device_ordinal(x->device), fnn_bytes(out), fnn_bytes(x), fnn_elem_size(x),
                                   x->ndim, x->shape, x->stride);
@@ -361,8 +362,7 @@ float *fnn_tensor_mutable_data(fnn_tensor *t) {
     return (t->ndim < 0 || t->freed || t->dtype != FNN_DTYPE_FLOAT32) ? NULL : fnn_data(t);
 }
 
-/* v as an int64, or an error naming op, v and its 1-based position in `where` (2^63 is out of range) */
-static int whole_number(const char *op, double v, int64_t pos, const char *where, int64_t *out) {
+int fnn_whole_number(const char *op, double v, int64_t pos, const char *where, int64_t *out) {
     if (v == floor(v) && v >= -9223372036854775808.0 && v < 9223372036854775808.0) {
         *out = (int64_t)v;
         return FNN_STATUS_OK;
@@ -389,7 +389,7 @@ int fnn_tensor_from_doubles_dtype(fnn_tensor *out, int ndim, const int64_t *shap
     int64_t *y = fnn_data_i64(out), n = fnn_numel_of(ndim, shape);
     fnn_shape_text where = fnn_shape_dims(ndim, shape);
     for (int64_t i = 0; i < n; i++) {
-        int rc = whole_number("tensor", data[i], i, where.s, &y[i]);
+        int rc = fnn_whole_number("tensor", data[i], i, where.s, &y[i]);
         if (rc) { fnn_tensor_clear(out); return rc; }
     }
     return FNN_STATUS_OK;
@@ -400,7 +400,7 @@ static int fill_as(const char *op, fnn_tensor *out, int ndim, const int64_t *sha
 int fnn_full_dtype(fnn_tensor *out, int ndim, const int64_t *shape, double value, int dtype) {
     if (dtype == FNN_DTYPE_FLOAT32) return fill_as("full", out, ndim, shape, value);
     int64_t v = 0;
-    FNN_TRY(whole_number("full", value, 0, "the fill value", &v));
+    FNN_TRY(fnn_whole_number("full", value, 0, "the fill value", &v));
     FNN_TRY(empty_as("full", out, ndim, shape, dtype));
     int64_t *y = fnn_data_i64(out), n = fnn_numel_of(ndim, shape);
     for (int64_t i = 0; i < n; i++) y[i] = v;
@@ -412,28 +412,16 @@ int fnn_to_dtype(fnn_tensor *out, const fnn_tensor *x, int dtype) {
     FNN_TRY(fnn_check_input_any(op, x));
     FNN_CHECK(fnn_dtype_size(dtype) > 0, FNN_STATUS_ARG, "to_dtype: unknown dtype code %d", dtype);
     if (x->dtype == dtype) return fnn_tensor_ref(out, x);
-    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || (be && be->cast), FNN_STATUS_DEVICE,
-              "%s: not implemented on this device (tensor %s)", op, fnn_shape_of(x).s);
+    const fnn_int64_row *row = fnn_int64_row_for(x->device, "cast");   /* core/ops/int64.c, cuda/int64.cu */
+    if (!row) return FNN_ROW_REFUSED(op, x->device, false);
     fnn_tensor tmp;
     int rc;
     const void *src = fnn_contiguous_bytes(x, &tmp, &rc);
     FNN_TRY(rc);
-    int64_t n = fnn_tensor_numel(x);
     rc = fnn_new_output_dtype(out, x->device, dtype, x->ndim, x->shape);
-    if (!rc && be) {   /* cuda/cast.cu */
-        if ((rc = be->cast(fnn_device_ordinal(x->device), dtype, fnn_bytes(out), src, n))) fnn_tensor_clear(out);
-    } else if (!rc && dtype == FNN_DTYPE_INT64) {
-        const float *xs = src;
-        int64_t *y = fnn_data_i64(out);
-        fnn_shape_text where = fnn_shape_of(x);
-        for (int64_t i = 0; i < n && !rc; i++) rc = whole_number(op, xs[i], i, where.s, &y[i]);
-        if (rc) fnn_tensor_clear(out);
-    } else if (!rc) {
-        const int64_t *xs = src;
-        float *y = fnn_data(out);
-        for (int64_t i = 0; i < n; i++) y[i] = (float)xs[i];
-    }
+    fnn_int64_args a = {.op = dtype, .y = rc ? NULL : fnn_bytes(out), .a = src, .a_dtype = x->dtype,
+                        .n = fnn_tensor_numel(x), .name = op, .src = x};
+    if (!rc && (rc = row->run(fnn_device_ordinal(x->device), &a))) fnn_tensor_clear(out);
     fnn_tensor_clear(&tmp);
     return rc;
 }
@@ -468,9 +456,9 @@ int fnn_ones(fnn_tensor *out, int ndim, const int64_t *shape) { return fill_as("
 int fnn_arange_dtype(fnn_tensor *out, double start, double stop, double step, int dtype) {
     if (dtype == FNN_DTYPE_FLOAT32) return fnn_arange(out, start, stop, step);
     int64_t a = 0, b = 0, s = 0;
-    FNN_CHECK(whole_number("arange", start, 0, "", &a) == FNN_STATUS_OK &&
-              whole_number("arange", stop, 1, "", &b) == FNN_STATUS_OK &&
-              whole_number("arange", step, 2, "", &s) == FNN_STATUS_OK && s != 0,
+    FNN_CHECK(fnn_whole_number("arange", start, 0, "", &a) == FNN_STATUS_OK &&
+              fnn_whole_number("arange", stop, 1, "", &b) == FNN_STATUS_OK &&
+              fnn_whole_number("arange", step, 2, "", &s) == FNN_STATUS_OK && s != 0,
               FNN_STATUS_ARG, "arange: an int64 range takes whole numbers and a non-zero step (got start %.17g, stop %.17g, step %.17g)",
               start, stop, step);
     /* the count without overflow: ceil((b - a) / s) in exact integers */

@@ -121,7 +121,7 @@ static int attn_softmax_grad(int ordinal, float *ds, const float *p, int64_t row
 
 /* c = alpha op(a) op(b) for every (batch, head): one strided-batched call over B H when every operand's
  * batch stride is its head stride times H (or B or H is 1), else a call per batch entry over its H heads */
-static int attn_dgemm(const fnn_backend *be, int ord, int ta, int tb, int64_t B, int64_t H, int64_t m, int64_t n,
+static int attn_dgemm(int ord, int ta, int tb, int64_t B, int64_t H, int64_t m, int64_t n,
                       int64_t k, float alpha, const fnn_attn_mat *a, const fnn_attn_mat *b, float *c,
                       const int64_t cs[3]) {
     const fnn_attn_mat *ops[2] = {a, b};
@@ -132,17 +132,13 @@ static int attn_dgemm(const fnn_backend *be, int ord, int ta, int tb, int64_t B,
     }
     if (flat) {   /* entry e = b H + h at e times the head stride (or the batch stride when H is 1) */
         const int64_t sa = H == 1 ? a->s[0] : a->s[1], sb = H == 1 ? b->s[0] : b->s[1], sc = H == 1 ? cs[0] : cs[1];
-        return be->gemm(ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p, (int)a->s[2], sa, b->p, (int)b->s[2], sb, 0.0f,
+        return fnn_cuda_gemm(ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p, (int)a->s[2], sa, b->p, (int)b->s[2], sb, 0.0f,
                         c, (int)cs[2], sc, (int)(B * H));
     }
     for (int64_t i = 0; i < B; i++)
-        FNN_TRY(be->gemm(ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p + i * a->s[0], (int)a->s[2], a->s[1],
+        FNN_TRY(fnn_cuda_gemm(ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p + i * a->s[0], (int)a->s[2], a->s[1],
                          b->p + i * b->s[0], (int)b->s[2], b->s[1], 0.0f, c + i * cs[0], (int)cs[2], cs[1], (int)H));
     return FNN_STATUS_OK;
-}
-
-static const fnn_backend *attn_backend(int ordinal) {
-    return fnn_backend_for(fnn_make_device(FNN_DEVICE_CUDA, ordinal));
 }
 
 /* S = scale q k^T, the masked softmax in place, o = P v */
@@ -152,37 +148,35 @@ static int attn_forward(int ord, const fnn_attn_args *a) {
     FNN_CHECK(B * H < INT_MAX && Tq < INT_MAX && Tk < INT_MAX && D < INT_MAX && Dv < INT_MAX, FNN_STATUS_SHAPE,
               "attention: q %s and k %s are too large for one GEMM", fnn_shape_dims(4, qshape).s,
               fnn_shape_dims(4, kshape).s);
-    const fnn_backend *be = attn_backend(ord);
     const int64_t ps[3] = {H * Tq * Tk, Tq * Tk, Tk}, os[3] = {Tq * H * Dv, Dv, H * Dv};
     const fnn_attn_mat mp = {a->p, {ps[0], ps[1], ps[2]}};
-    int rc = attn_dgemm(be, ord, 0, 1, B, H, Tq, Tk, D, a->scale, &a->q, &a->k, a->p, ps);
+    int rc = attn_dgemm(ord, 0, 1, B, H, Tq, Tk, D, a->scale, &a->q, &a->k, a->p, ps);
     if (!rc) rc = attn_softmax(ord, a->p, B * H * Tq, Tq, Tk, H, a->causal, a->mask, a->mask_i64, a->ms0, a->ms1);
-    if (!rc) rc = attn_dgemm(be, ord, 0, 0, B, H, Tq, Dv, Tk, 1.0f, &mp, &a->v, a->o, os);
+    if (!rc) rc = attn_dgemm(ord, 0, 0, B, H, Tq, Dv, Tk, 1.0f, &mp, &a->v, a->o, os);
     return rc;
 }
 
 /* the backward: the same products as the CPU's attn_bwd_heads, dS by the row kernel */
 static int attn_backward(int ord, const fnn_attn_args *a) {
-    const fnn_backend *be = attn_backend(ord);
     const int64_t B = a->B, H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv;
     const int64_t ps[3] = {H * Tq * Tk, Tq * Tk, Tk};
     const fnn_attn_mat mp = {a->p, {ps[0], ps[1], ps[2]}};
     int rc = FNN_STATUS_OK;
     if (a->dv) {   /* dv = P^T dO */
         const int64_t cs[3] = {Tk * H * Dv, Dv, H * Dv};
-        rc = attn_dgemm(be, ord, 1, 0, B, H, Tk, Dv, Tq, 1.0f, &mp, &a->g, a->dv, cs);
+        rc = attn_dgemm(ord, 1, 0, B, H, Tk, Dv, Tq, 1.0f, &mp, &a->g, a->dv, cs);
     }
     if (!rc && a->ds) {
         const fnn_attn_mat mds = {a->ds, {ps[0], ps[1], ps[2]}};
-        rc = attn_dgemm(be, ord, 0, 1, B, H, Tq, Tk, Dv, 1.0f, &a->g, &a->v, a->ds, ps);   /* dP = dO v^T */
+        rc = attn_dgemm(ord, 0, 1, B, H, Tq, Tk, Dv, 1.0f, &a->g, &a->v, a->ds, ps);   /* dP = dO v^T */
         if (!rc) rc = attn_softmax_grad(ord, a->ds, a->p, B * H * Tq, Tq, Tk, a->causal);
         if (!rc && a->dq) {   /* dq = scale dS k */
             const int64_t cs[3] = {Tq * H * D, D, H * D};
-            rc = attn_dgemm(be, ord, 0, 0, B, H, Tq, D, Tk, a->scale, &mds, &a->k, a->dq, cs);
+            rc = attn_dgemm(ord, 0, 0, B, H, Tq, D, Tk, a->scale, &mds, &a->k, a->dq, cs);
         }
         if (!rc && a->dk) {   /* dk = scale dS^T q */
             const int64_t cs[3] = {Tk * H * D, D, H * D};
-            rc = attn_dgemm(be, ord, 1, 0, B, H, Tk, D, Tq, a->scale, &mds, &a->q, a->dk, cs);
+            rc = attn_dgemm(ord, 1, 0, B, H, Tk, D, Tq, a->scale, &mds, &a->q, a->dk, cs);
         }
     }
     return rc;

@@ -44,6 +44,9 @@
 #include "ops/shape.h"
 #include "ops/embedding.h"
 #include "ops/linalg.h"
+#include "optim.h"
+#include "ops/int64.h"
+#include "ops/elementwise.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -163,7 +166,10 @@ extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
     FNN_ROW_TABLE("shape", fnn_cuda_shape_rows),
     FNN_ROW_TABLE("embedding", fnn_cuda_embedding_rows),
     FNN_ROW_TABLE("linalg", fnn_cuda_linalg_rows),
-    {NULL, NULL, 0},
+    FNN_KERNEL_TABLE("optim", fnn_cuda_optim_rows),
+    FNN_KERNEL_TABLE("int64", fnn_cuda_int64_rows),
+    FNN_KERNEL_TABLE("elementwise", fnn_cuda_elementwise_rows),
+    {NULL, NULL, 0, false},
 };
 
 /* ==== host side: the allocator, pinned buffers, streams and copies (the CUDA runtime itself). spec/gpu/emulate.sh
@@ -513,20 +519,8 @@ static const fnn_backend cuda_backend = {
     /* free */ cuda_free,
     /* copy */ cuda_copy,
     /* fill */ cuda_fill,
-    /* binary */ fnn_cuda_binary,
-    /* gemm */ fnn_cuda_gemm,
     /* strided_copy */ fnn_cuda_strided_copy,
-    /* map */ fnn_cuda_map,
-    /* reduce */ fnn_cuda_reduce,
-    /* reduce_grad */ fnn_cuda_reduce_grad,
-    /* optim */ fnn_cuda_optim,
     /* random */ fnn_cuda_random,
-    /* index */ fnn_cuda_index,
-    /* cast */ fnn_cuda_cast,
-    /* int_binary */ fnn_cuda_int_binary,
-    /* ---- cuda/int64_reduce.cu: the int64 reductions ---- */
-    /* int_reduce */ fnn_cuda_int_reduce,
-    /* (end of int64 reductions) */
     /* ---- pinned host buffers and streams (cuda/backend.cu) ---- */
     /* synchronize */ cuda_synchronize,
     /* host_alloc */ cuda_host_alloc,

@@ -1,13 +1,9 @@
 /* common.cuh: what every .cu file in cuda/ shares: the core's internal header
- * (seen from C++), FNN_CUDA_CHECK, launch sizes, and the launchers each file
- * contributes to the backend table that backend.cu registers.
+ * (seen from C++), FNN_CUDA_CHECK, launch sizes, and the kernels one file's
+ * rows call in another's (cuda/kernels.h).
  *
- * defines: FNN_CUDA_CHECK, fnn_cuda_blocks, fnn_cuda_use_device,
- *          fnn_cuda_binary (elementwise.cu), fnn_cuda_gemm (linalg.cu), fnn_cuda_strided_copy
- *          (copy.cu), fnn_cuda_map (map.cu), fnn_cuda_reduce and fnn_cuda_reduce_grad (reduction.cu),
- *          fnn_cuda_optim (optim.cu), fnn_cuda_random (random.cu),
- *          fnn_cuda_index (index.cu), fnn_cuda_cast (cast.cu),
- *          fnn_cuda_int_binary (int64.cu) */
+ * defines: FNN_CUDA_CHECK, fnn_cuda_blocks, fnn_cuda_use_device; includes cuda/kernels.h, the
+ *          kernels the rows share */
 #ifndef FASTNN_CUDA_COMMON_CUH
 #define FASTNN_CUDA_COMMON_CUH
 
@@ -71,31 +67,8 @@ static inline int fnn_cuda_use_device(const char *op, int ordinal) {
     return FNN_STATUS_OK;
 }
 
-/* ---- launchers the backend table points at (signatures as in struct fnn_backend) ---- */
-int fnn_cuda_binary(int ordinal, int op, float *y, const float *a, const int64_t *astride, const float *b,
-                    const int64_t *bstride, int ndim, const int64_t *shape);
-int fnn_cuda_gemm(int ordinal, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
-                  int lda, int64_t stride_a, const float *b, int ldb, int64_t stride_b, float beta, float *c,
-                  int ldc, int64_t stride_c, int batch);
-int fnn_cuda_strided_copy(int ordinal, void *dst, const void *src, int esize, int ndim, const int64_t *shape,
-                          const int64_t *stride);
-int fnn_cuda_map(int ordinal, int op, float *y, const float *const *x, const int64_t *stride, int ndim,
-                 const int64_t *shape, float k0, float k1);
-int fnn_cuda_reduce(int ordinal, int op, float *y, int64_t *idx, const float *x, int64_t O, int64_t R, int64_t I,
-                    double k0, double k1);
-int fnn_cuda_reduce_grad(int ordinal, int op, float *dx, const float *g, const float *x, const float *y,
-                         const int64_t *idx, int64_t O, int64_t R, int64_t I, double k0, double k1);
-int fnn_cuda_optim(int ordinal, int op, int64_t n, float *w, const float *g, float *s0, float *s1, float *s2,
-                   const float *k);
-int fnn_cuda_random(int ordinal, int op, float *y, int64_t n, uint64_t seed, uint64_t offset, double k0, double k1);
-int fnn_cuda_index(int ordinal, int op, void *x, void *y, const int64_t *ids, int esize, const fnn_index_args *a);
-int fnn_cuda_cast(int ordinal, int dtype, void *y, const void *x, int64_t n);
-int fnn_cuda_int_binary(int ordinal, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b,
-                        int b_i64, const int64_t *bs, int ndim, const int64_t *shape);
-/* ---- cuda/int64_reduce.cu: the int64 reductions ---- */
-int fnn_cuda_int_reduce(int ordinal, int op, int64_t *y, int64_t *idx, const int64_t *x, int64_t O, int64_t R,
-                        int64_t I);
-/* (end of int64 reductions) */
+/* ---- the kernels the CUDA rows share (cuda/kernels.h) ---- */
+#include "kernels.h"
 /* ---- cuda/rnn.cu: the strided copy (the rnn rows' moves; attention.cu's rows write the KV cache with it) ---- */
 int fnn_cuda_seq_copy(int ordinal, float *dst, const int64_t *dstride, const float *src, const int64_t *sstride,
                       const int64_t *shape);

@@ -227,27 +227,23 @@ static int64_t dev_chunk(int64_t N, int64_t per_image) {
     return c < 1 ? 1 : c > N ? N : c;
 }
 
-static bool dev_ready(const fnn_backend *be) {
-    return be && be->gemm && be->binary && be->reduce && be->strided_copy && be->fill;
-}
-
 /* y [N, C, S] += b[c] (in place through the broadcast add) */
-static int dev_add_channels(const fnn_backend *be, int ord, float *y, const float *b, int64_t N, int64_t C, int64_t S) {
+static int dev_add_channels(int ord, float *y, const float *b, int64_t N, int64_t C, int64_t S) {
     const int64_t shape[3] = {N, C, S}, ys[3] = {C * S, S, 1}, bs[3] = {0, 1, 0};
-    return be->binary(ord, FNN_BIN_ADD, y, y, ys, b, bs, 3, shape);
+    return fnn_cuda_binary(ord, FNN_BIN_ADD, y, y, ys, b, bs, 3, shape);
 }
 
 /* out[c] = the sum over n and i of v [N, C, S]: over S, then over N (each in double on the device) */
-static int dev_channel_sums(const fnn_backend *be, int dev, float *out, const float *v, int64_t N, int64_t C,
+static int dev_channel_sums(int dev, float *out, const float *v, int64_t N, int64_t C,
                             int64_t S) {
     const int ord = fnn_device_ordinal(dev);
-    if (N == 1) return be->reduce(ord, FNN_RED_SUM, out, NULL, v, C, S, 1, 1.0, 0.0);
-    if (S == 1) return be->reduce(ord, FNN_RED_SUM, out, NULL, v, 1, N, C, 1.0, 0.0);
+    if (N == 1) return fnn_cuda_reduce(ord, FNN_RED_SUM, out, NULL, v, C, S, 1, 1.0, 0.0);
+    if (S == 1) return fnn_cuda_reduce(ord, FNN_RED_SUM, out, NULL, v, 1, N, C, 1.0, 0.0);
     const int64_t bytes = N * C * (int64_t)sizeof(float);
     float *part = (float *)fnn_alloc(dev, bytes);
     if (!part) return fnn_last_status();
-    int rc = be->reduce(ord, FNN_RED_SUM, part, NULL, v, N * C, S, 1, 1.0, 0.0);
-    if (!rc) rc = be->reduce(ord, FNN_RED_SUM, out, NULL, part, 1, N, C, 1.0, 0.0);
+    int rc = fnn_cuda_reduce(ord, FNN_RED_SUM, part, NULL, v, N * C, S, 1, 1.0, 0.0);
+    if (!rc) rc = fnn_cuda_reduce(ord, FNN_RED_SUM, out, NULL, part, 1, N, C, 1.0, 0.0);
     fnn_free(dev, part, bytes);
     return rc;
 }
@@ -256,11 +252,10 @@ static int dev_channel_sums(const fnn_backend *be, int dev, float *out, const fl
 static int dev_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y) {
     const fnn_backend *be = fnn_backend_for(dev);
     const int ord = fnn_device_ordinal(dev);
-    FNN_CHECK(dev_ready(be), FNN_STATUS_DEVICE, "conv: not implemented on this device");
     const int64_t Og = g->Og, Kg = g->Kg, L = g->L, per = g->C * g->taps * g->L;
     if (Kg == 0) {   /* no input channels: the bias alone */
         FNN_TRY(be->fill(ord, y, g->N * g->O * L, 0.0f));
-        return b ? dev_add_channels(be, ord, y, b, g->N, g->O, L) : FNN_STATUS_OK;
+        return b ? dev_add_channels(ord, y, b, g->N, g->O, L) : FNN_STATUS_OK;
     }
     if (g->depthwise) return fnn_cuda_conv_depthwise(ord, y, x, w, b, g, g->N);
     const int64_t chunk = g->pointwise ? g->N : dev_chunk(g->N, per);
@@ -275,15 +270,15 @@ static int dev_forward(const conv_geom *g, int dev, const float *x, const float 
         float *yc = y + n0 * g->O * L;
         if (!rc && nb >= g->groups)   /* y[n, gr] [Og, L] = w[gr] [Og, Kg] @ col[n, gr] [Kg, L] over the images */
             for (int64_t gr = 0; gr < g->groups && !rc; gr++)
-                rc = be->gemm(ord, 0, 0, (int)Og, (int)L, (int)Kg, 1.0f, w + gr * Og * Kg, (int)Kg, 0, src + gr * Kg * L,
+                rc = fnn_cuda_gemm(ord, 0, 0, (int)Og, (int)L, (int)Kg, 1.0f, w + gr * Og * Kg, (int)Kg, 0, src + gr * Kg * L,
                               (int)L, per, 0.0f, yc + gr * Og * L, (int)L, g->O * L, (int)nb);
         else   /* over the groups, per image */
             for (int64_t n = 0; n < nb && !rc; n++)
-                rc = be->gemm(ord, 0, 0, (int)Og, (int)L, (int)Kg, 1.0f, w, (int)Kg, Og * Kg, src + n * per, (int)L,
+                rc = fnn_cuda_gemm(ord, 0, 0, (int)Og, (int)L, (int)Kg, 1.0f, w, (int)Kg, Og * Kg, src + n * per, (int)L,
                               Kg * L, 0.0f, yc + n * g->O * L, (int)L, Og * L, (int)g->groups);
     }
     if (col) fnn_free(dev, col, bytes);
-    if (!rc && b) rc = dev_add_channels(be, ord, y, b, g->N, g->O, L);
+    if (!rc && b) rc = dev_add_channels(ord, y, b, g->N, g->O, L);
     return rc;
 }
 
@@ -304,16 +299,16 @@ static int dev_input_grad(const fnn_backend *be, const conv_geom *g, int dev, co
         float *dst = col ? col : dx + n0 * g->C * g->S;   /* a 1x1 conv's gemm writes dx itself */
         if (nb >= g->groups)
             for (int64_t gr = 0; gr < g->groups && !rc; gr++)
-                rc = be->gemm(ord, 1, 0, (int)Kg, (int)L, (int)Og, 1.0f, w + gr * Og * Kg, (int)Kg, 0, dyc + gr * Og * L,
+                rc = fnn_cuda_gemm(ord, 1, 0, (int)Kg, (int)L, (int)Og, 1.0f, w + gr * Og * Kg, (int)Kg, 0, dyc + gr * Og * L,
                               (int)L, g->O * L, 0.0f, dst + gr * Kg * L, (int)L, per, (int)nb);
         else
             for (int64_t n = 0; n < nb && !rc; n++)
-                rc = be->gemm(ord, 1, 0, (int)Kg, (int)L, (int)Og, 1.0f, w, (int)Kg, Og * Kg, dyc + n * g->O * L, (int)L,
+                rc = fnn_cuda_gemm(ord, 1, 0, (int)Kg, (int)L, (int)Og, 1.0f, w, (int)Kg, Og * Kg, dyc + n * g->O * L, (int)L,
                               Og * L, 0.0f, dst + n * per, (int)L, Kg * L, (int)g->groups);
         if (!rc && col) rc = fnn_cuda_conv_col2im(ord, dx + n0 * g->C * g->S, col, bias_in, g, nb);
     }
     if (col) fnn_free(dev, col, bytes);
-    if (!rc && !col && bias_in) rc = dev_add_channels(be, ord, dx, bias_in, g->N, g->C, g->S);
+    if (!rc && !col && bias_in) rc = dev_add_channels(ord, dx, bias_in, g->N, g->C, g->S);
     return rc;
 }
 
@@ -341,7 +336,7 @@ static int dev_weight_grad(const fnn_backend *be, const conv_geom *g, int dev, c
         }
         if (!rc && col) { rc = fnn_cuda_conv_im2col(ord, col, bm, g, nb, K, L); bm = col; }
         if (!rc)
-            rc = be->gemm(ord, 0, 1, (int)Og, (int)Kg, (int)K, 1.0f, a, (int)K, Og * K, bm, (int)K, Kg * K,
+            rc = fnn_cuda_gemm(ord, 0, 1, (int)Og, (int)Kg, (int)K, 1.0f, a, (int)K, Og * K, bm, (int)K, Kg * K,
                           n0 ? 1.0f : 0.0f, dw, (int)Kg, Og * Kg, (int)g->groups);
     }
     if (block) fnn_free(dev, block, bytes);
@@ -353,22 +348,21 @@ static int dev_backward(const conv_geom *g, int dev, const float *x, const float
                         const float *bias_in, float *dx, float *dw, float *db) {
     const fnn_backend *be = fnn_backend_for(dev);
     const int ord = fnn_device_ordinal(dev);
-    FNN_CHECK(dev_ready(be), FNN_STATUS_DEVICE, "conv: backward not implemented on this device");
     int rc = FNN_STATUS_OK;
     if (g->N == 0 || g->O == 0 || g->C == 0) {   /* nothing flows through: bias_in or zeros */
         if (dx && g->N * g->C * g->S > 0) {
             rc = be->fill(ord, dx, g->N * g->C * g->S, 0.0f);
-            if (!rc && bias_in) rc = dev_add_channels(be, ord, dx, bias_in, g->N, g->C, g->S);
+            if (!rc && bias_in) rc = dev_add_channels(ord, dx, bias_in, g->N, g->C, g->S);
         }
         if (!rc && dw && g->O * g->Kg > 0) rc = be->fill(ord, dw, g->O * g->Kg, 0.0f);
         if (!rc && db && g->O > 0)
-            rc = g->C == 0 && g->N * g->L > 0 ? dev_channel_sums(be, dev, db, dy, g->N, g->O, g->L)
+            rc = g->C == 0 && g->N * g->L > 0 ? dev_channel_sums(dev, db, dy, g->N, g->O, g->L)
                                               : be->fill(ord, db, g->O, 0.0f);
         return rc;
     }
     if (dx) rc = dev_input_grad(be, g, dev, w, dy, bias_in, dx);
     if (!rc && dw) rc = dev_weight_grad(be, g, dev, x, dy, dw);
-    if (!rc && db) rc = dev_channel_sums(be, dev, db, dy, g->N, g->O, g->L);
+    if (!rc && db) rc = dev_channel_sums(dev, db, dy, g->N, g->O, g->L);
     return rc;
 }
 
@@ -391,7 +385,7 @@ static int conv_transpose_backward_row(int ordinal, const fnn_conv_args *a) {
     int rc = FNN_STATUS_OK;
     if (a->dx && g->N * g->O * g->L > 0) rc = dev_forward(g, dev, a->dy, a->w, NULL, a->dx);
     if (!rc && a->dw) rc = dev_backward(g, dev, a->dy, NULL, a->x, NULL, NULL, a->dw, NULL);
-    if (!rc && a->db) rc = dev_channel_sums(fnn_backend_for(dev), dev, a->db, a->dy, g->N, g->C, g->S);
+    if (!rc && a->db) rc = dev_channel_sums(dev, a->db, a->dy, g->N, g->C, g->S);
     return rc;
 }
 

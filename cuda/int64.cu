@@ -1,8 +1,12 @@
-/* int64.cu: the int64 operands of core/ops/elementwise.c on the GPU ("int_binary"): add, sub, mul of two
- * int64 tensors (wrapping, as the CPU's unsigned arithmetic), and comparisons of int64 with int64 (exact)
- * or with float32 (in double), giving float32 0/1; broadcast through strides (0 where broadcast), a
- * thread per element of the contiguous result. */
+/* int64.cu: the int64 family's rows (core/ops/int64.h) on the GPU. Its own kernel is the binary one:
+ * add, sub, mul of two int64 tensors (wrapping, as the CPU's unsigned arithmetic), and comparisons of
+ * int64 with int64 (exact) or with float32 (in double), giving float32 0/1; broadcast through strides
+ * (0 where broadcast), a thread per element of the contiguous result. The sum / max / min rows run
+ * int64_reduce.cu's launcher, the cast row cast.cu's.
+ *
+ * defines: fnn_cuda_int64_rows */
 #include "common.cuh"
+#include "ops/int64.h"
 
 struct IntLayout {
     int ndim;
@@ -52,5 +56,25 @@ int fnn_cuda_int_binary(int ordinal, int op, void *y, const void *a, int a_i64, 
     FNN_CUDA_CHECK("int64", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* ==== the rows (core/ops/int64.h) ==== */
+static int binary_row(int ordinal, const fnn_int64_args *a) {
+    return fnn_cuda_int_binary(ordinal, a->op, a->y, a->a, a->a_dtype == FNN_DTYPE_INT64, a->as, a->b,
+                               a->b_dtype == FNN_DTYPE_INT64, a->bs, a->ndim, a->shape);
+}
+static int sum_row(int ordinal, const fnn_int64_args *a) {
+    return fnn_cuda_int_reduce(ordinal, FNN_RED_SUM, (int64_t *)a->y, NULL, (const int64_t *)a->a, a->O, a->R, a->I);
+}
+static int max_row(int ordinal, const fnn_int64_args *a) {
+    return fnn_cuda_int_reduce(ordinal, FNN_RED_MAX, (int64_t *)a->y, a->idx, (const int64_t *)a->a, a->O, a->R, a->I);
+}
+static int min_row(int ordinal, const fnn_int64_args *a) {
+    return fnn_cuda_int_reduce(ordinal, FNN_RED_MIN, (int64_t *)a->y, a->idx, (const int64_t *)a->a, a->O, a->R, a->I);
+}
+static int cast_row(int ordinal, const fnn_int64_args *a) { return fnn_cuda_cast(ordinal, a->op, a->y, a->a, a->n); }
+
+extern "C" const fnn_int64_row fnn_cuda_int64_rows[] = {
+    {"binary", binary_row}, {"sum", sum_row}, {"max", max_row}, {"min", min_row}, {"cast", cast_row}, {NULL, NULL},
+};
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

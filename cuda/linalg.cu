@@ -24,7 +24,7 @@ static int gemm_rows(int ordinal, const fnn_mm_args *a) {
     if (a->zero && a->zero_n > 0) FNN_TRY(be->fill(ordinal, a->zero, a->zero_n, 0.0f));
     const int step = a->sc == 0 && a->batch > 1 ? 1 : (int)a->batch;
     for (int64_t i = 0; i < a->batch; i += step)
-        FNN_TRY(be->gemm(ordinal, a->ta, a->tb, (int)a->m, (int)a->n, (int)a->k, 1.0f, a->a + i * a->sa, (int)a->lda,
+        FNN_TRY(fnn_cuda_gemm(ordinal, a->ta, a->tb, (int)a->m, (int)a->n, (int)a->k, 1.0f, a->a + i * a->sa, (int)a->lda,
                          a->sa, a->b + i * a->sb, (int)a->ldb, a->sb, a->beta, a->c + i * a->sc, (int)a->ldc, a->sc,
                          step));
     return FNN_STATUS_OK;
@@ -35,7 +35,7 @@ static int linear_forward(int ordinal, const fnn_mm_args *a) {
     FNN_TRY(gemm_rows(ordinal, a));
     if (!a->bias) return FNN_STATUS_OK;
     int64_t shape[2] = {a->m, a->n}, cs[2] = {a->ldc, 1}, bs[2] = {0, a->bias_stride};
-    return backend_of(ordinal)->binary(ordinal, FNN_BIN_ADD, a->c, a->c, cs, a->bias, bs, 2, shape);
+    return fnn_cuda_binary(ordinal, FNN_BIN_ADD, a->c, a->c, cs, a->bias, bs, 2, shape);
 }
 
 /* linear's backward: its GEMMs, or db = g summed over its rows by the device's own sum */

@@ -13,8 +13,9 @@
  * division are the hardware approximations (a few ulp; exp's error grows with
  * |x|). spec/cuda_parity_spec.lua states the tolerance it checks per op.
  *
- * defines: fnn_cuda_map */
+ * defines: fnn_cuda_elementwise_rows (the "map" row of core/ops/elementwise.h), fnn_cuda_map */
 #include "common.cuh"
+#include "ops/elementwise.h"
 /* ---- the math the formulas of core/ops/elementwise_ops.h call, on the GPU ---- */
 __device__ __forceinline__ float sigmoidf_(float x) {
     float e = __expf(-fabsf(x));   /* never overflows */
@@ -158,5 +159,24 @@ int fnn_cuda_map(int ordinal, int op, float *y, const float *const *x, const int
     FNN_CUDA_CHECK("map", cudaGetLastError());
     return FNN_STATUS_OK;
 }
+
+/* the "map" row: add, sub, mul, div of two inputs through elementwise.cu's broadcast kernel (its IEEE
+ * division matches the CPU bit for bit), every other formula through the template instance of its code */
+static int map_row(int ordinal, const fnn_map_args *a) {
+    const float *x[3] = {(const float *)a->x[0], (const float *)a->x[1], (const float *)a->x[2]};
+    float *y = (float *)a->y;
+    if (a->nin == 2) {
+        const int64_t *as = a->stride, *bs = a->stride + FNN_MAX_DIMS;
+        switch (a->code) {
+        case FNN_MAP_add: return fnn_cuda_binary(ordinal, FNN_BIN_ADD, y, x[0], as, x[1], bs, a->ndim, a->shape);
+        case FNN_MAP_sub: return fnn_cuda_binary(ordinal, FNN_BIN_SUB, y, x[0], as, x[1], bs, a->ndim, a->shape);
+        case FNN_MAP_mul: return fnn_cuda_binary(ordinal, FNN_BIN_MUL, y, x[0], as, x[1], bs, a->ndim, a->shape);
+        case FNN_MAP_div: return fnn_cuda_binary(ordinal, FNN_BIN_DIV, y, x[0], as, x[1], bs, a->ndim, a->shape);
+        default: break;
+        }
+    }
+    return fnn_cuda_map(ordinal, a->code, y, x, a->stride, a->ndim, a->shape, a->k0, a->k1);
+}
+extern "C" const fnn_map_row fnn_cuda_elementwise_rows[] = {{"map", map_row}, {NULL, NULL}};
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -5,15 +5,12 @@
  * core computes the step's constants on the host (bias corrections) and
  * passes them in k, so no value ever comes back from the device.
  *
- * k for FNN_OPT_SGD: lr, weight_decay, momentum, 1 - dampening, nesterov, first_step
- * k for FNN_OPT_ADAM / AMSGRAD: decay, l2, beta1, beta2, step_size, 1/sqrt(1 - beta2^t), eps
- * k for RMSPROP ADAGRAD ADADELTA RADAM LION: core/optim.c's opt_args: lr, a, b, eps, wd, mom, extra
- * k for DECAY (w *= k0) and LERP (w += k0 (g - w), w the state and g the target): k0
+ * The rows and their arguments are core/optim.h's contract (the constants in fnn_optim_args, named);
+ * the rules themselves are core/optim_rules.h, shared with core/optim.c.
  *
- * The rules themselves are core/optim_rules.h, shared with core/optim.c.
- *
- * defines: fnn_cuda_optim */
+ * defines: fnn_cuda_optim_rows */
 #include "common.cuh"
+#include "optim.h"
 
 #define FNN_RULE __device__ __forceinline__
 #include "optim_rules.h"   /* each rule's element update, shared with core/optim.c */
@@ -30,44 +27,61 @@ __global__ void adam_kernel(int64_t n, float *w, const float *g, float *m, float
         fnn_rule_adam(i, w, g, m, v, vmax, decay, l2, b1, b2, step_size, inv_bc2_sqrt, eps);
 }
 
-/* the other rules, by code; k as core/optim.c's opt_args */
-__global__ void rule_kernel(int op, int64_t n, float *w, const float *g, float *s0, float *s1, float *s2, float lr,
-                            float a, float b, float eps, float wd, float mom, float extra) {
+/* the other rules, by code (this file's own numbering) */
+enum { RULE_RMSPROP, RULE_ADAGRAD, RULE_ADADELTA, RULE_RADAM, RULE_LION, RULE_DECAY, RULE_LERP };
+__global__ void rule_kernel(int op, int64_t n, float *w, const float *g, float *s0, float *s1, float *s2,
+                            fnn_optim_args k) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         switch (op) {
-        case FNN_OPT_RMSPROP: fnn_rule_rmsprop(i, w, g, s0, s1, s2, lr, a, eps, wd, mom); break;
-        case FNN_OPT_ADAGRAD: fnn_rule_adagrad(i, w, g, s0, lr, eps, wd); break;
-        case FNN_OPT_ADADELTA: fnn_rule_adadelta(i, w, g, s0, s1, lr, a, eps, wd); break;
-        case FNN_OPT_RADAM: fnn_rule_radam(i, w, g, s0, s1, lr, a, b, eps, wd, extra != 0); break;
-        case FNN_OPT_LION: fnn_rule_lion(i, w, g, s0, lr, a, b, extra); break;
-        case FNN_OPT_DECAY: w[i] *= lr; break;
-        default: w[i] += lr * (g[i] - w[i]); break;   /* FNN_OPT_LERP */
+        case RULE_RMSPROP: fnn_rule_rmsprop(i, w, g, s0, s1, s2, k.lr, k.alpha, k.eps, k.wd, k.momentum); break;
+        case RULE_ADAGRAD: fnn_rule_adagrad(i, w, g, s0, k.lr, k.eps, k.wd); break;
+        case RULE_ADADELTA: fnn_rule_adadelta(i, w, g, s0, s1, k.lr, k.alpha, k.eps, k.wd); break;
+        case RULE_RADAM: fnn_rule_radam(i, w, g, s0, s1, k.lr, k.beta1, k.beta2, k.eps, k.wd, k.rectified); break;
+        case RULE_LION: fnn_rule_lion(i, w, g, s0, k.lr, k.beta1, k.beta2, k.decay); break;
+        case RULE_DECAY: w[i] *= k.decay; break;
+        default: w[i] += k.weight * (g[i] - w[i]); break;   /* RULE_LERP */
         }
     }
 }
 
-/* ==== the launcher: plain C++ with FNN_LAUNCH, so spec/gpu/emulate.sh runs it too ==== */
-int fnn_cuda_optim(int ordinal, int op, int64_t n, float *w, const float *g, float *s0, float *s1, float *s2,
-                   const float *k) {
-    static const char *const names[] = {"sgd", "adam", "adam", "rmsprop", "adagrad", "adadelta", "radam", "lion",
-                                        "decay", "lerp"};
-    FNN_ASSERT(op >= FNN_OPT_SGD && op <= FNN_OPT_LERP && n >= 0);
-    const char *name = names[op];
-    if (n == 0) return FNN_STATUS_OK;
+/* ==== the rows (core/optim.h): plain C++ with FNN_LAUNCH, so spec/gpu/emulate.sh runs them too ==== */
+static int sgd_row(int ordinal, const fnn_optim_args *a) {
+    if (a->n == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("sgd", ordinal));
+    FNN_LAUNCH(sgd_kernel, fnn_cuda_blocks(a->n), FNN_CUDA_THREADS, a->n, (float *)a->w, (const float *)a->g,
+               (float *)a->s[0], a->lr, a->wd, a->momentum, a->damp, a->nesterov, a->first_step);
+    FNN_CUDA_CHECK("sgd", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+static int adam_row(int ordinal, const fnn_optim_args *a) {
+    if (a->n == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("adam", ordinal));
+    FNN_LAUNCH(adam_kernel, fnn_cuda_blocks(a->n), FNN_CUDA_THREADS, a->n, (float *)a->w, (const float *)a->g,
+               (float *)a->s[0], (float *)a->s[1], (float *)a->s[2], a->decay, a->l2, a->beta1, a->beta2, a->step_size,
+               a->inv_bc2_sqrt, a->eps);
+    FNN_CUDA_CHECK("adam", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+static int rule(int op, const char *name, int ordinal, const fnn_optim_args *a) {
+    if (a->n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device(name, ordinal));
-    unsigned blocks = fnn_cuda_blocks(n);
-    if (op == FNN_OPT_SGD)
-        FNN_LAUNCH(sgd_kernel, blocks, FNN_CUDA_THREADS, n, w, g, s0, k[0], k[1], k[2], k[3], k[4] != 0, k[5] != 0);
-    else if (op == FNN_OPT_ADAM || op == FNN_OPT_AMSGRAD)
-        FNN_LAUNCH(adam_kernel, blocks, FNN_CUDA_THREADS, n, w, g, s0, s1, op == FNN_OPT_AMSGRAD ? s2 : NULL, k[0],
-                   k[1], k[2], k[3], k[4], k[5], k[6]);
-    else if (op == FNN_OPT_DECAY || op == FNN_OPT_LERP)   /* k holds one number */
-        FNN_LAUNCH(rule_kernel, blocks, FNN_CUDA_THREADS, op, n, w, g, s0, s1, s2, k[0], 0, 0, 0, 0, 0, 0);
-    else
-        FNN_LAUNCH(rule_kernel, blocks, FNN_CUDA_THREADS, op, n, w, g, s0, s1, s2, k[0], k[1], k[2], k[3], k[4], k[5],
-                   k[6]);
+    FNN_LAUNCH(rule_kernel, fnn_cuda_blocks(a->n), FNN_CUDA_THREADS, op, a->n, (float *)a->w, (const float *)a->g,
+               (float *)a->s[0], (float *)a->s[1], (float *)a->s[2], *a);
     FNN_CUDA_CHECK(name, cudaGetLastError());
     return FNN_STATUS_OK;
 }
+static int rmsprop_row(int ordinal, const fnn_optim_args *a) { return rule(RULE_RMSPROP, "rmsprop", ordinal, a); }
+static int adagrad_row(int ordinal, const fnn_optim_args *a) { return rule(RULE_ADAGRAD, "adagrad", ordinal, a); }
+static int adadelta_row(int ordinal, const fnn_optim_args *a) { return rule(RULE_ADADELTA, "adadelta", ordinal, a); }
+static int radam_row(int ordinal, const fnn_optim_args *a) { return rule(RULE_RADAM, "radam", ordinal, a); }
+static int lion_row(int ordinal, const fnn_optim_args *a) { return rule(RULE_LION, "lion", ordinal, a); }
+static int decay_row(int ordinal, const fnn_optim_args *a) { return rule(RULE_DECAY, "decay", ordinal, a); }
+static int lerp_row(int ordinal, const fnn_optim_args *a) { return rule(RULE_LERP, "lerp", ordinal, a); }
+
+extern "C" const fnn_optim_row fnn_cuda_optim_rows[] = {
+    {"sgd", sgd_row}, {"adam", adam_row}, {"rmsprop", rmsprop_row}, {"adagrad", adagrad_row},
+    {"adadelta", adadelta_row}, {"radam", radam_row}, {"lion", lion_row}, {"decay", decay_row}, {"lerp", lerp_row},
+    {NULL, NULL},
+};
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

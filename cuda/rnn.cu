@@ -263,7 +263,7 @@ static const fnn_backend *seq_backend(int ordinal) {
 static int seq_fill_rows(int ordinal, float *y, int64_t rows, int64_t cols, const float *b1, const float *b2) {
     const fnn_backend *be = seq_backend(ordinal);
     const int64_t bstride[2] = {0, 1}, shape[2] = {rows, cols};
-    if (b1 && b2) return be->binary(ordinal, FNN_BIN_ADD, y, b1, bstride, b2, bstride, 2, shape);
+    if (b1 && b2) return fnn_cuda_binary(ordinal, FNN_BIN_ADD, y, b1, bstride, b2, bstride, 2, shape);
     if (!b1 && !b2) return be->fill(ordinal, y, rows * cols, 0.0f);
     const int64_t cshape[4] = {1, rows, cols, 1}, ds[4] = {0, cols, 1, 0}, ss[4] = {0, 0, 1, 0};
     return fnn_cuda_seq_copy(ordinal, y, ds, b1 ? b1 : b2, ss, cshape);
@@ -271,13 +271,13 @@ static int seq_fill_rows(int ordinal, float *y, int64_t rows, int64_t cols, cons
 
 static int seq_gemm(int ordinal, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    return seq_backend(ordinal)->gemm(ordinal, ta, tb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, 0, b, (int)ldb, 0,
+    return fnn_cuda_gemm(ordinal, ta, tb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, 0, b, (int)ldb, 0,
                                       beta, c, (int)ldc, 0, 1);
 }
 
 /* the reduction's SUM over [1, rows, cols] */
 static int seq_colsum(int ordinal, float *out, const float *m, int64_t rows, int64_t cols) {
-    return seq_backend(ordinal)->reduce(ordinal, FNN_RED_SUM, out, NULL, m, 1, rows, cols, 1.0, 0);
+    return fnn_cuda_reduce(ordinal, FNN_RED_SUM, out, NULL, m, 1, rows, cols, 1.0, 0);
 }
 
 static const fnn_rnn_moves seq_moves = {fnn_cuda_seq_copy, seq_fill_rows, seq_gemm, seq_colsum};

@@ -151,6 +151,31 @@ describe('the five places of an op', function()
    end
 end)
 
+-- The kernel families (core/internal.h's FNN_KERNEL_TABLE: rows named by kernel or rule, not by registry
+-- op, so fnn_row_family_at leaves them out): the CPU has every row, and a CUDA (or emulated) build the
+-- same rows, so no op or optimizer step refuses on a GPU for want of one.
+describe('the kernel families', function()
+   local KERNEL_FAMILIES = {
+      elementwise = {'map'},
+      int64 = {'binary', 'cast', 'max', 'min', 'sum'},
+      optim = {'adadelta', 'adagrad', 'adam', 'decay', 'lerp', 'lion', 'radam', 'rmsprop', 'sgd'},
+   }
+   for family, want in pairs(KERNEL_FAMILIES) do
+      it(family .. ': the CPU rows, and a CUDA build\'s, are exactly its kernels', function()
+         local cpu = rows(CPU, family)
+         assert.is_table(cpu, 'the CPU has no ' .. family .. ' rows')
+         table.sort(cpu)
+         assert.same(want, cpu)
+         for _, f in ipairs(row_families()) do assert.is_true(f ~= family, family .. ' listed as a registry family') end
+         local cuda = rows(CUDA, family)
+         if C.fnn_cuda_built() == 0 then assert.is_nil(cuda) return end
+         assert.is_table(cuda, 'a CUDA build without ' .. family .. ' rows')
+         table.sort(cuda)
+         assert.same(want, cuda)
+      end)
+   end
+end)
+
 -- each case with a `ref` (a naive loop over plain Lua numbers) gives the op's values
 describe('case values against their naive references', function()
    for family in pairs(select(2, registry())) do

@@ -4,6 +4,7 @@
  * from outside is untrusted: every header field and every short read is
  * checked and reported with the file's name, never trusted into a crash. */
 #include "internal.h"
+#include "ops/index.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -147,23 +148,17 @@ int fnn_read_idx(fnn_tensor *out, const char *path, double scale) {
     return rc;
 }
 
-/* on a device: the ids (checked here) copied there, then the index walk of cuda/index.cu */
+/* on a device: the ids (checked here) copied there, then the index_select row of x's backend along dim 0
+ * (core/ops/index.h; cuda/index.cu's gather) */
 static int device_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t *ids, const int64_t *shape) {
-    const fnn_backend *be = fnn_backend_for(x->device);
-    FNN_CHECK(be && be->index && be->copy, FNN_STATUS_DEVICE, "take_rows: not implemented on this device");
+    const fnn_idx_row *row = fnn_idx_row_for(x->device, "index_select");
+    if (!row) return FNN_ROW_REFUSED("take_rows", x->device, false);
     fnn_tensor dids;
     int rc = fnn_upload(&dids, x->device, FNN_DTYPE_INT64, 1, &n, ids);
     if (!rc) rc = fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape);
     if (!rc) {
-        fnn_index_args a;
-        memset(&a, 0, sizeof a);
-        a.ndim = x->ndim, a.dim = 0, a.select = 1, a.size = x->shape[0];
-        memcpy(a.shape, shape, sizeof(int64_t) * (size_t)x->ndim);
-        memcpy(a.xstride, x->stride, sizeof(int64_t) * (size_t)x->ndim);
-        memcpy(a.ystride, out->stride, sizeof(int64_t) * (size_t)x->ndim);
-        if ((rc = be->index(fnn_device_ordinal(x->device), FNN_IDX_GATHER, (void *)fnn_bytes(x), fnn_bytes(out),
-                            fnn_data_i64(&dids), fnn_elem_size(x), &a)))
-            fnn_tensor_clear(out);
+        fnn_idx_args a = {.op = "take_rows", .out = out, .x = x, .shape = x, .index = &dids, .dim = 0};
+        if ((rc = row->forward(fnn_device_ordinal(x->device), &a))) fnn_tensor_clear(out);
     }
     fnn_tensor_clear(&dids);
     return rc;

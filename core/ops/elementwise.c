@@ -6,13 +6,14 @@
  * softsign) and where.
  *
  * One driver (map) broadcasts up to three inputs to the output shape and runs
- * a row kernel over it; each op is a row expression for its forward and one
- * for each input's gradient, so the rules read like a table.
+ * a formula over it through the "map" row of their backend (elementwise.h; the
+ * CPU's row, at the end, runs the row kernels here); each op is a formula for
+ * its forward and one for each input's gradient, so the rules read like a table.
  *
  * int64 operands (indices, ids, counts) follow PyTorch's promotion, chosen at
  * the entry: int64 with int64 (or a whole number) adds, subtracts, multiplies
- * and negates exactly in int64 (wrapping on overflow, as PyTorch), through a
- * plain loop of its own (int_binary, int_scalar); anything else with an int64
+ * and negates exactly in int64 (wrapping on overflow, as PyTorch), through the
+ * int64 family's binary row (int64.h; int_binary, int_scalar); anything else with an int64
  * operand (a float tensor, a fractional number, div, pow, maximum, minimum)
  * converts the int64 side to float32 and runs the float op, so gradients still
  * reach the float side. Comparisons give float32 1/0 and compare int64 with
@@ -20,6 +21,8 @@
  * ...) refuse int64, as every float-only op does. */
 #include "../internal.h"
 #include "../fastmath.h"
+#include "int64.h"
+#include "elementwise.h"
 
 /* e^x - 1 without the cancellation of exp(x) - 1 near 0 (Kahan: (u - 1) x / log u, exact where
  * u = e^x rounds to 1); meant for x <= 0, where elu, selu and celu use it */
@@ -139,12 +142,9 @@ static void map_run(row_fn row, float *y, const float *const *x, int64_t (*s)[FN
     else fnn_parallel_for(rows, threads, map_rows, &a);
 }
 
-static int device_map(const char *name, fnn_tensor *out, int device, row_fn row, const float *const *x,
-                      int64_t (*s)[FNN_MAX_DIMS], int ndim, const int64_t *shape, float k0, float k1);
-
-/* out = row(ins...) over the broadcast shape of the nin inputs (no node) */
-static int map(const char *name, fnn_tensor *out, int nin, const fnn_tensor *const *ins, row_fn row,
-               float k0, float k1) {
+/* out = the formula code of ins... over the broadcast shape of the nin inputs (no node), through the
+ * "map" row of their backend (core/ops/elementwise.h) */
+static int map(const char *name, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code, float k0, float k1) {
     int ndim = 0;
     int64_t shape[FNN_MAX_DIMS];
     for (int k = 0; k < nin; k++) {
@@ -157,28 +157,30 @@ static int map(const char *name, fnn_tensor *out, int nin, const fnn_tensor *con
             FNN_TRY(fnn_broadcast_shapes(name, ndim, so_far, ins[k]->ndim, ins[k]->shape, &ndim, shape));
         }
     }
+    const int device = ins[0]->device;
+    const fnn_map_row *row = fnn_map_row_for(device, "map");
+    if (!row) return FNN_ROW_REFUSED(name, device, false);
     int64_t s[3][FNN_MAX_DIMS];
-    const float *x[3];
+    fnn_map_args a = {.dtype = FNN_DTYPE_FLOAT32, .code = code, .nin = nin, .stride = &s[0][0], .ndim = ndim,
+                      .shape = shape, .k0 = k0, .k1 = k1};
     for (int k = 0; k < 3; k++) {
         const fnn_tensor *t = ins[k < nin ? k : 0];
         fnn_broadcast_strides(t, ndim, shape, s[k]);
-        x[k] = fnn_data(t);
+        a.x[k] = fnn_data(t);
     }
-    if (fnn_device_type_of(ins[0]->device) != FNN_DEVICE_CPU)
-        return device_map(name, out, ins[0]->device, row, x, s, ndim, shape, k0, k1);
-    FNN_TRY(fnn_new_output(out, ins[0]->device, ndim, shape));
-    int64_t run_shape[FNN_MAX_DIMS];
-    memcpy(run_shape, shape, sizeof run_shape);
-    map_run(row, fnn_data(out), x, s, ndim, run_shape, k0, k1);
-    return FNN_STATUS_OK;
+    FNN_TRY(fnn_new_output(out, device, ndim, shape));
+    a.y = fnn_data(out);
+    int rc = row->run(fnn_device_ordinal(device), &a);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
 }
 
 /* the gradient for input k: out = row(ins...) summed back to input k's shape */
-static int grad_map(fnn_node *n, int k, fnn_tensor *din, int nin, const fnn_tensor *const *ins, row_fn row,
+static int grad_map(fnn_node *n, int k, fnn_tensor *din, int nin, const fnn_tensor *const *ins, int code,
                     float k0, float k1) {
     if (!n->next[k]) return FNN_STATUS_OK;
     fnn_tensor full;
-    FNN_TRY(map(n->op->info.name, &full, nin, ins, row, k0, k1));
+    FNN_TRY(map(n->op->info.name, &full, nin, ins, code, k0, k1));
     int rc = fnn_sum_to_shape(din, &full, n->in_ndim[k], n->in_shape[k]);
     fnn_tensor_clear(&full);
     return rc;
@@ -190,9 +192,9 @@ typedef struct { float k0, k1; } elementwise_attrs;
 
 /* run an op's forward through map and record its node, saving its inputs (and the output when
  * save_out) for the rule, and k0, k1 in its elementwise_attrs */
-static int apply(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tensor *const *ins, row_fn row,
+static int apply(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code,
                  float k0, float k1, bool save_out) {
-    FNN_TRY(map(def->info.name, out, nin, ins, row, k0, k1));
+    FNN_TRY(map(def->info.name, out, nin, ins, code, k0, k1));
     if (!def->backward || !fnn_needs_node(nin, ins)) return FNN_STATUS_OK;
     fnn_node *n = fnn_attach_node(out, def, nin, ins);
     bool ok = n != NULL;
@@ -211,32 +213,32 @@ static int apply(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tens
 /* gradient rows: a = g, b = saved[0] (first input), c = saved[1] (second input) */
 
 static int add_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    FNN_TRY(grad_map(n, 0, &din[0], 1, G(n, g), copy_row, 0, 0));
-    return grad_map(n, 1, &din[1], 1, G(n, g), copy_row, 0, 0);
+    FNN_TRY(grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_copy, 0, 0));
+    return grad_map(n, 1, &din[1], 1, G(n, g), FNN_MAP_copy, 0, 0);
 }
 static int sub_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    FNN_TRY(grad_map(n, 0, &din[0], 1, G(n, g), copy_row, 0, 0));
-    return grad_map(n, 1, &din[1], 1, G(n, g), neg_row, 0, 0);
+    FNN_TRY(grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_copy, 0, 0));
+    return grad_map(n, 1, &din[1], 1, G(n, g), FNN_MAP_neg, 0, 0);
 }
 static int mul_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), g_times_c_row, 0, 0));
-    return grad_map(n, 1, &din[1], 2, G(n, g), g_times_b_row, 0, 0);
+    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_g_times_c, 0, 0));
+    return grad_map(n, 1, &din[1], 2, G(n, g), FNN_MAP_g_times_b, 0, 0);
 }
 static int div_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), g_over_c_row, 0, 0));
-    return grad_map(n, 1, &din[1], 3, G(n, g), div_d1_row, 0, 0);
+    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_g_over_c, 0, 0));
+    return grad_map(n, 1, &din[1], 3, G(n, g), FNN_MAP_div_d1, 0, 0);
 }
 static int pow_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), pow_d0_row, 0, 0));
-    return grad_map(n, 1, &din[1], 3, G(n, g), pow_d1_row, 0, 0);
+    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_pow_d0, 0, 0));
+    return grad_map(n, 1, &din[1], 3, G(n, g), FNN_MAP_pow_d1, 0, 0);
 }
 static int maximum_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), max_d0_row, 0, 0));
-    return grad_map(n, 1, &din[1], 3, G(n, g), max_d1_row, 0, 0);
+    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_max_d0, 0, 0));
+    return grad_map(n, 1, &din[1], 3, G(n, g), FNN_MAP_max_d1, 0, 0);
 }
 static int minimum_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), min_d0_row, 0, 0));
-    return grad_map(n, 1, &din[1], 3, G(n, g), min_d1_row, 0, 0);
+    FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_min_d0, 0, 0));
+    return grad_map(n, 1, &din[1], 3, G(n, g), FNN_MAP_min_d1, 0, 0);
 }
 
 static const fnn_op_def ADD = {{"add", "elementwise", 1, 1}, add_backward, FNN_EMBEDS_NONE};
@@ -247,30 +249,10 @@ static const fnn_op_def POW = {{"pow", "elementwise", 1, 1}, pow_backward, FNN_E
 static const fnn_op_def MAXIMUM = {{"maximum", "elementwise", 1, 1}, maximum_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def MINIMUM = {{"minimum", "elementwise", 1, 1}, minimum_backward, FNN_EMBEDS_NONE};
 
-/* ================= int64 operands ================= */
-typedef enum { IOP_NONE = -1, IOP_ADD, IOP_SUB, IOP_MUL, IOP_EQ, IOP_NE, IOP_LT, IOP_LE, IOP_GT, IOP_GE } int_op;
-
-/* a op b in int64, wrapping on overflow (unsigned arithmetic, so it is defined) */
-static inline int64_t int_arith(int_op op, int64_t a, int64_t b) {
-    uint64_t x = (uint64_t)a, y = (uint64_t)b;
-    return (int64_t)(op == IOP_ADD ? x + y : op == IOP_SUB ? x - y : x * y);
-}
-/* the comparison from the order of a and b (lt, eq, gt); unordered (a nan) is only "ne" */
-static inline float cmp_result(int_op op, bool lt, bool eq, bool gt) {
-    bool r;
-    switch (op) {
-    case IOP_EQ: r = eq; break;
-    case IOP_NE: r = !eq; break;
-    case IOP_LT: r = lt; break;
-    case IOP_LE: r = lt || eq; break;
-    case IOP_GT: r = gt; break;
-    default: r = gt || eq; break;
-    }
-    return r ? 1.0f : 0.0f;
-}
-static inline double as_double(const fnn_tensor *t, int64_t off) {
-    return fnn_is_int64(t) ? (double)fnn_data_i64(t)[off] : (double)fnn_data(t)[off];
-}
+/* ================= int64 operands: the int64 family's binary row (core/ops/int64.h) ================= */
+typedef enum { IOP_NONE = -1, IOP_ADD = FNN_INT_ADD, IOP_SUB = FNN_INT_SUB, IOP_MUL = FNN_INT_MUL, IOP_EQ = FNN_INT_EQ,
+               IOP_NE = FNN_INT_NE, IOP_LT = FNN_INT_LT, IOP_LE = FNN_INT_LE, IOP_GT = FNN_INT_GT,
+               IOP_GE = FNN_INT_GE } int_op;
 
 /* a op b broadcast, with at least one int64 operand: arithmetic on two int64 tensors gives int64,
  * comparisons take either dtype and give float32 */
@@ -279,67 +261,30 @@ static int int_binary(const char *name, int_op op, fnn_tensor *out, const fnn_te
     FNN_TRY(fnn_check_input_any(name, b));
     bool compare = op >= IOP_EQ;
     FNN_TRY(fnn_check_same_device(name, a, b));
-    const fnn_backend *be = fnn_device_type_of(a->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(a->device);
-    FNN_CHECK(fnn_device_type_of(a->device) == FNN_DEVICE_CPU || (be && be->int_binary), FNN_STATUS_DEVICE,
-              "%s: int64 tensors are not implemented on this device", name);
+    const fnn_int64_row *row = fnn_int64_row_for(a->device, "binary");
+    if (!row) return FNN_ROW_REFUSED(name, a->device, false);
     int ndim;
     int64_t shape[FNN_MAX_DIMS], as[FNN_MAX_DIMS], bs[FNN_MAX_DIMS];
     FNN_TRY(fnn_broadcast_shapes(name, a->ndim, a->shape, b->ndim, b->shape, &ndim, shape));
     fnn_broadcast_strides(a, ndim, shape, as);
     fnn_broadcast_strides(b, ndim, shape, bs);
     FNN_TRY(fnn_new_output_dtype(out, a->device, compare ? FNN_DTYPE_FLOAT32 : FNN_DTYPE_INT64, ndim, shape));
-    if (be) {   /* cuda/int64.cu: FNN_INT_* numbered as IOP_* */
-        int rc = be->int_binary(fnn_device_ordinal(a->device), (int)op, fnn_bytes(out), fnn_bytes(a), fnn_is_int64(a),
-                                as, fnn_bytes(b), fnn_is_int64(b), bs, ndim, shape);
-        if (rc) fnn_tensor_clear(out);
-        return rc;
-    }
-    bool exact = fnn_is_int64(a) && fnn_is_int64(b);
-    const int64_t *ai = fnn_data_i64(a), *bi = fnn_data_i64(b);
-    int64_t n = fnn_tensor_numel(out), idx[FNN_MAX_DIMS] = {0}, ao = 0, bo = 0;
-    for (int64_t k = 0; k < n; k++) {
-        if (!compare) fnn_data_i64(out)[k] = int_arith(op, ai[ao], bi[bo]);
-        else if (exact) fnn_data(out)[k] = cmp_result(op, ai[ao] < bi[bo], ai[ao] == bi[bo], ai[ao] > bi[bo]);
-        else {
-            double x = as_double(a, ao), y = as_double(b, bo);
-            fnn_data(out)[k] = cmp_result(op, x < y, x == y, x > y);
-        }
-        for (int d = ndim - 1; d >= 0; d--) {   /* next position; offsets follow incrementally */
-            ao += as[d];
-            bo += bs[d];
-            if (++idx[d] < shape[d]) break;
-            ao -= as[d] * shape[d];
-            bo -= bs[d] * shape[d];
-            idx[d] = 0;
-        }
-    }
-    return FNN_STATUS_OK;
+    fnn_int64_args k = {.op = (int)op, .y = fnn_bytes(out), .a = fnn_bytes(a), .b = fnn_bytes(b), .a_dtype = a->dtype,
+                        .b_dtype = b->dtype, .as = as, .bs = bs, .ndim = ndim, .shape = shape};
+    int rc = row->run(fnn_device_ordinal(a->device), &k);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
 }
 
-/* x op s for an int64 x and a whole number s (checked by the caller); rsub computes s - x */
+/* x op s for an int64 x and a whole number s (checked by the caller); rsub computes s - x: s as an
+ * int64 scalar tensor on x's device (no host wait), then int_binary */
 static int int_scalar(const char *name, int_op op, bool reversed, fnn_tensor *out, const fnn_tensor *x, double s) {
     FNN_TRY(fnn_check_input_any(name, x));
-    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {   /* s as an int64 scalar there, then int_binary */
-        const fnn_backend *be = fnn_backend_for(x->device);
-        FNN_CHECK(be && be->int_binary && be->copy, FNN_STATUS_DEVICE,
-                  "%s: int64 tensors are not implemented on this device", name);
-        const int64_t k = (int64_t)s;
-        fnn_tensor ks;
-        FNN_TRY(fnn_upload(&ks, x->device, FNN_DTYPE_INT64, 0, NULL, &k));   /* no host wait */
-        int rc = reversed ? int_binary(name, op, out, &ks, x) : int_binary(name, op, out, x, &ks);
-        fnn_tensor_clear(&ks);
-        return rc;
-    }
-    fnn_tensor tmp;
-    int rc;
-    const int64_t *xs = fnn_contiguous_bytes(x, &tmp, &rc);
-    FNN_TRY(rc);
-    rc = fnn_new_output_dtype(out, x->device, FNN_DTYPE_INT64, x->ndim, x->shape);
-    if (!rc) {
-        int64_t n = fnn_tensor_numel(x), k = (int64_t)s, *y = fnn_data_i64(out);
-        for (int64_t i = 0; i < n; i++) y[i] = reversed ? int_arith(op, k, xs[i]) : int_arith(op, xs[i], k);
-    }
-    fnn_tensor_clear(&tmp);
+    const int64_t k = (int64_t)s;
+    fnn_tensor ks;
+    FNN_TRY(fnn_upload(&ks, x->device, FNN_DTYPE_INT64, 0, NULL, &k));
+    int rc = reversed ? int_binary(name, op, out, &ks, x) : int_binary(name, op, out, x, &ks);
+    fnn_tensor_clear(&ks);
     return rc;
 }
 static inline bool any_int64(const fnn_tensor *a, const fnn_tensor *b) {
@@ -347,12 +292,11 @@ static inline bool any_int64(const fnn_tensor *a, const fnn_tensor *b) {
 }
 static inline bool whole(double s) { return s == floor(s) && fabs(s) < 9223372036854775808.0; }
 
-static int binary(const fnn_op_def *def, int backend_op, int_op iop, row_fn row, fnn_tensor *out,
-                  const fnn_tensor *a, const fnn_tensor *b);
+static int binary(const fnn_op_def *def, int_op iop, int code, fnn_tensor *out, const fnn_tensor *a,
+                  const fnn_tensor *b);
 
 /* the float op on operands whose int64 ones are converted to float32 first (PyTorch's promotion) */
-static int promoted(const fnn_op_def *def, int backend_op, row_fn row, fnn_tensor *out, const fnn_tensor *a,
-                    const fnn_tensor *b) {
+static int promoted(const fnn_op_def *def, int code, fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) {
     fnn_tensor fa, fb;
     fnn_tensor_init(&fa);
     fnn_tensor_init(&fb);
@@ -360,53 +304,30 @@ static int promoted(const fnn_op_def *def, int backend_op, row_fn row, fnn_tenso
     if (!rc) rc = fnn_check_input_any(def->info.name, b);
     if (!rc && fnn_is_int64(a)) rc = fnn_to_dtype(&fa, a, FNN_DTYPE_FLOAT32);
     if (!rc && fnn_is_int64(b)) rc = fnn_to_dtype(&fb, b, FNN_DTYPE_FLOAT32);
-    if (!rc) rc = binary(def, backend_op, IOP_NONE, row, out, fnn_is_int64(a) ? &fa : a, fnn_is_int64(b) ? &fb : b);
+    if (!rc) rc = binary(def, IOP_NONE, code, out, fnn_is_int64(a) ? &fa : a, fnn_is_int64(b) ? &fb : b);
     fnn_tensor_clear(&fa);
     fnn_tensor_clear(&fb);
     return rc;
 }
 
-/* add, sub, mul, div also run on a GPU through the backend table */
-static int binary(const fnn_op_def *def, int backend_op, int_op iop, row_fn row, fnn_tensor *out,
-                  const fnn_tensor *a, const fnn_tensor *b) {
+static int binary(const fnn_op_def *def, int_op iop, int code, fnn_tensor *out, const fnn_tensor *a,
+                  const fnn_tensor *b) {
     if (any_int64(a, b)) {
         bool both = a && b && fnn_is_int64(a) && fnn_is_int64(b);
         if (iop >= IOP_EQ || (iop != IOP_NONE && both)) return int_binary(def->info.name, iop, out, a, b);
-        return promoted(def, backend_op, row, out, a, b);
+        return promoted(def, code, out, a, b);
     }
     const fnn_tensor *ins[2] = {a, b};
-    if (a && b && a->ndim >= 0 && b->ndim >= 0 && fnn_device_type_of(a->device) != FNN_DEVICE_CPU &&
-        a->device == b->device && backend_op >= 0) {
-        const char *name = def->info.name;
-        FNN_TRY(fnn_check_input(name, a));
-        FNN_TRY(fnn_check_input(name, b));
-        int ndim;
-        int64_t shape[FNN_MAX_DIMS], as[FNN_MAX_DIMS], bs[FNN_MAX_DIMS];
-        FNN_TRY(fnn_broadcast_shapes(name, a->ndim, a->shape, b->ndim, b->shape, &ndim, shape));
-        fnn_broadcast_strides(a, ndim, shape, as);
-        fnn_broadcast_strides(b, ndim, shape, bs);
-        const fnn_backend *be = fnn_backend_for(a->device);
-        FNN_CHECK(be && be->binary, FNN_STATUS_DEVICE, "%s: not implemented on this device", name);
-        FNN_TRY(fnn_new_output(out, a->device, ndim, shape));
-        int rc = be->binary(fnn_device_ordinal(a->device), backend_op, fnn_data(out), fnn_data(a), as,
-                            fnn_data(b), bs, ndim, shape);
-        if (rc) { fnn_tensor_clear(out); return rc; }
-        if (fnn_needs_node(2, ins)) {
-            fnn_node *n = fnn_attach_node(out, def, 2, ins);
-            if (!n || fnn_save(n, 0, a) || fnn_save(n, 1, b)) { fnn_tensor_clear(out); return fnn_last_status(); }
-        }
-        return FNN_STATUS_OK;
-    }
-    return apply(def, out, 2, ins, row, 0, 0, false);
+    return apply(def, out, 2, ins, code, 0, 0, false);
 }
 
-int fnn_add(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&ADD, FNN_BIN_ADD, IOP_ADD, add_row, out, a, b); }
-int fnn_sub(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&SUB, FNN_BIN_SUB, IOP_SUB, sub_row, out, a, b); }
-int fnn_mul(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MUL, FNN_BIN_MUL, IOP_MUL, mul_row, out, a, b); }
-int fnn_div(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&DIV, FNN_BIN_DIV, IOP_NONE, div_row, out, a, b); }
-int fnn_pow(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&POW, -1, IOP_NONE, pow_row, out, a, b); }
-int fnn_maximum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MAXIMUM, -1, IOP_NONE, maximum_row, out, a, b); }
-int fnn_minimum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MINIMUM, -1, IOP_NONE, minimum_row, out, a, b); }
+int fnn_add(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&ADD, IOP_ADD, FNN_MAP_add, out, a, b); }
+int fnn_sub(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&SUB, IOP_SUB, FNN_MAP_sub, out, a, b); }
+int fnn_mul(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MUL, IOP_MUL, FNN_MAP_mul, out, a, b); }
+int fnn_div(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&DIV, IOP_NONE, FNN_MAP_div, out, a, b); }
+int fnn_pow(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&POW, IOP_NONE, FNN_MAP_pow, out, a, b); }
+int fnn_maximum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MAXIMUM, IOP_NONE, FNN_MAP_maximum, out, a, b); }
+int fnn_minimum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MINIMUM, IOP_NONE, FNN_MAP_minimum, out, a, b); }
 
 /* ---- comparisons: 1.0 / 0.0, no gradient ---- */
 static const fnn_op_def EQ = {{"eq", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
@@ -415,21 +336,21 @@ static const fnn_op_def LT = {{"lt", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE
 static const fnn_op_def LE = {{"le", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
 static const fnn_op_def GT = {{"gt", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
 static const fnn_op_def GE = {{"ge", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
-int fnn_eq(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&EQ, -1, IOP_EQ, eq_row, out, a, b); }
-int fnn_ne(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&NE, -1, IOP_NE, ne_row, out, a, b); }
-int fnn_lt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&LT, -1, IOP_LT, lt_row, out, a, b); }
-int fnn_le(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&LE, -1, IOP_LE, le_row, out, a, b); }
-int fnn_gt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&GT, -1, IOP_GT, gt_row, out, a, b); }
-int fnn_ge(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&GE, -1, IOP_GE, ge_row, out, a, b); }
+int fnn_eq(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&EQ, IOP_EQ, FNN_MAP_eq, out, a, b); }
+int fnn_ne(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&NE, IOP_NE, FNN_MAP_ne, out, a, b); }
+int fnn_lt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&LT, IOP_LT, FNN_MAP_lt, out, a, b); }
+int fnn_le(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&LE, IOP_LE, FNN_MAP_le, out, a, b); }
+int fnn_gt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&GT, IOP_GT, FNN_MAP_gt, out, a, b); }
+int fnn_ge(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&GE, IOP_GE, FNN_MAP_ge, out, a, b); }
 
 /* ================= with a number (k0 = s) ================= */
 
-static int add_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), copy_row, 0, 0); }
-static int mul_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), g_times_k_row, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
-static int rsub_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), neg_row, 0, 0); }
-static int rdiv_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), rdiv_s_d_row, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
-static int pow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), pow_s_d_row, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
-static int rpow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 3, G(n, g), rpow_s_d_row, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
+static int add_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_copy, 0, 0); }
+static int mul_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_g_times_k, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
+static int rsub_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_neg, 0, 0); }
+static int rdiv_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), FNN_MAP_rdiv_s_d, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
+static int pow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), FNN_MAP_pow_s_d, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
+static int rpow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_rpow_s_d, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
 
 static const fnn_op_def ADD_S = {{"add_scalar", "elementwise", 1, 1}, add_s_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def MUL_S = {{"mul_scalar", "elementwise", 1, 1}, mul_s_backward, FNN_EMBEDS_NONE};
@@ -438,25 +359,25 @@ static const fnn_op_def RDIV_S = {{"rdiv_scalar", "elementwise", 1, 1}, rdiv_s_b
 static const fnn_op_def POW_S = {{"pow_scalar", "elementwise", 1, 1}, pow_s_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def RPOW_S = {{"rpow_scalar", "elementwise", 1, 1}, rpow_s_backward, FNN_EMBEDS_NONE};
 
-static int scalar_op(const fnn_op_def *def, row_fn row, fnn_tensor *out, const fnn_tensor *a, double s, bool save_out) {
+static int scalar_op(const fnn_op_def *def, int code, fnn_tensor *out, const fnn_tensor *a, double s, bool save_out) {
     if (any_int64(a, NULL)) {
         int_op iop = def == &ADD_S ? IOP_ADD : def == &MUL_S ? IOP_MUL : def == &RSUB_S ? IOP_SUB : IOP_NONE;
         if (iop != IOP_NONE && whole(s)) return int_scalar(def->info.name, iop, def == &RSUB_S, out, a, s);
         fnn_tensor fa;   /* a fractional number, or an op int64 lacks: in float32 */
         FNN_TRY(fnn_to_dtype(&fa, a, FNN_DTYPE_FLOAT32));
-        int rc = scalar_op(def, row, out, &fa, s, save_out);
+        int rc = scalar_op(def, code, out, &fa, s, save_out);
         fnn_tensor_clear(&fa);
         return rc;
     }
     const fnn_tensor *ins[1] = {a};
-    return apply(def, out, 1, ins, row, (float)s, 0, save_out);
+    return apply(def, out, 1, ins, code, (float)s, 0, save_out);
 }
-int fnn_add_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&ADD_S, add_s_row, out, a, s, false); }
-int fnn_mul_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&MUL_S, mul_s_row, out, a, s, false); }
-int fnn_rsub_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&RSUB_S, rsub_s_row, out, a, s, false); }
-int fnn_rdiv_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&RDIV_S, rdiv_s_row, out, a, s, false); }
-int fnn_pow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&POW_S, pow_s_row, out, a, s, false); }
-int fnn_rpow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&RPOW_S, rpow_s_row, out, a, s, true); }
+int fnn_add_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&ADD_S, FNN_MAP_add_s, out, a, s, false); }
+int fnn_mul_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&MUL_S, FNN_MAP_mul_s, out, a, s, false); }
+int fnn_rsub_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&RSUB_S, FNN_MAP_rsub_s, out, a, s, false); }
+int fnn_rdiv_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&RDIV_S, FNN_MAP_rdiv_s, out, a, s, false); }
+int fnn_pow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&POW_S, FNN_MAP_pow_s, out, a, s, false); }
+int fnn_rpow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return scalar_op(&RPOW_S, FNN_MAP_rpow_s, out, a, s, true); }
 
 /* ================= unary: forward row (a = x) and gradient row (a = g, b = x, c = y) ================= */
 /* exp, log, tanh, sigmoid and erf come from fastmath.h: branch-free, so these rows vectorize. Being
@@ -471,7 +392,7 @@ int fnn_rpow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return sca
     ROW_FOR(FNN_CLONES_V4, name##_g, GRAD)                                                               \
     static int name##_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {                   \
         const elementwise_attrs *a = FNN_ATTRS(n, elementwise_attrs);                                 \
-        return grad_map(n, 0, &din[0], 3, G(n, g), name##_g_row, a->k0, a->k1);                       \
+        return grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_##name##_g, a->k0, a->k1);                       \
     }                                                                                                 \
     static const fnn_op_def UNARY_##name = {{#name, "elementwise", DIFF, 1}, name##_backward, FNN_EMBEDS_NONE};
 
@@ -480,63 +401,63 @@ int fnn_rpow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return sca
 FNN_MAP_UNARY(UNARY_OP)
 #undef UNARY_OP
 
-static int unary(const fnn_op_def *def, row_fn row, fnn_tensor *out, const fnn_tensor *x, float k0, float k1) {
+static int unary(const fnn_op_def *def, int code, fnn_tensor *out, const fnn_tensor *x, float k0, float k1) {
     const fnn_tensor *ins[1] = {x};
-    return apply(def, out, 1, ins, row, k0, k1, true);
+    return apply(def, out, 1, ins, code, k0, k1, true);
 }
 int fnn_neg(fnn_tensor *out, const fnn_tensor *x) {
     if (any_int64(x, NULL)) return int_scalar("neg", IOP_MUL, false, out, x, -1.0);
-    return unary(&UNARY_neg, neg_f_row, out, x, 0, 0);
+    return unary(&UNARY_neg, FNN_MAP_neg_f, out, x, 0, 0);
 }
-int fnn_abs(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_abs, abs_f_row, out, x, 0, 0); }
-int fnn_exp(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_exp, exp_f_row, out, x, 0, 0); }
-int fnn_log(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_log, log_f_row, out, x, 0, 0); }
-int fnn_sqrt(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_sqrt, sqrt_f_row, out, x, 0, 0); }
-int fnn_rsqrt(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_rsqrt, rsqrt_f_row, out, x, 0, 0); }
-int fnn_sin(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_sin, sin_f_row, out, x, 0, 0); }
-int fnn_cos(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_cos, cos_f_row, out, x, 0, 0); }
-int fnn_tanh(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_tanh, tanh_f_row, out, x, 0, 0); }
-int fnn_sigmoid(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_sigmoid, sigmoid_f_row, out, x, 0, 0); }
-int fnn_relu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_relu, relu_f_row, out, x, 0, 0); }
-int fnn_gelu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_gelu, gelu_f_row, out, x, 0, 0); }
-int fnn_gelu_tanh(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_gelu_tanh, gelu_tanh_f_row, out, x, 0, 0); }
-int fnn_silu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_silu, silu_f_row, out, x, 0, 0); }
-int fnn_softplus(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_softplus, softplus_f_row, out, x, 0, 0); }
+int fnn_abs(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_abs, FNN_MAP_abs_f, out, x, 0, 0); }
+int fnn_exp(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_exp, FNN_MAP_exp_f, out, x, 0, 0); }
+int fnn_log(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_log, FNN_MAP_log_f, out, x, 0, 0); }
+int fnn_sqrt(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_sqrt, FNN_MAP_sqrt_f, out, x, 0, 0); }
+int fnn_rsqrt(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_rsqrt, FNN_MAP_rsqrt_f, out, x, 0, 0); }
+int fnn_sin(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_sin, FNN_MAP_sin_f, out, x, 0, 0); }
+int fnn_cos(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_cos, FNN_MAP_cos_f, out, x, 0, 0); }
+int fnn_tanh(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_tanh, FNN_MAP_tanh_f, out, x, 0, 0); }
+int fnn_sigmoid(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_sigmoid, FNN_MAP_sigmoid_f, out, x, 0, 0); }
+int fnn_relu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_relu, FNN_MAP_relu_f, out, x, 0, 0); }
+int fnn_gelu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_gelu, FNN_MAP_gelu_f, out, x, 0, 0); }
+int fnn_gelu_tanh(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_gelu_tanh, FNN_MAP_gelu_tanh_f, out, x, 0, 0); }
+int fnn_silu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_silu, FNN_MAP_silu_f, out, x, 0, 0); }
+int fnn_softplus(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_softplus, FNN_MAP_softplus_f, out, x, 0, 0); }
 int fnn_clamp(fnn_tensor *out, const fnn_tensor *x, double lo, double hi) {
     FNN_CHECK(!(lo > hi), FNN_STATUS_ARG, "clamp: min %g is greater than max %g", lo, hi);
-    return unary(&UNARY_clamp, clamp_f_row, out, x, (float)lo, (float)hi);
+    return unary(&UNARY_clamp, FNN_MAP_clamp_f, out, x, (float)lo, (float)hi);
 }
 int fnn_leaky_relu(fnn_tensor *out, const fnn_tensor *x, double negative_slope) {
     FNN_CHECK(isfinite(negative_slope), FNN_STATUS_ARG, "leaky_relu: negative_slope is %g, expected a finite number",
               negative_slope);
-    return unary(&UNARY_leaky_relu, leaky_relu_f_row, out, x, (float)negative_slope, 0);
+    return unary(&UNARY_leaky_relu, FNN_MAP_leaky_relu_f, out, x, (float)negative_slope, 0);
 }
 int fnn_elu(fnn_tensor *out, const fnn_tensor *x, double alpha) {
     FNN_CHECK(isfinite(alpha), FNN_STATUS_ARG, "elu: alpha is %g, expected a finite number", alpha);
-    return unary(&UNARY_elu, elu_f_row, out, x, (float)alpha, 0);
+    return unary(&UNARY_elu, FNN_MAP_elu_f, out, x, (float)alpha, 0);
 }
-int fnn_selu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_selu, selu_f_row, out, x, 0, 0); }
+int fnn_selu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_selu, FNN_MAP_selu_f, out, x, 0, 0); }
 int fnn_celu(fnn_tensor *out, const fnn_tensor *x, double alpha) {
     FNN_CHECK(isfinite(alpha) && alpha != 0, FNN_STATUS_ARG, "celu: alpha is %g, expected a finite non-zero number",
               alpha);
-    return unary(&UNARY_celu, celu_f_row, out, x, (float)alpha, 0);
+    return unary(&UNARY_celu, FNN_MAP_celu_f, out, x, (float)alpha, 0);
 }
-int fnn_mish(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_mish, mish_f_row, out, x, 0, 0); }
+int fnn_mish(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_mish, FNN_MAP_mish_f, out, x, 0, 0); }
 int fnn_hardsigmoid(fnn_tensor *out, const fnn_tensor *x) {
-    return unary(&UNARY_hardsigmoid, hardsigmoid_f_row, out, x, 0, 0);
+    return unary(&UNARY_hardsigmoid, FNN_MAP_hardsigmoid_f, out, x, 0, 0);
 }
-int fnn_hardswish(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_hardswish, hardswish_f_row, out, x, 0, 0); }
-int fnn_softsign(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_softsign, softsign_f_row, out, x, 0, 0); }
+int fnn_hardswish(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_hardswish, FNN_MAP_hardswish_f, out, x, 0, 0); }
+int fnn_softsign(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_softsign, FNN_MAP_softsign_f, out, x, 0, 0); }
 
 /* ================= where: cond != 0 picks a, else b ================= */
 static int where_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    FNN_TRY(grad_map(n, 1, &din[1], 2, G(n, g), where_d1_row, 0, 0));
-    return grad_map(n, 2, &din[2], 2, G(n, g), where_d2_row, 0, 0);
+    FNN_TRY(grad_map(n, 1, &din[1], 2, G(n, g), FNN_MAP_where_d1, 0, 0));
+    return grad_map(n, 2, &din[2], 2, G(n, g), FNN_MAP_where_d2, 0, 0);
 }
 static const fnn_op_def WHERE = {{"where", "elementwise", 1, 1}, where_backward, FNN_EMBEDS_NONE};
 int fnn_where(fnn_tensor *out, const fnn_tensor *cond, const fnn_tensor *a, const fnn_tensor *b) {
     const fnn_tensor *ins[3] = {cond, a, b};
-    return apply(&WHERE, out, 3, ins, where_row, 0, 0, false);
+    return apply(&WHERE, out, 3, ins, FNN_MAP_where, 0, 0, false);
 }
 
 const fnn_op_def *const fnn_ops_elementwise[] = {
@@ -548,26 +469,29 @@ const fnn_op_def *const fnn_ops_elementwise[] = {
     &UNARY_hardswish, &UNARY_softsign, &WHERE, NULL,
 };
 
-/* ================= on a device: each row's code for the backend's map (cuda/map.cu) ================= */
-/* compared at run time, never through a static table: the FNN_CLONES_V4 rows are ifuncs, and a static
- * initializer's address of one is not the address a call site passes */
-static int device_code(row_fn row) {
-#define DEVICE_ROW(name, EXPR) if (row == name##_row) return FNN_MAP_##name;
-#define DEVICE_UNARY(name, FWD, GRAD) DEVICE_ROW(name##_f, FWD) DEVICE_ROW(name##_g, GRAD)
-    FNN_MAP_ROWS(DEVICE_ROW)
-    FNN_MAP_UNARY(DEVICE_UNARY)
-#undef DEVICE_ROW
-#undef DEVICE_UNARY
-    return -1;
+/* ================= the CPU's row (core/ops/elementwise.h) ================= */
+/* each code's row kernel, picked at run time, never through a static table: the FNN_CLONES_V4 rows are
+ * ifuncs, and a static initializer's address of one is not the address a call site passes */
+static row_fn cpu_kernel(int code) {
+    switch (code) {
+#define CPU_ROW(name, EXPR) case FNN_MAP_##name: return name##_row;
+#define CPU_UNARY(name, FWD, GRAD) CPU_ROW(name##_f, FWD) CPU_ROW(name##_g, GRAD)
+    FNN_MAP_ROWS(CPU_ROW)
+    FNN_MAP_UNARY(CPU_UNARY)
+#undef CPU_ROW
+#undef CPU_UNARY
+    default: return NULL;
+    }
 }
-
-static int device_map(const char *name, fnn_tensor *out, int device, row_fn row, const float *const *x,
-                      int64_t (*s)[FNN_MAX_DIMS], int ndim, const int64_t *shape, float k0, float k1) {
-    const fnn_backend *be = fnn_backend_for(device);
-    int code = device_code(row);
-    FNN_CHECK(be && be->map && code >= 0, FNN_STATUS_DEVICE, "%s: not implemented on this device", name);
-    FNN_TRY(fnn_new_output(out, device, ndim, shape));
-    int rc = be->map(fnn_device_ordinal(device), code, fnn_data(out), x, &s[0][0], ndim, shape, k0, k1);
-    if (rc) fnn_tensor_clear(out);
-    return rc;
+static int map_cpu(int ordinal, const fnn_map_args *a) {
+    (void)ordinal;
+    row_fn row = cpu_kernel(a->code);
+    FNN_ASSERT(row != NULL);
+    int64_t s[3][FNN_MAX_DIMS], shape[FNN_MAX_DIMS];   /* map_run coalesces them in place */
+    memcpy(s, a->stride, sizeof s);
+    memcpy(shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+    const float *x[3] = {a->x[0], a->x[1], a->x[2]};
+    map_run(row, a->y, x, s, a->ndim, shape, a->k0, a->k1);
+    return FNN_STATUS_OK;
 }
+const fnn_map_row fnn_cpu_elementwise_rows[] = {{"map", map_cpu}, {NULL, NULL}};

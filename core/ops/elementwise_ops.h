@@ -1,6 +1,6 @@
 /* elementwise_ops.h: every per-element formula of the elementwise family, written once, for
  * core/ops/elementwise.c (the CPU rows) and cuda/map.cu (the GPU's expressions; the host
- * emulation compiles the same), and the FNN_MAP_* codes that name them across the backend table.
+ * emulation compiles the same), and the FNN_MAP_* codes that name them in the "map" row's arguments (elementwise.h).
  *
  * A formula is an expression of a = x0, b = x1, c = x2 and the op's numbers k0, k1, written with
  * the M_* math names, which each side defines before it includes this file: on the CPU the

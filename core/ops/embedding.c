@@ -105,10 +105,9 @@ static int embedding_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din
 }
 static const fnn_op_def EMBEDDING = {{"embedding", "embedding", 1, 1}, embedding_backward, FNN_EMBEDS_NONE};
 
-/* ids are read on the CPU, or on the GPU beside a GPU weight (cuda/index.cu) */
+/* ids are read on the weight's device (a GPU weight's rows read them there, cuda/index.cu), or on the CPU */
 static int check_ids(const fnn_tensor *weight, const fnn_tensor *ids) {
-    if (ids && fnn_device_type_of(weight->device) != FNN_DEVICE_CPU && ids->device == weight->device)
-        return fnn_check_input_any("embedding", ids);
+    if (ids && ids->device == weight->device) return fnn_check_input_any("embedding", ids);
     return fnn_check_index("embedding", "ids", ids);
 }
 

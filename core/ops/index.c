@@ -31,10 +31,9 @@ void fnn_gather_rows(char *y, const char *x, int64_t stride, size_t row, const i
 
 /* ================= helpers ================= */
 
-/* index tensors are read on the CPU, or on the GPU beside a GPU x (cuda/index.cu) */
+/* index tensors are read on x's device (a GPU x's rows read them there, cuda/index.cu), or on the CPU */
 static int check_ids(const char *op, const fnn_tensor *x, const fnn_tensor *index) {
-    if (x && index && fnn_device_type_of(x->device) != FNN_DEVICE_CPU && index->device == x->device)
-        return fnn_check_input_any(op, index);
+    if (x && index && index->device == x->device) return fnn_check_input_any(op, index);
     return fnn_check_index(op, "index", index);
 }
 

@@ -291,19 +291,13 @@ static int broadcast_weight(const char *op, const char *what, const fnn_tensor *
     FNN_CHECK(ok, FNN_STATUS_SHAPE, "%s: %s %s does not broadcast to input %s", op, what, fnn_shape_of(w).s,
               fnn_shape_of(x).s);
     if (fnn_same_shape(w, x) && fnn_tensor_is_contiguous(w)) return fnn_tensor_ref(wc, w);
-    FNN_TRY(fnn_new_output(wc, x->device, x->ndim, x->shape));
     int64_t st[FNN_MAX_DIMS];
     fnn_broadcast_strides(w, x->ndim, x->shape, st);
-    if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) {   /* the backend's strided copy reads stride 0 too */
-        const fnn_backend *be = fnn_backend_for(x->device);
-        int rc = be && be->strided_copy ? be->strided_copy(fnn_device_ordinal(x->device), fnn_data(wc), fnn_data(w), 4,
-                                                           x->ndim, x->shape, st)
-                                        : FNN_FAIL(FNN_STATUS_DEVICE, "%s: not implemented on this device", op);
-        if (rc) fnn_tensor_clear(wc);
-        return rc;
-    }
-    fnn_strided_copy(fnn_data(wc), fnn_data(w), 4, x->ndim, x->shape, st);
-    return FNN_STATUS_OK;
+    fnn_tensor view;   /* w seen through x's shape (stride 0 where broadcast), copied contiguous on its device */
+    FNN_TRY(fnn_make_view(&view, w, x->ndim, x->shape, st, w->offset));
+    int rc = fnn_materialize(wc, &view);
+    fnn_tensor_clear(&view);
+    return rc;
 }
 
 /* x and target float32, same shape and device: checks, output, then the row of x's backend on contiguous

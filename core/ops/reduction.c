@@ -23,8 +23,9 @@
  *
  * Every op runs through its backend's row (reduction.h); the CPU's rows (at the end) are the kernels
  * here, their forwards reading x's view in place (views = 1), so the entry points and rules are
- * written once. Only the int64 sum/max/min stay per device (the backend's int_reduce). */
+ * written once. The int64 sum/max/min run through the int64 family's rows (core/ops/int64.h). */
 #include "reduction.h"
+#include "int64.h"
 #include "../fastmath.h"
 #include <math.h>
 #include <stdlib.h>
@@ -224,9 +225,6 @@ static void reduced_shape(const fnn_tensor *x, int d, int keepdim, int *ndim, in
 
 /* checks every reduction runs first; dim -1 (or 0 on a scalar) means everything -> *d = -1 */
 static int prelude_dim(const char *name, const fnn_tensor *x, int dim, int *d) {
-    const fnn_backend *be = fnn_device_type_of(x->device) == FNN_DEVICE_CPU ? NULL : fnn_backend_for(x->device);
-    FNN_CHECK(fnn_device_type_of(x->device) == FNN_DEVICE_CPU || !fnn_is_int64(x) || (be && be->int_reduce),
-              FNN_STATUS_DEVICE, "%s: int64 tensors are not implemented on this device", name);
     if (dim == -1 || (x->ndim == 0 && dim == 0)) { *d = -1; return FNN_STATUS_OK; }
     return fnn_wrap_dim(name, x, dim, 0, d);
 }
@@ -265,8 +263,6 @@ static int record(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, b
 /* ================= through the backends' rows (reduction.h's fnn_red_row) =================
  * the row of the tensor's backend runs the op or its rule; x is made contiguous [O, R, I] only for a
  * row without views (the CPU's rows of sum ... log_softmax read it in place through geom_init) */
-/* the int64 paths' test (they call the backend's int_reduce) */
-static bool on_device(const fnn_tensor *t) { return fnn_device_type_of(t->device) != FNN_DEVICE_CPU; }
 
 /* y (and the 1-based positions idx, for max/min) of op `name` over dim d of x, through the row of
  * x's backend; keep_shape: y has x's shape (softmax), else the reduced one */
@@ -668,13 +664,15 @@ static int sum_mean(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x,
     return record(def, out, x, false, NULL, d, keepdim, mean ? 1 : 0, 0);
 }
 
-/* int64 sum (counts, ids): exact, wrapping on overflow as PyTorch; plain loops (cuda/int64_reduce.cu on a
- * device), no gradient */
+/* int64 sum (counts, ids): exact, wrapping on overflow as PyTorch, through the int64 family's row
+ * (core/ops/int64.h), no gradient */
 static int sum_i64(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
     int d, ondim;
     int64_t oshape[FNN_MAX_DIMS], O, R, I;
     FNN_TRY(fnn_check_input_any("sum", x));
     FNN_TRY(prelude_dim("sum", x, dim, &d));
+    const fnn_int64_row *row = fnn_int64_row_for(x->device, "sum");
+    if (!row) return FNN_ROW_REFUSED("sum", x->device, false);
     reduced_shape(x, d, keepdim, &ondim, oshape);
     split_shape(x->ndim, x->shape, d, &O, &R, &I);
     fnn_tensor tmp;
@@ -682,19 +680,8 @@ static int sum_i64(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
     const int64_t *xs = fnn_contiguous_bytes(x, &tmp, &rc);
     FNN_TRY(rc);
     rc = fnn_new_output_dtype(out, x->device, FNN_DTYPE_INT64, ondim, oshape);
-    if (!rc && on_device(x)) {   /* cuda/int64_reduce.cu */
-        if ((rc = fnn_backend_for(x->device)->int_reduce(fnn_device_ordinal(x->device), FNN_RED_SUM, fnn_data_i64(out),
-                                                         NULL, xs, O, R, I)))
-            fnn_tensor_clear(out);
-    } else if (!rc) {
-        int64_t *y = fnn_data_i64(out);
-        for (int64_t o = 0; o < O; o++)
-            for (int64_t i = 0; i < I; i++) {
-                uint64_t acc = 0;
-                for (int64_t r = 0; r < R; r++) acc += (uint64_t)xs[(o * R + r) * I + i];
-                y[o * I + i] = (int64_t)acc;
-            }
-    }
+    fnn_int64_args a = {.y = rc ? NULL : fnn_bytes(out), .a = xs, .a_dtype = FNN_DTYPE_INT64, .O = O, .R = R, .I = I};
+    if (!rc && (rc = row->run(fnn_device_ordinal(x->device), &a))) fnn_tensor_clear(out);
     fnn_tensor_clear(&tmp);
     return rc;
 }
@@ -935,14 +922,16 @@ static int extreme(const char *name, fnn_tensor *vals, fnn_tensor *idx, const fn
     return row_forward(name, false, vals, idx, x, d, keepdim, 0, 0);
 }
 
-/* max/min of an int64 x (ids, counts): int64 values and 1-based int64 indices of the first extreme;
- * plain loops (cuda/int64_reduce.cu on a device), no gradient */
+/* max/min of an int64 x (ids, counts): int64 values and 1-based int64 indices of the first extreme,
+ * through the int64 family's row (core/ops/int64.h), no gradient */
 static int extreme_i64(const char *name, bool is_max, fnn_tensor *vals, fnn_tensor *idx, const fnn_tensor *x,
                        int dim, int keepdim) {
     int d, ondim;
     int64_t oshape[FNN_MAX_DIMS], O, R, I;
     FNN_TRY(fnn_check_input_any(name, x));
     FNN_TRY(prelude_dim(name, x, dim, &d));
+    const fnn_int64_row *row = fnn_int64_row_for(x->device, is_max ? "max" : "min");
+    if (!row) return FNN_ROW_REFUSED(name, x->device, false);
     reduced_shape(x, d, keepdim, &ondim, oshape);
     split_shape(x->ndim, x->shape, d, &O, &R, &I);
     FNN_CHECK(R > 0, FNN_STATUS_SHAPE, "%s: tensor %s has nothing to reduce along %s", name, fnn_shape_of(x).s,
@@ -954,25 +943,14 @@ static int extreme_i64(const char *name, bool is_max, fnn_tensor *vals, fnn_tens
     fnn_tensor_init(idx);
     rc = fnn_new_output_dtype(vals, x->device, FNN_DTYPE_INT64, ondim, oshape);
     if (!rc) rc = fnn_new_output_dtype(idx, x->device, FNN_DTYPE_INT64, ondim, oshape);
-    if (!rc && on_device(x))   /* cuda/int64_reduce.cu */
-        rc = fnn_backend_for(x->device)->int_reduce(fnn_device_ordinal(x->device), is_max ? FNN_RED_MAX : FNN_RED_MIN,
-                                                    fnn_data_i64(vals), fnn_data_i64(idx), xs, O, R, I);
+    if (!rc) {
+        fnn_int64_args a = {.y = fnn_bytes(vals), .idx = fnn_data_i64(idx), .a = xs, .a_dtype = FNN_DTYPE_INT64,
+                            .O = O, .R = R, .I = I};
+        rc = row->run(fnn_device_ordinal(x->device), &a);
+    }
     if (rc) {
         fnn_tensor_clear(vals);
         fnn_tensor_clear(idx);
-    } else if (!on_device(x)) {
-        int64_t *v = fnn_data_i64(vals), *at = fnn_data_i64(idx);
-        for (int64_t o = 0; o < O; o++)
-            for (int64_t i = 0; i < I; i++) {
-                const int64_t *line = xs + o * R * I + i;
-                int64_t best = line[0], pos = 0;
-                for (int64_t r = 1; r < R; r++) {
-                    int64_t e = line[r * I];
-                    if (is_max ? e > best : e < best) { best = e; pos = r; }
-                }
-                v[o * I + i] = best;
-                at[o * I + i] = pos + 1;
-            }
     }
     fnn_tensor_clear(&tmp);
     return rc;

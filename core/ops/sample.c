@@ -133,7 +133,7 @@ int fnn_sample(int64_t *id, const fnn_tensor *logits, double temperature, int64_
     FNN_CHECK(one_row && logits->shape[nd - 1] >= 1, FNN_STATUS_SHAPE,
               "sample: logits %s are not one position's logits ([V], [1, V] or [1, 1, V] with V >= 1)",
               fnn_shape_of(logits).s);
-    FNN_CHECK(fnn_device_type_of(logits->device) == FNN_DEVICE_CPU, FNN_STATUS_DEVICE,
+    FNN_CHECK(fnn_in_host_memory(logits), FNN_STATUS_DEVICE,
               "sample: logits %s are on a GPU; sampling reads them on the CPU (move them with :to('cpu'))",
               fnn_shape_of(logits).s);
     FNN_CHECK(isfinite(temperature) && temperature >= 0, FNN_STATUS_ARG,

@@ -15,6 +15,7 @@
 #include <atomic>
 typedef std::atomic<long> atomic_long;
 #include "internal.h"
+#include "kernels.h"   /* cuda/kernels.h: the kernels one file's rows call in another's */
 #include "ops/elementwise_ops.h"
 #include <math.h>
 #include <stdlib.h>

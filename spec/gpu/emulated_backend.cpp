@@ -9,7 +9,7 @@
 // with real barriers for __syncthreads and a per-warp exchange for __shfl_down_sync, so the warp
 // and block reductions run as written. The math intrinsics (__expf, __sinf, ...) become libm's.
 // Still host copies or stand-ins, here: the allocator is malloc (no caching) and copies memcpy
-// (backend.cu's are the CUDA runtime), gemm a naive loop (cuBLAS in linalg.cu) and random draws
+// (backend.cu's are the CUDA runtime), fnn_cuda_gemm a naive loop (cuBLAS in linalg.cu) and random draws
 // a hash of (seed, index), not cuRAND (random.cu); emulated_xfer.cpp stands in for the pinned
 // buffers and streams. What this cannot show: the real hardware (memory model, fast-math accuracy,
 // launch limits, cuRAND, cuBLAS).
@@ -23,7 +23,7 @@
 #include "norm_body.inc"
 #include "cast_body.inc"
 #include "int64_body.inc"
-#include "linalg_body.inc"   /* the linalg rows; their gemm is m_gemm below */
+#include "linalg_body.inc"   /* the linalg rows; their gemm is fnn_cuda_gemm below */
 
 std::atomic<long> mode_block, mode_thread;   /* emulated.h's launch counts */
 
@@ -31,7 +31,8 @@ static int count(void) { return 1; }
 static void *m_alloc(int, size_t b) { return malloc(b ? b : 1); }
 static void m_free(int, void *p, size_t) { free(p); }
 static int m_copy(void *d, int, const void *s, int, size_t b) { memcpy(d, s, b); return 0; }
-static int m_gemm(int, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, int64_t sa,
+/* cuBLAS's stand-in (linalg.cu's fnn_cuda_gemm sits below its host-side line): a naive loop */
+int fnn_cuda_gemm(int, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, int64_t sa,
                   const float *b, int ldb, int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch) {
     for (int q = 0; q < batch; q++)
         for (int i = 0; i < m; i++)
@@ -71,18 +72,10 @@ EMULATED_BACKEND_ADD(runtime) {
     b->alloc = m_alloc;
     b->free = m_free;
     b->copy = m_copy;
-    b->gemm = m_gemm;
     b->random = m_random;
 }
 EMULATED_BACKEND_ADD(device_families) {
     b->strided_copy = fnn_cuda_strided_copy;
-    b->map = fnn_cuda_map;
-    b->reduce = fnn_cuda_reduce;
-    b->reduce_grad = fnn_cuda_reduce_grad;
-    b->optim = fnn_cuda_optim;
-    b->cast = fnn_cuda_cast;
-    b->int_binary = fnn_cuda_int_binary;
-    b->index = fnn_cuda_index;
 }
 EMULATED_BACKEND_ADD(rows) { b->rows = fnn_cuda_row_tables; }   /* backend.cu's, cut into emulated_xfer.cpp */
 extern "C" {
