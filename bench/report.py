@@ -102,7 +102,25 @@ AVX2_ROWS = [(label + ", as an AVX2-only CPU", metric, unit, fj.replace("fnn_", 
               rj.replace("torch_", "torch_avx2_", 1), rr, kind, ZEN3[label])
              for (label, metric, unit, fj, fr, rj, rr, kind, target) in ROWS if label in ZEN3]
 
-METRICS = {m for row in ROWS for m in row[1].split("|")}
+# bf16 precision (bench/run.sh --bf16): fastnn under fnn.set_float32_precision('bf16') against PyTorch's
+# mkldnn fp32_precision = 'bf16' (TORCH_MODE=bf16), and against fastnn's own float32 run
+TRAINING = ["mlp_fmnist epoch", "cnn_fmnist step", "resnet_small step", "char_gpt step", "lstm_seq step"]
+BF16_ROWS = [(label + ", bf16 precision (vs PyTorch's)", metric, unit, fj.replace("fnn_", "fnn_bf16_", 1), fr,
+              rj.replace("torch_", "torch_bf16_", 1), rr, "info", None)
+             for (label, metric, unit, fj, fr, rj, rr, kind, target) in ROWS if label in TRAINING] + \
+            [(label + ", bf16 precision / fastnn float32", metric, unit, fj.replace("fnn_", "fnn_bf16_", 1), fr,
+              fj, fr, "info", None)
+             for (label, metric, unit, fj, fr, rj, rr, kind, target) in ROWS if label in TRAINING]
+# the bf16 products of the workloads' shapes (bench/sgemm.lua, operands' conversion included) over the
+# float32 FMA peak: bf16 units pass it (issue 31's target: >= 1.4)
+ROWS += [(f"bf16 gemm {label}, 2 threads / float32 FMA peak", "gflops", "GFLOP/s", "fnn_sgemm", f"bf16_{key}_t2",
+          "blas_sgemm_t1", "fma_peak_t2", "ge", 1.4)
+         for key, label in [("fastnn_t2_n1024", "n=1024"), ("shape_qkv", "char_gpt qkv 2048x128x384"),
+                            ("shape_fc1", "char_gpt fc1 2048x128x512"), ("shape_fc2", "char_gpt fc2 2048x512x128"),
+                            ("shape_lstm_step", "lstm_seq step 32x256x1024"), ("shape_mlp1", "mlp layer 128x784x128")]]
+ROWS = [r if r[4] != "bf16_fastnn_t2_n1024_t2" else r[:4] + ("bf16_fastnn_t2_n1024",) + r[5:] for r in ROWS]
+
+METRICS = {m for row in ROWS + BF16_ROWS for m in row[1].split("|")}
 SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 
 HEAD = re.compile(r"^=== (\S+) rep=(\d+) attempt=(\d+) rc=(-?\d+) wall=([\d.]+)s "
@@ -255,6 +273,10 @@ def main():
     lines.append(f"fastnn: {meta.get('fastnn', '?')}.")
     if meta.get("config"):
         lines.append(f"fnn.config(): {meta['config']}.")
+    if any(j.startswith("fnn_bf16_") for j in runs):
+        lines.append("bf16 rows: fastnn with FASTNN_PRECISION=bf16 (fnn.set_float32_precision('bf16')), PyTorch with "
+                     "TORCH_MODE=bf16 (torch.backends.mkldnn.{matmul,conv,rnn}.fp32_precision = 'bf16'), in the "
+                     "same interleaved run; tensors stay float32 on both sides.")
     if any(j.startswith("fnn_avx2_") for j in runs):
         lines.append("AVX2-only rows: fastnn with ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell, PyTorch with "
                      "ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2, in the same "
@@ -268,9 +290,10 @@ def main():
 
     selected = set(a.workloads.split()) if a.workloads else None
     summary = {"pass": 0, "fail": 0, "open": 0}
-    rows = ROWS + (AVX2_ROWS if any(j.startswith("fnn_avx2_") for j in runs) else [])
+    rows = ROWS + (AVX2_ROWS if any(j.startswith("fnn_avx2_") for j in runs) else []) + \
+        (BF16_ROWS if any(j.startswith("fnn_bf16_") for j in runs) else [])
     for (label, metric, unit, fj, fr, rj, rr, kind, target) in rows:
-        wl = fr if not fr.startswith("sgemm") else "sgemm"
+        wl = "sgemm" if fr.startswith(("sgemm", "bf16_")) else fr
         if selected is not None and wl not in selected:
             continue
         F, R = job(fj), job(rj)

@@ -8,6 +8,10 @@
 #                                 #   them (fastnn: ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell;
 #                                 #   PyTorch: ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2
 #                                 #   ONEDNN_MAX_CPU_ISA=AVX2), interleaved with the rest
+#   bench/run.sh --bf16           # also every training workload under bf16 precision: fastnn with
+#                                 #   FASTNN_PRECISION=bf16 (fnn.set_float32_precision('bf16')) against
+#                                 #   PyTorch with TORCH_MODE=bf16 (mkldnn fp32_precision = 'bf16'),
+#                                 #   interleaved with the rest
 #   bench/run.sh --reps 5 char_gpt lstm_seq    # a subset (mlp_fmnist cnn_fmnist resnet_small char_gpt lstm_seq
 #                                               #   tiny_ops nn_ops optim_step data_loader checkpoint
 #                                               #   keras_fit_overhead gpt_generate sgemm; data_loader,
@@ -38,6 +42,7 @@ fi
 
 QUICK=0
 AVX2=0
+BF16=0
 REPS=3
 REPS_SET=0
 WANT=()
@@ -46,10 +51,11 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --avx2) AVX2=1 ;;
+    --bf16) BF16=1 ;;
     --reps) REPS=$2; REPS_SET=1; shift ;;
     --reps=*) REPS=${1#--reps=}; REPS_SET=1 ;;
     --no-wait) EXTRA+=(--no-wait) ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     mlp_fmnist|cnn_fmnist|resnet_small|char_gpt|lstm_seq|tiny_ops|nn_ops|optim_step|data_loader|checkpoint|keras_fit_overhead|gpt_generate|sgemm|image_loader) WANT+=("$1") ;;
     *) echo "bench/run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -164,6 +170,16 @@ if [ "$AVX2" = 1 ]; then
     fi
   done
 fi
+# the training workloads under bf16 precision on both sides, in the same interleaved run
+if [ "$BF16" = 1 ]; then
+  for w in "${WANT[@]}"; do
+    case "$w" in mlp_fmnist|cnn_fmnist|resnet_small|char_gpt|lstm_seq) ;; *) continue ;; esac
+    jobs+=("fnn_bf16_$w=$(q "${FNN_ENV[@]}" FASTNN_PRECISION=bf16 "$HPY" "$ROOT/bench/rss.py" "$w" "${LUA[@]}" "$ROOT/bench/$w.lua")")
+    if [ -n "$PY" ]; then
+      jobs+=("torch_bf16_$w=$(q "${TORCH_ENV[@]}" TORCH_MODE=bf16 SHARED_BENCH="$SHARED" "$HPY" "$ROOT/bench/rss.py" --cwd "$SHARED/reference" "$w" "$PY" "$w.py")")
+    fi
+  done
+fi
 for w in "${ALL[@]}"; do
   case " ${WANT[*]} " in *" $w "*) ;; *)
     notes+=(--note "fnn_$w=not run (--quick or not selected)" --note "torch_$w=not run")
@@ -181,6 +197,7 @@ if [ -n "${FASTNN_BUILD:-}" ]; then CMD="FASTNN_BUILD=$FASTNN_BUILD $CMD"; fi
 if [ "$QUICK" = 1 ]; then CMD="$CMD --quick"; fi
 if [ "$REPS_SET" = 1 ]; then CMD="$CMD --reps $REPS"; fi
 if [ "$AVX2" = 1 ]; then CMD="$CMD --avx2"; fi
+if [ "$BF16" = 1 ]; then CMD="$CMD --bf16"; fi
 
 if [ ${#WANT[@]} -lt ${#ALL[@]} ] && [ "$QUICK" = 0 ]; then CMD="$CMD ${WANT[*]}"; fi
 echo "# $(date -Is) $CMD: reps=$REPS, workloads: ${WANT[*]}; torch python: ${PY:-none}; fastnn via $LUA_DESC, $LIB ($BUILD_TYPE)"
