@@ -177,7 +177,10 @@ int fnn_alloc_failed(int device, double bytes, const char *why);
 FNN_LAYER void fnn_free(int device, void *p, int64_t bytes);
 
 /* ---- tensor helpers ---- */
-static inline int fnn_elem_size(const fnn_tensor *t) { return t->dtype == FNN_DTYPE_INT64 ? 8 : 4; }
+static inline int fnn_elem_size(const fnn_tensor *t) {
+    return t->dtype == FNN_DTYPE_INT64 ? 8 : t->dtype == FNN_DTYPE_BFLOAT16 ? 2 : 4;
+}
+static inline bool fnn_is_bf16(const fnn_tensor *t) { return t->dtype == FNN_DTYPE_BFLOAT16; }
 static inline bool fnn_is_int64(const fnn_tensor *t) { return t->dtype == FNN_DTYPE_INT64; }
 /* t's data is host memory, which the CPU may read directly (a host read such as sample's needs it) */
 static inline bool fnn_in_host_memory(const fnn_tensor *t) { return fnn_device_type_of(t->device) == FNN_DEVICE_CPU; }
@@ -229,6 +232,8 @@ int fnn_index_at(const char *op, const fnn_tensor *index, int64_t off, int64_t s
                  const fnn_tensor *x, int64_t *pos);
 /* v as an int64, or an error naming op, v and its 1-based position pos + 1 in `where` (2^63 is out of range) */
 int fnn_whole_number(const char *op, double v, int64_t pos, const char *where, int64_t *out);
+/* x's values as dtype with no node (ops/to_dtype.c; fnn_to_dtype is the op, with its node) */
+int fnn_cast(fnn_tensor *out, const fnn_tensor *x, int dtype);
 /* an index tensor must be int64 or float32 (not a freed or empty header) */
 FNN_LAYER int fnn_check_index(const char *op, const char *what, const fnn_tensor *index);
 int fnn_check_same_device(const char *op, const fnn_tensor *a, const fnn_tensor *b);

@@ -23,6 +23,8 @@ static const char *const MODE_NAMES[] = {"ieee", "bf16"};
 
 /* read by every GEMM from any host thread: process-wide, as PyTorch's setting is */
 static atomic_int precision[FNN_PREC_FAMILIES];
+/* fnn.autocast's regions on this thread: inside one, every family computes with bf16 operands */
+static _Thread_local int autocast_depth;
 
 static int family_of(const char *name) {
     for (int f = 0; f < FNN_PREC_FAMILIES; f++)
@@ -53,8 +55,11 @@ const char *fnn_get_float32_precision(const char *family) {
 }
 
 bool fnn_prec_bf16(int family) {
-    return atomic_load_explicit(&precision[family], memory_order_relaxed) == PREC_BF16;
+    return autocast_depth > 0 || atomic_load_explicit(&precision[family], memory_order_relaxed) == PREC_BF16;
 }
+
+int fnn_autocast_enter(void) { return ++autocast_depth; }
+int fnn_autocast_exit(void) { return autocast_depth > 0 ? --autocast_depth : 0; }
 
 static bool in_parallel(void) {
 #ifdef _OPENMP

@@ -1,7 +1,7 @@
 /* tensor.c: tensor headers (lifecycle, views), creation ops, reading values,
  * and the shape helpers every op family uses (dims, broadcasting, outputs). */
+#include "bf16.h"
 #include "internal.h"
-#include "ops/int64.h"
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -77,6 +77,7 @@ const char *fnn_dtype_name(int dtype) {
     switch (dtype) {
     case FNN_DTYPE_FLOAT32: return "float32";
     case FNN_DTYPE_INT64: return "int64";
+    case FNN_DTYPE_BFLOAT16: return "bfloat16";
     default: return "unknown";
     }
 }
@@ -84,6 +85,7 @@ int fnn_dtype_size(int dtype) {
     switch (dtype) {
     case FNN_DTYPE_FLOAT32: return 4;
     case FNN_DTYPE_INT64: return 8;
+    case FNN_DTYPE_BFLOAT16: return 2;
     default: return 0;
     }
 }
@@ -104,8 +106,8 @@ int fnn_check_input_any(const char *op, const fnn_tensor *t) {
 int fnn_check_input(const char *op, const fnn_tensor *t) {
     FNN_TRY(fnn_check_input_any(op, t));
     FNN_CHECK(t->dtype == FNN_DTYPE_FLOAT32, FNN_STATUS_ARG,
-              "%s: expected a float32 tensor, got an %s tensor %s; convert it with :float()", op,
-              fnn_dtype_name(t->dtype), fnn_shape_of(t).s);
+              "%s: expected a float32 tensor, got %s %s tensor %s; convert it with :float()", op,
+              t->dtype == FNN_DTYPE_INT64 ? "an" : "a", fnn_dtype_name(t->dtype), fnn_shape_of(t).s);
     return FNN_STATUS_OK;
 }
 
@@ -278,8 +280,22 @@ static void strided_copy_i64(int64_t *dst, const int64_t *src, int ndim, const i
     }
 }
 
+/* 2-byte elements (bfloat16) */
+static void strided_copy_u16(uint16_t *dst, const uint16_t *src, int ndim, const int64_t *shape, const int64_t *stride) {
+    int64_t n = fnn_numel_of(ndim, shape), idx[FNN_MAX_DIMS] = {0};
+    if (ndim == 0) { if (n) dst[0] = src[0]; return; }
+    int64_t inner = shape[ndim - 1], is = stride[ndim - 1];
+    for (int64_t k = 0; k < n; k += inner) {
+        int64_t off = 0;
+        for (int d = 0; d < ndim - 1; d++) off += idx[d] * stride[d];
+        for (int64_t i = 0; i < inner; i++) dst[k + i] = src[off + i * is];
+        for (int d = ndim - 2; d >= 0; d--) { if (++idx[d] < shape[d]) break; idx[d] = 0; }
+    }
+}
+
 void fnn_strided_copy(void *dst, const void *src, int esize, int ndim, const int64_t *shape, const int64_t *stride) {
     if (esize == 8) strided_copy_i64(dst, src, ndim, shape, stride);
+    else if (esize == 2) strided_copy_u16(dst, src, ndim, shape, stride);
     else strided_copy_f32(dst, src, ndim, shape, stride);
 }
 
@@ -386,6 +402,11 @@ int fnn_tensor_from_int64(fnn_tensor *out, int ndim, const int64_t *shape, const
 int fnn_tensor_from_doubles_dtype(fnn_tensor *out, int ndim, const int64_t *shape, const double *data, int dtype) {
     if (dtype == FNN_DTYPE_FLOAT32) return fnn_tensor_from_doubles(out, ndim, shape, data);
     FNN_TRY(empty_as("tensor", out, ndim, shape, dtype));
+    if (dtype == FNN_DTYPE_BFLOAT16) {
+        uint16_t *y = fnn_bytes(out);
+        for (int64_t i = 0, n = fnn_numel_of(ndim, shape); i < n; i++) y[i] = fnn_bf16_from_f32((float)data[i]);
+        return FNN_STATUS_OK;
+    }
     int64_t *y = fnn_data_i64(out), n = fnn_numel_of(ndim, shape);
     fnn_shape_text where = fnn_shape_dims(ndim, shape);
     for (int64_t i = 0; i < n; i++) {
@@ -399,31 +420,18 @@ static int fill_as(const char *op, fnn_tensor *out, int ndim, const int64_t *sha
 
 int fnn_full_dtype(fnn_tensor *out, int ndim, const int64_t *shape, double value, int dtype) {
     if (dtype == FNN_DTYPE_FLOAT32) return fill_as("full", out, ndim, shape, value);
+    if (dtype == FNN_DTYPE_BFLOAT16) {
+        FNN_TRY(empty_as("full", out, ndim, shape, dtype));
+        uint16_t *y = fnn_bytes(out), v = fnn_bf16_from_f32((float)value);
+        for (int64_t i = 0, n = fnn_numel_of(ndim, shape); i < n; i++) y[i] = v;
+        return FNN_STATUS_OK;
+    }
     int64_t v = 0;
     FNN_TRY(fnn_whole_number("full", value, 0, "the fill value", &v));
     FNN_TRY(empty_as("full", out, ndim, shape, dtype));
     int64_t *y = fnn_data_i64(out), n = fnn_numel_of(ndim, shape);
     for (int64_t i = 0; i < n; i++) y[i] = v;
     return FNN_STATUS_OK;
-}
-
-int fnn_to_dtype(fnn_tensor *out, const fnn_tensor *x, int dtype) {
-    const char *op = dtype == FNN_DTYPE_INT64 ? "long" : "float";
-    FNN_TRY(fnn_check_input_any(op, x));
-    FNN_CHECK(fnn_dtype_size(dtype) > 0, FNN_STATUS_ARG, "to_dtype: unknown dtype code %d", dtype);
-    if (x->dtype == dtype) return fnn_tensor_ref(out, x);
-    const fnn_int64_row *row = fnn_int64_row_for(x->device, "cast");   /* core/ops/int64.c, cuda/int64.cu */
-    if (!row) return FNN_ROW_REFUSED(op, x->device, false);
-    fnn_tensor tmp;
-    int rc;
-    const void *src = fnn_contiguous_bytes(x, &tmp, &rc);
-    FNN_TRY(rc);
-    rc = fnn_new_output_dtype(out, x->device, dtype, x->ndim, x->shape);
-    fnn_int64_args a = {.op = dtype, .y = rc ? NULL : fnn_bytes(out), .a = src, .a_dtype = x->dtype,
-                        .n = fnn_tensor_numel(x), .name = op, .src = x};
-    if (!rc && (rc = row->run(fnn_device_ordinal(x->device), &a))) fnn_tensor_clear(out);
-    fnn_tensor_clear(&tmp);
-    return rc;
 }
 
 int fnn_tensor_from_data(fnn_tensor *out, int ndim, const int64_t *shape, const float *data) {
@@ -525,12 +533,13 @@ static int check_count(const fnn_tensor *t, int64_t n) {
 int fnn_copy_to_floats(const fnn_tensor *t, float *dst, int64_t n) {
     FNN_TRY(to_host("to_table", t));
     FNN_TRY(check_count(t, n));
-    if (!fnn_is_int64(t)) { strided_copy_f32(dst, fnn_data(t), t->ndim, t->shape, t->stride); return FNN_STATUS_OK; }
+    if (t->dtype == FNN_DTYPE_FLOAT32) { strided_copy_f32(dst, fnn_data(t), t->ndim, t->shape, t->stride); return FNN_STATUS_OK; }
     fnn_tensor tmp;
     int rc;
-    const int64_t *src = fnn_contiguous_bytes(t, &tmp, &rc);
+    const void *src = fnn_contiguous_bytes(t, &tmp, &rc);
     FNN_TRY(rc);
-    for (int64_t i = 0; i < n; i++) dst[i] = (float)src[i];
+    if (fnn_is_bf16(t)) for (int64_t i = 0; i < n; i++) dst[i] = fnn_bf16_to_f32(((const uint16_t *)src)[i]);
+    else for (int64_t i = 0; i < n; i++) dst[i] = (float)((const int64_t *)src)[i];
     fnn_tensor_clear(&tmp);
     return FNN_STATUS_OK;
 }
@@ -543,6 +552,7 @@ int fnn_copy_to_doubles(const fnn_tensor *t, double *dst, int64_t n) {
     const void *src = fnn_contiguous_bytes(t, &tmp, &rc);
     FNN_TRY(rc);
     if (fnn_is_int64(t)) for (int64_t i = 0; i < n; i++) dst[i] = (double)((const int64_t *)src)[i];
+    else if (fnn_is_bf16(t)) for (int64_t i = 0; i < n; i++) dst[i] = fnn_bf16_to_f32(((const uint16_t *)src)[i]);
     else for (int64_t i = 0; i < n; i++) dst[i] = ((const float *)src)[i];
     fnn_tensor_clear(&tmp);
     return FNN_STATUS_OK;
@@ -566,6 +576,7 @@ int fnn_get(const fnn_tensor *t, const int64_t *index, double *value) {
                   (long long)t->shape[d], d + 1, fnn_shape_of(t).s);
         off += index[d] * t->stride[d];
     }
-    *value = fnn_is_int64(t) ? (double)fnn_data_i64(t)[off] : fnn_data(t)[off];
+    *value = fnn_is_int64(t) ? (double)fnn_data_i64(t)[off]
+             : fnn_is_bf16(t) ? fnn_bf16_to_f32(((const uint16_t *)fnn_bytes(t))[off]) : fnn_data(t)[off];
     return FNN_STATUS_OK;
 }

@@ -22,7 +22,7 @@ describe('dtype', function()
       assert.matches('int64', s)
       assert.is_nil(s:find('1%.'))
       assert.is_nil(tostring(fnn.tensor{1, 2}):find('int64'))
-      assert.matches("tensor: dtype is int32, expected 'float32' or 'int64'",
+      assert.matches("tensor: dtype is int32, expected 'float32', 'int64' or 'bfloat16'",
                      err_of(function() return fnn.tensor({1}, {dtype = 'int32'}) end))
    end)
 

@@ -19,7 +19,7 @@ local CPU, CUDA = C.FNN_DEVICE_CPU, C.FNN_DEVICE_CUDA
 local BOUND_AS = {
    add_scalar = 'mt.__add', mul_scalar = 'mt.__mul', rsub_scalar = 'mt.__sub', rdiv_scalar = 'mt.__div',
    pow_scalar = 'Tensor.pow', rpow_scalar = 'mt.__pow', gelu_tanh = 'fnn.gelu', pad_mode = 'Tensor.pad',
-   upsample_nearest = 'fnn.upsample', upsample_bilinear2d = 'fnn.upsample',
+   upsample_nearest = 'fnn.upsample', upsample_bilinear2d = 'fnn.upsample', to_dtype = 'Tensor.bf16',
 }
 local holders = {fnn = fnn, Tensor = fnn.Tensor, mt = require('fastnn.tensor').mt}
 

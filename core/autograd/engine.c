@@ -120,7 +120,9 @@ static int embed_into(fnn_node *n, bool *done) {
 }
 
 int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
-    FNN_TRY(fnn_check_input("backward", root));
+    /* a bfloat16 root is fine: its gradient, like every bfloat16 tensor's, is float32 (ops/to_dtype.c) */
+    if (root && !root->freed && root->dtype == FNN_DTYPE_BFLOAT16) FNN_TRY(fnn_check_input_any("backward", root));
+    else FNN_TRY(fnn_check_input("backward", root));
     FNN_CHECK(root->node != NULL, FNN_STATUS_GRAPH,
               "backward: tensor %s has no graph (it was not computed from a Param, or under no_grad)",
               fnn_shape_of(root).s);

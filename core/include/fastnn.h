@@ -52,9 +52,10 @@ FNN_API int fnn_last_status(void);
 
 /* ---- types ---- */
 enum { FNN_MAX_DIMS = 8, FNN_INLINE_FLOATS = 16, FNN_INLINE_BYTES = 64 };
-/* element types. Codes 2 and 3 are kept for the 16-bit float storage types (float16, bfloat16)
- * that checkpoints and the CUDA backend will add; a header zeroed by its allocator is float32. */
-typedef enum fnn_dtype { FNN_DTYPE_FLOAT32 = 0, FNN_DTYPE_INT64 = 1 } fnn_dtype;
+/* element types. bfloat16 (the top half of a float32: 8 exponent bits, 7 mantissa bits; values round
+ * to nearest, ties to even) is kept for compute with float32 sums; code 2 is kept for float16. A header
+ * zeroed by its allocator is float32. */
+typedef enum fnn_dtype { FNN_DTYPE_FLOAT32 = 0, FNN_DTYPE_INT64 = 1, FNN_DTYPE_BFLOAT16 = 3 } fnn_dtype;
 typedef enum fnn_device_type { FNN_DEVICE_CPU = 0, FNN_DEVICE_CUDA = 1 } fnn_device_type;
 
 typedef struct fnn_storage fnn_storage;  /* opaque, refcounted buffer on one device */
@@ -86,7 +87,7 @@ FNN_API int fnn_tensor_is_contiguous(const fnn_tensor *t);
 FNN_API const float *fnn_tensor_data(const fnn_tensor *t); /* first element (CPU, float32), honours offset */
 FNN_API const void *fnn_tensor_storage_id(const fnn_tensor *t); /* identifies the buffer (views share it) */
 FNN_API int fnn_tensor_shape_str(const fnn_tensor *t, char *buf, int len); /* "[2,3]" */
-FNN_API const char *fnn_dtype_name(int dtype);           /* "float32", "int64"; "unknown" otherwise */
+FNN_API const char *fnn_dtype_name(int dtype);           /* "float32", "int64", "bfloat16"; "unknown" otherwise */
 FNN_API int fnn_dtype_size(int dtype);                   /* bytes per element; 0 for an unknown code */
 
 /* creation: shape is ndim sizes; data is copied */
@@ -200,6 +201,10 @@ FNN_API int64_t fnn_config(char *buf, int64_t cap);
  * get returns the family's mode, NULL for an unknown family. */
 FNN_API int fnn_set_float32_precision(const char *family, const char *mode);
 FNN_API const char *fnn_get_float32_precision(const char *family);
+/* the calling thread's autocast regions (fnn.autocast): while one is open every family computes its
+ * products with bfloat16 operands, whatever the setting above; each returns the depth after it */
+FNN_API int fnn_autocast_enter(void);
+FNN_API int fnn_autocast_exit(void);
 
 /* ---- elementwise: core/ops/elementwise.c ----
  * int64 follows PyTorch's promotion: add, sub, mul (and neg) of int64 with int64 or a whole number

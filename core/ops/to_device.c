@@ -12,7 +12,9 @@ static int to_device_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
     return fnn_to_device(&din[0], g, FNN_ATTRS(n, to_device_attrs)->from_device);
 }
 static const fnn_op_def TO_DEVICE = {{"to_device", "device", 1, 1}, to_device_backward, FNN_EMBEDS_NONE};
-const fnn_op_def *const fnn_ops_device[] = {&TO_DEVICE, NULL};
+/* the device family: the conversions between representations, where (to_device) and what (to_dtype.c) */
+extern const fnn_op_def fnn_op_to_dtype;
+const fnn_op_def *const fnn_ops_device[] = {&TO_DEVICE, &fnn_op_to_dtype, NULL};
 
 int fnn_to_device(fnn_tensor *out, const fnn_tensor *x, int device) {
     FNN_TRY(fnn_check_input_any("to", x));

@@ -39,6 +39,24 @@ local autograd = require 'fastnn.autograd'
 merge(autograd)
 fnn.Param = autograd.Param
 
+-- bfloat16 through every op, autocast and the float32 precision controls (fastnn.precision): the
+-- op families' functions are wrapped once here, before their try_ forms are made
+local precision = require 'fastnn.precision'
+do
+   local mods = {fnn_tensor.Tensor}
+   for family in pairs(families) do
+      local modname = family == 'device' and 'fastnn.device' or ('fastnn.ops.' .. family)
+      if package.loaded[modname] then mods[#mods + 1] = package.loaded[modname] end
+   end
+   mods[#mods + 1] = fnn_tensor.operators
+   local tables = {fnn}
+   for _, m in ipairs(mods) do tables[#tables + 1] = m end   -- the modules too: nn's layers call through them
+   precision.install(tables, mods)
+end
+fnn.set_float32_precision, fnn.get_float32_precision = precision.set_float32_precision,
+   precision.get_float32_precision
+fnn.autocast, fnn.is_autocast_enabled = precision.autocast, precision.is_autocast_enabled
+
 -- the registry as Lua data: {name, family, differentiable, has_cuda}
 function fnn.ops()
    local list = {}
@@ -65,46 +83,6 @@ function fnn.set_kernels(name)
    if C.fnn_set_kernels(name) ~= 0 then error(ffi.string(C.fnn_last_error()), 2) end
 end
 function fnn.get_kernels() return ffi.string(C.fnn_get_kernels()) end
-
--- float32 precision of the GEMM-bound families (core/precision.c), PyTorch's
--- torch.backends.mkldnn.{matmul,conv,rnn}.fp32_precision: 'ieee' (float32, the default) or 'bf16'
--- (bfloat16 operands, float32 sums; tensors stay float32). One mode for every family, or a table
--- of families: fnn.set_float32_precision{matmul = 'bf16', conv = 'ieee'}
-local PRECISION_FAMILIES = {'matmul', 'conv', 'rnn'}
-local PRECISION_OPTS = require('fastnn.options').declare('fnn.set_float32_precision', {
-   {'matmul', 'string', nil, 'matmul, linear, bmm and attention\'s products', values = {'ieee', 'bf16'}},
-   {'conv', 'string', nil, 'the convolutions (1-3d, transposed, grouped)', values = {'ieee', 'bf16'}},
-   {'rnn', 'string', nil, 'the recurrent layers\' products (LSTM, GRU, SimpleRNN)', values = {'ieee', 'bf16'}},
-})
-local emulated_noted = false
-function fnn.set_float32_precision(mode)
-   local set = {}
-   if type(mode) == 'table' then
-      local o = PRECISION_OPTS:check(mode, 2)
-      for _, f in ipairs(PRECISION_FAMILIES) do set[f] = o[f] end
-   else
-      if mode ~= 'ieee' and mode ~= 'bf16' then
-         local shown = type(mode) == 'string' and ("'" .. mode .. "'") or require('fastnn.options').show(mode)
-         error(("fnn.set_float32_precision: precision %s is not one of 'ieee', 'bf16' (or a table of families: "
-                .. "matmul, conv, rnn)"):format(shown), 2)
-      end
-      for _, f in ipairs(PRECISION_FAMILIES) do set[f] = mode end
-   end
-   for _, f in ipairs(PRECISION_FAMILIES) do
-      if set[f] and C.fnn_set_float32_precision(f, set[f]) ~= 0 then error(ffi.string(C.fnn_last_error()), 2) end
-   end
-   local any_bf16 = set.matmul == 'bf16' or set.conv == 'bf16' or set.rnn == 'bf16'
-   if any_bf16 and not emulated_noted and fnn.config().bf16_path:find('^emulated') then
-      emulated_noted = true
-      io.stderr:write('fastnn: this CPU (or the portable kernels) has no bfloat16 units: bf16 precision is '
-                      .. 'emulated (bf16-rounded operands, float32 products), as exact as bf16 and no faster\n')
-   end
-end
-function fnn.get_float32_precision()
-   local t = {}
-   for _, f in ipairs(PRECISION_FAMILIES) do t[f] = ffi.string(C.fnn_get_float32_precision(f)) end
-   return t
-end
 
 -- fnn.config(): what a bug report needs, as torch.__config__.show(): a table of strings (cpu, isa,
 -- kernels, blas, blas_core, blas_core_note, onednn, onednn_isa, onednn_primitives (made so far),

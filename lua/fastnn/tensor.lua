@@ -184,8 +184,8 @@ function M.check_tensor(op, t, what, level)
 end
 
 -- dtypes by name and by code (fnn_dtype)
-local DTYPE_CODE = {float32 = 0, int64 = 1, float = 0, long = 1}
-local DTYPE_NAME = {[0] = 'float32', [1] = 'int64'}
+local DTYPE_CODE = {float32 = 0, int64 = 1, float = 0, long = 1, bfloat16 = 3, bf16 = 3}
+local DTYPE_NAME = {[0] = 'float32', [1] = 'int64', [3] = 'bfloat16'}
 M.DTYPE_CODE, M.DTYPE_NAME = DTYPE_CODE, DTYPE_NAME
 
 -- the dtype code an options table asks for (float32 when it names none); errors at the user's line
@@ -193,7 +193,7 @@ local function dtype_of(op, opts)
    if opts == nil or opts.dtype == nil then return 0 end
    local code = DTYPE_CODE[opts.dtype]
    if code == nil then
-      error(("%s: dtype is %s, expected 'float32' or 'int64'"):format(op, show_value(opts.dtype)), 3)
+      error(("%s: dtype is %s, expected 'float32', 'int64' or 'bfloat16'"):format(op, show_value(opts.dtype)), 3)
    end
    return code
 end
@@ -207,8 +207,8 @@ local function is_opts(v) return type(v) == 'table' and v[1] == nil and next(v) 
 local CREATOR_OPTS = {}
 for _, op in ipairs{'zeros', 'ones', 'empty', 'full', 'arange', 'tensor', 'zeros_like', 'ones_like', 'full_like'} do
    CREATOR_OPTS[op] = require('fastnn.options').declare('fnn.' .. op, {
-      {'dtype', 'string', nil, "the element type: 'float32' (float) or 'int64' (long)",
-       expect = "'float32' or 'int64'", default_doc = op:match('_like$') and "the tensor's" or
+      {'dtype', 'string', nil, "the element type: 'float32' (float), 'int64' (long) or 'bfloat16' (bf16)",
+       expect = "'float32', 'int64' or 'bfloat16'", default_doc = op:match('_like$') and "the tensor's" or
        (op == 'arange' and 'int64 for whole-number arguments, else float32' or 'float32')},
       {'device', 'any', nil, "where the tensor lives: a Device, 'cpu', 'cuda' or 'cuda:<n>'",
        default_doc = op:match('_like$') and "the tensor's" or 'the CPU'},
@@ -715,20 +715,32 @@ local function arith(name, tt, ts, st)
       return done(out)
    end
 end
-mt.__add = arith('add', C.fnn_add, C.fnn_add_scalar, C.fnn_add_scalar)
-mt.__sub = arith('sub', C.fnn_sub, function(o, a, s) return C.fnn_add_scalar(o, a, -s) end, C.fnn_rsub_scalar)
-mt.__mul = arith('mul', C.fnn_mul, C.fnn_mul_scalar, C.fnn_mul_scalar)
-mt.__div = arith('div', C.fnn_div, function(o, a, s)
-   if a.dtype_ ~= 0 then a = a:float() end   -- int64 / number is a true division, as PyTorch
-   return C.fnn_mul_scalar(o, a, 1 / s)
-end, C.fnn_rdiv_scalar)
-mt.__pow = arith('pow', C.fnn_pow, C.fnn_pow_scalar, C.fnn_rpow_scalar)
-mt.__unm = function(a)
-   local out = new()
-   if C.fnn_neg(out, a) ~= 0 then fail() end
-   return done(out)
-end
-Tensor.add, Tensor.sub, Tensor.mul, Tensor.div, Tensor.pow = mt.__add, mt.__sub, mt.__mul, mt.__div, mt.__pow
+-- the operators' functions, in a table the metamethods read at each call, so fastnn.precision can
+-- wrap them after the metatype is made (a metatype's metatable must not change once it is set)
+local operators = {
+   add = arith('add', C.fnn_add, C.fnn_add_scalar, C.fnn_add_scalar),
+   sub = arith('sub', C.fnn_sub, function(o, a, s) return C.fnn_add_scalar(o, a, -s) end, C.fnn_rsub_scalar),
+   mul = arith('mul', C.fnn_mul, C.fnn_mul_scalar, C.fnn_mul_scalar),
+   div = arith('div', C.fnn_div, function(o, a, s)
+      if a.dtype_ ~= 0 then a = a:float() end   -- int64 / number is a true division, as PyTorch
+      return C.fnn_mul_scalar(o, a, 1 / s)
+   end, C.fnn_rdiv_scalar),
+   pow = arith('pow', C.fnn_pow, C.fnn_pow_scalar, C.fnn_rpow_scalar),
+   neg = function(a)
+      local out = new()
+      if C.fnn_neg(out, a) ~= 0 then fail() end
+      return done(out)
+   end,
+}
+M.operators = operators
+mt.__add = function(a, b) return operators.add(a, b) end
+mt.__sub = function(a, b) return operators.sub(a, b) end
+mt.__mul = function(a, b) return operators.mul(a, b) end
+mt.__div = function(a, b) return operators.div(a, b) end
+mt.__pow = function(a, b) return operators.pow(a, b) end
+mt.__unm = function(a) return operators.neg(a) end
+Tensor.add, Tensor.sub, Tensor.mul, Tensor.div, Tensor.pow = operators.add, operators.sub, operators.mul,
+   operators.div, operators.pow
 M.arith = arith
 ffi.metatype(T, mt)
 

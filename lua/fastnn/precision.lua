@@ -1,0 +1,230 @@
+-- fastnn.precision: bfloat16 in the ops, and PyTorch's two precision controls.
+--
+--   fnn.set_float32_precision('bf16' | 'ieee' | {matmul =, conv =, rnn =}), fnn.get_float32_precision()
+--      the GEMM-bound families of float32 ops compute with bfloat16 operands and float32 sums
+--      (core/precision.c); tensors stay float32
+--   t:bf16() / t:bfloat16(), t:float()   differentiable conversions (core/ops/to_dtype.c)
+--   fnn.autocast('bf16', fn, ...)        PyTorch's torch.autocast(device, dtype=torch.bfloat16)
+--
+-- Every op takes bfloat16 tensors. The ops that compute on bfloat16 in C are the views and copies
+-- (by element size) and the conversions; every other op is wrapped here: its bfloat16 inputs are
+-- widened to float32 (exactly), it runs in float32 (its sums in float32), and its float results are
+-- rounded back to bfloat16 when every float input was bfloat16 (PyTorch's promotion: bf16 with bf16
+-- is bf16, with float32 is float32). Comparisons keep their float32 0/1 masks and indices stay int64.
+--
+-- Inside fnn.autocast('bf16', fn) (PyTorch's op lists in spirit):
+--   * GEMM-bound ops (linear, matmul, bmm, outer, the convolutions, attention, the recurrent layers)
+--     take float32 or bfloat16 inputs, compute with bfloat16 operands and float32 sums, and return
+--     bfloat16;
+--   * softmax, log_softmax, the norms, the losses, exp, log and the reductions widen bfloat16 inputs
+--     and return float32;
+--   * every other op follows the promotion above, so activations between products stay bfloat16.
+-- Parameters stay float32 (each use converts them, as PyTorch's autocast does), and every bfloat16
+-- tensor's gradient is float32, so parameter gradients and optimizers are float32 throughout.
+-- Regions nest, compose with fnn.no_grad, and belong to the thread that opened them.
+local ffi = require 'ffi'
+local fnn_tensor = require 'fastnn.tensor'
+local options = require 'fastnn.options'
+local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
+local new, done, fail = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
+
+local M = {}
+
+local F32, BF16 = 0, 3
+local T = ffi.typeof('fnn_tensor')
+local istype = ffi.istype
+
+-- ---------------------------------------------------------------------------
+-- set_float32_precision / get_float32_precision
+
+local FAMILIES = {'matmul', 'conv', 'rnn'}
+local PRECISION_OPTS = options.declare('fnn.set_float32_precision', {
+   {'matmul', 'string', nil, 'matmul, linear, bmm and attention\'s products', values = {'ieee', 'bf16'}},
+   {'conv', 'string', nil, 'the convolutions (1-3d, transposed, grouped)', values = {'ieee', 'bf16'}},
+   {'rnn', 'string', nil, 'the recurrent layers\' products (LSTM, GRU, SimpleRNN)', values = {'ieee', 'bf16'}},
+})
+local emulated_noted = false
+function M.set_float32_precision(mode)
+   local set = {}
+   if type(mode) == 'table' then
+      local o = PRECISION_OPTS:check(mode, 2)
+      for _, f in ipairs(FAMILIES) do set[f] = o[f] end
+   else
+      if mode ~= 'ieee' and mode ~= 'bf16' then
+         local shown = type(mode) == 'string' and ("'" .. mode .. "'") or options.show(mode)
+         error(("fnn.set_float32_precision: precision %s is not one of 'ieee', 'bf16' (or a table of families: "
+                .. "matmul, conv, rnn)"):format(shown), 2)
+      end
+      for _, f in ipairs(FAMILIES) do set[f] = mode end
+   end
+   for _, f in ipairs(FAMILIES) do
+      if set[f] and C.fnn_set_float32_precision(f, set[f]) ~= 0 then error(ffi.string(C.fnn_last_error()), 2) end
+   end
+   if (set.matmul == 'bf16' or set.conv == 'bf16' or set.rnn == 'bf16') then M.note_emulated() end
+end
+function M.get_float32_precision()
+   local t = {}
+   for _, f in ipairs(FAMILIES) do t[f] = ffi.string(C.fnn_get_float32_precision(f)) end
+   return t
+end
+
+-- the one-time note that bf16 runs emulated on this CPU (SPEC: "a one-time note says so")
+function M.note_emulated()
+   if emulated_noted then return end
+   local n = tonumber(C.fnn_config(nil, 0))
+   local buf = ffi.new('char[?]', n + 1)
+   C.fnn_config(buf, n + 1)
+   if ffi.string(buf):find('\nbf16_path\temulated') then
+      emulated_noted = true
+      io.stderr:write('fastnn: this CPU (or the portable kernels) has no bfloat16 units: bf16 precision is '
+                      .. 'emulated (bf16-rounded operands, float32 products), as exact as bf16 and no faster\n')
+   end
+end
+
+-- ---------------------------------------------------------------------------
+-- conversions
+
+function Tensor.bf16(t)
+   local out = new()
+   if C.fnn_to_dtype(out, t, BF16) ~= 0 then fail() end
+   return done(out)
+end
+Tensor.bfloat16 = Tensor.bf16
+
+-- ---------------------------------------------------------------------------
+-- the ops' wrapper
+
+local autocast_depth = 0   -- this Lua state's open regions (the C side keeps the thread's)
+
+-- autocast's lists, by the name the op is reached under (fnn.<name> / Tensor:<name>)
+local GEMM_OPS = {}
+for _, n in ipairs{'linear', 'matmul', 'bmm', 'outer', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d',
+                   'conv_transpose2d', 'conv_transpose3d', 'attention', 'scaled_dot_product_attention', 'lstm',
+                   'gru', 'rnn_tanh', 'lstm_cell'} do GEMM_OPS[n] = true end
+local FLOAT32_OPS = {}
+for _, n in ipairs{'softmax', 'log_softmax', 'layer_norm', 'batch_norm', 'group_norm', 'instance_norm', 'rms_norm',
+                   'cross_entropy', 'nll_loss', 'mse_loss', 'binary_cross_entropy', 'bce_with_logits', 'exp', 'log',
+                   'sum', 'mean', 'var', 'std', 'norm', 'prod', 'logsumexp', 'cumsum'} do FLOAT32_OPS[n] = true end
+M.GEMM_OPS, M.FLOAT32_OPS = GEMM_OPS, FLOAT32_OPS
+
+local function is_bf16(v) return istype(T, v) and v.dtype_ == BF16 end
+
+-- does any argument (or a tensor in a list argument: cat, stack) hold bfloat16?
+local function any_bf16(n, ...)
+   for i = 1, n do
+      local v = select(i, ...)
+      if istype(T, v) then
+         if v.dtype_ == BF16 then return true end
+      elseif type(v) == 'table' and istype(T, v[1]) then
+         for _, x in ipairs(v) do if is_bf16(x) then return true end end
+      end
+   end
+   return false
+end
+
+-- the arguments with bfloat16 (and, to_f32, float32: no change) tensors widened; all_bf16: no float32
+-- tensor among them
+local function widen(args, n)
+   local all_bf16, any_float = true, false
+   for i = 1, n do
+      local v = args[i]
+      if istype(T, v) then
+         if v.dtype_ == BF16 then any_float = true; args[i] = v:float()
+         elseif v.dtype_ == F32 then any_float = true; all_bf16 = false end
+      elseif type(v) == 'table' and istype(T, v[1]) then
+         local list = {}
+         for k, x in ipairs(v) do
+            if is_bf16(x) then any_float = true; list[k] = x:float()
+            else
+               if istype(T, x) and x.dtype_ == F32 then any_float = true; all_bf16 = false end
+               list[k] = x
+            end
+         end
+         args[i] = list
+      end
+   end
+   return all_bf16 and any_float
+end
+
+local function narrow_results(r, from, to)
+   for i = from, to do
+      if istype(T, r[i]) and r[i].dtype_ == F32 then r[i] = r[i]:bf16() end
+   end
+end
+
+-- f, reached as `name`, wrapped: untouched (one scan of the arguments) unless a bfloat16 tensor is
+-- among them or an autocast region is open
+local function wrap(name, f)
+   local gemm, f32_out = GEMM_OPS[name], FLOAT32_OPS[name]
+   local compare = name == 'eq' or name == 'ne' or name == 'lt' or name == 'le' or name == 'gt' or name == 'ge'
+   return function(...)
+      local n = select('#', ...)
+      if autocast_depth == 0 and not any_bf16(n, ...) then return f(...) end
+      local args = {...}
+      local narrow = widen(args, n)
+      if autocast_depth > 0 then
+         if gemm then narrow = true elseif f32_out then narrow = false end
+      end
+      if compare then narrow = false end
+      -- an error raised for the op's caller lands here without a position (pcall is a C frame):
+      -- raised again at the user's line
+      local r = {pcall(f, unpack(args, 1, n))}
+      if not r[1] then error(r[2], 2) end
+      local m = table.maxn(r)
+      if narrow then narrow_results(r, 2, m) end
+      return unpack(r, 2, m)
+   end
+end
+
+-- the ops to wrap: every op family's functions but the views and the conversions, which take any
+-- dtype in C (so a bfloat16 view is a view, not a copy)
+local ANY_DTYPE = {}
+for _, n in ipairs{'reshape', 'view', 'flatten', 'squeeze', 'unsqueeze', 'permute', 'transpose', 't', 'expand',
+                   'narrow', 'select', 'split', 'chunk', 'contiguous', 'float', 'long', 'bf16', 'bfloat16', 'to',
+                   'to_device', 'detach', 'backward', 'free', 'item', 'to_table', 'to_flat', 'dtype', 'shape',
+                   'size', 'stride', 'dim', 'numel', 'device', 'device_name', 'grad_fn', 'is_contiguous', 'is_freed',
+                   'storage_id', 'shape_str', 'is_tensor'} do ANY_DTYPE[n] = true end
+M.ANY_DTYPE = ANY_DTYPE
+
+-- wraps, in the tables given, each op function of the families' modules (mods) under its name
+function M.install(tables, mods)
+   local wrapped = {}
+   for _, mod in ipairs(mods) do
+      for name, f in pairs(mod) do
+         if type(f) == 'function' and type(name) == 'string' and not name:match('^_') and not ANY_DTYPE[name]
+            and not name:match('^try_') then
+            wrapped[f] = wrapped[f] or wrap(name, f)
+         end
+      end
+   end
+   for _, t in ipairs(tables) do
+      for name, f in pairs(t) do
+         if type(f) == 'function' and wrapped[f] and not ANY_DTYPE[name] then t[name] = wrapped[f] end
+      end
+   end
+end
+
+-- ---------------------------------------------------------------------------
+-- fnn.autocast(mode, fn, ...): fn(...) with autocast's op lists; returns fn's results
+
+function M.autocast(mode, fn, ...)
+   if mode ~= 'bf16' and mode ~= 'bfloat16' then
+      error(("autocast: mode %s is not 'bf16' (bfloat16 is the CPU's and the GPU's autocast type here)"):format(
+         type(mode) == 'string' and ("'" .. mode .. "'") or options.show(mode)), 2)
+   end
+   if type(fn) ~= 'function' then
+      error(('autocast: expected a function to run, got %s'):format(options.show(fn)), 2)
+   end
+   M.note_emulated()
+   autocast_depth = autocast_depth + 1
+   C.fnn_autocast_enter()
+   local r = {pcall(fn, ...)}
+   C.fnn_autocast_exit()
+   autocast_depth = autocast_depth - 1
+   if not r[1] then error(r[2], 0) end
+   return unpack(r, 2, table.maxn(r))
+end
+
+function M.is_autocast_enabled() return autocast_depth > 0 end
+
+return M
