@@ -2,6 +2,7 @@
 -- gradcheck. The graph itself lives in C (core/autograd/); this is its Lua face.
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
+local class = require 'fastnn.class'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local unpack = unpack or table.unpack
@@ -49,18 +50,17 @@ function M.live_nodes() return tonumber(C.fnn_live_nodes()) end
 -- ---------------------------------------------------------------------------
 -- Param: a trainable leaf. It owns a private copy of its value; p:tensor()
 -- hands out a tensor whose gradient flows back into p (detached when frozen).
-local Param = {}
-Param.__index = Param
+local Param = class('Param')
 M.Param = Param
 
-setmetatable(Param, {__call = function(_, value)
+function Param.__new(cls, value)
    if not istype(value) then
       error(('Param: expected a tensor, got a %s'):format(type(value)), 2)
    end
    local node = C.fnn_param_new(value)
    if node == nil then fail() end
-   return setmetatable({node = ffi.gc(node, C.fnn_node_release)}, Param)
-end})
+   return setmetatable({node = ffi.gc(node, C.fnn_node_release)}, cls)
+end
 
 function Param.is_param(x) return getmetatable(x) == Param end
 

@@ -19,13 +19,12 @@
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
+local class = require 'fastnn.class'
 local C = fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local floor = math.floor
 
-local TextDataset = {}
-TextDataset.__index = TextDataset
-
+local TextDataset = class('TextDataset')
 local function positive_int(v) return type(v) == 'number' and v >= 1 and v == floor(v) end
 
 local function looks_like_path(s)
@@ -45,7 +44,7 @@ local OPTS = require('fastnn.options').declare('data.TextDataset', {
    {'text', 'boolean', false, 'the first argument is the text itself even if a file has that name'},
 })
 
-setmetatable(TextDataset, {__call = function(_, source, context, opts)
+function TextDataset.__new(cls, source, context, opts)
    opts = OPTS:check(opts, 2)
    if type(source) ~= 'string' then
       error(('TextDataset: expected a path or a string of text, got a %s'):format(type(source)), 2)
@@ -81,8 +80,8 @@ setmetatable(TextDataset, {__call = function(_, source, context, opts)
    end
    return setmetatable({tokens = ids, vocab = vocab, context = context, stride = stride, bytes = bytes == 1,
                         path = is_file and source or nil, n_tokens = n_tokens,
-                        n = floor((n_tokens - context - 1) / stride) + 1}, TextDataset)
-end})
+                        n = floor((n_tokens - context - 1) / stride) + 1}, cls)
+end
 
 function TextDataset:len() return self.n end
 function TextDataset:vocab_size() return tonumber(self.vocab.shape_[0]) end

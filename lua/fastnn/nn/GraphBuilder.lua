@@ -17,24 +17,22 @@
 local nn = require 'fastnn.nn'
 local shape = require 'fastnn.keras.shape'
 local model = require 'fastnn.keras.model'
+local class = require 'fastnn.class'
 local Graph = nn.Graph
 local is_module = nn.Module.is_module
 local fail = model.fail
 
-local GraphBuilder = {}
-GraphBuilder.__index = GraphBuilder
-
-local Node = {}
-Node.__index = Node
+local GraphBuilder = class('GraphBuilder')
+local Node = class('Node')
 function Node:__tostring()
    if self.kind == 'input' then return ('GraphBuilder node %d (input %d)'):format(self.index, self.inlet) end
    return ('GraphBuilder node %d (%s)'):format(self.index, self.layer:short_str())
 end
 GraphBuilder.Node = Node
 
-setmetatable(GraphBuilder, {__call = function(cls)
+function GraphBuilder.__new(cls)
    return setmetatable({_nodes = {}, _inlets = {}}, cls)
-end})
+end
 
 local options = require 'fastnn.options'
 local DECL = {}

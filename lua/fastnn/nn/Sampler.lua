@@ -15,14 +15,13 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn_tensor = require 'fastnn.tensor'
+local class = require 'fastnn.class'
 local C = fnn_tensor.C
 local fail, istype, shape_str = fnn_tensor.fail, fnn_tensor.is_tensor, fnn_tensor.shape_str
 local floor = math.floor
 local fnn_sample = C.fnn_sample
 
-local Sampler = {}
-Sampler.__index = Sampler
-
+local Sampler = class('Sampler')
 local id_buf = ffi.new('int64_t[1]')
 
 -- checks raise at `level`: 3 from a setter or the constructor (1 check, 2 them, 3 the user)
@@ -56,7 +55,7 @@ local OPTS = require('fastnn.options').declare('nn.Sampler', {
     min = 0, min_open = true, max = 1, default_doc = '1 (off)'},
 })
 
-setmetatable(Sampler, {__call = function(cls, opts)
+function Sampler.__new(cls, opts)
    local self = setmetatable({_temperature = 1, _top_k = 0, _top_p = 1}, cls)
    if opts == nil then return self end
    if type(opts) ~= 'table' then
@@ -70,7 +69,7 @@ setmetatable(Sampler, {__call = function(cls, opts)
    self._top_k = check_top_k(opts.top_k, 3)
    self._top_p = check_top_p(opts.top_p, 3)
    return self
-end})
+end
 
 function Sampler:temperature(t)
    self._temperature = check_temperature(t, 3)
