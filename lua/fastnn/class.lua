@@ -13,6 +13,7 @@
 --   __new(cls, ...)     builds and returns the instance itself (a table it was handed, one whose
 --                       fields are checked before it exists). It is called as a tail call, so its
 --                       errors at the caller's line are level 2, as in any function the user calls.
+--                       It is the class's own: a subclass builds with its own __new, or with __init.
 -- how.construct(cls, ...) replaces both for a family with its own rule (nn.Module, optim.Optimizer);
 -- how.class_tostring prints the class itself.
 local M = {}
@@ -22,7 +23,7 @@ local M = {}
 local METAMETHODS = {'__call', '__tostring', '__newindex', '__eq', '__len', '__concat'}
 
 local function default_construct(cls, ...)
-   local build = cls.__new
+   local build = rawget(cls, '__new')
    if build then return build(cls, ...) end
    local self = setmetatable({}, cls)
    if self.__init then self:__init(...) end

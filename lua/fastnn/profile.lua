@@ -9,12 +9,12 @@
 -- count the kernels' time once).
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
+local class = require 'fastnn.class'
 local C = fnn_tensor.C
 
 local M = {}
 
-local Report = {}
-Report.__index = Report
+local Report = class('Report')
 
 local KIND = {[0] = 'forward', [1] = 'backward', [2] = 'step'}
 

@@ -14,15 +14,17 @@
 -- nn.callbacks.Callback{...} and LambdaCallback{on_epoch_end = function(epoch, logs) ... end} make
 -- one from plain functions (LambdaCallback's take no self).
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
+local class = require 'fastnn.class'
 local M = {}
 
-local Callback = {}
-Callback.__index = Callback
+local Callback = class('Callback')
+M.Callback = Callback
 function Callback:set_model(model) self.model = model end
-M.Callback = setmetatable(Callback, {__call = function(_, t)
+-- Callback{on_epoch_end = function(self, epoch, logs) ... end}: the table itself becomes the callback
+function Callback.__new(cls, t)
    if t ~= nil and type(t) ~= 'table' then error('nn.callbacks.Callback: expected a table of methods', 2) end
-   return setmetatable(t or {}, Callback)
-end})
+   return setmetatable(t or {}, cls)
+end
 
 local HOOKS = {'on_train_begin', 'on_train_end', 'on_epoch_begin', 'on_epoch_end', 'on_batch_begin', 'on_batch_end'}
 
@@ -42,8 +44,8 @@ function M.LambdaCallback(fns)
 end
 
 -- a class with a constructor taking (self, ...) and the user's error level 3
-local function class(name)
-   local cls = require('fastnn.class').extend(Callback, name)
+local function callback_class(name)
+   local cls = class.extend(Callback, name)
    cls.__tostring = function() return 'nn.callbacks.' .. name end
    return cls
 end
@@ -140,7 +142,7 @@ M._snapshot, M._restore = snapshot, restore
 -- improved by more than min_delta for `patience` epochs in a row. With restore_best_weights, the
 -- weights (and buffers) of the best epoch are put back when it stops. stopped_epoch and best
 -- say what happened.
-local EarlyStopping = class('EarlyStopping')
+local EarlyStopping = callback_class('EarlyStopping')
 function EarlyStopping:__init(opts)
    opts = opts_of('EarlyStopping', opts)
    self.monitor = opts.monitor or 'val_loss'
@@ -184,7 +186,7 @@ M.EarlyStopping = EarlyStopping
 -- save_weights_only = false}): after each epoch, fnn.save_training(model, optimizer, step, path)
 -- (step = the optimizer's step count), or fnn.save(model, path) with save_weights_only. '{epoch}'
 -- in path is replaced by the epoch number ('{epoch:03d}' pads it). last_path is the last file.
-local ModelCheckpoint = class('ModelCheckpoint')
+local ModelCheckpoint = callback_class('ModelCheckpoint')
 function ModelCheckpoint:__init(path, opts)
    if type(path) ~= 'string' then
       error(('nn.callbacks.ModelCheckpoint: path is a %s, expected a string'):format(type(path)), 3)
@@ -227,7 +229,7 @@ M.ModelCheckpoint = ModelCheckpoint
 --   an optim schedule (lr_at)     per step by default: lr_at(optimizer steps so far), so step 0
 --                                 is the first; {per = 'epoch'} uses lr_at(epoch - 1)
 -- The rate in force is logged as logs.lr at each epoch's end.
-local LearningRateScheduler = class('LearningRateScheduler')
+local LearningRateScheduler = callback_class('LearningRateScheduler')
 function LearningRateScheduler:__init(schedule, opts)
    local is_fn = type(schedule) == 'function'
    local is_sched = type(schedule) == 'table' and type(schedule.lr_at) == 'function'
@@ -268,7 +270,7 @@ M.LearningRateScheduler = LearningRateScheduler
 -- ReduceLROnPlateau{monitor = 'val_loss', factor = 0.1, patience = 10, mode = 'auto',
 -- min_delta = 1e-4, cooldown = 0, min_lr = 0} (Keras): multiplies the rate by factor when the
 -- figure has not improved by min_delta for `patience` epochs; then waits `cooldown` epochs.
-local ReduceLROnPlateau = class('ReduceLROnPlateau')
+local ReduceLROnPlateau = callback_class('ReduceLROnPlateau')
 function ReduceLROnPlateau:__init(opts)
    opts = opts_of('ReduceLROnPlateau', opts)
    self.monitor = opts.monitor or 'val_loss'
@@ -316,7 +318,7 @@ M.ReduceLROnPlateau = ReduceLROnPlateau
 -- ---------------------------------------------------------------------------
 -- CSVLogger(path, {separator = ',', append = false}): one row per epoch: epoch, then the logs'
 -- keys in sorted order (the header names them)
-local CSVLogger = class('CSVLogger')
+local CSVLogger = callback_class('CSVLogger')
 function CSVLogger:__init(path, opts)
    if type(path) ~= 'string' then
       error(('nn.callbacks.CSVLogger: path is a %s, expected a string'):format(type(path)), 3)
@@ -360,7 +362,7 @@ M.CSVLogger = CSVLogger
 -- ---------------------------------------------------------------------------
 -- History (made by fit, which returns its table): history.loss, history.val_loss, ... per epoch,
 -- history.epoch the epoch numbers
-local History = class('History')
+local History = callback_class('History')
 function History:__init() self.history = {epoch = {}} end
 function History:on_epoch_end(epoch, logs)
    local h = self.history

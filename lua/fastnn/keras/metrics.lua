@@ -27,14 +27,13 @@ local is_tensor, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 
 local M = {}
 
-local Metric = {}
-Metric.__index = Metric
+local class = require 'fastnn.class'
+local Metric = class('Metric')
 M.Metric = Metric
 
 -- Metric:extend('Name', default_name [, entries]) -> a class; Class(opts) checks opts against the
 -- class's declaration (name, then its entries: fastnn.options) and runs __init(opts) then reset()
 local options = require 'fastnn.options'
-local class = require 'fastnn.class'
 local THRESHOLD = {'threshold', 'number', 0.5, 'a prediction above it counts as positive'}
 local K = {'k', 'integer', 5, 'a hit when the target is among the k highest scores', min = 1}
 

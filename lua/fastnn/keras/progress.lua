@@ -6,6 +6,7 @@
 --   verbose = 0: nothing.
 -- Redraws are throttled to 20 a second, so the bar costs nothing next to a training step.
 local ffi = require 'ffi'
+local class = require 'fastnn.class'
 
 local M = {}
 
@@ -53,8 +54,7 @@ function M.figures(keys, logs)
    return table.concat(parts)
 end
 
-local Progress = {}
-Progress.__index = Progress
+local Progress = class('Progress')
 
 -- new{verbose, epochs, steps, keys = function() -> ordered log keys, out = file}
 function M.new(opts)

@@ -39,9 +39,16 @@
 local Param = require('fastnn.autograd').Param
 local class = require 'fastnn.class'
 
-local Module = {}
-Module.__index = Module
-Module._name = 'Module'
+-- Class(...) makes an instance and runs __init
+local function construct(cls, ...)
+   local self = setmetatable({}, cls)
+   rawset(self, 'training', true)
+   self:__init(...)
+   return self
+end
+local MODULE_CLASS = {construct = construct, class_tostring = function(cls) return 'class ' .. cls:_full_name() end}
+
+local Module = class('Module', MODULE_CLASS)
 Module._is_class = true
 
 local is_param = Param.is_param
@@ -76,23 +83,12 @@ end
 -- m(x): a tail call, so error levels inside forward count as for m:forward(x)
 local function call_forward(self, ...) return self:forward(...) end
 
-local class_mt = {}
--- Class(...) makes an instance and runs __init
-class_mt.__call = function(cls, ...)
-   local self = setmetatable({}, cls)
-   rawset(self, 'training', true)
-   self:__init(...)
-   return self
-end
-class_mt.__tostring = function(cls) return 'class ' .. cls:_full_name() end
-setmetatable(Module, class_mt)
-
 -- Module:extend('Name') -> a new class inheriting from self (nn.Linear:extend('MyLinear') works too)
 function Module:extend(name)
    if type(name) ~= 'string' then error('extend: expected a class name', 2) end
    if is_module(self) then error(('extend: called on an instance of %s, expected a class'):format(
       self:_full_name()), 2) end
-   local cls = class.extend(self, name, {construct = class_mt.__call, class_tostring = class_mt.__tostring})
+   local cls = class.extend(self, name, MODULE_CLASS)
    cls._is_class = true
    return cls
 end
