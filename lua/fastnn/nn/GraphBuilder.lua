@@ -15,12 +15,11 @@
 --   the got/needs check of Sequential:build for the others).
 -- Keras-style layers are built at build from the shape that reaches their first node.
 local nn = require 'fastnn.nn'
-local shape = require 'fastnn.keras.shape'
-local model = require 'fastnn.keras.model'
+local shape = require 'fastnn.nn.shape'
 local class = require 'fastnn.class'
 local Graph = nn.Graph
 local is_module = nn.Module.is_module
-local fail = model.fail
+local fail = nn.Module._fail
 
 local GraphBuilder = class('GraphBuilder')
 local Node = class('Node')
@@ -168,7 +167,7 @@ local function build(self, outlets)
 end
 
 -- build(outlets): the nn.Graph from the inlets to these nodes (one node or a Lua array)
-GraphBuilder.build = model.guarded(build)
+GraphBuilder.build = nn.Module._guarded(build)
 
 function GraphBuilder:__tostring()
    return ('nn.GraphBuilder(%d inlets, %d nodes)'):format(#self._inlets, #self._nodes)

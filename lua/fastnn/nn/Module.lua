@@ -29,7 +29,7 @@
 --   named_children()     override only when children are kept some other way (containers do).
 --   self.training        true after train(), false after eval(); read it in forward.
 --   output_shape(shape)  optional: the output shape for an input shape (batch dim included), for
---                        Sequential:build and GraphBuilder. The default (fastnn/keras/shape.lua)
+--                        Sequential:build and GraphBuilder. The default (fastnn/nn/shape.lua)
 --                        has rules for the common layers and otherwise runs forward once on zeros
 --                        with a batch of 1; define it when forward is costly or takes no zeros.
 --   build(shape)         optional: a Keras-style layer makes its weights for this input shape
@@ -358,9 +358,9 @@ end
 
 function Module:__tostring() return tree(self, {}) end
 
--- output_shape(shape): fastnn/keras/shape.lua's default (rules, else one run on zeros), loaded
+-- output_shape(shape): fastnn/nn/shape.lua's default (rules, else one run on zeros), loaded
 -- on first use; the tail call keeps error levels at the caller's line
-function Module:output_shape(s) return require('fastnn.keras.shape').module_output_shape(self, s) end
+function Module:output_shape(s) return require('fastnn.nn.shape').module_output_shape(self, s) end
 Module._output_shape_stub = Module.output_shape
 
 -- the message a container raises for a child's error: prefix plus the child's message,
@@ -374,6 +374,23 @@ function Module._child_error(prefix, err)
    if (rest or err) == 'interrupted' then return nil end
    if file and (file:find('fastnn/', 1, true) or file:find('fastnn\\', 1, true)) then err = rest end
    return prefix .. err
+end
+
+-- fail(msg): a failure raised from inside an implementation, however deep, with no position;
+-- guarded(impl) is impl as a method that re-raises it at the user's line (level 2 of the method):
+-- positions inside fastnn are dropped; errors that are not strings (Ctrl-C) pass untouched.
+-- Model building and the Keras-style methods (shape checks, GraphBuilder, compile, fit) use them.
+function Module._fail(msg) error(msg, 0) end
+
+function Module._guarded(impl)
+   local child_error = Module._child_error
+   return function(...)
+      local r = {pcall(impl, ...)}
+      if r[1] then return unpack(r, 2, table.maxn(r)) end
+      local msg = child_error('', r[2])
+      if msg == nil then error(r[2], 0) end
+      error(msg, 2)
+   end
 end
 
 return Module
