@@ -16,10 +16,10 @@ local nn = {}
 nn.Param = autograd.Param
 
 -- ---------------------------------------------------------------------------
--- loss functions (nn.mse, nn.cross_entropy, ...): lua/fastnn/nn/losses.lua
-for k, v in pairs(require 'fastnn.nn.losses') do
-   if not k:match('^_') then nn[k] = v end
-end
+require 'fastnn'   -- the tensor methods the layers and losses use
+
+-- loss functions (nn.mse, nn.cross_entropy, ...): lua/fastnn/ops/loss.lua, every loss in one place
+for k, v in pairs(require('fastnn.ops.loss').functional) do nn[k] = v end
 
 -- nn.scoped('inner', m:named_parameters()) -> the same pairs named 'inner.<name>'
 function nn.scoped(prefix, named)
@@ -78,13 +78,13 @@ local CLASSES = {
    Minimum = 'merge', Concatenate = 'merge',
    -- recurrent
    SimpleRNN = 'recurrent', LSTM = 'recurrent', GRU = 'recurrent', Bidirectional = 'Bidirectional',
-   -- loss modules (the functions, nn.mse ..., are fastnn.nn.losses)
-   MSELoss = 'loss_modules', L1Loss = 'loss_modules', HuberLoss = 'loss_modules', BCELoss = 'loss_modules',
-   BCEWithLogitsLoss = 'loss_modules', CrossEntropyLoss = 'loss_modules', NLLLoss = 'loss_modules',
-   KLDivLoss = 'loss_modules', CosineEmbeddingLoss = 'loss_modules',
-   MeanSquaredError = 'loss_modules', MeanAbsoluteError = 'loss_modules',
-   BinaryCrossEntropy = 'loss_modules', CategoricalCrossEntropy = 'loss_modules',
-   SparseCategoricalCrossEntropy = 'loss_modules',
+   -- loss modules (the functions, nn.mse ..., are fastnn.ops.loss's; nn.losses holds both)
+   MSELoss = 'losses', L1Loss = 'losses', HuberLoss = 'losses', BCELoss = 'losses',
+   BCEWithLogitsLoss = 'losses', CrossEntropyLoss = 'losses', NLLLoss = 'losses',
+   KLDivLoss = 'losses', CosineEmbeddingLoss = 'losses',
+   MeanSquaredError = 'losses', MeanAbsoluteError = 'losses',
+   BinaryCrossEntropy = 'losses', CategoricalCrossEntropy = 'losses',
+   SparseCategoricalCrossEntropy = 'losses',
    -- Keras-style layers that read their input width at build
    Dense = 'keras_layers', BatchNormalization = 'keras_layers', LayerNormalization = 'keras_layers',
    Conv1DTranspose = 'keras_layers', Conv2DTranspose = 'keras_layers', Conv3DTranspose = 'keras_layers',
@@ -93,7 +93,7 @@ local CLASSES = {
    Conv1D = 'keras_layers', Conv2D = 'keras_layers', Conv3D = 'keras_layers',
    DepthwiseConv1D = 'keras_layers', DepthwiseConv2D = 'keras_layers',
    SeparableConv1D = 'keras_layers', SeparableConv2D = 'keras_layers',
-   -- nn.losses: the loss functions (also as nn.mse, ...)
+   -- nn.losses: the loss functions (also as nn.mse, ...) and the loss modules
    losses = 'fastnn.nn.losses',
 }
 
