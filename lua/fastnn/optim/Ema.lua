@@ -10,15 +10,11 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 local fail = fnn_tensor.fail
-local param_list = require('fastnn.optim')._param_list
+local optim = require 'fastnn.optim'
+local param_list, copy_of = optim._param_list, optim._copy_of
 local class = require 'fastnn.class'
 
 local Ema = class('Ema')
-local function copy_of(t)
-   local out = fnn_tensor.new()
-   if C.fnn_mul_scalar(out, t:detach(), 1) ~= 0 then fail() end
-   return fnn_tensor.done(out)
-end
 
 function Ema.__new(cls, params, decay)
    local list = param_list('optim.Ema', params)

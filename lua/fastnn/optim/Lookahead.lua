@@ -8,15 +8,9 @@ local fnn_tensor = require 'fastnn.tensor'
 local class = require 'fastnn.class'
 local C = fnn_tensor.C
 local fail = fnn_tensor.fail
+local copy_of = require('fastnn.optim')._copy_of
 
 local Lookahead = class('Lookahead')
-
--- an own copy of p's current value (the optimizer kernels update values in place)
-local function copy_of(t)
-   local out = fnn_tensor.new()
-   if C.fnn_mul_scalar(out, t:detach(), 1) ~= 0 then fail() end
-   return fnn_tensor.done(out)
-end
 
 function Lookahead.__new(cls, inner, k, alpha)
    if type(inner) ~= 'table' or type(inner.step) ~= 'function' or type(inner.parameters) ~= 'function' then

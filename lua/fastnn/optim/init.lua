@@ -29,6 +29,14 @@ local function param_list(what, params)
 end
 optim._param_list = param_list
 
+-- an own copy of a tensor's values, for the wrappers' slow and shadow weights (the optimizer
+-- kernels update parameter values in place)
+function optim._copy_of(t)
+   local out = fnn_tensor.new()
+   if C.fnn_mul_scalar(out, t:detach(), 1) ~= 0 then fnn_tensor.fail() end
+   return fnn_tensor.done(out)
+end
+
 -- clip_grad_norm(params, max_norm): scales every gradient by max_norm / norm
 -- when the global L2 norm over all of them exceeds max_norm (PyTorch's
 -- clip_grad_norm_, with its 1e-6 guard). Returns the norm before clipping.
