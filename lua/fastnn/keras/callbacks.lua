@@ -94,6 +94,16 @@ local function opts_of(name, opts)
    return o
 end
 
+-- the (path, opts) of a callback that writes a file, checked at the user's line (a path: 1 here,
+-- 2 __init, 3 the class call, 4 the user)
+local function path_opts_of(name, path, opts)
+   if type(path) ~= 'string' then
+      error(('nn.callbacks.%s: path is a %s, expected a string'):format(name, type(path)), 4)
+   end
+   local o = DECL[name]:check(opts, 4)   -- as opts_of: this frame stands where its does
+   return path, o
+end
+
 -- 'max' for figures that grow when better (accuracy, auc, precision, recall, f1), else 'min'
 local function mode_of(name, mode, monitor)
    mode = mode or 'auto'
@@ -188,10 +198,7 @@ M.EarlyStopping = EarlyStopping
 -- in path is replaced by the epoch number ('{epoch:03d}' pads it). last_path is the last file.
 local ModelCheckpoint = callback_class('ModelCheckpoint')
 function ModelCheckpoint:__init(path, opts)
-   if type(path) ~= 'string' then
-      error(('nn.callbacks.ModelCheckpoint: path is a %s, expected a string'):format(type(path)), 3)
-   end
-   opts = opts_of('ModelCheckpoint', opts)
+   path, opts = path_opts_of('ModelCheckpoint', path, opts)
    self.path = path
    self.monitor = opts.monitor or 'val_loss'
    self.save_best_only = opts.save_best_only and true or false
@@ -320,10 +327,7 @@ M.ReduceLROnPlateau = ReduceLROnPlateau
 -- keys in sorted order (the header names them)
 local CSVLogger = callback_class('CSVLogger')
 function CSVLogger:__init(path, opts)
-   if type(path) ~= 'string' then
-      error(('nn.callbacks.CSVLogger: path is a %s, expected a string'):format(type(path)), 3)
-   end
-   opts = opts_of('CSVLogger', opts)
+   path, opts = path_opts_of('CSVLogger', path, opts)
    self.path, self.separator, self.append = path, opts.separator or ',', opts.append and true or false
 end
 function CSVLogger:on_train_begin()

@@ -461,11 +461,17 @@ local function compile(self, opts)
    return self
 end
 
-local function fit(self, x, y, opts)
-   local op = 'fit'
+-- what fit and evaluate start from: the compiled state, the checked options, the inlet and outlet counts
+local function start(self, op, opts)
    local st = compiled(self, op)
    opts = opts_of(op, opts)
-   local n_in, n_out = self:_keras_arity()
+   return st, opts, self:_keras_arity()
+end
+
+local function fit(self, x, y, opts)
+   local op = 'fit'
+   local st, n_in, n_out
+   st, opts, n_in, n_out = start(self, op, opts)
    local loader = is_loader(x) and x
    local xs, ys, n
    if loader then
@@ -619,9 +625,8 @@ end
 
 local function evaluate(self, x, y, opts)
    local op = 'evaluate'
-   local st = compiled(self, op)
-   opts = opts_of(op, opts)
-   local n_in, n_out = self:_keras_arity()
+   local st, n_in, n_out
+   st, opts, n_in, n_out = start(self, op, opts)
    if is_loader(x) then
       if y ~= nil then fail('evaluate: with a data loader, y must be nil (the loader gives the targets)') end
       local first = {}
