@@ -301,16 +301,22 @@ end
 
 local PLAIN = {reduction = true}
 
+-- what a loss of a prediction and a target shaped alike checks first: its options (`allowed`), the
+-- reduction (`extra` admits one more name), then two float32 tensors of one shape; -> opts, reduction
+local function paired_args(op, pred, target, opts, allowed, lvl, pname, tname, extra)
+   opts = options(op, opts, allowed, lvl + 1)
+   local r = reduction_of(op, opts, lvl + 1, extra)
+   float_arg(op, pred, pname, lvl + 1)
+   float_arg(op, target, tname, lvl + 1)
+   same_shape(op, pred, target, pname, tname, lvl + 1)
+   return opts, r
+end
+
 -- ---------------------------------------------------------------------------
 -- regression: mse, mae/l1, huber
 
 local function mse(pred, target, opts, lvl)
-   local op = 'mse'
-   opts = options(op, opts, PLAIN, lvl)
-   local r = reduction_of(op, opts, lvl)
-   float_arg(op, pred, 'prediction', lvl)
-   float_arg(op, target, 'target', lvl)
-   same_shape(op, pred, target, 'prediction', 'target', lvl)
+   local _, r = paired_args('mse', pred, target, opts, PLAIN, lvl, 'prediction', 'target')
    if r == 'none' then
       local d = pred - target
       return d * d
@@ -321,12 +327,7 @@ local function mse(pred, target, opts, lvl)
 end
 
 local function mae(pred, target, opts, lvl)
-   local op = 'mae'
-   opts = options(op, opts, PLAIN, lvl)
-   local r = reduction_of(op, opts, lvl)
-   float_arg(op, pred, 'prediction', lvl)
-   float_arg(op, target, 'target', lvl)
-   same_shape(op, pred, target, 'prediction', 'target', lvl)
+   local _, r = paired_args('mae', pred, target, opts, PLAIN, lvl, 'prediction', 'target')
    return reduce((pred - target):abs(), r)
 end
 
@@ -372,11 +373,8 @@ end
 local CCE_OPTS = {reduction = true, from_logits = true, label_smoothing = true, axis = true}
 local function categorical_cross_entropy(pred, target, opts, lvl)
    local op = 'categorical_cross_entropy'
-   opts = options(op, opts, CCE_OPTS, lvl)
-   local r = reduction_of(op, opts, lvl)
-   float_arg(op, pred, 'pred', lvl)
-   float_arg(op, target, 'target', lvl)
-   same_shape(op, pred, target, 'pred', 'target', lvl)
+   local r
+   opts, r = paired_args(op, pred, target, opts, CCE_OPTS, lvl, 'pred', 'target')
    if pred:dim() == 0 then error(op .. ': pred [] has no class dim', lvl) end
    local cd = opts.axis or -1
    if type(cd) ~= 'number' or cd ~= math.floor(cd) or cd == 0 or cd > pred:dim() or cd < -pred:dim() then
@@ -431,11 +429,8 @@ local KL_OPTS = {reduction = true, log_target = true}
 -- pointwise p (log p - log_q) (0 where p = 0), or e^t (t - log_q) with log_target
 local function kl_div(log_q, p, opts, lvl)
    local op = 'kl_div'
-   opts = options(op, opts, KL_OPTS, lvl)
-   local r = reduction_of(op, opts, lvl, 'batchmean')
-   float_arg(op, log_q, 'input', lvl)
-   float_arg(op, p, 'target', lvl)
-   same_shape(op, log_q, p, 'input', 'target', lvl)
+   local r
+   opts, r = paired_args(op, log_q, p, opts, KL_OPTS, lvl, 'input', 'target', 'batchmean')
    local l
    if opts.log_target then
       l = p:exp() * (p - log_q)
