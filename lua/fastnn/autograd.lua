@@ -2,7 +2,6 @@
 -- gradcheck. The graph itself lives in C (core/autograd/); this is its Lua face.
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
-local class = require 'fastnn.class'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local unpack = unpack or table.unpack
@@ -50,7 +49,7 @@ function M.live_nodes() return tonumber(C.fnn_live_nodes()) end
 -- ---------------------------------------------------------------------------
 -- Param: a trainable leaf. It owns a private copy of its value; p:tensor()
 -- hands out a tensor whose gradient flows back into p (detached when frozen).
-local Param = class('Param')
+local Param = require('fastnn.class')('Param')
 M.Param = Param
 
 function Param.__new(cls, value)

@@ -3,7 +3,7 @@
 -- table its instances index (their metatable), a class indexes its parent, and calling a class builds
 -- an instance.
 --   local class = require 'fastnn.class'
---   local Point = class('Point')                   -- a base class
+--   local Point = class('Point')                   -- a base class (or require('fastnn.class')('Point'))
 --   function Point:__init(x, y) self.x, self.y = x, y end
 --   local p = Point(1, 2)                          -- setmetatable({}, Point), then p:__init(1, 2)
 --   local Sub = class.extend(Point, 'Sub')         -- a subclass: Sub indexes Point

@@ -11,13 +11,12 @@ local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
 local floor = math.floor
-local class = require 'fastnn.class'
 
 local CPU, CUDA = 0, 1          -- fnn_device_type
 local STATUS_OOM = -3
 
 local M = {}
-local Device = class('Device')
+local Device = require('fastnn.class')('Device')
 M.Device = Device
 function Device.__new() error('Device: there is one per device: Device.cpu(), Device.cuda(i) or Device.best()', 2) end
 

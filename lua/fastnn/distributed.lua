@@ -27,7 +27,6 @@ local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn = require 'fastnn'
 local fnn_tensor = require 'fastnn.tensor'
-local class = require 'fastnn.class'
 local C = fnn_tensor.C
 local new, done, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.is_tensor
 local shape_str = fnn_tensor.shape_str
@@ -288,7 +287,7 @@ end)
 -- ---------------------------------------------------------------------------
 -- DataParallel
 
-local DataParallel = class('DataParallel')
+local DataParallel = require('fastnn.class')('DataParallel')
 local methods = {}
 -- a proxy: its methods, then the model's own methods and fields
 DataParallel.__index = function(self, k)

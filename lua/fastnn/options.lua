@@ -19,7 +19,6 @@
 -- Errors: an unknown key names the callable, the key and the known keys, nearest first
 -- (edit distance); a bad value names the option and shows the value (a tensor's shape, a
 -- table's contents, never an address).
-local class = require 'fastnn.class'
 local M = {}
 
 M.registry = {}          -- name -> declaration, for the docs and the walking spec
@@ -119,7 +118,7 @@ local function type_ok(t, v)
    return type(v) == t
 end
 
-local Decl = class('Decl')
+local Decl = require('fastnn.class')('Decl')
 
 -- declare(name, entries): register and return the declaration of `name`'s options
 function M.declare(name, entries)

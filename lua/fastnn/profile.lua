@@ -9,12 +9,11 @@
 -- count the kernels' time once).
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
-local class = require 'fastnn.class'
 local C = fnn_tensor.C
 
 local M = {}
 
-local Report = class('Report')
+local Report = require('fastnn.class')('Report')
 
 local KIND = {[0] = 'forward', [1] = 'backward', [2] = 'step'}
 

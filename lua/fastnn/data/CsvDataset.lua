@@ -19,9 +19,8 @@
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local TensorDataset = require 'fastnn.data.TensorDataset'
-local class = require 'fastnn.class'
 
-local CsvDataset = class.extend(TensorDataset, 'CsvDataset')
+local CsvDataset = require('fastnn.class').extend(TensorDataset, 'CsvDataset')
 
 -- split one line into fields (reusing `out`); quoted fields per RFC 4180 within the line
 local function split(line, delim, out)

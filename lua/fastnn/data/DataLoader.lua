@@ -37,9 +37,8 @@ local C = fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local floor = math.floor
 local parse_device = require('fastnn.device').parse
-local class = require 'fastnn.class'
 
-local DataLoader = class('DataLoader')
+local DataLoader = require('fastnn.class')('DataLoader')
 
 -- the options table is the chained setters' shorthand: DataLoader(ds, 32, {shuffle = true, seed = 7})
 local OPTS = require('fastnn.options').declare('data.DataLoader', {
@@ -182,7 +181,7 @@ end
 
 -- batch:labels(): the targets as a flat int64 tensor of 1-based class ids (r[i], #r, to_table());
 -- float targets must hold whole numbers (a refusal names the first that does not)
-local Batch = class('Batch')
+local Batch = require('fastnn.class')('Batch')
 local flat_shape = ffi.new('int64_t[1]', -1)
 function Batch:labels()
    local t = self.targets

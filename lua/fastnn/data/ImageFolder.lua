@@ -17,11 +17,10 @@ local options = require 'fastnn.options'
 local fnn_tensor = require 'fastnn.tensor'
 local image = require 'fastnn.image'
 local transforms = require 'fastnn.data.transforms'
-local class = require 'fastnn.class'
 local C = fnn_tensor.C
 local show = options.show
 
-local ImageFolder = class('ImageFolder')
+local ImageFolder = require('fastnn.class')('ImageFolder')
 ImageFolder.wants_seed = true     -- DataLoader passes take() a seed from its stream
 
 local OPTS = options.declare('data.ImageFolder', {

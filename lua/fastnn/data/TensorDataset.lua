@@ -2,12 +2,11 @@
 --   inputs [N, ...]; targets [N, ...], a Lua array of N numbers, or nil.
 -- DataLoader batches it with one C call per tensor (take), on its background thread with prefetch(k).
 local fnn_tensor = require 'fastnn.tensor'
-local class = require 'fastnn.class'
 local C = fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local fnn_take_rows = C.fnn_take_rows
 
-local TensorDataset = class('TensorDataset')
+local TensorDataset = require('fastnn.class')('TensorDataset')
 function TensorDataset.__new(cls, inputs, targets)
    if not istype(inputs) then
       error(('TensorDataset: inputs is a %s, expected a tensor'):format(type(inputs)), 2)

@@ -19,22 +19,21 @@
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
-local class = require 'fastnn.class'
 local C = fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local floor = math.floor
 
-local TextDataset = class('TextDataset')
+local TextDataset = require('fastnn.class')('TextDataset')
 local function positive_int(v) return type(v) == 'number' and v >= 1 and v == floor(v) end
 
 local function looks_like_path(s)
    return #s < 4096 and not s:find('\n', 1, true) and (s:find('/', 1, true) or s:match('%.%w+$')) ~= nil
 end
 
-local function file_exists(path)
+-- a file that can be opened for reading
+local function readable(path)
    local f = io.open(path, 'rb')
-   if f then f:close() return true end
-   return false
+   return f ~= nil and f:close()
 end
 
 local OPTS = require('fastnn.options').declare('data.TextDataset', {
@@ -62,7 +61,7 @@ function TextDataset.__new(cls, source, context, opts)
    if given ~= nil and not istype(given) then
       error('TextDataset: opts.vocab must be a vocabulary tensor or another TextDataset', 2)
    end
-   local is_file = not opts.text and #source < 4096 and not source:find('\n', 1, true) and file_exists(source)
+   local is_file = not opts.text and #source < 4096 and not source:find('\n', 1, true) and readable(source)
    if not opts.text and not is_file and looks_like_path(source) then
       error(("TextDataset: cannot open '%s' (pass {text = true} to use the string itself as the text)"):format(source), 2)
    end

@@ -82,16 +82,14 @@ function idx.try_fetch(who, mirrors, resources, dir, opts)
    return dir
 end
 
-local function exists(path)
-   local f = io.open(path, 'rb')
-   if f then f:close() return true end
-   return false
-end
-
--- one file of a directory (gzip preferred, plain accepted), or nil
+-- one readable file of a directory (gzip preferred, plain accepted), or nil
 local function in_dir(d, name)
    for _, candidate in ipairs{d .. '/' .. name .. '.gz', d .. '/' .. name} do
-      if exists(candidate) then return candidate end
+      local f = io.open(candidate, 'rb')
+      if f then
+         f:close()
+         return candidate
+      end
    end
 end
 

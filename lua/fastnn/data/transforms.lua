@@ -21,14 +21,13 @@
 local ffi = require 'ffi'
 local options = require 'fastnn.options'
 local fnn_tensor = require 'fastnn.tensor'
-local class = require 'fastnn.class'
 local C = fnn_tensor.C
 local show = options.show
 local floor = math.floor
 
 local M = {}
 
-local Transform = class('Transform')
+local Transform = require('fastnn.class')('Transform')
 
 local function make(name, steps)
    local n = #steps

@@ -6,7 +6,6 @@
 --   verbose = 0: nothing.
 -- Redraws are throttled to 20 a second, so the bar costs nothing next to a training step.
 local ffi = require 'ffi'
-local class = require 'fastnn.class'
 
 local M = {}
 
@@ -54,7 +53,7 @@ function M.figures(keys, logs)
    return table.concat(parts)
 end
 
-local Progress = class('Progress')
+local Progress = require('fastnn.class')('Progress')
 
 -- new{verbose, epochs, steps, keys = function() -> ordered log keys, out = file}
 function M.new(opts)

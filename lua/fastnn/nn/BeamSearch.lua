@@ -25,12 +25,11 @@
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
-local class = require 'fastnn.class'
 local C = fnn_tensor.C
 local new, istype, shape_str = fnn_tensor.new, fnn_tensor.is_tensor, fnn_tensor.shape_str
 local floor, huge = math.floor, math.huge
 
-local BeamSearch = class('BeamSearch')
+local BeamSearch = require('fastnn.class')('BeamSearch')
 
 local OPTS = require('fastnn.options').declare('nn.BeamSearch', {
    {'width', 'integer', 4, 'beams kept at each step', min = 1},

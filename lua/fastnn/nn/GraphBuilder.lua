@@ -16,13 +16,12 @@
 -- Keras-style layers are built at build from the shape that reaches their first node.
 local nn = require 'fastnn.nn'
 local shape = require 'fastnn.nn.shape'
-local class = require 'fastnn.class'
 local Graph = nn.Graph
 local is_module = nn.Module.is_module
 local fail = nn.Module._fail
 
-local GraphBuilder = class('GraphBuilder')
-local Node = class('Node')
+local GraphBuilder = require('fastnn.class')('GraphBuilder')
+local Node = require('fastnn.class')('Node')
 function Node:__tostring()
    if self.kind == 'input' then return ('GraphBuilder node %d (input %d)'):format(self.index, self.inlet) end
    return ('GraphBuilder node %d (%s)'):format(self.index, self.layer:short_str())

@@ -15,13 +15,12 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn_tensor = require 'fastnn.tensor'
-local class = require 'fastnn.class'
 local C = fnn_tensor.C
 local fail, istype, shape_str = fnn_tensor.fail, fnn_tensor.is_tensor, fnn_tensor.shape_str
 local floor = math.floor
 local fnn_sample = C.fnn_sample
 
-local Sampler = class('Sampler')
+local Sampler = require('fastnn.class')('Sampler')
 local id_buf = ffi.new('int64_t[1]')
 
 -- checks raise at `level`: 3 from a setter or the constructor (1 check, 2 them, 3 the user)

@@ -11,10 +11,9 @@
 -- valid (rows already written are never written again until reset).
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
-local class = require 'fastnn.class'
 local C = fnn_tensor.C
 
-local StackCache = class('StackCache')
+local StackCache = require('fastnn.class')('StackCache')
 
 local function positive_int(v) return type(v) == 'number' and v >= 1 and v == math.floor(v) end
 

@@ -12,9 +12,8 @@ local C = fnn_tensor.C
 local fail = fnn_tensor.fail
 local optim = require 'fastnn.optim'
 local param_list, copy_of = optim._param_list, optim._copy_of
-local class = require 'fastnn.class'
 
-local Ema = class('Ema')
+local Ema = require('fastnn.class')('Ema')
 
 function Ema.__new(cls, params, decay)
    local list = param_list('optim.Ema', params)

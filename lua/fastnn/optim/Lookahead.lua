@@ -5,12 +5,11 @@
 -- STATE: the inner optimizer's, the slow weights and the fast-step count.
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
-local class = require 'fastnn.class'
 local C = fnn_tensor.C
 local fail = fnn_tensor.fail
 local copy_of = require('fastnn.optim')._copy_of
 
-local Lookahead = class('Lookahead')
+local Lookahead = require('fastnn.class')('Lookahead')
 
 function Lookahead.__new(cls, inner, k, alpha)
    if type(inner) ~= 'table' or type(inner.step) ~= 'function' or type(inner.parameters) ~= 'function' then

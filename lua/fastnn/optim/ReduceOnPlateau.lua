@@ -5,8 +5,7 @@
 -- When the metric has not improved for more than `patience` calls, the optimizer's rate is
 -- multiplied by factor (not below min_lr), then `cooldown` calls pass before counting again.
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
-local class = require 'fastnn.class'
-local ReduceOnPlateau = class('ReduceOnPlateau')
+local ReduceOnPlateau = require('fastnn.class')('ReduceOnPlateau')
 
 local OPTS = require('fastnn.options').declare('optim.ReduceOnPlateau', {
    {'factor', 'number', 0.1, 'the rate is multiplied by it on a plateau', min = 0, max = 1, max_open = true},

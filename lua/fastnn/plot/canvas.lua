@@ -7,11 +7,10 @@
 local ffi = require 'ffi'
 local C = require 'fastnn.C'
 local font = require 'fastnn.plot.font'
-local class = require 'fastnn.class'
 local floor, ceil, max, min, sqrt = math.floor, math.ceil, math.max, math.min, math.sqrt
 
 local M = {}
-local Canvas = class('Canvas')
+local Canvas = require('fastnn.class')('Canvas')
 
 function M.new(w, h, bg)
    local self = setmetatable({w = w, h = h, buf = ffi.new('uint8_t[?]', w * h * 3)}, Canvas)
