@@ -27,8 +27,7 @@ local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn = require 'fastnn'
 local fnn_tensor = require 'fastnn.tensor'
-local C = fnn_tensor.C
-local new, done, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.is_tensor
+local C, new, done, istype = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.is_tensor
 local shape_str = fnn_tensor.shape_str
 
 local M = {}

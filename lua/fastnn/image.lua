@@ -10,8 +10,7 @@
 local ffi = require 'ffi'
 local tensor = require 'fastnn.tensor'
 local options = require 'fastnn.options'
-local C = tensor.C
-local new, done = tensor.new, tensor.done
+local C, new, done = tensor.C, tensor.new, tensor.done
 local floor = math.floor
 
 local M = {}

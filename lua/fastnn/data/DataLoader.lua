@@ -33,8 +33,7 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn_tensor = require 'fastnn.tensor'
-local C = fnn_tensor.C
-local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
+local C, new, done, fail, istype = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local floor = math.floor
 local parse_device = require('fastnn.device').parse
 

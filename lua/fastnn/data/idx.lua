@@ -11,8 +11,7 @@
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local TensorDataset = require 'fastnn.data.TensorDataset'
-local C = fnn_tensor.C
-local new, done = fnn_tensor.new, fnn_tensor.done
+local C, new, done = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done
 local shape_str = fnn_tensor.shape_str
 
 local idx = {}

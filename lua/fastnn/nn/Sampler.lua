@@ -15,8 +15,7 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn_tensor = require 'fastnn.tensor'
-local C = fnn_tensor.C
-local fail, istype, shape_str = fnn_tensor.fail, fnn_tensor.is_tensor, fnn_tensor.shape_str
+local C, fail, istype, shape_str = fnn_tensor.C, fnn_tensor.fail, fnn_tensor.is_tensor, fnn_tensor.shape_str
 local floor = math.floor
 local fnn_sample = C.fnn_sample
 

@@ -16,8 +16,7 @@
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
-local C = fnn_tensor.C
-local new, done, fail = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
+local C, new, done, fail = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
 local Param = autograd.Param
 local is_param = Param.is_param
 local options = require 'fastnn.options'
