@@ -27,8 +27,8 @@ local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn = require 'fastnn'
 local fnn_tensor = require 'fastnn.tensor'
-local C, new, done, istype = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.is_tensor
-local shape_str = fnn_tensor.shape_str
+local C, new, done, istype, shape_str = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.is_tensor,
+   fnn_tensor.shape_str
 
 local M = {}
 local lib                          -- libfastnn_dist, when loaded

@@ -189,12 +189,18 @@ local function soft_cross_entropy(logits, probs, weight, smoothing, r, lvl)
    return per:mean()
 end
 
+-- what the class losses check first: the scores x (named xname), the options (`allowed`), the
+-- reduction and the class weight; -> opts, reduction, weight (a tensor or nil)
+local function class_args(op, x, xname, opts, allowed, lvl)
+   check_tensor(op, x, xname, lvl + 1)
+   opts = options(op, opts, allowed, lvl + 1)
+   return opts, reduction_of(op, opts, lvl + 1), tensor_opt(op, opts, 'weight', lvl + 1)
+end
+
 local function cross_entropy(logits, targets, opts, lvl)
    local op = 'cross_entropy'
-   check_tensor(op, logits, 'logits', lvl)
-   opts = options(op, opts, CE_OPTS, lvl)
-   local r = reduction_of(op, opts, lvl)
-   local weight = tensor_opt(op, opts, 'weight', lvl)
+   local r, weight
+   opts, r, weight = class_args(op, logits, 'logits', opts, CE_OPTS, lvl)
    local smoothing = number_opt(op, opts, 'label_smoothing', 0, lvl)
    -- float targets shaped like the logits are probabilities; anything else holds class ids
    if is_tensor(targets) and targets.dtype_ == 0 and targets.ndim == logits.ndim and logits.ndim > 0
@@ -216,10 +222,8 @@ end
 
 local function nll_loss(log_probs, targets, opts, lvl)
    local op = 'nll_loss'
-   check_tensor(op, log_probs, 'input', lvl)
-   opts = options(op, opts, NLL_OPTS, lvl)
-   local r = reduction_of(op, opts, lvl)
-   local weight = tensor_opt(op, opts, 'weight', lvl)
+   local r, weight
+   opts, r, weight = class_args(op, log_probs, 'input', opts, NLL_OPTS, lvl)
    local t = ids_arg(op, targets, lvl)
    local has_ignore, ignore = ignore_of(op, opts, lvl)
    local out = new()
