@@ -118,9 +118,13 @@ function Module:is_instance_of(cls)
    return false
 end
 
--- explicit registration, for names built at run time
+-- explicit registration, for names built at run time; the name checked at the caller's line
+local function check_name(op, name)
+   if type(name) ~= 'string' then error(('%s: name is a %s, expected a string'):format(op, type(name)), 3) end
+end
+
 function Module:add_module(name, m)
-   if type(name) ~= 'string' then error(('add_module: name is a %s, expected a string'):format(type(name)), 2) end
+   check_name('add_module', name)
    if not is_module(m) then error(('add_module: %s is not a module'):format(name), 2) end
    rawset(self, name, m)
    list_add(self, '_child_names', name)
@@ -128,9 +132,7 @@ function Module:add_module(name, m)
 end
 
 function Module:register_parameter(name, p)
-   if type(name) ~= 'string' then
-      error(('register_parameter: name is a %s, expected a string'):format(type(name)), 2)
-   end
+   check_name('register_parameter', name)
    if p ~= nil and not is_param(p) then error(('register_parameter: %s is not an nn.Param'):format(name), 2) end
    rawset(self, name, p)
    list_add(self, '_param_names', name)
@@ -138,9 +140,7 @@ function Module:register_parameter(name, p)
 end
 
 function Module:register_buffer(name, t)
-   if type(name) ~= 'string' then
-      error(('register_buffer: name is a %s, expected a string'):format(type(name)), 2)
-   end
+   check_name('register_buffer', name)
    rawset(self, name, t)
    list_add(self, '_buffer_names', name)
    return t
