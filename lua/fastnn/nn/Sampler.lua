@@ -22,28 +22,23 @@ local fnn_sample = C.fnn_sample
 local Sampler = require('fastnn.class')('Sampler')
 local id_buf = ffi.new('int64_t[1]')
 
--- checks raise at `level`: 3 from a setter or the constructor (1 check, 2 them, 3 the user)
-local function check_temperature(t, level)
-   if type(t) ~= 'number' or t ~= t or t < 0 or t == math.huge then
-      error(('Sampler: temperature is %s, expected a finite number >= 0 (0 is greedy)'):format(show_value(t)), level)
-   end
-   return t
-end
+-- the three settings: the test a value must pass, what the refusal expects, and (top_k, top_p) the
+-- value that nil or false turn it off to
+local SETTINGS = {
+   temperature = {ok = function(t) return type(t) == 'number' and t == t and t >= 0 and t ~= math.huge end,
+                  expected = 'a finite number >= 0 (0 is greedy)'},
+   top_k = {ok = function(k) return type(k) == 'number' and k >= 1 and k == floor(k) and k <= 2 ^ 53 end,
+            expected = 'a whole number >= 1 (nil turns it off)', off = 0},
+   top_p = {ok = function(p) return type(p) == 'number' and p > 0 and p <= 1 end,
+            expected = 'a number in (0, 1] (1 turns it off)', off = 1},
+}
 
-local function check_top_k(k, level)
-   if k == nil or k == false then return 0 end
-   if type(k) ~= 'number' or k < 1 or k ~= floor(k) or k > 2 ^ 53 then
-      error(('Sampler: top_k is %s, expected a whole number >= 1 (nil turns it off)'):format(show_value(k)), level)
-   end
-   return k
-end
-
-local function check_top_p(p, level)
-   if p == nil or p == false then return 1 end
-   if type(p) ~= 'number' or not (p > 0 and p <= 1) then
-      error(('Sampler: top_p is %s, expected a number in (0, 1] (1 turns it off)'):format(show_value(p)), level)
-   end
-   return p
+-- a setting's value, refused at `level`: 3 from a setter or the constructor (1 here, 2 them, 3 the user)
+local function checked(name, v, level)
+   local s = SETTINGS[name]
+   if s.off ~= nil and (v == nil or v == false) then return s.off end
+   if not s.ok(v) then error(('Sampler: %s is %s, expected %s'):format(name, show_value(v), s.expected), level) end
+   return v
 end
 
 local OPTS = require('fastnn.options').declare('nn.Sampler', {
@@ -63,24 +58,24 @@ function Sampler.__new(cls, opts)
    for k in pairs(opts) do   -- names through the declaration; values through the checks below
       if OPTS.by_name[k] == nil then OPTS:check({[k] = true}, 2) end
    end
-   if opts.temperature ~= nil then self._temperature = check_temperature(opts.temperature, 3) end
-   self._top_k = check_top_k(opts.top_k, 3)
-   self._top_p = check_top_p(opts.top_p, 3)
+   if opts.temperature ~= nil then self._temperature = checked('temperature', opts.temperature, 3) end
+   self._top_k = checked('top_k', opts.top_k, 3)
+   self._top_p = checked('top_p', opts.top_p, 3)
    return self
 end
 
 function Sampler:temperature(t)
-   self._temperature = check_temperature(t, 3)
+   self._temperature = checked('temperature', t, 3)
    return self
 end
 
 function Sampler:top_k(k)
-   self._top_k = check_top_k(k, 3)
+   self._top_k = checked('top_k', k, 3)
    return self
 end
 
 function Sampler:top_p(p)
-   self._top_p = check_top_p(p, 3)
+   self._top_p = checked('top_p', p, 3)
    return self
 end
 
