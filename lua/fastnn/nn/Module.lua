@@ -159,11 +159,14 @@ function Module:named_children()
    return out
 end
 
-function Module:children()
+-- the values of {name, value} pairs, in order (children, modules, parameters, buffers)
+local function values(named)
    local out = {}
-   for i, pair in ipairs(self:named_children()) do out[i] = pair[2] end
+   for i, pair in ipairs(named) do out[i] = pair[2] end
    return out
 end
+
+function Module:children() return values(self:named_children()) end
 
 -- {{'', self}, {'fc', m}, {'block.1', m}, ...}: this module and every descendant, depth
 -- first, each once (a shared layer under its first name)
@@ -181,11 +184,7 @@ function Module:named_modules()
    return out
 end
 
-function Module:modules()
-   local out = {}
-   for i, pair in ipairs(self:named_modules()) do out[i] = pair[2] end
-   return out
-end
+function Module:modules() return values(self:named_modules()) end
 
 -- apply(fn): fn(m) for every descendant, children before their parent (PyTorch's order)
 function Module:apply(fn)
@@ -229,17 +228,9 @@ function Module:named_parameters() return named(self, '_param_names', 'named_par
 -- ordered {name, tensor} pairs of the buffers, named like the parameters
 function Module:named_buffers() return named(self, '_buffer_names', 'named_buffers') end
 
-function Module:parameters()
-   local out = {}
-   for i, pair in ipairs(self:named_parameters()) do out[i] = pair[2] end
-   return out
-end
+function Module:parameters() return values(self:named_parameters()) end
 
-function Module:buffers()
-   local out = {}
-   for i, pair in ipairs(self:named_buffers()) do out[i] = pair[2] end
-   return out
-end
+function Module:buffers() return values(self:named_buffers()) end
 
 -- set_buffer('2.running_mean', t): replaces a buffer found by its dotted name (what a
 -- checkpoint loader needs, since tensors are immutable); raises for an unknown name

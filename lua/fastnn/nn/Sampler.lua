@@ -64,19 +64,12 @@ function Sampler.__new(cls, opts)
    return self
 end
 
-function Sampler:temperature(t)
-   self._temperature = checked('temperature', t, 3)
-   return self
-end
-
-function Sampler:top_k(k)
-   self._top_k = checked('top_k', k, 3)
-   return self
-end
-
-function Sampler:top_p(p)
-   self._top_p = checked('top_p', p, 3)
-   return self
+-- the chained setters: sampler:temperature(t), sampler:top_k(k), sampler:top_p(p)
+for name in pairs(SETTINGS) do
+   Sampler[name] = function(self, v)
+      self['_' .. name] = checked(name, v, 3)
+      return self
+   end
 end
 
 -- the settings as a table (top_k nil when off)
