@@ -118,31 +118,27 @@ function Module:is_instance_of(cls)
    return false
 end
 
--- explicit registration, for names built at run time; the name checked at the caller's line
-local function check_name(op, name)
+-- explicit registration, for names built at run time: the name (and, where `bad` says what the
+-- value is not, the value) refused at the caller's line, then recorded in the list that keeps the order
+local function register(self, op, list, name, v, bad)
    if type(name) ~= 'string' then error(('%s: name is a %s, expected a string'):format(op, type(name)), 3) end
+   if bad then error(('%s: %s is not %s'):format(op, name, bad), 3) end
+   rawset(self, name, v)
+   list_add(self, list, name)
 end
 
 function Module:add_module(name, m)
-   check_name('add_module', name)
-   if not is_module(m) then error(('add_module: %s is not a module'):format(name), 2) end
-   rawset(self, name, m)
-   list_add(self, '_child_names', name)
+   register(self, 'add_module', '_child_names', name, m, not is_module(m) and 'a module')
    return self
 end
 
 function Module:register_parameter(name, p)
-   check_name('register_parameter', name)
-   if p ~= nil and not is_param(p) then error(('register_parameter: %s is not an nn.Param'):format(name), 2) end
-   rawset(self, name, p)
-   list_add(self, '_param_names', name)
+   register(self, 'register_parameter', '_param_names', name, p, p ~= nil and not is_param(p) and 'an nn.Param')
    return p
 end
 
 function Module:register_buffer(name, t)
-   check_name('register_buffer', name)
-   rawset(self, name, t)
-   list_add(self, '_buffer_names', name)
+   register(self, 'register_buffer', '_buffer_names', name, t)
    return t
 end
 
