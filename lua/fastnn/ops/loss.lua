@@ -58,6 +58,14 @@ local function cfail(lvl) error(ffi.string(C.fnn_last_error()), lvl + 1) end   -
 
 local REDUCTION = {none = 0, mean = 1, sum = 2}
 
+-- the fused loss cfn(out, ...) -> out; tail-called by an implementation (`return fused(lvl, ...)`), so
+-- its frame stands in the implementation's and the core's message goes to the same lvl
+local function fused(lvl, cfn, ...)
+   local out = new()
+   if cfn(out, ...) ~= 0 then cfail(lvl) end
+   return done(out)
+end
+
 -- the options table (nil: none; a string is a reduction), with every key checked against `allowed`
 local NO_OPTS = {}
 local function options(op, opts, allowed, lvl)
@@ -213,11 +221,7 @@ local function cross_entropy(logits, targets, opts, lvl)
    end
    local t = ids_arg(op, targets, lvl)
    local has_ignore, ignore = ignore_of(op, opts, lvl)
-   local out = new()
-   if C.fnn_cross_entropy_loss(out, logits, t, weight, has_ignore, ignore, smoothing, REDUCTION[r]) ~= 0 then
-      cfail(lvl)
-   end
-   return done(out)
+   return fused(lvl, C.fnn_cross_entropy_loss, logits, t, weight, has_ignore, ignore, smoothing, REDUCTION[r])
 end
 
 local function nll_loss(log_probs, targets, opts, lvl)
@@ -226,9 +230,7 @@ local function nll_loss(log_probs, targets, opts, lvl)
    opts, r, weight = class_args(op, log_probs, 'input', opts, NLL_OPTS, lvl)
    local t = ids_arg(op, targets, lvl)
    local has_ignore, ignore = ignore_of(op, opts, lvl)
-   local out = new()
-   if C.fnn_nll_loss(out, log_probs, t, weight, has_ignore, ignore, REDUCTION[r]) ~= 0 then cfail(lvl) end
-   return done(out)
+   return fused(lvl, C.fnn_nll_loss, log_probs, t, weight, has_ignore, ignore, REDUCTION[r])
 end
 
 -- ---------------------------------------------------------------------------
@@ -243,11 +245,7 @@ local function binary_cross_entropy(pred, target, opts, lvl)
    check_tensor(op, target, 'target', lvl)
    opts = options(op, opts, BCE_OPTS, lvl)
    local r = reduction_of(op, opts, lvl)
-   local out = new()
-   if C.fnn_binary_cross_entropy(out, pred, target, tensor_opt(op, opts, 'weight', lvl), REDUCTION[r]) ~= 0 then
-      cfail(lvl)
-   end
-   return done(out)
+   return fused(lvl, C.fnn_binary_cross_entropy, pred, target, tensor_opt(op, opts, 'weight', lvl), REDUCTION[r])
 end
 
 local function bce_with_logits(logits, target, opts, lvl)
@@ -256,20 +254,14 @@ local function bce_with_logits(logits, target, opts, lvl)
    check_tensor(op, target, 'target', lvl)
    opts = options(op, opts, BCEL_OPTS, lvl)
    local r = reduction_of(op, opts, lvl)
-   local out = new()
-   if C.fnn_bce_with_logits(out, logits, target, tensor_opt(op, opts, 'weight', lvl),
-                            tensor_opt(op, opts, 'pos_weight', lvl), REDUCTION[r]) ~= 0 then
-      cfail(lvl)
-   end
-   return done(out)
+   return fused(lvl, C.fnn_bce_with_logits, logits, target, tensor_opt(op, opts, 'weight', lvl),
+                tensor_opt(op, opts, 'pos_weight', lvl), REDUCTION[r])
 end
 
 local function mse_loss(pred, target, lvl)
    check_tensor('mse_loss', pred, 'pred', lvl)
    check_tensor('mse_loss', target, 'target', lvl)
-   local out = new()
-   if C.fnn_mse_loss(out, pred, target) ~= 0 then cfail(lvl) end
-   return done(out)
+   return fused(lvl, C.fnn_mse_loss, pred, target)
 end
 
 local EPS = 1e-7   -- Keras's backend epsilon: probabilities are clipped to [EPS, 1 - EPS]
