@@ -43,10 +43,11 @@ function M.LambdaCallback(fns)
    return cb
 end
 
--- a class with a constructor taking (self, ...) and the user's error level 3
+-- nn.callbacks.<name>: a class with a constructor taking (self, ...) and the user's error level 3
 local function callback_class(name)
    local cls = class.extend(Callback, name)
    cls.__tostring = function() return 'nn.callbacks.' .. name end
+   M[name] = cls
    return cls
 end
 
@@ -189,7 +190,6 @@ function EarlyStopping:on_epoch_end(epoch, logs)
       if self.restore_best_weights and self.best_weights then restore(self.model, self.best_weights) end
    end
 end
-M.EarlyStopping = EarlyStopping
 
 -- ---------------------------------------------------------------------------
 -- ModelCheckpoint(path, {monitor = 'val_loss', save_best_only = false, mode = 'auto',
@@ -228,7 +228,6 @@ function ModelCheckpoint:on_epoch_end(epoch, logs)
    end
    self.last_path = path
 end
-M.ModelCheckpoint = ModelCheckpoint
 
 -- ---------------------------------------------------------------------------
 -- LearningRateScheduler(schedule, {per = ...}): sets the optimizer's rate
@@ -271,7 +270,6 @@ function LearningRateScheduler:on_batch_begin()
    opt:set_lr(self.schedule:lr_at(opt:steps()))
 end
 function LearningRateScheduler:on_epoch_end(_, logs) logs.lr = self.model.optimizer:lr() end
-M.LearningRateScheduler = LearningRateScheduler
 
 -- ---------------------------------------------------------------------------
 -- ReduceLROnPlateau{monitor = 'val_loss', factor = 0.1, patience = 10, mode = 'auto',
@@ -320,7 +318,6 @@ function ReduceLROnPlateau:on_epoch_end(_, logs)
       end
    end
 end
-M.ReduceLROnPlateau = ReduceLROnPlateau
 
 -- ---------------------------------------------------------------------------
 -- CSVLogger(path, {separator = ',', append = false}): one row per epoch: epoch, then the logs'
@@ -361,7 +358,6 @@ end
 function CSVLogger:on_train_end()
    if self.file then self.file:close(); self.file = nil end
 end
-M.CSVLogger = CSVLogger
 
 -- ---------------------------------------------------------------------------
 -- History (made by fit, which returns its table): history.loss, history.val_loss, ... per epoch,
@@ -379,7 +375,6 @@ function History:on_epoch_end(epoch, logs)
       end
    end
 end
-M.History = History
 
 M.hooks = HOOKS
 return M

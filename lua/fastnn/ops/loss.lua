@@ -239,21 +239,26 @@ end
 local BCE_OPTS = {reduction = true, weight = true}
 local BCEL_OPTS = {reduction = true, weight = true, pos_weight = true}
 
+-- what the binary losses check first: the input and target tensors, the options (`allowed`) and the
+-- reduction; -> opts, reduction
+local function binary_args(op, x, target, opts, allowed, lvl)
+   check_tensor(op, x, 'input', lvl + 1)
+   check_tensor(op, target, 'target', lvl + 1)
+   opts = options(op, opts, allowed, lvl + 1)
+   return opts, reduction_of(op, opts, lvl + 1)
+end
+
 local function binary_cross_entropy(pred, target, opts, lvl)
    local op = 'binary_cross_entropy'
-   check_tensor(op, pred, 'input', lvl)
-   check_tensor(op, target, 'target', lvl)
-   opts = options(op, opts, BCE_OPTS, lvl)
-   local r = reduction_of(op, opts, lvl)
+   local r
+   opts, r = binary_args(op, pred, target, opts, BCE_OPTS, lvl)
    return fused(lvl, C.fnn_binary_cross_entropy, pred, target, tensor_opt(op, opts, 'weight', lvl), REDUCTION[r])
 end
 
 local function bce_with_logits(logits, target, opts, lvl)
    local op = 'bce_with_logits'
-   check_tensor(op, logits, 'input', lvl)
-   check_tensor(op, target, 'target', lvl)
-   opts = options(op, opts, BCEL_OPTS, lvl)
-   local r = reduction_of(op, opts, lvl)
+   local r
+   opts, r = binary_args(op, logits, target, opts, BCEL_OPTS, lvl)
    return fused(lvl, C.fnn_bce_with_logits, logits, target, tensor_opt(op, opts, 'weight', lvl),
                 tensor_opt(op, opts, 'pos_weight', lvl), REDUCTION[r])
 end
