@@ -94,4 +94,23 @@ describe('the layers', function()
       assert.same({}, wrong)
       assert.equals(sum, total)
    end)
+
+   -- the Lua layers: keras (compile, fit, ...) stands above nn and adds its face to nn's models when
+   -- it loads; nn names nothing of it, so nn loads and runs without it
+   it('lua/fastnn/nn requires nothing from lua/fastnn/keras', function()
+      local bad = {}
+      for _, f in ipairs(source_files('lua/fastnn/nn/')) do
+         local fh = assert(io.open(f))
+         local n = 0
+         for line in fh:lines() do
+            n = n + 1
+            local code = line:gsub('%-%-.*$', '')
+            if code:find('fastnn.keras', 1, true) or code:find('fastnn/keras', 1, true) then
+               bad[#bad + 1] = ('%s:%d: %s'):format(f, n, line)
+            end
+         end
+         fh:close()
+      end
+      assert.same({}, bad)
+   end)
 end)

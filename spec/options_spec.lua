@@ -394,7 +394,6 @@ local UNCHECKED = {
    ['lua/fastnn/nn/TransformerEncoderLayer.lua'] = 'forward(x, opts): checked by the attention',
    ['lua/fastnn/nn/transformer.lua'] = 'TransformerStack:forward(x, opts), new_cache(opts); '
       .. 'TransformerDecoder:forward(x, memory, opts): passed to the attention',
-   ['lua/fastnn/nn/losses.lua'] = 'the functional losses: checked by fastnn.ops.loss',
 }
 
 describe('the source', function()

@@ -618,6 +618,18 @@ static const fnn_op_def CONV2D = {{"conv2d", "conv", 1, 1}, conv_backward, FNN_E
 static const fnn_op_def CONV3D = {{"conv3d", "conv", 1, 1}, conv_backward, FNN_EMBEDS_NONE};
 static const fnn_op_def *const CONV_DEFS[4] = {NULL, &CONV1D, &CONV2D, &CONV3D};
 
+/* conv and conv_transpose once their options are read: the geometry, the output, then the row */
+static int conv_run(const fnn_op_def *def, const conv_opts *o, fnn_tensor *out, const fnn_tensor *x,
+                    const fnn_tensor *w, const fnn_tensor *b) {
+    conv_geom g;
+    int ondim;
+    int64_t oshape[FNN_MAX_DIMS];
+    const fnn_conv_row *row;
+    FNN_TRY(conv_setup(o, x, w, b, &g, &ondim, oshape, &row));
+    FNN_TRY(fnn_new_output(out, x->device, ondim, oshape));
+    return conv_apply(def, row, out, x, w, b, &g, o);
+}
+
 /* x [N, C, *in] or [C, *in], w [O, C/groups, *k], b [O] or NULL -> [N, O, *out] (or [O, *out]),
  * out = (in + pad_before + pad_after - dil (k - 1) - 1) / stride + 1 per spatial dim */
 int fnn_conv(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd,
@@ -626,14 +638,7 @@ int fnn_conv(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fn
     FNN_CHECK(nd >= 1 && nd <= 3, FNN_STATUS_ARG, "conv: %d spatial dims, expected 1, 2 or 3", nd);
     conv_opts o;
     opts_read(&o, nd, false, stride, padding, NULL, dilation, groups);
-    conv_geom g;
-    int ondim;
-    int64_t oshape[FNN_MAX_DIMS];
-    const fnn_conv_row *row;
-    FNN_TRY(conv_setup(&o, x, w, b, &g, &ondim, oshape, &row));
-    FNN_TRY(fnn_new_output(out, x->device, ondim, oshape));
-
-    return conv_apply(CONV_DEFS[nd], row, out, x, w, b, &g, &o);
+    return conv_run(CONV_DEFS[nd], &o, out, x, w, b);
 }
 
 /* the 2-d form with symmetric padding, kept for C callers */
@@ -668,14 +673,7 @@ int fnn_conv_transpose(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w
     FNN_CHECK(nd >= 1 && nd <= 3, FNN_STATUS_ARG, "conv_transpose: %d spatial dims, expected 1, 2 or 3", nd);
     conv_opts o;
     opts_read(&o, nd, true, stride, padding, output_padding, dilation, groups);
-    conv_geom g;
-    int ondim;
-    int64_t oshape[FNN_MAX_DIMS];
-    const fnn_conv_row *row;
-    FNN_TRY(conv_setup(&o, x, w, b, &g, &ondim, oshape, &row));
-    FNN_TRY(fnn_new_output(out, x->device, ondim, oshape));
-
-    return conv_apply(CONV_TRANSPOSE_DEFS[nd], row, out, x, w, b, &g, &o);
+    return conv_run(CONV_TRANSPOSE_DEFS[nd], &o, out, x, w, b);
 }
 
 const fnn_op_def *const fnn_ops_conv[] = {&CONV1D, &CONV2D, &CONV3D, &CONV_TRANSPOSE1D, &CONV_TRANSPOSE2D,

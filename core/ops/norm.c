@@ -572,21 +572,24 @@ static int batch_norm_grad_cpu(int ordinal, const fnn_nrm_args *p) {
     return FNN_STATUS_OK;
 }
 
-/* backward: saved[0] x (contiguous), saved[1] stats [C, 2] (mean, rstd), saved[2] w when given;
- * norm_attrs training, has_weight */
-static int batch_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+/* batch and group norm's backward: saved[0] x (contiguous), saved[1] the stats ([C, 2] batch, [N, G, 2] group:
+ * mean, rstd), saved[2] w when given; a brings the family's own fields (training, groups) */
+static int stats_norm_backward(const char *op, fnn_node *n, const fnn_tensor *g, fnn_tensor *din, fnn_nrm_args a) {
     const fnn_tensor *x = &n->saved[0];
     const fnn_nrm_row *row;
-    FNN_TRY(norm_row("batch_norm", x->device, true, &row));
+    FNN_TRY(norm_row(op, x->device, true, &row));
     fnn_tensor gc;
     int rc;
     const float *gp = fnn_contiguous_data(g, &gc, &rc);
     if (rc) return rc;
     const int64_t N = x->shape[0], C = x->shape[1], total = fnn_tensor_numel(x);
-    const norm_attrs *at = FNN_ATTRS(n, norm_attrs);
-    fnn_nrm_args a = {.x = fnn_data(x), .g = gp, .w = at->has_weight ? fnn_data(&n->saved[2]) : NULL,
-                      .stats = fnn_data(&n->saved[1]), .N = N, .C = C, .S = N * C > 0 ? total / (N * C) : 0,
-                      .groups = 1, .training = at->training};
+    a.x = fnn_data(x);
+    a.g = gp;
+    a.w = FNN_ATTRS(n, norm_attrs)->has_weight ? fnn_data(&n->saved[2]) : NULL;
+    a.stats = fnn_data(&n->saved[1]);
+    a.N = N;
+    a.C = C;
+    a.S = N * C > 0 ? total / (N * C) : 0;
     if (n->next[0] && !(rc = fnn_new_output(&din[0], x->device, n->in_ndim[0], n->in_shape[0])))
         a.y = fnn_data(&din[0]);
     if (!rc && n->next[1] && !(rc = fnn_new_output(&din[1], x->device, 1, &C))) a.dw = fnn_data(&din[1]);
@@ -595,6 +598,12 @@ static int batch_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
     fnn_tensor_clear(&gc);
     if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
     return rc;
+}
+
+/* norm_attrs training, has_weight */
+static int batch_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    return stats_norm_backward("batch_norm", n, g, din,
+                               (fnn_nrm_args){.groups = 1, .training = FNN_ATTRS(n, norm_attrs)->training});
 }
 static const fnn_op_def BATCH_NORM = {{"batch_norm", "norm", 1, 1}, batch_norm_backward, FNN_EMBEDS_NONE};
 
@@ -751,29 +760,9 @@ static int group_norm_grad_cpu(int ordinal, const fnn_nrm_args *p) {
     return FNN_STATUS_OK;
 }
 
-/* backward: saved[0] x (contiguous), saved[1] stats [N, G, 2], saved[2] w when given;
- * norm_attrs groups, has_weight */
+/* norm_attrs groups, has_weight */
 static int group_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    const fnn_tensor *x = &n->saved[0];
-    const fnn_nrm_row *row;
-    FNN_TRY(norm_row("group_norm", x->device, true, &row));
-    fnn_tensor gc;
-    int rc;
-    const float *gp = fnn_contiguous_data(g, &gc, &rc);
-    if (rc) return rc;
-    const int64_t N = x->shape[0], C = x->shape[1], total = fnn_tensor_numel(x);
-    const norm_attrs *at = FNN_ATTRS(n, norm_attrs);
-    fnn_nrm_args a = {.x = fnn_data(x), .g = gp, .w = at->has_weight ? fnn_data(&n->saved[2]) : NULL,
-                      .stats = fnn_data(&n->saved[1]), .N = N, .C = C, .groups = at->groups,
-                      .S = N * C > 0 ? total / (N * C) : 0};
-    if (n->next[0] && !(rc = fnn_new_output(&din[0], x->device, n->in_ndim[0], n->in_shape[0])))
-        a.y = fnn_data(&din[0]);
-    if (!rc && n->next[1] && !(rc = fnn_new_output(&din[1], x->device, 1, &C))) a.dw = fnn_data(&din[1]);
-    if (!rc && n->next[2] && !(rc = fnn_new_output(&din[2], x->device, 1, &C))) a.db = fnn_data(&din[2]);
-    if (!rc) rc = row->backward(fnn_device_ordinal(x->device), &a);
-    fnn_tensor_clear(&gc);
-    if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
-    return rc;
+    return stats_norm_backward("group_norm", n, g, din, (fnn_nrm_args){.groups = FNN_ATTRS(n, norm_attrs)->groups});
 }
 static const fnn_op_def GROUP_NORM = {{"group_norm", "norm", 1, 1}, group_norm_backward, FNN_EMBEDS_NONE};
 

@@ -415,26 +415,18 @@ static int pool_forward_cpu(const fnn_pool_args *a, fnn_range_fn planes_fn) {
     return FNN_STATUS_OK;
 }
 
-/* the CPU's max pool row */
-static int max_pool_cpu(int ordinal, const fnn_pool_args *a) {
-    (void)ordinal;
-    return pool_forward_cpu(a, max_forward_planes);
-}
-static int max_pool_grad_cpu(int ordinal, const fnn_pool_args *a) {
-    (void)ordinal;
-    return pool_grad_cpu(a, max_backward_planes);
-}
-
-/* saved[0] = the argmax offsets [planes * Do * Ho * Wo] (int32 bits) */
-static int max_pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
-    fnn_pool_args a = {.idx = (int32_t *)(void *)fnn_data(&n->saved[0])};
+/* max and avg pool's rule: a max pool's saved[0] holds the argmax offsets [planes * Do * Ho * Wo] (int32
+ * bits); an avg pool saves nothing */
+static int pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    const fnn_tensor *idx = &n->saved[0];
+    fnn_pool_args a = {.idx = idx->ndim >= 0 ? (int32_t *)(void *)fnn_data(idx) : NULL};
     pool_args_of_node(&a, n);
     return row_backward(n, dout, din, &a);
 }
 /* has_cuda (0 here): the registry derives it from cuda/pool.cu's rows */
-static const fnn_op_def MAX_POOL1D = {{"max_pool1d", "pool", 1, 0}, max_pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MAX_POOL2D = {{"max_pool2d", "pool", 1, 0}, max_pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MAX_POOL3D = {{"max_pool3d", "pool", 1, 0}, max_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX_POOL1D = {{"max_pool1d", "pool", 1, 0}, pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX_POOL2D = {{"max_pool2d", "pool", 1, 0}, pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX_POOL3D = {{"max_pool3d", "pool", 1, 0}, pool_backward, FNN_EMBEDS_NONE};
 
 static int max_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dims, const int *k,
                     const int *s, const int *p, int ceil_mode) {
@@ -577,24 +569,9 @@ static void avg_backward_planes(void *ctx, int64_t plo, int64_t phi) {
     }
 }
 
-/* the CPU's avg pool row */
-static int avg_pool_cpu(int ordinal, const fnn_pool_args *a) {
-    (void)ordinal;
-    return pool_forward_cpu(a, avg_forward_planes);
-}
-static int avg_pool_grad_cpu(int ordinal, const fnn_pool_args *a) {
-    (void)ordinal;
-    return pool_grad_cpu(a, avg_backward_planes);
-}
-
-static int avg_pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
-    fnn_pool_args a = {.idx = NULL};
-    pool_args_of_node(&a, n);
-    return row_backward(n, dout, din, &a);
-}
-static const fnn_op_def AVG_POOL1D = {{"avg_pool1d", "pool", 1, 0}, avg_pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def AVG_POOL2D = {{"avg_pool2d", "pool", 1, 0}, avg_pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def AVG_POOL3D = {{"avg_pool3d", "pool", 1, 0}, avg_pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def AVG_POOL1D = {{"avg_pool1d", "pool", 1, 0}, pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def AVG_POOL2D = {{"avg_pool2d", "pool", 1, 0}, pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def AVG_POOL3D = {{"avg_pool3d", "pool", 1, 0}, pool_backward, FNN_EMBEDS_NONE};
 
 static int avg_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dims, const int *k,
                     const int *s, const int *p, int ceil_mode, int count_include_pad) {
@@ -651,11 +628,10 @@ static void adaptive_forward_planes(void *ctx, int64_t lo, int64_t hi) {
     for (int64_t p = lo; p < hi; p++) {
         const float *x = j->x + p * H * W;
         float *y = j->y + p * Ho * Wo;
+        int64_t h0, h1, w0, w1;   /* the window [h0, h1) x [w0, w1) of output (oy, ox) */
         for (int64_t oy = 0; oy < Ho; oy++) {
-            int64_t h0, h1;
             adaptive_window(oy, H, Ho, &h0, &h1);
             for (int64_t ox = 0; ox < Wo; ox++) {
-                int64_t w0, w1;
                 adaptive_window(ox, W, Wo, &w0, &w1);
                 float s = 0;
                 for (int64_t iy = h0; iy < h1; iy++)
@@ -674,11 +650,10 @@ static void adaptive_backward_planes(void *ctx, int64_t lo, int64_t hi) {
         float *dx = j->dx + p * H * W;
         const float *dy = j->dy + p * Ho * Wo;
         memset(dx, 0, sizeof(float) * (size_t)(H * W));
+        int64_t h0, h1, w0, w1;   /* the window [h0, h1) x [w0, w1) of output (oy, ox) */
         for (int64_t oy = 0; oy < Ho; oy++) {
-            int64_t h0, h1;
             adaptive_window(oy, H, Ho, &h0, &h1);
             for (int64_t ox = 0; ox < Wo; ox++) {
-                int64_t w0, w1;
                 adaptive_window(ox, W, Wo, &w0, &w1);
                 float d = dy[oy * Wo + ox] / (float)((h1 - h0) * (w1 - w0));
                 for (int64_t iy = h0; iy < h1; iy++)
@@ -797,7 +772,7 @@ typedef struct {
 static void nearest_forward_slot(void *ctx, int64_t s0, int64_t s1) {
     const nearest_job *j = ctx;
     const fnn_pool_args *g = j->g;
-    const int64_t D = g->in[0], H = g->in[1], W = g->in[2], Do = g->out[0], Ho = g->out[1], Wo = g->out[2];
+    const int64_t Do = g->out[0], Ho = g->out[1], Wo = g->out[2], D = g->in[0], H = g->in[1], W = g->in[2];
     const int64_t *sd = j->m.src[0], *sh = j->m.src[1], *sw = j->m.src[2];
     for (int64_t s = s0; s < s1; s++) {
         int64_t lo, hi;
@@ -1115,6 +1090,12 @@ int fnn_upsample_bilinear2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, in
 
 /* The CPU's rows: every op of the family (the CUDA rows: cuda/pool.cu). The 1-d, 2-d and 3-d pools
  * share their kernels, the geometry telling them apart. */
+/* the CPU rows of max and avg pool: the shared drivers with each kind's plane functions */
+static int max_pool_cpu(int ord, const fnn_pool_args *a) { (void)ord; return pool_forward_cpu(a, max_forward_planes); }
+static int max_pool_grad_cpu(int ord, const fnn_pool_args *a) { (void)ord; return pool_grad_cpu(a, max_backward_planes); }
+static int avg_pool_cpu(int ord, const fnn_pool_args *a) { (void)ord; return pool_forward_cpu(a, avg_forward_planes); }
+static int avg_pool_grad_cpu(int ord, const fnn_pool_args *a) { (void)ord; return pool_grad_cpu(a, avg_backward_planes); }
+
 const fnn_pool_row fnn_cpu_pool_rows[] = {
     {"max_pool1d", max_pool_cpu, max_pool_grad_cpu},
     {"max_pool2d", max_pool_cpu, max_pool_grad_cpu},

@@ -49,18 +49,17 @@ function M.live_nodes() return tonumber(C.fnn_live_nodes()) end
 -- ---------------------------------------------------------------------------
 -- Param: a trainable leaf. It owns a private copy of its value; p:tensor()
 -- hands out a tensor whose gradient flows back into p (detached when frozen).
-local Param = {}
-Param.__index = Param
+local Param = require('fastnn.class')('Param')
 M.Param = Param
 
-setmetatable(Param, {__call = function(_, value)
+function Param.__new(cls, value)
    if not istype(value) then
       error(('Param: expected a tensor, got a %s'):format(type(value)), 2)
    end
    local node = C.fnn_param_new(value)
    if node == nil then fail() end
-   return setmetatable({node = ffi.gc(node, C.fnn_node_release)}, Param)
-end})
+   return setmetatable({node = ffi.gc(node, C.fnn_node_release)}, cls)
+end
 
 function Param.is_param(x) return getmetatable(x) == Param end
 

@@ -16,9 +16,9 @@ local CPU, CUDA = 0, 1          -- fnn_device_type
 local STATUS_OOM = -3
 
 local M = {}
-local Device = {}
-Device.__index = Device
+local Device = require('fastnn.class')('Device')
 M.Device = Device
+function Device.__new() error('Device: there is one per device: Device.cpu(), Device.cuda(i) or Device.best()', 2) end
 
 -- one object per device id, so devices compare with == and can key tables
 local by_id = {}

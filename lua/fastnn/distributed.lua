@@ -27,9 +27,8 @@ local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn = require 'fastnn'
 local fnn_tensor = require 'fastnn.tensor'
-local C = fnn_tensor.C
-local new, done, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.is_tensor
-local shape_str = fnn_tensor.shape_str
+local C, new, done, istype, shape_str = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.is_tensor,
+   fnn_tensor.shape_str
 
 local M = {}
 local lib                          -- libfastnn_dist, when loaded
@@ -287,8 +286,9 @@ end)
 -- ---------------------------------------------------------------------------
 -- DataParallel
 
-local DataParallel = {}
+local DataParallel = require('fastnn.class')('DataParallel')
 local methods = {}
+-- a proxy: its methods, then the model's own methods and fields
 DataParallel.__index = function(self, k)
    local m = methods[k]
    if m ~= nil then return m end

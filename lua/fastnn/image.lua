@@ -10,8 +10,7 @@
 local ffi = require 'ffi'
 local tensor = require 'fastnn.tensor'
 local options = require 'fastnn.options'
-local C = tensor.C
-local new, done = tensor.new, tensor.done
+local C, new, done = tensor.C, tensor.new, tensor.done
 local floor = math.floor
 
 local M = {}
@@ -108,19 +107,20 @@ function M.crop(t, a, b, c, d)
    return crop_box(t, b, a, d - b, c - a)
 end
 
-function M.hflip(t)
-   want_image('image.hflip', t)
-   local out = new()
-   if C.fnn_image_hflip(out, t) ~= 0 then fail('image.hflip') end
-   return done(out)
+-- image.<name>(t): one picture in, one out, through fnn_image_<name>
+local function picture_op(name)
+   local op, cfn = 'image.' .. name, C['fnn_image_' .. name]
+   return function(t)
+      want_image(op, t)
+      local out = new()
+      if cfn(out, t) ~= 0 then fail(op) end
+      return done(out)
+   end
 end
 
+M.hflip = picture_op('hflip')
+
 -- [1, H, W]: 0.299 R + 0.587 G + 0.114 B (a grey picture is copied)
-function M.to_gray(t)
-   want_image('image.to_gray', t)
-   local out = new()
-   if C.fnn_image_to_gray(out, t) ~= 0 then fail('image.to_gray') end
-   return done(out)
-end
+M.to_gray = picture_op('to_gray')
 
 return M

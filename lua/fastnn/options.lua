@@ -118,8 +118,7 @@ local function type_ok(t, v)
    return type(v) == t
 end
 
-local Decl = {}
-Decl.__index = Decl
+local Decl = require('fastnn.class')('Decl')
 
 -- declare(name, entries): register and return the declaration of `name`'s options
 function M.declare(name, entries)

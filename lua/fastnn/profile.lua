@@ -13,8 +13,7 @@ local C = fnn_tensor.C
 
 local M = {}
 
-local Report = {}
-Report.__index = Report
+local Report = require('fastnn.class')('Report')
 
 local KIND = {[0] = 'forward', [1] = 'backward', [2] = 'step'}
 

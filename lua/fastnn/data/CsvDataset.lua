@@ -20,8 +20,7 @@ local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local TensorDataset = require 'fastnn.data.TensorDataset'
 
-local CsvDataset = setmetatable({}, {__index = TensorDataset})
-CsvDataset.__index = CsvDataset
+local CsvDataset = require('fastnn.class').extend(TensorDataset, 'CsvDataset')
 
 -- split one line into fields (reusing `out`); quoted fields per RFC 4180 within the line
 local function split(line, delim, out)
@@ -73,7 +72,7 @@ local OPTS = require('fastnn.options').declare('data.CsvDataset', {
    {'missing', 'number', nil, 'the value of an empty field (0/0 for NaN)', default_doc = 'an error'},
 })
 
-setmetatable(CsvDataset, {__index = TensorDataset, __call = function(_, path, opts)
+function CsvDataset.__new(cls, path, opts)
    opts = OPTS:check(opts, 2)
    if type(path) ~= 'string' then error('CsvDataset: expected a path', 2) end
    local delim = opts.delimiter or ','
@@ -201,8 +200,8 @@ setmetatable(CsvDataset, {__index = TensorDataset, __call = function(_, path, op
    ds.path, ds.columns, ds.classes = path, names, classes
    ds.input_columns, ds.target_columns = {}, target_names
    for i, c in ipairs(input_cols) do ds.input_columns[i] = names[c] end
-   return setmetatable(ds, CsvDataset)
-end})
+   return setmetatable(ds, cls)
+end
 
 function CsvDataset:__tostring()
    return ('data.CsvDataset(%s: %d rows, inputs %s, targets %s)'):format(self.path, self.n,

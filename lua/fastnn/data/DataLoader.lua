@@ -33,13 +33,11 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn_tensor = require 'fastnn.tensor'
-local C = fnn_tensor.C
-local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
+local C, new, done, fail, istype = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local floor = math.floor
 local parse_device = require('fastnn.device').parse
 
-local DataLoader = {}
-DataLoader.__index = DataLoader
+local DataLoader = require('fastnn.class')('DataLoader')
 
 -- the options table is the chained setters' shorthand: DataLoader(ds, 32, {shuffle = true, seed = 7})
 local OPTS = require('fastnn.options').declare('data.DataLoader', {
@@ -53,7 +51,7 @@ local OPTS = require('fastnn.options').declare('data.DataLoader', {
    {'device', 'any', nil, "move each batch there: a Device, 'cpu', 'cuda' or 'cuda:<n>' (as :to_device(d))"},
 })
 
-setmetatable(DataLoader, {__call = function(_, ds, batch_size, opts)
+function DataLoader.__new(cls, ds, batch_size, opts)
    if type(ds) ~= 'table' or type(ds.len) ~= 'function' then
       error('DataLoader: expected a dataset (a table with len() and get(i), write(...) or take(...))', 2)
    end
@@ -66,11 +64,11 @@ setmetatable(DataLoader, {__call = function(_, ds, batch_size, opts)
    end
    local o = OPTS:check(opts, 2)
    local self = setmetatable({dataset = ds, batch_size = batch_size, _shuffle = o.shuffle, _drop_last = o.drop_last,
-                              _rng = nil, _device = o.device, _prefetch = 0, _workers = 1}, DataLoader)
+                              _rng = nil, _device = o.device, _prefetch = 0, _workers = 1}, cls)
    if o.seed ~= nil then self:seed(o.seed) end
    if o.prefetch ~= 0 then self:prefetch(o.prefetch, {workers = o.workers}) end
    return self
-end})
+end
 
 function DataLoader:shuffle(on)
    self._shuffle = on == nil or on and true or false
@@ -182,8 +180,7 @@ end
 
 -- batch:labels(): the targets as a flat int64 tensor of 1-based class ids (r[i], #r, to_table());
 -- float targets must hold whole numbers (a refusal names the first that does not)
-local Batch = {}
-Batch.__index = Batch
+local Batch = require('fastnn.class')('Batch')
 local flat_shape = ffi.new('int64_t[1]', -1)
 function Batch:labels()
    local t = self.targets

@@ -20,8 +20,7 @@ local transforms = require 'fastnn.data.transforms'
 local C = fnn_tensor.C
 local show = options.show
 
-local ImageFolder = {}
-ImageFolder.__index = ImageFolder
+local ImageFolder = require('fastnn.class')('ImageFolder')
 ImageFolder.wants_seed = true     -- DataLoader passes take() a seed from its stream
 
 local OPTS = options.declare('data.ImageFolder', {
@@ -44,7 +43,7 @@ local function list(dir, kind)
    return names
 end
 
-setmetatable(ImageFolder, {__call = function(_, root, opts)
+function ImageFolder.__new(cls, root, opts)
    if type(root) ~= 'string' or root == '' then error('ImageFolder: expected a folder path, got ' .. show(root), 2) end
    local o = OPTS:check(opts, 2)
    root = root:gsub('/+$', '')
@@ -63,7 +62,7 @@ setmetatable(ImageFolder, {__call = function(_, root, opts)
    end
    local self = setmetatable({root = root, classes = {}, class_to_id = {}, files = {}, targets = {},
                               transform = o.transform, on_error = o.on_error, skipped = 0, skipped_files = {}},
-                             ImageFolder)
+                             cls)
    for _, cls in ipairs(list(root, 'd')) do
       self.classes[#self.classes + 1] = cls
       local id = #self.classes
@@ -96,7 +95,7 @@ setmetatable(ImageFolder, {__call = function(_, root, opts)
    end
    self._set = ffi.gc(pp[0], C.fnn_image_set_free)
    return self
-end})
+end
 
 function ImageFolder:len() return #self.files end
 

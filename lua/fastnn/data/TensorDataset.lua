@@ -6,10 +6,8 @@ local C = fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local fnn_take_rows = C.fnn_take_rows
 
-local TensorDataset = {}
-TensorDataset.__index = TensorDataset
-
-setmetatable(TensorDataset, {__call = function(_, inputs, targets)
+local TensorDataset = require('fastnn.class')('TensorDataset')
+function TensorDataset.__new(cls, inputs, targets)
    if not istype(inputs) then
       error(('TensorDataset: inputs is a %s, expected a tensor'):format(type(inputs)), 2)
    end
@@ -25,8 +23,8 @@ setmetatable(TensorDataset, {__call = function(_, inputs, targets)
             fnn_tensor.shape_str(inputs), fnn_tensor.shape_str(targets)), 2)
       end
    end
-   return setmetatable({inputs = inputs, targets = targets, n = n}, TensorDataset)
-end})
+   return setmetatable({inputs = inputs, targets = targets, n = n}, cls)
+end
 
 function TensorDataset:len() return self.n end
 

@@ -23,19 +23,17 @@ local C = fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local floor = math.floor
 
-local TextDataset = {}
-TextDataset.__index = TextDataset
-
+local TextDataset = require('fastnn.class')('TextDataset')
 local function positive_int(v) return type(v) == 'number' and v >= 1 and v == floor(v) end
 
 local function looks_like_path(s)
    return #s < 4096 and not s:find('\n', 1, true) and (s:find('/', 1, true) or s:match('%.%w+$')) ~= nil
 end
 
-local function file_exists(path)
+-- a file that can be opened for reading
+local function readable(path)
    local f = io.open(path, 'rb')
-   if f then f:close() return true end
-   return false
+   return f ~= nil and f:close()
 end
 
 local OPTS = require('fastnn.options').declare('data.TextDataset', {
@@ -45,7 +43,7 @@ local OPTS = require('fastnn.options').declare('data.TextDataset', {
    {'text', 'boolean', false, 'the first argument is the text itself even if a file has that name'},
 })
 
-setmetatable(TextDataset, {__call = function(_, source, context, opts)
+function TextDataset.__new(cls, source, context, opts)
    opts = OPTS:check(opts, 2)
    if type(source) ~= 'string' then
       error(('TextDataset: expected a path or a string of text, got a %s'):format(type(source)), 2)
@@ -63,7 +61,7 @@ setmetatable(TextDataset, {__call = function(_, source, context, opts)
    if given ~= nil and not istype(given) then
       error('TextDataset: opts.vocab must be a vocabulary tensor or another TextDataset', 2)
    end
-   local is_file = not opts.text and #source < 4096 and not source:find('\n', 1, true) and file_exists(source)
+   local is_file = not opts.text and #source < 4096 and not source:find('\n', 1, true) and readable(source)
    if not opts.text and not is_file and looks_like_path(source) then
       error(("TextDataset: cannot open '%s' (pass {text = true} to use the string itself as the text)"):format(source), 2)
    end
@@ -81,8 +79,8 @@ setmetatable(TextDataset, {__call = function(_, source, context, opts)
    end
    return setmetatable({tokens = ids, vocab = vocab, context = context, stride = stride, bytes = bytes == 1,
                         path = is_file and source or nil, n_tokens = n_tokens,
-                        n = floor((n_tokens - context - 1) / stride) + 1}, TextDataset)
-end})
+                        n = floor((n_tokens - context - 1) / stride) + 1}, cls)
+end
 
 function TextDataset:len() return self.n end
 function TextDataset:vocab_size() return tonumber(self.vocab.shape_[0]) end

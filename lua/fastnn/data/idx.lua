@@ -6,11 +6,12 @@
 --   idx.try_pair(who, images_path, labels_path)    -> TensorDataset, or nil, err (shapes checked)
 --   idx.try_fetch(who, mirrors, resources, dir, opts) -> dir, or nil, err (every file verified)
 --   idx.mirror_list(who, list)                     -> a checked copy, each URL ending in '/'
+--   idx.dataset(name, {subdir, mirrors, resources, classes, system_dir, package})
+--       -> the dataset's table (data.Mnist, data.FashionMnist): load, try_load, set_mirrors, dir, dirs
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local TensorDataset = require 'fastnn.data.TensorDataset'
-local C = fnn_tensor.C
-local new, done = fnn_tensor.new, fnn_tensor.done
+local C, new, done = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done
 local shape_str = fnn_tensor.shape_str
 
 local idx = {}
@@ -78,6 +79,83 @@ function idx.try_fetch(who, mirrors, resources, dir, opts)
       if not ok then return nil, ('%s: %s'):format(who, err) end
    end
    return dir
+end
+
+-- one readable file of a directory (gzip preferred, plain accepted), or nil
+local function in_dir(d, name)
+   for _, candidate in ipairs{d .. '/' .. name .. '.gz', d .. '/' .. name} do
+      local f = io.open(candidate, 'rb')
+      if f then
+         f:close()
+         return candidate
+      end
+   end
+end
+
+local prefixes = {train = 'train', test = 't10k'}
+
+-- An MNIST-like dataset's table. Its files are fetched into dir() (data.dir() .. '/' .. subdir)
+-- from the mirrors, checked against the resources' MD5s; with a system_dir (a Debian package's,
+-- named by package), the first of dirs() holding both files of a split is read as it is, and a
+-- failed download says which package provides them. The fields stay the table's, so a program (or
+-- a spec) may change SYSTEM_DIR, mirrors or resources later.
+function idx.dataset(name, d)
+   local D = {SUBDIR = d.subdir, SYSTEM_DIR = d.system_dir, mirrors = d.mirrors, resources = d.resources,
+              classes = d.classes}
+   local OPTS = require('fastnn.options').declare('data.' .. name .. '.load', {
+      {'progress', 'boolean|string', nil, "download progress: true/'auto', 'bar', 'line', false/'quiet'",
+       values = {'auto', 'bar', 'line', 'quiet'}, default_doc = 'data.defaults.progress'},
+      {'timeout', 'number', nil, 'seconds for a whole file', min = 0, default_doc = 'data.defaults.timeout'},
+      {'connect_timeout', 'number', nil, 'seconds to connect', min = 0, default_doc = 'data.defaults.connect_timeout'},
+   })
+
+   function D.set_mirrors(list) D.mirrors = idx.mirror_list(name, list) end
+
+   function D.dir() return require('fastnn.data').dir() .. '/' .. D.SUBDIR end
+
+   -- the directories searched before downloading, in order
+   function D.dirs() return D.SYSTEM_DIR and {D.SYSTEM_DIR, D.dir()} or {D.dir()} end
+
+   function D.try_load(split, opts)
+      local bad = OPTS:try(opts)
+      if bad then error(bad, 2) end   -- a mistake of the caller's, not a failed download
+      split = split or 'train'
+      local prefix = prefixes[split]
+      if not prefix then
+         return nil, ("%s.load: split is '%s', expected 'train' or 'test'"):format(name, tostring(split))
+      end
+      local iname, lname = prefix .. '-images-idx3-ubyte', prefix .. '-labels-idx1-ubyte'
+      local ipath, lpath
+      if D.SYSTEM_DIR then
+         for _, dir in ipairs(D.dirs()) do
+            ipath, lpath = in_dir(dir, iname), in_dir(dir, lname)
+            if ipath and lpath then break end
+         end
+      end
+      if not (ipath and lpath) then
+         local dir, err = idx.try_fetch(name, D.mirrors, D.resources, D.dir(), opts)
+         if not dir then
+            if not D.SYSTEM_DIR then return nil, err end
+            return nil, ('%s\n(no %s.gz in %s; the Debian package %s provides the files: '
+                         .. 'apt-get install %s)'):format(err, iname, table.concat(D.dirs(), ' or '), d.package,
+                                                          d.package)
+         end
+         ipath, lpath = dir .. '/' .. iname .. '.gz', dir .. '/' .. lname .. '.gz'
+      end
+      local ds, err = idx.try_pair(name, ipath, lpath)
+      if not ds then return nil, err end
+      ds.classes, ds.split = D.classes, split
+      return ds
+   end
+
+   function D.load(split, opts)
+      local bad = OPTS:try(opts)
+      if bad then error(bad, 2) end
+      local ds, err = D.try_load(split, opts)
+      if not ds then error(err, 2) end
+      return ds
+   end
+   return D
 end
 
 return idx

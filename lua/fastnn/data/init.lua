@@ -20,14 +20,7 @@ local C = require 'fastnn.C'
 
 local data = {}
 
-setmetatable(data, {__index = function(t, name)
-   if type(name) ~= 'string' or not name:match('^%a[%w_]*$') then return nil end
-   local modname = 'fastnn.data.' .. name
-   if not package.loaded[modname] and not package.searchpath(modname, package.path) then return nil end
-   local cls = require(modname)
-   rawset(t, name, cls)
-   return cls
-end})
+require('fastnn.lazy')(data, 'fastnn.data')   -- data.Mnist, data.DataLoader, ...: loaded on first use
 
 data.defaults = {connect_timeout = 15, timeout = 600, progress = 'auto'}
 

@@ -27,8 +27,7 @@ local floor = math.floor
 
 local M = {}
 
-local Transform = {}
-Transform.__index = Transform
+local Transform = require('fastnn.class')('Transform')
 
 local function make(name, steps)
    local n = #steps

@@ -14,15 +14,17 @@
 -- nn.callbacks.Callback{...} and LambdaCallback{on_epoch_end = function(epoch, logs) ... end} make
 -- one from plain functions (LambdaCallback's take no self).
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
+local class = require 'fastnn.class'
 local M = {}
 
-local Callback = {}
-Callback.__index = Callback
+local Callback = class('Callback')
+M.Callback = Callback
 function Callback:set_model(model) self.model = model end
-M.Callback = setmetatable(Callback, {__call = function(_, t)
+-- Callback{on_epoch_end = function(self, epoch, logs) ... end}: the table itself becomes the callback
+function Callback.__new(cls, t)
    if t ~= nil and type(t) ~= 'table' then error('nn.callbacks.Callback: expected a table of methods', 2) end
-   return setmetatable(t or {}, Callback)
-end})
+   return setmetatable(t or {}, cls)
+end
 
 local HOOKS = {'on_train_begin', 'on_train_end', 'on_epoch_begin', 'on_epoch_end', 'on_batch_begin', 'on_batch_end'}
 
@@ -41,10 +43,11 @@ function M.LambdaCallback(fns)
    return cb
 end
 
--- a class with a constructor taking (self, ...) and the user's error level 3
-local function class(name)
-   local cls = require('fastnn.class').extend(Callback, name)
+-- nn.callbacks.<name>: a class with a constructor taking (self, ...) and the user's error level 3
+local function callback_class(name)
+   local cls = class.extend(Callback, name)
    cls.__tostring = function() return 'nn.callbacks.' .. name end
+   M[name] = cls
    return cls
 end
 
@@ -90,6 +93,16 @@ for name, entries in pairs(DECL) do DECL[name] = options.declare('nn.callbacks.'
 local function opts_of(name, opts)
    local o = DECL[name]:check(opts, 4)   -- not a tail call: that would drop this frame from the count
    return o
+end
+
+-- the (path, opts) of a callback that writes a file, checked at the user's line (a path: 1 here,
+-- 2 __init, 3 the class call, 4 the user)
+local function path_opts_of(name, path, opts)
+   if type(path) ~= 'string' then
+      error(('nn.callbacks.%s: path is a %s, expected a string'):format(name, type(path)), 4)
+   end
+   local o = DECL[name]:check(opts, 4)   -- as opts_of: this frame stands where its does
+   return path, o
 end
 
 -- 'max' for figures that grow when better (accuracy, auc, precision, recall, f1), else 'min'
@@ -140,7 +153,7 @@ M._snapshot, M._restore = snapshot, restore
 -- improved by more than min_delta for `patience` epochs in a row. With restore_best_weights, the
 -- weights (and buffers) of the best epoch are put back when it stops. stopped_epoch and best
 -- say what happened.
-local EarlyStopping = class('EarlyStopping')
+local EarlyStopping = callback_class('EarlyStopping')
 function EarlyStopping:__init(opts)
    opts = opts_of('EarlyStopping', opts)
    self.monitor = opts.monitor or 'val_loss'
@@ -177,19 +190,15 @@ function EarlyStopping:on_epoch_end(epoch, logs)
       if self.restore_best_weights and self.best_weights then restore(self.model, self.best_weights) end
    end
 end
-M.EarlyStopping = EarlyStopping
 
 -- ---------------------------------------------------------------------------
 -- ModelCheckpoint(path, {monitor = 'val_loss', save_best_only = false, mode = 'auto',
 -- save_weights_only = false}): after each epoch, fnn.save_training(model, optimizer, step, path)
 -- (step = the optimizer's step count), or fnn.save(model, path) with save_weights_only. '{epoch}'
 -- in path is replaced by the epoch number ('{epoch:03d}' pads it). last_path is the last file.
-local ModelCheckpoint = class('ModelCheckpoint')
+local ModelCheckpoint = callback_class('ModelCheckpoint')
 function ModelCheckpoint:__init(path, opts)
-   if type(path) ~= 'string' then
-      error(('nn.callbacks.ModelCheckpoint: path is a %s, expected a string'):format(type(path)), 3)
-   end
-   opts = opts_of('ModelCheckpoint', opts)
+   path, opts = path_opts_of('ModelCheckpoint', path, opts)
    self.path = path
    self.monitor = opts.monitor or 'val_loss'
    self.save_best_only = opts.save_best_only and true or false
@@ -219,7 +228,6 @@ function ModelCheckpoint:on_epoch_end(epoch, logs)
    end
    self.last_path = path
 end
-M.ModelCheckpoint = ModelCheckpoint
 
 -- ---------------------------------------------------------------------------
 -- LearningRateScheduler(schedule, {per = ...}): sets the optimizer's rate
@@ -227,7 +235,7 @@ M.ModelCheckpoint = ModelCheckpoint
 --   an optim schedule (lr_at)     per step by default: lr_at(optimizer steps so far), so step 0
 --                                 is the first; {per = 'epoch'} uses lr_at(epoch - 1)
 -- The rate in force is logged as logs.lr at each epoch's end.
-local LearningRateScheduler = class('LearningRateScheduler')
+local LearningRateScheduler = callback_class('LearningRateScheduler')
 function LearningRateScheduler:__init(schedule, opts)
    local is_fn = type(schedule) == 'function'
    local is_sched = type(schedule) == 'table' and type(schedule.lr_at) == 'function'
@@ -262,13 +270,12 @@ function LearningRateScheduler:on_batch_begin()
    opt:set_lr(self.schedule:lr_at(opt:steps()))
 end
 function LearningRateScheduler:on_epoch_end(_, logs) logs.lr = self.model.optimizer:lr() end
-M.LearningRateScheduler = LearningRateScheduler
 
 -- ---------------------------------------------------------------------------
 -- ReduceLROnPlateau{monitor = 'val_loss', factor = 0.1, patience = 10, mode = 'auto',
 -- min_delta = 1e-4, cooldown = 0, min_lr = 0} (Keras): multiplies the rate by factor when the
 -- figure has not improved by min_delta for `patience` epochs; then waits `cooldown` epochs.
-local ReduceLROnPlateau = class('ReduceLROnPlateau')
+local ReduceLROnPlateau = callback_class('ReduceLROnPlateau')
 function ReduceLROnPlateau:__init(opts)
    opts = opts_of('ReduceLROnPlateau', opts)
    self.monitor = opts.monitor or 'val_loss'
@@ -311,17 +318,13 @@ function ReduceLROnPlateau:on_epoch_end(_, logs)
       end
    end
 end
-M.ReduceLROnPlateau = ReduceLROnPlateau
 
 -- ---------------------------------------------------------------------------
 -- CSVLogger(path, {separator = ',', append = false}): one row per epoch: epoch, then the logs'
 -- keys in sorted order (the header names them)
-local CSVLogger = class('CSVLogger')
+local CSVLogger = callback_class('CSVLogger')
 function CSVLogger:__init(path, opts)
-   if type(path) ~= 'string' then
-      error(('nn.callbacks.CSVLogger: path is a %s, expected a string'):format(type(path)), 3)
-   end
-   opts = opts_of('CSVLogger', opts)
+   path, opts = path_opts_of('CSVLogger', path, opts)
    self.path, self.separator, self.append = path, opts.separator or ',', opts.append and true or false
 end
 function CSVLogger:on_train_begin()
@@ -355,12 +358,11 @@ end
 function CSVLogger:on_train_end()
    if self.file then self.file:close(); self.file = nil end
 end
-M.CSVLogger = CSVLogger
 
 -- ---------------------------------------------------------------------------
 -- History (made by fit, which returns its table): history.loss, history.val_loss, ... per epoch,
 -- history.epoch the epoch numbers
-local History = class('History')
+local History = callback_class('History')
 function History:__init() self.history = {epoch = {}} end
 function History:on_epoch_end(epoch, logs)
    local h = self.history
@@ -373,7 +375,6 @@ function History:on_epoch_end(epoch, logs)
       end
    end
 end
-M.History = History
 
 M.hooks = HOOKS
 return M

@@ -27,14 +27,13 @@ local is_tensor, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 
 local M = {}
 
-local Metric = {}
-Metric.__index = Metric
+local class = require 'fastnn.class'
+local Metric = class('Metric')
 M.Metric = Metric
 
 -- Metric:extend('Name', default_name [, entries]) -> a class; Class(opts) checks opts against the
 -- class's declaration (name, then its entries: fastnn.options) and runs __init(opts) then reset()
 local options = require 'fastnn.options'
-local class = require 'fastnn.class'
 local THRESHOLD = {'threshold', 'number', 0.5, 'a prediction above it counts as positive'}
 local K = {'k', 'integer', 5, 'a hit when the target is among the k highest scores', min = 1}
 
@@ -79,43 +78,40 @@ local function sum(t) return t:sum():item() end
 -- ---------------------------------------------------------------------------
 -- accuracies
 
--- ids [N, ...] 1-based against pred [N, ..., C]
-local function sparse_hits(who, pred, target)
-   local top = pred:argmax(-1)
-   local t = fit_shape(who, target, top, pred)
-   return sum(top:eq(t)), top:numel()
+-- cls:update(pred, target) adds counter(self, pred, target) -> hits, n (run without a graph on the
+-- checked pair) to the running total and count
+local function counting(cls, counter)
+   function cls:update(pred, target)
+      pred, target = check_pair(self.name, pred, target)
+      local hits, n = autograd.no_grad(counter, self, pred, target)
+      self.total, self.count = self.total + hits, self.count + n
+   end
+   return cls
 end
 
-local SparseCategoricalAccuracy = Metric:extend('SparseCategoricalAccuracy', 'sparse_categorical_accuracy')
-function SparseCategoricalAccuracy:update(pred, target)
-   pred, target = check_pair(self.name, pred, target)
-   local hits, n = autograd.no_grad(sparse_hits, self.name, pred, target)
-   self.total, self.count = self.total + hits, self.count + n
-end
+-- ids [N, ...] 1-based against pred [N, ..., C]
+local SparseCategoricalAccuracy = counting(Metric:extend('SparseCategoricalAccuracy', 'sparse_categorical_accuracy'),
+   function(self, pred, target)
+      local top = pred:argmax(-1)
+      local t = fit_shape(self.name, target, top, pred)
+      return sum(top:eq(t)), top:numel()
+   end)
 M.SparseCategoricalAccuracy = SparseCategoricalAccuracy
 
-local CategoricalAccuracy = Metric:extend('CategoricalAccuracy', 'categorical_accuracy')
-function CategoricalAccuracy:update(pred, target)
-   pred, target = check_pair(self.name, pred, target)
-   local hits, n = autograd.no_grad(function()
+local CategoricalAccuracy = counting(Metric:extend('CategoricalAccuracy', 'categorical_accuracy'),
+   function(self, pred, target)
       local t = fit_shape(self.name, target, pred, pred)
       local top = pred:argmax(-1)
       return sum(top:eq(t:argmax(-1))), top:numel()
    end)
-   self.total, self.count = self.total + hits, self.count + n
-end
 M.CategoricalAccuracy = CategoricalAccuracy
 
-local BinaryAccuracy = Metric:extend('BinaryAccuracy', 'binary_accuracy', {THRESHOLD})
-function BinaryAccuracy:__init(opts) self.threshold = opts.threshold end
-function BinaryAccuracy:update(pred, target)
-   pred, target = check_pair(self.name, pred, target)
-   local hits, n = autograd.no_grad(function()
+local BinaryAccuracy = counting(Metric:extend('BinaryAccuracy', 'binary_accuracy', {THRESHOLD}),
+   function(self, pred, target)
       local t = fit_shape(self.name, target, pred, pred)
       return sum(pred:gt(self.threshold):eq(t:float():gt(0.5))), pred:numel()
    end)
-   self.total, self.count = self.total + hits, self.count + n
-end
+function BinaryAccuracy:__init(opts) self.threshold = opts.threshold end
 M.BinaryAccuracy = BinaryAccuracy
 
 -- 'accuracy': the variant is chosen from the shapes of the first batch, as Keras chooses it
@@ -141,44 +137,31 @@ local function topk_hits(pred, ids, k)
    return sum(idx:eq(ids:unsqueeze(-1))), ids:numel()
 end
 
-local SparseTopK = Metric:extend('SparseTopKCategoricalAccuracy', 'sparse_top_k_categorical_accuracy', {K})
-function SparseTopK:__init(opts) self.k = opts.k end
-function SparseTopK:update(pred, target)
-   pred, target = check_pair(self.name, pred, target)
-   local hits, n = autograd.no_grad(function()
+local SparseTopK = counting(
+   Metric:extend('SparseTopKCategoricalAccuracy', 'sparse_top_k_categorical_accuracy', {K}),
+   function(self, pred, target)
       local like = pred:select(-1, 1)
       return topk_hits(pred, fit_shape(self.name, target, like, pred):long(), self.k)
    end)
-   self.total, self.count = self.total + hits, self.count + n
-end
+function SparseTopK:__init(opts) self.k = opts.k end
 M.SparseTopKCategoricalAccuracy = SparseTopK
 
-local TopK = Metric:extend('TopKCategoricalAccuracy', 'top_k_categorical_accuracy', {K})
-function TopK:__init(opts) self.k = opts.k end
-function TopK:update(pred, target)
-   pred, target = check_pair(self.name, pred, target)
-   local hits, n = autograd.no_grad(function()
+local TopK = counting(Metric:extend('TopKCategoricalAccuracy', 'top_k_categorical_accuracy', {K}),
+   function(self, pred, target)
       local t = fit_shape(self.name, target, pred, pred)
       return topk_hits(pred, t:argmax(-1), self.k)
    end)
-   self.total, self.count = self.total + hits, self.count + n
-end
+function TopK:__init(opts) self.k = opts.k end
 M.TopKCategoricalAccuracy = TopK
 
 -- ---------------------------------------------------------------------------
 -- regression
 
 local function error_metric(cls_name, default_name, f)
-   local cls = Metric:extend(cls_name, default_name)
-   function cls:update(pred, target)
-      pred, target = check_pair(self.name, pred, target)
-      local s, n = autograd.no_grad(function()
-         local t = fit_shape(self.name, target, pred, pred):float()
-         return sum(f(pred - t)), pred:numel()
-      end)
-      self.total, self.count = self.total + s, self.count + n
-   end
-   return cls
+   return counting(Metric:extend(cls_name, default_name), function(self, pred, target)
+      local t = fit_shape(self.name, target, pred, pred):float()
+      return sum(f(pred - t)), pred:numel()
+   end)
 end
 M.MeanSquaredError = error_metric('MeanSquaredError', 'mse', function(d) return d * d end)
 M.MeanAbsoluteError = error_metric('MeanAbsoluteError', 'mae', function(d) return d:abs() end)

@@ -37,33 +37,21 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 local nn = require 'fastnn.nn'
-local shape = require 'fastnn.keras.shape'
+local shape = require 'fastnn.nn.shape'
 local metrics = require 'fastnn.keras.metrics'
 local callbacks = require 'fastnn.keras.callbacks'
 local progress = require 'fastnn.keras.progress'
 local bit = require 'bit'
 local is_tensor, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 local floor, min = math.floor, math.min
-local child_error = nn.Module._child_error
 
 local M = {}
 
 -- ---------------------------------------------------------------------------
 -- helpers
 
--- raise a failure from inside the implementation at the user's line (level 2 of the method):
--- positions inside fastnn are dropped; errors that are not strings (Ctrl-C) pass untouched
-local function guarded(impl)
-   return function(...)
-      local r = {pcall(impl, ...)}
-      if r[1] then return unpack(r, 2, table.maxn(r)) end
-      local msg = child_error('', r[2])
-      if msg == nil then error(r[2], 0) end
-      error(msg, 2)
-   end
-end
-
-local function fail(msg) error(msg, 0) end
+-- failures raised from inside the implementation reach the user's line (nn.Module's helpers)
+local guarded, fail = nn.Module._guarded, nn.Module._fail
 
 local function to_tensor(op, v, what)
    if is_tensor(v) then return v end
@@ -473,11 +461,17 @@ local function compile(self, opts)
    return self
 end
 
-local function fit(self, x, y, opts)
-   local op = 'fit'
+-- what fit and evaluate start from: the compiled state, the checked options, the inlet and outlet counts
+local function start(self, op, opts)
    local st = compiled(self, op)
    opts = opts_of(op, opts)
-   local n_in, n_out = self:_keras_arity()
+   return st, opts, self:_keras_arity()
+end
+
+local function fit(self, x, y, opts)
+   local op = 'fit'
+   local st, n_in, n_out
+   st, opts, n_in, n_out = start(self, op, opts)
    local loader = is_loader(x) and x
    local xs, ys, n
    if loader then
@@ -631,9 +625,8 @@ end
 
 local function evaluate(self, x, y, opts)
    local op = 'evaluate'
-   local st = compiled(self, op)
-   opts = opts_of(op, opts)
-   local n_in, n_out = self:_keras_arity()
+   local st, n_in, n_out
+   st, opts, n_in, n_out = start(self, op, opts)
    if is_loader(x) then
       if y ~= nil then fail('evaluate: with a data loader, y must be nil (the loader gives the targets)') end
       local first = {}

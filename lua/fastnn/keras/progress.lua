@@ -53,8 +53,7 @@ function M.figures(keys, logs)
    return table.concat(parts)
 end
 
-local Progress = {}
-Progress.__index = Progress
+local Progress = require('fastnn.class')('Progress')
 
 -- new{verbose, epochs, steps, keys = function() -> ordered log keys, out = file}
 function M.new(opts)

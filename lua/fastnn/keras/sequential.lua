@@ -11,7 +11,7 @@
 --   Sequential:build: layer 3 (nn.Reshape(5, 5)) cannot take input [8,16]: Reshape(...): ...
 -- The rest of the model methods (compile, fit, evaluate, predict, summary, ...) are
 -- fastnn/keras/model.lua's.
-local shape = require 'fastnn.keras.shape'
+local shape = require 'fastnn.nn.shape'
 local model = require 'fastnn.keras.model'
 local fail = model.fail
 

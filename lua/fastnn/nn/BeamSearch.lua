@@ -29,8 +29,7 @@ local C = fnn_tensor.C
 local new, istype, shape_str = fnn_tensor.new, fnn_tensor.is_tensor, fnn_tensor.shape_str
 local floor, huge = math.floor, math.huge
 
-local BeamSearch = {}
-BeamSearch.__index = BeamSearch
+local BeamSearch = require('fastnn.class')('BeamSearch')
 
 local OPTS = require('fastnn.options').declare('nn.BeamSearch', {
    {'width', 'integer', 4, 'beams kept at each step', min = 1},
@@ -41,7 +40,7 @@ local OPTS = require('fastnn.options').declare('nn.BeamSearch', {
 
 local function whole(v, min) return type(v) == 'number' and v == floor(v) and v >= min and v <= 2 ^ 53 end
 
-setmetatable(BeamSearch, {__call = function(cls, opts)
+function BeamSearch.__new(cls, opts)
    if opts == nil then opts = {} end
    if type(opts) ~= 'table' then
       error(('BeamSearch: options are a table like {width = 4, max_len = 20, eos = 3, length_penalty = 1}, '
@@ -68,7 +67,7 @@ setmetatable(BeamSearch, {__call = function(cls, opts)
       error(('BeamSearch: length_penalty is %s, expected a finite number (0: none)'):format(show_value(alpha)), 2)
    end
    return setmetatable({width = width, max_len = max_len, eos = opts.eos, length_penalty = alpha}, cls)
-end})
+end
 
 -- the prefix as a fresh Lua array of ids, or nil and why
 local function read_prefix(prefix)

@@ -5,8 +5,7 @@
 -- three C ops, so gradients reach x1, x2, W and b.
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
-local C = fnn_tensor.C
-local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
+local C, istype, shape_str = fnn_tensor.C, fnn_tensor.is_tensor, fnn_tensor.shape_str
 local Param = nn.Param
 
 local Bilinear = nn.Module:extend('Bilinear')

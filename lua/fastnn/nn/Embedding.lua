@@ -8,8 +8,7 @@ local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local emb = require 'fastnn.ops.embedding'
-local C = fnn_tensor.C
-local new, done = fnn_tensor.new, fnn_tensor.done
+local C, new, done = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done
 local Param = nn.Param
 
 local Embedding = nn.Module:extend('Embedding')

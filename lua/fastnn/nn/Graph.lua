@@ -3,19 +3,18 @@
 -- nn.GraphBuilder():build(outlets), not directly.
 --   local y1, y2 = model(x1, x2)         -- or model{x1, x2}: one tensor per inlet, one out per outlet
 --   model:predict{x1, x2}                --> {y1, y2}
--- It has the Keras-style methods of fastnn/keras/model.lua (compile with a loss per outlet and
--- loss_weights, fit/evaluate with a Lua array of targets, summary listing each node and what
--- feeds it). Its children are the distinct layers, named by first use ('1.weight', '2.bias'), so
+-- fastnn.keras gives it the Keras-style methods of fastnn/keras/model.lua (keras/graph.lua: compile
+-- with a loss per outlet and loss_weights, fit/evaluate with a Lua array of targets, summary listing
+-- each node and what feeds it). Its children are the distinct layers, named by first use ('1.weight', '2.bias'), so
 -- a shared layer's weights appear once. A node's error is re-raised at the caller's line,
 -- prefixed 'Graph node 3 nn.Dense(4 -> 1): '.
 local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 local nn = require 'fastnn.nn'
-local shape = require 'fastnn.keras.shape'
-local model = require 'fastnn.keras.model'
+local shape = require 'fastnn.nn.shape'
 local is_tensor = fnn_tensor.is_tensor
 local child_error = nn.Module._child_error
-local fail = model.fail
+local fail = nn.Module._fail
 local unpack = unpack or table.unpack
 
 local Graph = nn.ModuleList:extend('Graph')
@@ -155,15 +154,8 @@ function Graph:forward(...)
    error(msg, 2)
 end
 
-model.install(Graph)
-Graph._keras_single_input, Graph._keras_single_output = false, false
-
-function Graph:_keras_arity() return #rawget(self, '_inlets'), #rawget(self, '_outlets') end
-function Graph:_keras_forward(xs) return {self:forward(xs)} end
-function Graph:_keras_build() end   -- built by GraphBuilder
-
 -- output_shape(): the outlets' shapes (a Lua array); output_shape{s1, s2, ...}: for these inlet shapes
-Graph.output_shape = model.guarded(function(self, ins)
+Graph.output_shape = nn.Module._guarded(function(self, ins)
    local nodes, outlets = rawget(self, '_nodes'), rawget(self, '_outlets')
    local shapes = rawget(self, '_shapes')
    if ins ~= nil then
@@ -177,27 +169,6 @@ Graph.output_shape = model.guarded(function(self, ins)
    for i, k in ipairs(outlets) do out[i] = shape.copy(shapes[k]) end
    return out
 end)
-
-function Graph:_keras_rows()
-   local nodes, shapes, rows, seen = rawget(self, '_nodes'), rawget(self, '_shapes'), {}, {}
-   for _, k in ipairs(rawget(self, '_order')) do
-      local node = nodes[k]
-      local s = shapes[k]
-      if node.kind == 'input' then
-         rows[#rows + 1] = {('%d input %d%s'):format(k, node.inlet, node.name and (' ' .. node.name) or ''),
-                            shape.keras_str(s), '0', ''}
-      else
-         local layer = self[node.pos]
-         local params = seen[layer] and '0 (shared)' or model.grouped(layer:num_parameters())
-         seen[layer] = true
-         local from = {}
-         for j, src in ipairs(node.inputs) do from[j] = tostring(src) end
-         rows[#rows + 1] = {('%d %s%s'):format(k, node.name and (node.name .. ' ') or '', layer:short_str()),
-                            shape.keras_str(s), params, 'node ' .. table.concat(from, ', ')}
-      end
-   end
-   return rows, 'graph', 'Connected to'
-end
 
 function Graph:short_str()
    return ('nn.Graph(%d inlets, %d outlets, %d nodes)'):format(#rawget(self, '_inlets'), #rawget(self, '_outlets'),

@@ -15,26 +15,22 @@
 --   the got/needs check of Sequential:build for the others).
 -- Keras-style layers are built at build from the shape that reaches their first node.
 local nn = require 'fastnn.nn'
-local shape = require 'fastnn.keras.shape'
-local model = require 'fastnn.keras.model'
+local shape = require 'fastnn.nn.shape'
 local Graph = nn.Graph
 local is_module = nn.Module.is_module
-local fail = model.fail
+local fail = nn.Module._fail
 
-local GraphBuilder = {}
-GraphBuilder.__index = GraphBuilder
-
-local Node = {}
-Node.__index = Node
+local GraphBuilder = require('fastnn.class')('GraphBuilder')
+local Node = require('fastnn.class')('Node')
 function Node:__tostring()
    if self.kind == 'input' then return ('GraphBuilder node %d (input %d)'):format(self.index, self.inlet) end
    return ('GraphBuilder node %d (%s)'):format(self.index, self.layer:short_str())
 end
 GraphBuilder.Node = Node
 
-setmetatable(GraphBuilder, {__call = function(cls)
+function GraphBuilder.__new(cls)
    return setmetatable({_nodes = {}, _inlets = {}}, cls)
-end})
+end
 
 local options = require 'fastnn.options'
 local DECL = {}
@@ -170,7 +166,7 @@ local function build(self, outlets)
 end
 
 -- build(outlets): the nn.Graph from the inlets to these nodes (one node or a Lua array)
-GraphBuilder.build = model.guarded(build)
+GraphBuilder.build = nn.Module._guarded(build)
 
 function GraphBuilder:__tostring()
    return ('nn.GraphBuilder(%d inlets, %d nodes)'):format(#self._inlets, #self._nodes)

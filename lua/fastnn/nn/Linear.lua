@@ -4,8 +4,7 @@
 -- x [..., in] -> [..., out]
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
-local C = fnn_tensor.C
-local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
+local C, new, done, fail, istype = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local fnn_linear = C.fnn_linear
 local Param = nn.Param
 local describe = require('fastnn.options').describe

@@ -29,7 +29,7 @@
 --   named_children()     override only when children are kept some other way (containers do).
 --   self.training        true after train(), false after eval(); read it in forward.
 --   output_shape(shape)  optional: the output shape for an input shape (batch dim included), for
---                        Sequential:build and GraphBuilder. The default (fastnn/keras/shape.lua)
+--                        Sequential:build and GraphBuilder. The default (fastnn/nn/shape.lua)
 --                        has rules for the common layers and otherwise runs forward once on zeros
 --                        with a batch of 1; define it when forward is costly or takes no zeros.
 --   build(shape)         optional: a Keras-style layer makes its weights for this input shape
@@ -39,9 +39,16 @@
 local Param = require('fastnn.autograd').Param
 local class = require 'fastnn.class'
 
-local Module = {}
-Module.__index = Module
-Module._name = 'Module'
+-- Class(...) makes an instance and runs __init
+local function construct(cls, ...)
+   local self = setmetatable({}, cls)
+   rawset(self, 'training', true)
+   self:__init(...)
+   return self
+end
+local MODULE_CLASS = {construct = construct, class_tostring = function(cls) return 'class ' .. cls:_full_name() end}
+
+local Module = class('Module', MODULE_CLASS)
 Module._is_class = true
 
 local is_param = Param.is_param
@@ -76,23 +83,12 @@ end
 -- m(x): a tail call, so error levels inside forward count as for m:forward(x)
 local function call_forward(self, ...) return self:forward(...) end
 
-local class_mt = {}
--- Class(...) makes an instance and runs __init
-class_mt.__call = function(cls, ...)
-   local self = setmetatable({}, cls)
-   rawset(self, 'training', true)
-   self:__init(...)
-   return self
-end
-class_mt.__tostring = function(cls) return 'class ' .. cls:_full_name() end
-setmetatable(Module, class_mt)
-
 -- Module:extend('Name') -> a new class inheriting from self (nn.Linear:extend('MyLinear') works too)
 function Module:extend(name)
    if type(name) ~= 'string' then error('extend: expected a class name', 2) end
    if is_module(self) then error(('extend: called on an instance of %s, expected a class'):format(
       self:_full_name()), 2) end
-   local cls = class.extend(self, name, {construct = class_mt.__call, class_tostring = class_mt.__tostring})
+   local cls = class.extend(self, name, MODULE_CLASS)
    cls._is_class = true
    return cls
 end
@@ -122,31 +118,27 @@ function Module:is_instance_of(cls)
    return false
 end
 
--- explicit registration, for names built at run time
+-- explicit registration, for names built at run time: the name (and, where `bad` says what the
+-- value is not, the value) refused at the caller's line, then recorded in the list that keeps the order
+local function register(self, op, list, name, v, bad)
+   if type(name) ~= 'string' then error(('%s: name is a %s, expected a string'):format(op, type(name)), 3) end
+   if bad then error(('%s: %s is not %s'):format(op, name, bad), 3) end
+   rawset(self, name, v)
+   list_add(self, list, name)
+end
+
 function Module:add_module(name, m)
-   if type(name) ~= 'string' then error(('add_module: name is a %s, expected a string'):format(type(name)), 2) end
-   if not is_module(m) then error(('add_module: %s is not a module'):format(name), 2) end
-   rawset(self, name, m)
-   list_add(self, '_child_names', name)
+   register(self, 'add_module', '_child_names', name, m, not is_module(m) and 'a module')
    return self
 end
 
 function Module:register_parameter(name, p)
-   if type(name) ~= 'string' then
-      error(('register_parameter: name is a %s, expected a string'):format(type(name)), 2)
-   end
-   if p ~= nil and not is_param(p) then error(('register_parameter: %s is not an nn.Param'):format(name), 2) end
-   rawset(self, name, p)
-   list_add(self, '_param_names', name)
+   register(self, 'register_parameter', '_param_names', name, p, p ~= nil and not is_param(p) and 'an nn.Param')
    return p
 end
 
 function Module:register_buffer(name, t)
-   if type(name) ~= 'string' then
-      error(('register_buffer: name is a %s, expected a string'):format(type(name)), 2)
-   end
-   rawset(self, name, t)
-   list_add(self, '_buffer_names', name)
+   register(self, 'register_buffer', '_buffer_names', name, t)
    return t
 end
 
@@ -163,11 +155,14 @@ function Module:named_children()
    return out
 end
 
-function Module:children()
+-- the values of {name, value} pairs, in order (children, modules, parameters, buffers)
+local function values(named)
    local out = {}
-   for i, pair in ipairs(self:named_children()) do out[i] = pair[2] end
+   for i, pair in ipairs(named) do out[i] = pair[2] end
    return out
 end
+
+function Module:children() return values(self:named_children()) end
 
 -- {{'', self}, {'fc', m}, {'block.1', m}, ...}: this module and every descendant, depth
 -- first, each once (a shared layer under its first name)
@@ -185,11 +180,7 @@ function Module:named_modules()
    return out
 end
 
-function Module:modules()
-   local out = {}
-   for i, pair in ipairs(self:named_modules()) do out[i] = pair[2] end
-   return out
-end
+function Module:modules() return values(self:named_modules()) end
 
 -- apply(fn): fn(m) for every descendant, children before their parent (PyTorch's order)
 function Module:apply(fn)
@@ -233,17 +224,9 @@ function Module:named_parameters() return named(self, '_param_names', 'named_par
 -- ordered {name, tensor} pairs of the buffers, named like the parameters
 function Module:named_buffers() return named(self, '_buffer_names', 'named_buffers') end
 
-function Module:parameters()
-   local out = {}
-   for i, pair in ipairs(self:named_parameters()) do out[i] = pair[2] end
-   return out
-end
+function Module:parameters() return values(self:named_parameters()) end
 
-function Module:buffers()
-   local out = {}
-   for i, pair in ipairs(self:named_buffers()) do out[i] = pair[2] end
-   return out
-end
+function Module:buffers() return values(self:named_buffers()) end
 
 -- set_buffer('2.running_mean', t): replaces a buffer found by its dotted name (what a
 -- checkpoint loader needs, since tensors are immutable); raises for an unknown name
@@ -362,9 +345,9 @@ end
 
 function Module:__tostring() return tree(self, {}) end
 
--- output_shape(shape): fastnn/keras/shape.lua's default (rules, else one run on zeros), loaded
+-- output_shape(shape): fastnn/nn/shape.lua's default (rules, else one run on zeros), loaded
 -- on first use; the tail call keeps error levels at the caller's line
-function Module:output_shape(s) return require('fastnn.keras.shape').module_output_shape(self, s) end
+function Module:output_shape(s) return require('fastnn.nn.shape').module_output_shape(self, s) end
 Module._output_shape_stub = Module.output_shape
 
 -- the message a container raises for a child's error: prefix plus the child's message,
@@ -378,6 +361,23 @@ function Module._child_error(prefix, err)
    if (rest or err) == 'interrupted' then return nil end
    if file and (file:find('fastnn/', 1, true) or file:find('fastnn\\', 1, true)) then err = rest end
    return prefix .. err
+end
+
+-- fail(msg): a failure raised from inside an implementation, however deep, with no position;
+-- guarded(impl) is impl as a method that re-raises it at the user's line (level 2 of the method):
+-- positions inside fastnn are dropped; errors that are not strings (Ctrl-C) pass untouched.
+-- Model building and the Keras-style methods (shape checks, GraphBuilder, compile, fit) use them.
+function Module._fail(msg) error(msg, 0) end
+
+function Module._guarded(impl)
+   local child_error = Module._child_error
+   return function(...)
+      local r = {pcall(impl, ...)}
+      if r[1] then return unpack(r, 2, table.maxn(r)) end
+      local msg = child_error('', r[2])
+      if msg == nil then error(r[2], 0) end
+      error(msg, 2)
+   end
 end
 
 return Module

@@ -15,38 +15,30 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn_tensor = require 'fastnn.tensor'
-local C = fnn_tensor.C
-local fail, istype, shape_str = fnn_tensor.fail, fnn_tensor.is_tensor, fnn_tensor.shape_str
+local C, fail, istype, shape_str = fnn_tensor.C, fnn_tensor.fail, fnn_tensor.is_tensor, fnn_tensor.shape_str
 local floor = math.floor
 local fnn_sample = C.fnn_sample
 
-local Sampler = {}
-Sampler.__index = Sampler
-
+local Sampler = require('fastnn.class')('Sampler')
 local id_buf = ffi.new('int64_t[1]')
 
--- checks raise at `level`: 3 from a setter or the constructor (1 check, 2 them, 3 the user)
-local function check_temperature(t, level)
-   if type(t) ~= 'number' or t ~= t or t < 0 or t == math.huge then
-      error(('Sampler: temperature is %s, expected a finite number >= 0 (0 is greedy)'):format(show_value(t)), level)
-   end
-   return t
-end
+-- the three settings: the test a value must pass, what the refusal expects, and (top_k, top_p) the
+-- value that nil or false turn it off to
+local SETTINGS = {
+   temperature = {ok = function(t) return type(t) == 'number' and t == t and t >= 0 and t ~= math.huge end,
+                  expected = 'a finite number >= 0 (0 is greedy)'},
+   top_k = {ok = function(k) return type(k) == 'number' and k >= 1 and k == floor(k) and k <= 2 ^ 53 end,
+            expected = 'a whole number >= 1 (nil turns it off)', off = 0},
+   top_p = {ok = function(p) return type(p) == 'number' and p > 0 and p <= 1 end,
+            expected = 'a number in (0, 1] (1 turns it off)', off = 1},
+}
 
-local function check_top_k(k, level)
-   if k == nil or k == false then return 0 end
-   if type(k) ~= 'number' or k < 1 or k ~= floor(k) or k > 2 ^ 53 then
-      error(('Sampler: top_k is %s, expected a whole number >= 1 (nil turns it off)'):format(show_value(k)), level)
-   end
-   return k
-end
-
-local function check_top_p(p, level)
-   if p == nil or p == false then return 1 end
-   if type(p) ~= 'number' or not (p > 0 and p <= 1) then
-      error(('Sampler: top_p is %s, expected a number in (0, 1] (1 turns it off)'):format(show_value(p)), level)
-   end
-   return p
+-- a setting's value, refused at `level`: 3 from a setter or the constructor (1 here, 2 them, 3 the user)
+local function checked(name, v, level)
+   local s = SETTINGS[name]
+   if s.off ~= nil and (v == nil or v == false) then return s.off end
+   if not s.ok(v) then error(('Sampler: %s is %s, expected %s'):format(name, show_value(v), s.expected), level) end
+   return v
 end
 
 local OPTS = require('fastnn.options').declare('nn.Sampler', {
@@ -56,7 +48,7 @@ local OPTS = require('fastnn.options').declare('nn.Sampler', {
     min = 0, min_open = true, max = 1, default_doc = '1 (off)'},
 })
 
-setmetatable(Sampler, {__call = function(cls, opts)
+function Sampler.__new(cls, opts)
    local self = setmetatable({_temperature = 1, _top_k = 0, _top_p = 1}, cls)
    if opts == nil then return self end
    if type(opts) ~= 'table' then
@@ -66,25 +58,18 @@ setmetatable(Sampler, {__call = function(cls, opts)
    for k in pairs(opts) do   -- names through the declaration; values through the checks below
       if OPTS.by_name[k] == nil then OPTS:check({[k] = true}, 2) end
    end
-   if opts.temperature ~= nil then self._temperature = check_temperature(opts.temperature, 3) end
-   self._top_k = check_top_k(opts.top_k, 3)
-   self._top_p = check_top_p(opts.top_p, 3)
-   return self
-end})
-
-function Sampler:temperature(t)
-   self._temperature = check_temperature(t, 3)
+   if opts.temperature ~= nil then self._temperature = checked('temperature', opts.temperature, 3) end
+   self._top_k = checked('top_k', opts.top_k, 3)
+   self._top_p = checked('top_p', opts.top_p, 3)
    return self
 end
 
-function Sampler:top_k(k)
-   self._top_k = check_top_k(k, 3)
-   return self
-end
-
-function Sampler:top_p(p)
-   self._top_p = check_top_p(p, 3)
-   return self
+-- the chained setters: sampler:temperature(t), sampler:top_k(k), sampler:top_p(p)
+for name in pairs(SETTINGS) do
+   Sampler[name] = function(self, v)
+      self['_' .. name] = checked(name, v, 3)
+      return self
+   end
 end
 
 -- the settings as a table (top_k nil when off)

@@ -35,8 +35,8 @@ function Sequential:forward(...)
    error(msg, 2)   -- the caller of forward (model(x) reaches forward by a tail call)
 end
 
--- Keras-style model methods: build(input_shape), output_shape, compile, fit, train_batch,
--- evaluate, predict, summary, ... (fastnn/keras/sequential.lua and model.lua)
-require('fastnn.keras.sequential').install(Sequential)
+-- The Keras-style model methods (build(input_shape), output_shape, compile, fit, train_batch,
+-- evaluate, predict, summary, ...) are fastnn.keras's, a layer above nn: it adds them to this
+-- class when it loads (fastnn/keras/sequential.lua and model.lua).
 
 return Sequential

@@ -13,9 +13,7 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 
-local StackCache = {}
-StackCache.__index = StackCache
-StackCache._name = 'StackCache'
+local StackCache = require('fastnn.class')('StackCache')
 
 local function positive_int(v) return type(v) == 'number' and v >= 1 and v == math.floor(v) end
 
@@ -23,7 +21,7 @@ local OPTS = require('fastnn.options').declare('nn.StackCache', {
    {'capacity', 'integer', 256, 'positions preallocated (it grows when a step needs more)', min = 1},
 })
 
-setmetatable(StackCache, {__call = function(cls, layers, heads, head_dim, opts)
+function StackCache.__new(cls, layers, heads, head_dim, opts)
    for i, v in ipairs{layers, heads, head_dim} do
       if not positive_int(v) then
          error(('nn.StackCache: size %d is %s, expected a positive integer (StackCache(layers, heads, head_dim))'):format(
@@ -36,7 +34,7 @@ setmetatable(StackCache, {__call = function(cls, layers, heads, head_dim, opts)
    end
    return setmetatable({n = 0, layers = layers, heads = heads, head_dim = head_dim, cap = cap, batch = nil,
                         kv = {}}, cls)
-end})
+end
 
 function StackCache:len() return self.n end
 function StackCache:capacity() return self.cap end

@@ -17,21 +17,8 @@ local Layer = nn.Module:extend('TransformerDecoderLayer')
 
 function Layer:__init(width, heads, mlp_width, opts, more)
    opts = Enc._positional('nn.TransformerDecoderLayer', opts, more)
-   local o = Enc._options('nn.TransformerDecoderLayer', width, heads, mlp_width, opts)
-   self.width, self.heads, self.mlp_width = width, heads, mlp_width
-   self.dropout_p, self.activation, self.norm_first = o.dropout, o.activation, o.norm_first
-   rawset(self, '_act', o.act_fn)
-   self.self_attn = nn.MultiheadAttention(width, heads, {dropout = o.dropout, bias = o.bias})
-   self.multihead_attn = nn.MultiheadAttention(width, heads, {dropout = o.dropout, bias = o.bias})
-   self.linear1 = nn.Linear(width, mlp_width, {bias = o.bias})
-   self.dropout = nn.Dropout(o.dropout)
-   self.linear2 = nn.Linear(mlp_width, width, {bias = o.bias})
-   self.norm1 = nn.LayerNorm(width, {eps = o.eps})
-   self.norm2 = nn.LayerNorm(width, {eps = o.eps})
-   self.norm3 = nn.LayerNorm(width, {eps = o.eps})
-   self.dropout1 = nn.Dropout(o.dropout)
-   self.dropout2 = nn.Dropout(o.dropout)
-   self.dropout3 = nn.Dropout(o.dropout)
+   Enc._build(self, width, heads, mlp_width, Enc._options('nn.TransformerDecoderLayer', width, heads, mlp_width, opts),
+              true)
 end
 
 Layer._check = Enc._check

@@ -81,20 +81,29 @@ function Layer._positional(who, dropout, opts)
    return dropout
 end
 
-function Layer:__init(width, heads, mlp_width, opts, more)
-   opts = Layer._positional('nn.TransformerEncoderLayer', opts, more)
-   local o = Layer._options('nn.TransformerEncoderLayer', width, heads, mlp_width, opts)
+-- the settings and the children, named and ordered as PyTorch's; a decoder layer (cross) also has
+-- the cross-attention multihead_attn, norm3 and dropout3
+function Layer._build(self, width, heads, mlp_width, o, cross)
    self.width, self.heads, self.mlp_width = width, heads, mlp_width
    self.dropout_p, self.activation, self.norm_first = o.dropout, o.activation, o.norm_first
    rawset(self, '_act', o.act_fn)
    self.self_attn = nn.MultiheadAttention(width, heads, {dropout = o.dropout, bias = o.bias})
+   if cross then self.multihead_attn = nn.MultiheadAttention(width, heads, {dropout = o.dropout, bias = o.bias}) end
    self.linear1 = nn.Linear(width, mlp_width, {bias = o.bias})
    self.dropout = nn.Dropout(o.dropout)
    self.linear2 = nn.Linear(mlp_width, width, {bias = o.bias})
    self.norm1 = nn.LayerNorm(width, {eps = o.eps})
    self.norm2 = nn.LayerNorm(width, {eps = o.eps})
+   if cross then self.norm3 = nn.LayerNorm(width, {eps = o.eps}) end
    self.dropout1 = nn.Dropout(o.dropout)
    self.dropout2 = nn.Dropout(o.dropout)
+   if cross then self.dropout3 = nn.Dropout(o.dropout) end
+end
+
+function Layer:__init(width, heads, mlp_width, opts, more)
+   opts = Layer._positional('nn.TransformerEncoderLayer', opts, more)
+   local o = Layer._options('nn.TransformerEncoderLayer', width, heads, mlp_width, opts)
+   Layer._build(self, width, heads, mlp_width, o)
 end
 
 -- x must be [N, T, width] (errors at the caller of forward: 1 here, 2 forward, 3 its caller)

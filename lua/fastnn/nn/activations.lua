@@ -125,27 +125,16 @@ M.Identity = Identity
 local function method(m) return function(x) return Tensor[m](x) end end
 local FNS = {
    linear = function(x) return x end,
-   relu = method('relu'),
-   leaky_relu = method('leaky_relu'),
-   elu = method('elu'),
-   selu = method('selu'),
-   celu = method('celu'),
-   gelu = method('gelu'),
    gelu_tanh = function(x) return x:gelu{approximate = 'tanh'} end,
-   silu = method('silu'),
-   swish = method('silu'),
-   mish = method('mish'),
-   sigmoid = method('sigmoid'),
-   hard_sigmoid = method('hardsigmoid'),
-   hardsigmoid = method('hardsigmoid'),
-   hard_swish = method('hardswish'),
-   hardswish = method('hardswish'),
-   tanh = method('tanh'),
-   softplus = method('softplus'),
-   softsign = method('softsign'),
+   swish = method('silu'), hard_sigmoid = method('hardsigmoid'), hard_swish = method('hardswish'),
    softmax = function(x) return x:softmax(-1) end,
    log_softmax = function(x) return x:log_softmax(-1) end,
 }
+-- the names that are the tensor method's own
+for _, m in ipairs{'relu', 'leaky_relu', 'elu', 'selu', 'celu', 'gelu', 'silu', 'mish', 'sigmoid', 'hardsigmoid',
+                   'hardswish', 'tanh', 'softplus', 'softsign'} do
+   FNS[m] = method(m)
+end
 local names = {}
 for k in pairs(FNS) do names[#names + 1] = k end
 table.sort(names)

@@ -16,10 +16,10 @@ local nn = {}
 nn.Param = autograd.Param
 
 -- ---------------------------------------------------------------------------
--- loss functions (nn.mse, nn.cross_entropy, ...): lua/fastnn/nn/losses.lua
-for k, v in pairs(require 'fastnn.nn.losses') do
-   if not k:match('^_') then nn[k] = v end
-end
+require 'fastnn'   -- the tensor methods the layers and losses use
+
+-- loss functions (nn.mse, nn.cross_entropy, ...): lua/fastnn/ops/loss.lua, every loss in one place
+for k, v in pairs(require('fastnn.ops.loss').functional) do nn[k] = v end
 
 -- nn.scoped('inner', m:named_parameters()) -> the same pairs named 'inner.<name>'
 function nn.scoped(prefix, named)
@@ -78,13 +78,13 @@ local CLASSES = {
    Minimum = 'merge', Concatenate = 'merge',
    -- recurrent
    SimpleRNN = 'recurrent', LSTM = 'recurrent', GRU = 'recurrent', Bidirectional = 'Bidirectional',
-   -- loss modules (the functions, nn.mse ..., are fastnn.nn.losses)
-   MSELoss = 'loss_modules', L1Loss = 'loss_modules', HuberLoss = 'loss_modules', BCELoss = 'loss_modules',
-   BCEWithLogitsLoss = 'loss_modules', CrossEntropyLoss = 'loss_modules', NLLLoss = 'loss_modules',
-   KLDivLoss = 'loss_modules', CosineEmbeddingLoss = 'loss_modules',
-   MeanSquaredError = 'loss_modules', MeanAbsoluteError = 'loss_modules',
-   BinaryCrossEntropy = 'loss_modules', CategoricalCrossEntropy = 'loss_modules',
-   SparseCategoricalCrossEntropy = 'loss_modules',
+   -- loss modules (the functions, nn.mse ..., are fastnn.ops.loss's; nn.losses holds both)
+   MSELoss = 'losses', L1Loss = 'losses', HuberLoss = 'losses', BCELoss = 'losses',
+   BCEWithLogitsLoss = 'losses', CrossEntropyLoss = 'losses', NLLLoss = 'losses',
+   KLDivLoss = 'losses', CosineEmbeddingLoss = 'losses',
+   MeanSquaredError = 'losses', MeanAbsoluteError = 'losses',
+   BinaryCrossEntropy = 'losses', CategoricalCrossEntropy = 'losses',
+   SparseCategoricalCrossEntropy = 'losses',
    -- Keras-style layers that read their input width at build
    Dense = 'keras_layers', BatchNormalization = 'keras_layers', LayerNormalization = 'keras_layers',
    Conv1DTranspose = 'keras_layers', Conv2DTranspose = 'keras_layers', Conv3DTranspose = 'keras_layers',
@@ -93,12 +93,8 @@ local CLASSES = {
    Conv1D = 'keras_layers', Conv2D = 'keras_layers', Conv3D = 'keras_layers',
    DepthwiseConv1D = 'keras_layers', DepthwiseConv2D = 'keras_layers',
    SeparableConv1D = 'keras_layers', SeparableConv2D = 'keras_layers',
-   -- nn.losses: the loss functions (also as nn.mse, ...); nn.callbacks: fit's callbacks
-   -- (EarlyStopping, ModelCheckpoint, LearningRateScheduler, ReduceLROnPlateau, CSVLogger,
-   -- LambdaCallback, Callback); nn.metrics: Keras-style metrics (accuracy variants, top-k, mse,
-   -- mae, precision, recall, F1, AUC, Mean/Average; nn.metrics.Average is a metric, nn.Average
-   -- the merge layer)
-   losses = 'fastnn.nn.losses', callbacks = 'fastnn.keras.callbacks', metrics = 'fastnn.keras.metrics',
+   -- nn.losses: the loss functions (also as nn.mse, ...) and the loss modules
+   losses = 'fastnn.nn.losses',
 }
 
 -- Keras spellings of a class above: the same class under a second name
@@ -115,6 +111,24 @@ for name in pairs(CLASSES) do nn._names[#nn._names + 1] = name end
 for name in pairs(SAME_AS) do nn._names[#nn._names + 1] = name end
 table.sort(nn._names)
 
+-- A layer above nn adds to it without nn naming that layer (fastnn.keras gives Sequential and
+-- Graph their model methods and adds nn.callbacks and nn.metrics):
+--   nn._provide(name, modname)   nn.name is require(modname), loaded on first use
+--   nn._extend(name, fn)         fn(nn.name) runs once nn.name has loaded (at once if it has)
+local extenders = {}
+function nn._provide(name, modname)
+   if CLASSES[name] ~= nil then return end
+   CLASSES[name] = modname
+   nn._names[#nn._names + 1] = name
+   table.sort(nn._names)
+end
+function nn._extend(name, fn)
+   local v = rawget(nn, name)
+   if v ~= nil then return fn(v) end
+   extenders[name] = extenders[name] or {}
+   table.insert(extenders[name], fn)
+end
+
 local function resolve(name)
    local where = CLASSES[name]
    if where == nil then
@@ -130,7 +144,11 @@ end
 setmetatable(nn, {__index = function(t, name)
    if type(name) ~= 'string' then return nil end
    local v = resolve(name)
-   if v ~= nil then rawset(t, name, v) end
+   if v ~= nil then
+      rawset(t, name, v)
+      for _, fn in ipairs(extenders[name] or {}) do fn(v) end
+      extenders[name] = nil
+   end
    return v
 end})
 

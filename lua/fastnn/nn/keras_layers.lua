@@ -17,7 +17,7 @@
 -- a case-insensitive file system.
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local nn = require 'fastnn.nn'
-local shape = require 'fastnn.keras.shape'
+local shape = require 'fastnn.nn.shape'
 local activation_fn = require('fastnn.nn.activations').activation_fn
 local options = require 'fastnn.options'
 local Module = nn.Module

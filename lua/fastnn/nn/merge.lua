@@ -10,8 +10,7 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
-local C = fnn_tensor.C
-local new, done, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.is_tensor
+local C, new, done, istype = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.is_tensor
 local floor = math.floor
 
 local M = {}

@@ -13,9 +13,8 @@ local M = {}
 local is_tensor = fnn_tensor.is_tensor
 local check_x = fnn_tensor.check_tensor
 
--- unary: x -> same shape
-for _, name in ipairs{'neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid',
-                      'relu', 'silu', 'softplus'} do
+-- x:name() through fnn_<name>(out, x): x -> same shape
+local function bind_unary(name)
    local cfn = C['fnn_' .. name]
    Tensor[name] = function(x)
       check_x(name, x)
@@ -23,6 +22,12 @@ for _, name in ipairs{'neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos',
       if cfn(out, x) ~= 0 then fail() end
       return done(out)
    end
+end
+
+-- unary: x -> same shape
+for _, name in ipairs{'neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid',
+                      'relu', 'silu', 'softplus'} do
+   bind_unary(name)
 end
 
 -- gelu: exact (erf) by default, {approximate = 'tanh'} for the tanh form
@@ -47,15 +52,7 @@ function Tensor.clamp(x, lo, hi)
 end
 
 -- activations without a parameter: x -> same shape
-for _, name in ipairs{'selu', 'mish', 'hardsigmoid', 'hardswish', 'softsign'} do
-   local cfn = C['fnn_' .. name]
-   Tensor[name] = function(x)
-      check_x(name, x)
-      local out = new()
-      if cfn(out, x) ~= 0 then fail() end
-      return done(out)
-   end
-end
+for _, name in ipairs{'selu', 'mish', 'hardsigmoid', 'hardswish', 'softsign'} do bind_unary(name) end
 Tensor.hard_sigmoid, Tensor.hard_swish = Tensor.hardsigmoid, Tensor.hardswish   -- the Keras names
 
 -- activations with one number: leaky_relu(negative_slope = 0.01), elu(alpha = 1), celu(alpha = 1)

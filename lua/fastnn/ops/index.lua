@@ -23,25 +23,24 @@ end
 
 local check_tensor = fnn_tensor.check_tensor
 
--- index_select(dim, ids): the positions ids (1-D, 1-based) of dim, in that order
-function Tensor.index_select(x, dim, ids)
-   check_tensor('index_select', x, 'input')
-   local d = cdim('index_select', x, dim)
-   local index = ids_arg('index_select', 'ids', ids)
-   local out = new()
-   if C.fnn_index_select(out, x, d, index) ~= 0 then fail() end
-   return done(out)
+-- x:op(dim, ids) through fnn_<op>(out, x, dim, ids), the ids named `what` in messages
+local function by_ids(op, what)
+   local cfn = C['fnn_' .. op]
+   return function(x, dim, ids)
+      check_tensor(op, x, 'input')
+      local d = cdim(op, x, dim)
+      local index = ids_arg(op, what, ids)
+      local out = new()
+      if cfn(out, x, d, index) ~= 0 then fail() end
+      return done(out)
+   end
 end
 
+-- index_select(dim, ids): the positions ids (1-D, 1-based) of dim, in that order
+Tensor.index_select = by_ids('index_select', 'ids')
+
 -- gather(dim, index): out[p] = x[p with dim replaced by index[p]]; index has x's ndim
-function Tensor.gather(x, dim, index)
-   check_tensor('gather', x, 'input')
-   local d = cdim('gather', x, dim)
-   local idx = ids_arg('gather', 'index', index)
-   local out = new()
-   if C.fnn_gather(out, x, d, idx) ~= 0 then fail() end
-   return done(out)
-end
+Tensor.gather = by_ids('gather', 'index')
 
 -- scatter_add(dim, index, src): a copy of x with src[p] added at p with dim replaced by index[p]
 function Tensor.scatter_add(x, dim, index, src)

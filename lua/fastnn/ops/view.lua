@@ -12,32 +12,26 @@ local M = {}
 
 local dims_buf = ffi.new('int[8]')
 
--- reshape{3, -1} / reshape(3, -1): one -1 inferred; a view when the layout allows, else a copy
-function Tensor.reshape(x, ...)
-   check_tensor('reshape', x)
-   local n, shape = parse_shape('reshape', true, ...)
-   local out = new()
-   if C.fnn_reshape(out, x, n, shape) ~= 0 then fail() end
-   return done(out)
+-- x:name(sizes) / x:name{sizes} through fnn_<name>(out, x, n, shape)
+local function to_shape(name)
+   local cfn = C['fnn_' .. name]
+   return function(x, ...)
+      check_tensor(name, x)
+      local n, shape = parse_shape(name, true, ...)
+      local out = new()
+      if cfn(out, x, n, shape) ~= 0 then fail() end
+      return done(out)
+   end
 end
+
+-- reshape{3, -1} / reshape(3, -1): one -1 inferred; a view when the layout allows, else a copy
+Tensor.reshape = to_shape('reshape')
 
 -- view: as reshape, but refuses when a copy would be needed
-function Tensor.view(x, ...)
-   check_tensor('view', x)
-   local n, shape = parse_shape('view', true, ...)
-   local out = new()
-   if C.fnn_view(out, x, n, shape) ~= 0 then fail() end
-   return done(out)
-end
+Tensor.view = to_shape('view')
 
 -- expand: size-1 dims (and new leading dims) repeat without copying; -1 keeps a size
-function Tensor.expand(x, ...)
-   check_tensor('expand', x)
-   local n, shape = parse_shape('expand', true, ...)
-   local out = new()
-   if C.fnn_expand(out, x, n, shape) ~= 0 then fail() end
-   return done(out)
-end
+Tensor.expand = to_shape('expand')
 
 -- permute{2, 1, 3} / permute(2, 1, 3): output dim i is input dim dims[i]
 function Tensor.permute(x, first, ...)

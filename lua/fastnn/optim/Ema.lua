@@ -10,27 +10,21 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 local fail = fnn_tensor.fail
-local param_list = require('fastnn.optim')._param_list
+local optim = require 'fastnn.optim'
+local param_list, copy_of = optim._param_list, optim._copy_of
 
-local Ema = {}
-Ema.__index = Ema
+local Ema = require('fastnn.class')('Ema')
 
-local function copy_of(t)
-   local out = fnn_tensor.new()
-   if C.fnn_mul_scalar(out, t:detach(), 1) ~= 0 then fail() end
-   return fnn_tensor.done(out)
-end
-
-setmetatable(Ema, {__call = function(_, params, decay)
+function Ema.__new(cls, params, decay)
    local list = param_list('optim.Ema', params)
    decay = decay or 0.999
    if type(decay) ~= 'number' or decay < 0 or decay > 1 then
       error(('optim.Ema: decay is %s, expected a number in [0, 1]'):format(show_value(decay)), 2)
    end
-   local self = setmetatable({params = list, decay = decay, updates = 0, shadow = {}, _backup = nil}, Ema)
+   local self = setmetatable({params = list, decay = decay, updates = 0, shadow = {}, _backup = nil}, cls)
    for i, p in ipairs(list) do self.shadow[i] = copy_of(p:tensor()) end
    return self
-end})
+end
 
 function Ema:update()
    if self._backup then error('optim.Ema: update() while the averages are swapped in; call swap_out() first', 2) end

@@ -7,19 +7,11 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 local fail = fnn_tensor.fail
+local copy_of = require('fastnn.optim')._copy_of
 
-local Lookahead = {}
-Lookahead.__index = Lookahead
-Lookahead._name = 'Lookahead'
+local Lookahead = require('fastnn.class')('Lookahead')
 
--- an own copy of p's current value (the optimizer kernels update values in place)
-local function copy_of(t)
-   local out = fnn_tensor.new()
-   if C.fnn_mul_scalar(out, t:detach(), 1) ~= 0 then fail() end
-   return fnn_tensor.done(out)
-end
-
-setmetatable(Lookahead, {__call = function(_, inner, k, alpha)
+function Lookahead.__new(cls, inner, k, alpha)
    if type(inner) ~= 'table' or type(inner.step) ~= 'function' or type(inner.parameters) ~= 'function' then
       error('optim.Lookahead: expected an optimizer to wrap, got a ' .. type(inner), 2)
    end
@@ -30,10 +22,10 @@ setmetatable(Lookahead, {__call = function(_, inner, k, alpha)
    if type(alpha) ~= 'number' or alpha < 0 or alpha > 1 then
       error(('optim.Lookahead: alpha is %s, expected a number in [0, 1]'):format(show_value(alpha)), 2)
    end
-   local self = setmetatable({inner = inner, k = k, alpha = alpha, _count = 0, _slow = {}}, Lookahead)
+   local self = setmetatable({inner = inner, k = k, alpha = alpha, _count = 0, _slow = {}}, cls)
    for i, p in ipairs(inner:parameters()) do self._slow[i] = copy_of(p:tensor()) end
    return self
-end})
+end
 
 function Lookahead:step(closure)
    local loss = self.inner:step(closure)

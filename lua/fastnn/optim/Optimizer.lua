@@ -16,16 +16,14 @@
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
-local C = fnn_tensor.C
-local new, done, fail = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
+local C, new, done, fail = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
 local Param = autograd.Param
 local is_param = Param.is_param
 local options = require 'fastnn.options'
+local class = require 'fastnn.class'
 local declare
 
-local Optimizer = {}
-Optimizer.__index = Optimizer
-Optimizer._name = 'Optimizer'
+local Optimizer = class('Optimizer')
 Optimizer.defaults = {}
 Optimizer.state_tensors = {}
 
@@ -121,7 +119,7 @@ declare = function(cls)
 end
 
 function Optimizer:extend(name, defaults, state_tensors)
-   local cls = require('fastnn.class').extend(self, name, {construct = construct})
+   local cls = class.extend(self, name, {construct = construct})
    cls.defaults = {}
    for k, v in pairs(self.defaults) do cls.defaults[k] = v end
    for k, v in pairs(defaults or {}) do cls.defaults[k] = v end

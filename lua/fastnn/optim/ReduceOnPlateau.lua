@@ -5,7 +5,8 @@
 -- When the metric has not improved for more than `patience` calls, the optimizer's rate is
 -- multiplied by factor (not below min_lr), then `cooldown` calls pass before counting again.
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
-local ReduceOnPlateau = {}
+local ReduceOnPlateau = require('fastnn.class')('ReduceOnPlateau')
+
 local OPTS = require('fastnn.options').declare('optim.ReduceOnPlateau', {
    {'factor', 'number', 0.1, 'the rate is multiplied by it on a plateau', min = 0, max = 1, max_open = true},
    {'patience', 'number', 10, 'calls without improvement that are tolerated', min = 0},
@@ -15,8 +16,6 @@ local OPTS = require('fastnn.options').declare('optim.ReduceOnPlateau', {
    {'cooldown', 'number', 0, 'calls to wait after a reduction before counting again', min = 0},
    {'min_lr', 'number', 0, 'the rate is never reduced below it', min = 0},
 })
-ReduceOnPlateau.__index = ReduceOnPlateau
-
 local function opt_number(what, v, lo)
    if type(v) ~= 'number' or v ~= v or v < lo then
       error(('optim.ReduceOnPlateau: %s is %s, expected a number >= %g'):format(what, show_value(v), lo), 3)
@@ -24,12 +23,12 @@ local function opt_number(what, v, lo)
    return v
 end
 
-setmetatable(ReduceOnPlateau, {__call = function(_, opt, opts)
+function ReduceOnPlateau.__new(cls, opt, opts)
    if type(opt) ~= 'table' or type(opt.set_lr) ~= 'function' or type(opt.lr) ~= 'function' then
       error('optim.ReduceOnPlateau: expected an optimizer first, got a ' .. type(opt), 2)
    end
    opts = OPTS:check(opts, 2)
-   local self = setmetatable({opt = opt}, ReduceOnPlateau)
+   local self = setmetatable({opt = opt}, cls)
    self.factor = opt_number('factor', opts.factor, 0)
    if self.factor >= 1 then error('optim.ReduceOnPlateau: factor should be < 1.0, got ' .. self.factor, 2) end
    self.patience = opt_number('patience', opts.patience, 0)
@@ -48,7 +47,7 @@ setmetatable(ReduceOnPlateau, {__call = function(_, opt, opts)
    self.best = self.mode == 'min' and math.huge or -math.huge
    self.bad, self.cooling = 0, 0
    return self
-end})
+end
 
 function ReduceOnPlateau:_improved(v)
    local b, th = self.best, self.threshold

@@ -5,6 +5,7 @@
 -- sched(step) is lr_at(step). A class gives `__init(self, ...)` (checking its arguments; errors
 -- at the user's line are level 3 there) and `rate(self, step)`.
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
+local class = require 'fastnn.class'
 local M = {}
 
 local function check_step(name, step)
@@ -14,31 +15,31 @@ local function check_step(name, step)
    end
 end
 
-function M.class(name)
-   local cls = {_name = name}
-   cls.__index = cls
-   function cls:lr_at(step)
-      check_step(name, step)
-      return self:rate(step)
-   end
-   cls.__call = function(self, step)
-      check_step(name, step)
-      return self:rate(step)
-   end
-   -- apply(opt, step): opt:set_lr(lr_at(step)); returns the rate
-   function cls:apply(opt, step)
-      local lr = self:lr_at(step)
-      opt:set_lr(lr)
-      return lr
-   end
-   cls.__tostring = function(self) return ('optim.%s(%s)'):format(name, self:describe()) end
-   function cls:describe() return '' end
-   return setmetatable(cls, {__call = function(c, ...)
-      local self = setmetatable({}, c)
-      self:__init(...)
-      return self
-   end})
+-- what every schedule has; a schedule class extends it
+local Schedule = class('Schedule')
+
+function Schedule:lr_at(step)
+   check_step(self._name, step)
+   return self:rate(step)
 end
+
+Schedule.__call = function(self, step)
+   check_step(self._name, step)
+   return self:rate(step)
+end
+
+-- apply(opt, step): opt:set_lr(lr_at(step)); returns the rate
+function Schedule:apply(opt, step)
+   local lr = self:lr_at(step)
+   opt:set_lr(lr)
+   return lr
+end
+
+Schedule.__tostring = function(self) return ('optim.%s(%s)'):format(self._name, self:describe()) end
+function Schedule:describe() return '' end
+
+-- a schedule class named name
+function M.class(name) return class.extend(Schedule, name) end
 
 -- a number check for constructors, raised at the user's line (1 here, 2 __init, 3 the class call, 4 user)
 function M.number(name, what, v, lo, hi)

@@ -29,14 +29,27 @@ local function param_list(what, params)
 end
 optim._param_list = param_list
 
+-- an own copy of a tensor's values, for the wrappers' slow and shadow weights (the optimizer
+-- kernels update parameter values in place)
+function optim._copy_of(t)
+   local out = fnn_tensor.new()
+   if C.fnn_mul_scalar(out, t:detach(), 1) ~= 0 then fnn_tensor.fail() end
+   return fnn_tensor.done(out)
+end
+
+-- a clipping bound, a number >= 0, checked at the user's line (1 here, 2 the clip function, 3 the user)
+local function bound(op, what, v)
+   if type(v) ~= 'number' or v < 0 then
+      error(('%s: %s is %s, expected a non-negative number'):format(op, what, show_value(v)), 3)
+   end
+end
+
 -- clip_grad_norm(params, max_norm): scales every gradient by max_norm / norm
 -- when the global L2 norm over all of them exceeds max_norm (PyTorch's
 -- clip_grad_norm_, with its 1e-6 guard). Returns the norm before clipping.
 function optim.clip_grad_norm(params, max_norm)
    local list = param_list('clip_grad_norm', params)
-   if type(max_norm) ~= 'number' or max_norm < 0 then
-      error(('clip_grad_norm: max_norm is %s, expected a non-negative number'):format(show_value(max_norm)), 2)
-   end
+   bound('clip_grad_norm', 'max_norm', max_norm)
    local sq = 0
    for i = 1, #list do sq = sq + C.fnn_grad_sq_norm(list[i].node) end
    local norm = math.sqrt(sq)
@@ -52,9 +65,7 @@ end
 -- clip_grad_value(params, v): clamps every gradient element into [-v, v]
 function optim.clip_grad_value(params, value)
    local list = param_list('clip_grad_value', params)
-   if type(value) ~= 'number' or value < 0 then
-      error(('clip_grad_value: value is %s, expected a non-negative number'):format(show_value(value)), 2)
-   end
+   bound('clip_grad_value', 'value', value)
    for i = 1, #list do
       local g = list[i]:grad()
       if g then list[i]:set_grad(g:clamp(-value, value)) end
@@ -66,14 +77,7 @@ function optim.gradients_are_finite(params)
 end
 
 -- classes by name, loaded on first use
-setmetatable(optim, {__index = function(t, name)
-   if type(name) ~= 'string' or not name:match('^%a[%w_]*$') then return nil end
-   local modname = 'fastnn.optim.' .. name
-   if not package.loaded[modname] and not package.searchpath(modname, package.path) then return nil end
-   local cls = require(modname)
-   rawset(t, name, cls)
-   return cls
-end})
+require('fastnn.lazy')(optim, 'fastnn.optim')
 
 package.loaded['fastnn.optim'] = optim
 return optim

@@ -10,8 +10,7 @@ local font = require 'fastnn.plot.font'
 local floor, ceil, max, min, sqrt = math.floor, math.ceil, math.max, math.min, math.sqrt
 
 local M = {}
-local Canvas = {}
-Canvas.__index = Canvas
+local Canvas = require('fastnn.class')('Canvas')
 
 function M.new(w, h, bg)
    local self = setmetatable({w = w, h = h, buf = ffi.new('uint8_t[?]', w * h * 3)}, Canvas)

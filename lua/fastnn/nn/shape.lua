@@ -1,5 +1,6 @@
--- fastnn.keras.shape: shape inference for Keras-style models (Sequential:build, GraphBuilder).
---   local shape = require 'fastnn.keras.shape'
+-- fastnn.nn.shape: shape inference for layers and models (Module:output_shape's default,
+-- Sequential:build, GraphBuilder).
+--   local shape = require 'fastnn.nn.shape'
 --   shape.infer(layer, {8, 784})        --> {8, 128}, or nil and the reason (a needed shape or a message)
 --   nn.Linear(784, 128):output_shape{8, 784}   --> {8, 128}   (installed on nn.Module by this file)
 -- Shapes are Lua arrays of sizes that include the batch dim (the RustyML seed's build{8, 4}).
