@@ -205,6 +205,44 @@ function M.install(tables, mods)
 end
 
 -- ---------------------------------------------------------------------------
+-- nn's layers: many call the core directly (no op function between), so each layer class's forward
+-- gets the same wrapper, with its layer's place in autocast's lists. The containers are left alone:
+-- their children convert for themselves, so activations between them stay bfloat16.
+local GEMM_LAYERS, FLOAT32_LAYERS, CONTAINERS = {}, {}, {}
+for _, n in ipairs{'Linear', 'Bilinear', 'Dense', 'Conv1d', 'Conv2d', 'Conv3d', 'ConvTranspose1d', 'ConvTranspose2d',
+                   'ConvTranspose3d', 'Conv1D', 'Conv2D', 'Conv3D', 'Conv1DTranspose', 'Conv2DTranspose',
+                   'Conv3DTranspose', 'DepthwiseConv1d', 'DepthwiseConv2d', 'DepthwiseConv1D', 'DepthwiseConv2D',
+                   'SeparableConv1d', 'SeparableConv2d', 'SeparableConv1D', 'SeparableConv2D', 'LSTM', 'GRU',
+                   'SimpleRNN', 'MultiheadAttention'} do GEMM_LAYERS[n] = true end
+for _, n in ipairs{'BatchNorm1d', 'BatchNorm2d', 'BatchNorm3d', 'BatchNormalization', 'LayerNorm', 'LayerNormalization',
+                   'GroupNorm', 'InstanceNorm', 'InstanceNorm1d', 'InstanceNorm2d', 'InstanceNorm3d', 'RMSNorm',
+                   'UnitNormalization', 'Softmax', 'LogSoftmax', 'BCELoss', 'BCEWithLogitsLoss', 'CrossEntropyLoss',
+                   'NLLLoss', 'MSELoss', 'L1Loss', 'HuberLoss', 'KLDivLoss', 'CosineEmbeddingLoss',
+                   'MeanSquaredError', 'MeanAbsoluteError', 'BinaryCrossEntropy', 'CategoricalCrossEntropy',
+                   'SparseCategoricalCrossEntropy'} do FLOAT32_LAYERS[n] = true end
+for _, n in ipairs{'Module', 'Sequential', 'ModuleList', 'Graph'} do CONTAINERS[n] = true end
+M.GEMM_LAYERS, M.FLOAT32_LAYERS = GEMM_LAYERS, FLOAT32_LAYERS
+
+local function wrap_layer(name, cls)
+   local f = rawget(cls, 'forward') or cls.forward
+   if type(f) ~= 'function' or rawget(cls, '_precision_wrapped') == f then return end
+   local policy = GEMM_LAYERS[name] and 'matmul' or FLOAT32_LAYERS[name] and 'softmax' or name
+   local w = wrap(policy, f)
+   cls.forward = w
+   rawset(cls, '_precision_wrapped', w)
+end
+
+function M.install_nn(nn)
+   for _, name in ipairs(nn._names) do
+      if not CONTAINERS[name] then
+         nn._extend(name, function(cls)
+            if type(cls) == 'table' and cls.forward then wrap_layer(name, cls) end
+         end)
+      end
+   end
+end
+
+-- ---------------------------------------------------------------------------
 -- fnn.autocast(mode, fn, ...): fn(...) with autocast's op lists; returns fn's results
 
 function M.autocast(mode, fn, ...)

@@ -152,5 +152,8 @@ setmetatable(nn, {__index = function(t, name)
    return v
 end})
 
+-- bfloat16 inputs and fnn.autocast for every layer class, as for the ops (fastnn.precision)
+require('fastnn.precision').install_nn(nn)
+
 package.loaded['fastnn.nn'] = nn
 return nn
