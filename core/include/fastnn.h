@@ -511,6 +511,8 @@ FNN_API const char *fnn_safetensors_name(const fnn_safetensors *f, int i);
 FNN_API int fnn_safetensors_info(const fnn_safetensors *f, int i, int *st_dtype, int *ndim, int64_t *shape);
 /* tensor i as a new CPU tensor (float32, or int64 for integer dtypes), its CRC-32 checked */
 FNN_API int fnn_safetensors_read(fnn_tensor *out, fnn_safetensors *f, int i);
+/* as fnn_safetensors_read, but a BF16 tensor stays bfloat16 (its bytes as stored) */
+FNN_API int fnn_safetensors_read_kept(fnn_tensor *out, fnn_safetensors *f, int i);
 FNN_API int fnn_safetensors_verify(fnn_safetensors *f, int i);      /* the CRC check alone */
 FNN_API int fnn_safetensors_checksummed(const fnn_safetensors *f);  /* 1: header and tensors carry CRCs */
 /* __metadata__ in file order, without the checksum keys */

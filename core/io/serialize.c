@@ -13,6 +13,7 @@
  * Everything read is untrusted: sizes are checked against the file before anything of that size
  * is allocated, and every failure is a message naming the file, never a crash. */
 #define _GNU_SOURCE
+#include "bf16.h"
 #include "internal.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -56,21 +57,10 @@ static void swap_bytes(void *p, int64_t n, int esize) {
         }
 }
 
-/* ---- 16-bit floats: narrowing rounds to nearest even, nan stays nan (quiet), overflow is inf ---- */
-
-static uint16_t f32_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((x >> 16) | 0x0040u);
-    return (uint16_t)((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
-}
-
-static float bf16_to_f32(uint16_t h) {
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
+/* ---- 16-bit floats: narrowing rounds to nearest even, nan stays nan (quiet), overflow is inf
+ * (bfloat16's conversions are core/bf16.h's, shared with the bfloat16 dtype) ---- */
+#define f32_to_bf16 fnn_bf16_from_f32
+#define bf16_to_f32 fnn_bf16_to_f32
 
 static uint16_t f32_to_f16(float f) {
     uint32_t x;
@@ -540,12 +530,13 @@ static void widen(void *dst, const void *raw, int d, int64_t n) {
     }
 }
 
-/* read tensor i's bytes, checking its CRC; into dst (fastnn's dtype) or only checked (dst NULL) */
-static int read_tensor(fnn_safetensors *f, int i, void *dst) {
+/* read tensor i's bytes, checking its CRC; into dst (fastnn's dtype) or only checked (dst NULL); keep:
+ * a BF16 tensor's bytes as they are (a bfloat16 tensor) */
+static int read_tensor(fnn_safetensors *f, int i, void *dst, bool keep) {
     const st_entry *e = &f->e[i];
     int esize = st_sizes[e->dtype], le = host_is_little_endian();
     int64_t bytes = e->end - e->begin, at = f->data_start + e->begin, got;
-    int direct = dst && (e->dtype == FNN_ST_F32 || e->dtype == FNN_ST_I64);
+    int direct = dst && (e->dtype == FNN_ST_F32 || e->dtype == FNN_ST_I64 || (keep && e->dtype == FNN_ST_BF16));
     int osize = e->dtype == FNN_ST_I64 || e->dtype == FNN_ST_I32 ? 8 : 4;
     uLong crc = crc32(0L, Z_NULL, 0);
     if (direct) {
@@ -579,22 +570,25 @@ static int read_tensor(fnn_safetensors *f, int i, void *dst) {
     return FNN_STATUS_OK;
 }
 
-int fnn_safetensors_read(fnn_tensor *out, fnn_safetensors *f, int i) {
+static int read_as(fnn_tensor *out, fnn_safetensors *f, int i, bool keep) {
     FNN_CHECK(out != NULL && f != NULL, FNN_STATUS_ARG, "safetensors_read: no file or output");
     fnn_tensor_init(out);
     FNN_CHECK(i >= 0 && i < f->n, FNN_STATUS_ARG, "%s: tensor %d out of range (the file has %d)", f->path, i + 1, f->n);
     const st_entry *e = &f->e[i];
-    int dtype = e->dtype == FNN_ST_I64 || e->dtype == FNN_ST_I32 ? FNN_DTYPE_INT64 : FNN_DTYPE_FLOAT32;
+    int dtype = e->dtype == FNN_ST_I64 || e->dtype == FNN_ST_I32 ? FNN_DTYPE_INT64
+                : keep && e->dtype == FNN_ST_BF16 ? FNN_DTYPE_BFLOAT16 : FNN_DTYPE_FLOAT32;
     FNN_TRY(fnn_empty_dtype(out, e->ndim, e->shape, dtype));
-    int rc = read_tensor(f, i, fnn_bytes(out));
+    int rc = read_tensor(f, i, fnn_bytes(out), keep);
     if (rc) fnn_tensor_clear(out);
     return rc;
 }
+int fnn_safetensors_read(fnn_tensor *out, fnn_safetensors *f, int i) { return read_as(out, f, i, false); }
+int fnn_safetensors_read_kept(fnn_tensor *out, fnn_safetensors *f, int i) { return read_as(out, f, i, true); }
 
 int fnn_safetensors_verify(fnn_safetensors *f, int i) {
     FNN_CHECK(f != NULL, FNN_STATUS_ARG, "safetensors_verify: no file");
     FNN_CHECK(i >= 0 && i < f->n, FNN_STATUS_ARG, "%s: tensor %d out of range (the file has %d)", f->path, i + 1, f->n);
-    return read_tensor(f, i, NULL);
+    return read_tensor(f, i, NULL, false);
 }
 
 /* ---- the writer ---- */
@@ -607,6 +601,7 @@ typedef struct save_item {
     int ndim;
     int64_t shape[FNN_MAX_DIMS];
     int st_dtype;
+    bool src_bf16;           /* the tensor is bfloat16: its bytes are BF16 already */
     uint32_t crc;
 } save_item;
 
@@ -694,19 +689,19 @@ static int write_item(int fd, save_item *it, int le) {
     int64_t bytes = it->numel * esize;
     uLong crc = crc32(0L, Z_NULL, 0);
     if (bytes == 0) { it->crc = (uint32_t)crc; return 0; }
-    if (le && (it->st_dtype == FNN_ST_F32 || it->st_dtype == FNN_ST_I64)) {
+    if (le && (it->st_dtype == FNN_ST_F32 || it->st_dtype == FNN_ST_I64 || it->src_bf16)) {
         crc = crc_update(crc, it->bytes, bytes);
         it->crc = (uint32_t)crc;
         return write_all(fd, it->bytes, bytes);
     }
-    int64_t per = ST_CHUNK / 8, src_size = it->st_dtype == FNN_ST_I64 ? 8 : 4;
+    int64_t per = ST_CHUNK / 8, src_size = it->st_dtype == FNN_ST_I64 ? 8 : it->src_bf16 ? 2 : 4;
     unsigned char *buf = fnn_alloc(fnn_make_device(FNN_DEVICE_CPU, 0), ST_CHUNK);
     if (!buf) return -2;
     int rc = 0;
     for (int64_t done = 0; done < it->numel && rc == 0; done += per) {
         int64_t m = it->numel - done < per ? it->numel - done : per;
         const unsigned char *src = (const unsigned char *)it->bytes + done * src_size;
-        if (it->st_dtype == FNN_ST_F16 || it->st_dtype == FNN_ST_BF16) {
+        if (!it->src_bf16 && (it->st_dtype == FNN_ST_F16 || it->st_dtype == FNN_ST_BF16)) {
             uint16_t *h = (uint16_t *)(void *)buf;
             const float *x = (const float *)(const void *)src;
             if (it->st_dtype == FNN_ST_F16) for (int64_t k = 0; k < m; k++) h[k] = f32_to_f16(x[k]);
@@ -749,8 +744,9 @@ static int validate_save(const char *path, int n, const char *const *names, cons
         const fnn_tensor *t = tensors[i];
         FNN_CHECK(t && t->ndim >= 0, FNN_STATUS_ARG, "%s: tensor '%s' is empty (no tensor)", path, names[i]);
         FNN_CHECK(!t->freed, FNN_STATUS_ARG, "%s: tensor '%s' was freed", path, names[i]);
-        FNN_CHECK(t->dtype == FNN_DTYPE_FLOAT32 || t->dtype == FNN_DTYPE_INT64, FNN_STATUS_ARG,
-                  "%s: tensor '%s' has dtype %s, expected float32 or int64", path, names[i], fnn_dtype_name(t->dtype));
+        FNN_CHECK(t->dtype == FNN_DTYPE_FLOAT32 || t->dtype == FNN_DTYPE_INT64 || t->dtype == FNN_DTYPE_BFLOAT16,
+                  FNN_STATUS_ARG, "%s: tensor '%s' has dtype %s, expected float32, bfloat16 or int64", path, names[i],
+                  fnn_dtype_name(t->dtype));
     }
     for (int i = 0; i < n_meta; i++) {
         FNN_CHECK(keys[i] && values[i], FNN_STATUS_ARG, "%s: metadata entry %d has no key or value", path, i + 1);
@@ -796,7 +792,9 @@ int fnn_safetensors_save(const char *path, int n, const char *const *names, cons
         it->numel = fnn_tensor_numel(tensors[i]);
         it->ndim = tensors[i]->ndim;
         for (int d = 0; d < it->ndim; d++) it->shape[d] = tensors[i]->shape[d];
-        it->st_dtype = tensors[i]->dtype == FNN_DTYPE_INT64 ? FNN_ST_I64 : float_dtype;
+        /* a bfloat16 tensor is stored as BF16 whatever the float type asked for float32 tensors */
+        it->src_bf16 = tensors[i]->dtype == FNN_DTYPE_BFLOAT16;
+        it->st_dtype = tensors[i]->dtype == FNN_DTYPE_INT64 ? FNN_ST_I64 : it->src_bf16 ? FNN_ST_BF16 : float_dtype;
         if ((rc = cpu_bytes(it, tensors[i]))) goto done;
     }
     int64_t hlen = 0;

@@ -48,6 +48,7 @@ do
       local modname = family == 'device' and 'fastnn.device' or ('fastnn.ops.' .. family)
       if package.loaded[modname] then mods[#mods + 1] = package.loaded[modname] end
    end
+   mods[#mods + 1] = require('fastnn.ops.loss').functional   -- the losses under nn's names
    mods[#mods + 1] = fnn_tensor.operators
    local tables = {fnn}
    for _, m in ipairs(mods) do tables[#tables + 1] = m end   -- the modules too: nn's layers call through them

@@ -104,6 +104,8 @@ for _, n in ipairs{'linear', 'matmul', 'bmm', 'outer', 'conv1d', 'conv2d', 'conv
 local FLOAT32_OPS = {}
 for _, n in ipairs{'softmax', 'log_softmax', 'layer_norm', 'batch_norm', 'group_norm', 'instance_norm', 'rms_norm',
                    'cross_entropy', 'nll_loss', 'mse_loss', 'binary_cross_entropy', 'bce_with_logits', 'exp', 'log',
+                   'nll', 'mse', 'mae', 'l1', 'huber', 'categorical_cross_entropy', 'sparse_categorical_cross_entropy',
+                   'kl_div', 'cosine_embedding',
                    'sum', 'mean', 'var', 'std', 'norm', 'prod', 'logsumexp', 'cumsum'} do FLOAT32_OPS[n] = true end
 M.GEMM_OPS, M.FLOAT32_OPS = GEMM_OPS, FLOAT32_OPS
 

@@ -48,13 +48,15 @@ local E = {
             .. 'names: children from 0)', values = {'fastnn', 'torch'}},
    rename = {'rename', 'table|function', nil, "our name (after `names`) -> the file's: a table, or a function "
              .. 'returning the new name (nil keeps it)'},
+   keep = {'dtype', 'string', 'float32', "the file's BF16 tensors as 'float32' (widened) or 'keep' (bfloat16 "
+           .. 'tensors, loading into a table only; F16 always widens)', values = {'float32', 'keep'}},
 }
 local DECL = {}
 for op, keys in pairs{save = {'dtype', 'metadata'}, load = {'strict'},
                       save_training = {'dtype', 'metadata', 'schedule', 'loader'},
                       load_training = {'schedule', 'loader'},
                       save_safetensors = {'dtype', 'metadata', 'checksums', 'names', 'rename'},
-                      load_safetensors = {'strict', 'names', 'rename'}} do
+                      load_safetensors = {'strict', 'names', 'rename', 'keep'}} do
    local list = {}
    for i, k in ipairs(keys) do list[i] = E[k] end
    DECL[op] = options.declare('fnn.' .. op, list)
@@ -215,9 +217,10 @@ local function with_file(op, path, fn)
    return unpack(r, 2, table.maxn(r))
 end
 
-local function read(op, f, e)
+local function read(op, f, e, keep)
    local out = new()
-   if C.fnn_safetensors_read(out, f.handle, e.index) ~= 0 then raise(op .. ': ' .. last_error()) end
+   local rc = keep and C.fnn_safetensors_read_kept(out, f.handle, e.index) or C.fnn_safetensors_read(out, f.handle, e.index)
+   if rc ~= 0 then raise(op .. ': ' .. last_error()) end
    return done(out)
 end
 
@@ -380,6 +383,10 @@ end
 
 local function load_into(op, model, path, opts)
    opts = check_opts(op, opts)
+   if op == 'load_safetensors' and opts.dtype ~= 'float32' then
+      raise(op .. ": dtype 'keep' applies to a load into a table (load_safetensors(path, {dtype = 'keep'})); a "
+            .. "model's tensors are float32")
+   end
    local entries = model_entries(op, model)
    if op == 'load_safetensors' then file_names(op, entries, opts) end
    return with_file(op, path, function(f)
@@ -642,14 +649,16 @@ local function save_safetensors_impl(obj, path, opts)
    write(op, path, names, tensors, user_metadata(op, opts.metadata, meta), float_dtype(op, opts), checksums)
 end
 
--- load_safetensors(path) -> {name = tensor}, metadata; load_safetensors(model, path, opts) loads by name
+-- load_safetensors(path[, {dtype = 'keep'}]) -> {name = tensor}, metadata; load_safetensors(model, path, opts)
+-- loads by name (into the model's float32 tensors: a BF16 file widens)
 local function load_safetensors_impl(a, b, c)
    local op = 'load_safetensors'
    if is_module(a) then return load_into(op, a, b, c) end
+   local opts = check_opts(op, b)
    return with_file(op, a, function(f)
       check_version(op, f)
       local out = {}
-      for _, fe in ipairs(f.entries) do out[fe.name] = read(op, f, fe) end
+      for _, fe in ipairs(f.entries) do out[fe.name] = read(op, f, fe, opts.dtype == 'keep') end
       local meta = {}
       for k, v in pairs(f.meta) do meta[k] = v end
       return out, meta

@@ -167,6 +167,9 @@ local OPTS = {
       {'loss_weights', 'table', nil, 'one number per outlet', default_doc = 'all 1'},
       {'global_clipnorm', 'number', nil, 'clip the global gradient norm to this', min = 0, min_open = true},
       {'clipvalue', 'number', nil, 'clip each gradient element to [-v, v]', min = 0, min_open = true},
+      {'precision', 'string', 'float32', "'float32', or 'mixed_bf16' (Keras's mixed_bfloat16 policy: the forward "
+       .. "and the loss under fnn.autocast('bf16'); weights, gradients and predict's outputs float32)",
+       values = {'float32', 'mixed_bf16', 'mixed_bfloat16'}},
    }),
    fit = options.declare('model:fit', {
       {'epochs', 'integer', 1, 'passes over the data', min = 1},
@@ -331,9 +334,23 @@ local function update_metrics(st, outs, ys)
    for _, e in ipairs(st.metric_list) do e[2]:update(outs[e[3]], ys[e[3]]) end
 end
 
+-- the forward of a batch (and its loss, when ys are given), under autocast for 'mixed_bf16'; the
+-- outputs come back float32 (metrics and predict see float32, as Keras's float32 output layer gives)
+local function forward_of(self, st, xs, ys)
+   if not (st and st.mixed) then
+      local outs = self:_keras_forward(xs)
+      return outs, ys and batch_loss(st, outs, ys)
+   end
+   local outs, total = require('fastnn').autocast('bf16', function()
+      local o = self:_keras_forward(xs)
+      return o, ys and batch_loss(st, o, ys)
+   end)
+   for k = 1, #outs do outs[k] = outs[k]:float() end
+   return outs, total
+end
+
 local function train_step(self, st, xs, ys)
-   local outs = self:_keras_forward(xs)
-   local total = batch_loss(st, outs, ys)
+   local outs, total = forward_of(self, st, xs, ys)
    local opt = st.optimizer
    opt:zero_grad()
    total:backward()
@@ -362,8 +379,8 @@ local function run_eval(self, st, next_batch)
          local bx, by, len = next_batch()
          if bx == nil then break end
          n = n + len
-         local outs = self:_keras_forward(bx)
-         total = total + batch_loss(st, outs, by):item() * len
+         local outs, loss = forward_of(self, st, bx, by)
+         total = total + loss:item() * len
          if #outs > 1 then
             for k = 1, #outs do sums[k] = (sums[k] or 0) + st.parts[k]:item() * len end
          end
@@ -448,6 +465,7 @@ local function compile(self, opts)
          st.keys[#st.keys + 1] = key
       end
    end
+   st.mixed = opts.precision ~= 'float32'
    for _, key in ipairs{'global_clipnorm', 'clipvalue'} do
       local v = opts[key]
       if v ~= nil and (type(v) ~= 'number' or v <= 0) then
@@ -652,11 +670,12 @@ local function predict(self, x, opts)
    local bs = positive_int(op, 'batch_size', opts.batch_size, 32)
    local saved = shape.modes(self)
    self:train(false)
+   local st = rawget(self, '_compiled')
    local ok, outs = pcall(autograd.no_grad, function()
-      if n <= bs then return self:_keras_forward(xs) end
+      if n <= bs then return (forward_of(self, st, xs)) end
       local parts = {}
       for s = 1, n, bs do
-         local o = self:_keras_forward(narrow_all(xs, s, min(bs, n - s + 1)))
+         local o = forward_of(self, st, narrow_all(xs, s, min(bs, n - s + 1)))
          for k = 1, #o do
             parts[k] = parts[k] or {}
             parts[k][#parts[k] + 1] = o[k]
