@@ -520,7 +520,8 @@ int fnn_item(const fnn_tensor *t, double *value) {
     FNN_CHECK(fnn_tensor_numel(t) == 1, FNN_STATUS_SHAPE,
               "item: tensor %s has %lld elements, expected exactly 1", fnn_shape_of(t).s,
               (long long)fnn_tensor_numel(t));
-    *value = fnn_is_int64(t) ? (double)fnn_data_i64(t)[0] : fnn_data(t)[0];
+    *value = fnn_is_int64(t) ? (double)fnn_data_i64(t)[0]
+             : fnn_is_bf16(t) ? fnn_bf16_to_f32(*(const uint16_t *)fnn_bytes(t)) : fnn_data(t)[0];
     return FNN_STATUS_OK;
 }
 

@@ -11,26 +11,9 @@ local nn = fnn.nn
 local has_onednn = not fnn.config().onednn:match('^not built')
 local PATHS = has_onednn and {'onednn', 'portable'} or {'portable'}
 
--- the bfloat16 nearest to x (a float32 value; ties to even), in double arithmetic: x scaled so that
--- bf16's 8 significant bits are the integer part, rounded, scaled back (no type punning: LuaJIT's
--- traces may reorder a store and a load through differently typed FFI pointers)
-local BF16_MAX = (2 - 2 ^ -7) * 2 ^ 127
-local function bf16(x)
-   if x ~= x or x == 0 or x == math.huge or x == -math.huge then return x end
-   local _, e = math.frexp(x)                         -- |x| in [2^(e-1), 2^e)
-   local scale = 2 ^ (math.max(e, -125) - 8)          -- bf16's spacing there (subnormals: 2^-133)
-   local q = x / scale
-   local r = math.floor(q + 0.5)
-   if r - q == 0.5 and r % 2 ~= 0 then r = r - 1 end  -- a tie goes to the even neighbour
-   local y = r * scale
-   if math.abs(y) > BF16_MAX then return y > 0 and math.huge or -math.huge end
-   return y
-end
-local function rounded(t)
-   local flat = t:to_flat()
-   for i = 1, #flat do flat[i] = bf16(flat[i]) end
-   return fnn.tensor(flat, t:shape())
-end
+-- the bfloat16 rounding reference (spec/bf16_reference.lua: round to nearest even, in doubles)
+local ref = require 'spec.bf16_reference'
+local bf16, rounded = ref.round, ref.rounded
 
 -- the largest |a - b| - tol * scale over the elements (<= 0: within tolerance), scale an elementwise
 -- bound of the sum's size (the same op on |operands|)

@@ -11,18 +11,6 @@ return {
    {op = 'to_dtype', inputs = function() return fnn.rand(3, 4) - 0.5 end, eps = 0.25,
     fn = function(x) return x:bf16():float() * fnn.tensor{1, -2, 3, 0.5} end,
     ref = function(x)   -- x rounded to bf16 (to nearest, ties to even) times the weights
-       local w, out = {1, -2, 3, 0.5}, {}
-       for i, row in ipairs(x:to_table()) do
-          out[i] = {}
-          for j, v in ipairs(row) do
-             local _, e = math.frexp(v)
-             local scale = 2 ^ (math.max(e, -125) - 8)
-             local q = v / scale
-             local r = math.floor(q + 0.5)
-             if r - q == 0.5 and r % 2 ~= 0 then r = r - 1 end
-             out[i][j] = (v == 0 and 0 or r * scale) * w[j]
-          end
-       end
-       return fnn.tensor(out)
+       return require('spec.bf16_reference').rounded(x) * fnn.tensor{1, -2, 3, 0.5}
     end},
 }
