@@ -87,7 +87,8 @@ end
 -- thread setup: BENCH_THREADS (default 2) for OpenBLAS and the core's kernels together
 -- and FASTNN_PRECISION, the counterpart of the PyTorch scripts' TORCH_MODE: 'ieee' (the default),
 -- 'bf16' (fnn.set_float32_precision('bf16'): the GEMM-bound ops take bf16 operands, as
--- TORCH_MODE=bf16) or 'autocast_bf16' (not built yet: the workload says NOTYET)
+-- TORCH_MODE=bf16) or 'autocast_bf16' (each workload's forward and loss inside B.precision, which is
+-- fnn.autocast('bf16', ...) then, as TORCH_MODE=autocast_bf16 runs them in torch.autocast)
 function B.setup_threads(name)
    local n = tonumber(os.getenv('BENCH_THREADS') or '') or 2
    fnn.set_num_threads(n)
@@ -95,7 +96,7 @@ function B.setup_threads(name)
    if precision == 'bf16' then
       fnn.set_float32_precision('bf16')
    elseif precision == 'autocast_bf16' then
-      notyet('FASTNN_PRECISION=autocast_bf16: fnn.autocast is not built yet')
+      B.autocast = true
    elseif precision ~= 'ieee' and precision ~= '' then
       io.stderr:write(('FASTNN_PRECISION=%s: expected ieee, bf16 or autocast_bf16\n'):format(precision))
       os.exit(2)
@@ -106,6 +107,13 @@ function B.setup_threads(name)
       cfg.bf16_path))
    io.stdout:flush()
    return n
+end
+
+-- fn() under FASTNN_PRECISION=autocast_bf16's fnn.autocast('bf16', fn), else fn(): the forward and the
+-- loss of a training step (PyTorch's scripts: `with precision():`)
+function B.precision(fn)
+   if B.autocast then return fnn.autocast('bf16', fn) end
+   return fn()
 end
 
 -- RESULT <name> <metric>=<value> <unit> ... (values as Python's %.6g)

@@ -46,7 +46,7 @@ B.main(NAME, function()
       local idx = perm:narrow(1, k * BATCH + 1, BATCH)   -- batching from in-memory arrays: timed
       local xb, yb = xtr:index_select(1, idx), ytr:index_select(1, idx)
       opt:zero_grad()
-      local loss = ce(model:forward(xb), yb)
+      local loss = B.precision(function() return ce(model:forward(xb), yb) end)
       loss:backward()
       opt:step()
       return loss

@@ -90,7 +90,7 @@ B.main(NAME, function()
    local function train_step(i)
       local x, y = X:select(1, i), Y:select(1, i)
       opt:zero_grad()
-      local loss = ce(forward(x), y)
+      local loss = B.precision(function() return ce(forward(x), y) end)
       loss:backward()
       opt:step()
       return loss

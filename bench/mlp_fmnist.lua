@@ -37,7 +37,7 @@ B.main(NAME, function()
 
    local function train_step(xb, yb)
       opt:zero_grad()
-      local loss = ce(model:forward(xb), yb)
+      local loss = B.precision(function() return ce(model:forward(xb), yb) end)
       loss:backward()
       opt:step()
       return loss

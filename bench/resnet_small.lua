@@ -74,7 +74,7 @@ B.main(NAME, function()
    local ce = nn.cross_entropy
    local function train_step(i)
       opt:zero_grad()
-      local loss = ce(model(X[i]), Y[i])
+      local loss = B.precision(function() return ce(model(X[i]), Y[i]) end)
       loss:backward()
       opt:step()
       return loss
