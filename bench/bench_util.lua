@@ -102,9 +102,9 @@ function B.setup_threads(name)
       os.exit(2)
    end
    local cfg = fnn.config()
-   print(('# %s: fastnn %s, fnn.set_num_threads(%d) (OpenBLAS + core kernels), %s, float32 precision %s (%s)'):format(
-      name, fnn._VERSION, fnn.get_num_threads(), jit and jit.version or _VERSION, cfg.float32_precision,
-      cfg.bf16_path))
+   print(('# %s: fastnn %s, fnn.set_num_threads(%d) (OpenBLAS + core kernels), %s, FASTNN_PRECISION=%s '
+          .. '(float32 precision %s; bf16 path: %s)'):format(name, fnn._VERSION, fnn.get_num_threads(),
+      jit and jit.version or _VERSION, precision, cfg.float32_precision, cfg.bf16_path))
    io.stdout:flush()
    return n
 end

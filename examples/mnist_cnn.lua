@@ -6,6 +6,7 @@
 --   fastnn-lua examples/mnist_cnn.lua                     # 5 epochs on all 60000 images
 --   fastnn-lua examples/mnist_cnn.lua --dataset fashion   # Fashion-MNIST
 --   fastnn-lua examples/mnist_cnn.lua --quick             # 2000 images, 2 epochs (CI)
+--   fastnn-lua examples/mnist_cnn.lua --precision autocast_bf16   # forward and loss in fnn.autocast
 -- MNIST is downloaded once into $FASTNN_DATA (default ~/.cache/fastnn); without a network it says so
 -- and uses Fashion-MNIST from the Debian package dataset-fashion-mnist.
 -- Prints one line per epoch (losses, validation accuracy, learning rate, time) and
@@ -27,10 +28,21 @@ local opts = cli.parse{
       {'warmup', 200, 'steps of linear warmup'},
       {'train_size', 0, 'use the first N training images (0: all)'},
       {'test_size', 0, 'score on the first N test images (0: all)'},
+      {'precision', 'float32', "'float32', or 'autocast_bf16' (each step's forward and loss in fnn.autocast('bf16'))",
+       'MODE'},
    },
    quick = {epochs = 2, train_size = 2000, test_size = 500, warmup = 10},
 }
 fnn.manual_seed(opts.seed)
+if opts.precision ~= 'float32' and opts.precision ~= 'autocast_bf16' then
+   io.stderr:write(("mnist_cnn: --precision is '%s', expected 'float32' or 'autocast_bf16'\n"):format(opts.precision))
+   os.exit(2)
+end
+-- the forward and the loss of a step: in fnn.autocast('bf16') with --precision autocast_bf16
+local function step_loss(fn)
+   if opts.precision == 'autocast_bf16' then return fnn.autocast('bf16', fn) end
+   return fn()
+end
 local t0 = clock()
 
 local train, test, name = datasets.load(opts.dataset)
@@ -65,7 +77,7 @@ for epoch = 1, opts.epochs do
    local e0, total, batches = clock(), 0, 0
    for batch in loader:iter() do
       steps[step + 1], rates[step + 1] = step, schedule:apply(opt, step)   -- opt:set_lr(schedule:lr_at(step))
-      local loss = nn.cross_entropy(model(batch.inputs), batch.targets)
+      local loss = step_loss(function() return nn.cross_entropy(model(batch.inputs), batch.targets) end)
       opt:zero_grad()
       loss:backward()
       opt:step()
