@@ -142,9 +142,47 @@ static void map_run(row_fn row, float *y, const float *const *x, int64_t (*s)[FN
     else fnn_parallel_for(rows, threads, map_rows, &a);
 }
 
+static int map_f32(const char *name, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code, float k0,
+                   float k1);
+
+/* bfloat16 inputs: widened exactly to float32, the formula run in float32, and the result rounded back
+ * to bfloat16 when every input was bfloat16 (PyTorch's promotion: with a float32 input it is float32),
+ * except the comparisons' 0/1 masks, which stay float32 as for any dtype. A gradient rule mixes its
+ * float32 gradient with saved bf16 inputs, so its result is float32: a bf16 tensor's gradient is
+ * float32 (core/ops/to_dtype.c). */
+static int map_bf16(const char *name, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code, float k0,
+                    float k1) {
+    fnn_tensor wide[3], mid;
+    const fnn_tensor *use[3];
+    bool all_bf16 = true;
+    int rc = FNN_STATUS_OK, made = 0;
+    for (int k = 0; k < nin && !rc; k++) {
+        use[k] = ins[k];
+        if (ins[k]->dtype != FNN_DTYPE_BFLOAT16) { all_bf16 = false; continue; }
+        if (!(rc = fnn_cast(&wide[made], ins[k], FNN_DTYPE_FLOAT32))) use[k] = &wide[made++];
+    }
+    const bool mask = code == FNN_MAP_eq || code == FNN_MAP_ne || code == FNN_MAP_lt || code == FNN_MAP_le ||
+                      code == FNN_MAP_gt || code == FNN_MAP_ge;
+    if (!rc) rc = map_f32(name, all_bf16 && !mask ? &mid : out, nin, use, code, k0, k1);
+    if (!rc && all_bf16 && !mask) {
+        rc = fnn_cast(out, &mid, FNN_DTYPE_BFLOAT16);
+        fnn_tensor_clear(&mid);
+    }
+    for (int k = 0; k < made; k++) fnn_tensor_clear(&wide[k]);
+    return rc;
+}
+
 /* out = the formula code of ins... over the broadcast shape of the nin inputs (no node), through the
  * "map" row of their backend (core/ops/elementwise.h) */
 static int map(const char *name, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code, float k0, float k1) {
+    for (int k = 0; k < nin; k++)
+        if (ins[k] && !ins[k]->freed && ins[k]->dtype == FNN_DTYPE_BFLOAT16)
+            return map_bf16(name, out, nin, ins, code, k0, k1);
+    return map_f32(name, out, nin, ins, code, k0, k1);
+}
+
+static int map_f32(const char *name, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code, float k0,
+                   float k1) {
     int ndim = 0;
     int64_t shape[FNN_MAX_DIMS];
     for (int k = 0; k < nin; k++) {

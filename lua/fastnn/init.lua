@@ -52,7 +52,7 @@ do
    mods[#mods + 1] = fnn_tensor.operators
    local tables = {fnn}
    for _, m in ipairs(mods) do tables[#tables + 1] = m end   -- the modules too: nn's layers call through them
-   precision.install(tables, mods)
+   precision.install(tables, mods, {fnn_tensor.operators, require('fastnn.ops.elementwise')})
 end
 fnn.set_float32_precision, fnn.get_float32_precision = precision.set_float32_precision,
    precision.get_float32_precision

@@ -7,7 +7,9 @@
 --   fnn.autocast('bf16', fn, ...)        PyTorch's torch.autocast(device, dtype=torch.bfloat16)
 --
 -- Every op takes bfloat16 tensors. The ops that compute on bfloat16 in C are the views and copies
--- (by element size) and the conversions; every other op is wrapped here: its bfloat16 inputs are
+-- (by element size), the conversions and the elementwise family (core/ops/elementwise.c widens and
+-- rounds back itself, so the arithmetic operators pay nothing here); every other op is wrapped
+-- here: its bfloat16 inputs are
 -- widened to float32 (exactly), it runs in float32 (its sums in float32), and its float results are
 -- rounded back to bfloat16 when every float input was bfloat16 (PyTorch's promotion: bf16 with bf16
 -- is bf16, with float32 is float32). Comparisons keep their float32 0/1 masks and indices stay int64.
@@ -111,6 +113,15 @@ M.GEMM_OPS, M.FLOAT32_OPS = GEMM_OPS, FLOAT32_OPS
 
 local function is_bf16(v) return istype(T, v) and v.dtype_ == BF16 end
 
+-- v is a bfloat16 tensor or a list holding one (cat, stack)
+local function holds_bf16(v)
+   if istype(T, v) then return v.dtype_ == BF16 end
+   if type(v) == 'table' and istype(T, v[1]) then
+      for _, x in ipairs(v) do if is_bf16(x) then return true end end
+   end
+   return false
+end
+
 -- does any argument (or a tensor in a list argument: cat, stack) hold bfloat16?
 local function any_bf16(n, ...)
    for i = 1, n do
@@ -160,8 +171,15 @@ local function wrap(name, f)
    local gemm, f32_out = GEMM_OPS[name], FLOAT32_OPS[name]
    local compare = name == 'eq' or name == 'ne' or name == 'lt' or name == 'le' or name == 'gt' or name == 'ge'
    return function(...)
+      -- the float32 path: four arguments looked at without a loop (most ops take no more)
+      if autocast_depth == 0 then
+         local a, b, c, d = ...
+         if not (holds_bf16(a) or holds_bf16(b) or holds_bf16(c) or holds_bf16(d)) and
+            (select('#', ...) <= 4 or not any_bf16(select('#', ...), ...)) then
+            return f(...)
+         end
+      end
       local n = select('#', ...)
-      if autocast_depth == 0 and not any_bf16(n, ...) then return f(...) end
       local args = {...}
       local narrow = widen(args, n)
       if autocast_depth > 0 then
@@ -188,9 +206,18 @@ for _, n in ipairs{'reshape', 'view', 'flatten', 'squeeze', 'unsqueeze', 'permut
                    'storage_id', 'shape_str', 'is_tensor'} do ANY_DTYPE[n] = true end
 M.ANY_DTYPE = ANY_DTYPE
 
--- wraps, in the tables given, each op function of the families' modules (mods) under its name
-function M.install(tables, mods)
+-- wraps, in the tables given, each op function of the families' modules (mods) under its name; the
+-- functions of the native modules (the elementwise family and the operators, which take bfloat16 in
+-- C) only where autocast's lists name them (exp, log)
+function M.install(tables, mods, native)
+   local skip = {}
+   for _, mod in ipairs(native or {}) do
+      for name, f in pairs(mod) do
+         if type(f) == 'function' and not GEMM_OPS[name] and not FLOAT32_OPS[name] then skip[f] = true end
+      end
+   end
    local wrapped = {}
+   for f in pairs(skip) do wrapped[f] = f end
    for _, mod in ipairs(mods) do
       for name, f in pairs(mod) do
          if type(f) == 'function' and type(name) == 'string' and not name:match('^_') and not ANY_DTYPE[name]
