@@ -62,7 +62,8 @@ end
 -- ---------------------------------------------------------------------------
 -- counters: a lua_shared_dict (the whole server) or a table (this worker)
 
-local function store_of(dict_name)
+local function store_of(dict_name, name)
+   local pre = name .. ':'         -- handlers sharing a dict count apart
    if dict_name then
       local dict = ngx.shared[dict_name]
       if not dict then
@@ -70,8 +71,8 @@ local function store_of(dict_name)
                :format(dict_name, dict_name), 3)
       end
       return {
-         incr = function(k, n) dict:incr(k, n, 0) end,
-         get = function(k) return dict:get(k) end,
+         incr = function(k, n) dict:incr(pre .. k, n, 0) end,
+         get = function(k) return dict:get(pre .. k) end,
          dict = dict, whole_server = true,
       }
    end
@@ -151,6 +152,8 @@ local Handler = {}
 Handler.__index = Handler
 
 local default   -- the handler serve.health/metrics/reload act on: the last one made in this process
+local made = {}  -- every handler made in this process, by name (serve.metrics shows them all)
+local made_order = {}
 
 function M.handler(opts)
    local o = OPTS:check(opts, 2)
@@ -168,13 +171,15 @@ function M.handler(opts)
    }, Handler)
    o.model:eval()
    default = h
+   if not made[h.name] then made_order[#made_order + 1] = h.name end
+   made[h.name] = h
    return h
 end
 
 -- once per process, at its first request: the worker's own settings (after nginx's fork)
 function Handler:start()
    self.started = true
-   self.store = store_of(self.shared_dict)
+   self.store = store_of(self.shared_dict, self.name)
    self.pid = ngx.worker.pid()
    if fnn.threads_forked() then
       ngx.log(ngx.WARN, 'fastnn.serve: this worker was forked after the master ran fastnn\'s kernels on ',
@@ -410,53 +415,65 @@ function M.health(h)
    return ngx.exit(ngx.HTTP_OK)
 end
 
--- the Prometheus text exposition of h's counters
+-- the Prometheus text exposition of h's counters (of every handler of this worker when h is nil);
+-- each metric family once, a line per handler (its model label)
 function M.metrics_text(h)
-   h = h or default
-   if h == nil then return '# no serve.handler made in this worker\n' end
-   if not h.started then h:start() end
-   local s, out = h.store, {}
-   local label = ('model="%s"'):format(h.name)
+   local hs = {}
+   if h then hs[1] = h else for i, name in ipairs(made_order) do hs[i] = made[name] end end
+   if #hs == 0 then return '# no serve.handler made in this worker\n' end
+   local out = {}
    local function add(fmt, ...) out[#out + 1] = fmt:format(...) end
-   local function histogram(name, help, prefix, buckets)
+   local function family(name, kind, help)
       add('# HELP %s %s', name, help)
-      add('# TYPE %s histogram', name)
-      local cum = 0
-      for _, le in ipairs(buckets) do
-         cum = cum + (s.get(prefix .. le) or 0)
-         add('%s_bucket{%s,le="%s"} %d', name, label, tostring(le), cum)
+      add('# TYPE %s %s', name, kind)
+   end
+   for _, x in ipairs(hs) do
+      if not x.started then x:start() end
+      if not x.store.whole_server then
+         add('# model "%s" counts worker %d only: give serve.handler a shared_dict to count the whole server',
+             x.name, x.pid)
       end
-      add('%s_bucket{%s,le="+Inf"} %d', name, label, s.get(prefix .. 'count') or 0)
-      add('%s_sum{%s} %.9g', name, label, s.get(prefix .. 'sum') or 0)
-      add('%s_count{%s} %d', name, label, s.get(prefix .. 'count') or 0)
    end
-   if not s.whole_server then
-      add('# these count worker %d only: give serve.handler a shared_dict to count the whole server', h.pid)
+   local function label(x) return ('model="%s"'):format(x.name) end
+   family('fastnn_requests_total', 'counter', 'Requests answered, by HTTP status.')
+   for _, x in ipairs(hs) do
+      for _, status in ipairs(STATUSES) do
+         add('fastnn_requests_total{%s,status="%d"} %d', label(x), status, x.store.get('requests:' .. status) or 0)
+      end
    end
-   add('# HELP fastnn_requests_total Requests answered, by HTTP status.')
-   add('# TYPE fastnn_requests_total counter')
-   local errors = 0
-   for _, status in ipairs(STATUSES) do
-      local n = s.get('requests:' .. status) or 0
-      if status >= 400 then errors = errors + n end
-      add('fastnn_requests_total{%s,status="%d"} %d', label, status, n)
+   family('fastnn_request_errors_total', 'counter', 'Requests refused or failed (status 400 and above).')
+   for _, x in ipairs(hs) do
+      local errors = 0
+      for _, status in ipairs(STATUSES) do
+         if status >= 400 then errors = errors + (x.store.get('requests:' .. status) or 0) end
+      end
+      add('fastnn_request_errors_total{%s} %d', label(x), errors)
    end
-   add('# HELP fastnn_request_errors_total Requests refused or failed (status 400 and above).')
-   add('# TYPE fastnn_request_errors_total counter')
-   add('fastnn_request_errors_total{%s} %d', label, errors)
+   local function histogram(name, help, prefix, buckets)
+      family(name, 'histogram', help)
+      for _, x in ipairs(hs) do
+         local s, cum = x.store, 0
+         for _, le in ipairs(buckets) do
+            cum = cum + (s.get(prefix .. le) or 0)
+            add('%s_bucket{%s,le="%s"} %d', name, label(x), tostring(le), cum)
+         end
+         add('%s_bucket{%s,le="+Inf"} %d', name, label(x), s.get(prefix .. 'count') or 0)
+         add('%s_sum{%s} %.9g', name, label(x), s.get(prefix .. 'sum') or 0)
+         add('%s_count{%s} %d', name, label(x), s.get(prefix .. 'count') or 0)
+      end
+   end
    histogram('fastnn_batch_rows', 'Rows in each forward pass (dynamic batching).', 'batch:', BATCH_BUCKETS)
    histogram('fastnn_request_duration_seconds', 'Time from the request read to the answer.', 'latency:',
              LATENCY_BUCKETS)
-   add('# HELP fastnn_reloads_total serve.reload calls and shared reloads, by result.')
-   add('# TYPE fastnn_reloads_total counter')
-   add('fastnn_reloads_total{%s,result="ok"} %d', label, s.get('reloads:ok') or 0)
-   add('fastnn_reloads_total{%s,result="failed"} %d', label, s.get('reloads:failed') or 0)
-   add('# HELP fastnn_model_generation The weights this worker answers with (0: as started; +1 per reload).')
-   add('# TYPE fastnn_model_generation gauge')
-   add('fastnn_model_generation{%s} %d', label, h.generation)
+   family('fastnn_reloads_total', 'counter', 'serve.reload calls and shared reloads, by result.')
+   for _, x in ipairs(hs) do
+      add('fastnn_reloads_total{%s,result="ok"} %d', label(x), x.store.get('reloads:ok') or 0)
+      add('fastnn_reloads_total{%s,result="failed"} %d', label(x), x.store.get('reloads:failed') or 0)
+   end
+   family('fastnn_model_generation', 'gauge', 'The weights this worker answers with (0: as started; +1 per reload).')
+   for _, x in ipairs(hs) do add('fastnn_model_generation{%s} %d', label(x), x.generation) end
    return table.concat(out, '\n') .. '\n'
 end
-
 -- content_by_lua: the metrics page
 function M.metrics(h)
    need('serve.metrics')
