@@ -329,3 +329,40 @@ describe('fastnn loaded in nginx\'s master (init_by_lua), then forked into worke
       assert.is_nil(s.log():find('init_worker_by_lua_block', 1, true))
    end)
 end)
+
+describe('examples/serve/run.lua', function()
+   it('trains the MNIST MLP when missing, serves it from nginx with a prefix of its own, and answers as the checkpoint', function()
+      find_nginx()
+      local out, port = dir .. '/example', free_port()
+      local launcher = process.program('fastnn-lua', 'FASTNN_LAUNCHER')
+      local text, ok = sh(('timeout 300 %s examples/serve/run.lua --quick --detach --out %s --port %d'):format(
+         process.quote(launcher), process.quote(out), port))
+      local pid_file = out .. '/serve-nginx/nginx.pid'
+      finally(function()
+         local pid = (process.try_read(pid_file) or ''):match('%d+')
+         if pid then os.execute(('kill -QUIT %s; sleep 0.5'):format(pid)) end
+      end)
+      assert.is_true(ok, text)
+      assert.matches('training it with examples/mnist_mlp.lua %-%-quick', text)
+      assert.matches('started: nginx master %d+', text)
+      assert.is_true(process.exists(out .. '/mnist_mlp.fdl'))
+      local serve_app = dofile('examples/serve/handler.lua')
+      local model = serve_app.model()
+      fnn.load(model, out .. '/mnist_mlp.fdl')
+      model:eval()
+      fnn.manual_seed(9)
+      local x = fnn.rand(3, 784):to_table()
+      local answer
+      local ask = out .. '/ask.json'
+      process.write_file(ask, cjson.encode{port = port, requests = {post('/predict', cjson.encode{inputs = x})}})
+      for _ = 1, 100 do   -- until nginx answers
+         local a = sh(('python3 %s/spec/serve/client.py requests %s'):format(ROOT, process.quote(ask)))
+         local okj, list = pcall(cjson.decode, a)
+         if okj and list[1] and list[1].status == 200 then answer = list[1]; break end
+         sleep(0.1)
+      end
+      assert.is_table(answer, 'the example did not answer /predict')
+      assert.is_true(max_diff(cjson.decode(answer.body).outputs, forward(model, x)) <= 1e-5)
+      assert.equals('', process.try_read(out .. '/serve-nginx/error.log') or '')
+   end)
+end)
