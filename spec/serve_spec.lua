@@ -216,25 +216,29 @@ describe('fastnn.serve in nginx', function()
    end)
 
    it('batches concurrent requests of a worker into one forward pass, each getting its own rows', function()
+      -- 8 requests sent at once to 2 workers: a worker reads several in one event-loop cycle, and its
+      -- first gathers them; a round where the client's threads happened to straggle is tried again
       fnn.manual_seed(11)
-      local list, xs = {}, {}
-      for i = 1, 6 do
-         xs[i] = fnn.randn(1, 2, 4):to_table()
-         list[i] = post('/image', cjson.encode{inputs = xs[i]})
+      local shared, rounds = 0, 0
+      while shared == 0 and rounds < 5 do
+         rounds = rounds + 1
+         local list, xs = {}, {}
+         for i = 1, 8 do
+            xs[i] = fnn.randn(1, 2, 4):to_table()
+            list[i] = post('/image', cjson.encode{inputs = xs[i]})
+         end
+         local t0 = os.time()
+         local answers = s.client('concurrent', {requests = list})
+         assert.is_true(os.time() - t0 <= 3)
+         for i, a in ipairs(answers) do
+            assert.equals(200, a.status, a.body)
+            assert.is_true(max_diff(cjson.decode(a.body).outputs, forward(image, xs[i])) <= 1e-5)
+            local rows = tonumber(a.headers['x-fastnn-batch-rows'])
+            assert.is_true(rows >= 1 and rows <= 4)    -- max_batch
+            if rows > 1 then shared = shared + 1 end
+         end
       end
-      local t0 = os.time()
-      local answers = s.client('concurrent', {requests = list})
-      assert.is_true(os.time() - t0 <= 3)
-      local shared = 0
-      for i, a in ipairs(answers) do
-         assert.equals(200, a.status, a.body)
-         assert.is_true(max_diff(cjson.decode(a.body).outputs, forward(image, xs[i])) <= 1e-5)
-         local rows = tonumber(a.headers['x-fastnn-batch-rows'])
-         assert.is_true(rows >= 1 and rows <= 4)
-         if rows > 1 then shared = shared + 1 end
-      end
-      -- 6 requests on 2 workers: one worker has at least 3, which wait together
-      assert.is_true(shared >= 2, 'no two requests shared a forward pass')
+      assert.is_true(shared >= 2, 'no two requests shared a forward pass in 5 rounds')
    end)
 
    it('serves 64 concurrent clients with no failed request, batching them', function()

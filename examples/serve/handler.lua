@@ -18,7 +18,7 @@ end
 
 -- init_worker_by_lua_block: the model and its handlers, in this worker
 -- (a training checkpoint: fnn.load takes its weights and leaves the optimizer's state)
-function M.init(weights)
+local function init(weights)
    local function load()
       local model = M.model()
       fnn.load(model, weights)
@@ -33,7 +33,23 @@ function M.init(weights)
                              shared_dict = 'fastnn'}
 end
 
-function M.predict() return M.batched() end
-function M.predict_single() return M.single() end
+-- a worker whose model did not load answers 503 saying why (and logs it), rather than a bare 500
+function M.init(weights)
+   local ok, err = pcall(init, weights)
+   if not ok then
+      M.failed = tostring(err)
+      ngx.log(ngx.ERR, 'examples/serve: no model in this worker: ', M.failed)
+   end
+end
+
+local function unavailable()
+   ngx.status = 503
+   ngx.header['Content-Type'] = 'application/json'
+   ngx.print(require('cjson').encode({error = 'no model in this worker: ' .. (M.failed or 'not initialized')}))
+   return ngx.exit(503)
+end
+
+function M.predict() if M.batched then return M.batched() end return unavailable() end
+function M.predict_single() if M.single then return M.single() end return unavailable() end
 
 return M

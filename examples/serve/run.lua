@@ -69,10 +69,13 @@ local lua_dir = assert(package.searchpath('fastnn.serve', package.path), 'fastnn
    :match('^(.*)/fastnn/serve%.lua$')
 local lib = os.getenv('FASTNN_LIB')
 if not lib or lib == '' then lib = rawget(_G, 'FASTNN_LIB_PATH') or '' end
-local values = {MODULES = modules, WORKERS = opts.workers, LIB = lib, LUA = absolute(lua_dir), HERE = absolute(here),
-                MODEL = model, PORT = opts.port}
+-- run by root, nginx's workers would be nobody, who may not read the checkpoint: they stay root
+local root = sh('id -u'):match('^0%s') ~= nil
+local values = {RUN_AS = root and 'user root;  # run.lua was started by root' or '', MODULES = modules,
+                WORKERS = opts.workers, LIB = lib, LUA = absolute(lua_dir), HERE = absolute(here), MODEL = model,
+                PORT = opts.port}
 local f = assert(io.open(here .. '/nginx.conf'))
-local conf = f:read('*a'):gsub('%${(%u+)}', function(k) return tostring(assert(values[k], k)) end)
+local conf = f:read('*a'):gsub('%${([%u_]+)}', function(k) return tostring(assert(values[k], k)) end)
 f:close()
 local prefix = absolute(opts.out .. '/serve-nginx')
 os.execute('mkdir -p ' .. quote(prefix))

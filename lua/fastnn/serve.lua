@@ -8,9 +8,10 @@
 -- POST {"inputs": [[...], ...]} -> {"outputs": [[...], ...]}; a refusal is {"error": "..."} with 400
 -- (not JSON, wrong types), 405 (not POST), 413 (too large), 422 (wrong shape) or 500 (the model
 -- failed; the worker lives on).
--- Dynamic batching: the first request of a batch waits at most max_wait_ms (an ngx.semaphore with a
--- timeout: no polling) while the requests that arrive meanwhile join, then runs them all as one
--- forward pass of at most max_batch rows and wakes each, which takes its own rows back.
+-- Dynamic batching: the first request of a batch gathers the requests its worker reads meanwhile
+-- (yielding to nginx's event loop while each cycle brings more, for at most max_wait_ms: no polling
+-- of an idle worker), runs them all as one forward pass of at most max_batch rows and wakes each
+-- (an ngx.semaphore), which takes its own rows back.
 -- JSON through lua-cjson (Debian's lua-cjson, OpenResty's own), never by hand.
 local fnn = require 'fastnn'
 local options = require 'fastnn.options'
@@ -29,7 +30,7 @@ local OPTS = options.declare('serve.handler', {
        end
     end},
    {'max_batch', 'integer', 64, 'rows in one forward pass; a request with more is refused (413)', min = 1},
-   {'max_wait_ms', 'number', 2, "how long a batch's first request waits for others to join (0: one forward per request)",
+   {'max_wait_ms', 'number', 2, "how long a batch's first request may gather others (0: one forward per request)",
     min = 0},
    {'max_body', 'integer', nil, 'largest request body in bytes (413 above it)', min = 1,
     default_doc = 'max_batch x the row\'s numbers x 32 + 1024'},
@@ -319,7 +320,29 @@ function Handler:run(batch)
    observe(self.store, 'batch:', BATCH_BUCKETS, #rows)
 end
 
-local semaphore
+-- the leader's gathering: it yields to nginx's event loop for one cycle (an ngx.timer due at once
+-- posts its semaphore: the next cycle reads the sockets that are ready and runs their handlers,
+-- which join the batch, then the timer) while each cycle brings new rows, the batch has room and
+-- max_wait has not passed. A cycle that brings none ends it: the worker would only sit idle (under
+-- a closed loop of clients every one of them is already waiting), and a lone request is not
+-- delayed at all. (Not ngx.sleep(0): without OpenResty's patch to nginx it logs a warning each call.)
+-- max_wait_ms = 0: no gathering.
+local semaphore   -- ngx.semaphore, required at the first request (outside nginx it does not load)
+local function wake(_, sema) sema:post(1) end
+function Handler:gather(batch, started_at)
+   if self.max_wait <= 0 then return end
+   local deadline = started_at + self.max_wait
+   local cycle = semaphore.new(0)
+   while self.open == batch do
+      local rows = batch.rows
+      if not ngx.timer.at(0, wake, cycle) then return end   -- no timer left (worker shutting down): run now
+      cycle:wait(self.max_wait)
+      if self.open ~= batch or batch.rows == rows then return end
+      ngx.update_time()
+      if ngx.now() >= deadline then return end
+   end
+end
+
 local WAIT_LIMIT = 60   -- seconds a request waits for its batch's pass before a 503 (never, unless wedged)
 
 -- content_by_lua: answer one request
@@ -341,26 +364,22 @@ function Handler:__call()
    semaphore = semaphore or require 'ngx.semaphore'
    local req, n = {inputs = inputs}, #inputs
    local batch = self.open
-   if batch and batch.rows + n > self.max_batch then   -- no room: that batch runs now, this one starts
+   if batch and batch.rows + n > self.max_batch then   -- no room: that batch closes, this one opens
       self.open = nil
-      batch.full:post(1)
       batch = nil
    end
    local leader = batch == nil
    if leader then
-      batch = {reqs = {}, rows = 0, full = semaphore.new(0), done = semaphore.new(0)}
+      batch = {reqs = {}, rows = 0, done = semaphore.new(0)}
       self.open = batch
    end
    batch.reqs[#batch.reqs + 1] = req
    batch.rows = batch.rows + n
-   if batch.rows >= self.max_batch and self.open == batch then
-      self.open = nil
-      if not leader then batch.full:post(1) end
-   end
-   if leader then
-      if self.open == batch and self.max_wait > 0 then batch.full:wait(self.max_wait) end
+   if batch.rows >= self.max_batch and self.open == batch then self.open = nil end   -- full: closed
+   if leader then   -- whatever happens, the batch's other requests are woken
+      local ok, err = pcall(self.gather, self, batch, started_at)
       if self.open == batch then self.open = nil end
-      local ok, err = pcall(self.run, self, batch)
+      if ok then ok, err = pcall(self.run, self, batch) end
       if not ok then batch.err = 'the batch failed: ' .. tostring(err) end
       if #batch.reqs > 1 then batch.done:post(#batch.reqs - 1) end
    else

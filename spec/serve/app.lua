@@ -2,7 +2,7 @@
 -- from): two models and their fastnn.serve handlers, made in each worker (init_worker_by_lua).
 --   /predict: an MLP on rows of 8 numbers, batched up to 64 rows for at most 2 ms, metrics and
 --             reloads shared by the workers (lua_shared_dict fastnn)
---   /image:   rows of shape [2,4], batches of at most 4 rows waiting up to 300 ms (this worker's
+--   /image:   rows of shape [2,4], batches of at most 4 rows gathered for up to 300 ms (this worker's
 --             counters only), so that concurrent requests visibly share a forward pass
 local fnn = require 'fastnn'
 local serve = require 'fastnn.serve'

@@ -3,7 +3,7 @@
 
   client.py requests FILE        FILE: {port, requests: [{method, path, body?, headers?}]}; prints a JSON list
                                  of {status, headers (lower-case names), body} in the same order.
-  client.py concurrent FILE      the same, all at once, each on its own connection
+  client.py concurrent FILE      the same, all at once: each on its own connection, sent past a barrier
   client.py load FILE            FILE: {port, path, clients, seconds, cases: [{body, expected: {gen: rows}}],
                                  reload?: {path, after}}: `clients` threads post for `seconds`, each
                                  answer checked against the expected rows of the generation it names;
@@ -92,11 +92,20 @@ def main():
         spec = json.load(f)
     if cmd == "requests":
         out = [one(spec["port"], r["method"], r["path"], r.get("body"), r.get("headers")) for r in spec["requests"]]
-    elif cmd == "concurrent":       # all at once, each on its own connection
+    elif cmd == "concurrent":       # all at once: each on a connection of its own, sent past one barrier
         out = [None] * len(spec["requests"])
+        barrier = threading.Barrier(len(spec["requests"]))
 
         def run(i, r):
-            out[i] = one(spec["port"], r["method"], r["path"], r.get("body"), r.get("headers"))
+            conn = http.client.HTTPConnection("127.0.0.1", spec["port"], timeout=30)
+            conn.connect()
+            barrier.wait()
+            conn.request(r["method"], r["path"], body=r.get("body"), headers=r.get("headers") or {})
+            resp = conn.getresponse()
+            data = resp.read()
+            conn.close()
+            out[i] = {"status": resp.status, "headers": {k.lower(): v for k, v in resp.getheaders()},
+                      "body": data.decode("utf-8", "replace")}
         ts = [threading.Thread(target=run, args=(i, r)) for i, r in enumerate(spec["requests"])]
         for t in ts:
             t.start()
