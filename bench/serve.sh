@@ -55,18 +55,25 @@ PY
 
 # the RSS (MB) of a master's worker processes together
 rss() { ps -o rss= --ppid "$1" | awk '{s += $1} END {printf "%.0f", s / 1024}'; }
-# run <name> <connections> <url> <master>: one wrk run, one line "name c rps p50_ms p99_ms rss_mb"
+# the CPU time (clock ticks) a master's worker processes have used
+cpu() { for p in $(ps -o pid= --ppid "$1"); do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{s += $1} END {print s + 0}'; }
+# run <name> <connections> <url> <master>: one wrk run, one line "name c rps p50_ms p99_ms rss_mb cpu_us"
+# (cpu_us: the server's CPU time per request, which the other load on the machine disturbs least)
 ms() { awk '{v = $1; if (v ~ /us$/) {sub(/us$/, "", v); v /= 1000} else if (v ~ /ms$/) sub(/ms$/, "", v);
              else if (v ~ /s$/) {sub(/s$/, "", v); v *= 1000}; printf "%.2f", v}'; }
 run() {
-  local text threads=$(( $2 < 2 ? 1 : 2 ))
+  local text threads=$(( $2 < 2 ? 1 : 2 )) c0 c1 n
+  c0=$(cpu "$4")
   text=$(wrk -t$threads -c"$2" -d"${seconds}s" --latency -s "$out/post.lua" "$3")
+  c1=$(cpu "$4")
+  n=$(echo "$text" | awk '/requests in/ {print $1}')
   local rps p50 p99 errors
   rps=$(echo "$text" | awk '/^Requests\/sec/ {print $2}')
   p50=$(echo "$text" | awk '$1 == "50%" {print $2}' | ms)
   p99=$(echo "$text" | awk '$1 == "99%" {print $2}' | ms)
   errors=$(echo "$text" | awk '/Non-2xx|Socket errors/ {print}' | tr '\n' ' ')
-  echo "$1 $2 $rps $p50 $p99 $(rss "$4") ${errors:+ERR $errors}" | tee -a "$out/runs"
+  echo "$1 $2 $rps $p50 $p99 $(rss "$4") $(( (c1 - c0) * 1000000 / $(getconf CLK_TCK) / n )) ${errors:+ERR $errors}" |
+    tee -a "$out/runs"
 }
 nginx_master=$(cat "$out/serve-nginx/nginx.pid")
 for c in 1 16 64; do   # warm both up
@@ -90,20 +97,23 @@ runs, cpu, cores, seconds, rounds = sys.argv[1:]
 rows = {}
 for line in open(runs):
     f = line.split()
-    rows.setdefault((f[0], int(f[1])), []).append([float(x) for x in f[2:6]])
+    rows.setdefault((f[0], int(f[1])), []).append([float(x) for x in f[2:7]])
 def med(name, c, i):
     return statistics.median(r[i] for r in rows[(name, c)])
 print(f"bench/serve.sh on {cpu} ({cores} cores, shared with wrk), {rounds} interleaved rounds of {seconds} s each, "
       "one 784-number row per request, 2 workers x 1 thread on each side; medians.\n")
-print("| connections | fastnn.serve req/s | FastAPI+PyTorch req/s | ratio | fastnn p50 / p99 ms | FastAPI p50 / p99 ms | fastnn RSS MB | FastAPI RSS MB |")
-print("|---|---|---|---|---|---|---|---|")
+print("| connections | fastnn.serve req/s | FastAPI+PyTorch req/s | ratio | fastnn p50 / p99 ms | FastAPI p50 / p99 ms "
+      "| server CPU per request, fastnn / FastAPI | fastnn RSS MB | FastAPI RSS MB |")
+print("|---|---|---|---|---|---|---|---|---|")
 for c in (1, 16, 64):
-    f = [med("fastnn", c, i) for i in range(4)]
-    p = [med("fastapi", c, i) for i in range(4)]
-    print(f"| {c} | {f[0]:.0f} | {p[0]:.0f} | {f[0] / p[0]:.1f}x | {f[1]:.2f} / {f[2]:.2f} | {p[1]:.2f} / {p[2]:.2f} | {f[3]:.0f} | {p[3]:.0f} |")
-b = [med("fastnn", 64, i) for i in range(3)]
-s = [med("fastnn_single", 64, i) for i in range(3)]
-print(f"\nAt 64 connections, dynamic batching (/predict: up to 64 rows, 2 ms) {b[0]:.0f} req/s, p99 {b[2]:.2f} ms; "
-      f"one forward pass per request (/predict_single) {s[0]:.0f} req/s, p99 {s[2]:.2f} ms: {b[0] / s[0]:.1f}x.")
+    f = [med("fastnn", c, i) for i in range(5)]
+    p = [med("fastapi", c, i) for i in range(5)]
+    print(f"| {c} | {f[0]:.0f} | {p[0]:.0f} | {f[0] / p[0]:.1f}x | {f[1]:.2f} / {f[2]:.2f} | {p[1]:.2f} / {p[2]:.2f} "
+          f"| {f[4]:.0f} / {p[4]:.0f} us | {f[3]:.0f} | {p[3]:.0f} |")
+b = [med("fastnn", 64, i) for i in range(5)]
+s = [med("fastnn_single", 64, i) for i in range(5)]
+print(f"\nAt 64 connections, dynamic batching (/predict: up to 64 rows, 2 ms) {b[0]:.0f} req/s, p99 {b[2]:.2f} ms, "
+      f"{b[4]:.0f} us of CPU per request; one forward pass per request (/predict_single) {s[0]:.0f} req/s, "
+      f"p99 {s[2]:.2f} ms, {s[4]:.0f} us: {b[0] / s[0]:.1f}x the requests/s.")
 PY
 if grep -q ERR "$out/runs"; then echo "bench/serve.sh: some requests failed:"; grep ERR "$out/runs"; exit 1; fi

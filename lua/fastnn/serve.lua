@@ -325,12 +325,16 @@ end
 -- which join the batch, then the timer) while each cycle brings new rows, the batch has room and
 -- max_wait has not passed. A cycle that brings none ends it: the worker would only sit idle (under
 -- a closed loop of clients every one of them is already waiting), and a lone request is not
--- delayed at all. (Not ngx.sleep(0): without OpenResty's patch to nginx it logs a warning each call.)
+-- delayed at all, nor is the only connection's. (Not ngx.sleep(0): without OpenResty's patch to
+-- nginx it logs a warning each call.)
 -- max_wait_ms = 0: no gathering.
 local semaphore   -- ngx.semaphore, required at the first request (outside nginx it does not load)
 local function wake(_, sema) sema:post(1) end
 function Handler:gather(batch, started_at)
    if self.max_wait <= 0 then return end
+   -- a server with one client connection (nginx's stub_status counts them) has no one to gather
+   local active = tonumber(ngx.var.connections_active)
+   if active and active <= 1 then return end
    local deadline = started_at + self.max_wait
    local cycle = semaphore.new(0)
    while self.open == batch do
