@@ -26,7 +26,9 @@ local OPTS = options.declare('serve.handler', {
        if #v == 0 then return 'expected at least one size' end
        for i = 1, #v do
           local s = v[i]
-          if type(s) ~= 'number' or s < 1 or s ~= math.floor(s) then return ('size %d is not a positive integer'):format(i) end
+          if type(s) ~= 'number' or s < 1 or s ~= math.floor(s) then
+             return ('size %d is not a positive integer'):format(i)
+          end
        end
     end},
    {'max_batch', 'integer', 64, 'rows in one forward pass; a request with more is refused (413)', min = 1},
@@ -402,7 +404,9 @@ end
 function M.reload(path, h)
    h = h or default
    if h == nil then return nil, 'serve.reload: no serve.handler made in this worker' end
-   if type(path) ~= 'string' or path == '' then return nil, ('serve.reload: path is %s, expected a file name'):format(options.describe(path)) end
+   if type(path) ~= 'string' or path == '' then
+      return nil, ('serve.reload: path is %s, expected a file name'):format(options.describe(path))
+   end
    if not h.started and rawget(_G, 'ngx') then h:start() end
    local ok, err = fnn.try_load(h.model, path)
    if ok == nil then
