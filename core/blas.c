@@ -102,11 +102,15 @@ void fnn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
     if (onednn_on()) {
         /* row-major, as cblas_sgemm with CblasRowMajor; it fails only on arguments the callers
          * have already checked (sizes, leading dimensions) */
+        fnn_onednn_team_mark();
         dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
 #endif
-    if (!in_parallel()) blas_threads_set(fnn_get_num_threads());
+    if (!in_parallel()) {
+        blas_threads_set(fnn_get_num_threads());
+        fnn_omp_team_mark(fnn_get_num_threads());   /* an OpenMP build of OpenBLAS starts one */
+    }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
                 (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
@@ -236,6 +240,7 @@ static bool mm_run(const mm_entry *e, const void *a, const void *w, const float 
         ok = dnnl_memory_create(&mem[4], &e->scr, mm.engine, scratch) == dnnl_success;
         args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mem[4]};
     }
+    fnn_onednn_team_mark();
     ok = ok && dnnl_primitive_execute(e->prim, stream, nargs, args) == dnnl_success &&
          dnnl_stream_wait(stream) == dnnl_success;
     for (int i = 0; i < 5; i++) if (mem[i]) dnnl_memory_destroy(mem[i]);

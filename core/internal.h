@@ -282,6 +282,10 @@ static inline int fnn_threads_for(int64_t work) {
  * entered: even a false if() clause costs a team setup), else an OpenMP team where thread t of T
  * gets the t-th of T contiguous, near-equal ranges (fixed by n and T, never by timing) */
 typedef void (*fnn_range_fn)(void *ctx, int64_t lo, int64_t hi);
+/* before a team of `threads` may start (threads.c: a fork's child then runs on one thread);
+ * fnn_onednn_team_mark before a oneDNN call, which starts a team of OpenMP's max-threads */
+FNN_LAYER void fnn_omp_team_mark(int threads);
+FNN_LAYER void fnn_onednn_team_mark(void);
 FNN_LAYER void fnn_parallel_team(int64_t n, int threads, fnn_range_fn fn, void *ctx);   /* the team part */
 static inline void fnn_parallel_for(int64_t n, int threads, fnn_range_fn fn, void *ctx) {
     if (n <= 0) return;

@@ -15,8 +15,41 @@
 static atomic_int num_threads;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
+/* Fork safety. libgomp cannot rebuild its pool in the child of a fork: the pool's threads are not
+ * copied, and the child's next parallel region waits for them forever (GCC PR 60035), as nginx's
+ * workers would after a forward pass in its master (init_by_lua). So the first team this process
+ * may start (fnn_omp_team_mark, before the core's own regions and oneDNN's calls) registers a fork
+ * handler, and a child forked after that runs every kernel on one thread: no region is entered,
+ * oneDNN plans for one thread. fnn_threads_forked() says so to hosts (fastnn.serve logs it). */
+static atomic_int team_started, forked_after_team;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void child_after_fork(void) {
+    atomic_store(&forked_after_team, 1);
+    atomic_store(&num_threads, 1);
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+}
+
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, child_after_fork); }
+
+void fnn_omp_team_mark(int threads) {
+    if (threads <= 1 || atomic_load_explicit(&team_started, memory_order_relaxed)) return;
+    pthread_once(&atfork_once, register_fork_handler);
+    atomic_store(&team_started, 1);
+}
+
+void fnn_onednn_team_mark(void) {
+#ifdef _OPENMP
+    if (!omp_in_parallel()) fnn_omp_team_mark(omp_get_max_threads());
+#endif
+}
+
+int fnn_threads_forked(void) { return atomic_load(&forked_after_team); }
+
 void fnn_set_num_threads(int n) {
-    if (n < 1) n = 1;
+    if (n < 1 || atomic_load(&forked_after_team)) n = 1;   /* after such a fork: one thread (above) */
     atomic_store_explicit(&num_threads, n, memory_order_relaxed);   /* OpenBLAS reads it: blas.c */
 #ifdef _OPENMP
     omp_set_num_threads(n);
@@ -52,6 +85,7 @@ void fnn_parallel_team(int64_t n, int threads, fnn_range_fn fn, void *ctx) {
     if (threads > n) threads = (int)n;
 #ifdef _OPENMP
     if (threads > 1) {
+        fnn_omp_team_mark(threads);
         #pragma omp parallel num_threads(threads)
         {
             /* schedule(static)'s split: the first n % T threads take one item more */

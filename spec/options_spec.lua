@@ -12,6 +12,7 @@ local serialize = require 'fastnn.serialize'
 local plot = require 'fastnn.plot'
 local image = require 'fastnn.image'
 local dist = fnn.distributed
+local serve = require 'fastnn.serve'
 
 local dir = io.popen('mktemp -d /tmp/fastnn-opts-XXXXXX'):read('*l')
 local function file(name) return dir .. '/' .. name end
@@ -179,6 +180,8 @@ for _, name in ipairs{'kaiming_uniform', 'kaiming_normal', 'xavier_uniform', 'xa
                       'uniform_', 'normal_'} do
    CASES['init.' .. name] = {call = function(o) return require('fastnn.initializers')[name]({4, 3}, o) end}
 end
+CASES['serve.handler'] = {call = function(o) return serve.handler(o) end,
+                          base = {model = nn.Linear(2, 2), input_shape = {2}}}
 CASES['nn.InstanceNorm'] = {call = function(o) return nn.InstanceNorm(3, o) end}
 CASES['Tensor.pad'] = {call = function(o) return fnn.ones(2, 3):pad({1, 1}, o) end}
 -- the tensor methods and creators that take options (issue 31)

@@ -16,7 +16,7 @@ function M.load_all()
       require((f:gsub('^lua/', ''):gsub('%.lua$', ''):gsub('/', '.')))
    end
    for _, m in ipairs{'fastnn.serialize', 'fastnn.plot', 'fastnn.image', 'fastnn.distributed', 'fastnn.initializers',
-                      'fastnn.autograd'} do require(m) end
+                      'fastnn.autograd', 'fastnn.serve'} do require(m) end
 end
 
 -- the sections, in order: a name's first matching prefix places it
@@ -36,6 +36,7 @@ local SECTIONS = {
    {'Checkpoints and safetensors', function(n) return n:match('^fnn%.') ~= nil and n ~= 'fnn.gradcheck' end},
    {'Pictures', function(n) return n:match('^plot%.') ~= nil or n:match('^image%.') ~= nil end},
    {'Distributed', function(n) return n:match('^distributed%.') ~= nil end},
+   {'Serving', function(n) return n:match('^serve%.') ~= nil end},
    {'Tensor ops', function(n) return n:match('^Tensor%.') ~= nil end},
    {'Modules, graphs and initializers', function(n)
       return n:match('^Module:') or n:match('^GraphBuilder:') or n:match('^init%.') or n == 'fnn.gradcheck' end},

@@ -185,6 +185,10 @@ FNN_API int fnn_cuda_pinned_stats(int64_t *stats);
 /* ---- threads: core/threads.c ---- */
 FNN_API void fnn_set_num_threads(int n);   /* the core's kernels, oneDNN and OpenBLAS together */
 FNN_API int fnn_get_num_threads(void);
+/* 1 in the child of a fork made after this process's OpenMP pool may have started (a forward pass
+ * before nginx forks its workers): libgomp cannot rebuild its pool there, so the child's kernels
+ * run on one thread (fnn_set_num_threads keeps 1). Build models after the fork for a pool each. */
+FNN_API int fnn_threads_forked(void);
 
 /* ---- the compute layer: core/blas.c ----
  * The GEMM-bound ops run oneDNN's kernels ("onednn", the default where the build has oneDNN) or

@@ -330,6 +330,7 @@ static dnnl_memory_t mem_over(const dnnl_memory_desc_t *md, void *data) {
 static dnnl_status_t exec(dnnl_primitive_t prim, dnnl_stream_t stream, int n, dnnl_exec_arg_t *args,
                           dnnl_memory_t scratch) {
     if (scratch) { args[n].arg = DNNL_ARG_SCRATCHPAD; args[n].memory = scratch; n++; }
+    fnn_onednn_team_mark();
     return dnnl_primitive_execute(prim, stream, n, args);
 }
 

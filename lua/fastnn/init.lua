@@ -71,9 +71,17 @@ end
 
 function fnn.set_num_threads(n)
    if type(n) ~= 'number' or n < 1 then error('set_num_threads: expected a positive count', 2) end
+   if n > 1 and C.fnn_threads_forked() ~= 0 then
+      error(('set_num_threads(%d): this process was forked after its parent had started OpenMP\'s pool '
+             .. '(a forward pass before the fork, such as in nginx\'s init_by_lua), which libgomp cannot '
+             .. 'rebuild, so it runs on one thread: build the model after the fork (init_worker_by_lua_block)'):format(n), 2)
+   end
    C.fnn_set_num_threads(n)
 end
 function fnn.get_num_threads() return C.fnn_get_num_threads() end
+-- true in the child of a fork made after the parent's OpenMP pool may have started: it runs its
+-- kernels on one thread (core/threads.c says why)
+function fnn.threads_forked() return C.fnn_threads_forked() ~= 0 end
 
 -- the compute layer (core/blas.c): 'onednn' (the default where the build has it) or 'portable'
 -- (OpenBLAS) kernels for the GEMM-bound ops
