@@ -8,10 +8,11 @@
 #                                 #   them (fastnn: ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell;
 #                                 #   PyTorch: ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2
 #                                 #   ONEDNN_MAX_CPU_ISA=AVX2), interleaved with the rest
-#   bench/run.sh --bf16           # also every training workload under bf16 precision: fastnn with
+#   bench/run.sh --bf16           # also every training workload in bf16, both ways on both sides:
 #                                 #   FASTNN_PRECISION=bf16 (fnn.set_float32_precision('bf16')) against
-#                                 #   PyTorch with TORCH_MODE=bf16 (mkldnn fp32_precision = 'bf16'),
-#                                 #   interleaved with the rest
+#                                 #   TORCH_MODE=bf16 (mkldnn fp32_precision = 'bf16'), and
+#                                 #   FASTNN_PRECISION=autocast_bf16 (fnn.autocast) against
+#                                 #   TORCH_MODE=autocast_bf16 (torch.autocast), interleaved with the rest
 #   bench/run.sh --reps 5 char_gpt lstm_seq    # a subset (mlp_fmnist cnn_fmnist resnet_small char_gpt lstm_seq
 #                                               #   tiny_ops nn_ops optim_step data_loader checkpoint
 #                                               #   keras_fit_overhead gpt_generate sgemm; data_loader,
@@ -174,10 +175,13 @@ fi
 if [ "$BF16" = 1 ]; then
   for w in "${WANT[@]}"; do
     case "$w" in mlp_fmnist|cnn_fmnist|resnet_small|char_gpt|lstm_seq) ;; *) continue ;; esac
-    jobs+=("fnn_bf16_$w=$(q "${FNN_ENV[@]}" FASTNN_PRECISION=bf16 "$HPY" "$ROOT/bench/rss.py" "$w" "${LUA[@]}" "$ROOT/bench/$w.lua")")
-    if [ -n "$PY" ]; then
-      jobs+=("torch_bf16_$w=$(q "${TORCH_ENV[@]}" TORCH_MODE=bf16 SHARED_BENCH="$SHARED" "$HPY" "$ROOT/bench/rss.py" --cwd "$SHARED/reference" "$w" "$PY" "$w.py")")
-    fi
+    for mode in bf16 autocast_bf16; do
+      tag=${mode%_bf16}   # bf16 | autocast
+      jobs+=("fnn_${tag}_$w=$(q "${FNN_ENV[@]}" FASTNN_PRECISION=$mode "$HPY" "$ROOT/bench/rss.py" "$w" "${LUA[@]}" "$ROOT/bench/$w.lua")")
+      if [ -n "$PY" ]; then
+        jobs+=("torch_${tag}_$w=$(q "${TORCH_ENV[@]}" TORCH_MODE=$mode SHARED_BENCH="$SHARED" "$HPY" "$ROOT/bench/rss.py" --cwd "$SHARED/reference" "$w" "$PY" "$w.py")")
+      fi
+    done
   done
 fi
 for w in "${ALL[@]}"; do
