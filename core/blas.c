@@ -67,13 +67,14 @@ bool fnn_blas_portable(void) { return !onednn_on(); }
  * region tells it the count when it changed (threads.c knows nothing of the BLAS); inside one
  * (fnn_sgemm_parallel_for's parts) it runs on one thread. blas_threads: what it was last told. */
 static atomic_int blas_threads;
-static bool in_parallel(void) {
+bool fnn_in_parallel(void) {
 #ifdef _OPENMP
     return omp_in_parallel();
 #else
     return false;
 #endif
 }
+static bool in_parallel(void) { return fnn_in_parallel(); }
 static void blas_threads_set(int n) {
     if (atomic_exchange_explicit(&blas_threads, n, memory_order_relaxed) != n) openblas_set_num_threads(n);
 }

@@ -13,9 +13,6 @@
 
 #include <stdatomic.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 enum { PREC_IEEE, PREC_BF16 };
 static const char *const FAMILY_NAMES[FNN_PREC_FAMILIES] = {"matmul", "conv", "rnn"};
@@ -61,13 +58,7 @@ bool fnn_prec_bf16(int family) {
 int fnn_autocast_enter(void) { return ++autocast_depth; }
 int fnn_autocast_exit(void) { return autocast_depth > 0 ? --autocast_depth : 0; }
 
-static bool in_parallel(void) {
-#ifdef _OPENMP
-    return omp_in_parallel();
-#else
-    return false;
-#endif
-}
+static bool in_parallel(void) { return fnn_in_parallel(); }
 
 /* ---- operand conversion: a rows x cols matrix at leading dimension ld into a dense one ---- */
 typedef struct {

@@ -50,10 +50,16 @@ local cfg = cli.parse{
       {'prompt', '', 'the text generation starts from (default: the first line of the text)', 'TEXT'},
       {'temperature', 0.8, 'sampling temperature (0 is greedy)'},
       {'top_k', 0, 'sample among the N likeliest characters only (0: all)'},
+      {'precision', 'float32', "'float32', or 'autocast_bf16' (each step's forward and loss in fnn.autocast('bf16'))",
+       'MODE'},
    },
    quick = {steps = 200, save_every = 50, log_every = 20, eval_every = 100, batch = 8, context = 32, width = 32,
             heads = 2, layers = 1, chars = 80},
 }
+if cfg.precision ~= 'float32' and cfg.precision ~= 'autocast_bf16' then
+   io.stderr:write(("char_lm: --precision is '%s', expected 'float32' or 'autocast_bf16'\n"):format(cfg.precision))
+   os.exit(2)
+end
 if cfg.text == '' then cfg.text = here .. '/data/python_reference.txt' end
 if cfg.state == '' then cfg.state = pictures.path(cfg, cfg.quick and 'char_lm_quick.fdl' or 'char_lm.fdl')
 else os.execute("mkdir -p '" .. (cfg.state:match('^(.*)/') or '.'):gsub("'", [['\'']]) .. "'") end
@@ -213,7 +219,10 @@ local function train()
       local x, y = batch_at(s)
       opt:set_lr(lr_at(s))
       opt:zero_grad()
-      local loss = ce(model(x):reshape(cfg.batch * cfg.context, V), y:reshape(cfg.batch * cfg.context))
+      local function forward_loss()
+         return ce(model(x):reshape(cfg.batch * cfg.context, V), y:reshape(cfg.batch * cfg.context))
+      end
+      local loss = cfg.precision == 'autocast_bf16' and fnn.autocast('bf16', forward_loss) or forward_loss()
       loss:backward()
       optim.clip_grad_norm(model:parameters(), 1.0)
       local value = loss:item()
