@@ -703,6 +703,29 @@ FNN_API int fnn_prefetch_new_images(fnn_prefetch **out, fnn_image_set *set, int6
 FNN_API int fnn_prefetch_next(fnn_prefetch *p, fnn_tensor *inputs, fnn_tensor *targets);
 FNN_API void fnn_prefetch_free(fnn_prefetch *p);
 
+/* ---- TensorBoard event files: core/io/tensorboard.c (protobuf-c), core/io/crc32c.c ---- */
+/* CRC-32C (Castagnoli) of data[0..n), and TFRecord's masked form of it (rotated right 15, + 0xa282ead8) */
+FNN_API uint32_t fnn_crc32c(const void *data, size_t n);
+FNN_API uint32_t fnn_crc32c_masked(const void *data, size_t n);
+/* a writer of one new event file in logdir (made when missing), named
+ * events.out.tfevents.<time>.<host>.<pid>.<n>; its first record is file_version "brain.Event:2".
+ * Records are queued and written when max_queue (>= 1) are queued, every flush_secs (> 0) by a
+ * thread of the writer's, and on fnn_tb_flush (which also syncs the file to disk) and
+ * fnn_tb_close (which frees the writer, even when its last flush fails). Each add takes the step
+ * and stamps the wall time. Errors name the tag or the file. */
+typedef struct fnn_tb_writer fnn_tb_writer;
+FNN_API int fnn_tb_open(fnn_tb_writer **out, const char *logdir, double flush_secs, int max_queue);
+FNN_API const char *fnn_tb_path(const fnn_tb_writer *w);     /* the event file's path */
+FNN_API int fnn_tb_scalar(fnn_tb_writer *w, const char *tag, double value, int64_t step);
+/* values[0..n), finite, in PyTorch's default bucket layout (+-1e-12 * 1.1^k below 1e20, and 0) */
+FNN_API int fnn_tb_histogram(fnn_tb_writer *w, const char *tag, const double *values, int64_t n, int64_t step);
+/* chw [c, h, w] in [0, 1] (c 1, 3 or 4), stored as PNG (libpng), each value rounded to 8 bits */
+FNN_API int fnn_tb_image(fnn_tb_writer *w, const char *tag, const float *chw, int c, int h, int width, int64_t step);
+/* text[0..len) for TensorBoard's text plugin (markdown) */
+FNN_API int fnn_tb_text(fnn_tb_writer *w, const char *tag, const char *text, int64_t len, int64_t step);
+FNN_API int fnn_tb_flush(fnn_tb_writer *w);
+FNN_API int fnn_tb_close(fnn_tb_writer *w);
+
 #ifdef __cplusplus
 }
 #endif
