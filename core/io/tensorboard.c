@@ -262,8 +262,8 @@ int fnn_tb_histogram(fnn_tb_writer *w, const char *tag, const double *values, in
     double mn = values[0], mx = values[0], sum = 0, sum_sq = 0;
     for (int64_t i = 0; i < n; i++) {
         double x = values[i];
-        FNN_CHECK(isfinite(x), FNN_STATUS_ARG, "tensorboard: histogram %s: value %lld is %g (values must be finite)",
-                  tag, (long long)i + 1, x);
+        FNN_CHECK(isfinite(x), FNN_STATUS_ARG, "tensorboard: histogram %s: value %lld is %s (values must be finite)",
+                  tag, (long long)i + 1, isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
         if (x < mn) mn = x;
         if (x > mx) mx = x;
         sum += x;

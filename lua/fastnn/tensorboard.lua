@@ -14,7 +14,7 @@ local ffi = require 'ffi'
 local tensor = require 'fastnn.tensor'
 local options = require 'fastnn.options'
 local C = tensor.C
-local show = options.show
+local show = options.describe   -- strings quoted, tensors by shape, never an address
 local floor, huge = math.floor, math.huge
 
 local M = {}
