@@ -12,6 +12,7 @@ local serialize = require 'fastnn.serialize'
 local plot = require 'fastnn.plot'
 local image = require 'fastnn.image'
 local dist = fnn.distributed
+local tensorboard = fnn.tensorboard
 
 local dir = io.popen('mktemp -d /tmp/fastnn-opts-XXXXXX'):read('*l')
 local function file(name) return dir .. '/' .. name end
@@ -102,6 +103,8 @@ local CASES = {
    end},
    ['nn.callbacks.ReduceLROnPlateau'] = {call = function(o) return nn.callbacks.ReduceLROnPlateau(o) end},
    ['nn.callbacks.CSVLogger'] = {call = function(o) return nn.callbacks.CSVLogger(file('log.csv'), o) end},
+   ['nn.callbacks.TensorBoard'] = {call = function(o) return nn.callbacks.TensorBoard(o) end},
+   ['tensorboard.SummaryWriter'] = {call = function(o) return tensorboard.SummaryWriter(file('tb'), o) end},
    ['optim.CosineAnnealing'] = {call = function(o) return optim.CosineAnnealing(1e-3, 10, o) end},
    ['optim.ExponentialDecay'] = {call = function(o) return optim.ExponentialDecay(1e-3, 10, 0.9, o) end},
    ['optim.OneCycle'] = {call = function(o) return optim.OneCycle(1e-2, 10, o) end},
