@@ -375,6 +375,35 @@ ffi.C.kill(ffi.C.getpid(), 9)   -- SIGKILL: no close, no finalizers
    end)
 end)
 
+describe('examples/char_lm.lua --tensorboard DIR', function()
+   it('logs each step\'s loss and learning rate, the validation loss and the generated text', function()
+      local out_dir, logdir = dir .. '/char_lm', dir .. '/char_lm_tb'
+      local cmd = table.concat({process.quote(process.program('fastnn-lua', 'FASTNN_LAUNCHER')),
+         process.quote(cwd .. '/examples/char_lm.lua'), '--quick', '--steps', '30', '--chars', '20', '--fresh',
+         '--out', process.quote(out_dir), '--state', process.quote(out_dir .. '/s.fdl'),
+         '--tensorboard', process.quote(logdir)}, ' ')
+      local p = io.popen(cmd .. ' 2>&1; echo "exit=$?"')
+      local out = p:read('*a')
+      p:close()
+      assert.matches('exit=0%s*$', out)
+      local loss, val = out:match('final step 30  loss (%S+)  validation (%S+)')
+      assert.is_string(loss, out)
+      local run = read('runs', logdir).runs['.']
+      local train = run.scalars['loss/train']
+      assert.equals(30, #train)
+      for i, e in ipairs(train) do assert.equals(i, e[1]) end
+      assert.is_true(math.abs(train[30][2] - tonumber(loss)) < 1e-6)
+      assert.equals(30, #run.scalars.learning_rate)
+      assert.equals(1, #run.scalars['loss/validation'])
+      assert.equals(30, run.scalars['loss/validation'][1][1])
+      assert.is_true(math.abs(run.scalars['loss/validation'][1][2] - tonumber(val)) < 1e-6)
+      local sample = out:match('%-%-%- the prompt and 20 generated characters [^\n]*\n(.-)\nTensorBoard: ')
+      assert.is_string(sample, out)
+      assert.same({{step = 30, plugin = 'text', dtype = 7, shape = {1}, text = {'```\n' .. sample .. '\n```'}}},
+                  run.texts.sample)
+   end)
+end)
+
 describe('nn.callbacks.TensorBoard', function()
    it("logs fit's losses, metrics and learning rate per epoch in Keras' train and validation runs", function()
       fnn.manual_seed(3)
