@@ -3,7 +3,7 @@
 set -euo pipefail
 PKGS="build-essential cmake pkg-config luajit libluajit-5.1-dev libopenblas-dev libdnnl-dev lua-busted luarocks
       libcurl4-openssl-dev zlib1g-dev libssl-dev libcjson-dev libpng-dev libturbojpeg0-dev dataset-fashion-mnist
-      openmpi-bin libopenmpi-dev clang libfuzzer-14-dev libclang-rt-14-dev"
+      openmpi-bin libopenmpi-dev clang libfuzzer-14-dev libclang-rt-14-dev libprotobuf-c-dev protobuf-c-compiler"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -12,6 +12,11 @@ done
 if ! python3 -c 'import numpy, safetensors' >/dev/null 2>&1; then
   echo "installing (PyPI): numpy safetensors"
   python3 -m pip install -q numpy safetensors >/dev/null 2>&1 || echo "install-deps: pip could not install numpy safetensors" >&2
+fi
+# TensorBoard's own reader, for spec/tensorboard_spec.lua (FASTNN_REQUIRE_TENSORBOARD=1 in CI)
+if ! python3 -c 'import tensorboard' >/dev/null 2>&1; then
+  echo "installing (PyPI): tensorboard"
+  python3 -m pip install -q tensorboard >/dev/null 2>&1 || echo "install-deps: pip could not install tensorboard" >&2
 fi
 # PyTorch from PyPI, where the PyTorch-names spec must run (FASTNN_REQUIRE_TORCH=1, as .ci/run sets)
 if [ "${FASTNN_REQUIRE_TORCH:-}" = 1 ] && ! python3 -c 'import torch' >/dev/null 2>&1; then
