@@ -46,10 +46,14 @@ describe('SummaryWriter refuses bad input, naming the call', function()
                      err(function() w:add_image('i', fnn.zeros(2, 4, 4), 0) end))
       assert.matches('SummaryWriter:add_image: img is %[4,4%], expected %[C,H,W%]',
                      err(function() w:add_image('i', fnn.zeros(4, 4), 0) end))
+      assert.matches('SummaryWriter:add_image: img is %[3,0,4%], expected %[C,H,W%] .* H and W >= 1',
+                     err(function() w:add_image('i', fnn.zeros(3, 0, 4), 0) end))
       assert.matches('tensorboard_spec%.lua:%d+: SummaryWriter:add_scalar: step is nan, expected a whole number',
                      err(function() w:add_scalar('x', 1, 0 / 0) end))
       assert.matches('SummaryWriter:add_scalar: step is inf, expected a whole number',
                      err(function() w:add_scalar('x', 1, math.huge) end))
+      assert.matches('SummaryWriter:add_scalar: step is 1%.1805916207174113e%+21, expected a whole number within %+%-2%^53',
+                     err(function() w:add_scalar('x', 1, 2 ^ 70) end))
       assert.matches('SummaryWriter:add_histogram: step is 1%.5, expected a whole number',
                      err(function() w:add_histogram('h', {1, 2}, 1.5) end))
       assert.matches('SummaryWriter:add_text: step is nil, expected a whole number',

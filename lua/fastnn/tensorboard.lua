@@ -73,9 +73,13 @@ local function check_tag(op, tag, what)
    end
 end
 
+-- a whole number TensorBoard's int64 step holds exactly (|step| <= 2^53, where doubles stop counting by 1)
 local function check_step(op, step)
    if type(step) ~= 'number' or step ~= step or step == huge or step == -huge or step ~= floor(step) then
       error(('SummaryWriter:%s: step is %s, expected a whole number'):format(op, show(step)), 3)
+   end
+   if math.abs(step) > 2 ^ 53 then
+      error(('SummaryWriter:%s: step is %.17g, expected a whole number within +-2^53'):format(op, step), 3)
    end
    return step
 end
@@ -183,7 +187,7 @@ function SummaryWriter:add_image(tag, img, step)
    end
    local s = img:shape()
    if #s ~= 3 or not (s[1] == 1 or s[1] == 3 or s[1] == 4) or s[2] < 1 or s[3] < 1 then
-      error(('SummaryWriter:add_image: img is %s, expected [C,H,W] with C 1 (grey), 3 (RGB) or 4 (RGBA)')
+      error(('SummaryWriter:add_image: img is %s, expected [C,H,W] with C 1 (grey), 3 (RGB) or 4 (RGBA), H and W >= 1')
             :format(tensor.shape_str(img)), 2)
    end
    check_step('add_image', step)
