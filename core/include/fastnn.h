@@ -603,6 +603,14 @@ FNN_API int fnn_anomaly_enabled(void);              /* per thread */
 FNN_API void fnn_set_anomaly_enabled(int on);
 FNN_API int fnn_detach(fnn_tensor *out, const fnn_tensor *x);
 FNN_API const char *fnn_grad_fn_name(const fnn_tensor *x); /* NULL for plain data */
+/* the recorded graph, read back: n's op name ("Param" for a leaf; NULL for NULL), its input count, the
+ * node of input k (borrowed; NULL for plain data), input k's and the output's shape into shape
+ * (FNN_MAX_DIMS entries) returning ndim (-1: no such input, or a leaf's output) */
+FNN_API const char *fnn_node_op(const fnn_node *n);
+FNN_API int fnn_node_inputs(const fnn_node *n);
+FNN_API fnn_node *fnn_node_input(const fnn_node *n, int k);
+FNN_API int fnn_node_input_shape(const fnn_node *n, int k, int64_t *shape);
+FNN_API int fnn_node_output_shape(const fnn_node *n, int64_t *shape);
 FNN_API void fnn_node_release(fnn_node *n);
 FNN_API int64_t fnn_live_nodes(void);               /* for leak specs */
 
@@ -725,6 +733,25 @@ FNN_API int fnn_tb_image(fnn_tb_writer *w, const char *tag, const float *chw, in
 FNN_API int fnn_tb_text(fnn_tb_writer *w, const char *tag, const char *text, int64_t len, int64_t step);
 FNN_API int fnn_tb_flush(fnn_tb_writer *w);
 FNN_API int fnn_tb_close(fnn_tb_writer *w);
+
+/* ---- ONNX model files: core/io/onnx.c (protobuf-c), for fnn.onnx.export ---- */
+/* A model at opset `opset` (ONNX's default domain), built node by node and written by fnn_onnx_save.
+ * fnn_onnx_node appends a node (an empty input name is an absent optional input); the attributes
+ * added after it are its own. fnn_onnx_initializer copies a float32 or int64 tensor in as a weight.
+ * fnn_onnx_value declares a graph input (output 0) or output (1) of elem_type 1 (float) or 7 (int64),
+ * a dim < 0 being the free size dim_params[d]. fnn_onnx_save writes atomically; fnn_onnx_free frees. */
+typedef struct fnn_onnx_model fnn_onnx_model;
+FNN_API int fnn_onnx_new(fnn_onnx_model **out, const char *graph_name, int opset);
+FNN_API int fnn_onnx_node(fnn_onnx_model *m, const char *op_type, const char *name, int n_in,
+                          const char *const *inputs, int n_out, const char *const *outputs);
+FNN_API int fnn_onnx_attr_int(fnn_onnx_model *m, const char *name, int64_t v);
+FNN_API int fnn_onnx_attr_float(fnn_onnx_model *m, const char *name, double v);
+FNN_API int fnn_onnx_attr_ints(fnn_onnx_model *m, const char *name, int n, const int64_t *v);
+FNN_API int fnn_onnx_initializer(fnn_onnx_model *m, const char *name, const fnn_tensor *t);
+FNN_API int fnn_onnx_value(fnn_onnx_model *m, int output, const char *name, int elem_type, int ndim,
+                           const int64_t *dims, const char *const *dim_params);
+FNN_API int fnn_onnx_save(fnn_onnx_model *m, const char *path);
+FNN_API void fnn_onnx_free(fnn_onnx_model *m);
 
 #ifdef __cplusplus
 }
