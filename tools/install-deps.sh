@@ -13,10 +13,12 @@ if ! python3 -c 'import numpy, safetensors' >/dev/null 2>&1; then
   echo "installing (PyPI): numpy safetensors"
   python3 -m pip install -q numpy safetensors >/dev/null 2>&1 || echo "install-deps: pip could not install numpy safetensors" >&2
 fi
-# TensorBoard's own reader, for spec/tensorboard_spec.lua (FASTNN_REQUIRE_TENSORBOARD=1 in CI)
-if ! python3 -c 'import tensorboard' >/dev/null 2>&1; then
-  echo "installing (PyPI): tensorboard"
-  python3 -m pip install -q tensorboard >/dev/null 2>&1 || echo "install-deps: pip could not install tensorboard" >&2
+# the exchange formats' own readers: TensorBoard, onnx and onnxruntime (spec/tensorboard_spec.lua,
+# spec/onnx_spec.lua; FASTNN_REQUIRE_TENSORBOARD=1 and FASTNN_REQUIRE_ONNX=1 in CI)
+if ! python3 -c 'import tensorboard, onnx, onnxruntime' >/dev/null 2>&1; then
+  echo "installing (PyPI): tensorboard onnx onnxruntime"
+  python3 -m pip install -q tensorboard onnx onnxruntime >/dev/null 2>&1 ||
+    echo "install-deps: pip could not install tensorboard onnx onnxruntime" >&2
 fi
 # PyTorch from PyPI, where the PyTorch-names spec must run (FASTNN_REQUIRE_TORCH=1, as .ci/run sets)
 if [ "${FASTNN_REQUIRE_TORCH:-}" = 1 ] && ! python3 -c 'import torch' >/dev/null 2>&1; then
