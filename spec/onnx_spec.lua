@@ -13,10 +13,19 @@ teardown(function() os.execute('rm -rf ' .. process.quote(dir)) end)
 local cwd = process.cwd
 
 describe('onnx.export refuses', function()
-   it('an op it has no mapping for, by name', function()
+   it('an op it has no mapping for, by name and module path', function()
       local m = nn.Sequential(nn.Linear(4, 3), nn.Softmax(2))
-      assert.matches("onnx_spec%.lua:%d+: onnx%.export: the op 'softmax' has no ONNX mapping %(fastnn%.onnx%.ops maps "
-                     .. '.*linear.*relu', support.err_of(function() fnn.onnx.export(m, fnn.randn(2, 4), dir .. '/x.onnx') end))
+      assert.matches("onnx_spec%.lua:%d+: onnx%.export: the op 'softmax' in module 2 %(nn%.Softmax%) has no ONNX "
+                     .. 'mapping %(fastnn%.onnx%.ops maps .*linear.*relu',
+                     support.err_of(function() fnn.onnx.export(m, fnn.randn(2, 4), dir .. '/x.onnx') end))
+      -- inside a nested module, not its output: the module whose output needs it
+      local inner = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), nn.ReLU())
+      local outer = nn.Sequential(nn.Linear(4, 4), inner, nn.Linear(4, 2))
+      local err = support.err_of(function() fnn.onnx.export(outer, fnn.randn(2, 4), dir .. '/y.onnx') end)
+      assert.matches("onnx%.export: the op '[%w_]+' in module 2%.2 %(nn%.LayerNorm%) has no ONNX mapping", err)
+      -- the model is left callable as before (its forwards unwrapped)
+      assert.is_nil(rawget(outer, 'forward'))
+      assert.same({2, 2}, outer(fnn.randn(2, 4)):shape())
    end)
 
    it('bad arguments and options', function()

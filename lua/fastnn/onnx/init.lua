@@ -4,7 +4,8 @@
 -- in eval mode, then walks the autograd graph that forward recorded from the outputs back to the
 -- inputs and the parameters, and writes each op through its entry in fastnn.onnx.ops (opset 17).
 -- Parameters become initializers named as named_parameters() names them. The ONNX file is
--- encoded in C (core/io/onnx.c, protobuf-c). An op the table lacks is refused by name.
+-- encoded in C (core/io/onnx.c, protobuf-c). An op the table lacks is refused by name, with the
+-- path of the module it is in (each module's forward is wrapped during the trace to note its output).
 -- Covered so far: MLPs (linear, matmul, elementwise add/sub/mul/div, relu, tanh, sigmoid, gelu,
 -- silu, flatten/reshape).
 local ffi = require 'ffi'
@@ -76,10 +77,12 @@ end
 function Graph:constant(v) return self:initializer('const', require('fastnn').tensor{v}) end
 function Graph:ints_constant(list) return self:initializer('shape', require('fastnn').long(list)) end
 
--- the ONNX name of node n's output, writing n (and what it reads) first
-function Graph:value(n, user)
+-- the ONNX name of node n's output, writing n (and what it reads) first; where is the module whose
+-- forward made n (or, for an op inside a module, the nearest consumer that one made)
+function Graph:value(n, user, where)
    local k = key(n)
    if self.names[k] then return self.names[k] end
+   where = self.made_by[k] or where
    local op = ffi.string(C.fnn_node_op(n))
    if op == 'Param' then
       error(('onnx.export: %s reads a tensor that is neither an input nor a parameter of the model'):format(user), 0)
@@ -89,15 +92,15 @@ function Graph:value(n, user)
       local known = {}
       for name in pairs(ops) do if name ~= 'list' then known[#known + 1] = name end end
       table.sort(known)
-      error(("onnx.export: the op '%s' has no ONNX mapping (fastnn.onnx.ops maps %s)"):format(op,
-            table.concat(known, ', ')), 0)
+      error(("onnx.export: the op '%s'%s has no ONNX mapping (fastnn.onnx.ops maps %s)"):format(op,
+            where and (' in module ' .. where) or '', table.concat(known, ', ')), 0)
    end
    local info = {op = op, inputs = {}, in_shapes = {}, out_shape = shape_of(function(b) return C.fnn_node_output_shape(n, b) end)}
    for i = 1, C.fnn_node_inputs(n) do
       local src = C.fnn_node_input(n, i - 1)
       info.in_shapes[i] = shape_of(function(b) return C.fnn_node_input_shape(n, i - 1, b) end)
       if src ~= nil then
-         info.inputs[i] = self:value(src, op)
+         info.inputs[i] = self:value(src, op, where)
       elseif not (entry.optional and entry.optional[i] and #info.in_shapes[i] == 0) then   -- absent: no shape
          error(("onnx.export: input %d of '%s' is plain data (a constant the trace cannot name); make it a "
                 .. 'parameter or an input'):format(i, op), 0)
@@ -150,6 +153,22 @@ function M.export(model, inputs, path, opts)
    end
    local was_training = model.training
    model:eval()
+   -- each module's forward, wrapped for the trace: the node of its output -> the module, so a refusal
+   -- can say where the op is ('2 (nn.Softmax)'); innermost first, as inner forwards return first
+   local made_by, wrapped = {}, {}
+   for _, pair in ipairs(model:named_modules()) do
+      local path, m = pair[1], pair[2]
+      local own, forward = rawget(m, 'forward'), m.forward
+      local label = (path == '' and 'the model' or path) .. ' (' .. tostring(m._full_name and m:_full_name() or '?') .. ')'
+      rawset(m, 'forward', function(...)
+         local r = {forward(...)}
+         for _, y in ipairs(r) do
+            if tensor.is_tensor(y) and y.node ~= nil and not made_by[key(y.node)] then made_by[key(y.node)] = label end
+         end
+         return unpack(r, 1, table.maxn(r))
+      end)
+      wrapped[#wrapped + 1] = {m, own}
+   end
    local leaves, traced = {}, {}
    for i, x in ipairs(inputs) do
       leaves[i] = autograd.Param(x)
@@ -157,6 +176,7 @@ function M.export(model, inputs, path, opts)
    end
    local ok, outputs = pcall(function() return {autograd.enable_grad(function() return model(unpack(traced)) end)} end)
    for i, pair in ipairs(params) do if frozen[i] then pair[2]:freeze() end end
+   for _, w in ipairs(wrapped) do rawset(w[1], 'forward', w[2]) end
    if was_training then model:train() end
    if not ok then error(outputs, 0) end
    if tensor.is_tensor(outputs[1]) == false and type(outputs[1]) == 'table' then outputs = outputs[1] end
@@ -166,7 +186,7 @@ function M.export(model, inputs, path, opts)
    if C.fnn_onnx_new(handle, 'fastnn', o.opset) ~= 0 then
       error('onnx.export: ' .. ffi.string(C.fnn_last_error()), 2)
    end
-   local g = setmetatable({model = ffi.gc(handle[0], C.fnn_onnx_free), names = {}, count = 0}, Graph)
+   local g = setmetatable({model = ffi.gc(handle[0], C.fnn_onnx_free), names = {}, count = 0, made_by = made_by}, Graph)
    local ok2, err = pcall(function()
       local batch = ffi.new('const char*[8]')
       for d = 0, 7 do batch[d] = 'batch' end
