@@ -57,12 +57,13 @@ function Graph:node(op_type, inputs, attrs)
    local outs = ffi.new('const char*[1]', {out})
    check(C.fnn_onnx_node(self.model, op_type, out, #inputs, ins, 1, outs), op_type)
    for name, v in pairs(attrs or {}) do
-      if type(v) == 'table' then
+      if type(v) == 'table' and v.float then
+         check(C.fnn_onnx_attr_float(self.model, name, v.float), op_type .. ' ' .. name)
+      elseif type(v) == 'table' then
          check(C.fnn_onnx_attr_ints(self.model, name, #v, ffi.new('int64_t[?]', #v, v)), op_type .. ' ' .. name)
-      elseif v == math.floor(v) and name ~= 'alpha' and name ~= 'beta' then
-         check(C.fnn_onnx_attr_int(self.model, name, v), op_type .. ' ' .. name)
       else
-         check(C.fnn_onnx_attr_float(self.model, name, v), op_type .. ' ' .. name)
+         assert(v == math.floor(v), 'an integer attribute; a float one is written {float = x}')
+         check(C.fnn_onnx_attr_int(self.model, name, v), op_type .. ' ' .. name)
       end
    end
    return out

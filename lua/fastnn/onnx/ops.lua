@@ -4,7 +4,8 @@
 --   n.op, n.inputs[k] (the ONNX name of input k), n.in_shapes[k], n.out_shape (Lua arrays)
 -- and returns the ONNX name of the op's output (`optional` lists the inputs an op may record as
 -- absent, such as linear's bias: n.inputs[k] is then nil), through
---   g:node(op_type, inputs, attrs) -> the new node's output name (attrs: {name = number | {ints}})
+--   g:node(op_type, inputs, attrs) -> the new node's output name (attrs: {name = integer | {ints} |
+--                                      {float = x}})
 --   g:constant(value) -> the name of a float32 scalar initializer holding value
 -- An op without an entry is refused by name. So adding an operator is one entry here.
 -- (The importer, fnn.onnx.load, is not written yet; it is to read the same entries by their `onnx`.)
