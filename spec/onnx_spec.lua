@@ -14,8 +14,8 @@ local cwd = process.cwd
 
 describe('onnx.export refuses', function()
    it('an op it has no mapping for, by name and module path', function()
-      local m = nn.Sequential(nn.Linear(4, 3), nn.Softmax(2))
-      assert.matches("onnx_spec%.lua:%d+: onnx%.export: the op 'softmax' in module 2 %(nn%.Softmax%) has no ONNX "
+      local m = nn.Sequential(nn.Linear(4, 3), nn.Softplus())
+      assert.matches("onnx_spec%.lua:%d+: onnx%.export: the op 'softplus' in module 2 %(nn%.Softplus%) has no ONNX "
                      .. 'mapping %(fastnn%.onnx%.ops maps .*linear.*relu',
                      support.err_of(function() fnn.onnx.export(m, fnn.randn(2, 4), dir .. '/x.onnx') end))
       -- inside a nested module, not its output: the module whose output needs it
@@ -141,6 +141,21 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
       local pics = nn.Sequential(nn.Flatten(), nn.Linear(16, 6), nn.ReLU(), nn.Linear(6, 3))
       local img = fnn.rand(3, 1, 4, 4)
       round_trip('flatten', pics, img, {{img}, {fnn.rand(5, 1, 4, 4)}}, {dynamic_batch = true})
+   end)
+
+   it('LeakyReLU and ELU with their parameters, Softmax and LogSoftmax along their dim', function()
+      fnn.manual_seed(6)
+      local m = nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), nn.Linear(8, 8), nn.ELU(0.7), nn.Linear(8, 5),
+                              nn.Softmax(2))
+      local x = fnn.randn(3, 4) * 2
+      local info = round_trip('softmax', m, x, {{x}, {fnn.randn(7, 4) * 2}}, {dynamic_batch = true})
+      local has = {}
+      for _, op in ipairs(info.ops) do has[op] = true end
+      assert.is_true(has.LeakyRelu and has.Elu and has.Softmax, table.concat(info.ops, ' '))
+      -- along the middle dim of [N, T, F]
+      local seq = nn.Sequential(nn.Linear(4, 6), nn.LogSoftmax(2))
+      local s = fnn.randn(2, 5, 4)
+      round_trip('log_softmax', seq, s, {{s}, {fnn.randn(3, 5, 4)}}, {dynamic_batch = true})
    end)
 
    it('a Keras-style Dense stack', function()

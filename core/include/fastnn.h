@@ -611,6 +611,10 @@ FNN_API int fnn_node_inputs(const fnn_node *n);
 FNN_API fnn_node *fnn_node_input(const fnn_node *n, int k);
 FNN_API int fnn_node_input_shape(const fnn_node *n, int k, int64_t *shape);
 FNN_API int fnn_node_output_shape(const fnn_node *n, int64_t *shape);
+/* the number `name` a node recorded: elementwise nodes "k0", "k1" (the scalar of a scalar op, a
+ * unary op's parameters: leaky_relu's slope, elu's alpha); reductions "dim" (0-based, -1: all),
+ * "k0", "k1". FNN_STATUS_ARG for any other */
+FNN_API int fnn_node_attr(const fnn_node *n, const char *name, double *value);
 FNN_API void fnn_node_release(fnn_node *n);
 FNN_API int64_t fnn_live_nodes(void);               /* for leak specs */
 

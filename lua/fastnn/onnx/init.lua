@@ -7,7 +7,7 @@
 -- encoded in C (core/io/onnx.c, protobuf-c). An op the table lacks is refused by name, with the
 -- path of the module it is in (each module's forward is wrapped during the trace to note its output).
 -- Covered so far: MLPs (linear, matmul, elementwise add/sub/mul/div, relu, tanh, sigmoid, gelu,
--- silu, flatten/reshape).
+-- silu, leaky_relu, elu, softmax, log_softmax, flatten/reshape).
 local ffi = require 'ffi'
 local tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
@@ -97,6 +97,11 @@ function Graph:value(n, user, where)
             where and (' in module ' .. where) or '', table.concat(known, ', ')), 0)
    end
    local info = {op = op, inputs = {}, in_shapes = {}, out_shape = shape_of(function(b) return C.fnn_node_output_shape(n, b) end)}
+   info.attr = function(name)
+      local v = ffi.new('double[1]')
+      check(C.fnn_node_attr(n, name, v), op)
+      return tonumber(v[0])
+   end
    for i = 1, C.fnn_node_inputs(n) do
       local src = C.fnn_node_input(n, i - 1)
       info.in_shapes[i] = shape_of(function(b) return C.fnn_node_input_shape(n, i - 1, b) end)

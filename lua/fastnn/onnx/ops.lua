@@ -1,7 +1,8 @@
 -- fastnn.onnx.ops: fnn.onnx's operator table, one entry per fastnn op (the name its autograd node
 -- records, as fnn.ops() lists it). An entry says which ONNX operators the op becomes (`onnx`) and
 -- writes them: export(g, n) gets the graph being built and the traced node n
---   n.op, n.inputs[k] (the ONNX name of input k), n.in_shapes[k], n.out_shape (Lua arrays)
+--   n.op, n.inputs[k] (the ONNX name of input k), n.in_shapes[k], n.out_shape (Lua arrays),
+--   n.attr(name) (a number the node recorded, fnn_node_attr: softmax's 'dim', leaky_relu's 'k0')
 -- and returns the ONNX name of the op's output (`optional` lists the inputs an op may record as
 -- absent, such as linear's bias: n.inputs[k] is then nil), through
 --   g:node(op_type, inputs, attrs) -> the new node's output name (attrs: {name = integer | {ints} |
@@ -40,6 +41,18 @@ M.tanh = unary('Tanh')
 M.sigmoid = unary('Sigmoid')
 M.neg = unary('Neg')
 M.exp = unary('Exp')
+
+-- softmax along one axis: ONNX's Softmax and LogSoftmax (opset 13 on) take one axis, as fastnn does
+M.softmax = {onnx = {'Softmax'}, export = function(g, n) return g:node('Softmax', {n.inputs[1]}, {axis = n.attr('dim')}) end}
+M.log_softmax = {onnx = {'LogSoftmax'}, export = function(g, n)
+   return g:node('LogSoftmax', {n.inputs[1]}, {axis = n.attr('dim')})
+end}
+
+-- the parameter an elementwise node keeps as k0: leaky_relu's slope, elu's alpha
+M.leaky_relu = {onnx = {'LeakyRelu'}, export = function(g, n)
+   return g:node('LeakyRelu', {n.inputs[1]}, {alpha = {float = n.attr('k0')}})
+end}
+M.elu = {onnx = {'Elu'}, export = function(g, n) return g:node('Elu', {n.inputs[1]}, {alpha = {float = n.attr('k0')}}) end}
 
 -- exact GELU, 0.5 x (1 + erf(x / sqrt 2)), through Erf (ONNX's Gelu comes at opset 20)
 M.gelu = {onnx = {'Div', 'Erf', 'Add', 'Mul'}, export = function(g, n)
