@@ -428,6 +428,11 @@ extern const fnn_op_def *const fnn_ops_embedding[];
 extern const fnn_op_def *const fnn_ops_attention[];
 extern const fnn_op_def *const fnn_ops_sort[];
 extern const fnn_op_def *const fnn_ops_pool[];
+/* a family's attribute reader (fnn_node_attr, registry.c): the number `name` of a node of the family
+ * into *value, or FNN_STATUS_ARG with a message naming what the family's nodes hold */
+typedef int (*fnn_attr_reader)(const fnn_node *n, const char *name, double *value);
+int fnn_elementwise_attr(const fnn_node *n, const char *name, double *value);
+int fnn_reduction_attr(const fnn_node *n, const char *name, double *value);
 
 #ifdef __cplusplus
 }

@@ -132,6 +132,18 @@ static void derive(void) {
         }
 }
 
+/* a node's attribute, through its family's reader (the families fnn.onnx needs numbers from) */
+int fnn_node_attr(const fnn_node *n, const char *name, double *value) {
+    static const struct { const char *family; fnn_attr_reader read; } readers[] = {
+        {"elementwise", fnn_elementwise_attr}, {"reduction", fnn_reduction_attr}};
+    FNN_CHECK(n && name && value, FNN_STATUS_ARG, "node_attr: no node, name or place for the value");
+    FNN_CHECK(!n->is_leaf, FNN_STATUS_ARG, "node_attr: a Param has no attributes");
+    for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++)
+        if (!strcmp(readers[i].family, n->op->info.family)) return readers[i].read(n, name, value);
+    return FNN_FAIL(FNN_STATUS_ARG, "node_attr: %s nodes (%s) have no readable attributes", n->op->info.name,
+                    n->op->info.family);
+}
+
 const fnn_op_info *fnn_op_at(int i) {
     pthread_once(&once, derive);
     if (infos) return i >= 0 && i < fnn_op_count() ? &infos[i] : NULL;

@@ -18,7 +18,8 @@
 -- equal lines), then the prompt and --chars generated characters.
 -- Writes under --out (default ./fastnn-out): char_lm_loss.png (training and validation loss per
 -- step against the unigram entropy) and the training state char_lm.fdl (char_lm_quick.fdl with
--- --quick; --state names another file).
+-- --quick; --state names another file). With --tensorboard DIR it also logs the training and
+-- validation loss, the learning rate and the generated text for `tensorboard --logdir DIR`.
 package.path = (arg[0]:match('^(.*)/') or '.') .. '/?.lua;' .. package.path
 local fnn = require 'fastnn'
 local nn, optim, data = fnn.nn, fnn.optim, fnn.data
@@ -52,6 +53,7 @@ local cfg = cli.parse{
       {'top_k', 0, 'sample among the N likeliest characters only (0: all)'},
       {'precision', 'float32', "'float32', or 'autocast_bf16' (each step's forward and loss in fnn.autocast('bf16'))",
        'MODE'},
+      {'tensorboard', '', 'also log losses, learning rate and the generated text to DIR for TensorBoard', 'DIR'},
    },
    quick = {steps = 200, save_every = 50, log_every = 20, eval_every = 100, batch = 8, context = 32, width = 32,
             heads = 2, layers = 1, chars = 80},
@@ -64,6 +66,8 @@ if cfg.text == '' then cfg.text = here .. '/data/python_reference.txt' end
 if cfg.state == '' then cfg.state = pictures.path(cfg, cfg.quick and 'char_lm_quick.fdl' or 'char_lm.fdl')
 else os.execute("mkdir -p '" .. (cfg.state:match('^(.*)/') or '.'):gsub("'", [['\'']]) .. "'") end
 if cfg.top_k == 0 then cfg.top_k = nil end
+-- TensorBoard's event file (a resumed run adds a new file to the same run; TensorBoard joins them)
+local tb = cfg.tensorboard ~= '' and fnn.tensorboard.SummaryWriter(cfg.tensorboard) or nil
 
 -- ---------------------------------------------------------------------------
 -- the text: the first 90% to train on, the rest (from a line start) held out for validation,
@@ -232,6 +236,11 @@ local function train()
       step = s
       phase = 'compute'
       if s % cfg.eval_every == 0 or s == cfg.steps then val_losses[s] = validation_loss() end
+      if tb then
+         tb:add_scalar('loss/train', value, s)
+         tb:add_scalar('learning_rate', lr_at(s), s)
+         if val_losses[s] then tb:add_scalar('loss/validation', val_losses[s], s) end
+      end
       if s % cfg.log_every == 0 or val_losses[s] then
          print(('step %d/%d  loss %.4f%s  lr %.2e'):format(s, cfg.steps, value,
                val_losses[s] and ('  validation %.4f'):format(val_losses[s]) or '', lr_at(s)))
@@ -255,6 +264,7 @@ if not ok then
    else
       print(('interrupted inside the update of step %d, before any save; nothing saved'):format(step + 1))
    end
+   if tb then tb:close() end
    os.exit(130, true)   -- closing the state runs the finalizers: a leak checker then sees only real leaks
 end
 
@@ -309,3 +319,9 @@ fnn.no_grad(function()
 end)
 print(('--- the prompt and %d generated characters (%s) ---'):format(cfg.chars, tostring(sampler)))
 print(ds:decode(ids))
+if tb then
+   -- markdown: the sample as a code block, so its line breaks and indentation show
+   tb:add_text('sample', '```\n' .. ds:decode(ids) .. '\n```', step)
+   tb:close()
+   print(('TensorBoard: tensorboard --logdir %s'):format(cfg.tensorboard))
+end

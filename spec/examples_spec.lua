@@ -88,6 +88,18 @@ local checks = {
       assert.matches('\n10 classes, 1000 training and 200 test pictures %(0 unreadable skipped%)\n', out)
       assert.is_true(figure(out, '\ntest accuracy (%d%.%d+)') > 0.4)   -- chance is 0.1
    end},
+   export_onnx = {pictures = 0, check = function(out)
+      assert.is_true(figure(out, '\ntest accuracy (%d%.%d+)') > 0.6)
+      -- the printed command runs the exported file in onnxruntime, where it is installed
+      local cmd = out:match('\n(python3 %-c "import numpy as np, onnxruntime[^\n]+)\n')
+      assert.is_string(cmd, out)
+      if os.execute('python3 -c "import onnxruntime, safetensors" >/dev/null 2>&1') == 0 then
+         local p = io.popen(cmd .. ' 2>&1')
+         local said = p:read('*a')
+         p:close()
+         assert.is_true(figure(said, 'max difference ([%d.e+-]+)') <= 1e-5, said)
+      end
+   end},
    keras_fashion = {pictures = 2, check = function(out)
       assert.matches('\nEpoch 2/2 %- 86/86 %- [^\n]+ %- val_loss: [%d.]+ %- val_accuracy: [%d.]+\n', out)
       assert.is_true(figure(out, '\ntest loss [%d.]+  test accuracy (%d%.%d+)') > 0.6)

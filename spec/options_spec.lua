@@ -13,6 +13,8 @@ local plot = require 'fastnn.plot'
 local image = require 'fastnn.image'
 local dist = fnn.distributed
 local serve = require 'fastnn.serve'
+local tensorboard = fnn.tensorboard
+local onnx = fnn.onnx
 
 local dir = io.popen('mktemp -d /tmp/fastnn-opts-XXXXXX'):read('*l')
 local function file(name) return dir .. '/' .. name end
@@ -107,6 +109,9 @@ local CASES = {
    end},
    ['nn.callbacks.ReduceLROnPlateau'] = {call = function(o) return nn.callbacks.ReduceLROnPlateau(o) end},
    ['nn.callbacks.CSVLogger'] = {call = function(o) return nn.callbacks.CSVLogger(file('log.csv'), o) end},
+   ['nn.callbacks.TensorBoard'] = {call = function(o) return nn.callbacks.TensorBoard(o) end},
+   ['tensorboard.SummaryWriter'] = {call = function(o) return tensorboard.SummaryWriter(file('tb'), o) end},
+   ['onnx.export'] = {call = function(o) return onnx.export(nn.Linear(2, 2), fnn.ones(1, 2), file('m.onnx'), o) end},
    ['optim.CosineAnnealing'] = {call = function(o) return optim.CosineAnnealing(1e-3, 10, o) end},
    ['optim.ExponentialDecay'] = {call = function(o) return optim.ExponentialDecay(1e-3, 10, 0.9, o) end},
    ['optim.OneCycle'] = {call = function(o) return optim.OneCycle(1e-2, 10, o) end},

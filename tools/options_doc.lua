@@ -16,7 +16,7 @@ function M.load_all()
       require((f:gsub('^lua/', ''):gsub('%.lua$', ''):gsub('/', '.')))
    end
    for _, m in ipairs{'fastnn.serialize', 'fastnn.plot', 'fastnn.image', 'fastnn.distributed', 'fastnn.initializers',
-                      'fastnn.autograd', 'fastnn.serve'} do require(m) end
+                      'fastnn.autograd', 'fastnn.serve', 'fastnn.tensorboard', 'fastnn.onnx'} do require(m) end
 end
 
 -- the sections, in order: a name's first matching prefix places it
@@ -35,6 +35,7 @@ local SECTIONS = {
    {'Data', function(n) return n:match('^data%.') ~= nil end},
    {'Checkpoints and safetensors', function(n) return n:match('^fnn%.') ~= nil and n ~= 'fnn.gradcheck' end},
    {'Pictures', function(n) return n:match('^plot%.') ~= nil or n:match('^image%.') ~= nil end},
+   {'Exchange formats', function(n) return n:match('^tensorboard%.') ~= nil or n:match('^onnx%.') ~= nil end},
    {'Distributed', function(n) return n:match('^distributed%.') ~= nil end},
    {'Serving', function(n) return n:match('^serve%.') ~= nil end},
    {'Tensor ops', function(n) return n:match('^Tensor%.') ~= nil end},

@@ -131,6 +131,22 @@ const char *fnn_grad_fn_name(const fnn_tensor *x) {
     return x->node->is_leaf ? "Param" : x->node->op->info.name;
 }
 
+/* the recorded graph, read back (fnn.onnx traces a module through it): a node's op name ("Param" for a
+ * leaf), its inputs (the node of input k, NULL for plain data) and their shapes, its output's shape */
+const char *fnn_node_op(const fnn_node *n) { return !n ? NULL : n->is_leaf ? "Param" : n->op->info.name; }
+int fnn_node_inputs(const fnn_node *n) { return n ? n->n_inputs : 0; }
+fnn_node *fnn_node_input(const fnn_node *n, int k) { return n && k >= 0 && k < n->n_inputs ? n->next[k] : NULL; }
+int fnn_node_input_shape(const fnn_node *n, int k, int64_t *shape) {
+    if (!n || k < 0 || k >= n->n_inputs) return -1;
+    for (int d = 0; d < n->in_ndim[k]; d++) shape[d] = n->in_shape[k][d];
+    return n->in_ndim[k];
+}
+int fnn_node_output_shape(const fnn_node *n, int64_t *shape) {
+    if (!n || n->is_leaf) return -1;
+    for (int d = 0; d < n->out_ndim; d++) shape[d] = n->out_shape[d];
+    return n->out_ndim;
+}
+
 /* ---- Param: a leaf node that owns its value and gradient ---- */
 static const fnn_op_def PARAM_DEF = {{"Param", "autograd", 1, 1}, NULL, FNN_EMBEDS_NONE};
 

@@ -621,6 +621,18 @@ FNN_API int fnn_anomaly_enabled(void);              /* per thread */
 FNN_API void fnn_set_anomaly_enabled(int on);
 FNN_API int fnn_detach(fnn_tensor *out, const fnn_tensor *x);
 FNN_API const char *fnn_grad_fn_name(const fnn_tensor *x); /* NULL for plain data */
+/* the recorded graph, read back: n's op name ("Param" for a leaf; NULL for NULL), its input count, the
+ * node of input k (borrowed; NULL for plain data), input k's and the output's shape into shape
+ * (FNN_MAX_DIMS entries) returning ndim (-1: no such input, or a leaf's output) */
+FNN_API const char *fnn_node_op(const fnn_node *n);
+FNN_API int fnn_node_inputs(const fnn_node *n);
+FNN_API fnn_node *fnn_node_input(const fnn_node *n, int k);
+FNN_API int fnn_node_input_shape(const fnn_node *n, int k, int64_t *shape);
+FNN_API int fnn_node_output_shape(const fnn_node *n, int64_t *shape);
+/* the number `name` a node recorded: elementwise nodes "k0", "k1" (the scalar of a scalar op, a
+ * unary op's parameters: leaky_relu's slope, elu's alpha); reductions "dim" (0-based, -1: all),
+ * "k0", "k1". FNN_STATUS_ARG for any other */
+FNN_API int fnn_node_attr(const fnn_node *n, const char *name, double *value);
 FNN_API void fnn_node_release(fnn_node *n);
 FNN_API int64_t fnn_live_nodes(void);               /* for leak specs */
 
@@ -720,6 +732,48 @@ FNN_API int fnn_prefetch_new_images(fnn_prefetch **out, fnn_image_set *set, int6
                                     int64_t batch, int depth, int workers, const uint64_t *seeds);
 FNN_API int fnn_prefetch_next(fnn_prefetch *p, fnn_tensor *inputs, fnn_tensor *targets);
 FNN_API void fnn_prefetch_free(fnn_prefetch *p);
+
+/* ---- TensorBoard event files: core/io/tensorboard.c (protobuf-c), core/io/crc32c.c ---- */
+/* CRC-32C (Castagnoli) of data[0..n), and TFRecord's masked form of it (rotated right 15, + 0xa282ead8) */
+FNN_API uint32_t fnn_crc32c(const void *data, size_t n);
+FNN_API uint32_t fnn_crc32c_masked(const void *data, size_t n);
+/* a writer of one new event file in logdir (made when missing), named
+ * events.out.tfevents.<time>.<host>.<pid>.<n>; its first record is file_version "brain.Event:2".
+ * Records are queued and written when max_queue (>= 1) are queued, every flush_secs (> 0) by a
+ * thread of the writer's, and on fnn_tb_flush (which also syncs the file to disk) and
+ * fnn_tb_close (which frees the writer, even when its last flush fails). Each add takes the step
+ * and stamps the wall time. Errors name the tag or the file. */
+typedef struct fnn_tb_writer fnn_tb_writer;
+FNN_API int fnn_tb_open(fnn_tb_writer **out, const char *logdir, double flush_secs, int max_queue);
+FNN_API const char *fnn_tb_path(const fnn_tb_writer *w);     /* the event file's path */
+FNN_API int fnn_tb_scalar(fnn_tb_writer *w, const char *tag, double value, int64_t step);
+/* values[0..n), finite, in PyTorch's default bucket layout (+-1e-12 * 1.1^k below 1e20, and 0) */
+FNN_API int fnn_tb_histogram(fnn_tb_writer *w, const char *tag, const double *values, int64_t n, int64_t step);
+/* chw [c, h, w] in [0, 1] (c 1, 3 or 4), stored as PNG (libpng), each value rounded to 8 bits */
+FNN_API int fnn_tb_image(fnn_tb_writer *w, const char *tag, const float *chw, int c, int h, int width, int64_t step);
+/* text[0..len) for TensorBoard's text plugin (markdown) */
+FNN_API int fnn_tb_text(fnn_tb_writer *w, const char *tag, const char *text, int64_t len, int64_t step);
+FNN_API int fnn_tb_flush(fnn_tb_writer *w);
+FNN_API int fnn_tb_close(fnn_tb_writer *w);
+
+/* ---- ONNX model files: core/io/onnx.c (protobuf-c), for fnn.onnx.export ---- */
+/* A model at opset `opset` (ONNX's default domain), built node by node and written by fnn_onnx_save.
+ * fnn_onnx_node appends a node (an empty input name is an absent optional input); the attributes
+ * added after it are its own. fnn_onnx_initializer copies a float32 or int64 tensor in as a weight.
+ * fnn_onnx_value declares a graph input (output 0) or output (1) of elem_type 1 (float) or 7 (int64),
+ * a dim < 0 being the free size dim_params[d]. fnn_onnx_save writes atomically; fnn_onnx_free frees. */
+typedef struct fnn_onnx_model fnn_onnx_model;
+FNN_API int fnn_onnx_new(fnn_onnx_model **out, const char *graph_name, int opset);
+FNN_API int fnn_onnx_node(fnn_onnx_model *m, const char *op_type, const char *name, int n_in,
+                          const char *const *inputs, int n_out, const char *const *outputs);
+FNN_API int fnn_onnx_attr_int(fnn_onnx_model *m, const char *name, int64_t v);
+FNN_API int fnn_onnx_attr_float(fnn_onnx_model *m, const char *name, double v);
+FNN_API int fnn_onnx_attr_ints(fnn_onnx_model *m, const char *name, int n, const int64_t *v);
+FNN_API int fnn_onnx_initializer(fnn_onnx_model *m, const char *name, const fnn_tensor *t);
+FNN_API int fnn_onnx_value(fnn_onnx_model *m, int output, const char *name, int elem_type, int ndim,
+                           const int64_t *dims, const char *const *dim_params);
+FNN_API int fnn_onnx_save(fnn_onnx_model *m, const char *path);
+FNN_API void fnn_onnx_free(fnn_onnx_model *m);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,10 @@
 /* png.c: 8-bit PNG files through libpng, for fastnn.plot's pictures and the specs that read them.
- * defines: fnn_png_write (atomic: a temporary file beside the target, then rename), fnn_png_read.
+ * defines: fnn_png_write (atomic: a temporary file beside the target, then rename), fnn_png_read,
+ * fnn_png_encode (into memory: TensorBoard's image summaries carry the PNG bytes; png.h).
  * libpng reports errors by longjmp; each setjmp sits in a small function of its own whose locals
  * do not change after it, so nothing is clobbered, and the message is kept for fnn_last_error. */
 #include "internal.h"
+#include "io/png.h"
 #include <errno.h>
 #include <png.h>
 #include <setjmp.h>
@@ -25,8 +27,26 @@ static void on_warning(png_structp png, png_const_charp msg) { (void)png; (void)
 
 static atomic_ulong tmp_counter;
 
-/* the encoding itself; 0, or -1 with e->msg set by libpng */
-static int encode(FILE *f, png_err *e, int width, int height, int channels, const uint8_t *pixels) {
+/* a growing byte buffer: where fnn_png_encode's bytes go; a failed growth is reported as libpng's error */
+typedef struct { uint8_t *data; size_t len, cap; } png_mem;
+
+static void mem_write(png_structp png, png_bytep bytes, png_size_t n) {
+    png_mem *m = (png_mem *)png_get_io_ptr(png);
+    if (m->len + n > m->cap) {
+        size_t cap = m->cap ? m->cap : 4096;
+        while (cap < m->len + n) cap *= 2;
+        uint8_t *grown = realloc(m->data, cap);
+        if (!grown) png_error(png, "out of memory");
+        m->data = grown;
+        m->cap = cap;
+    }
+    memcpy(m->data + m->len, bytes, n);
+    m->len += n;
+}
+static void mem_flush(png_structp png) { (void)png; }
+
+/* the encoding itself, into f or (f NULL) into mem; 0, or -1 with e->msg set by libpng */
+static int encode(FILE *f, png_mem *mem, png_err *e, int width, int height, int channels, const uint8_t *pixels) {
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, e, on_error, on_warning);
     if (!png) { snprintf(e->msg, sizeof e->msg, "out of memory"); return -1; }
     png_infop info = png_create_info_struct(png);
@@ -34,7 +54,8 @@ static int encode(FILE *f, png_err *e, int width, int height, int channels, cons
     if (setjmp(png_jmpbuf(png))) { png_destroy_write_struct(&png, &info); return -1; }
     static const int color[5] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
                                  PNG_COLOR_TYPE_RGB_ALPHA};
-    png_init_io(png, f);
+    if (f) png_init_io(png, f);
+    else png_set_write_fn(png, mem, mem_write, mem_flush);
     png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, 8, color[channels], PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
@@ -64,7 +85,7 @@ int fnn_png_write(const char *path, int width, int height, int channels, const u
         return rc;
     }
     png_err e = {{0}};
-    if (encode(f, &e, width, height, channels, pixels) != 0) {
+    if (encode(f, NULL, &e, width, height, channels, pixels) != 0) {
         rc = FNN_FAIL(FNN_STATUS_IO, "png: %s: libpng: %s", path, e.msg);
         fclose(f);
     } else if (fflush(f) != 0 || ferror(f)) {
@@ -78,6 +99,23 @@ int fnn_png_write(const char *path, int width, int height, int channels, const u
     if (rc) unlink(tmp);
     free(tmp);
     return rc;
+}
+
+/* *out (malloc'ed, *len bytes; the caller frees it) <- the PNG file of a width x height image, as fnn_png_write */
+int fnn_png_encode(uint8_t **out, size_t *len, int width, int height, int channels, const uint8_t *pixels) {
+    FNN_CHECK(out && len && pixels, FNN_STATUS_ARG, "png: no pixels or no place for the bytes");
+    FNN_CHECK(width > 0 && height > 0 && width <= 1 << 16 && height <= 1 << 16, FNN_STATUS_ARG,
+              "png: size %dx%d outside 1..65536", width, height);
+    FNN_CHECK(channels >= 1 && channels <= 4, FNN_STATUS_ARG, "png: %d channels (expected 1..4)", channels);
+    png_mem mem = {NULL, 0, 0};
+    png_err e = {{0}};
+    if (encode(NULL, &mem, &e, width, height, channels, pixels) != 0) {
+        free(mem.data);
+        return FNN_FAIL(FNN_STATUS_IO, "png: libpng: %s", e.msg);
+    }
+    *out = mem.data;
+    *len = mem.len;
+    return FNN_STATUS_OK;
 }
 
 /* the decoding: header into *w, *h, *c (8-bit, palette and low depths expanded, 16-bit stripped);

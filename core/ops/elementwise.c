@@ -228,6 +228,15 @@ static int grad_map(fnn_node *n, int k, fnn_tensor *din, int nin, const fnn_tens
  * parameters; 0 where unused), floats as the rows have them */
 typedef struct { float k0, k1; } elementwise_attrs;
 
+/* fnn_node_attr's reader for the family: k0, k1 */
+int fnn_elementwise_attr(const fnn_node *n, const char *name, double *value) {
+    const elementwise_attrs *a = FNN_ATTRS((fnn_node *)n, elementwise_attrs);
+    if (!strcmp(name, "k0")) *value = a->k0;
+    else if (!strcmp(name, "k1")) *value = a->k1;
+    else return FNN_FAIL(FNN_STATUS_ARG, "node_attr: %s has k0 and k1, not '%s'", n->op->info.name, name);
+    return FNN_STATUS_OK;
+}
+
 /* run an op's forward through map and record its node, saving its inputs (and the output when
  * save_out) for the rule, and k0, k1 in its elementwise_attrs */
 static int apply(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code,

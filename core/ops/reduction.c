@@ -241,6 +241,16 @@ typedef struct {
     bool keepdim;   /* as given to the forward (no rule reads it) */
 } reduction_attrs;
 
+/* fnn_node_attr's reader for the family: dim, k0, k1 */
+int fnn_reduction_attr(const fnn_node *n, const char *name, double *value) {
+    const reduction_attrs *a = FNN_ATTRS((fnn_node *)n, reduction_attrs);
+    if (!strcmp(name, "dim")) *value = a->dim;
+    else if (!strcmp(name, "k0")) *value = a->k[0];
+    else if (!strcmp(name, "k1")) *value = a->k[1];
+    else return FNN_FAIL(FNN_STATUS_ARG, "node_attr: %s has dim, k0 and k1, not '%s'", n->op->info.name, name);
+    return FNN_STATUS_OK;
+}
+
 /* record the node of a one-input reduction: saved[0] = x (when save_x), saved[1] = extra;
  * reduction_attrs {k0, k1}, d, keepdim */
 static int record(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, bool save_x,

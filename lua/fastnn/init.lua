@@ -163,11 +163,11 @@ end
 add_tries(fnn.Tensor)
 add_tries(fnn)
 
--- sub-modules load on first use: fnn.nn, fnn.optim, fnn.data, fnn.init, fnn.cuda, fnn.plot, fnn.image;
--- fnn.nn comes with its Keras-style face (fastnn.keras, a layer above nn, adds it)
+-- sub-modules load on first use: fnn.nn, fnn.optim, fnn.data, fnn.init, fnn.cuda, fnn.plot, fnn.image,
+-- fnn.tensorboard, fnn.onnx; fnn.nn comes with its Keras-style face (fastnn.keras, a layer above nn, adds it)
 local submodules = {nn = 'fastnn.keras', optim = 'fastnn.optim', data = 'fastnn.data', init = 'fastnn.initializers',
                     cuda = 'fastnn.cuda', serialize = 'fastnn.serialize', plot = 'fastnn.plot',
-                    image = 'fastnn.image'}
+                    image = 'fastnn.image', tensorboard = 'fastnn.tensorboard', onnx = 'fastnn.onnx'}
 submodules.distributed = 'fastnn.distributed'   -- data parallel (libfastnn_dist, -DFASTNN_MPI=ON)
 setmetatable(fnn, {__index = function(t, k)
    if submodules[k] then

@@ -3,6 +3,7 @@
 --      nn.callbacks.EarlyStopping{monitor = 'val_loss', patience = 3, restore_best_weights = true},
 --      nn.callbacks.ModelCheckpoint('run-{epoch}.fdl', {save_best_only = true}),
 --      nn.callbacks.CSVLogger('log.csv'),
+--      nn.callbacks.TensorBoard{log_dir = 'logs'},                                   -- tensorboard --logdir logs
 --      {on_epoch_end = function(self, epoch, logs) print(epoch, logs.loss) end},   -- a user callback
 --   }})
 -- A callback is any table with some of these methods (missing ones are skipped):
@@ -85,6 +86,10 @@ local DECL = {
    CSVLogger = {
       {'separator', 'string', ',', 'the field separator'},
       {'append', 'boolean', false, 'append to an existing file instead of replacing it'},
+   },
+   TensorBoard = {
+      {'log_dir', 'string', 'logs', "the directory of the runs: <log_dir>/train and <log_dir>/validation"},
+      {'histogram_freq', 'integer', 0, "every this many epochs, a histogram of each parameter (0: none)", min = 0},
    },
 }
 for name, entries in pairs(DECL) do DECL[name] = options.declare('nn.callbacks.' .. name, entries) end
@@ -358,6 +363,56 @@ end
 function CSVLogger:on_train_end()
    if self.file then self.file:close(); self.file = nil end
 end
+
+-- ---------------------------------------------------------------------------
+-- TensorBoard{log_dir = 'logs', histogram_freq = 0} (or TensorBoard('logs')), Keras' layout: at each
+-- epoch's end the run <log_dir>/train gets epoch_<name> for each figure of the logs (loss,
+-- metrics) and epoch_learning_rate (the optimizer's rate), and <log_dir>/validation gets the val_
+-- figures under the same names, so TensorBoard draws each figure's two curves in one chart. The step
+-- is fit's 1-based epoch number. With histogram_freq = k, every k-th epoch adds a histogram of each
+-- parameter (by its named_parameters() name) to the train run. Each epoch's events are flushed.
+local TensorBoard = class('TensorBoard')
+function TensorBoard:__init(opts)
+   if type(opts) == 'string' then opts = {log_dir = opts} end
+   opts = opts_of('TensorBoard', opts)
+   self.log_dir = opts.log_dir
+   self.histogram_freq = opts.histogram_freq
+end
+function TensorBoard:_writer(name)
+   local w = self.writers[name]
+   if not w then
+      w = require('fastnn.tensorboard').SummaryWriter(self.log_dir .. '/' .. name)
+      self.writers[name] = w
+   end
+   return w
+end
+function TensorBoard:on_train_begin() self.writers = {} end
+function TensorBoard:on_epoch_end(epoch, logs)
+   local keys = {}
+   for k, v in pairs(logs) do
+      if type(v) == 'number' and k ~= 'lr' then keys[#keys + 1] = k end   -- lr: epoch_learning_rate below
+   end
+   table.sort(keys)
+   local train = self:_writer('train')
+   for _, k in ipairs(keys) do
+      local val = k:match('^val_(.+)$')
+      if val then self:_writer('validation'):add_scalar('epoch_' .. val, logs[k], epoch)
+      else train:add_scalar('epoch_' .. k, logs[k], epoch) end
+   end
+   local opt = self.model and self.model.optimizer
+   if opt and opt.lr then train:add_scalar('epoch_learning_rate', opt:lr(), epoch) end
+   if self.histogram_freq > 0 and epoch % self.histogram_freq == 0 then
+      for _, pair in ipairs(self.model:named_parameters()) do
+         train:add_histogram(pair[1], pair[2]:tensor(), epoch)
+      end
+   end
+   for _, w in pairs(self.writers) do w:flush() end
+end
+function TensorBoard:on_train_end()
+   for _, w in pairs(self.writers or {}) do w:close() end
+   self.writers = {}
+end
+M.TensorBoard = TensorBoard
 
 -- ---------------------------------------------------------------------------
 -- History (made by fit, which returns its table): history.loss, history.val_loss, ... per epoch,

@@ -1,0 +1,166 @@
+-- fnn.onnx.export, checked by the real clients: onnx.checker.check_model (full_check) accepts the
+-- file and onnxruntime runs it with fastnn's outputs within 1e-5, at the example batch and, with
+-- dynamic_batch, at another one (spec/onnx_run.py). Without onnx and onnxruntime the part that
+-- runs them is left out with a note, unless FASTNN_REQUIRE_ONNX=1, where their absence fails.
+local fnn = require 'fastnn'
+local process = require 'spec.process'
+local json = require 'fastnn.json'
+local support = require 'support'
+local nn = fnn.nn
+
+local dir = process.tmpdir()
+teardown(function() os.execute('rm -rf ' .. process.quote(dir)) end)
+local cwd = process.cwd
+
+describe('onnx.export refuses', function()
+   it('an op it has no mapping for, by name and module path', function()
+      local m = nn.Sequential(nn.Linear(4, 3), nn.Softplus())
+      assert.matches("onnx_spec%.lua:%d+: onnx%.export: the op 'softplus' in module 2 %(nn%.Softplus%) has no ONNX "
+                     .. 'mapping %(fastnn%.onnx%.ops maps .*linear.*relu',
+                     support.err_of(function() fnn.onnx.export(m, fnn.randn(2, 4), dir .. '/x.onnx') end))
+      -- inside a nested module, not its output: the module whose output needs it
+      local inner = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), nn.ReLU())
+      local outer = nn.Sequential(nn.Linear(4, 4), inner, nn.Linear(4, 2))
+      local err = support.err_of(function() fnn.onnx.export(outer, fnn.randn(2, 4), dir .. '/y.onnx') end)
+      assert.matches("onnx%.export: the op '[%w_]+' in module 2%.2 %(nn%.LayerNorm%) has no ONNX mapping", err)
+      -- the model is left callable as before (its forwards unwrapped)
+      assert.is_nil(rawget(outer, 'forward'))
+      assert.same({2, 2}, outer(fnn.randn(2, 4)):shape())
+   end)
+
+   it('bad arguments and options', function()
+      local m = nn.Linear(4, 3)
+      local function err(f) return support.err_of(f) end
+      assert.matches('onnx_spec%.lua:%d+: onnx%.export: model is 3, expected a module',
+                     err(function() fnn.onnx.export(3, fnn.randn(2, 4), dir .. '/x.onnx') end))
+      assert.matches("onnx%.export: example_inputs is 'x', expected a tensor or a list of tensors",
+                     err(function() fnn.onnx.export(m, 'x', dir .. '/x.onnx') end))
+      assert.matches('onnx%.export: path is nil, expected a file name',
+                     err(function() fnn.onnx.export(m, fnn.randn(2, 4)) end))
+      assert.matches('onnx_spec%.lua:%d+: onnx%.export: opset',
+                     err(function() fnn.onnx.export(m, fnn.randn(2, 4), dir .. '/x.onnx', {opset = 13}) end))
+      assert.matches("onnx%.export: unknown option 'dynamic'",
+                     err(function() fnn.onnx.export(m, fnn.randn(2, 4), dir .. '/x.onnx', {dynamic = true}) end))
+   end)
+
+   it('leaves the model as it was: training mode and frozen parameters', function()
+      local m = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+      m:parameters()[1]:freeze()
+      m:train()
+      fnn.onnx.export(m, fnn.randn(2, 4), dir .. '/kept.onnx')
+      assert.is_true(m.training)
+      assert.is_true(m:parameters()[1]:frozen())
+      assert.is_false(m:parameters()[2]:frozen())
+   end)
+end)
+
+-- ---------------------------------------------------------------------------
+-- onnx and onnxruntime run what we write
+
+local function have_onnx()
+   return os.execute('python3 -c "import onnx, onnxruntime, safetensors" >/dev/null 2>&1') == 0
+end
+
+if not have_onnx() and os.getenv('FASTNN_REQUIRE_ONNX') ~= '1' then
+   io.stderr:write('onnx_spec: python3 with onnx, onnxruntime and safetensors not found (pip install onnx '
+                   .. 'onnxruntime safetensors): the part where onnxruntime runs our files is left out\n')
+   return
+end
+
+-- export model on inputs, run the file in onnxruntime on each input set, and compare with fastnn
+local function round_trip(name, model, inputs, sets, opts)
+   local path = dir .. '/' .. name .. '.onnx'
+   fnn.onnx.export(model, inputs, path, opts)
+   model:eval()
+   local files = {}
+   for k, set in ipairs(sets) do
+      local feeds = {}
+      for i, x in ipairs(set) do feeds[#set == 1 and 'input' or 'input' .. i] = x end
+      files[k] = ('%s/%s_%d.safetensors'):format(dir, name, k)
+      fnn.save_safetensors(feeds, files[k])
+   end
+   local quoted = {}
+   for k, f in ipairs(files) do quoted[k] = process.quote(f) end
+   local p = io.popen(('python3 %s/spec/onnx_run.py %s %s 2>&1; echo "exit=$?"'):format(cwd, process.quote(path),
+                      table.concat(quoted, ' ')))
+   local out = p:read('*a')
+   p:close()
+   local body, rc = out:match('^(.-)exit=(%d+)%s*$')
+   assert(rc == '0', 'spec/onnx_run.py failed:\n' .. out)
+   for k, set in ipairs(sets) do
+      local want = fnn.no_grad(function() return model(table.unpack and table.unpack(set) or unpack(set)) end)
+      local got = fnn.load_safetensors(files[k] .. '.out.safetensors').output
+      assert.same(want:shape(), got:shape())
+      local diff = (want - got):abs():max():item()
+      assert.is_true(diff <= 1e-5, ('%s, input set %d: fastnn and onnxruntime differ by %g'):format(name, k, diff))
+   end
+   return json.decode(body)
+end
+
+describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', function()
+   it('Linear and ReLU as Gemm and Relu, weights as initializers named as named_parameters', function()
+      fnn.manual_seed(1)
+      local m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+      local x = fnn.randn(5, 4)
+      local info = round_trip('relu', m, x, {{x}})
+      assert.same({'Gemm', 'Relu', 'Gemm', 'Identity'}, info.ops)
+      assert.same({'1.weight', '1.bias', '3.weight', '3.bias'}, info.initializers)
+      assert.same({{'input', {5, 4}}}, info.inputs)
+      assert.same({{'output', {5, 3}}}, info.outputs)
+      assert.same({17, 8}, {info.opset, info.ir_version})
+   end)
+
+   it('with a dynamic batch, at other batch sizes too', function()
+      fnn.manual_seed(2)
+      local m = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.Sigmoid(), nn.Linear(16, 2))
+      local info = round_trip('dynamic', m, fnn.randn(3, 6), {{fnn.randn(3, 6)}, {fnn.randn(11, 6)}, {fnn.randn(1, 6)}},
+                              {dynamic_batch = true, input_names = {'input'}, output_names = {'output'}})
+      assert.same({{'input', {'batch', 6}}}, info.inputs)
+      assert.same({{'output', {'batch', 2}}}, info.outputs)
+   end)
+
+   it('GELU (exact, through Erf), SiLU, and a Linear without bias', function()
+      fnn.manual_seed(3)
+      local m = nn.Sequential(nn.Linear(5, 12), nn.GELU(), nn.Linear(12, 12, {bias = false}), nn.SiLU(), nn.Linear(12, 4))
+      local x = fnn.randn(4, 5) * 3
+      local info = round_trip('gelu', m, x, {{x}, {fnn.randn(9, 5) * 3}}, {dynamic_batch = true})
+      -- the parameters (3 has no bias), then GELU's constants (sqrt 2, 1, 0.5)
+      assert.same({'1.weight', '1.bias', '3.weight', '5.weight', '5.bias'}, {unpack(info.initializers, 1, 5)})
+      assert.equals(8, #info.initializers)
+      local has = {}
+      for _, op in ipairs(info.ops) do has[op] = true end
+      assert.is_true(has.Erf and has.Sigmoid and has.Gemm, table.concat(info.ops, ' '))
+   end)
+
+   it('a sequence input [N, T, F] through Linear (MatMul), and Flatten of pictures', function()
+      fnn.manual_seed(4)
+      local seq = nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 2))
+      local x = fnn.randn(2, 7, 3)
+      local info = round_trip('seq', seq, x, {{x}, {fnn.randn(4, 7, 3)}}, {dynamic_batch = true})
+      assert.is_nil(table.concat(info.ops, ' '):find('Gemm'))
+      local pics = nn.Sequential(nn.Flatten(), nn.Linear(16, 6), nn.ReLU(), nn.Linear(6, 3))
+      local img = fnn.rand(3, 1, 4, 4)
+      round_trip('flatten', pics, img, {{img}, {fnn.rand(5, 1, 4, 4)}}, {dynamic_batch = true})
+   end)
+
+   it('LeakyReLU and ELU with their parameters, Softmax and LogSoftmax along their dim', function()
+      fnn.manual_seed(6)
+      local m = nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), nn.Linear(8, 8), nn.ELU(0.7), nn.Linear(8, 5),
+                              nn.Softmax(2))
+      local x = fnn.randn(3, 4) * 2
+      local info = round_trip('softmax', m, x, {{x}, {fnn.randn(7, 4) * 2}}, {dynamic_batch = true})
+      local has = {}
+      for _, op in ipairs(info.ops) do has[op] = true end
+      assert.is_true(has.LeakyRelu and has.Elu and has.Softmax, table.concat(info.ops, ' '))
+      -- along the middle dim of [N, T, F]
+      local seq = nn.Sequential(nn.Linear(4, 6), nn.LogSoftmax(2))
+      local s = fnn.randn(2, 5, 4)
+      round_trip('log_softmax', seq, s, {{s}, {fnn.randn(3, 5, 4)}}, {dynamic_batch = true})
+   end)
+
+   it('a Keras-style Dense stack', function()
+      fnn.manual_seed(5)
+      local m = nn.Sequential():add(nn.Dense(8, 'relu')):add(nn.Dense(8, 'tanh')):add(nn.Dense(1)):build{2, 4}
+      round_trip('dense', m, fnn.randn(2, 4), {{fnn.randn(2, 4)}, {fnn.randn(6, 4)}}, {dynamic_batch = true})
+   end)
+end)
