@@ -56,12 +56,6 @@ void fnn_storage_retain(fnn_storage *s);
 void fnn_storage_release(fnn_storage *s);
 
 /* ---- backends: a table of function pointers per device type ---- */
-/* the index walk's geometry (see index below): skip a 1-based id that adds nothing (0: none) */
-typedef struct {
-    int ndim, dim, select;
-    int64_t size, skip;
-    int64_t shape[FNN_MAX_DIMS], xstride[FNN_MAX_DIMS], ystride[FNN_MAX_DIMS];
-} fnn_index_args;
 /* ---- a family's kernels by op name: the backend contract of the families that have one ----
  * A family on rows declares, in its header core/ops/<family>.h, its arguments and its row type: a
  * struct whose first member is `const char *op` (the registry name; NULL ends a table) followed by
@@ -143,7 +137,6 @@ typedef struct fnn_backend {
 } fnn_backend;
 /* the int64 family's binary ops (core/ops/int64.h) */
 enum { FNN_INT_ADD, FNN_INT_SUB, FNN_INT_MUL, FNN_INT_EQ, FNN_INT_NE, FNN_INT_LT, FNN_INT_LE, FNN_INT_GT, FNN_INT_GE };
-enum { FNN_IDX_GATHER, FNN_IDX_SCATTER };
 /* the reduction line engine's ops (cuda/kernels.h's fnn_cuda_reduce; mean is SUM with k0 = 1/R; var: k0 ddof, k1 1 for std; norm: k0 = p;
  * TIES and SELECT are gradients only: max/min over everything, and along a dim through idx) */
 enum { FNN_RED_SUM, FNN_RED_PROD, FNN_RED_VAR, FNN_RED_NORM, FNN_RED_LSE, FNN_RED_MAX, FNN_RED_MIN,
