@@ -87,6 +87,21 @@ FNN_LAYER const void *fnn_row_for(int device, const char *family, const char *op
  * "op: [backward ]not implemented on <device>", FNN_STATUS_DEVICE; FNN_ROW_REFUSED names the caller's line */
 FNN_LAYER int fnn_row_refused(const char *op, int device, bool backward, const char *file, int line);
 #define FNN_ROW_REFUSED(op, device, backward) fnn_row_refused((op), (device), (backward), __FILE__, __LINE__)
+#ifndef __cplusplus   /* C only (C++17 has no _Atomic); cuda/ looks up no rows */
+/* fnn_row_for behind a cache of one row per device type that the call site keeps (a static
+ * fnn_row_cache): for the hottest lookup (every elementwise op), which then skips the per-thread
+ * cache's TLS access (a few ns of an add's ~150). Safe shared: a row, once found, never changes (a
+ * miss is not kept, as a backend may register later). */
+typedef _Atomic(const void *) fnn_row_cache[4];
+static inline const void *fnn_row_cached(fnn_row_cache *cache, int device, const char *family, const char *op) {
+    const unsigned type = (unsigned)fnn_device_type_of(device);
+    const void *row = type < 4 ? atomic_load_explicit(&(*cache)[type], memory_order_relaxed) : NULL;
+    if (row) return row;
+    row = fnn_row_for(device, family, op);
+    if (row && type < 4) atomic_store_explicit(&(*cache)[type], row, memory_order_relaxed);
+    return row;
+}
+#endif
 /* the name of row i of a row table (the row types' first member) */
 static inline const char *fnn_row_name(const fnn_row_table *t, size_t i) {
     return *(const char *const *)(const void *)((const char *)t->rows + i * t->row_size);

@@ -142,19 +142,6 @@ static void map_run(row_fn row, float *y, const float *const *x, int64_t (*s)[FN
     else fnn_parallel_for(rows, threads, map_rows, &a);
 }
 
-/* the "map" row of device's backend, looked up by name once per device type: the row tables are
- * constant once a backend is registered (a miss is not kept: a backend may register later). It saves
- * the per-thread lookup cache's TLS access on every elementwise op (a few ns of an add's ~150). */
-static const fnn_map_row *map_row_of(int device) {
-    static _Atomic(const fnn_map_row *) seen[4];
-    const unsigned type = (unsigned)fnn_device_type_of(device);
-    const fnn_map_row *row = type < 4 ? atomic_load_explicit(&seen[type], memory_order_relaxed) : NULL;
-    if (row) return row;
-    row = fnn_map_row_for(device, "map");
-    if (row && type < 4) atomic_store_explicit(&seen[type], row, memory_order_relaxed);
-    return row;
-}
-
 /* out = the formula code of ins... over the broadcast shape of the nin inputs (no node), through the
  * "map" row of their backend (core/ops/elementwise.h) */
 static int map(const char *name, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code, float k0, float k1) {
@@ -171,7 +158,8 @@ static int map(const char *name, fnn_tensor *out, int nin, const fnn_tensor *con
         }
     }
     const int device = ins[0]->device;
-    const fnn_map_row *row = map_row_of(device);
+    static fnn_row_cache map_row_cache;   /* one lookup per device type (internal.h) */
+    const fnn_map_row *row = fnn_row_cached(&map_row_cache, device, "elementwise", "map");
     if (!row) return FNN_ROW_REFUSED(name, device, false);
     int64_t s[3][FNN_MAX_DIMS];
     fnn_map_args a = {.dtype = FNN_DTYPE_FLOAT32, .code = code, .nin = nin, .stride = &s[0][0], .ndim = ndim,
