@@ -56,12 +56,6 @@ void fnn_storage_retain(fnn_storage *s);
 void fnn_storage_release(fnn_storage *s);
 
 /* ---- backends: a table of function pointers per device type ---- */
-/* the index walk's geometry (see index below): skip a 1-based id that adds nothing (0: none) */
-typedef struct {
-    int ndim, dim, select;
-    int64_t size, skip;
-    int64_t shape[FNN_MAX_DIMS], xstride[FNN_MAX_DIMS], ystride[FNN_MAX_DIMS];
-} fnn_index_args;
 /* ---- a family's kernels by op name: the backend contract of the families that have one ----
  * A family on rows declares, in its header core/ops/<family>.h, its arguments and its row type: a
  * struct whose first member is `const char *op` (the registry name; NULL ends a table) followed by
@@ -93,6 +87,21 @@ FNN_LAYER const void *fnn_row_for(int device, const char *family, const char *op
  * "op: [backward ]not implemented on <device>", FNN_STATUS_DEVICE; FNN_ROW_REFUSED names the caller's line */
 FNN_LAYER int fnn_row_refused(const char *op, int device, bool backward, const char *file, int line);
 #define FNN_ROW_REFUSED(op, device, backward) fnn_row_refused((op), (device), (backward), __FILE__, __LINE__)
+#ifndef __cplusplus   /* C only (C++17 has no _Atomic); cuda/ looks up no rows */
+/* fnn_row_for behind a cache of one row per device type that the call site keeps (a static
+ * fnn_row_cache): for the hottest lookup (every elementwise op), which then skips the per-thread
+ * cache's TLS access (a few ns of an add's ~150). Safe shared: a row, once found, never changes (a
+ * miss is not kept, as a backend may register later). */
+typedef _Atomic(const void *) fnn_row_cache[4];
+static inline const void *fnn_row_cached(fnn_row_cache *cache, int device, const char *family, const char *op) {
+    const unsigned type = (unsigned)fnn_device_type_of(device);
+    const void *row = type < 4 ? atomic_load_explicit(&(*cache)[type], memory_order_relaxed) : NULL;
+    if (row) return row;
+    row = fnn_row_for(device, family, op);
+    if (row && type < 4) atomic_store_explicit(&(*cache)[type], row, memory_order_relaxed);
+    return row;
+}
+#endif
 /* the name of row i of a row table (the row types' first member) */
 static inline const char *fnn_row_name(const fnn_row_table *t, size_t i) {
     return *(const char *const *)(const void *)((const char *)t->rows + i * t->row_size);
@@ -143,7 +152,6 @@ typedef struct fnn_backend {
 } fnn_backend;
 /* the int64 family's binary ops (core/ops/int64.h) */
 enum { FNN_INT_ADD, FNN_INT_SUB, FNN_INT_MUL, FNN_INT_EQ, FNN_INT_NE, FNN_INT_LT, FNN_INT_LE, FNN_INT_GT, FNN_INT_GE };
-enum { FNN_IDX_GATHER, FNN_IDX_SCATTER };
 /* the reduction line engine's ops (cuda/kernels.h's fnn_cuda_reduce; mean is SUM with k0 = 1/R; var: k0 ddof, k1 1 for std; norm: k0 = p;
  * TIES and SELECT are gradients only: max/min over everything, and along a dim through idx) */
 enum { FNN_RED_SUM, FNN_RED_PROD, FNN_RED_VAR, FNN_RED_NORM, FNN_RED_LSE, FNN_RED_MAX, FNN_RED_MIN,

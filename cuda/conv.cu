@@ -283,7 +283,7 @@ static int dev_forward(const conv_geom *g, int dev, const float *x, const float 
 }
 
 /* dx = conv^T(dy, w) + bias_in: col[n, gr] [Kg, L] = w[gr]^T [Kg, Og] @ dy[n, gr] [Og, L], then col2im */
-static int dev_input_grad(const fnn_backend *be, const conv_geom *g, int dev, const float *w, const float *dy,
+static int dev_input_grad(const conv_geom *g, int dev, const float *w, const float *dy,
                           const float *bias_in, float *dx) {
     const int ord = fnn_device_ordinal(dev);
     const int64_t Og = g->Og, Kg = g->Kg, L = g->L, per = g->C * g->taps * g->L;
@@ -360,7 +360,7 @@ static int dev_backward(const conv_geom *g, int dev, const float *x, const float
                                               : be->fill(ord, db, g->O, 0.0f);
         return rc;
     }
-    if (dx) rc = dev_input_grad(be, g, dev, w, dy, bias_in, dx);
+    if (dx) rc = dev_input_grad(g, dev, w, dy, bias_in, dx);
     if (!rc && dw) rc = dev_weight_grad(be, g, dev, x, dy, dw);
     if (!rc && db) rc = dev_channel_sums(dev, db, dy, g->N, g->O, g->L);
     return rc;

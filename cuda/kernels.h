@@ -30,8 +30,20 @@ int fnn_cuda_reduce(int ordinal, int op, float *y, int64_t *idx, const float *x,
 int fnn_cuda_reduce_grad(int ordinal, int op, float *dx, const float *g, const float *x, const float *y,
                          const int64_t *idx, int64_t O, int64_t R, int64_t I, double k0, double k1);
 int fnn_cuda_random(int ordinal, int op, float *y, int64_t n, uint64_t seed, uint64_t offset, double k0, double k1);
-/* index.cu: the index walk (FNN_IDX_GATHER / FNN_IDX_SCATTER, internal.h's fnn_index_args) of the index
- * and embedding rows */
+/* index.cu: the index walk of the index and embedding rows (and so of the loader's take_rows, through
+ * index_select's row): over every position p of a.shape (row-major), q = p with q[dim] = id - 1, where
+ * id = ids[p] (ids contiguous in a.shape) or ids[p[dim]] (a.select: one id per slice, index_select);
+ * FNN_IDX_GATHER  y[p . ystride] = x[q . xstride], elements of esize bytes (4 or 8); an id outside
+ *                 1..a.size gives nan (int64: 0), as there is no host read to raise;
+ * FNN_IDX_SCATTER x[q . xstride] += y[p . ystride], float32 through atomicAdd (the order of the adds,
+ *                 so the bits, may differ run to run); ids outside 1..a.size or equal to a.skip add nothing */
+enum { FNN_IDX_GATHER, FNN_IDX_SCATTER };
+/* the walk's geometry: skip a 1-based id that adds nothing (0: none) */
+typedef struct {
+    int ndim, dim, select;
+    int64_t size, skip;
+    int64_t shape[FNN_MAX_DIMS], xstride[FNN_MAX_DIMS], ystride[FNN_MAX_DIMS];
+} fnn_index_args;
 int fnn_cuda_index(int ordinal, int op, void *x, void *y, const int64_t *ids, int esize, const fnn_index_args *a);
 /* ---- the int64 family's kernels, which cuda/int64.cu's rows run ---- */
 /* cast.cu: y[n] (dtype) = x[n] (the other dtype), contiguous; a float that is not a whole int64 becomes

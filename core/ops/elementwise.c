@@ -196,7 +196,8 @@ static int map_f32(const char *name, fnn_tensor *out, int nin, const fnn_tensor 
         }
     }
     const int device = ins[0]->device;
-    const fnn_map_row *row = fnn_map_row_for(device, "map");
+    static fnn_row_cache map_row_cache;   /* one lookup per device type (internal.h) */
+    const fnn_map_row *row = fnn_row_cached(&map_row_cache, device, "elementwise", "map");
     if (!row) return FNN_ROW_REFUSED(name, device, false);
     int64_t s[3][FNN_MAX_DIMS];
     fnn_map_args a = {.dtype = FNN_DTYPE_FLOAT32, .code = code, .nin = nin, .stride = &s[0][0], .ndim = ndim,
@@ -534,11 +535,8 @@ static int map_cpu(int ordinal, const fnn_map_args *a) {
     (void)ordinal;
     row_fn row = cpu_kernel(a->code);
     FNN_ASSERT(row != NULL);
-    int64_t s[3][FNN_MAX_DIMS], shape[FNN_MAX_DIMS];   /* map_run coalesces them in place */
-    memcpy(s, a->stride, sizeof s);
-    memcpy(shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
     const float *x[3] = {a->x[0], a->x[1], a->x[2]};
-    map_run(row, a->y, x, s, a->ndim, shape, a->k0, a->k1);
+    map_run(row, a->y, x, (int64_t (*)[FNN_MAX_DIMS])a->stride, a->ndim, a->shape, a->k0, a->k1);   /* coalesced in place */
     return FNN_STATUS_OK;
 }
 const fnn_map_row fnn_cpu_elementwise_rows[] = {{"map", map_cpu}, {NULL, NULL}};

@@ -20,9 +20,10 @@ typedef struct fnn_map_args {
     int nin;                /* inputs the formula reads (1 to 3); the unused x[k] repeat x[0] */
     void *y;                /* the output, contiguous over shape */
     const void *x[3];       /* the inputs, read in place through their strides */
-    const int64_t *stride;  /* input k's stride along dim d at stride[k * FNN_MAX_DIMS + d], 0 where broadcast */
+    int64_t *stride;        /* input k's stride along dim d at stride[k * FNN_MAX_DIMS + d], 0 where broadcast */
     int ndim;
-    const int64_t *shape;   /* the broadcast shape (y's) */
+    int64_t *shape;         /* the broadcast shape (y's). shape and stride are the caller's scratch: a row may
+                             * merge dims in them in place (the CPU's does) */
     float k0, k1;           /* the op's numbers (the scalar of add_scalar, clamp's bounds, ...) */
 } fnn_map_args;
 typedef int (*fnn_map_fn)(int ordinal, const fnn_map_args *a);

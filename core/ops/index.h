@@ -3,8 +3,8 @@
  * themselves, read in place as views: the CPU rows read ids of either dtype through fnn_index_at
  * (which names a bad id, its range and the shape) and walk x's strides; the CUDA rows read int64 ids
  * on the device (a bad id gives nan or adds nothing, as no host read is made) and refuse float32
- * ones. The index walk itself (internal.h's `index`, fnn_index_args) stays a shared primitive:
- * embedding and the data loader's take_rows use it too. */
+ * ones. The CUDA index walk itself (cuda/kernels.h's fnn_cuda_index) is shared with the embedding
+ * rows; the data loader's take_rows runs index_select's row on a device. */
 #ifndef FASTNN_OPS_INDEX_H
 #define FASTNN_OPS_INDEX_H
 #include "../internal.h"
