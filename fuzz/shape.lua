@@ -224,8 +224,9 @@ return function(_, bytes)
       if want ~= nil and not may_fail then
          return false, ('%s: documented to give %s, raised %s'):format(where, show(want), tostring(r))
       end
-      local prefix = user_line .. op .. ': '
-      if type(r) ~= 'string' or r:sub(1, #prefix) ~= prefix then
+      -- the op names itself; an options table it refuses is named by its declaration (fnn.tensor)
+      local prefix, declared = user_line .. op .. ': ', user_line .. 'fnn.' .. op .. ': '
+      if type(r) ~= 'string' or (r:sub(1, #prefix) ~= prefix and r:sub(1, #declared) ~= declared) then
          return false, ('%s: an error that is not "%s...": %s'):format(where, prefix, tostring(r))
       end
       return true
