@@ -78,6 +78,11 @@ local function reference(data)
 end
 
 local function is_opts(v) return type(v) == 'table' and v[1] == nil and next(v) ~= nil end
+-- a creator's options table with a key it does not declare (dtype, device): refused, never ignored
+local function unknown_option(t)
+   for k in pairs(t) do if k ~= 'dtype' and k ~= 'device' then return true end end
+   return false
+end
 
 -- a shape argument as documented ("sizes as varargs or one table"): nil (no sizes), one number,
 -- or a table of at most 8 non-negative integers whose product (a 0 counted as 1) stays below 2^62
@@ -116,6 +121,7 @@ local calls = {
    {'tensor', function(a) return fnn.tensor(a.v) end, function(a) return (reference(a.v)) end},
    {'tensor', function(a) return fnn.tensor(a.v, a.s) end, function(a)
       if a.s == nil or is_opts(a.s) then   -- fnn.tensor(data[, opts])
+         if is_opts(a.s) and unknown_option(a.s) then return nil end
          local int64 = is_opts(a.s) and a.s.dtype == 'int64'
          if is_opts(a.s) and a.s.dtype ~= nil and a.s.dtype ~= 'int64' then return nil end
          return reference(a.v) and (int64 and 'any' or (reference(a.v))) or nil, int64 and 'int64' or nil
@@ -132,6 +138,7 @@ local calls = {
    {'tensor', function(a) return fnn.long(a.v) end, function(a) return reference(a.v) and 'any' or nil end, 'int64'},
    {'zeros', function(a) return fnn.zeros(a.s) end, function(a)
       if is_opts(a.s) then   -- zeros{dtype = ...}: no sizes
+         if unknown_option(a.s) then return nil end
          if a.s.dtype ~= nil and a.s.dtype ~= 'int64' and a.s.dtype ~= 'float32' then return nil end
          return {}, a.s.dtype == 'int64' and 'int64' or nil
       end
@@ -143,6 +150,7 @@ local calls = {
       local args = type(a.s) == 'table' and a.s or {a.s}
       local n = #args
       if n > 0 and is_opts(args[n]) then
+         if unknown_option(args[n]) then return nil end
          if args[n].dtype ~= nil and args[n].dtype ~= 'int64' and args[n].dtype ~= 'float32' then return nil end
          return 'skip'   -- the dtype rules are zeros' (above)
       end
