@@ -74,7 +74,6 @@ bool fnn_in_parallel(void) {
     return false;
 #endif
 }
-static bool in_parallel(void) { return fnn_in_parallel(); }
 static void blas_threads_set(int n) {
     if (atomic_exchange_explicit(&blas_threads, n, memory_order_relaxed) != n) openblas_set_num_threads(n);
 }
@@ -108,7 +107,7 @@ void fnn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
         return;
     }
 #endif
-    if (!in_parallel()) {
+    if (!fnn_in_parallel()) {
         blas_threads_set(fnn_get_num_threads());
         fnn_omp_team_mark(fnn_get_num_threads());   /* an OpenMP build of OpenBLAS starts one */
     }

@@ -58,8 +58,6 @@ bool fnn_prec_bf16(int family) {
 int fnn_autocast_enter(void) { return ++autocast_depth; }
 int fnn_autocast_exit(void) { return autocast_depth > 0 ? --autocast_depth : 0; }
 
-static bool in_parallel(void) { return fnn_in_parallel(); }
-
 /* ---- operand conversion: a rows x cols matrix at leading dimension ld into a dense one ---- */
 typedef struct {
     const float *src;
@@ -89,7 +87,7 @@ FNN_CLONES_V4 static void round_rows(void *ctx, int64_t lo, int64_t hi) {
 
 static void convert(fnn_range_fn fn, const float *src, int64_t rows, int64_t cols, int64_t ld, void *dst) {
     conv_job j = {src, cols, ld, dst};
-    fnn_parallel_for(rows, in_parallel() ? 1 : fnn_threads_for(rows * cols), fn, &j);
+    fnn_parallel_for(rows, fnn_in_parallel() ? 1 : fnn_threads_for(rows * cols), fn, &j);
 }
 
 void fnn_to_bf16_matrix(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {

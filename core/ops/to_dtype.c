@@ -75,7 +75,7 @@ int fnn_cast(fnn_tensor *out, const fnn_tensor *x, int dtype) {
 
 int fnn_to_dtype(fnn_tensor *out, const fnn_tensor *x, int dtype) {
     FNN_TRY(fnn_cast(out, x, dtype));
-    if (out->node || x->dtype == dtype || !float_type(x->dtype) || !float_type(dtype)) return FNN_STATUS_OK;
+    if (x->dtype == dtype || !float_type(x->dtype) || !float_type(dtype)) return FNN_STATUS_OK;   /* x itself, or ids */
     const fnn_tensor *ins[1] = {x};
     if (fnn_needs_node(1, ins) && !fnn_attach_node(out, &fnn_op_to_dtype, 1, ins)) {
         fnn_tensor_clear(out);

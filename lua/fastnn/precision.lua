@@ -70,9 +70,15 @@ function M.get_float32_precision()
    return t
 end
 
--- the one-time note that bf16 runs emulated on this CPU (SPEC: "a one-time note says so")
+-- the one-time note that bf16 runs emulated on this CPU (SPEC: "a one-time note says so"). The path
+-- depends only on the CPU and the kernels selected, so fnn.config() is read once per selection, not
+-- at every autocast region
+local path_read_for
 function M.note_emulated()
    if emulated_noted then return end
+   local kernels = ffi.string(C.fnn_get_kernels())
+   if path_read_for == kernels then return end
+   path_read_for = kernels
    local n = tonumber(C.fnn_config(nil, 0))
    local buf = ffi.new('char[?]', n + 1)
    C.fnn_config(buf, n + 1)

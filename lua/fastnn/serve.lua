@@ -102,14 +102,7 @@ end
 -- a request's rows: checked against input_shape
 
 -- the shape of a decoded JSON array, read along first elements (for a 422's message)
-local function shape_of(v)
-   local dims, cur = {}, v
-   while type(cur) == 'table' do
-      dims[#dims + 1] = #cur
-      cur = cur[1]
-   end
-   return dims
-end
+local shape_of = require('fastnn.tensor').nested_shape
 
 -- nil when row (a decoded JSON array) holds numbers in input_shape; else status, message
 local function check_row(row, where, want, level)

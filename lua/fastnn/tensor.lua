@@ -403,6 +403,7 @@ local function nested_shape(data)
    end
    return dims
 end
+M.nested_shape = nested_shape   -- fastnn.serve reads a decoded JSON array's shape with it
 
 -- fnn.tensor(data[, shape][, {dtype = 'int64'}]); a tensor comes back as it is (converted to dtype
 -- when one is named)
