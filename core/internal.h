@@ -344,6 +344,7 @@ bool fnn_bf16_native(void);           /* oneDNN runs bf16 products on this CPU's
 /* a rows x cols float32 matrix at leading dimension ld into a dense one: bfloat16 bits, or rounded float32 */
 void fnn_to_bf16_matrix(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld);
 void fnn_round_bf16_matrix(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld);
+void fnn_from_bf16(float *dst, const uint16_t *src, int64_t n);   /* n bf16 values widened, exactly */
 
 /* ---- autograd ---- */
 typedef int (*fnn_backward_fn)(fnn_node *n, const fnn_tensor *dout, fnn_tensor *dins);

@@ -58,45 +58,65 @@ bool fnn_prec_bf16(int family) {
 int fnn_autocast_enter(void) { return ++autocast_depth; }
 int fnn_autocast_exit(void) { return autocast_depth > 0 ? --autocast_depth : 0; }
 
-/* ---- operand conversion: a rows x cols matrix at leading dimension ld into a dense one ---- */
+/* ---- conversions: a rows x cols matrix at leading dimension ld into a dense one ----
+ * A dense matrix (ld == cols: every tensor conversion) is cut into flat chunks, so a single long row
+ * (to_dtype's vectors) still spreads over the team; each chunk is a loop the compiler vectorizes. */
+enum { CONV_CHUNK = 16384 };
 typedef struct {
-    const float *src;
-    int64_t cols, ld;
+    const void *src;
+    int64_t cols, ld, n;   /* n > 0: dense, n elements in CONV_CHUNK pieces */
     void *dst;
+    int kind;              /* CONV_TO_BF16, CONV_ROUND, CONV_WIDEN */
 } conv_job;
+enum { CONV_TO_BF16, CONV_ROUND, CONV_WIDEN };
 
-FNN_CLONES_V4 static void to_bf16_rows(void *ctx, int64_t lo, int64_t hi) {
-    const conv_job *j = ctx;
-    uint16_t *dst = j->dst;
-    for (int64_t r = lo; r < hi; r++) {
-        const float *s = j->src + r * j->ld;
-        uint16_t *d = dst + r * j->cols;
-        for (int64_t c = 0; c < j->cols; c++) d[c] = fnn_bf16_from_f32(s[c]);
+/* n elements of one run: src + s into dst + d (element offsets) */
+FNN_CLONES_V4 static void convert_run(const conv_job *j, int64_t s, int64_t d, int64_t n) {
+    if (j->kind == CONV_TO_BF16) {
+        const float *x = (const float *)j->src + s;
+        uint16_t *y = (uint16_t *)j->dst + d;
+        for (int64_t i = 0; i < n; i++) y[i] = fnn_bf16_from_f32(x[i]);
+    } else if (j->kind == CONV_ROUND) {
+        const float *x = (const float *)j->src + s;
+        float *y = (float *)j->dst + d;
+        for (int64_t i = 0; i < n; i++) y[i] = fnn_bf16_round(x[i]);
+    } else {
+        const uint16_t *x = (const uint16_t *)j->src + s;
+        float *y = (float *)j->dst + d;
+        for (int64_t i = 0; i < n; i++) y[i] = fnn_bf16_to_f32(x[i]);
     }
 }
 
-FNN_CLONES_V4 static void round_rows(void *ctx, int64_t lo, int64_t hi) {
+static void convert_range(void *ctx, int64_t lo, int64_t hi) {
     const conv_job *j = ctx;
-    float *dst = j->dst;
-    for (int64_t r = lo; r < hi; r++) {
-        const float *s = j->src + r * j->ld;
-        float *d = dst + r * j->cols;
-        for (int64_t c = 0; c < j->cols; c++) d[c] = fnn_bf16_round(s[c]);
+    if (j->n > 0) {   /* dense: chunks lo..hi */
+        int64_t a = lo * CONV_CHUNK, b = hi * CONV_CHUNK < j->n ? hi * CONV_CHUNK : j->n;
+        convert_run(j, a, a, b - a);
+        return;
     }
+    for (int64_t r = lo; r < hi; r++) convert_run(j, r * j->ld, r * j->cols, j->cols);
 }
 
-static void convert(fnn_range_fn fn, const float *src, int64_t rows, int64_t cols, int64_t ld, void *dst) {
-    conv_job j = {src, cols, ld, dst};
-    fnn_parallel_for(rows, fnn_in_parallel() ? 1 : fnn_threads_for(rows * cols), fn, &j);
+static void convert(int kind, const void *src, int64_t rows, int64_t cols, int64_t ld, void *dst) {
+    conv_job j = {.src = src, .cols = cols, .ld = ld, .dst = dst, .kind = kind};
+    int64_t units = rows;
+    if (ld == cols || rows == 1) {
+        j.n = rows * cols;
+        units = (j.n + CONV_CHUNK - 1) / CONV_CHUNK;
+    }
+    if (units <= 0) return;
+    fnn_parallel_for(units, fnn_in_parallel() ? 1 : fnn_threads_for(rows * cols), convert_range, &j);
 }
 
 void fnn_to_bf16_matrix(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
-    convert(to_bf16_rows, src, rows, cols, ld, dst);
+    convert(CONV_TO_BF16, src, rows, cols, ld, dst);
 }
 
 void fnn_round_bf16_matrix(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
-    convert(round_rows, src, rows, cols, ld, dst);
+    convert(CONV_ROUND, src, rows, cols, ld, dst);
 }
+
+void fnn_from_bf16(float *dst, const uint16_t *src, int64_t n) { convert(CONV_WIDEN, src, 1, n, n, dst); }
 
 /* the rounded copy of op(X)'s storage: X is (t ? inner x outer : outer x inner) at ld */
 static float *rounded(const float *x, bool t, int64_t outer, int64_t inner, int64_t ld, int64_t *ld_out) {

@@ -34,8 +34,7 @@ static int convert_cpu(const char *op, const fnn_tensor *x, const void *src, voi
     }
     const uint16_t *s = src;   /* from bfloat16 */
     if (dtype == FNN_DTYPE_FLOAT32) {
-        float *d = y;
-        for (int64_t i = 0; i < n; i++) d[i] = fnn_bf16_to_f32(s[i]);
+        fnn_from_bf16(y, s, n);
         return FNN_STATUS_OK;
     }
     int64_t *d = y;
