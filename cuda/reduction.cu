@@ -1,6 +1,6 @@
 /* reduction.cu: the GPU side of core/ops/reduction.c: sum (mean), prod, var
  * (std), norm, logsumexp, max/min with their positions, softmax and
- * log_softmax, cumsum, and every backward rule of those ops.
+ * log_softmax, cumsum, logcumsumexp, and every backward rule of those ops.
  *
  * The core hands over a contiguous x seen as [O, R, I] (reduced dim R). Each
  * output (o, i) reads one line: R values at stride I from o*R*I + i. A line
@@ -389,6 +389,39 @@ static int cumsum_run(int ordinal, float *y, const float *x, int64_t O, int64_t 
 }
 static int cumsum_forward(int ordinal, const RedArgs *a) { return cumsum_run(ordinal, a->out, a->x, a->O, a->R, a->I, false); }
 static int cumsum_backward(int ordinal, const RedArgs *a) { return cumsum_run(ordinal, a->out, a->g, a->O, a->R, a->I, true); }
+/* logcumsumexp, a thread per line as cumsum: forward y_r = log(e^y_r-1 + e^x_r) in double; the gradient
+ * from the end, dx_r = e^(x_r - y_r) B_r with B_r = g_r + e^(y_r - y_r+1) B_r+1 (every exponent <= 0;
+ * a -inf y or x weighs 0), as core/ops/reduction.c's scan_blocks */
+__global__ void logcumsumexp_lines(float *out, const float *x, const float *y, const float *g, int64_t O, int64_t R,
+                                   int64_t I, bool grad) {
+    const int64_t lines = O * I;
+    for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < lines; p += (int64_t)gridDim.x * blockDim.x) {
+        int64_t o = p / I, i = p - o * I, base = o * R * I + i;
+        double acc = grad ? 0.0 : -INFINITY;
+        for (int64_t k = 0; k < R; k++) {
+            int64_t at = base + (grad ? R - 1 - k : k) * I;
+            if (!grad) {
+                double v = x[at], m = acc > v ? acc : v, lo = acc > v ? v : acc;
+                acc = isnan(acc) || isnan(v) ? NAN : isinf(m) ? m : m + log1p(exp(lo - m));
+                out[at] = (float)acc;
+            } else {
+                double carry = k == 0 || y[at] == -INFINITY ? 0.0 : exp((double)y[at] - y[at + I]) * acc;
+                acc = g[at] + carry;
+                out[at] = x[at] == -INFINITY ? 0.0f : (float)(exp((double)x[at] - y[at]) * acc);
+            }
+        }
+    }
+}
+static int logcumsumexp_run(int ordinal, const RedArgs *a, bool grad) {
+    if (a->O * a->I == 0 || a->R == 0) return FNN_STATUS_OK;
+    FNN_TRY(fnn_cuda_use_device("logcumsumexp", ordinal));
+    FNN_LAUNCH(logcumsumexp_lines, fnn_cuda_blocks(a->O * a->I), FNN_CUDA_THREADS, a->out, a->x, a->y, a->g, a->O, a->R,
+               a->I, grad);
+    FNN_CUDA_CHECK("logcumsumexp", cudaGetLastError());
+    return FNN_STATUS_OK;
+}
+static int logcumsumexp_forward(int ordinal, const RedArgs *a) { return logcumsumexp_run(ordinal, a, false); }
+static int logcumsumexp_backward(int ordinal, const RedArgs *a) { return logcumsumexp_run(ordinal, a, true); }
 extern "C" const fnn_red_row fnn_cuda_reduction_rows[] = {
     {"sum", line_forward<FNN_RED_SUM>, line_backward<FNN_RED_SUM>, 0},
     {"mean", line_forward<FNN_RED_SUM>, line_backward<FNN_RED_SUM>, 0},   /* k0 = 1/R */
@@ -404,6 +437,7 @@ extern "C" const fnn_red_row fnn_cuda_reduction_rows[] = {
     {"softmax", line_forward<FNN_RED_SOFTMAX>, line_backward<FNN_RED_SOFTMAX>, 0},
     {"log_softmax", line_forward<FNN_RED_LOG_SOFTMAX>, line_backward<FNN_RED_LOG_SOFTMAX>, 0},
     {"cumsum", cumsum_forward, cumsum_backward, 0},
+    {"logcumsumexp", logcumsumexp_forward, logcumsumexp_backward, 0},
     {NULL, NULL, NULL, 0},
 };
 

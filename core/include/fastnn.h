@@ -285,6 +285,7 @@ FNN_API int fnn_argmin(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdi
 FNN_API int fnn_softmax(fnn_tensor *out, const fnn_tensor *x, int dim);
 FNN_API int fnn_log_softmax(fnn_tensor *out, const fnn_tensor *x, int dim);
 FNN_API int fnn_cumsum(fnn_tensor *out, const fnn_tensor *x, int dim);   /* running sums along dim */
+FNN_API int fnn_logcumsumexp(fnn_tensor *out, const fnn_tensor *x, int dim);   /* running log-sum-exp along dim */
 
 /* ---- linalg: core/ops/linalg.c ---- */
 /* matmul: 1-D..N-D with batch broadcasting, PyTorch rules */

@@ -1263,36 +1263,69 @@ int fnn_sum_to_shape(fnn_tensor *out, const fnn_tensor *g, int ndim, const int64
  * run from the end over g. One entry point for every device: the rows below (the CPU's) and in
  * cuda/reduction.cu do the lines. */
 enum { SCAN_BLOCK = 64 };   /* columns summed side by side: rows of I read in order */
-typedef struct { float *y; const float *x; int64_t R, I, nblk; bool reverse; } scan_args;
+/* SCAN_SUM: cumsum (reverse: its gradient); SCAN_LSE: logcumsumexp; SCAN_LSE_GRAD: its gradient (x, y, g) */
+enum { SCAN_SUM, SCAN_LSE, SCAN_LSE_GRAD };
+typedef struct { float *out; const float *x, *y, *g; int64_t R, I, nblk; int kind; bool reverse; } scan_args;
+
+/* logcumsumexp's step: log(e^acc + e^v), in double, without overflow; NaN stays, +-inf as the math */
+static double log_add_exp(double acc, double v) {
+    if (isnan(acc) || isnan(v)) return NAN;
+    double m = acc > v ? acc : v, lo = acc > v ? v : acc;
+    return isinf(m) ? m : m + log1p(exp(lo - m));
+}
 
 /* items lo..hi-1, each SCAN_BLOCK columns of one outer index */
 static void scan_blocks(void *ctx, int64_t lo, int64_t hi) {
     const scan_args *a = ctx;
     const int64_t R = a->R, I = a->I;
+    const bool reverse = a->reverse || a->kind == SCAN_LSE_GRAD;
     for (int64_t t = lo; t < hi; t++) {
         int64_t o = t / a->nblk, i0 = (t - o * a->nblk) * SCAN_BLOCK, base = o * R * I + i0;
         int m = (int)(I - i0 < SCAN_BLOCK ? I - i0 : SCAN_BLOCK);
-        double acc[SCAN_BLOCK] = {0};
+        double acc[SCAN_BLOCK];
+        for (int j = 0; j < m; j++) acc[j] = a->kind == SCAN_LSE ? -INFINITY : 0.0;
         for (int64_t k = 0; k < R; k++) {
-            int64_t r = a->reverse ? R - 1 - k : k;
+            int64_t r = reverse ? R - 1 - k : k;
             const float *x = a->x + base + r * I;
-            float *y = a->y + base + r * I;
-            for (int j = 0; j < m; j++) { acc[j] += x[j]; y[j] = (float)acc[j]; }
+            float *out = a->out + base + r * I;
+            if (a->kind == SCAN_SUM) {
+                for (int j = 0; j < m; j++) { acc[j] += x[j]; out[j] = (float)acc[j]; }
+            } else if (a->kind == SCAN_LSE) {
+                for (int j = 0; j < m; j++) { acc[j] = log_add_exp(acc[j], x[j]); out[j] = (float)acc[j]; }
+            } else {
+                /* dx_r = e^(x_r - y_r) B_r, B_r = g_r + e^(y_r - y_r+1) B_r+1: y rises along the line, so
+                 * every exponent is <= 0 (a -inf y, all -inf so far, weighs 0) */
+                const float *y = a->y + base + r * I, *g = a->g + base + r * I, *yn = y + I;
+                for (int j = 0; j < m; j++) {
+                    double carry = k == 0 || y[j] == -INFINITY ? 0.0 : exp((double)y[j] - yn[j]) * acc[j];
+                    acc[j] = g[j] + carry;
+                    out[j] = x[j] == -INFINITY ? 0.0f : (float)(exp((double)x[j] - y[j]) * acc[j]);
+                }
+            }
         }
     }
 }
-static int scan_cpu(float *y, const float *x, int64_t O, int64_t R, int64_t I, bool reverse) {
-    scan_args s = {y, x, R, I, (I + SCAN_BLOCK - 1) / SCAN_BLOCK, reverse};
-    fnn_parallel_for(O * s.nblk, fnn_threads_for(O * R * I), scan_blocks, &s);
+static int scan_cpu(const fnn_red_args *a, int kind, bool reverse) {
+    scan_args s = {a->out, kind == SCAN_SUM && reverse ? a->g : a->x, a->y, a->g, a->R, a->I,
+                   (a->I + SCAN_BLOCK - 1) / SCAN_BLOCK, kind, reverse};
+    fnn_parallel_for(a->O * s.nblk, fnn_threads_for(a->O * a->R * a->I * (kind == SCAN_SUM ? 1 : 8)), scan_blocks, &s);
     return FNN_STATUS_OK;
 }
 static int cumsum_cpu(int ordinal, const fnn_red_args *a) {
     (void)ordinal;
-    return scan_cpu(a->out, a->x, a->O, a->R, a->I, false);
+    return scan_cpu(a, SCAN_SUM, false);
 }
 static int cumsum_grad_cpu(int ordinal, const fnn_red_args *a) {
     (void)ordinal;
-    return scan_cpu(a->out, a->g, a->O, a->R, a->I, true);
+    return scan_cpu(a, SCAN_SUM, true);
+}
+static int logcumsumexp_cpu(int ordinal, const fnn_red_args *a) {
+    (void)ordinal;
+    return scan_cpu(a, SCAN_LSE, false);
+}
+static int logcumsumexp_grad_cpu(int ordinal, const fnn_red_args *a) {
+    (void)ordinal;
+    return scan_cpu(a, SCAN_LSE_GRAD, true);
 }
 
 /* reduction_attrs: dim (-1 on a scalar) */
@@ -1307,6 +1340,21 @@ int fnn_cumsum(fnn_tensor *out, const fnn_tensor *x, int dim) {
     if (!(x->ndim == 0 && (dim == 0 || dim == -1))) FNN_TRY(fnn_wrap_dim("cumsum", x, dim, 0, &d));
     FNN_TRY(row_forward("cumsum", true, out, NULL, x, d, 0, 0, 0));
     return record(&CUMSUM, out, x, false, NULL, d, 0, 0, 0);
+}
+
+/* logcumsumexp: y[.., r, ..] = log(e^x[.., 0, ..] + ... + e^x[.., r, ..]), a running logsumexp in double
+ * (the forward's x and y saved: the gradient reads both) */
+static int logcumsumexp_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+    if (!n->next[0]) return FNN_STATUS_OK;
+    return row_backward(n, dout, din, &n->saved[0], &n->saved[1], NULL, 0, 0);
+}
+static const fnn_op_def LOGCUMSUMEXP = {{"logcumsumexp", "reduction", 1, 0}, logcumsumexp_backward, FNN_EMBEDS_NONE};
+int fnn_logcumsumexp(fnn_tensor *out, const fnn_tensor *x, int dim) {
+    FNN_TRY(fnn_check_input("logcumsumexp", x));
+    int d = -1;
+    if (!(x->ndim == 0 && (dim == 0 || dim == -1))) FNN_TRY(fnn_wrap_dim("logcumsumexp", x, dim, 0, &d));
+    FNN_TRY(row_forward("logcumsumexp", true, out, NULL, x, d, 0, 0, 0));
+    return record(&LOGCUMSUMEXP, out, x, true, out, d, 0, 0, 0);
 }
 
 /* The CPU's rows, one per op as cuda/reduction.cu's. The forwards of sum ... log_softmax read x's
@@ -1326,9 +1374,11 @@ const fnn_red_row fnn_cpu_reduction_rows[] = {
     {"softmax", softmax_cpu, softmax_grad_cpu, 1},
     {"log_softmax", log_softmax_cpu, log_softmax_grad_cpu, 1},
     {"cumsum", cumsum_cpu, cumsum_grad_cpu, 0},
+    {"logcumsumexp", logcumsumexp_cpu, logcumsumexp_grad_cpu, 0},
     {NULL, NULL, NULL, 0},
 };
 
 const fnn_op_def *const fnn_ops_reduction[] = {
-    &SUM, &MEAN, &PROD, &VAR, &STD, &NORM, &LOGSUMEXP, &MAX, &MIN, &ARGMAX, &ARGMIN, &SOFTMAX, &LOG_SOFTMAX, &CUMSUM, NULL,
+    &SUM, &MEAN, &PROD, &VAR, &STD, &NORM, &LOGSUMEXP, &MAX, &MIN, &ARGMAX, &ARGMIN, &SOFTMAX, &LOG_SOFTMAX, &CUMSUM,
+    &LOGCUMSUMEXP, NULL,
 };

@@ -40,6 +40,13 @@ local function running(a, d)
    return fnn.tensor(out, {r, c})
 end
 
+-- running log-sum-exp of a line by the definition: y[r] = log(sum of exp(line[1..r])) (double, no shift)
+local function running_lse(line)
+   local out, s = {}, 0
+   for r = 1, #line do s = s + math.exp(line[r]); out[r] = math.log(s) end
+   return out
+end
+
 -- ---- naive references: plain Lua numbers, one line at a time ----
 -- the lines of contiguous x along 1-based dim d (nil: all of x as one line): f(line) -> a number
 -- (a reduction) or a list (an op that keeps the shape)
@@ -203,5 +210,21 @@ return {
    {op = 'cumsum', inputs = function() return u{2, 300} end, fn = function(a) return a:cumsum(2) end,
     ref = function(a) return running(a, 2) end, value_tol = 1e-6},
    {op = 'cumsum', inputs = function() return fnn.tensor(1.5) end, fn = function(a) return a:cumsum(1) end,
+    ref = function(a) return fnn.tensor(1.5) end},
+   -- logcumsumexp along the last, first and middle dim, transposed, on values whose exp overflows
+   -- float32 (+90: the kernel shifts by the running max), a long line and a scalar
+   {op = 'logcumsumexp', inputs = function() return u{3, 4} end, fn = function(a) return a:logcumsumexp(2) end,
+    ref = function(a) return by_lines(a, 2, false, running_lse) end},
+   {op = 'logcumsumexp', inputs = function() return u{3, 4} end, fn = function(a) return a:logcumsumexp(1) end,
+    ref = function(a) return by_lines(a, 1, false, running_lse) end},
+   {op = 'logcumsumexp', inputs = function() return u{2, 3, 4} end, fn = function(a) return a:logcumsumexp(2) end,
+    ref = function(a) return by_lines(a, 2, false, running_lse) end},
+   {op = 'logcumsumexp', inputs = function() return u{4, 3} end, fn = function(a) return a:t():logcumsumexp(-1) end,
+    ref = function(a) return by_lines(T(a), 2, false, running_lse) end},
+   {op = 'logcumsumexp', inputs = function() return u{2, 5} + 90 end, fn = function(a) return a:logcumsumexp(2) end,
+    ref = function(a) return by_lines(a, 2, false, running_lse) end},
+   {op = 'logcumsumexp', inputs = function() return u{2, 300} end, fn = function(a) return a:logcumsumexp(2) end,
+    ref = function(a) return by_lines(a, 2, false, running_lse) end},
+   {op = 'logcumsumexp', inputs = function() return fnn.tensor(1.5) end, fn = function(a) return a:logcumsumexp(1) end,
     ref = function(a) return fnn.tensor(1.5) end},
 }

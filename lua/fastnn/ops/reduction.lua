@@ -6,6 +6,7 @@
 --   x:argmax(dim, keepdim) -> 1-based indices; with no dim the flat 1-based index (0-dim)
 --   x:softmax(dim), x:log_softmax(dim)   dim defaults to the last
 --   x:cumsum(dim)   running sums along dim (required, as torch.cumsum), same shape
+--   x:logcumsumexp(dim)   running log(sum(exp)) along dim (as torch.logcumsumexp), same shape
 -- Dims are 1-based (negative counts from the end) and converted here; each
 -- function is also fnn.<name>(x, ...).
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
@@ -101,18 +102,22 @@ for _, name in ipairs{'softmax', 'log_softmax'} do
 end
 
 -- cumsum(dim): y[.., r, ..] = x[.., 1, ..] + ... + x[.., r, ..]
-function Tensor.cumsum(x, dim)
-   check_tensor('cumsum', x)
-   if dim == nil then error('cumsum: dim is required (which dim to run the sums along)', 2) end
-   local d
-   if x.ndim == 0 and (dim == 1 or dim == -1) then d = -1 else d = cdim('cumsum', x, dim) end
-   local out = new()
-   if C.fnn_cumsum(out, x, d) ~= 0 then fail() end
-   return done(out)
+-- logcumsumexp(dim): y[.., r, ..] = log(exp(x[.., 1, ..]) + ... + exp(x[.., r, ..])), without overflow
+for _, name in ipairs{'cumsum', 'logcumsumexp'} do
+   local cfn = C['fnn_' .. name]
+   Tensor[name] = function(x, dim)
+      check_tensor(name, x)
+      if dim == nil then error(name .. ': dim is required (which dim to run the sums along)', 2) end
+      local d
+      if x.ndim == 0 and (dim == 1 or dim == -1) then d = -1 else d = cdim(name, x, dim) end
+      local out = new()
+      if cfn(out, x, d) ~= 0 then fail() end
+      return done(out)
+   end
 end
 
 for _, name in ipairs{'sum', 'mean', 'prod', 'var', 'std', 'norm', 'logsumexp', 'max', 'min', 'argmax', 'argmin',
-                      'softmax', 'log_softmax', 'cumsum'} do
+                      'softmax', 'log_softmax', 'cumsum', 'logcumsumexp'} do
    M[name] = Tensor[name]
 end
 
