@@ -453,24 +453,15 @@ static int unary(const fnn_op_def *def, int code, fnn_tensor *out, const fnn_ten
     const fnn_tensor *ins[1] = {x};
     return apply(def, out, 1, ins, code, k0, k1, true);
 }
+/* the entry points of FNN_MAP_UNARY_PLAIN's ops; FNN_MAP_UNARY_ARGS's are below */
+#define PLAIN_ENTRY(name, FWD, GRAD)                                                                  \
+    int fnn_##name(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_##name, FNN_MAP_##name##_f, out, x, 0, 0); }
+FNN_MAP_UNARY_PLAIN(PLAIN_ENTRY)
+#undef PLAIN_ENTRY
 int fnn_neg(fnn_tensor *out, const fnn_tensor *x) {
     if (any_int64(x, NULL)) return int_scalar("neg", IOP_MUL, false, out, x, -1.0);
     return unary(&UNARY_neg, FNN_MAP_neg_f, out, x, 0, 0);
 }
-int fnn_abs(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_abs, FNN_MAP_abs_f, out, x, 0, 0); }
-int fnn_exp(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_exp, FNN_MAP_exp_f, out, x, 0, 0); }
-int fnn_log(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_log, FNN_MAP_log_f, out, x, 0, 0); }
-int fnn_sqrt(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_sqrt, FNN_MAP_sqrt_f, out, x, 0, 0); }
-int fnn_rsqrt(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_rsqrt, FNN_MAP_rsqrt_f, out, x, 0, 0); }
-int fnn_sin(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_sin, FNN_MAP_sin_f, out, x, 0, 0); }
-int fnn_cos(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_cos, FNN_MAP_cos_f, out, x, 0, 0); }
-int fnn_tanh(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_tanh, FNN_MAP_tanh_f, out, x, 0, 0); }
-int fnn_sigmoid(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_sigmoid, FNN_MAP_sigmoid_f, out, x, 0, 0); }
-int fnn_relu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_relu, FNN_MAP_relu_f, out, x, 0, 0); }
-int fnn_gelu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_gelu, FNN_MAP_gelu_f, out, x, 0, 0); }
-int fnn_gelu_tanh(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_gelu_tanh, FNN_MAP_gelu_tanh_f, out, x, 0, 0); }
-int fnn_silu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_silu, FNN_MAP_silu_f, out, x, 0, 0); }
-int fnn_softplus(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_softplus, FNN_MAP_softplus_f, out, x, 0, 0); }
 int fnn_clamp(fnn_tensor *out, const fnn_tensor *x, double lo, double hi) {
     FNN_CHECK(!(lo > hi), FNN_STATUS_ARG, "clamp: min %g is greater than max %g", lo, hi);
     return unary(&UNARY_clamp, FNN_MAP_clamp_f, out, x, (float)lo, (float)hi);
@@ -484,18 +475,11 @@ int fnn_elu(fnn_tensor *out, const fnn_tensor *x, double alpha) {
     FNN_CHECK(isfinite(alpha), FNN_STATUS_ARG, "elu: alpha is %g, expected a finite number", alpha);
     return unary(&UNARY_elu, FNN_MAP_elu_f, out, x, (float)alpha, 0);
 }
-int fnn_selu(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_selu, FNN_MAP_selu_f, out, x, 0, 0); }
 int fnn_celu(fnn_tensor *out, const fnn_tensor *x, double alpha) {
     FNN_CHECK(isfinite(alpha) && alpha != 0, FNN_STATUS_ARG, "celu: alpha is %g, expected a finite non-zero number",
               alpha);
     return unary(&UNARY_celu, FNN_MAP_celu_f, out, x, (float)alpha, 0);
 }
-int fnn_mish(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_mish, FNN_MAP_mish_f, out, x, 0, 0); }
-int fnn_hardsigmoid(fnn_tensor *out, const fnn_tensor *x) {
-    return unary(&UNARY_hardsigmoid, FNN_MAP_hardsigmoid_f, out, x, 0, 0);
-}
-int fnn_hardswish(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_hardswish, FNN_MAP_hardswish_f, out, x, 0, 0); }
-int fnn_softsign(fnn_tensor *out, const fnn_tensor *x) { return unary(&UNARY_softsign, FNN_MAP_softsign_f, out, x, 0, 0); }
 
 /* ================= where: cond != 0 picks a, else b ================= */
 static int where_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
@@ -510,11 +494,11 @@ int fnn_where(fnn_tensor *out, const fnn_tensor *cond, const fnn_tensor *a, cons
 
 const fnn_op_def *const fnn_ops_elementwise[] = {
     &ADD, &SUB, &MUL, &DIV, &POW, &MAXIMUM, &MINIMUM, &EQ, &NE, &LT, &LE, &GT, &GE,
-    &ADD_S, &MUL_S, &RSUB_S, &RDIV_S, &POW_S, &RPOW_S,
-    &UNARY_neg, &UNARY_abs, &UNARY_exp, &UNARY_log, &UNARY_sqrt, &UNARY_rsqrt, &UNARY_sin, &UNARY_cos,
-    &UNARY_tanh, &UNARY_sigmoid, &UNARY_relu, &UNARY_gelu, &UNARY_gelu_tanh, &UNARY_silu, &UNARY_softplus,
-    &UNARY_clamp, &UNARY_leaky_relu, &UNARY_elu, &UNARY_selu, &UNARY_celu, &UNARY_mish, &UNARY_hardsigmoid,
-    &UNARY_hardswish, &UNARY_softsign, &WHERE, NULL,
+    &ADD_S, &MUL_S, &RSUB_S, &RDIV_S, &POW_S, &RPOW_S, &WHERE,
+#define UNARY_ENTRY(name, FWD, GRAD) &UNARY_##name,
+    FNN_MAP_UNARY(UNARY_ENTRY)   /* every unary op of elementwise_ops.h */
+#undef UNARY_ENTRY
+    NULL,
 };
 
 /* ================= the CPU's row (core/ops/elementwise.h) ================= */

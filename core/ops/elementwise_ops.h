@@ -11,7 +11,8 @@
  *                                       with a number, where
  *   FNN_MAP_UNARY: U(name, FWD, GRAD)   a unary op: forward (a = x) and gradient (a = g, b = x,
  *                                       c = y) rows name_f and name_g; elementwise.c makes its
- *                                       rows, backward rule and registry entry from this line.
+ *                                       rows, backward rule and registry entry from this line,
+ *                                       and for FNN_MAP_UNARY_PLAIN's its C entry point too.
  * The helpers the formulas share (softplus, GELU's derivative, ...) follow at the end, built
  * where the includer defines FNN_MAP_FN (its function qualifiers) first. */
 #ifndef FASTNN_ELEMENTWISE_OPS_H
@@ -45,11 +46,9 @@
     /* where (a = cond) and its gradients (a = g, b = cond) */                                      \
     X(where, a != 0 ? b : c) X(where_d1, b != 0 ? a : 0.0f) X(where_d2, b != 0 ? 0.0f : a)
 
-/* k0 = clamp's low bound (k1 the high one), leaky_relu's negative_slope, elu's and celu's alpha
- * (celu's is never 0) */
-#define FNN_MAP_UNARY(U)                                                                            \
+/* a unary op without numbers: elementwise.c also makes its C entry point fnn_<name>(out, x) */
+#define FNN_MAP_UNARY_PLAIN(U)                                                                      \
     /*  op          forward y(a)                                gradient dx(a = g, b = x, c = y) */ \
-    U(neg,         -a,                                          -a)                                 \
     U(abs,         M_ABS(a),                                    b > 0 ? a : (b < 0 ? -a : 0.0f))    \
     U(exp,         M_EXP(a),                                    a * c)                              \
     U(log,         M_LOG(a),                                    a / b)                              \
@@ -64,17 +63,26 @@
     U(gelu_tanh,   fnn_map_gelu_tanh(a),                        a * fnn_map_gelu_tanh_grad(b))      \
     U(silu,        a * M_SIGMOID(a),                   a * (M_SIGMOID(b) * (1.0f + b * (1.0f - M_SIGMOID(b))))) \
     U(softplus,    fnn_map_softplus(a),                         a * M_SIGMOID(b))                   \
-    U(clamp,       a < k0 ? k0 : (a > k1 ? k1 : a),             (b >= k0 && b <= k1) ? a : 0.0f)    \
-    U(leaky_relu,  M_SEL(a > 0, a, a * k0),                     M_SEL(b > 0, a, a * k0))            \
-    U(elu,         M_SEL(a > 0, a, k0 * M_EXPM1_NEG(a)),        M_SEL(b > 0, a, a * (c + k0)))      \
     U(selu,        FNN_SELU_SCALE * M_SEL(a > 0, a, FNN_SELU_ALPHA * M_EXPM1_NEG(a)),               \
                    M_SEL(b > 0, a * FNN_SELU_SCALE, a * (c + FNN_SELU_SCALE * FNN_SELU_ALPHA)))     \
-    U(celu,        M_SEL(a > 0, a, k0 * M_EXPM1_NEG(a / k0)),   M_SEL(b > 0, a, a * M_EXP(b / k0)))  \
     U(mish,        a * fnn_map_tanh_softplus(a),                a * fnn_map_mish_grad(b))           \
     U(hardsigmoid, fnn_map_hardsigmoid(a),                      M_SEL((b > -3.0f) & (b < 3.0f), a * (1.0f / 6.0f), 0.0f)) \
     U(hardswish,   a * fnn_map_hardsigmoid(a),                                                      \
                    M_SEL(b < -3.0f, 0.0f, M_SEL(b > 3.0f, a, a * (b * (1.0f / 3.0f) + 0.5f))))      \
     U(softsign,    a / (1.0f + M_ABS(a)),                       a / ((1.0f + M_ABS(b)) * (1.0f + M_ABS(b))))
+
+/* a unary op with numbers or another path (neg's int64 one): its entry point is written in
+ * elementwise.c. k0 = clamp's low bound (k1 the high one), leaky_relu's negative_slope, elu's and
+ * celu's alpha (celu's is never 0) */
+#define FNN_MAP_UNARY_ARGS(U)                                                                       \
+    /*  op          forward y(a)                                gradient dx(a = g, b = x, c = y) */ \
+    U(neg,         -a,                                          -a)                                 \
+    U(clamp,       a < k0 ? k0 : (a > k1 ? k1 : a),             (b >= k0 && b <= k1) ? a : 0.0f)    \
+    U(leaky_relu,  M_SEL(a > 0, a, a * k0),                     M_SEL(b > 0, a, a * k0))            \
+    U(elu,         M_SEL(a > 0, a, k0 * M_EXPM1_NEG(a)),        M_SEL(b > 0, a, a * (c + k0)))      \
+    U(celu,        M_SEL(a > 0, a, k0 * M_EXPM1_NEG(a / k0)),   M_SEL(b > 0, a, a * M_EXP(b / k0)))
+
+#define FNN_MAP_UNARY(U) FNN_MAP_UNARY_PLAIN(U) FNN_MAP_UNARY_ARGS(U)
 
 /* the codes: one per row, a unary op's two rows as name_f and name_g */
 #define FNN_MAP_CODE_ROW_(name, EXPR) FNN_MAP_##name,

@@ -24,11 +24,12 @@ local function bind_unary(name)
    end
 end
 
--- unary: x -> same shape
-for _, name in ipairs{'neg', 'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid',
-                      'relu', 'silu', 'softplus'} do
-   bind_unary(name)
-end
+-- unary ops without numbers (core/ops/elementwise_ops.h's FNN_MAP_UNARY_PLAIN): x -> same shape, as
+-- x:name() and fnn.name(x); -x is neg (fnn.neg is not one: fnn.neg would read as a negation of fnn)
+local PLAIN_UNARY = {'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'silu',
+                     'softplus', 'selu', 'mish', 'hardsigmoid', 'hardswish', 'softsign'}
+for _, name in ipairs(PLAIN_UNARY) do bind_unary(name) end
+bind_unary('neg')
 
 -- gelu: exact (erf) by default, {approximate = 'tanh'} for the tanh form
 local GELU_OPTS = require('fastnn.options').declare('Tensor.gelu', {
@@ -51,8 +52,6 @@ function Tensor.clamp(x, lo, hi)
    return done(out)
 end
 
--- activations without a parameter: x -> same shape
-for _, name in ipairs{'selu', 'mish', 'hardsigmoid', 'hardswish', 'softsign'} do bind_unary(name) end
 Tensor.hard_sigmoid, Tensor.hard_swish = Tensor.hardsigmoid, Tensor.hardswish   -- the Keras names
 
 -- activations with one number: leaky_relu(negative_slope = 0.01), elu(alpha = 1), celu(alpha = 1)
@@ -93,9 +92,8 @@ end
 Tensor.where = function(cond, a, b) return M.where(cond, a, b) end
 
 -- the unary ops are fnn functions too: fnn.relu(x), fnn.leaky_relu(x, 0.2)
-for _, name in ipairs{'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'gelu', 'silu',
-                      'softplus', 'clamp', 'leaky_relu', 'elu', 'selu', 'celu', 'mish', 'hardsigmoid', 'hard_sigmoid',
-                      'hardswish', 'hard_swish', 'softsign'} do
+for _, name in ipairs(PLAIN_UNARY) do M[name] = Tensor[name] end
+for _, name in ipairs{'gelu', 'clamp', 'leaky_relu', 'elu', 'celu', 'hard_sigmoid', 'hard_swish'} do
    M[name] = Tensor[name]
 end
 
