@@ -480,6 +480,10 @@ int fnn_celu(fnn_tensor *out, const fnn_tensor *x, double alpha) {
               alpha);
     return unary(&UNARY_celu, FNN_MAP_celu_f, out, x, (float)alpha, 0);
 }
+int fnn_logit(fnn_tensor *out, const fnn_tensor *x, double eps) {
+    FNN_CHECK(eps < 0 || eps <= 0.5, FNN_STATUS_ARG, "logit: eps is %g, expected a number in [0, 0.5] (or none)", eps);
+    return unary(&UNARY_logit, FNN_MAP_logit_f, out, x, eps < 0 ? -1.0f : (float)eps, 0);
+}
 
 /* ================= where: cond != 0 picks a, else b ================= */
 static int where_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {

@@ -73,14 +73,15 @@
 
 /* a unary op with numbers or another path (neg's int64 one): its entry point is written in
  * elementwise.c. k0 = clamp's low bound (k1 the high one), leaky_relu's negative_slope, elu's and
- * celu's alpha (celu's is never 0) */
+ * celu's alpha (celu's is never 0), logit's eps (< 0: none) */
 #define FNN_MAP_UNARY_ARGS(U)                                                                       \
     /*  op          forward y(a)                                gradient dx(a = g, b = x, c = y) */ \
     U(neg,         -a,                                          -a)                                 \
     U(clamp,       a < k0 ? k0 : (a > k1 ? k1 : a),             (b >= k0 && b <= k1) ? a : 0.0f)    \
     U(leaky_relu,  M_SEL(a > 0, a, a * k0),                     M_SEL(b > 0, a, a * k0))            \
     U(elu,         M_SEL(a > 0, a, k0 * M_EXPM1_NEG(a)),        M_SEL(b > 0, a, a * (c + k0)))      \
-    U(celu,        M_SEL(a > 0, a, k0 * M_EXPM1_NEG(a / k0)),   M_SEL(b > 0, a, a * M_EXP(b / k0)))
+    U(celu,        M_SEL(a > 0, a, k0 * M_EXPM1_NEG(a / k0)),   M_SEL(b > 0, a, a * M_EXP(b / k0))) \
+    U(logit,       fnn_map_logit(a, k0),                        fnn_map_logit_grad(a, b, k0))
 
 #define FNN_MAP_UNARY(U) FNN_MAP_UNARY_PLAIN(U) FNN_MAP_UNARY_ARGS(U)
 
@@ -96,6 +97,15 @@ enum { FNN_MAP_ROWS(FNN_MAP_CODE_ROW_) FNN_MAP_UNARY(FNN_MAP_CODE_UNARY_) FNN_MA
 /* ---- the helpers the formulas share, in M_* terms; FNN_MAP_FN: the includer's qualifiers ---- */
 #if defined(FNN_MAP_FN) && !defined(FASTNN_ELEMENTWISE_HELPERS)
 #define FASTNN_ELEMENTWISE_HELPERS
+/* logit: log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps >= 0 (PyTorch's logit(x, eps));
+ * its gradient g / (x (1 - x)), 0 where the clamp holds x (as PyTorch) */
+FNN_MAP_FN float fnn_map_logit(float x, float eps) {
+    float z = M_SEL(eps >= 0.0f, M_SEL(x < eps, eps, M_SEL(x > 1.0f - eps, 1.0f - eps, x)), x);
+    return M_LOG(z / (1.0f - z));
+}
+FNN_MAP_FN float fnn_map_logit_grad(float g, float x, float eps) {
+    return M_SEL(eps >= 0.0f && (x < eps || x > 1.0f - eps), 0.0f, g / (x * (1.0f - x)));
+}
 /* log(1 + e^x) = max(x, 0) + log1p(e^-|x|): nothing overflows, large x give x itself */
 FNN_MAP_FN float fnn_map_softplus(float x) { return M_SEL(x > 0, x, 0.0f) + M_LOG1P(M_EXP(-M_ABS(x))); }
 /* d/dx x Phi(x) = Phi(x) + x phi(x): one e^(-x^2/2) serves phi and erf's tail */

@@ -27,6 +27,12 @@ local function relation(a, b, rel)
    return fnn.tensor(out, a:shape())
 end
 local function pos(shape) return away(shape, 0.5, 2) end
+-- f over every value of a, by a loop
+local function unary_ref(a, f)
+   local v, out = a:to_flat(), {}
+   for k = 1, #v do out[k] = f(v[k]) end
+   return fnn.tensor(out, a:shape())
+end
 local function kinkless(shape) return away(shape, -2, 2, {0}, 0.1) end
 
 return {
@@ -64,6 +70,14 @@ return {
    {op = 'elu', inputs = function() return kinkless{2, 3} end, fn = function(a) return a:elu(1.5) end},
    {op = 'selu', inputs = function() return kinkless{2, 3} end, fn = function(a) return a:selu() end},
    {op = 'celu', inputs = function() return kinkless{2, 3} end, fn = function(a) return a:celu(0.7) end},
+   -- logit: inside (0, 1); with eps, values clamped on both sides (gradient 0 there), away from the bounds
+   {op = 'logit', inputs = function() return away({2, 3}, 0.05, 0.95) end, fn = function(a) return a:logit() end,
+    ref = function(a) return unary_ref(a, function(x) return math.log(x / (1 - x)) end) end},
+   {op = 'logit', inputs = function() return away({3, 4}, -0.5, 1.5, {0.2, 0.8}, 0.05) end,
+    fn = function(a) return a:logit(0.2) end,
+    ref = function(a)
+       return unary_ref(a, function(x) local z = math.min(math.max(x, 0.2), 0.8); return math.log(z / (1 - z)) end)
+    end},
    {op = 'mish', inputs = function() return u{2, 3} end, fn = function(a) return a:mish() end},
    {op = 'hardsigmoid', inputs = function() return away({2, 3}, -4, 4, {-3, 3}, 0.1) end,
     fn = function(a) return a:hardsigmoid() end},

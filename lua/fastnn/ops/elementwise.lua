@@ -69,6 +69,18 @@ for name, spec in pairs{leaky_relu = {'negative_slope', 0.01}, elu = {'alpha', 1
    end
 end
 
+-- logit(eps): log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given (torch.logit)
+function Tensor.logit(x, eps)
+   if eps ~= nil and type(eps) ~= 'number' then
+      error(('logit: eps is a %s, expected a number in [0, 0.5] or nil'):format(type(eps)), 2)
+   end
+   if eps ~= nil and not (eps >= 0) then error(('logit: eps is %s, expected a number in [0, 0.5] or nil'):format(eps), 2) end
+   check_x('logit', x)
+   local out = new()
+   if C.fnn_logit(out, x, eps or -1) ~= 0 then fail() end
+   return done(out)
+end
+
 -- binary with broadcasting; numbers are accepted as 0-dim tensors
 for _, name in ipairs{'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge'} do
    local cfn = C['fnn_' .. name]
@@ -93,7 +105,7 @@ Tensor.where = function(cond, a, b) return M.where(cond, a, b) end
 
 -- the unary ops are fnn functions too: fnn.relu(x), fnn.leaky_relu(x, 0.2)
 for _, name in ipairs(PLAIN_UNARY) do M[name] = Tensor[name] end
-for _, name in ipairs{'gelu', 'clamp', 'leaky_relu', 'elu', 'celu', 'hard_sigmoid', 'hard_swish'} do
+for _, name in ipairs{'gelu', 'clamp', 'leaky_relu', 'elu', 'celu', 'logit', 'hard_sigmoid', 'hard_swish'} do
    M[name] = Tensor[name]
 end
 
