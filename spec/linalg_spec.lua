@@ -124,6 +124,25 @@ describe('matmul', function()
       approx(mm(transpose(a:to_table()), transpose(b:to_table())), c)
    end)
 
+   -- blas.c copies a transposed A whose rows are a power of two >= 512 floats apart at a padded
+   -- stride first (oneDNN's sgemm halves its speed there): [1024, 600]^T x [600, 16] and
+   -- [512, 600]^T x [600, 256] take that path
+   it('gives the naive product for a transposed operand with a power-of-two stride (the padded copy)', function()
+      fnn.manual_seed(7)
+      for _, shape in ipairs{{512, 256}, {1024, 16}} do
+         local lda, n = shape[1], shape[2]
+         local at = fnn.randn(600, lda)                     -- A^T stored [k, lda]: A = at:t(), lda apart
+         local b = fnn.randn(600, n)
+         local a_rows = at:t():to_table()                   -- [lda, 600]
+         approx(mm(a_rows, b:to_table()), fnn.matmul(at:t(), b), 1e-4)
+         -- and as a weight gradient reads it: dW = G^T X through linear's backward
+         local x, w = fnn.randn(600, n), fnn.Param(fnn.randn(lda, n))
+         local g = fnn.randn(600, lda)
+         fnn.linear(x, w:tensor()):backward(g)
+         approx(mm(transpose(g:to_table()), x:to_table()), w:grad(), 1e-4)
+      end
+   end)
+
    it('reads truly strided and expanded operands', function()
       local x = fnn.randn(3, 4, 5)
       local a = x:select(3, 2)                -- [3,4], strides [20,5]: neither row- nor column-major
