@@ -32,6 +32,13 @@ for family in pairs(families) do
    if package.searchpath(modname, package.path) then merge(require(modname)) end
 end
 
+-- every registered op is a function of fnn too, as torch.add(x, y) is x:add(y): an op its family binds
+-- only as a method (x:gather(...), x:reshape(...)) is exported here, so none is forgotten
+for i = 0, C.fnn_op_count() - 1 do
+   local name = ffi.string(C.fnn_op_at(i).name)
+   if fnn[name] == nil and type(fnn.Tensor[name]) == 'function' then fnn[name] = fnn.Tensor[name] end
+end
+
 fnn.Device = require('fastnn.device').Device
 fnn.profile = require('fastnn.profile').profile
 

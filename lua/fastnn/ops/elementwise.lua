@@ -25,7 +25,7 @@ local function bind_unary(name)
 end
 
 -- unary ops without numbers (core/ops/elementwise_ops.h's FNN_MAP_UNARY_PLAIN): x -> same shape, as
--- x:name() and fnn.name(x); -x is neg (fnn.neg is not one: fnn.neg would read as a negation of fnn)
+-- x:name() and fnn.name(x); -x is neg
 local PLAIN_UNARY = {'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'silu',
                      'softplus', 'selu', 'mish', 'hardsigmoid', 'hardswish', 'softsign'}
 for _, name in ipairs(PLAIN_UNARY) do bind_unary(name) end
