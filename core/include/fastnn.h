@@ -264,6 +264,7 @@ FNN_API int fnn_mish(fnn_tensor *out, const fnn_tensor *x);
 FNN_API int fnn_hardsigmoid(fnn_tensor *out, const fnn_tensor *x);
 FNN_API int fnn_hardswish(fnn_tensor *out, const fnn_tensor *x);
 FNN_API int fnn_softsign(fnn_tensor *out, const fnn_tensor *x);
+FNN_API int fnn_erf(fnn_tensor *out, const fnn_tensor *x);   /* the error function */
 FNN_API int fnn_logit(fnn_tensor *out, const fnn_tensor *x, double eps);   /* log(x/(1-x)); eps < 0: no clamp */
 /* where: cond != 0 picks a, else b; all three broadcast */
 FNN_API int fnn_where(fnn_tensor *out, const fnn_tensor *cond, const fnn_tensor *a, const fnn_tensor *b);

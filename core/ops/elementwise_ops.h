@@ -69,7 +69,8 @@
     U(hardsigmoid, fnn_map_hardsigmoid(a),                      M_SEL((b > -3.0f) & (b < 3.0f), a * (1.0f / 6.0f), 0.0f)) \
     U(hardswish,   a * fnn_map_hardsigmoid(a),                                                      \
                    M_SEL(b < -3.0f, 0.0f, M_SEL(b > 3.0f, a, a * (b * (1.0f / 3.0f) + 0.5f))))      \
-    U(softsign,    a / (1.0f + M_ABS(a)),                       a / ((1.0f + M_ABS(b)) * (1.0f + M_ABS(b))))
+    U(softsign,    a / (1.0f + M_ABS(a)),                       a / ((1.0f + M_ABS(b)) * (1.0f + M_ABS(b)))) \
+    U(erf,         M_ERF(a),                                    a * 1.1283791671f * M_EXP(-(b * b)))
 
 /* a unary op with numbers or another path (neg's int64 one): its entry point is written in
  * elementwise.c. k0 = clamp's low bound (k1 the high one), leaky_relu's negative_slope, elu's and

@@ -70,6 +70,15 @@ return {
    {op = 'elu', inputs = function() return kinkless{2, 3} end, fn = function(a) return a:elu(1.5) end},
    {op = 'selu', inputs = function() return kinkless{2, 3} end, fn = function(a) return a:selu() end},
    {op = 'celu', inputs = function() return kinkless{2, 3} end, fn = function(a) return a:celu(0.7) end},
+   -- erf against a power series (|x| <= 2: 40 terms are exact to float32)
+   {op = 'erf', inputs = function() return u{2, 3} end, fn = function(a) return a:erf() end,
+    ref = function(a)
+       return unary_ref(a, function(x)
+          local term, sum = x, x
+          for n = 1, 40 do term = -term * x * x / n; sum = sum + term / (2 * n + 1) end
+          return 2 / math.sqrt(math.pi) * sum
+       end)
+    end},
    -- logit: inside (0, 1); with eps, values clamped on both sides (gradient 0 there), away from the bounds
    {op = 'logit', inputs = function() return away({2, 3}, 0.05, 0.95) end, fn = function(a) return a:logit() end,
     ref = function(a) return unary_ref(a, function(x) return math.log(x / (1 - x)) end) end},

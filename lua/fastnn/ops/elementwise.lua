@@ -27,7 +27,7 @@ end
 -- unary ops without numbers (core/ops/elementwise_ops.h's FNN_MAP_UNARY_PLAIN): x -> same shape, as
 -- x:name() and fnn.name(x); -x is neg
 local PLAIN_UNARY = {'abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'silu',
-                     'softplus', 'selu', 'mish', 'hardsigmoid', 'hardswish', 'softsign'}
+                     'softplus', 'selu', 'mish', 'hardsigmoid', 'hardswish', 'softsign', 'erf'}
 for _, name in ipairs(PLAIN_UNARY) do bind_unary(name) end
 bind_unary('neg')
 
