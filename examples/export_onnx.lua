@@ -2,7 +2,7 @@
 -- Adam, then fnn.onnx.export writes it as an ONNX file (opset 17, any batch size) that onnxruntime,
 -- TensorRT or a browser runtime can run; a batch of test images and fastnn's logits for it are
 -- saved beside it, and the program prints a python3 command that runs the file in onnxruntime
--- and prints how far its logits are from fastnn's.
+-- and prints how far its logits are from fastnn's. fnn.onnx.load reads the file back, as a check.
 --   fastnn-lua examples/export_onnx.lua                  # 3 epochs on all 60000 images
 --   fastnn-lua examples/export_onnx.lua --quick          # 3000 images, 2 epochs (CI)
 -- MNIST is downloaded once into $FASTNN_DATA (default ~/.cache/fastnn); without a network,
@@ -56,6 +56,12 @@ local onnx_path = pictures.wrote(pictures.path(opts, 'mnist_mlp.onnx'))
 fnn.onnx.export(model, sample, onnx_path, {dynamic_batch = true})
 local check_path = pictures.wrote(pictures.path(opts, 'mnist_mlp_onnx_check.safetensors'))
 fnn.save_safetensors({input = sample, output = fnn.no_grad(function() return model(sample) end)}, check_path)
+
+-- and back in, as any ONNX file of these operators comes in (torch.onnx.export's too)
+local loaded = fnn.onnx.load(onnx_path)
+local back = fnn.no_grad(function() return loaded(sample) end)
+print(('read back with fnn.onnx.load: max difference %g'):format(
+   (back - fnn.no_grad(function() return model(sample) end)):abs():max():item()))
 
 print('check it in onnxruntime (pip install onnxruntime safetensors):')
 print(('python3 -c "import numpy as np, onnxruntime as ort; from safetensors.numpy import load_file; '

@@ -90,6 +90,7 @@ local checks = {
    end},
    export_onnx = {pictures = 0, check = function(out)
       assert.is_true(figure(out, '\ntest accuracy (%d%.%d+)') > 0.6)
+      assert.is_true(figure(out, '\nread back with fnn.onnx.load: max difference ([%d.e+-]+)') <= 1e-5, out)
       -- the printed command runs the exported file in onnxruntime, where it is installed
       local cmd = out:match('\n(python3 %-c "import numpy as np, onnxruntime[^\n]+)\n')
       assert.is_string(cmd, out)

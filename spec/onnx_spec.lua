@@ -1,7 +1,10 @@
 -- fnn.onnx.export, checked by the real clients: onnx.checker.check_model (full_check) accepts the
 -- file and onnxruntime runs it with fastnn's outputs within 1e-5, at the example batch and, with
--- dynamic_batch, at another one (spec/onnx_run.py). Without onnx and onnxruntime the part that
--- runs them is left out with a note, unless FASTNN_REQUIRE_ONNX=1, where their absence fails.
+-- dynamic_batch, at another one (spec/onnx_run.py). fnn.onnx.load reads each of those files back
+-- (same outputs, same parameter gradients), and the files torch.onnx.export writes of the same
+-- families (spec/onnx_torch_models.py) with PyTorch's outputs within 1e-5. Without onnx and
+-- onnxruntime the part that runs them is left out with a note, unless FASTNN_REQUIRE_ONNX=1, where
+-- their absence fails.
 local fnn = require 'fastnn'
 local process = require 'spec.process'
 local json = require 'fastnn.json'
@@ -11,6 +14,28 @@ local nn = fnn.nn
 local dir = process.tmpdir()
 teardown(function() os.execute('rm -rf ' .. process.quote(dir)) end)
 local cwd = process.cwd
+
+describe('onnx.load refuses', function()
+   it('a missing file, a file that is not ONNX, a bad path, and a call with the wrong inputs', function()
+      local function err(f) return support.err_of(f) end
+      assert.matches('onnx_spec%.lua:%d+: onnx%.load: cannot open .*/none%.onnx: No such file',
+                     err(function() fnn.onnx.load(dir .. '/none.onnx') end))
+      local f = assert(io.open(dir .. '/junk.onnx', 'wb'))
+      f:write('\255\255\255 not a protocol buffer')
+      f:close()
+      assert.matches('onnx_spec%.lua:%d+: onnx%.load: .*/junk%.onnx is not an ONNX model',
+                     err(function() fnn.onnx.load(dir .. '/junk.onnx') end))
+      assert.matches('onnx%.load: path is 3, expected a file name', err(function() fnn.onnx.load(3) end))
+      -- a file of our own, called with two inputs where it takes one
+      local m = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+      fnn.onnx.export(m, fnn.randn(2, 4), dir .. '/one_input.onnx')
+      local loaded = fnn.onnx.load(dir .. '/one_input.onnx')
+      assert.matches('onnx_spec%.lua:%d+: nn%.OnnxModel%(one_input%.onnx: 3 nodes, 1 %-> 1 values%): takes 1 inputs '
+                     .. '%(input%), got 2', err(function() loaded(fnn.randn(2, 4), fnn.randn(2, 4)) end))
+      assert.matches("onnx_spec%.lua:%d+: .*node 'Gemm_%d+' %(Gemm%): linear: input %[2,5%] and weight %[3,4%] do not agree",
+                     err(function() loaded(fnn.randn(2, 5)) end))
+   end)
+end)
 
 describe('onnx.export refuses', function()
    it('an op it has no mapping for, by name and module path', function()
@@ -94,6 +119,25 @@ local function round_trip(name, model, inputs, sets, opts)
       local diff = (want - got):abs():max():item()
       assert.is_true(diff <= 1e-5, ('%s, input set %d: fastnn and onnxruntime differ by %g'):format(name, k, diff))
    end
+   -- and back in: fnn.onnx.load gives the same outputs, and the same gradients for the same parameters
+   local loaded = fnn.onnx.load(path)
+   for k, set in ipairs(sets) do
+      model:zero_grad()
+      loaded:zero_grad()
+      local want, got = model(unpack(set)), loaded(unpack(set))
+      local diff = (want - got):abs():max():item()
+      assert.is_true(diff <= 1e-5, ('%s, input set %d: fastnn and its loaded file differ by %g'):format(name, k, diff))
+      fnn.sum(want * want):backward()
+      fnn.sum(got * got):backward()
+      local mine = {}
+      for _, pair in ipairs(loaded:named_parameters()) do mine[pair[1]] = pair[2] end
+      for _, pair in ipairs(model:named_parameters()) do
+         local p = mine[pair[1]]
+         assert.is_truthy(p, name .. ': the loaded model has no parameter ' .. pair[1])
+         local gdiff = (pair[2]:grad() - p:grad()):abs():max():item()
+         assert.is_true(gdiff <= 1e-4, ('%s: gradients of %s differ by %g'):format(name, pair[1], gdiff))
+      end
+   end
    return json.decode(body)
 end
 
@@ -162,5 +206,56 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
       fnn.manual_seed(5)
       local m = nn.Sequential():add(nn.Dense(8, 'relu')):add(nn.Dense(8, 'tanh')):add(nn.Dense(1)):build{2, 4}
       round_trip('dense', m, fnn.randn(2, 4), {{fnn.randn(2, 4)}, {fnn.randn(6, 4)}}, {dynamic_batch = true})
+   end)
+end)
+
+describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s outputs', function()
+   local listed
+   setup(function()
+      local p = io.popen(('python3 %s/spec/onnx_torch_models.py %s 2>/dev/null; echo "exit=$?"'):format(cwd,
+                         process.quote(dir)))
+      local out = p:read('*a')
+      p:close()
+      local body, rc = out:match('^(.-)exit=(%d+)%s*$')
+      assert(rc == '0', 'spec/onnx_torch_models.py failed:\n' .. out)
+      listed = json.decode(body)
+   end)
+
+   it('MLPs: Gemm, MatMul and Add, GELU through Erf, SiLU, Flatten, LeakyReLU, ELU, Softmax, LogSoftmax', function()
+      local names = {}
+      for _, model in ipairs(listed.models) do
+         local m = fnn.onnx.load(model.path)
+         local io_ = fnn.load_safetensors(model.io)
+         local y = m(io_.x)
+         assert.same(io_.y:shape(), y:shape())
+         local diff = (y - io_.y):abs():max():item()
+         assert.is_true(diff <= 1e-5, ('%s: fastnn and PyTorch differ by %g'):format(model.name, diff))
+         names[#names + 1] = model.name
+      end
+      -- both of torch's exporters (TorchScript's and torch.export's) are among them
+      assert.same({'torch_mlp', 'torch_gelu', 'torch_flatten', 'torch_leaky', 'torch_seq', 'torch_mlp_dynamo'}, names)
+   end)
+
+   it('with the parameters under PyTorch\'s names, trainable', function()
+      local m = fnn.onnx.load(listed.models[1].path)
+      local names = {}
+      for _, pair in ipairs(m:named_parameters()) do names[#names + 1] = pair[1] end
+      assert.same({'0.weight', '0.bias', '2.weight', '2.bias'}, names)
+      local io_ = fnn.load_safetensors(listed.models[1].io)
+      m(io_.x):sum():backward()
+      assert.same({8, 4}, m:named_parameters()[1][2]:grad():shape())
+   end)
+
+   it('refuses an operator it does not read by operator and node name, before running anything', function()
+      for _, r in ipairs(listed.refused) do
+         local err = support.err_of(function() fnn.onnx.load(r.path) end)
+         if r.domain == '' then
+            assert.matches(("onnx_spec%%.lua:%%d+: onnx%%.load: .*: operator %s %%(node '%s'%%) is not supported; "
+                            .. 'fnn%%.onnx%%.load reads .*Gemm'):format(r.op, r.node), err)
+         else
+            assert.matches(("onnx%%.load: .*: node '%s' is operator %s of domain '%s'"):format(r.node, r.op,
+                           r.domain:gsub('%p', '%%%0')), err)
+         end
+      end
    end)
 end)

@@ -777,6 +777,24 @@ FNN_API int fnn_onnx_value(fnn_onnx_model *m, int output, const char *name, int 
                            const int64_t *dims, const char *const *dim_params);
 FNN_API int fnn_onnx_save(fnn_onnx_model *m, const char *path);
 FNN_API void fnn_onnx_free(fnn_onnx_model *m);
+/* Reading (fnn.onnx.load): fnn_onnx_load unpacks a file; the accessors read its graph by index (nodes
+ * in file order, which ONNX keeps topological). fnn_onnx_count: what 0 nodes, 1 initializers, 2 graph
+ * inputs, 3 graph outputs. fnn_onnx_node_text: field 0 op_type, 1 name, 2 domain. fnn_onnx_attr: an
+ * attribute's name, type (1 float, 2 int, 3 string, 4 tensor, 6 floats, 7 ints), number and list
+ * length, NULL past the last; fnn_onnx_attr_at reads a list's element. Tensors (initializers,
+ * Constant values) come out as new CPU tensors: float32, or int64 from ONNX's int64 and int32. */
+FNN_API int fnn_onnx_load(fnn_onnx_model **out, const char *path);
+FNN_API int64_t fnn_onnx_opset(const fnn_onnx_model *m);
+FNN_API int fnn_onnx_count(const fnn_onnx_model *m, int what);
+FNN_API const char *fnn_onnx_node_text(const fnn_onnx_model *m, int i, int field);
+FNN_API int fnn_onnx_node_arity(const fnn_onnx_model *m, int i, int output);
+FNN_API const char *fnn_onnx_node_value(const fnn_onnx_model *m, int i, int output, int k);
+FNN_API int fnn_onnx_node_attrs(const fnn_onnx_model *m, int i);
+FNN_API const char *fnn_onnx_attr(const fnn_onnx_model *m, int i, int a, int *type, double *number, int64_t *count);
+FNN_API double fnn_onnx_attr_at(const fnn_onnx_model *m, int i, int a, int64_t k);
+FNN_API int fnn_onnx_attr_tensor(fnn_tensor *out, const fnn_onnx_model *m, int i, int a);
+FNN_API int fnn_onnx_init_tensor(fnn_tensor *out, const fnn_onnx_model *m, int k, const char **name);
+FNN_API const char *fnn_onnx_graph_value(const fnn_onnx_model *m, int output, int k);
 
 #ifdef __cplusplus
 }

@@ -269,3 +269,178 @@ int fnn_onnx_save(fnn_onnx_model *m, const char *path) {
     free(buf);
     return rc;
 }
+
+/* ================= reading (fnn.onnx.load) ================= */
+/* A file's model is unpacked whole (protobuf-c skips the fields onnx.proto leaves out) and read back
+ * through the accessors below, which take indices the caller got from fnn_onnx_count: the graph's
+ * nodes in file order (ONNX requires them sorted topologically), its initializers, inputs and
+ * outputs. Tensor data may be raw_data or the typed lists; data in an external file is refused. */
+enum { ONNX_MAX_BYTES = 1 << 30 };   /* a model file past 1 GiB is refused (ONNX keeps such weights external) */
+
+int fnn_onnx_load(fnn_onnx_model **out, const char *path) {
+    FNN_CHECK(out && path && *path, FNN_STATUS_ARG, "onnx.load: no path");
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    FNN_CHECK(f, FNN_STATUS_IO, "onnx.load: cannot open %s: %s", path, strerror(errno));
+    int rc = FNN_STATUS_OK;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    uint8_t *buf = NULL;
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) rc = FNN_FAIL(FNN_STATUS_IO, "onnx.load: cannot read %s: %s", path, strerror(errno));
+    else if (size > ONNX_MAX_BYTES) rc = FNN_FAIL(FNN_STATUS_ARG, "onnx.load: %s is %ld bytes (at most 1 GiB is read)", path, size);
+    else if (!(buf = malloc(size > 0 ? (size_t)size : 1))) rc = FNN_FAIL(FNN_STATUS_OOM, "onnx.load: %s: out of memory", path);
+    else if (fread(buf, 1, (size_t)size, f) != (size_t)size)
+        rc = FNN_FAIL(FNN_STATUS_IO, "onnx.load: cannot read %s: %s", path, strerror(errno));
+    fclose(f);
+    if (rc) { free(buf); return rc; }
+    Onnx__ModelProto *model = onnx__model_proto__unpack(NULL, (size_t)size, buf);
+    free(buf);
+    FNN_CHECK(model, FNN_STATUS_ARG, "onnx.load: %s is not an ONNX model (the protocol buffer does not decode)", path);
+    fnn_onnx_model *m = calloc(1, sizeof *m);
+    if (!m) { protobuf_c_message_free_unpacked(&model->base, NULL); return OOM(path); }
+    m->model = model;
+    if (!model->graph) { fnn_onnx_free(m); return FNN_FAIL(FNN_STATUS_ARG, "onnx.load: %s holds no graph", path); }
+    *out = m;
+    return FNN_STATUS_OK;
+}
+
+/* the version of ONNX's default domain the model imports (0 when it declares none) */
+int64_t fnn_onnx_opset(const fnn_onnx_model *m) {
+    if (!m) return 0;
+    for (size_t i = 0; i < m->model->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *s = m->model->opset_import[i];
+        if (!s->domain || !*s->domain || !strcmp(s->domain, "ai.onnx")) return s->has_version ? s->version : 0;
+    }
+    return 0;
+}
+
+/* what: 0 nodes, 1 initializers, 2 graph inputs, 3 graph outputs */
+int fnn_onnx_count(const fnn_onnx_model *m, int what) {
+    if (!m) return 0;
+    const Onnx__GraphProto *g = m->model->graph;
+    size_t n = what == 0 ? g->n_node : what == 1 ? g->n_initializer : what == 2 ? g->n_input : what == 3 ? g->n_output : 0;
+    return (int)n;
+}
+
+static const Onnx__NodeProto *node_at(const fnn_onnx_model *m, int i) {
+    return m && i >= 0 && (size_t)i < m->model->graph->n_node ? m->model->graph->node[i] : NULL;
+}
+
+/* node i's op_type (field 0), name (1) or domain (2); "" when absent */
+const char *fnn_onnx_node_text(const fnn_onnx_model *m, int i, int field) {
+    const Onnx__NodeProto *n = node_at(m, i);
+    const char *s = !n ? NULL : field == 0 ? n->op_type : field == 1 ? n->name : n->domain;
+    return s ? s : "";
+}
+
+/* node i's number of inputs (output 0) or outputs (1), and the k-th name ("" is an absent optional input) */
+int fnn_onnx_node_arity(const fnn_onnx_model *m, int i, int output) {
+    const Onnx__NodeProto *n = node_at(m, i);
+    return !n ? 0 : (int)(output ? n->n_output : n->n_input);
+}
+const char *fnn_onnx_node_value(const fnn_onnx_model *m, int i, int output, int k) {
+    const Onnx__NodeProto *n = node_at(m, i);
+    if (!n || k < 0 || (size_t)k >= (output ? n->n_output : n->n_input)) return "";
+    const char *s = output ? n->output[k] : n->input[k];
+    return s ? s : "";
+}
+
+static const Onnx__AttributeProto *attr_at(const fnn_onnx_model *m, int i, int a) {
+    const Onnx__NodeProto *n = node_at(m, i);
+    return n && a >= 0 && (size_t)a < n->n_attribute ? n->attribute[a] : NULL;
+}
+
+/* node i's number of attributes */
+int fnn_onnx_node_attrs(const fnn_onnx_model *m, int i) {
+    const Onnx__NodeProto *n = node_at(m, i);
+    return n ? (int)n->n_attribute : 0;
+}
+
+/* attribute a of node i: its name and type (AttributeProto's: 1 float, 2 int, 3 string, 4 tensor, 6 floats,
+ * 7 ints), its number (f or i) and, for lists, their length; NULL when there is no such attribute */
+const char *fnn_onnx_attr(const fnn_onnx_model *m, int i, int a, int *type, double *number, int64_t *count) {
+    const Onnx__AttributeProto *at = attr_at(m, i, a);
+    if (!at) return NULL;
+    *type = at->has_type ? (int)at->type : 0;
+    *number = *type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT ? (double)at->f : (double)at->i;
+    *count = *type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS ? (int64_t)at->n_floats
+           : *type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS   ? (int64_t)at->n_ints
+           : *type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING ? (int64_t)at->s.len : 0;
+    return at->name ? at->name : "";
+}
+
+/* element k of a list attribute (ints or floats), or of a string's bytes */
+double fnn_onnx_attr_at(const fnn_onnx_model *m, int i, int a, int64_t k) {
+    const Onnx__AttributeProto *at = attr_at(m, i, a);
+    if (!at || k < 0) return 0;
+    if (at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS && (size_t)k < at->n_floats) return at->floats[k];
+    if (at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS && (size_t)k < at->n_ints) return (double)at->ints[k];
+    if (at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING && (size_t)k < at->s.len) return at->s.data[k];
+    return 0;
+}
+
+/* a TensorProto as a new CPU tensor: float (1) as float32, int64 (7) and int32 (6) as int64 */
+static int tensor_of(fnn_tensor *out, const Onnx__TensorProto *p, const char *what) {
+    const char *name = p->name ? p->name : "";
+    FNN_CHECK(p->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL, FNN_STATUS_ARG,
+              "onnx.load: %s '%s' keeps its data in an external file (not supported)", what, name);
+    FNN_CHECK(p->n_dims <= FNN_MAX_DIMS, FNN_STATUS_SHAPE, "onnx.load: %s '%s' has %zu dims (at most %d)", what, name,
+              p->n_dims, FNN_MAX_DIMS);
+    int64_t shape[FNN_MAX_DIMS], n = 1;
+    for (size_t d = 0; d < p->n_dims; d++) {
+        FNN_CHECK(p->dims[d] >= 0 && (p->dims[d] == 0 || n <= INT64_MAX / 4 / p->dims[d]), FNN_STATUS_SHAPE,
+                  "onnx.load: %s '%s' has dim %zu of size %lld", what, name, d, (long long)p->dims[d]);
+        shape[d] = p->dims[d];
+        n *= p->dims[d];
+    }
+    int type = p->data_type;
+    FNN_CHECK(type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ||
+              type == ONNX__TENSOR_PROTO__DATA_TYPE__INT32, FNN_STATUS_ARG,
+              "onnx.load: %s '%s' has ONNX data type %d (float, int64 and int32 are read)", what, name, type);
+    size_t elem = type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ? 8 : 4;
+    size_t typed = type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ? p->n_float_data
+                 : type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ? p->n_int64_data : p->n_int32_data;
+    bool raw = p->has_raw_data;
+    FNN_CHECK(raw ? p->raw_data.len == (size_t)n * elem : typed == (size_t)n, FNN_STATUS_ARG,
+              "onnx.load: %s '%s': %lld elements in its shape, %zu in its data", what, name, (long long)n,
+              raw ? p->raw_data.len / elem : typed);
+    bool f32 = type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    FNN_TRY(fnn_new_output_dtype(out, FNN_DEVICE_CPU, f32 ? FNN_DTYPE_FLOAT32 : FNN_DTYPE_INT64, (int)p->n_dims, shape));
+    if (n == 0) return FNN_STATUS_OK;
+    if (f32) {
+        memcpy(fnn_data(out), raw ? (const void *)p->raw_data.data : (const void *)p->float_data, (size_t)n * 4);
+    } else if (type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64) {
+        memcpy(fnn_data_i64(out), raw ? (const void *)p->raw_data.data : (const void *)p->int64_data, (size_t)n * 8);
+    } else {
+        int64_t *d = fnn_data_i64(out);
+        for (int64_t k = 0; k < n; k++) {
+            int32_t v;
+            if (raw) memcpy(&v, p->raw_data.data + 4 * k, 4); else v = p->int32_data[k];
+            d[k] = v;
+        }
+    }
+    return FNN_STATUS_OK;
+}
+
+/* initializer k as a new CPU tensor, and its name */
+int fnn_onnx_init_tensor(fnn_tensor *out, const fnn_onnx_model *m, int k, const char **name) {
+    FNN_CHECK(m && k >= 0 && (size_t)k < m->model->graph->n_initializer, FNN_STATUS_ARG, "onnx.load: no initializer %d", k);
+    const Onnx__TensorProto *p = m->model->graph->initializer[k];
+    *name = p->name ? p->name : "";
+    return tensor_of(out, p, "initializer");
+}
+
+/* the tensor attribute a of node i (Constant's value) as a new CPU tensor */
+int fnn_onnx_attr_tensor(fnn_tensor *out, const fnn_onnx_model *m, int i, int a) {
+    const Onnx__AttributeProto *at = attr_at(m, i, a);
+    FNN_CHECK(at && at->t, FNN_STATUS_ARG, "onnx.load: node %d's attribute %d holds no tensor", i, a);
+    return tensor_of(out, at->t, "constant");
+}
+
+/* the name of graph input (output 0) or output (1) k */
+const char *fnn_onnx_graph_value(const fnn_onnx_model *m, int output, int k) {
+    if (!m) return "";
+    const Onnx__GraphProto *g = m->model->graph;
+    if (k < 0 || (size_t)k >= (output ? g->n_output : g->n_input)) return "";
+    const Onnx__ValueInfoProto *v = output ? g->output[k] : g->input[k];
+    return v->name ? v->name : "";
+}

@@ -8,6 +8,7 @@
 -- path of the module it is in (each module's forward is wrapped during the trace to note its output).
 -- Covered so far: MLPs (linear, matmul, elementwise add/sub/mul/div, relu, tanh, sigmoid, gelu,
 -- silu, leaky_relu, elu, softmax, log_softmax, flatten/reshape).
+-- fnn.onnx.load (load.lua) reads such files back, and torch.onnx.export's of the same family.
 local ffi = require 'ffi'
 local tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
@@ -16,7 +17,7 @@ local ops = require 'fastnn.onnx.ops'
 local C = tensor.C
 local show = options.describe
 
-local M = {ops = ops}
+local M = {ops = ops, load = require('fastnn.onnx.load').load}
 
 local EXPORT = options.declare('onnx.export', {
    {'opset', 'integer', 17, 'the ONNX opset the file declares', min = 17, max = 17},
@@ -75,7 +76,8 @@ function Graph:initializer(hint, t)
    return name
 end
 
-function Graph:constant(v) return self:initializer('const', require('fastnn').tensor{v}) end
+-- a scalar (0-dim: fnn.onnx.load keeps those as buffers, not parameters)
+function Graph:constant(v) return self:initializer('const', require('fastnn').tensor(v)) end
 function Graph:ints_constant(list) return self:initializer('shape', require('fastnn').long(list)) end
 
 -- the ONNX name of node n's output, writing n (and what it reads) first; where is the module whose
@@ -89,9 +91,9 @@ function Graph:value(n, user, where)
       error(('onnx.export: %s reads a tensor that is neither an input nor a parameter of the model'):format(user), 0)
    end
    local entry = ops[op]
-   if not entry then
+   if not (entry and entry.export) then   -- (an entry may only import: Identity, Constant, Transpose)
       local known = {}
-      for name in pairs(ops) do if name ~= 'list' then known[#known + 1] = name end end
+      for name, e in pairs(ops) do if type(e) == 'table' and e.export then known[#known + 1] = name end end
       table.sort(known)
       error(("onnx.export: the op '%s'%s has no ONNX mapping (fastnn.onnx.ops maps %s)"):format(op,
             where and (' in module ' .. where) or '', table.concat(known, ', ')), 0)

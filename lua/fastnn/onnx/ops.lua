@@ -9,19 +9,45 @@
 --                                      {float = x}})
 --   g:constant(value) -> the name of a float32 scalar initializer holding value
 -- An op without an entry is refused by name. So adding an operator is one entry here.
--- (The importer, fnn.onnx.load, is not written yet; it is to read the same entries by their `onnx`.)
+-- The importer, fnn.onnx.load (load.lua), reads the same entries: `import` maps each ONNX op_type the
+-- entry reads to a function run(node, args) -> the node's outputs, where args[k] is input k's
+-- tensor (nil for an absent optional input) and node.attr(name, default) an attribute (a number, a
+-- list, a string or a tensor). An ONNX operator no entry imports is refused by name at load.
 local M = {}
 
-local function unary(op_type)
-   return {onnx = {op_type}, export = function(g, n) return g:node(op_type, {n.inputs[1]}) end}
+local function fnn() return require 'fastnn' end
+
+-- an ONNX axis (0-based, negative from the end) as a fastnn dim (1-based, negative from the end)
+local function dim_of(axis) return axis >= 0 and axis + 1 or axis end
+
+local function unary(op_type, name)
+   return {onnx = {op_type}, export = function(g, n) return g:node(op_type, {n.inputs[1]}) end,
+           import = {[op_type] = function(_, x) return fnn()[name](x[1]) end}}
 end
 
-local function binary(op_type)
-   return {onnx = {op_type}, export = function(g, n) return g:node(op_type, {n.inputs[1], n.inputs[2]}) end}
+local function binary(op_type, f)
+   return {onnx = {op_type}, export = function(g, n) return g:node(op_type, {n.inputs[1], n.inputs[2]}) end,
+           import = {[op_type] = function(_, x) return f(x[1], x[2]) end}}
+end
+
+-- Gemm: Y = alpha op(A) op(B) + beta C; linear's own form (B transposed, C a bias) takes fnn.linear
+local function gemm(node, x)
+   local a, b, c = x[1], x[2], x[3]
+   local alpha, beta = node.attr('alpha', 1), node.attr('beta', 1)
+   if node.attr('transA', 0) ~= 0 then a = a:t() end
+   if node.attr('transB', 0) ~= 0 and alpha == 1 and beta == 1 and a:dim() == 2 and (c == nil or c:dim() == 1) then
+      return fnn().linear(a, b, c)
+   end
+   if node.attr('transB', 0) ~= 0 then b = b:t() end
+   local y = a:matmul(b)
+   if alpha ~= 1 then y = y * alpha end
+   if c ~= nil then y = y + (beta ~= 1 and c * beta or c) end
+   return y
 end
 
 -- x [.., in] times W [out, in] transposed, plus b [out]: Gemm for a matrix x, else MatMul and Add
-M.linear = {onnx = {'Gemm', 'Transpose', 'MatMul', 'Add'}, optional = {[3] = true}, export = function(g, n)
+M.linear = {onnx = {'Gemm', 'Transpose', 'MatMul', 'Add'}, optional = {[3] = true}, import = {Gemm = gemm},
+            export = function(g, n)
    local x, w, b = n.inputs[1], n.inputs[2], n.inputs[3]
    if #n.in_shapes[1] == 2 then
       return g:node('Gemm', {x, w, b}, {transB = 1})
@@ -31,28 +57,34 @@ M.linear = {onnx = {'Gemm', 'Transpose', 'MatMul', 'Add'}, optional = {[3] = tru
    return y
 end}
 
-M.matmul = binary('MatMul')
-M.add = binary('Add')
-M.sub = binary('Sub')
-M.mul = binary('Mul')
-M.div = binary('Div')
-M.relu = unary('Relu')
-M.tanh = unary('Tanh')
-M.sigmoid = unary('Sigmoid')
-M.neg = unary('Neg')
-M.exp = unary('Exp')
+M.matmul = binary('MatMul', function(a, b) return a:matmul(b) end)
+M.add = binary('Add', function(a, b) return a + b end)
+M.sub = binary('Sub', function(a, b) return a - b end)
+M.mul = binary('Mul', function(a, b) return a * b end)
+M.div = binary('Div', function(a, b) return a / b end)
+M.relu = unary('Relu', 'relu')
+M.tanh = unary('Tanh', 'tanh')
+M.sigmoid = unary('Sigmoid', 'sigmoid')
+M.neg = unary('Neg', 'neg')
+M.exp = unary('Exp', 'exp')
+M.log = unary('Log', 'log')
+M.sqrt = unary('Sqrt', 'sqrt')
+M.abs = unary('Abs', 'abs')
+M.erf = unary('Erf', 'erf')
 
 -- softmax along one axis: ONNX's Softmax and LogSoftmax (opset 13 on) take one axis, as fastnn does
-M.softmax = {onnx = {'Softmax'}, export = function(g, n) return g:node('Softmax', {n.inputs[1]}, {axis = n.attr('dim')}) end}
+M.softmax = {onnx = {'Softmax'}, export = function(g, n) return g:node('Softmax', {n.inputs[1]}, {axis = n.attr('dim')}) end,
+             import = {Softmax = function(node, x) return x[1]:softmax(dim_of(node.attr('axis', -1))) end}}
 M.log_softmax = {onnx = {'LogSoftmax'}, export = function(g, n)
    return g:node('LogSoftmax', {n.inputs[1]}, {axis = n.attr('dim')})
-end}
+end, import = {LogSoftmax = function(node, x) return x[1]:log_softmax(dim_of(node.attr('axis', -1))) end}}
 
 -- the parameter an elementwise node keeps as k0: leaky_relu's slope, elu's alpha
 M.leaky_relu = {onnx = {'LeakyRelu'}, export = function(g, n)
    return g:node('LeakyRelu', {n.inputs[1]}, {alpha = {float = n.attr('k0')}})
-end}
-M.elu = {onnx = {'Elu'}, export = function(g, n) return g:node('Elu', {n.inputs[1]}, {alpha = {float = n.attr('k0')}}) end}
+end, import = {LeakyRelu = function(node, x) return x[1]:leaky_relu(node.attr('alpha', 0.01)) end}}
+M.elu = {onnx = {'Elu'}, export = function(g, n) return g:node('Elu', {n.inputs[1]}, {alpha = {float = n.attr('k0')}}) end,
+         import = {Elu = function(node, x) return x[1]:elu(node.attr('alpha', 1)) end}}
 
 -- exact GELU, 0.5 x (1 + erf(x / sqrt 2)), through Erf (ONNX's Gelu comes at opset 20)
 M.gelu = {onnx = {'Div', 'Erf', 'Add', 'Mul'}, export = function(g, n)
@@ -76,7 +108,47 @@ local function reshape(g, n)
    for d = 2, #out do shape[d] = out[d] end
    return g:node('Reshape', {n.inputs[1], g:ints_constant(shape)})
 end
-M.reshape = {onnx = {'Flatten', 'Reshape'}, export = reshape}
+-- Reshape's target: 0 copies the input's size there (unless allowzero), -1 is inferred (fastnn's -1 too)
+local function reshape_in(node, x)
+   local data, target = x[1], x[2]:to_table()
+   local shape = data:shape()
+   for d, v in ipairs(target) do
+      if v == 0 and node.attr('allowzero', 0) == 0 then target[d] = shape[d] end
+   end
+   return data:reshape(unpack(target))
+end
+-- Flatten(axis): [d1 .. d_axis] x [the rest]
+local function flatten_in(node, x)
+   local shape, axis = x[1]:shape(), node.attr('axis', 1)
+   if axis < 0 then axis = axis + #shape end
+   local lead, rest = 1, 1
+   for d = 1, #shape do if d <= axis then lead = lead * shape[d] else rest = rest * shape[d] end end
+   return x[1]:reshape(lead, rest)
+end
+M.reshape = {onnx = {'Flatten', 'Reshape'}, export = reshape, import = {Flatten = flatten_in, Reshape = reshape_in}}
 M.view = M.reshape
+
+-- permute as Transpose (perm 0-based; ONNX's default reverses the dims)
+M.permute = {onnx = {'Transpose'}, import = {Transpose = function(node, x)
+   local nd = x[1]:dim()
+   local perm = node.attr('perm')
+   local dims = {}
+   for d = 1, nd do dims[d] = perm and perm[d] + 1 or nd + 1 - d end
+   return x[1]:permute(unpack(dims))
+end}}
+
+-- graph plumbing with no fastnn op of its own: read only
+M.identity = {onnx = {'Identity'}, import = {Identity = function(_, x) return x[1] end}}
+M.constant = {onnx = {'Constant'}, import = {Constant = function(node)
+   local v = node.attr('value')
+   if v ~= nil then return v end
+   local f, i = node.attr('value_float'), node.attr('value_int')
+   if f ~= nil then return fnn().tensor(f) end
+   if i ~= nil then return fnn().long({i}):reshape() end
+   local fs, is = node.attr('value_floats'), node.attr('value_ints')
+   if fs ~= nil then return fnn().tensor(fs) end
+   if is ~= nil then return fnn().long(is) end
+   error('Constant: no value attribute fnn.onnx.load reads (value, value_float(s), value_int(s))', 0)
+end}}
 
 return M

@@ -1,0 +1,63 @@
+"""Writes the ONNX files torch.onnx.export makes of the families fnn.onnx.load reads, for
+spec/onnx_spec.lua, with an input and PyTorch's output for each; and files with operators it must
+refuse. Prints JSON: {"models": [{"name", "path", "io"}...], "refused": [{"path", "op", "node"}...]}.
+
+  python3 spec/onnx_torch_models.py <dir>
+      <dir>/<name>.onnx and <dir>/<name>.safetensors ({"x": input, "y": PyTorch's output})
+"""
+import json
+import sys
+import warnings
+
+import onnx
+import torch
+from onnx import TensorProto, helper
+from safetensors.torch import save_file
+
+warnings.filterwarnings("ignore")
+out_dir = sys.argv[1]
+nn = torch.nn
+
+
+def models():
+    torch.manual_seed(0)
+    yield "torch_mlp", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), nn.Softmax(dim=1)), (5, 4), False
+    yield "torch_gelu", nn.Sequential(nn.Linear(5, 12), nn.GELU(), nn.Linear(12, 6, bias=False), nn.SiLU(),
+                                      nn.Linear(6, 4), nn.LogSoftmax(dim=1)), (3, 5), False
+    yield "torch_flatten", nn.Sequential(nn.Flatten(), nn.Linear(16, 6), nn.Tanh(), nn.Linear(6, 3),
+                                         nn.Sigmoid()), (2, 1, 4, 4), False
+    yield "torch_leaky", nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), nn.Linear(8, 8), nn.ELU(0.7),
+                                       nn.Linear(8, 2)), (6, 4), False
+    yield "torch_seq", nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 2)), (2, 7, 3), False
+    # torch.onnx.export's default exporter (torch.export, dynamo=True) too
+    yield "torch_mlp_dynamo", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), nn.Softmax(dim=1)), (5, 4), True
+
+
+listed = []
+for name, model, shape, dynamo in models():
+    model.eval()
+    x = torch.randn(*shape) * 2
+    path = f"{out_dir}/{name}.onnx"
+    torch.onnx.export(model, (x,), path, opset_version=17, dynamo=dynamo, input_names=["x"], output_names=["y"],
+                      verbose=False)
+    with torch.no_grad():
+        y = model(x)
+    save_file({"x": x.contiguous(), "y": y.contiguous()}, f"{out_dir}/{name}.safetensors")
+    listed.append({"name": name, "path": path, "io": f"{out_dir}/{name}.safetensors"})
+
+
+def refused(name, node, domain=""):
+    """a graph y = node(x) with one operator fnn.onnx.load does not read"""
+    graph = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    opsets = [helper.make_opsetid("", 17)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    model = helper.make_model(graph, opset_imports=opsets)
+    path = f"{out_dir}/{name}.onnx"
+    onnx.save(model, path)
+    return {"path": path, "op": node.op_type, "node": node.name, "domain": domain}
+
+
+refusals = [refused("refuse_cos", helper.make_node("Cos", ["x"], ["y"], name="my_cos")),
+            refused("refuse_domain", helper.make_node("Relu", ["x"], ["y"], name="custom_relu", domain="com.example"),
+                    "com.example")]
+json.dump({"models": listed, "refused": refusals}, sys.stdout)
