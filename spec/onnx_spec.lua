@@ -221,7 +221,9 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
       listed = json.decode(body)
    end)
 
-   it('MLPs: Gemm, MatMul and Add, GELU through Erf, SiLU, Flatten, LeakyReLU, ELU, Softmax, LogSoftmax', function()
+   it('MLPs (Gemm, MatMul and Add, GELU through Erf, SiLU, Flatten, LeakyReLU, ELU, Softmax, LogSoftmax, '
+      .. 'LayerNormalization) and convolutional nets (Conv 1-d and 2-d: padded, strided, grouped, dilated; MaxPool, '
+      .. 'AveragePool, GlobalAveragePool, BatchNormalization)', function()
       local names = {}
       for _, model in ipairs(listed.models) do
          local m = fnn.onnx.load(model.path)
@@ -233,7 +235,8 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
          names[#names + 1] = model.name
       end
       -- both of torch's exporters (TorchScript's and torch.export's) are among them
-      assert.same({'torch_mlp', 'torch_gelu', 'torch_flatten', 'torch_leaky', 'torch_seq', 'torch_mlp_dynamo'}, names)
+      assert.same({'torch_mlp', 'torch_gelu', 'torch_flatten', 'torch_leaky', 'torch_seq', 'torch_cnn', 'torch_conv1d',
+                   'torch_layernorm', 'torch_mlp_dynamo'}, names)
    end)
 
    it('with the parameters under PyTorch\'s names, trainable', function()
@@ -244,6 +247,18 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
       local io_ = fnn.load_safetensors(listed.models[1].io)
       m(io_.x):sum():backward()
       assert.same({8, 4}, m:named_parameters()[1][2]:grad():shape())
+   end)
+
+   it('keeps BatchNormalization\'s running statistics as buffers, the weights as parameters', function()
+      local cnn
+      for _, model in ipairs(listed.models) do if model.name == 'torch_cnn' then cnn = model end end
+      local m = fnn.onnx.load(cnn.path)
+      local buffers, params = {}, {}
+      for _, pair in ipairs(m:named_buffers()) do buffers[#buffers + 1] = pair[1] end
+      for _, pair in ipairs(m:named_parameters()) do params[#params + 1] = pair[1] end
+      assert.same({'5.running_mean', '5.running_var'}, buffers)
+      assert.same({'0.weight', '0.bias', '3.weight', '5.weight', '5.bias', '6.weight', '6.bias', '10.weight', '10.bias'},
+                  params)
    end)
 
    it('refuses an operator it does not read by operator and node name, before running anything', function()

@@ -29,6 +29,18 @@ def models():
     yield "torch_leaky", nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), nn.Linear(8, 8), nn.ELU(0.7),
                                        nn.Linear(8, 2)), (6, 4), False
     yield "torch_seq", nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 2)), (2, 7, 3), False
+    # a convolutional net: padded, strided, grouped and dilated Conv, MaxPool, AveragePool,
+    # BatchNormalization after a ReLU (not folded into a Conv), GlobalAveragePool
+    cnn = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Conv2d(4, 8, 3, stride=2, padding=1, groups=2, bias=False), nn.ReLU(), nn.BatchNorm2d(8),
+                        nn.Conv2d(8, 8, 3, padding=2, dilation=2), nn.AvgPool2d(2), nn.AdaptiveAvgPool2d(1),
+                        nn.Flatten(), nn.Linear(8, 3))
+    cnn[5].running_mean.uniform_(-1, 1)
+    cnn[5].running_var.uniform_(0.5, 2)
+    yield "torch_cnn", cnn, (2, 1, 12, 12), False
+    yield "torch_conv1d", nn.Sequential(nn.Conv1d(3, 6, 5, padding=2), nn.Tanh(), nn.MaxPool1d(3, stride=2),
+                                        nn.Flatten(), nn.Linear(6 * 7, 2)), (4, 3, 16), False
+    yield "torch_layernorm", nn.Sequential(nn.Linear(6, 10), nn.LayerNorm(10), nn.GELU(), nn.Linear(10, 4)), (3, 6), False
     # torch.onnx.export's default exporter (torch.export, dynamo=True) too
     yield "torch_mlp_dynamo", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), nn.Softmax(dim=1)), (5, 4), True
 

@@ -6,8 +6,8 @@
 -- where it goes out. Every node is checked at load: an operator outside the table, or outside ONNX's
 -- default domain, is refused by operator name and node name before anything runs.
 -- Float initializers become the module's parameters under their ONNX names (PyTorch's '0.weight'),
--- 0-dim ones buffers (the scalars fnn.onnx.export writes: GELU's sqrt 2); integer ones (shapes) are
--- kept as CPU tensors and read as plain numbers.
+-- 0-dim ones and those a node reads as state (BatchNormalization's running statistics) buffers;
+-- integer ones (shapes) are kept as CPU tensors and read as plain numbers.
 local ffi = require 'ffi'
 local tensor = require 'fastnn.tensor'
 local options = require 'fastnn.options'
@@ -21,15 +21,17 @@ local M = {}
 local OPSET_MIN, OPSET_MAX = 13, 21
 local ATTR_FLOAT, ATTR_INT, ATTR_STRING, ATTR_TENSOR, ATTR_FLOATS, ATTR_INTS = 1, 2, 3, 4, 6, 7
 
--- op_type -> import function, from every entry of the operator table
+-- op_type -> import function, and op_type -> the input positions that hold state rather than weights
+-- (BatchNormalization's running statistics: the loader makes those initializers buffers)
 local function importers()
-   local by_type = {}
+   local by_type, state = {}, {}
    for _, entry in pairs(ops) do
       if type(entry) == 'table' and entry.import then
          for op_type, fn in pairs(entry.import) do by_type[op_type] = fn end
+         for op_type, positions in pairs(entry.buffers or {}) do state[op_type] = positions end
       end
    end
-   return by_type
+   return by_type, state
 end
 
 local function last_error() return ffi.string(C.fnn_last_error()) end
@@ -133,18 +135,25 @@ function M.load(path)
       error(('%s: opset %d of the default domain (fnn.onnx.load reads %d to %d)'):format(where, opset, OPSET_MIN,
             OPSET_MAX), 2)
    end
-   local run_of = importers()
+   local run_of, state_at = importers()
    local ok, m = pcall(function()
       local self = model_class()()
       rawset(self, '_path', path:match('[^/]*$'))
-      -- initializers: float ones parameters (0-dim: buffers), integer ones plain constants
+      -- the initializers some node reads as state (running statistics): buffers
+      local as_state = {}
+      for i = 0, C.fnn_onnx_count(model, 0) - 1 do
+         for _, k in ipairs(state_at[ffi.string(C.fnn_onnx_node_text(model, i, 0))] or {}) do
+            as_state[ffi.string(C.fnn_onnx_node_value(model, i, 0, k - 1))] = true
+         end
+      end
+      -- initializers: float ones parameters (0-dim, or state: buffers), integer ones plain constants
       local weights, consts, known = {}, {}, {}
       local cname = ffi.new('const char*[1]')
       for k = 0, C.fnn_onnx_count(model, 1) - 1 do
          local t = take(function(out) return C.fnn_onnx_init_tensor(out, model, k, cname) end, where)
          local name = ffi.string(cname[0])
          known[name] = true
-         if t:dtype() == 'float32' and t:dim() > 0 then
+         if t:dtype() == 'float32' and t:dim() > 0 and not as_state[name] then
             self:register_parameter(name, require('fastnn.autograd').Param(t))
             weights[name] = name
          elseif t:dtype() == 'float32' then

@@ -137,6 +137,85 @@ M.permute = {onnx = {'Transpose'}, import = {Transpose = function(node, x)
    return x[1]:permute(unpack(dims))
 end}}
 
+-- ---- convolutional nets (read only so far: fnn.onnx.export does not write these yet) ----
+
+-- ONNX's pads [x1_begin, x2_begin, ..., x1_end, x2_end, ...] as fastnn's {{before, after}, ...}
+local function pads_of(node, nd)
+   local pads = node.attr('pads')
+   local out = {}
+   for d = 1, nd do out[d] = pads and {pads[d], pads[nd + d]} or {0, 0} end
+   return out
+end
+local function no_auto_pad(node)
+   local auto = node.attr('auto_pad', 'NOTSET')
+   if auto ~= 'NOTSET' and auto ~= 'VALID' then
+      error(('auto_pad %s is not read (NOTSET or VALID; explicit pads)'):format(auto), 0)
+   end
+end
+-- one value per spatial dim (an absent attribute: the default)
+local function per_dim(node, name, nd, default)
+   local v = node.attr(name)
+   local out = {}
+   for d = 1, nd do out[d] = v and v[d] or default end
+   return out
+end
+
+M.conv2d = {onnx = {'Conv'}, import = {Conv = function(node, x)
+   no_auto_pad(node)
+   local nd = x[2]:dim() - 2
+   if nd < 1 or nd > 3 then error(('Conv with %d spatial dims (1 to 3 are read)'):format(nd), 0) end
+   return fnn()['conv' .. nd .. 'd'](x[1], x[2], x[3], {stride = per_dim(node, 'strides', nd, 1),
+      dilation = per_dim(node, 'dilations', nd, 1), padding = pads_of(node, nd), groups = node.attr('group', 1)})
+end}}
+
+-- pooling: fastnn pads both sides alike
+local function pool(kind)
+   return function(node, x)
+      no_auto_pad(node)
+      local nd = x[1]:dim() - 2
+      local k = node.attr('kernel_shape')
+      local pads, sym = pads_of(node, nd), {}
+      for d = 1, nd do
+         if pads[d][1] ~= pads[d][2] then error('pads that differ before and after a dim are not read', 0) end
+         sym[d] = pads[d][1]
+      end
+      for _, dl in ipairs(per_dim(node, 'dilations', nd, 1)) do
+         if dl ~= 1 then error('a dilated pooling window is not read', 0) end
+      end
+      local opts = {stride = per_dim(node, 'strides', nd, 1), padding = sym, ceil_mode = node.attr('ceil_mode', 0) ~= 0}
+      if kind == 'avg' then opts.count_include_pad = node.attr('count_include_pad', 0) ~= 0 end
+      return fnn()[kind .. '_pool' .. nd .. 'd'](x[1], k, opts)
+   end
+end
+M.max_pool2d = {onnx = {'MaxPool'}, import = {MaxPool = pool('max')}}
+M.avg_pool2d = {onnx = {'AveragePool', 'GlobalAveragePool'}, import = {AveragePool = pool('avg'),
+   GlobalAveragePool = function(_, x)
+      local y = x[1]
+      for d = 3, y:dim() do y = y:mean(d, true) end
+      return y
+   end}}
+
+-- inference batch norm: X, scale, B, input_mean, input_var (running statistics: the loader keeps them
+-- as buffers)
+M.batch_norm = {onnx = {'BatchNormalization'}, buffers = {BatchNormalization = {4, 5}},
+                import = {BatchNormalization = function(node, x)
+   if node.attr('training_mode', 0) ~= 0 then error('training_mode 1 is not read (an inference graph)', 0) end
+   return fnn().batch_norm(x[1], x[4], x[5], x[2], x[3], {eps = node.attr('epsilon', 1e-5)})
+end}}
+
+M.layer_norm = {onnx = {'LayerNormalization'}, import = {LayerNormalization = function(node, x)
+   local axis, shape = node.attr('axis', -1), x[1]:shape()
+   if axis < 0 then axis = axis + #shape end
+   local n = 1
+   for d = axis + 1, #shape do n = n * shape[d] end
+   if x[2]:numel() ~= n then
+      error(('axis %d normalizes %d values, the scale has %d'):format(node.attr('axis', -1), n, x[2]:numel()), 0)
+   end
+   return fnn().layer_norm(x[1], x[2], x[3], {eps = node.attr('epsilon', 1e-5)})
+end}}
+
+M.cat = {onnx = {'Concat'}, import = {Concat = function(node, x) return fnn().cat(x, dim_of(node.attr('axis'))) end}}
+
 -- graph plumbing with no fastnn op of its own: read only
 M.identity = {onnx = {'Identity'}, import = {Identity = function(_, x) return x[1] end}}
 M.constant = {onnx = {'Constant'}, import = {Constant = function(node)
