@@ -442,6 +442,8 @@ extern const fnn_op_def *const fnn_ops_pool[];
 typedef int (*fnn_attr_reader)(const fnn_node *n, const char *name, double *value);
 int fnn_elementwise_attr(const fnn_node *n, const char *name, double *value);
 int fnn_reduction_attr(const fnn_node *n, const char *name, double *value);
+int fnn_conv_attr(const fnn_node *n, const char *name, double *value);
+int fnn_pool_attr(const fnn_node *n, const char *name, double *value);
 
 #ifdef __cplusplus
 }

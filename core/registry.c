@@ -135,7 +135,8 @@ static void derive(void) {
 /* a node's attribute, through its family's reader (the families fnn.onnx needs numbers from) */
 int fnn_node_attr(const fnn_node *n, const char *name, double *value) {
     static const struct { const char *family; fnn_attr_reader read; } readers[] = {
-        {"elementwise", fnn_elementwise_attr}, {"reduction", fnn_reduction_attr}};
+        {"elementwise", fnn_elementwise_attr}, {"reduction", fnn_reduction_attr}, {"conv", fnn_conv_attr},
+        {"pool", fnn_pool_attr}};
     FNN_CHECK(n && name && value, FNN_STATUS_ARG, "node_attr: no node, name or place for the value");
     FNN_CHECK(!n->is_leaf, FNN_STATUS_ARG, "node_attr: a Param has no attributes");
     for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++)

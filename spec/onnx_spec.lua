@@ -202,6 +202,24 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
       round_trip('log_softmax', seq, s, {{s}, {fnn.randn(3, 5, 4)}}, {dynamic_batch = true})
    end)
 
+   it('convolutional nets: Conv (padded, strided, grouped, dilated, without bias; 1-d and 2-d), MaxPool and '
+      .. 'AveragePool (ceil_mode, count_include_pad)', function()
+      fnn.manual_seed(7)
+      local m = nn.Sequential(nn.Conv2d(1, 4, 3, {padding = 1}), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(4, 8, 3, {stride = 2, padding = 1, groups = 2, bias = false}), nn.ReLU(),
+                              nn.Conv2d(8, 8, 3, {padding = 2, dilation = 2}),
+                              nn.AvgPool2d(2, {ceil_mode = true, count_include_pad = false}), nn.Flatten(),
+                              nn.Linear(32, 3))
+      local x = fnn.randn(2, 1, 13, 13)
+      local info = round_trip('cnn', m, x, {{x}, {fnn.randn(5, 1, 13, 13)}}, {dynamic_batch = true})
+      assert.same({'Conv', 'Relu', 'MaxPool', 'Conv', 'Relu', 'Conv', 'AveragePool', 'Flatten', 'Gemm', 'Identity'},
+                  info.ops)
+      local c1 = nn.Sequential(nn.Conv1d(3, 6, 5, {padding = 2, stride = 2}), nn.Tanh(), nn.AvgPool1d(3, {padding = 1}),
+                               nn.MaxPool1d(2, {ceil_mode = true}))
+      local s = fnn.randn(4, 3, 17)
+      round_trip('conv1d', c1, s, {{s}, {fnn.randn(2, 3, 17)}}, {dynamic_batch = true})
+   end)
+
    it('a Keras-style Dense stack', function()
       fnn.manual_seed(5)
       local m = nn.Sequential():add(nn.Dense(8, 'relu')):add(nn.Dense(8, 'tanh')):add(nn.Dense(1)):build{2, 4}

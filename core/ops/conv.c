@@ -520,6 +520,24 @@ typedef struct {
     int nd;   /* spatial dims: 1, 2 or 3 */
 } conv_attrs;
 
+/* fnn_node_attr's reader for the family (fnn.onnx.export): nd, groups, and stride<i>, pad<i> (before),
+ * dilation<i> for spatial dim i = 0 .. nd-1 */
+int fnn_conv_attr(const fnn_node *n, const char *name, double *value) {
+    const conv_attrs *a = FNN_ATTRS((fnn_node *)n, conv_attrs);
+    int i = -1;
+    if (!strcmp(name, "nd")) { *value = a->nd; return FNN_STATUS_OK; }
+    if (!strcmp(name, "groups")) { *value = (double)a->groups; return FNN_STATUS_OK; }
+    const char *digit = name + strcspn(name, "012");
+    if (digit[0] && !digit[1] && digit[0] - '0' < a->nd) i = digit[0] - '0';
+    size_t stem = (size_t)(digit - name);
+    if (i >= 0 && stem == 6 && !strncmp(name, "stride", 6)) *value = (double)a->stride[i];
+    else if (i >= 0 && stem == 3 && !strncmp(name, "pad", 3)) *value = (double)a->pad_before[i];
+    else if (i >= 0 && stem == 8 && !strncmp(name, "dilation", 8)) *value = (double)a->dilation[i];
+    else return FNN_FAIL(FNN_STATUS_ARG, "node_attr: %s has nd, groups and stride<i>, pad<i>, dilation<i> (i < %d), "
+                         "not '%s'", n->op->info.name, a->nd, name);
+    return FNN_STATUS_OK;
+}
+
 static void node_record(fnn_node *n, const conv_opts *o) {
     conv_attrs *a = FNN_ATTRS(n, conv_attrs);
     for (int i = 0; i < o->nd; i++) {

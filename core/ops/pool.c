@@ -189,6 +189,27 @@ typedef struct {
     bool count_include_pad;   /* avg */
 } pool_attrs;
 
+/* fnn_node_attr's reader for the family (fnn.onnx.export), max and avg pooling's nodes: dims,
+ * count_include_pad, and kernel<i>, stride<i>, padding<i> for spatial dim i = 0 .. dims-1 */
+int fnn_pool_attr(const fnn_node *n, const char *name, double *value) {
+    const char *op = n->op->info.name;
+    FNN_CHECK(!strncmp(op, "max_pool", 8) || !strncmp(op, "avg_pool", 8), FNN_STATUS_ARG,
+              "node_attr: %s nodes have no readable attributes", op);
+    const pool_attrs *a = FNN_ATTRS((fnn_node *)n, pool_attrs);
+    if (!strcmp(name, "dims")) { *value = a->dims; return FNN_STATUS_OK; }
+    if (!strcmp(name, "count_include_pad")) { *value = a->count_include_pad; return FNN_STATUS_OK; }
+    const char *digit = name + strcspn(name, "012");
+    int i = digit[0] && !digit[1] && digit[0] - '0' < a->dims ? digit[0] - '0' : -1;
+    int at = 3 - a->dims + i;   /* a 1d or 2d pool keeps its dims last of the three */
+    size_t stem = (size_t)(digit - name);
+    if (i >= 0 && stem == 6 && !strncmp(name, "kernel", 6)) *value = (double)a->kernel[at];
+    else if (i >= 0 && stem == 6 && !strncmp(name, "stride", 6)) *value = (double)a->stride[at];
+    else if (i >= 0 && stem == 7 && !strncmp(name, "padding", 7)) *value = (double)a->padding[at];
+    else return FNN_FAIL(FNN_STATUS_ARG, "node_attr: %s has dims, count_include_pad and kernel<i>, stride<i>, "
+                         "padding<i> (i < %d), not '%s'", op, a->dims, name);
+    return FNN_STATUS_OK;
+}
+
 static void pool_record(fnn_node *n, const pool_geom *g) {
     pool_attrs *a = FNN_ATTRS(n, pool_attrs);
     for (int i = 0; i < 3; i++) { a->kernel[i] = g->k[i]; a->stride[i] = g->s[i]; a->padding[i] = g->p[i]; }

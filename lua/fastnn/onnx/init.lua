@@ -7,7 +7,8 @@
 -- encoded in C (core/io/onnx.c, protobuf-c). An op the table lacks is refused by name, with the
 -- path of the module it is in (each module's forward is wrapped during the trace to note its output).
 -- Covered so far: MLPs (linear, matmul, elementwise add/sub/mul/div, relu, tanh, sigmoid, gelu,
--- silu, leaky_relu, elu, softmax, log_softmax, flatten/reshape).
+-- silu, leaky_relu, elu, softmax, log_softmax, flatten/reshape) and convolutional nets (conv1d-3d,
+-- max and avg pooling; the nodes' numbers through fnn_node_attr's conv and pool readers).
 -- fnn.onnx.load (load.lua) reads such files back, and torch.onnx.export's of the same family.
 local ffi = require 'ffi'
 local tensor = require 'fastnn.tensor'

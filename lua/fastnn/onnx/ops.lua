@@ -137,7 +137,7 @@ M.permute = {onnx = {'Transpose'}, import = {Transpose = function(node, x)
    return x[1]:permute(unpack(dims))
 end}}
 
--- ---- convolutional nets (read only so far: fnn.onnx.export does not write these yet) ----
+-- ---- convolutional nets (batch norm, layer norm and concat are read only so far) ----
 
 -- ONNX's pads [x1_begin, x2_begin, ..., x1_end, x2_end, ...] as fastnn's {{before, after}, ...}
 local function pads_of(node, nd)
@@ -160,7 +160,29 @@ local function per_dim(node, name, nd, default)
    return out
 end
 
-M.conv2d = {onnx = {'Conv'}, import = {Conv = function(node, x)
+-- a convolution's ONNX attributes from its node: the padding after each dim is the least that gives
+-- the node's output size (what lies past the last window changes nothing)
+local function conv_export(g, n)
+   local nd, xs, ws, ys = n.attr('nd'), n.in_shapes[1], n.in_shapes[2], n.out_shape
+   if #xs ~= nd + 2 then
+      error(('onnx.export: %s of an unbatched input %s (ONNX\'s Conv takes [N, C, ...])'):format(n.op,
+            table.concat(xs, 'x')), 0)
+   end
+   local kernel, strides, dils, before, after = {}, {}, {}, {}, {}
+   for d = 1, nd do
+      local k, s, dl, pb = ws[2 + d], n.attr('stride' .. (d - 1)), n.attr('dilation' .. (d - 1)), n.attr('pad' .. (d - 1))
+      kernel[d], strides[d], dils[d], before[d] = k, s, dl, pb
+      after[d] = math.max(0, (ys[2 + d] - 1) * s + dl * (k - 1) + 1 - xs[2 + d] - pb)
+   end
+   local pads = {}
+   for d = 1, nd do pads[d], pads[nd + d] = before[d], after[d] end
+   local inputs = {n.inputs[1], n.inputs[2]}
+   if n.inputs[3] then inputs[3] = n.inputs[3] end
+   return g:node('Conv', inputs, {kernel_shape = kernel, strides = strides, pads = pads, dilations = dils,
+                                  group = n.attr('groups')})
+end
+
+M.conv2d = {onnx = {'Conv'}, optional = {[3] = true}, export = conv_export, import = {Conv = function(node, x)
    no_auto_pad(node)
    local nd = x[2]:dim() - 2
    if nd < 1 or nd > 3 then error(('Conv with %d spatial dims (1 to 3 are read)'):format(nd), 0) end
@@ -187,13 +209,37 @@ local function pool(kind)
       return fnn()[kind .. '_pool' .. nd .. 'd'](x[1], k, opts)
    end
 end
-M.max_pool2d = {onnx = {'MaxPool'}, import = {MaxPool = pool('max')}}
-M.avg_pool2d = {onnx = {'AveragePool', 'GlobalAveragePool'}, import = {AveragePool = pool('avg'),
+M.conv1d, M.conv3d = M.conv2d, M.conv2d
+
+-- a pooling node as MaxPool / AveragePool: ceil_mode where the node's output is past floor's size
+local function pool_export(op_type)
+   return function(g, n)
+      local nd, xs, ys = n.attr('dims'), n.in_shapes[1], n.out_shape
+      if #xs ~= nd + 2 then
+         error(('onnx.export: %s of an unbatched input %s (ONNX\'s %s takes [N, C, ...])'):format(n.op,
+               table.concat(xs, 'x'), op_type), 0)
+      end
+      local kernel, strides, pads, ceil = {}, {}, {}, 0
+      for d = 1, nd do
+         local k, s, p = n.attr('kernel' .. (d - 1)), n.attr('stride' .. (d - 1)), n.attr('padding' .. (d - 1))
+         kernel[d], strides[d], pads[d], pads[nd + d] = k, s, p, p
+         if ys[2 + d] > math.floor((xs[2 + d] + 2 * p - k) / s) + 1 then ceil = 1 end
+      end
+      local attrs = {kernel_shape = kernel, strides = strides, pads = pads, ceil_mode = ceil}
+      if op_type == 'AveragePool' then attrs.count_include_pad = n.attr('count_include_pad') end
+      return g:node(op_type, {n.inputs[1]}, attrs)
+   end
+end
+M.max_pool2d = {onnx = {'MaxPool'}, export = pool_export('MaxPool'), import = {MaxPool = pool('max')}}
+M.max_pool1d, M.max_pool3d = M.max_pool2d, M.max_pool2d
+M.avg_pool2d = {onnx = {'AveragePool', 'GlobalAveragePool'}, export = pool_export('AveragePool'),
+                import = {AveragePool = pool('avg'),
    GlobalAveragePool = function(_, x)
       local y = x[1]
       for d = 3, y:dim() do y = y:mean(d, true) end
       return y
    end}}
+M.avg_pool1d, M.avg_pool3d = M.avg_pool2d, M.avg_pool2d
 
 -- inference batch norm: X, scale, B, input_mean, input_var (running statistics: the loader keeps them
 -- as buffers)
