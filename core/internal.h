@@ -262,7 +262,8 @@ int fnn_broadcast_shapes(const char *op, int na, const int64_t *sa, int nb, cons
                          int *nout, int64_t *out);
 /* strides of t seen through the broadcast shape (0 along broadcast dims) */
 void fnn_broadcast_strides(const fnn_tensor *t, int nout, const int64_t *out_shape, int64_t *stride);
-/* sum g down to shape (undo broadcasting), by the reduction family's "sum" row with no node (tensor.c) */
+/* sum g down to shape (undo broadcasting), by the reduction family's "sum" row with no node
+ * (autograd/sum_to_shape.c) */
 int fnn_sum_to_shape(fnn_tensor *out, const fnn_tensor *g, int ndim, const int64_t *shape);
 static inline bool fnn_same_shape(const fnn_tensor *a, const fnn_tensor *b) {
     if (a->ndim != b->ndim) return false;

@@ -15,9 +15,9 @@
  * directly costs a cache line per element.
  *
  * sum and softmax have kernels of their own. Autograd runs sum's row on every
- * step to undo broadcasting (fnn_sum_to_shape, core/tensor.c): it adds whole
- * rows into a block of double accumulators when a leading dim is reduced, and runs 16 float lanes
- * per line otherwise. softmax / log_softmax work a row at a time (along the
+ * step to undo broadcasting (fnn_sum_to_shape, core/autograd/sum_to_shape.c):
+ * it adds whole rows into a block of double accumulators when a leading dim
+ * is reduced, and runs 16 float lanes per line otherwise. softmax / log_softmax work a row at a time (along the
  * last dim) or on column blocks (along a leading dim), with an inlined exp so
  * the loops vectorize. Sums accumulate in double.
  *
