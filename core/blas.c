@@ -64,16 +64,10 @@ static inline bool onednn_on(void) {
 bool fnn_blas_portable(void) { return !onednn_on(); }
 
 /* OpenBLAS's own pool follows fnn_get_num_threads lazily: each portable GEMM outside a parallel
- * region tells it the count when it changed (threads.c knows nothing of the BLAS); inside one
- * (fnn_sgemm_parallel_for's parts) it runs on one thread. blas_threads: what it was last told. */
+ * region (fnn_in_parallel, threads.c) tells it the count when it changed (threads.c knows nothing of
+ * the BLAS); inside one (fnn_sgemm_parallel_for's parts) it runs on one thread. blas_threads: what it
+ * was last told. */
 static atomic_int blas_threads;
-bool fnn_in_parallel(void) {
-#ifdef _OPENMP
-    return omp_in_parallel();
-#else
-    return false;
-#endif
-}
 static void blas_threads_set(int n) {
     if (atomic_exchange_explicit(&blas_threads, n, memory_order_relaxed) != n) openblas_set_num_threads(n);
 }
@@ -355,6 +349,46 @@ bool fnn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
 void fnn_sgemm_parallel_for(int64_t n, int threads, fnn_range_fn fn, void *ctx) {
     if (threads > 1 && !onednn_on()) blas_threads_set(1);
     fnn_parallel_for(n, threads, fn, ctx);
+}
+
+/* ================= under the float32 precision (core/precision.c's setting) =================
+ * fnn_gemm_prec is the one GEMM the GEMM-bound families call. Under "bf16" it runs oneDNN's bf16
+ * matmul where the CPU has bf16 units (fnn_gemm_bf16), and elsewhere (no such units, the portable
+ * kernels, inside an image or head slot's parallel part, a scale other than 1) it rounds the operands
+ * to bfloat16 in float32 buffers (precision.c's conversions) and runs the float32 GEMM on them: a
+ * product of two bf16 values is exact in float32, so both give the same numbers up to the order of
+ * the sums. */
+
+/* the rounded copy of op(X)'s storage: X is (t ? inner x outer : outer x inner) at ld */
+static float *rounded(const float *x, bool t, int64_t outer, int64_t inner, int64_t ld, int64_t *ld_out) {
+    int64_t rows = t ? inner : outer, cols = t ? outer : inner;
+    float *r = fnn_alloc(FNN_DEVICE_CPU, (int64_t)sizeof(float) * rows * cols);
+    if (r) fnn_round_bf16_matrix(r, x, rows, cols, ld);
+    *ld_out = cols;
+    return r;
+}
+
+void fnn_gemm_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                   int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (!fnn_prec_bf16(family) || m <= 0 || n <= 0 || k <= 0) {
+        fnn_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f) &&
+        fnn_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, NULL, beta, c, ldc))
+        return;
+    int64_t la, lb;
+    float *ra = rounded(a, ta, m, k, lda, &la), *rb = rounded(b, tb, k, n, ldb, &lb);
+    if (ra && rb) fnn_sgemm(ta, tb, m, n, k, alpha, ra, la, rb, lb, beta, c, ldc);
+    else fnn_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);   /* no memory for the copies: exact */
+    if (ra) fnn_free(FNN_DEVICE_CPU, ra, (int64_t)sizeof(float) * m * k);
+    if (rb) fnn_free(FNN_DEVICE_CPU, rb, (int64_t)sizeof(float) * k * n);
+}
+
+bool fnn_gemm_fused_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                         const float *b, int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
+    if (fnn_prec_bf16(family)) return fnn_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, bias, beta, c, ldc);
+    return fnn_gemm_fused(ta, tb, m, n, k, a, lda, b, ldb, bias, beta, c, ldc);
 }
 
 /* ================= the CPU ================= */

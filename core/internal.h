@@ -262,7 +262,8 @@ int fnn_broadcast_shapes(const char *op, int na, const int64_t *sa, int nb, cons
                          int *nout, int64_t *out);
 /* strides of t seen through the broadcast shape (0 along broadcast dims) */
 void fnn_broadcast_strides(const fnn_tensor *t, int nout, const int64_t *out_shape, int64_t *stride);
-/* sum g down to shape (undo broadcasting) */
+/* sum g down to shape (undo broadcasting), by the reduction family's "sum" row with no node
+ * (autograd/sum_to_shape.c) */
 int fnn_sum_to_shape(fnn_tensor *out, const fnn_tensor *g, int ndim, const int64_t *shape);
 static inline bool fnn_same_shape(const fnn_tensor *a, const fnn_tensor *b) {
     if (a->ndim != b->ndim) return false;
@@ -325,7 +326,7 @@ void fnn_sgemm_parallel_for(int64_t n, int threads, fnn_range_fn fn, void *ctx);
 bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                     int64_t ldb, const float *bias, float beta, float *c, int64_t ldc);
 bool fnn_blas_portable(void);         /* the OpenBLAS kernels run (no oneDNN, or fnn_set_kernels) */
-bool fnn_in_parallel(void);           /* inside an OpenMP parallel region (blas.c) */
+bool fnn_in_parallel(void);           /* inside an OpenMP parallel region (threads.c) */
 /* ---- float32 precision per GEMM-bound family (precision.c; fnn_set_float32_precision) ---- */
 enum { FNN_PREC_MATMUL, FNN_PREC_CONV, FNN_PREC_RNN, FNN_PREC_FAMILIES };
 bool fnn_prec_bf16(int family);       /* the family may compute with bfloat16 operands */

@@ -3,11 +3,9 @@
  * float32; "bf16" lets the family's products take bfloat16 operands with float32 sums. Tensors stay
  * float32 either way: the operands are rounded inside the op, and that conversion is part of its cost.
  *
- * fnn_gemm_prec is the one GEMM the families call. Under "bf16" it runs oneDNN's bf16 matmul where
- * the CPU has bf16 units (blas.c, fnn_gemm_bf16), and elsewhere (no such units, the portable kernels,
- * inside an image or head slot's parallel part, a scale other than 1) it rounds the operands to
- * bfloat16 in float32 buffers and runs the float32 GEMM on them: a product of two bf16 values is exact
- * in float32, so both give the same numbers up to the order of the sums. */
+ * Below the compute layer: this file holds the setting (and the thread's autocast regions) and the
+ * bfloat16 conversions of matrices; blas.c reads the setting in fnn_gemm_prec, the one GEMM the
+ * families call, and converts with these. Nothing here calls a GEMM. */
 #include "bf16.h"
 #include "internal.h"
 
@@ -117,35 +115,3 @@ void fnn_round_bf16_matrix(float *dst, const float *src, int64_t rows, int64_t c
 }
 
 void fnn_from_bf16(float *dst, const uint16_t *src, int64_t n) { convert(CONV_WIDEN, src, 1, n, n, dst); }
-
-/* the rounded copy of op(X)'s storage: X is (t ? inner x outer : outer x inner) at ld */
-static float *rounded(const float *x, bool t, int64_t outer, int64_t inner, int64_t ld, int64_t *ld_out) {
-    int64_t rows = t ? inner : outer, cols = t ? outer : inner;
-    float *r = fnn_alloc(FNN_DEVICE_CPU, (int64_t)sizeof(float) * rows * cols);
-    if (r) fnn_round_bf16_matrix(r, x, rows, cols, ld);
-    *ld_out = cols;
-    return r;
-}
-
-void fnn_gemm_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                   int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    if (!fnn_prec_bf16(family) || m <= 0 || n <= 0 || k <= 0) {
-        fnn_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        return;
-    }
-    if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f) &&
-        fnn_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, NULL, beta, c, ldc))
-        return;
-    int64_t la, lb;
-    float *ra = rounded(a, ta, m, k, lda, &la), *rb = rounded(b, tb, k, n, ldb, &lb);
-    if (ra && rb) fnn_sgemm(ta, tb, m, n, k, alpha, ra, la, rb, lb, beta, c, ldc);
-    else fnn_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);   /* no memory for the copies: exact */
-    if (ra) fnn_free(FNN_DEVICE_CPU, ra, (int64_t)sizeof(float) * m * k);
-    if (rb) fnn_free(FNN_DEVICE_CPU, rb, (int64_t)sizeof(float) * k * n);
-}
-
-bool fnn_gemm_fused_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                         const float *b, int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
-    if (fnn_prec_bf16(family)) return fnn_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, bias, beta, c, ldc);
-    return fnn_gemm_fused(ta, tb, m, n, k, a, lda, b, ldb, bias, beta, c, ldc);
-}

@@ -66,6 +66,15 @@ static void threads_from_env(void) {
     fnn_set_num_threads(n > 0 ? n : 1);
 }
 
+/* inside an OpenMP parallel region (a kernel that splits its work calls fnn_sgemm in its parts) */
+bool fnn_in_parallel(void) {
+#ifdef _OPENMP
+    return omp_in_parallel();
+#else
+    return false;
+#endif
+}
+
 int fnn_get_num_threads(void) {
     int n = atomic_load_explicit(&num_threads, memory_order_relaxed);
     if (n) return n;

@@ -9,6 +9,15 @@
  * defines: fnn_cuda_loss_rows (the family's rows, core/ops/loss.h) */
 #include "common.cuh"
 #include "ops/loss.h"
+/* the math core/ops/loss_ops.h's formulas call, on the GPU: the fast-math intrinsics */
+#define M_EXP __expf
+#define M_LOG1P log1pf
+#define M_ABS fabsf
+#define M_SEL(c, x, y) ((c) ? (x) : (y))
+#undef M_SIGMOID   /* the emulation (spec/gpu/emulated_backend.cpp) has map.cu's in the same unit */
+#define M_SIGMOID(x) (1.0f / (1.0f + __expf(-(x))))
+#define FNN_MAP_FN __device__ __forceinline__
+#include "ops/loss_ops.h"
 
 /* the kernels' op codes */
 enum { CLS_CROSS_ENTROPY, CLS_NLL };
@@ -48,26 +57,19 @@ __global__ void class_loss_kernel(int op, float *loss, float *wy, float *probs, 
         const float wv = w ? w[y] : 1.0f;
         wy[i] = wv;
         if (op == CLS_NLL) { loss[i] = -wv * xi[y * a.sc]; continue; }
-        float mx = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < C; j++) mx = fmaxf(mx, xi[j * a.sc]);
-        if (mx == -INFINITY) mx = 0;   /* a row of -inf: avoid inf - inf */
-        for (int64_t j = 0; j < C; j++) sum += __expf(xi[j * a.sc] - mx);
-        if (pi) {
-            const float inv = 1.0f / sum;
-            for (int64_t j = 0; j < C; j++) pi[j * D] = __expf(xi[j * a.sc] - mx) * inv;
-        }
-        const double lse = (double)mx + log((double)sum);
-        double l = wv * (lse - (double)xi[y * a.sc]);
+        /* the softmax made anew from the max and the sum rather than kept (loss_ops.h) */
+        const float mx = fnn_loss_row_max(xi, C, a.sc), sum = fnn_loss_row_sumexp(xi, C, a.sc, mx, NULL, 0);
+        if (pi) fnn_loss_softmax_row(pi, D, xi, C, a.sc, mx, sum);
+        const double lse = fnn_loss_lse(mx, sum);
+        double sx = 0, wall = 0;
         if (a.smooth > 0) {
-            double sx = 0, wall = 0;
             for (int64_t j = 0; j < C; j++) {
                 const double wj = w ? w[j] : 1.0;
                 sx += wj * xi[j * a.sc];
                 wall += wj;
             }
-            l = (1 - a.smooth) * l + a.smooth / (double)C * (lse * wall - sx);
         }
-        loss[i] = (float)l;
+        loss[i] = (float)fnn_loss_ce(lse, (double)xi[y * a.sc], wv, a.smooth, C, wall, sx);
     }
 }
 
@@ -99,9 +101,6 @@ __global__ void class_loss_grad_kernel(int op, float *dx, const float *probs, co
 
 /* ---- the elementwise losses (mse_loss, binary_cross_entropy, bce_with_logits): a thread per element ---- */
 
-/* softplus(-x) = max(-x, 0) + log1p(e^-|x|): no overflow for any x */
-__device__ __forceinline__ float ew_softplus_neg(float x) { return fmaxf(-x, 0.0f) + log1pf(__expf(-fabsf(x))); }
-
 /* loss[i]: (x - t)^2; -w (t log p + (1 - t) log(1 - p)) with the logs clamped at -100 (a p outside
  * [0, 1] gives nan: the CPU's check needs a host read); w ((1 - t) x + (1 + (pw - 1) t) softplus(-x)) */
 __global__ void ew_loss_kernel(int op, float *loss, const float *x, const float *t, const float *w, const float *pw,
@@ -116,8 +115,7 @@ __global__ void ew_loss_kernel(int op, float *loss, const float *x, const float 
             const float lp = fmaxf(__logf(xi), -100.0f), lq = fmaxf(__logf(1.0f - xi), -100.0f);
             l = xi >= 0.0f && xi <= 1.0f ? -(ti * lp + (1.0f - ti) * lq) : NAN;
         } else {
-            const float lw = pw ? 1.0f + (pw[i] - 1.0f) * ti : 1.0f;
-            l = (1.0f - ti) * xi + lw * ew_softplus_neg(xi);
+            l = fnn_loss_bcel(xi, ti, pw, i);
         }
         loss[i] = w ? l * w[i] : l;
     }
@@ -141,8 +139,8 @@ __global__ void ew_loss_grad_kernel(int op, float *dx, float *dt, const float *x
             if (dt) dt[i] = (fmaxf(__logf(1.0f - xi), -100.0f) - fmaxf(__logf(xi), -100.0f)) * s;
         } else {
             const float pw1 = pw ? pw[i] - 1.0f : 0.0f;
-            if (dx) dx[i] = ((1.0f - ti) - (1.0f + pw1 * ti) / (1.0f + __expf(xi))) * s;
-            if (dt) dt[i] = (pw1 * ew_softplus_neg(xi) - xi) * s;
+            if (dx) dx[i] = fnn_loss_bcel_dx(xi, ti, pw1, s);
+            if (dt) dt[i] = fnn_loss_bcel_dt(xi, pw1, s);
         }
     }
 }

@@ -3,6 +3,8 @@
  * checks gradients in anomaly mode, accumulates into Param leaves, and frees
  * each node's saved tensors as soon as its rule has run. */
 #include "../internal.h"
+#include "../ops/elementwise.h"
+#include "../ops/elementwise_ops.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,31 @@ static bool owns_buffer(const fnn_tensor *acc) {
            fnn_tensor_is_contiguous(acc) && fnn_device_type_of(acc->device) == FNN_DEVICE_CPU;
 }
 
+/* out = a + b with no node, by the elementwise family's "map" row of their backend
+ * (core/ops/elementwise.h): the kernel, checks and messages of fnn_add, without the op */
+static int add_grads(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) {
+    FNN_TRY(fnn_check_input("add", a));
+    FNN_TRY(fnn_check_input("add", b));
+    FNN_TRY(fnn_check_same_device("add", a, b));
+    int ndim = a->ndim;
+    int64_t shape[FNN_MAX_DIMS], s[3][FNN_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    if (!fnn_same_shape(a, b)) FNN_TRY(fnn_broadcast_shapes("add", a->ndim, a->shape, b->ndim, b->shape, &ndim, shape));
+    static fnn_row_cache map_row_cache;   /* one lookup per device type (internal.h) */
+    const fnn_map_row *row = fnn_row_cached(&map_row_cache, a->device, "elementwise", "map");
+    if (!row) return FNN_ROW_REFUSED("add", a->device, false);
+    fnn_broadcast_strides(a, ndim, shape, s[0]);
+    fnn_broadcast_strides(b, ndim, shape, s[1]);
+    memcpy(s[2], s[0], sizeof s[2]);   /* the unused third input repeats the first */
+    fnn_map_args m = {.dtype = FNN_DTYPE_FLOAT32, .code = FNN_MAP_add, .nin = 2, .x = {fnn_data(a), fnn_data(b), fnn_data(a)},
+                      .stride = &s[0][0], .ndim = ndim, .shape = shape};
+    FNN_TRY(fnn_new_output(out, a->device, ndim, shape));
+    m.y = fnn_data(out);
+    int rc = row->run(fnn_device_ordinal(a->device), &m);
+    if (rc) fnn_tensor_clear(out);
+    return rc;
+}
+
 /* accumulate g into *acc (g is consumed); in place when acc owns its buffer, so a weight
  * shared by 50 unrolled steps accumulates into one buffer instead of 50 fresh ones */
 static int accumulate(fnn_tensor *acc, fnn_tensor *g) {
@@ -42,7 +69,7 @@ static int accumulate(fnn_tensor *acc, fnn_tensor *g) {
         return rc;
     }
     fnn_tensor sum;
-    int rc = fnn_add(&sum, acc, g);
+    int rc = add_grads(&sum, acc, g);
     fnn_tensor_clear(g);
     if (rc) return rc;
     fnn_tensor_clear(acc);
@@ -108,8 +135,8 @@ static int embed_into(fnn_node *n, bool *done) {
     const fnn_slice_attrs *a = FNN_ATTRS(n, fnn_slice_attrs);
     int d = a->dim;
     fnn_tensor view, tmp;
-    if (n->op->embeds == FNN_EMBEDS_NARROW) FNN_TRY(fnn_narrow(&view, acc, d, a->start, g->shape[d]));
-    else FNN_TRY(fnn_select(&view, acc, d, a->start));
+    if (n->op->embeds == FNN_EMBEDS_NARROW) FNN_TRY(fnn_narrow_view(&view, acc, d, a->start, g->shape[d]));
+    else FNN_TRY(fnn_select_view(&view, acc, d, a->start));
     int rc;
     const float *src = fnn_contiguous_data(g, &tmp, &rc);
     if (!rc) add_into(fnn_data(&view), view.stride, src, view.ndim, view.shape);
@@ -165,12 +192,7 @@ int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
     /* 2. seed the root's gradient */
     fnn_tensor seed;
     if (grad) rc = fnn_tensor_ref(&seed, grad);
-    else rc = fnn_ones(&seed, root->ndim, root->shape);
-    if (!rc && !grad && fnn_device_type_of(root->device) != FNN_DEVICE_CPU) {   /* the seed lives with the root */
-        fnn_tensor host = seed;
-        rc = fnn_to_device(&seed, &host, root->device);
-        fnn_tensor_clear(&host);
-    }
+    else rc = fnn_full_on(&seed, root->device, root->ndim, root->shape, 1.0, FNN_DTYPE_FLOAT32);   /* with the root */
     if (rc) goto done;
     if (seed.node) { fnn_node_release(seed.node); seed.node = NULL; }
     fnn_tensor_clear(&start->grad);

@@ -58,33 +58,50 @@ static bool tap_of(const conv_geom *g, int64_t kz, int64_t ki, int64_t kj, tap_r
     return true;
 }
 
+/* every tap t of one output plane's weights w, as multiply-adds along rows: forward (adjoint false),
+ * the output plane dst += w[t] * the input plane src read at the tap (xrow[ox*sw + kj*dw - pw]),
+ * over the columns that read inside; adjoint, the input plane dst += w[t] * the output plane src
+ * scattered back through the same reads. Inlined, so each caller's loops are its own */
+static inline __attribute__((always_inline)) void tap_axpys(const conv_geom *g, const float *w, float *dst,
+                                                            const float *src, bool adjoint) {
+    const int64_t H = g->H, W = g->W, Ho = g->Ho, Wo = g->Wo, sw = g->sw;
+    for (int64_t kz = 0, t = 0; kz < g->kd; kz++)
+        for (int64_t ki = 0; ki < g->kh; ki++)
+            for (int64_t kj = 0; kj < g->kw; kj++, t++) {
+                tap_rows r;
+                if (!tap_of(g, kz, ki, kj, &r)) continue;
+                const float wv = w[t];
+                const int64_t len = r.x1 - r.x0;
+                for (int64_t od = r.z0; od < r.z1; od++)
+                    for (int64_t oy = r.y0; oy < r.y1; oy++) {
+                        const int64_t orow = (od * Ho + oy) * Wo + r.x0,
+                                      irow = r.in0 + ((od - r.z0) * g->sd * H + (oy - r.y0) * g->sh) * W;
+                        if (!adjoint) {
+                            float *d = dst + orow;
+                            const float *x = src + irow;
+                            if (sw == 1) for (int64_t i = 0; i < len; i++) d[i] += wv * x[i];
+                            else for (int64_t i = 0; i < len; i++) d[i] += wv * x[i * sw];
+                        } else {
+                            float *d = dst + irow;
+                            const float *dy = src + orow;
+                            if (sw == 1) for (int64_t i = 0; i < len; i++) d[i] += wv * dy[i];
+                            else for (int64_t i = 0; i < len; i++) d[i * sw] += wv * dy[i];
+                        }
+                    }
+            }
+}
+
 /* output planes [lo, hi) of y [N, O, Do, Ho, Wo]: the bias, then one pass per tap over the plane
- * (in cache): yrow[ox] += w[o, t] * xrow[ox*sw + kj*dw - pw] over the columns that read inside */
+ * (in cache) */
 static void forward_planes(void *ctx, int64_t lo, int64_t hi) {
     const dw_job *j = ctx;
     const conv_geom *g = j->g;
-    const int64_t H = g->H, W = g->W, Ho = g->Ho, Wo = g->Wo, sw = g->sw, m = g->Og;
     for (int64_t p = lo; p < hi; p++) {
-        int64_t n = p / g->O, o = p % g->O, c = o / m;
-        const float *x = j->x + (n * g->C + c) * g->S, *w = j->w + o * g->taps;
+        int64_t n = p / g->O, o = p % g->O, c = o / g->Og;
         float *y = j->y + p * g->L;
         const float bias = j->b ? j->b[o] : 0.0f;
         for (int64_t i = 0; i < g->L; i++) y[i] = bias;
-        for (int64_t kz = 0, t = 0; kz < g->kd; kz++)
-            for (int64_t ki = 0; ki < g->kh; ki++)
-                for (int64_t kj = 0; kj < g->kw; kj++, t++) {
-                    tap_rows r;
-                    if (!tap_of(g, kz, ki, kj, &r)) continue;
-                    const float wv = w[t];
-                    const int64_t len = r.x1 - r.x0;
-                    for (int64_t od = r.z0; od < r.z1; od++)
-                        for (int64_t oy = r.y0; oy < r.y1; oy++) {
-                            float *dst = y + (od * Ho + oy) * Wo + r.x0;
-                            const float *src = x + r.in0 + ((od - r.z0) * g->sd * H + (oy - r.y0) * g->sh) * W;
-                            if (sw == 1) for (int64_t i = 0; i < len; i++) dst[i] += wv * src[i];
-                            else for (int64_t i = 0; i < len; i++) dst[i] += wv * src[i * sw];
-                        }
-                }
+        tap_axpys(g, j->w + o * g->taps, y, j->x + (n * g->C + c) * g->S, false);
     }
 }
 
@@ -93,7 +110,7 @@ static void forward_planes(void *ctx, int64_t lo, int64_t hi) {
 static void input_grad_planes(void *ctx, int64_t lo, int64_t hi) {
     const dw_job *j = ctx;
     const conv_geom *g = j->g;
-    const int64_t H = g->H, W = g->W, Ho = g->Ho, Wo = g->Wo, sw = g->sw, m = g->Og;
+    const int64_t m = g->Og;
     for (int64_t p = lo; p < hi; p++) {
         int64_t n = p / g->C, c = p % g->C;
         float *dx = j->dx + p * g->S;
@@ -101,22 +118,7 @@ static void input_grad_planes(void *ctx, int64_t lo, int64_t hi) {
         for (int64_t i = 0; i < g->S; i++) dx[i] = bias;
         for (int64_t jm = 0; jm < m; jm++) {
             int64_t o = c * m + jm;
-            const float *dy = j->dy + (n * g->O + o) * g->L, *w = j->w + o * g->taps;
-            for (int64_t kz = 0, t = 0; kz < g->kd; kz++)
-                for (int64_t ki = 0; ki < g->kh; ki++)
-                    for (int64_t kj = 0; kj < g->kw; kj++, t++) {
-                        tap_rows r;
-                        if (!tap_of(g, kz, ki, kj, &r)) continue;
-                        const float wv = w[t];
-                        const int64_t len = r.x1 - r.x0;
-                        for (int64_t od = r.z0; od < r.z1; od++)
-                            for (int64_t oy = r.y0; oy < r.y1; oy++) {
-                                const float *src = dy + (od * Ho + oy) * Wo + r.x0;
-                                float *dst = dx + r.in0 + ((od - r.z0) * g->sd * H + (oy - r.y0) * g->sh) * W;
-                                if (sw == 1) for (int64_t i = 0; i < len; i++) dst[i] += wv * src[i];
-                                else for (int64_t i = 0; i < len; i++) dst[i * sw] += wv * src[i];
-                            }
-                    }
+            tap_axpys(g, j->w + o * g->taps, dx, j->dy + (n * g->O + o) * g->L, true);
         }
     }
 }

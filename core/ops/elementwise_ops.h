@@ -14,7 +14,8 @@
  *                                       rows, backward rule and registry entry from this line,
  *                                       and for FNN_MAP_UNARY_PLAIN's its C entry point too.
  * The helpers the formulas share (softplus, GELU's derivative, ...) follow at the end, built
- * where the includer defines FNN_MAP_FN (its function qualifiers) first. */
+ * where the includer defines FNN_MAP_FN (its function qualifiers) first; softplus serves the loss
+ * family's formulas too (loss_ops.h). */
 #ifndef FASTNN_ELEMENTWISE_OPS_H
 #define FASTNN_ELEMENTWISE_OPS_H
 
@@ -96,7 +97,15 @@ enum { FNN_MAP_ROWS(FNN_MAP_CODE_ROW_) FNN_MAP_UNARY(FNN_MAP_CODE_UNARY_) FNN_MA
 #endif
 
 /* ---- the helpers the formulas share, in M_* terms; FNN_MAP_FN: the includer's qualifiers ---- */
-#if defined(FNN_MAP_FN) && !defined(FASTNN_ELEMENTWISE_HELPERS)
+/* softplus, which the loss family's formulas use too (loss_ops.h): built wherever FNN_MAP_FN is,
+ * from M_SEL, M_LOG1P, M_EXP and M_ABS */
+#if defined(FNN_MAP_FN) && !defined(FASTNN_ELEMENTWISE_SOFTPLUS)
+#define FASTNN_ELEMENTWISE_SOFTPLUS
+/* log(1 + e^x) = max(x, 0) + log1p(e^-|x|): nothing overflows, large x give x itself */
+FNN_MAP_FN float fnn_map_softplus(float x) { return M_SEL(x > 0, x, 0.0f) + M_LOG1P(M_EXP(-M_ABS(x))); }
+#endif
+/* the others: built where the includer names the whole math (elementwise.c, cuda/map.cu) */
+#if defined(FNN_MAP_FN) && defined(M_TANH) && defined(M_ERF_WITH) && !defined(FASTNN_ELEMENTWISE_HELPERS)
 #define FASTNN_ELEMENTWISE_HELPERS
 /* logit: log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps >= 0 (PyTorch's logit(x, eps));
  * its gradient g / (x (1 - x)), 0 where the clamp holds x (as PyTorch) */
@@ -107,8 +116,6 @@ FNN_MAP_FN float fnn_map_logit(float x, float eps) {
 FNN_MAP_FN float fnn_map_logit_grad(float g, float x, float eps) {
     return M_SEL(eps >= 0.0f && (x < eps || x > 1.0f - eps), 0.0f, g / (x * (1.0f - x)));
 }
-/* log(1 + e^x) = max(x, 0) + log1p(e^-|x|): nothing overflows, large x give x itself */
-FNN_MAP_FN float fnn_map_softplus(float x) { return M_SEL(x > 0, x, 0.0f) + M_LOG1P(M_EXP(-M_ABS(x))); }
 /* d/dx x Phi(x) = Phi(x) + x phi(x): one e^(-x^2/2) serves phi and erf's tail */
 FNN_MAP_FN float fnn_map_gelu_grad(float x) {
     float z = x * 0.70710678f, e = M_EXP(-(z * z));

@@ -12,6 +12,13 @@
  * (loss.h): the CPU's rows are at the end, cuda/loss.cu's there. */
 #include "loss.h"
 #include "../fastmath.h"
+#define M_EXP fnn_expf
+#define M_LOG1P fnn_log1pf
+#define M_ABS fnn_absf
+#define M_SEL fnn_sel
+#define M_SIGMOID fnn_sigmoidf
+#define FNN_MAP_FN static inline __attribute__((always_inline))
+#include "loss_ops.h"
 #include <math.h>
 #include <string.h>
 
@@ -425,8 +432,10 @@ typedef struct {
 enum { CE_LANES = 8, CE_ROW_BUF = 1024 };
 
 /* a contiguous row: e[j] = exp(x[j] - max) and their sum, with the max and the sum in 8 lanes so
- * both loops vectorize (a running float max or sum does not: it fixes the order); *mx gets the max */
-static float ce_row_exp(const float *x, int64_t cols, float *e, float *mx) {
+ * both loops vectorize (a running float max or sum does not: it fixes the order); *mx gets the max.
+ * loss_ops.h's row loops, with the max and the sum in lanes. Not inlined: inside ce_parts its loops' speed
+ * swung by 5-10% with unrelated edits there (register allocation and loop placement) */
+static __attribute__((noinline)) float ce_row_exp(const float *x, int64_t cols, float *e, float *mx) {
     float lm[CE_LANES], ls[CE_LANES], m = -INFINITY, sum = 0;
     for (int l = 0; l < CE_LANES; l++) lm[l] = -INFINITY, ls[l] = 0;
     int64_t j = 0;
@@ -463,32 +472,24 @@ static void ce_parts(void *ctx, int64_t lo, int64_t hi) {
             }
             int64_t n = inner == 1 ? i : i / inner, s = i - n * inner;
             const float *xi = a->x + n * a->g.sn + s * a->g.sd;
-            float mx = -INFINITY, sum = 0;
+            float mx, sum;
             if (lanes) {
                 float *e = a->pr ? a->pr + n * cols : buf;
                 sum = ce_row_exp(xi, cols, e, &mx);
-                if (a->pr) { float inv = 1.0f / sum; for (int64_t j = 0; j < cols; j++) e[j] *= inv; }
-            } else {   /* strided or short rows */
-                for (int64_t j = 0; j < cols; j++) mx = fmaxf(mx, xi[j * sc]);
-                if (mx == -INFINITY) mx = 0;   /* a row of -inf: avoid inf - inf */
+                if (a->pr) fnn_loss_softmax_scale(e, 1, cols, sum);
+            } else {   /* strided or short rows: loss_ops.h's loops as written */
                 float *pi = a->pr ? a->pr + n * cols * inner + s : NULL;
-                if (pi) {
-                    for (int64_t j = 0; j < cols; j++) { pi[j * inner] = fnn_expf(xi[j * sc] - mx); sum += pi[j * inner]; }
-                    float inv = 1.0f / sum;
-                    for (int64_t j = 0; j < cols; j++) pi[j * inner] *= inv;
-                } else {
-                    for (int64_t j = 0; j < cols; j++) sum += fnn_expf(xi[j * sc] - mx);
-                }
+                mx = fnn_loss_row_max(xi, cols, sc);
+                sum = fnn_loss_row_sumexp(xi, cols, sc, mx, pi, inner);
+                if (pi) fnn_loss_softmax_scale(pi, inner, cols, sum);
             }
-            double lse = (double)mx + log((double)sum);
-            double wy = a->w ? a->w[target] : 1.0;
-            double l = wy * (lse - (double)xi[target * sc]);
-            if (a->smooth > 0) {   /* e/C sum_c w_c (lse - x_c) = e/C (lse W - sum_c w_c x_c) */
-                double sx = 0;
+            double lse = fnn_loss_lse(mx, sum);
+            double wy = a->w ? a->w[target] : 1.0, sx = 0;
+            if (a->smooth > 0) {   /* sum_c w_c x_c, for the smoothing (fnn_loss_ce) */
                 if (a->w) for (int64_t j = 0; j < cols; j++) sx += (double)a->w[j] * xi[j * sc];
                 else for (int64_t j = 0; j < cols; j++) sx += xi[j * sc];
-                l = (1 - a->smooth) * l + a->smooth / (double)cols * (lse * a->wall - sx);
             }
+            double l = fnn_loss_ce(lse, (double)xi[target * sc], wy, a->smooth, cols, a->wall, sx);
             if (a->per) a->per[i] = (float)l;
             total += l;
             wtotal += wy;

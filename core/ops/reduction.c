@@ -14,10 +14,10 @@
  * copied into contiguous rows by a tiled transpose, since walking them
  * directly costs a cache line per element.
  *
- * sum and softmax have kernels of their own. Autograd calls sum on every step
- * to undo broadcasting (fnn_sum_to_shape): it adds whole rows into a block of
- * double accumulators when a leading dim is reduced, and runs 16 float lanes
- * per line otherwise. softmax / log_softmax work a row at a time (along the
+ * sum and softmax have kernels of their own. Autograd runs sum's row on every
+ * step to undo broadcasting (fnn_sum_to_shape, core/autograd/sum_to_shape.c):
+ * it adds whole rows into a block of double accumulators when a leading dim
+ * is reduced, and runs 16 float lanes per line otherwise. softmax / log_softmax work a row at a time (along the
  * last dim) or on column blocks (along a leading dim), with an inlined exp so
  * the loops vectorize. Sums accumulate in double.
  *
@@ -1231,32 +1231,6 @@ static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tens
 }
 int fnn_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&SOFTMAX, out, x, dim); }
 int fnn_log_softmax(fnn_tensor *out, const fnn_tensor *x, int dim) { return softmax_common(&LOG_SOFTMAX, out, x, dim); }
-
-/* g summed down to shape (undoing broadcasting): over its leading dims and where shape has 1 */
-int fnn_sum_to_shape(fnn_tensor *out, const fnn_tensor *g, int ndim, const int64_t *shape) {
-    if (g->ndim == ndim && memcmp(g->shape, shape, sizeof(int64_t) * (size_t)ndim) == 0)
-        return fnn_tensor_ref(out, g);
-    /* sum over leading dims and over dims where shape has 1 */
-    fnn_tensor cur, next;
-    FNN_TRY(fnn_tensor_ref(&cur, g));
-    int lead = g->ndim - ndim;
-    for (int i = 0; i < lead; i++) {
-        int rc = fnn_sum(&next, &cur, 0, 0);
-        fnn_tensor_clear(&cur);
-        if (rc) return rc;
-        cur = next;
-    }
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] == 1 && cur.shape[i] != 1) {
-            int rc = fnn_sum(&next, &cur, i, 1);
-            fnn_tensor_clear(&cur);
-            if (rc) return rc;
-            cur = next;
-        }
-    }
-    *out = cur;
-    return FNN_STATUS_OK;
-}
 
 /* ================= cumsum: running sums along a dim =================
  * y[.., r, ..] = x[.., 0, ..] + ... + x[.., r, ..], summed in double; its gradient is the same sum

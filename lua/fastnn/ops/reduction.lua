@@ -87,29 +87,18 @@ for _, name in ipairs{'max', 'min'} do
    end
 end
 
--- softmax, log_softmax along one dim (the last by default)
-for _, name in ipairs{'softmax', 'log_softmax'} do
+-- the ops along one dim that keep x's shape: softmax, log_softmax (the last dim by default);
+-- cumsum(dim): y[.., r, ..] = x[.., 1, ..] + ... + x[.., r, ..], and
+-- logcumsumexp(dim): y[.., r, ..] = log(exp(x[.., 1, ..]) + ... + exp(x[.., r, ..])), without overflow
+-- (dim required, as torch's). A scalar runs along its one "dim" 1 or -1.
+for name, dim_required in pairs{softmax = false, log_softmax = false, cumsum = true, logcumsumexp = true} do
    local cfn = C['fnn_' .. name]
    Tensor[name] = function(x, dim)
       check_tensor(name, x)
+      if dim == nil and dim_required then error(name .. ': dim is required (which dim to run the sums along)', 2) end
       local d
       if dim == nil or (x.ndim == 0 and (dim == 1 or dim == -1)) then d = -1
       else d = cdim(name, x, dim) end
-      local out = new()
-      if cfn(out, x, d) ~= 0 then fail() end
-      return done(out)
-   end
-end
-
--- cumsum(dim): y[.., r, ..] = x[.., 1, ..] + ... + x[.., r, ..]
--- logcumsumexp(dim): y[.., r, ..] = log(exp(x[.., 1, ..]) + ... + exp(x[.., r, ..])), without overflow
-for _, name in ipairs{'cumsum', 'logcumsumexp'} do
-   local cfn = C['fnn_' .. name]
-   Tensor[name] = function(x, dim)
-      check_tensor(name, x)
-      if dim == nil then error(name .. ': dim is required (which dim to run the sums along)', 2) end
-      local d
-      if x.ndim == 0 and (dim == 1 or dim == -1) then d = -1 else d = cdim(name, x, dim) end
       local out = new()
       if cfn(out, x, d) ~= 0 then fail() end
       return done(out)

@@ -21,9 +21,7 @@ end
 function Adadelta.required_state() return {'square_avg', 'acc_delta'} end
 
 function Adadelta:update(p, g, st)
-   -- each buffer on its own (load_state refuses a state missing one)
-   if st.square_avg == nil then st.square_avg = Optimizer.zeros_like_param(p) end
-   if st.acc_delta == nil then st.acc_delta = Optimizer.zeros_like_param(p) end
+   Optimizer.zero_state(p, st, self.state_tensors)   -- square_avg, acc_delta
    if C.fnn_optim_adadelta(p.node, st.square_avg, st.acc_delta, g.lr, g.rho, g.eps, Optimizer.coupled_decay(p, g)) ~= 0 then
       fail()
    end

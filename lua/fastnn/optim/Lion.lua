@@ -19,7 +19,7 @@ end
 function Lion.required_state() return {'exp_avg'} end
 
 function Lion:update(p, g, st)
-   if st.exp_avg == nil then st.exp_avg = Optimizer.zeros_like_param(p) end
+   Optimizer.zero_state(p, st, self.state_tensors)   -- exp_avg
    if C.fnn_optim_lion(p.node, st.exp_avg, g.lr, g.betas[1], g.betas[2], g.weight_decay) ~= 0 then fail() end
 end
 

@@ -200,6 +200,15 @@ end
 -- made on p's device (a GPU parameter's state is filled there, not sent over from the host)
 function Optimizer.zeros_like_param(p) return Optimizer.full_like_param(p, 0) end
 
+-- st[k] = zeros_like_param(p) for each state tensor k of names that st does not hold yet: each
+-- buffer on its own (load_state refuses a state missing one)
+function Optimizer.zero_state(p, st, names)
+   for i = 1, #names do
+      local k = names[i]
+      if st[k] == nil then st[k] = Optimizer.zeros_like_param(p) end
+   end
+end
+
 -- step(closure): one update of every parameter that has a gradient (frozen ones are skipped).
 -- closure, when given, is called first (grad on) and its result returned.
 function Optimizer:step(closure)

@@ -24,9 +24,7 @@ end
 function RAdam.required_state() return {'exp_avg', 'exp_avg_sq'} end
 
 function RAdam:update(p, g, st)
-   -- each buffer on its own (load_state refuses a state missing one)
-   if st.exp_avg == nil then st.exp_avg = Optimizer.zeros_like_param(p) end
-   if st.exp_avg_sq == nil then st.exp_avg_sq = Optimizer.zeros_like_param(p) end
+   Optimizer.zero_state(p, st, self.state_tensors)   -- exp_avg, exp_avg_sq
    if C.fnn_optim_radam(p.node, st.exp_avg, st.exp_avg_sq, g.lr, g.betas[1], g.betas[2], g.eps,
                         Optimizer.coupled_decay(p, g), st.step) ~= 0 then
       fail()
