@@ -445,6 +445,7 @@ int fnn_elementwise_attr(const fnn_node *n, const char *name, double *value);
 int fnn_reduction_attr(const fnn_node *n, const char *name, double *value);
 int fnn_conv_attr(const fnn_node *n, const char *name, double *value);
 int fnn_pool_attr(const fnn_node *n, const char *name, double *value);
+int fnn_norm_attr(const fnn_node *n, const char *name, double *value);
 
 #ifdef __cplusplus
 }

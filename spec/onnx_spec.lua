@@ -44,10 +44,10 @@ describe('onnx.export refuses', function()
                      .. 'mapping %(fastnn%.onnx%.ops maps .*linear.*relu',
                      support.err_of(function() fnn.onnx.export(m, fnn.randn(2, 4), dir .. '/x.onnx') end))
       -- inside a nested module, not its output: the module whose output needs it
-      local inner = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), nn.ReLU())
+      local inner = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.ReLU())
       local outer = nn.Sequential(nn.Linear(4, 4), inner, nn.Linear(4, 2))
       local err = support.err_of(function() fnn.onnx.export(outer, fnn.randn(2, 4), dir .. '/y.onnx') end)
-      assert.matches("onnx%.export: the op '[%w_]+' in module 2%.2 %(nn%.LayerNorm%) has no ONNX mapping", err)
+      assert.matches("onnx%.export: the op '[%w_]+' in module 2%.2 %(nn%.BatchNorm1d[^)]*%) has no ONNX mapping", err)
       -- the model is left callable as before (its forwards unwrapped)
       assert.is_nil(rawget(outer, 'forward'))
       assert.same({2, 2}, outer(fnn.randn(2, 4)):shape())
@@ -220,6 +220,17 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
       round_trip('conv1d', c1, s, {{s}, {fnn.randn(2, 3, 17)}}, {dynamic_batch = true})
    end)
 
+   it('LayerNorm (with and without its weight and bias) as LayerNormalization', function()
+      fnn.manual_seed(8)
+      local m = nn.Sequential(nn.Linear(4, 6), nn.LayerNorm(6), nn.GELU(), nn.Linear(6, 6),
+                              nn.LayerNorm(6, {elementwise_affine = false}), nn.Linear(6, 3))
+      local x = fnn.randn(3, 4)
+      local info = round_trip('layer_norm', m, x, {{x}, {fnn.randn(5, 4)}}, {dynamic_batch = true})
+      local n = 0
+      for _, op in ipairs(info.ops) do if op == 'LayerNormalization' then n = n + 1 end end
+      assert.equals(2, n)
+   end)
+
    it('a Keras-style Dense stack', function()
       fnn.manual_seed(5)
       local m = nn.Sequential():add(nn.Dense(8, 'relu')):add(nn.Dense(8, 'tanh')):add(nn.Dense(1)):build{2, 4}
@@ -241,7 +252,7 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
 
    it('MLPs (Gemm, MatMul and Add, GELU through Erf, SiLU, Flatten, LeakyReLU, ELU, Softmax, LogSoftmax, '
       .. 'LayerNormalization) and convolutional nets (Conv 1-d and 2-d: padded, strided, grouped, dilated; MaxPool, '
-      .. 'AveragePool, GlobalAveragePool, BatchNormalization)', function()
+      .. 'AveragePool, GlobalAveragePool, BatchNormalization), an embedding (Gather)', function()
       local names = {}
       for _, model in ipairs(listed.models) do
          local m = fnn.onnx.load(model.path)
@@ -254,7 +265,7 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
       end
       -- both of torch's exporters (TorchScript's and torch.export's) are among them
       assert.same({'torch_mlp', 'torch_gelu', 'torch_flatten', 'torch_leaky', 'torch_seq', 'torch_cnn', 'torch_conv1d',
-                   'torch_layernorm', 'torch_mlp_dynamo'}, names)
+                   'torch_layernorm', 'torch_embedding', 'torch_mlp_dynamo'}, names)
    end)
 
    it('with the parameters under PyTorch\'s names, trainable', function()

@@ -19,6 +19,17 @@ out_dir = sys.argv[1]
 nn = torch.nn
 
 
+class Embedder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 6)
+        self.norm = nn.LayerNorm(6, elementwise_affine=False)
+        self.head = nn.Linear(6, 3)
+
+    def forward(self, ids):
+        return self.head(self.norm(self.emb(ids)))
+
+
 def models():
     torch.manual_seed(0)
     yield "torch_mlp", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), nn.Softmax(dim=1)), (5, 4), False
@@ -41,6 +52,8 @@ def models():
     yield "torch_conv1d", nn.Sequential(nn.Conv1d(3, 6, 5, padding=2), nn.Tanh(), nn.MaxPool1d(3, stride=2),
                                         nn.Flatten(), nn.Linear(6 * 7, 2)), (4, 3, 16), False
     yield "torch_layernorm", nn.Sequential(nn.Linear(6, 10), nn.LayerNorm(10), nn.GELU(), nn.Linear(10, 4)), (3, 6), False
+    # an embedding (Gather) of int64 ids, pooled, then a LayerNorm without affine parameters
+    yield "torch_embedding", Embedder(), (2, 5), False
     # torch.onnx.export's default exporter (torch.export, dynamo=True) too
     yield "torch_mlp_dynamo", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), nn.Softmax(dim=1)), (5, 4), True
 
@@ -48,7 +61,7 @@ def models():
 listed = []
 for name, model, shape, dynamo in models():
     model.eval()
-    x = torch.randn(*shape) * 2
+    x = torch.randint(0, 10, shape) if name == "torch_embedding" else torch.randn(*shape) * 2
     path = f"{out_dir}/{name}.onnx"
     torch.onnx.export(model, (x,), path, opset_version=17, dynamo=dynamo, input_names=["x"], output_names=["y"],
                       verbose=False)

@@ -235,6 +235,20 @@ static const fnn_op_def LAYER_NORM = {{"layer_norm", "norm", 1, 1}, layer_norm_b
 /* the node of a norm op: its attributes (has_weight set here), saved x and w as the forward read
  * them (the contiguous copies xc / wc when one was made, so the backward reads them flat) and the
  * per-row statistics */
+/* fnn_node_attr's reader for the family (fnn.onnx.export): eps, normalized (layer_norm, rms_norm),
+ * groups (group_norm), training (batch_norm), has_weight */
+int fnn_norm_attr(const fnn_node *n, const char *name, double *value) {
+    const norm_attrs *a = FNN_ATTRS((fnn_node *)n, norm_attrs);
+    if (!strcmp(name, "eps")) *value = a->eps;
+    else if (!strcmp(name, "normalized")) *value = (double)a->normalized;
+    else if (!strcmp(name, "groups")) *value = (double)a->groups;
+    else if (!strcmp(name, "training")) *value = a->training;
+    else if (!strcmp(name, "has_weight")) *value = a->has_weight;
+    else return FNN_FAIL(FNN_STATUS_ARG, "node_attr: %s has eps, normalized, groups, training and has_weight, not '%s'",
+                         n->op->info.name, name);
+    return FNN_STATUS_OK;
+}
+
 static int record_norm(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tensor *const *ins,
                        norm_attrs attrs, const fnn_tensor *x, const fnn_tensor *xc, const fnn_tensor *stats,
                        const fnn_tensor *w, const fnn_tensor *wc) {

@@ -249,7 +249,29 @@ M.batch_norm = {onnx = {'BatchNormalization'}, buffers = {BatchNormalization = {
    return fnn().batch_norm(x[1], x[4], x[5], x[2], x[3], {eps = node.attr('epsilon', 1e-5)})
 end}}
 
-M.layer_norm = {onnx = {'LayerNormalization'}, import = {LayerNormalization = function(node, x)
+-- layer_norm as LayerNormalization over the trailing dims that hold its `normalized` elements (a
+-- missing weight or bias written as ones / zeros: ONNX's Scale is required)
+local function layer_norm_export(g, n)
+   local shape, count, axis = n.in_shapes[1], n.attr('normalized'), 0
+   local trail, prod = {}, 1
+   for d = #shape, 1, -1 do
+      if prod >= count then break end
+      prod = prod * shape[d]
+      table.insert(trail, 1, shape[d])
+      axis = axis - 1
+   end
+   if prod ~= count then
+      error(('onnx.export: layer_norm of %s over %d elements is not over whole trailing dims'):format(
+            table.concat(shape, 'x'), count), 0)
+   end
+   local T = fnn()
+   local scale = n.inputs[2] or g:initializer('ln_scale', T.ones(unpack(trail)))
+   local bias = n.inputs[3] or g:initializer('ln_bias', T.zeros(unpack(trail)))
+   return g:node('LayerNormalization', {n.inputs[1], scale, bias}, {axis = axis, epsilon = {float = n.attr('eps')}})
+end
+
+M.layer_norm = {onnx = {'LayerNormalization'}, optional = {[2] = true, [3] = true}, export = layer_norm_export,
+                import = {LayerNormalization = function(node, x)
    local axis, shape = node.attr('axis', -1), x[1]:shape()
    if axis < 0 then axis = axis + #shape end
    local n = 1
@@ -261,6 +283,17 @@ M.layer_norm = {onnx = {'LayerNormalization'}, import = {LayerNormalization = fu
 end}}
 
 M.cat = {onnx = {'Concat'}, import = {Concat = function(node, x) return fnn().cat(x, dim_of(node.attr('axis'))) end}}
+
+-- Gather along axis 0 of a matrix is an embedding lookup (ids of any shape); along another axis with
+-- 1-d indices, index_select
+M.embedding = {onnx = {'Gather'}, import = {Gather = function(node, x)
+   local data, idx, axis = x[1], x[2], node.attr('axis', 0)
+   if axis < 0 then axis = axis + data:dim() end
+   if axis == 0 and data:dim() == 2 and data:dtype() == 'float32' then return fnn().embedding(idx + 1, data) end   -- fastnn's ids are 1-based
+   if idx:dim() == 1 then return data:index_select(axis + 1, idx + 1) end
+   error(('Gather of %s along axis %d with indices %s is not read'):format(table.concat(data:shape(), 'x'), axis,
+         table.concat(idx:shape(), 'x')), 0)
+end}}
 
 -- graph plumbing with no fastnn op of its own: read only
 M.identity = {onnx = {'Identity'}, import = {Identity = function(_, x) return x[1] end}}
