@@ -44,10 +44,14 @@ describe('onnx.export refuses', function()
                      .. 'mapping %(fastnn%.onnx%.ops maps .*linear.*relu',
                      support.err_of(function() fnn.onnx.export(m, fnn.randn(2, 4), dir .. '/x.onnx') end))
       -- inside a nested module, not its output: the module whose output needs it
-      local inner = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.ReLU())
+      local inner = nn.Sequential(nn.Linear(4, 4), nn.Mish(), nn.ReLU())
       local outer = nn.Sequential(nn.Linear(4, 4), inner, nn.Linear(4, 2))
       local err = support.err_of(function() fnn.onnx.export(outer, fnn.randn(2, 4), dir .. '/y.onnx') end)
-      assert.matches("onnx%.export: the op '[%w_]+' in module 2%.2 %(nn%.BatchNorm1d[^)]*%) has no ONNX mapping", err)
+      assert.matches("onnx%.export: the op 'mish' in module 2%.2 %(nn%.Mish[^)]*%) has no ONNX mapping", err)
+      -- a batch norm without running statistics: by name, with what to do
+      local bn = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4, {track_running_stats = false}))
+      assert.matches('onnx%.export: batch_norm with batch statistics %(training mode, or track_running_stats = false%)',
+                     support.err_of(function() fnn.onnx.export(bn, fnn.randn(2, 4), dir .. '/z.onnx') end))
       -- the model is left callable as before (its forwards unwrapped)
       assert.is_nil(rawget(outer, 'forward'))
       assert.same({2, 2}, outer(fnn.randn(2, 4)):shape())
@@ -218,6 +222,19 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
                                nn.MaxPool1d(2, {ceil_mode = true}))
       local s = fnn.randn(4, 3, 17)
       round_trip('conv1d', c1, s, {{s}, {fnn.randn(2, 3, 17)}}, {dynamic_batch = true})
+   end)
+
+   it('batch norm (eval mode: running statistics as initializers under their buffer names; affine or not)', function()
+      fnn.manual_seed(9)
+      local m = nn.Sequential(nn.Conv2d(2, 4, 3, {padding = 1}), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                              nn.Linear(4 * 5 * 5, 3), nn.BatchNorm1d(3, {affine = false}))
+      for _ = 1, 3 do m(fnn.randn(8, 2, 5, 5)) end   -- training steps move the running statistics
+      local x = fnn.randn(3, 2, 5, 5)
+      local info = round_trip('batch_norm', m, x, {{x}, {fnn.randn(6, 2, 5, 5)}}, {dynamic_batch = true})
+      local inits = {}
+      for _, name in ipairs(info.initializers) do inits[name] = true end
+      assert.is_true(inits['2.running_mean'] and inits['2.running_var'] and inits['6.running_var'],
+                     table.concat(info.initializers, ' '))
    end)
 
    it('LayerNorm (with and without its weight and bias) as LayerNormalization', function()

@@ -78,6 +78,21 @@ function Graph:initializer(hint, t)
 end
 
 -- a scalar (0-dim: fnn.onnx.load keeps those as buffers, not parameters)
+-- a buffer of the model (a batch norm's running statistics) as an initializer under its dotted
+-- name, written once; t must be one of the model's buffers
+function Graph:buffer(t)
+   for _, pair in ipairs(self.buffers) do
+      if rawequal(pair[2], t) then
+         if not self.written[pair[1]] then
+            check(C.fnn_onnx_initializer(self.model, pair[1], t), pair[1])
+            self.written[pair[1]] = true
+         end
+         return pair[1]
+      end
+   end
+   error('onnx.export: a tensor read as state is not among the model\'s buffers', 0)
+end
+
 function Graph:constant(v) return self:initializer('const', require('fastnn').tensor(v)) end
 function Graph:ints_constant(list) return self:initializer('shape', require('fastnn').long(list)) end
 
@@ -99,7 +114,8 @@ function Graph:value(n, user, where)
       error(("onnx.export: the op '%s'%s has no ONNX mapping (fastnn.onnx.ops maps %s)"):format(op,
             where and (' in module ' .. where) or '', table.concat(known, ', ')), 0)
    end
-   local info = {op = op, inputs = {}, in_shapes = {}, out_shape = shape_of(function(b) return C.fnn_node_output_shape(n, b) end)}
+   local info = {op = op, inputs = {}, in_shapes = {}, out_shape = shape_of(function(b) return C.fnn_node_output_shape(n, b) end),
+                 module = self.module_of[k]}
    info.attr = function(name)
       local v = ffi.new('double[1]')
       check(C.fnn_node_attr(n, name, v), op)
@@ -164,7 +180,7 @@ function M.export(model, inputs, path, opts)
    model:eval()
    -- each module's forward, wrapped for the trace: the node of its output -> the module, so a refusal
    -- can say where the op is ('2 (nn.Softmax)'); innermost first, as inner forwards return first
-   local made_by, wrapped = {}, {}
+   local made_by, module_of, wrapped = {}, {}, {}
    for _, pair in ipairs(model:named_modules()) do
       local path, m = pair[1], pair[2]
       local own, forward = rawget(m, 'forward'), m.forward
@@ -172,7 +188,9 @@ function M.export(model, inputs, path, opts)
       rawset(m, 'forward', function(...)
          local r = {forward(...)}
          for _, y in ipairs(r) do
-            if tensor.is_tensor(y) and y.node ~= nil and not made_by[key(y.node)] then made_by[key(y.node)] = label end
+            if tensor.is_tensor(y) and y.node ~= nil and not made_by[key(y.node)] then
+               made_by[key(y.node)], module_of[key(y.node)] = label, m
+            end
          end
          return unpack(r, 1, table.maxn(r))
       end)
@@ -195,7 +213,8 @@ function M.export(model, inputs, path, opts)
    if C.fnn_onnx_new(handle, 'fastnn', o.opset) ~= 0 then
       error('onnx.export: ' .. ffi.string(C.fnn_last_error()), 2)
    end
-   local g = setmetatable({model = ffi.gc(handle[0], C.fnn_onnx_free), names = {}, count = 0, made_by = made_by}, Graph)
+   local g = setmetatable({model = ffi.gc(handle[0], C.fnn_onnx_free), names = {}, count = 0, made_by = made_by,
+                           module_of = module_of, buffers = model:named_buffers(), written = {}}, Graph)
    local ok2, err = pcall(function()
       local batch = ffi.new('const char*[8]')
       for d = 0, 7 do batch[d] = 'batch' end

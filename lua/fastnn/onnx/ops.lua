@@ -16,6 +16,8 @@
 local M = {}
 
 local function fnn() return require 'fastnn' end
+-- a module's field that holds a tensor
+local function tensor_field(m, name) return require('fastnn.tensor').is_tensor(rawget(m, name)) end
 
 -- an ONNX axis (0-based, negative from the end) as a fastnn dim (1-based, negative from the end)
 local function dim_of(axis) return axis >= 0 and axis + 1 or axis end
@@ -243,7 +245,24 @@ M.avg_pool1d, M.avg_pool3d = M.avg_pool2d, M.avg_pool2d
 
 -- inference batch norm: X, scale, B, input_mean, input_var (running statistics: the loader keeps them
 -- as buffers)
-M.batch_norm = {onnx = {'BatchNormalization'}, buffers = {BatchNormalization = {4, 5}},
+-- an eval-mode batch norm: its running statistics are the buffers of the module whose output it is
+-- (they are no inputs of the node), written under their dotted names
+local function batch_norm_export(g, n)
+   local m = n.module
+   if n.attr('training') ~= 0 or not m or not tensor_field(m, 'running_mean') then
+      error("onnx.export: batch_norm with batch statistics (training mode, or track_running_stats = false); "
+            .. 'export a model in eval mode with running statistics', 0)
+   end
+   local C_ = n.in_shapes[1][2]
+   local T = fnn()
+   local scale = n.inputs[2] or g:initializer('bn_scale', T.ones(C_))
+   local bias = n.inputs[3] or g:initializer('bn_bias', T.zeros(C_))
+   return g:node('BatchNormalization', {n.inputs[1], scale, bias, g:buffer(m.running_mean), g:buffer(m.running_var)},
+                 {epsilon = {float = n.attr('eps')}})
+end
+
+M.batch_norm = {onnx = {'BatchNormalization'}, buffers = {BatchNormalization = {4, 5}}, optional = {[2] = true, [3] = true},
+                export = batch_norm_export,
                 import = {BatchNormalization = function(node, x)
    if node.attr('training_mode', 0) ~= 0 then error('training_mode 1 is not read (an inference graph)', 0) end
    return fnn().batch_norm(x[1], x[4], x[5], x[2], x[3], {eps = node.attr('epsilon', 1e-5)})
