@@ -237,6 +237,17 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
                      table.concat(info.initializers, ' '))
    end)
 
+   it('upsampling as Resize: nearest by a factor and to a size, bilinear with half-pixel centres and aligned corners', function()
+      fnn.manual_seed(10)
+      local m = nn.Sequential(nn.Conv2d(2, 3, 3, {padding = 1}), nn.UpSampling2d(2), nn.ReLU(),
+                              nn.UpSampling2d(2, {mode = 'bilinear'}),
+                              nn.UpSampling2d{size = {29, 31}, mode = 'bilinear', align_corners = true},
+                              nn.UpSampling2d{size = {58, 93}})
+      local x = fnn.randn(2, 2, 3, 4)
+      local info = round_trip('resize', m, x, {{x}, {fnn.randn(3, 2, 3, 4)}}, {dynamic_batch = true})
+      assert.same({'Conv', 'Resize', 'Relu', 'Resize', 'Resize', 'Resize', 'Identity'}, info.ops)
+   end)
+
    it('LayerNorm (with and without its weight and bias) as LayerNormalization', function()
       fnn.manual_seed(8)
       local m = nn.Sequential(nn.Linear(4, 6), nn.LayerNorm(6), nn.GELU(), nn.Linear(6, 6),
@@ -269,7 +280,7 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
 
    it('MLPs (Gemm, MatMul and Add, GELU through Erf, SiLU, Flatten, LeakyReLU, ELU, Softmax, LogSoftmax, '
       .. 'LayerNormalization) and convolutional nets (Conv 1-d and 2-d: padded, strided, grouped, dilated; MaxPool, '
-      .. 'AveragePool, GlobalAveragePool, BatchNormalization), an embedding (Gather)', function()
+      .. 'AveragePool, GlobalAveragePool, BatchNormalization, Resize), an embedding (Gather)', function()
       local names = {}
       for _, model in ipairs(listed.models) do
          local m = fnn.onnx.load(model.path)
@@ -282,7 +293,7 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
       end
       -- both of torch's exporters (TorchScript's and torch.export's) are among them
       assert.same({'torch_mlp', 'torch_gelu', 'torch_flatten', 'torch_leaky', 'torch_seq', 'torch_cnn', 'torch_conv1d',
-                   'torch_layernorm', 'torch_embedding', 'torch_mlp_dynamo'}, names)
+                   'torch_layernorm', 'torch_embedding', 'torch_upsample', 'torch_mlp_dynamo'}, names)
    end)
 
    it('with the parameters under PyTorch\'s names, trainable', function()

@@ -54,6 +54,10 @@ def models():
     yield "torch_layernorm", nn.Sequential(nn.Linear(6, 10), nn.LayerNorm(10), nn.GELU(), nn.Linear(10, 4)), (3, 6), False
     # an embedding (Gather) of int64 ids, pooled, then a LayerNorm without affine parameters
     yield "torch_embedding", Embedder(), (2, 5), False
+    # upsampling: nearest by 2, bilinear with half-pixel centres and with aligned corners
+    yield "torch_upsample", nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.Upsample(scale_factor=2),
+                                          nn.Upsample(scale_factor=2, mode="bilinear"),
+                                          nn.Upsample(size=(29, 31), mode="bilinear", align_corners=True)), (2, 2, 3, 4), False
     # torch.onnx.export's default exporter (torch.export, dynamo=True) too
     yield "torch_mlp_dynamo", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), nn.Softmax(dim=1)), (5, 4), True
 

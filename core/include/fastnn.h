@@ -772,6 +772,7 @@ FNN_API int fnn_onnx_node(fnn_onnx_model *m, const char *op_type, const char *na
 FNN_API int fnn_onnx_attr_int(fnn_onnx_model *m, const char *name, int64_t v);
 FNN_API int fnn_onnx_attr_float(fnn_onnx_model *m, const char *name, double v);
 FNN_API int fnn_onnx_attr_ints(fnn_onnx_model *m, const char *name, int n, const int64_t *v);
+FNN_API int fnn_onnx_attr_string(fnn_onnx_model *m, const char *name, const char *v);
 FNN_API int fnn_onnx_initializer(fnn_onnx_model *m, const char *name, const fnn_tensor *t);
 FNN_API int fnn_onnx_value(fnn_onnx_model *m, int output, const char *name, int elem_type, int ndim,
                            const int64_t *dims, const char *const *dim_params);

@@ -4,7 +4,7 @@
  * The model is a tree of protobuf-c messages whose every part (strings, arrays, sub-messages) is
  * malloc'ed, so protobuf_c_message_free_unpacked, which frees with the same allocator, frees it
  * whole. Tensors go in as raw_data (little-endian, as ONNX defines it; this is x86-64/aarch64 only).
- * defines: fnn_onnx_new, fnn_onnx_node, fnn_onnx_attr_int, fnn_onnx_attr_float, fnn_onnx_attr_ints,
+ * defines: fnn_onnx_new, fnn_onnx_node, fnn_onnx_attr_int, fnn_onnx_attr_float, fnn_onnx_attr_ints, fnn_onnx_attr_string,
  * fnn_onnx_initializer, fnn_onnx_value, fnn_onnx_save, fnn_onnx_free. */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -150,6 +150,19 @@ int fnn_onnx_attr_float(fnn_onnx_model *m, const char *name, double v) {
     FNN_TRY(attr(m, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, &a));
     a->has_f = 1;
     a->f = (float)v;
+    return FNN_STATUS_OK;
+}
+
+int fnn_onnx_attr_string(fnn_onnx_model *m, const char *name, const char *v) {
+    FNN_CHECK(v, FNN_STATUS_ARG, "onnx: attribute %s: no string", name ? name : "?");
+    Onnx__AttributeProto *a = NULL;
+    FNN_TRY(attr(m, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, &a));
+    size_t len = strlen(v);
+    a->s.data = malloc(len > 0 ? len : 1);
+    if (!a->s.data) return OOM(name);
+    memcpy(a->s.data, v, len);
+    a->s.len = len;
+    a->has_s = 1;
     return FNN_STATUS_OK;
 }
 

@@ -189,12 +189,24 @@ typedef struct {
     bool count_include_pad;   /* avg */
 } pool_attrs;
 
-/* fnn_node_attr's reader for the family (fnn.onnx.export), max and avg pooling's nodes: dims,
- * count_include_pad, and kernel<i>, stride<i>, padding<i> for spatial dim i = 0 .. dims-1 */
+typedef struct { int dims; } upsample_nearest_attrs;
+typedef struct { bool align_corners; } upsample_bilinear_attrs;
+
+/* fnn_node_attr's reader for the family (fnn.onnx.export): max and avg pooling's nodes: dims,
+ * count_include_pad, and kernel<i>, stride<i>, padding<i> for spatial dim i = 0 .. dims-1;
+ * upsample_nearest's dims; upsample_bilinear2d's align_corners */
 int fnn_pool_attr(const fnn_node *n, const char *name, double *value) {
     const char *op = n->op->info.name;
+    if (!strcmp(op, "upsample_nearest") && !strcmp(name, "dims")) {
+        *value = FNN_ATTRS((fnn_node *)n, upsample_nearest_attrs)->dims;
+        return FNN_STATUS_OK;
+    }
+    if (!strcmp(op, "upsample_bilinear2d") && !strcmp(name, "align_corners")) {
+        *value = FNN_ATTRS((fnn_node *)n, upsample_bilinear_attrs)->align_corners;
+        return FNN_STATUS_OK;
+    }
     FNN_CHECK(!strncmp(op, "max_pool", 8) || !strncmp(op, "avg_pool", 8), FNN_STATUS_ARG,
-              "node_attr: %s nodes have no readable attributes", op);
+              "node_attr: %s nodes have no attribute '%s'", op, name);
     const pool_attrs *a = FNN_ATTRS((fnn_node *)n, pool_attrs);
     if (!strcmp(name, "dims")) { *value = a->dims; return FNN_STATUS_OK; }
     if (!strcmp(name, "count_include_pad")) { *value = a->count_include_pad; return FNN_STATUS_OK; }
@@ -887,8 +899,7 @@ static int upsample_nearest_grad_cpu(int ordinal, const fnn_pool_args *a) {
     return FNN_STATUS_OK;
 }
 
-/* upsample_nearest: 1, 2 or 3 spatial dims (the shapes are the node's) */
-typedef struct { int dims; } upsample_nearest_attrs;
+/* upsample_nearest: 1, 2 or 3 spatial dims (the shapes are the node's; upsample_nearest_attrs above) */
 
 static int upsample_nearest_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     fnn_pool_args a = {.idx = NULL};
@@ -1081,9 +1092,7 @@ static int upsample_bilinear_grad_cpu(int ordinal, const fnn_pool_args *a) {
     return FNN_STATUS_OK;
 }
 
-/* upsample_bilinear2d: the corners' alignment (the shapes are the node's) */
-typedef struct { bool align_corners; } upsample_bilinear_attrs;
-
+/* upsample_bilinear2d: the corners' alignment (the shapes are the node's; upsample_bilinear_attrs above) */
 static int upsample_bilinear2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     fnn_pool_args a = {.align_corners = FNN_ATTRS(n, upsample_bilinear_attrs)->align_corners};
     node_sizes(&a, 2, n);

@@ -61,6 +61,8 @@ function Graph:node(op_type, inputs, attrs)
    for name, v in pairs(attrs or {}) do
       if type(v) == 'table' and v.float then
          check(C.fnn_onnx_attr_float(self.model, name, v.float), op_type .. ' ' .. name)
+      elseif type(v) == 'table' and v.string then
+         check(C.fnn_onnx_attr_string(self.model, name, v.string), op_type .. ' ' .. name)
       elseif type(v) == 'table' then
          check(C.fnn_onnx_attr_ints(self.model, name, #v, ffi.new('int64_t[?]', #v, v)), op_type .. ' ' .. name)
       else

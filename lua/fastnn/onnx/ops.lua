@@ -6,7 +6,7 @@
 -- and returns the ONNX name of the op's output (`optional` lists the inputs an op may record as
 -- absent, such as linear's bias: n.inputs[k] is then nil), through
 --   g:node(op_type, inputs, attrs) -> the new node's output name (attrs: {name = integer | {ints} |
---                                      {float = x}})
+--                                      {float = x} | {string = s}}); an input named '' is absent
 --   g:constant(value) -> the name of a float32 scalar initializer holding value
 -- An op without an entry is refused by name. So adding an operator is one entry here.
 -- The importer, fnn.onnx.load (load.lua), reads the same entries: `import` maps each ONNX op_type the
@@ -243,6 +243,51 @@ M.avg_pool2d = {onnx = {'AveragePool', 'GlobalAveragePool'}, export = pool_expor
    end}}
 M.avg_pool1d, M.avg_pool3d = M.avg_pool2d, M.avg_pool2d
 
+-- upsampling as Resize, with the scales the node's shapes give: nearest reads floor(o * in / out)
+-- (ONNX's asymmetric, floor), bilinear PyTorch's half-pixel centres or aligned corners
+local function resize_export(mode)
+   return function(g, n)
+      local xs, ys = n.in_shapes[1], n.out_shape
+      if #xs < 3 then
+         error(('onnx.export: %s of an unbatched input %s (ONNX\'s Resize here takes [N, C, ...])'):format(n.op,
+               table.concat(xs, 'x')), 0)
+      end
+      local scales = {}
+      for d = 1, #xs do scales[d] = ys[d] / xs[d] end
+      local attrs = {mode = {string = mode}}
+      if mode == 'nearest' then
+         attrs.coordinate_transformation_mode = {string = 'asymmetric'}
+         attrs.nearest_mode = {string = 'floor'}
+      else
+         attrs.coordinate_transformation_mode = {string = n.attr('align_corners') ~= 0 and 'align_corners'
+                                                 or 'pytorch_half_pixel'}
+      end
+      return g:node('Resize', {n.inputs[1], '', g:initializer('scales', fnn().tensor(scales))}, attrs)
+   end
+end
+-- Resize as fastnn's upsample: the output size from sizes or scales (floor(in * scale))
+local function resize_import(node, x)
+   local shape, out = x[1]:shape(), {}
+   local sizes = x[4] and x[4]:numel() > 0 and x[4]:to_table()
+   local scales = x[3] and x[3]:numel() > 0 and x[3]:to_table()
+   if not (sizes or scales) then error('neither scales nor sizes given', 0) end
+   for d = 1, #shape do out[d] = sizes and sizes[d] or math.floor(shape[d] * scales[d] + 1e-6) end
+   if out[1] ~= shape[1] or out[2] ~= shape[2] then error('a resize of the batch or channel dim is not read', 0) end
+   local spatial = {}
+   for d = 3, #shape do spatial[d - 2] = out[d] end
+   local mode, coord = node.attr('mode', 'nearest'), node.attr('coordinate_transformation_mode', 'half_pixel')
+   if mode == 'nearest' and coord == 'asymmetric' and node.attr('nearest_mode', 'round_prefer_floor') == 'floor' then
+      return fnn().upsample(x[1], {size = spatial, mode = 'nearest'})
+   end
+   if mode == 'linear' and #spatial == 2 and (coord == 'half_pixel' or coord == 'pytorch_half_pixel' or coord == 'align_corners') then
+      return fnn().upsample(x[1], {size = spatial, mode = 'bilinear', align_corners = coord == 'align_corners'})
+   end
+   error(("mode '%s' with coordinate_transformation_mode '%s' is not read (nearest: asymmetric and floor; "
+          .. "linear over 2 dims: half_pixel, pytorch_half_pixel or align_corners)"):format(mode, coord), 0)
+end
+M.upsample_nearest = {onnx = {'Resize'}, export = resize_export('nearest'), import = {Resize = resize_import}}
+M.upsample_bilinear2d = {onnx = {'Resize'}, export = resize_export('linear')}
+
 -- inference batch norm: X, scale, B, input_mean, input_var (running statistics: the loader keeps them
 -- as buffers)
 -- an eval-mode batch norm: its running statistics are the buffers of the module whose output it is
@@ -314,7 +359,39 @@ M.embedding = {onnx = {'Gather'}, import = {Gather = function(node, x)
          table.concat(idx:shape(), 'x')), 0)
 end}}
 
+-- Slice with steps of 1 as narrow (ONNX's starts and ends clamped to the dim, negative from the end)
+M.narrow = {onnx = {'Slice'}, import = {Slice = function(_, x)
+   local data, starts, ends = x[1], x[2]:to_table(), x[3]:to_table()
+   local shape = data:shape()
+   local axes = x[4] and x[4]:to_table()
+   local steps = x[5] and x[5]:to_table()
+   local y = data
+   for k = 1, #starts do
+      local axis = axes and axes[k] or k - 1
+      if axis < 0 then axis = axis + #shape end
+      if steps and steps[k] ~= 1 then error(('a step of %d is not read (steps of 1)'):format(steps[k]), 0) end
+      local n = shape[axis + 1]
+      local function clamp(v)
+         if v < 0 then v = v + n end
+         return math.max(0, math.min(n, v))
+      end
+      local lo, hi = clamp(starts[k]), clamp(ends[k])
+      y = y:narrow(axis + 1, lo + 1, math.max(0, hi - lo))
+   end
+   return y
+end}}
+
 -- graph plumbing with no fastnn op of its own: read only
+M.shape = {onnx = {'Shape'}, import = {Shape = function(node, x)
+   local shape = x[1]:shape()
+   local n = #shape
+   local lo, hi = node.attr('start', 0), node.attr('end', n)
+   if lo < 0 then lo = lo + n end
+   if hi < 0 then hi = hi + n end
+   local out = {}
+   for d = math.max(0, lo) + 1, math.min(n, hi) do out[#out + 1] = shape[d] end
+   return fnn().long(out)
+end}}
 M.identity = {onnx = {'Identity'}, import = {Identity = function(_, x) return x[1] end}}
 M.constant = {onnx = {'Constant'}, import = {Constant = function(node)
    local v = node.attr('value')
