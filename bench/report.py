@@ -118,6 +118,12 @@ for tag, what, vs_torch, vs_self in (("bf16", "bf16 precision", None, None), ("a
                           fj, fr, "le" if vs_self else "info", vs_self))
     BF16_ROWS.append((f"mlp_fmnist test accuracy, {what}", "test_acc", "%", f"fnn_{tag}_mlp_fmnist", "mlp_fmnist",
                       "fnn_mlp_fmnist", "mlp_fmnist", "acc", 0.5))
+# torch.compile (bench/run.sh --compile): fastnn float32 against PyTorch compiled (TORCH_MODE=compile;
+# issue 32's target: <= 0.8)
+COMPILE_ROWS = [(f"{label}, vs torch.compile", metric, unit, fj, fr, rj.replace("torch_", "torch_compile_", 1), rr,
+                 "le", 0.8)
+                for (label, metric, unit, fj, fr, rj, rr, kind, target) in ROWS
+                if label in TRAINING and metric != "test_acc"]
 # the bf16 products of the workloads' shapes (bench/sgemm.lua, operands' conversion included) over the
 # float32 FMA peak: bf16 units pass it (issue 31's target: >= 1.4)
 ROWS += [(f"bf16 gemm {label}, 2 threads / float32 FMA peak", "gflops", "GFLOP/s", "fnn_sgemm", f"bf16_{key}_t2",
@@ -127,7 +133,7 @@ ROWS += [(f"bf16 gemm {label}, 2 threads / float32 FMA peak", "gflops", "GFLOP/s
                             ("shape_lstm_step", "lstm_seq step 32x256x1024"), ("shape_mlp1", "mlp layer 128x784x128")]]
 ROWS = [r if r[4] != "bf16_fastnn_t2_n1024_t2" else r[:4] + ("bf16_fastnn_t2_n1024",) + r[5:] for r in ROWS]
 
-METRICS = {m for row in ROWS + BF16_ROWS for m in row[1].split("|")}
+METRICS = {m for row in ROWS + BF16_ROWS + COMPILE_ROWS for m in row[1].split("|")}
 SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 
 HEAD = re.compile(r"^=== (\S+) rep=(\d+) attempt=(\d+) rc=(-?\d+) wall=([\d.]+)s "
@@ -284,6 +290,9 @@ def main():
         lines.append("bf16 rows: fastnn with FASTNN_PRECISION=bf16 (fnn.set_float32_precision('bf16')), PyTorch with "
                      "TORCH_MODE=bf16 (torch.backends.mkldnn.{matmul,conv,rnn}.fp32_precision = 'bf16'), in the "
                      "same interleaved run; tensors stay float32 on both sides.")
+    if any(j.startswith("torch_compile_") for j in runs):
+        lines.append("torch.compile rows: PyTorch with TORCH_MODE=compile (torch.compile of the model, compiled in "
+                     "the untimed warm-up) against fastnn's float32 jobs, in the same interleaved run.")
     if any(j.startswith("fnn_avx2_") for j in runs):
         lines.append("AVX2-only rows: fastnn with ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell, PyTorch with "
                      "ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2, in the same "
@@ -298,7 +307,8 @@ def main():
     selected = set(a.workloads.split()) if a.workloads else None
     summary = {"pass": 0, "fail": 0, "open": 0}
     rows = ROWS + (AVX2_ROWS if any(j.startswith("fnn_avx2_") for j in runs) else []) + \
-        (BF16_ROWS if any(j.startswith("fnn_bf16_") for j in runs) else [])
+        (BF16_ROWS if any(j.startswith("fnn_bf16_") for j in runs) else []) + \
+        (COMPILE_ROWS if any(j.startswith("torch_compile_") for j in runs) else [])
     for (label, metric, unit, fj, fr, rj, rr, kind, target) in rows:
         wl = "sgemm" if fr.startswith(("sgemm", "bf16_")) else fr
         if selected is not None and wl not in selected:

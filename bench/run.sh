@@ -13,6 +13,9 @@
 #                                 #   TORCH_MODE=bf16 (mkldnn fp32_precision = 'bf16'), and
 #                                 #   FASTNN_PRECISION=autocast_bf16 (fnn.autocast) against
 #                                 #   TORCH_MODE=autocast_bf16 (torch.autocast), interleaved with the rest
+#   bench/run.sh --compile        # also PyTorch's training workloads under torch.compile
+#                                 #   (TORCH_MODE=compile; compiled in the untimed warm-up): side rows
+#                                 #   fastnn float32 / compiled PyTorch, interleaved with the rest
 #   bench/run.sh --reps 5 char_gpt lstm_seq    # a subset (mlp_fmnist cnn_fmnist resnet_small char_gpt lstm_seq
 #                                               #   tiny_ops nn_ops optim_step data_loader checkpoint
 #                                               #   keras_fit_overhead gpt_generate sgemm; data_loader,
@@ -44,6 +47,7 @@ fi
 QUICK=0
 AVX2=0
 BF16=0
+COMPILE=0
 REPS=3
 REPS_SET=0
 WANT=()
@@ -53,6 +57,7 @@ while [ $# -gt 0 ]; do
     --quick) QUICK=1 ;;
     --avx2) AVX2=1 ;;
     --bf16) BF16=1 ;;
+    --compile) COMPILE=1 ;;
     --reps) REPS=$2; REPS_SET=1; shift ;;
     --reps=*) REPS=${1#--reps=}; REPS_SET=1 ;;
     --no-wait) EXTRA+=(--no-wait) ;;
@@ -184,6 +189,13 @@ if [ "$BF16" = 1 ]; then
     done
   done
 fi
+# the training workloads under torch.compile, against fastnn's float32 jobs above
+if [ "$COMPILE" = 1 ] && [ -n "$PY" ]; then
+  for w in "${WANT[@]}"; do
+    case "$w" in mlp_fmnist|cnn_fmnist|resnet_small|char_gpt|lstm_seq) ;; *) continue ;; esac
+    jobs+=("torch_compile_$w=$(q "${TORCH_ENV[@]}" TORCH_MODE=compile SHARED_BENCH="$SHARED" "$HPY" "$ROOT/bench/rss.py" --cwd "$SHARED/reference" "$w" "$PY" "$w.py")")
+  done
+fi
 for w in "${ALL[@]}"; do
   case " ${WANT[*]} " in *" $w "*) ;; *)
     notes+=(--note "fnn_$w=not run (--quick or not selected)" --note "torch_$w=not run")
@@ -202,6 +214,7 @@ if [ "$QUICK" = 1 ]; then CMD="$CMD --quick"; fi
 if [ "$REPS_SET" = 1 ]; then CMD="$CMD --reps $REPS"; fi
 if [ "$AVX2" = 1 ]; then CMD="$CMD --avx2"; fi
 if [ "$BF16" = 1 ]; then CMD="$CMD --bf16"; fi
+if [ "$COMPILE" = 1 ]; then CMD="$CMD --compile"; fi
 
 if [ ${#WANT[@]} -lt ${#ALL[@]} ] && [ "$QUICK" = 0 ]; then CMD="$CMD ${WANT[*]}"; fi
 echo "# $(date -Is) $CMD: reps=$REPS, workloads: ${WANT[*]}; torch python: ${PY:-none}; fastnn via $LUA_DESC, $LIB ($BUILD_TYPE)"
