@@ -183,26 +183,35 @@ describe('cuda parity: pow, maximum, minimum, comparisons, where', function()
 end)
 
 -- every case of spec/cases/<family>.lua on both sides (forward and, where differentiable, every
--- input's gradient), for elementwise and the families on kernel rows (fnn_row_family_at): for the
--- latter this is their parity spec, so a new op's case is its parity case too (registry_spec checks
--- that every CUDA row has one). Tolerance: the case's `parity` {atol, rtol}, else 1e-5, 1e-4.
+-- input's gradient), for every family of the registry, at each of the case's `sizes`: this is the
+-- ops' parity spec, so a new op's case is its parity case too (registry_spec checks that every CUDA
+-- row has one). Tolerance: the case's `parity` {atol, rtol[, gtol]} (or a function of the size), else
+-- {1e-5, 1e-4}. An op the registry says this build's backend lacks (has_cuda false) is not run.
 local function case_families()
-   local list, i = {'elementwise'}, 0
-   while C.fnn_row_family_at(i) ~= nil do list[#list + 1] = ffi.string(C.fnn_row_family_at(i)); i = i + 1 end
+   local list = {}
+   for family in pairs(fnn.op_families) do list[#list + 1] = family end
+   table.sort(list)
    return list
 end
-describe('cuda parity: the cases of elementwise and the families on kernel rows', function()
-   local differentiable = {}
-   for _, op in ipairs(fnn.ops()) do differentiable[op.name] = op.differentiable end
+describe('cuda parity: the case tables of every family', function()
+   local info = {}
+   for _, op in ipairs(fnn.ops()) do info[op.name] = op end
    for _, family in ipairs(case_families()) do
-      for k, c in ipairs(require('cases.' .. family)) do
+      local ok, cases = pcall(require, 'cases.' .. family)
+      for k, c in ipairs(ok and cases or {}) do
          -- where's case builds its condition on the CPU inside fn; the where sweep above covers it
-         if c.op ~= 'where' then
-            case(('%s case %d (%s)'):format(family, k, c.op), function()
-               local tol = c.parity or {1e-5, 1e-4}
-               if differentiable[c.op] then parity_grad(c.op, {c.inputs()}, c.fn, tol[1], tol[2])
-               else parity(c.op, {c.inputs()}, c.fn, tol[1], tol[2]) end
-            end)
+         if c.op ~= 'where' and (not built or info[c.op].has_cuda) then
+            for _, n in ipairs(c.sizes or {false}) do
+               case(('%s case %d (%s)%s'):format(family, k, c.op, n and (' size %d'):format(n) or ''), function()
+                  local tol = type(c.parity) == 'function' and c.parity(n or nil) or c.parity or {1e-5, 1e-4}
+                  fnn.manual_seed(500 + k)
+                  if info[c.op].differentiable and c.gradcheck ~= false then
+                     parity_grad(c.op, {c.inputs(n or nil)}, c.fn, tol[1], tol[2], tol[3])
+                  else
+                     parity(c.op, {c.inputs(n or nil)}, c.fn, tol[1], tol[2])
+                  end
+               end)
+            end
          end
       end
    end

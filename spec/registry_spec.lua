@@ -199,15 +199,20 @@ describe('case values against their naive references', function()
       for i, case in ipairs(cases_of(family)) do
          if case.ref then
             it(('%s.%s case %d'):format(family, case.op, i), function()
-               fnn.manual_seed(300 + i)
-               local inputs = {case.inputs()}
-               local got, want = case.fn(unpack(inputs)), case.ref(unpack(inputs))
-               assert.same(want:shape(), got:shape())
-               local g, w = got:to_flat(), want:to_flat()
-               local tol = case.value_tol or 1e-5
-               for k = 1, #w do
-                  assert(math.abs(g[k] - w[k]) <= tol * (1 + math.abs(w[k])),
-                         ('%s case %d element %d: got %.9g, want %.9g'):format(case.op, i, k, g[k], w[k]))
+               for _, n in ipairs(case.sizes or {false}) do
+                  fnn.manual_seed(300 + i)
+                  local inputs = {case.inputs(n or nil)}
+                  local got, want = case.fn(unpack(inputs)), case.ref(unpack(inputs))
+                  local at = n and (' size %d'):format(n) or ''
+                  assert.same(want:shape(), got:shape(), case.op .. at)
+                  local g, w = got:to_flat(), want:to_flat()
+                  local tol = case.value_tol or 1e-5
+                  for k = 1, #w do
+                     -- nan must meet nan (cases at nan and inf)
+                     assert((g[k] ~= g[k] and w[k] ~= w[k]) or g[k] == w[k] or
+                            math.abs(g[k] - w[k]) <= tol * (1 + math.abs(w[k])),
+                            ('%s case %d%s element %d: got %.9g, want %.9g'):format(case.op, i, at, k, g[k], w[k]))
+                  end
                end
             end)
          end

@@ -1,8 +1,18 @@
 -- Cases for core/ops/elementwise.c, one or more per registered op.
--- A case: op (the registry name), inputs (a function returning the input
--- tensors; each is differentiated), fn (the computation, may add views,
--- broadcasting or extra non-differentiated arguments), optional atol/rtol;
--- ref (optional): the values by a naive loop, checked by registry_spec.
+-- A case is the whole test of an op (the same format in every spec/cases/<family>.lua):
+--   op       the registry name;
+--   inputs   function(n) returning the input tensors (each is differentiated); n is one of
+--            `sizes` where the case has them, else nil (the case's own small shape);
+--   fn       the computation (it may add views, broadcasting or extra non-differentiated arguments);
+--   ref      the values by a naive loop over plain Lua numbers (registry_spec checks fn against it,
+--            for each of `sizes`), within value_tol (default 1e-5, relative to 1 + |want|);
+--   sizes    optional list of n: registry_spec's values and the CUDA parity run cover each (a sweep
+--            across launch edges), gradcheck only inputs() (n nil);
+--   atol, rtol, eps   gradcheck's tolerances and step (defaults 2e-2, 2e-2, 1e-3);
+--   parity   the CUDA parity tolerance {atol, rtol[, gtol]} (gtol: the gradients' factor, default
+--            2), or function(n) returning it; default {1e-5, 1e-4};
+--   gradcheck = false   a values-only case: ties, nan/inf, or too large for finite differences;
+--   requires = 'cuda'   runs only where a GPU is.
 -- Inputs live in [-2, 2] away from kinks (abs, relu, clamp bounds, ties).
 local fnn = require 'fastnn'
 
