@@ -422,22 +422,35 @@ int fnn_record(const fnn_op_def *def, fnn_tensor *out, int n, const fnn_tensor *
 int fnn_save(fnn_node *n, int slot, const fnn_tensor *t);
 void fnn_node_retain(fnn_node *n);
 
-/* ---- registry: family tables (NULL-terminated arrays of op definitions) ---- */
-extern const fnn_op_def *const fnn_ops_elementwise[];
-extern const fnn_op_def *const fnn_ops_reduction[];
-extern const fnn_op_def *const fnn_ops_linalg[];
-extern const fnn_op_def *const fnn_ops_conv[];
-extern const fnn_op_def *const fnn_ops_shape[];
-extern const fnn_op_def *const fnn_ops_view[];
-extern const fnn_op_def *const fnn_ops_index[];
-extern const fnn_op_def *const fnn_ops_loss[];
-extern const fnn_op_def *const fnn_ops_norm[];
-extern const fnn_op_def *const fnn_ops_device[];
-extern const fnn_op_def *const fnn_ops_rnn[];
-extern const fnn_op_def *const fnn_ops_embedding[];
-extern const fnn_op_def *const fnn_ops_attention[];
-extern const fnn_op_def *const fnn_ops_sort[];
-extern const fnn_op_def *const fnn_ops_pool[];
+/* ---- the op families, declared once ----
+ * FNN_OP_FAMILIES: every family of the registry: core/ops/<family>.c defines its op table
+ * fnn_ops_<family>[] (NULL-terminated), spec/cases/<family>.lua its cases. FNN_ROW_FAMILIES: those
+ * whose kernels are rows named by registry op (fnn_row_table above); FNN_KERNEL_FAMILIES: kernel tables
+ * named by kernel or rule (optim, int64, the map engine). Each family on rows declares its row type
+ * and FNN_ROW_GLUE in core/ops/<family>.h; core/registry.c and cuda/backend.cu build the backends'
+ * lists of tables from these lists, so a family is added here and nowhere else in the plumbing. */
+#define FNN_OP_FAMILIES(X) X(elementwise) X(reduction) X(linalg) X(conv) X(shape) X(view) X(index) X(loss) \
+    X(norm) X(device) X(rnn) X(embedding) X(attention) X(sort) X(pool)
+#define FNN_ROW_FAMILIES(X) X(reduction) X(norm) X(pool) X(sort) X(index) X(loss) X(rnn) X(attention) X(conv) \
+    X(shape) X(embedding) X(linalg)
+#define FNN_KERNEL_FAMILIES(X) X(optim) X(int64) X(elementwise)
+#define FNN_COUNT_ONE_(family) + 1
+enum {
+    FNN_OP_FAMILY_COUNT = 0 FNN_OP_FAMILIES(FNN_COUNT_ONE_),
+    FNN_ROW_FAMILY_COUNT = 0 FNN_ROW_FAMILIES(FNN_COUNT_ONE_),
+    FNN_KERNEL_FAMILY_COUNT = 0 FNN_KERNEL_FAMILIES(FNN_COUNT_ONE_),
+};
+#define FNN_DECLARE_OPS_(family) extern const fnn_op_def *const fnn_ops_##family[];
+FNN_OP_FAMILIES(FNN_DECLARE_OPS_)
+/* A family's row glue, in core/ops/<family>.h after its row type: the CPU's table (beside the entry
+ * points), the CUDA backend's (cuda/), and the lookup fnn_<family>_row_for(device, op): the row for op
+ * in device's backend, or NULL (the caller refuses it by name, FNN_ROW_REFUSED) */
+#define FNN_ROW_GLUE(family, row_type) \
+    extern const row_type fnn_cpu_##family##_rows[]; \
+    extern const row_type fnn_cuda_##family##_rows[]; \
+    static inline const row_type *fnn_##family##_row_for(int device, const char *op) { \
+        return (const row_type *)fnn_row_for(device, #family, op); \
+    }
 /* a family's attribute reader (fnn_node_attr, registry.c): the number `name` of a node of the family
  * into *value, or FNN_STATUS_ARG with a message naming what the family's nodes hold */
 typedef int (*fnn_attr_reader)(const fnn_node *n, const char *name, double *value);

@@ -43,12 +43,8 @@ typedef struct fnn_optim_row {
     const char *op;         /* the rule's name ("sgd", "adam", ...); NULL ends a table */
     fnn_optim_fn step;
 } fnn_optim_row;
-extern const fnn_optim_row fnn_cpu_optim_rows[];    /* core/optim.c */
-extern const fnn_optim_row fnn_cuda_optim_rows[];   /* cuda/optim.cu */
-/* the row for rule op in device's backend, or NULL */
-static inline const fnn_optim_row *fnn_optim_row_for(int device, const char *op) {
-    return (const fnn_optim_row *)fnn_row_for(device, "optim", op);
-}
+/* the CPU rows: core/optim.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(optim, fnn_optim_row)
 
 #ifdef __cplusplus
 }

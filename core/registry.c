@@ -24,9 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const fnn_op_def *const *const families[] = {
-    fnn_ops_elementwise, fnn_ops_reduction, fnn_ops_linalg, fnn_ops_conv, fnn_ops_shape, fnn_ops_view, fnn_ops_index, fnn_ops_loss, fnn_ops_norm, fnn_ops_device, fnn_ops_rnn, fnn_ops_embedding, fnn_ops_attention, fnn_ops_sort, fnn_ops_pool,
-};
+/* Adding a family: its line in internal.h's lists, its op table and case file, its module in
+ * lua/fastnn/ops/, its rows in each backend; then this count. */
+_Static_assert(FNN_OP_FAMILY_COUNT == 15 && FNN_ROW_FAMILY_COUNT == 12 && FNN_KERNEL_FAMILY_COUNT == 3,
+               "a family was added or removed: see the comment above, then update these counts");
+
+#define FAMILY_OPS_(family) fnn_ops_##family,
+static const fnn_op_def *const *const families[] = {FNN_OP_FAMILIES(FAMILY_OPS_)};
 
 int fnn_op_count(void) {
     int n = 0;
@@ -37,23 +41,10 @@ int fnn_op_count(void) {
 
 /* The CPU's row tables: every family on rows has one, so this list (less the kernel families, whose
  * rows are not registry ops) is also the list of families on rows (fnn_row_family_at). */
+#define CPU_ROWS_(family) FNN_ROW_TABLE(#family, fnn_cpu_##family##_rows),
+#define CPU_KERNELS_(family) FNN_KERNEL_TABLE(#family, fnn_cpu_##family##_rows),
 const fnn_row_table fnn_cpu_row_tables[] = {
-    FNN_ROW_TABLE("reduction", fnn_cpu_reduction_rows),
-    FNN_ROW_TABLE("norm", fnn_cpu_norm_rows),
-    FNN_ROW_TABLE("pool", fnn_cpu_pool_rows),
-    FNN_ROW_TABLE("sort", fnn_cpu_sort_rows),
-    FNN_ROW_TABLE("index", fnn_cpu_index_rows),
-    FNN_ROW_TABLE("loss", fnn_cpu_loss_rows),
-    FNN_ROW_TABLE("rnn", fnn_cpu_rnn_rows),
-    FNN_ROW_TABLE("attention", fnn_cpu_attention_rows),
-    FNN_ROW_TABLE("conv", fnn_cpu_conv_rows),
-    FNN_ROW_TABLE("shape", fnn_cpu_shape_rows),
-    FNN_ROW_TABLE("embedding", fnn_cpu_embedding_rows),
-    FNN_ROW_TABLE("linalg", fnn_cpu_linalg_rows),
-    FNN_KERNEL_TABLE("optim", fnn_cpu_optim_rows),
-    FNN_KERNEL_TABLE("int64", fnn_cpu_int64_rows),
-    FNN_KERNEL_TABLE("elementwise", fnn_cpu_elementwise_rows),
-    {NULL, NULL, 0, false},
+    FNN_ROW_FAMILIES(CPU_ROWS_) FNN_KERNEL_FAMILIES(CPU_KERNELS_) {NULL, NULL, 0, false},
 };
 
 const char *fnn_row_family_at(int i) {

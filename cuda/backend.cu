@@ -153,23 +153,10 @@ static int cuda_fill(int ordinal, float *y, int64_t n, float value) {
 
 /* the CUDA backend's row tables, one per family on rows (internal.h's fnn_row_table); the emulation's
  * table points here too */
+#define CUDA_ROWS_(family) FNN_ROW_TABLE(#family, fnn_cuda_##family##_rows),
+#define CUDA_KERNELS_(family) FNN_KERNEL_TABLE(#family, fnn_cuda_##family##_rows),
 extern "C" const fnn_row_table fnn_cuda_row_tables[] = {
-    FNN_ROW_TABLE("reduction", fnn_cuda_reduction_rows),
-    FNN_ROW_TABLE("norm", fnn_cuda_norm_rows),
-    FNN_ROW_TABLE("pool", fnn_cuda_pool_rows),
-    FNN_ROW_TABLE("sort", fnn_cuda_sort_rows),
-    FNN_ROW_TABLE("index", fnn_cuda_index_rows),
-    FNN_ROW_TABLE("loss", fnn_cuda_loss_rows),
-    FNN_ROW_TABLE("rnn", fnn_cuda_rnn_rows),
-    FNN_ROW_TABLE("attention", fnn_cuda_attention_rows),
-    FNN_ROW_TABLE("conv", fnn_cuda_conv_rows),
-    FNN_ROW_TABLE("shape", fnn_cuda_shape_rows),
-    FNN_ROW_TABLE("embedding", fnn_cuda_embedding_rows),
-    FNN_ROW_TABLE("linalg", fnn_cuda_linalg_rows),
-    FNN_KERNEL_TABLE("optim", fnn_cuda_optim_rows),
-    FNN_KERNEL_TABLE("int64", fnn_cuda_int64_rows),
-    FNN_KERNEL_TABLE("elementwise", fnn_cuda_elementwise_rows),
-    {NULL, NULL, 0, false},
+    FNN_ROW_FAMILIES(CUDA_ROWS_) FNN_KERNEL_FAMILIES(CUDA_KERNELS_) {NULL, NULL, 0, false},
 };
 
 /* ==== host side: the allocator, pinned buffers, streams and copies (the CUDA runtime itself). spec/gpu/emulate.sh

@@ -148,7 +148,7 @@ int fnn_node_output_shape(const fnn_node *n, int64_t *shape) {
 }
 
 /* ---- Param: a leaf node that owns its value and gradient ---- */
-static const fnn_op_def PARAM_DEF = {{"Param", "autograd", 1, 1}, NULL, FNN_EMBEDS_NONE};
+static const fnn_op_def PARAM_DEF = {.info = {.name = "Param", .family = "autograd", .differentiable = 1, .has_cuda = 1}};
 
 fnn_node *fnn_param_new(const fnn_tensor *value) {
     if (fnn_check_input("Param", value)) return NULL;

@@ -9,7 +9,7 @@
 /* x summed over dim d (kept as 1 with keepdim) with no checks and no node, by the "sum" row of x's
  * backend (core/ops/reduction.h): the kernel fnn_sum runs, without the op */
 static int sum_dim(fnn_tensor *out, const fnn_tensor *x, int d, bool keepdim) {
-    const fnn_red_row *row = fnn_red_row_for(x->device, "sum");
+    const fnn_red_row *row = fnn_reduction_row_for(x->device, "sum");
     if (!row || !row->forward) return FNN_ROW_REFUSED("sum", x->device, false);
     int ondim = 0;
     int64_t oshape[FNN_MAX_DIMS];

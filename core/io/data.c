@@ -151,7 +151,7 @@ int fnn_read_idx(fnn_tensor *out, const char *path, double scale) {
 /* on a device: the ids (checked here) copied there, then the index_select row of x's backend along dim 0
  * (core/ops/index.h; cuda/index.cu's gather) */
 static int device_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t *ids, const int64_t *shape) {
-    const fnn_idx_row *row = fnn_idx_row_for(x->device, "index_select");
+    const fnn_idx_row *row = fnn_index_row_for(x->device, "index_select");
     if (!row) return FNN_ROW_REFUSED("take_rows", x->device, false);
     fnn_tensor dids;
     int rc = fnn_upload(&dids, x->device, FNN_DTYPE_INT64, 1, &n, ids);

@@ -321,7 +321,7 @@ static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
 typedef struct { double scale; bool causal; } attention_attrs;
 
 /* saved: q, k, v as read (views or contiguous copies), P [B,H,Tq,Tk]; attention_attrs */
-static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int attention_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *q = &n->saved[0], *k = &n->saved[1], *v = &n->saved[2], *p = &n->saved[3];
     const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
     const int64_t Tk = k->shape[2], Dv = v->shape[3];
@@ -329,7 +329,7 @@ static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
     fnn_tensor_init(&ds);
     for (int i = 0; i < 4; i++) fnn_tensor_init(&tmp[i]);
     for (int i = 0; i < 3; i++) fnn_tensor_init(&t[i]);
-    const fnn_attn_row *row = fnn_attn_row_for(q->device, "attention");
+    const fnn_attn_row *row = fnn_attention_row_for(q->device, "attention");
     if (!row || !row->backward) return FNN_ROW_REFUSED("attention", q->device, true);
     fnn_attn_args a = {0};
     const fnn_tensor *used;
@@ -364,7 +364,8 @@ static int attention_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
     if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
     return rc;
 }
-static const fnn_op_def ATTENTION = {{"attention", "attention", 1, 1}, attention_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def ATTENTION = {.info = {.name = "attention", .family = "attention", .differentiable = 1},
+    .backward = attention_rule};
 
 /* the padding mask as bytes [B, Tk] (1 = padding) in buf */
 static void attn_pad_bytes(const fnn_attn_args *a, unsigned char *buf) {
@@ -422,7 +423,7 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
                   fnn_shape_of(m).s, fnn_shape_of(k).s, (long long)B, (long long)Tk);
     }
     FNN_CHECK(isfinite(scale), FNN_STATUS_ARG, "attention: scale %g is not finite (q %s)", scale, fnn_shape_of(q).s);
-    const fnn_attn_row *row = fnn_attn_row_for(q->device, "attention");
+    const fnn_attn_row *row = fnn_attention_row_for(q->device, "attention");
     if (!row || !row->forward) return FNN_ROW_REFUSED("attention", q->device, false);
     const fnn_tensor *ins[3] = {q, k, v};
     const bool grad = fnn_needs_node(3, ins);
@@ -491,7 +492,7 @@ static int cpu_cache_write(int ordinal, float *dst, int64_t cap, int64_t pos, co
 
 /* one buffer through the row of its backend */
 static int cache_write(fnn_tensor *buf, const fnn_tensor *x, int64_t pos) {
-    const fnn_attn_row *row = fnn_attn_row_for(buf->device, "attention");
+    const fnn_attn_row *row = fnn_attention_row_for(buf->device, "attention");
     return row->cache_write(fnn_device_ordinal(buf->device), fnn_data(buf), buf->shape[2], pos, fnn_data(x), x->stride,
                             x->shape);
 }
@@ -500,7 +501,7 @@ static int cache_check(const char *what, const fnn_tensor *buf, const fnn_tensor
     FNN_TRY(fnn_check_input("attention_cache_append", buf));
     FNN_TRY(fnn_check_input("attention_cache_append", x));
     FNN_TRY(fnn_check_same_device("attention_cache_append", buf, x));
-    const fnn_attn_row *row = fnn_attn_row_for(buf->device, "attention");
+    const fnn_attn_row *row = fnn_attention_row_for(buf->device, "attention");
     if (!row || !row->cache_write) return FNN_ROW_REFUSED("attention_cache_append", buf->device, false);
     FNN_CHECK(buf->ndim == 4 && fnn_tensor_is_contiguous(buf) && buf->node == NULL, FNN_STATUS_ARG,
               "attention_cache_append: %s buffer %s must be a contiguous 4-d tensor without a graph", what,

@@ -44,12 +44,8 @@ typedef struct fnn_attn_row {
     int (*cache_write)(int ordinal, float *buf, int64_t cap, int64_t pos, const float *x, const int64_t *xstride,
                        const int64_t *xshape);
 } fnn_attn_row;
-extern const fnn_attn_row fnn_cpu_attention_rows[];    /* core/ops/attention.c */
-extern const fnn_attn_row fnn_cuda_attention_rows[];   /* cuda/attention.cu */
-/* the row for op in device's backend, or NULL */
-static inline const fnn_attn_row *fnn_attn_row_for(int device, const char *op) {
-    return (const fnn_attn_row *)fnn_row_for(device, "attention", op);
-}
+/* the CPU rows: core/ops/attention.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(attention, fnn_attn_row)
 
 #ifdef __cplusplus
 }

@@ -628,12 +628,15 @@ static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, bo
 /* ---- conv1d, conv2d, conv3d ---- */
 
 /* dx = conv^T(dy, w), dw, db: the convolution's own backward */
-static int conv_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+static int conv_rule(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     return row_backward(n, dout, din, false);
 }
-static const fnn_op_def CONV1D = {{"conv1d", "conv", 1, 1}, conv_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def CONV2D = {{"conv2d", "conv", 1, 1}, conv_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def CONV3D = {{"conv3d", "conv", 1, 1}, conv_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def CONV1D = {.info = {.name = "conv1d", .family = "conv", .differentiable = 1},
+    .backward = conv_rule};
+static const fnn_op_def CONV2D = {.info = {.name = "conv2d", .family = "conv", .differentiable = 1},
+    .backward = conv_rule};
+static const fnn_op_def CONV3D = {.info = {.name = "conv3d", .family = "conv", .differentiable = 1},
+    .backward = conv_rule};
 static const fnn_op_def *const CONV_DEFS[4] = {NULL, &CONV1D, &CONV2D, &CONV3D};
 
 /* conv and conv_transpose once their options are read: the geometry, the output, then the row */
@@ -670,15 +673,15 @@ int fnn_conv2d(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const 
 
 /* y = conv^T(x, w) + b, so dx = conv(dy, w), dw = the weight gradient of conv(dy, .) against x,
  * db = sums of dy per channel */
-static int conv_transpose_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+static int conv_transpose_rule(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     return row_backward(n, dout, din, true);
 }
-static const fnn_op_def CONV_TRANSPOSE1D = {{"conv_transpose1d", "conv", 1, 1}, conv_transpose_backward,
-                                             FNN_EMBEDS_NONE};
-static const fnn_op_def CONV_TRANSPOSE2D = {{"conv_transpose2d", "conv", 1, 1}, conv_transpose_backward,
-                                             FNN_EMBEDS_NONE};
-static const fnn_op_def CONV_TRANSPOSE3D = {{"conv_transpose3d", "conv", 1, 1}, conv_transpose_backward,
-                                             FNN_EMBEDS_NONE};
+static const fnn_op_def CONV_TRANSPOSE1D = {.info = {.name = "conv_transpose1d", .family = "conv", .differentiable = 1},
+    .backward = conv_transpose_rule};
+static const fnn_op_def CONV_TRANSPOSE2D = {.info = {.name = "conv_transpose2d", .family = "conv", .differentiable = 1},
+    .backward = conv_transpose_rule};
+static const fnn_op_def CONV_TRANSPOSE3D = {.info = {.name = "conv_transpose3d", .family = "conv", .differentiable = 1},
+    .backward = conv_transpose_rule};
 static const fnn_op_def *const CONV_TRANSPOSE_DEFS[4] = {NULL, &CONV_TRANSPOSE1D, &CONV_TRANSPOSE2D, &CONV_TRANSPOSE3D};
 
 /* x [N, Cin, *in] or [Cin, *in], w [Cin, Cout/groups, *k], b [Cout] or NULL -> [N, Cout, *out],

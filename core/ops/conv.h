@@ -92,12 +92,8 @@ typedef struct fnn_conv_row {
     const char *op;            /* the registry name; NULL ends a table */
     fnn_conv_fn forward, backward;
 } fnn_conv_row;
-extern const fnn_conv_row fnn_cpu_conv_rows[];    /* core/ops/conv.c */
-extern const fnn_conv_row fnn_cuda_conv_rows[];   /* cuda/conv.cu */
-/* the row for op in device's backend, or NULL */
-static inline const fnn_conv_row *fnn_conv_row_for(int device, const char *op) {
-    return (const fnn_conv_row *)fnn_row_for(device, "conv", op);
-}
+/* the CPU rows: core/ops/conv.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(conv, fnn_conv_row)
 
 #ifdef __cplusplus
 }

@@ -260,42 +260,49 @@ static int apply(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tens
 
 /* gradient rows: a = g, b = saved[0] (first input), c = saved[1] (second input) */
 
-static int add_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int add_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     FNN_TRY(grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_copy, 0, 0));
     return grad_map(n, 1, &din[1], 1, G(n, g), FNN_MAP_copy, 0, 0);
 }
-static int sub_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int sub_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     FNN_TRY(grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_copy, 0, 0));
     return grad_map(n, 1, &din[1], 1, G(n, g), FNN_MAP_neg, 0, 0);
 }
-static int mul_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int mul_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_g_times_c, 0, 0));
     return grad_map(n, 1, &din[1], 2, G(n, g), FNN_MAP_g_times_b, 0, 0);
 }
-static int div_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int div_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_g_over_c, 0, 0));
     return grad_map(n, 1, &din[1], 3, G(n, g), FNN_MAP_div_d1, 0, 0);
 }
-static int pow_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int pow_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_pow_d0, 0, 0));
     return grad_map(n, 1, &din[1], 3, G(n, g), FNN_MAP_pow_d1, 0, 0);
 }
-static int maximum_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int maximum_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_max_d0, 0, 0));
     return grad_map(n, 1, &din[1], 3, G(n, g), FNN_MAP_max_d1, 0, 0);
 }
-static int minimum_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int minimum_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     FNN_TRY(grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_min_d0, 0, 0));
     return grad_map(n, 1, &din[1], 3, G(n, g), FNN_MAP_min_d1, 0, 0);
 }
 
-static const fnn_op_def ADD = {{"add", "elementwise", 1, 1}, add_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def SUB = {{"sub", "elementwise", 1, 1}, sub_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MUL = {{"mul", "elementwise", 1, 1}, mul_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def DIV = {{"div", "elementwise", 1, 1}, div_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def POW = {{"pow", "elementwise", 1, 1}, pow_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MAXIMUM = {{"maximum", "elementwise", 1, 1}, maximum_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MINIMUM = {{"minimum", "elementwise", 1, 1}, minimum_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def ADD = {.info = {.name = "add", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = add_rule};
+static const fnn_op_def SUB = {.info = {.name = "sub", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = sub_rule};
+static const fnn_op_def MUL = {.info = {.name = "mul", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = mul_rule};
+static const fnn_op_def DIV = {.info = {.name = "div", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = div_rule};
+static const fnn_op_def POW = {.info = {.name = "pow", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = pow_rule};
+static const fnn_op_def MAXIMUM = {.info = {.name = "maximum", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = maximum_rule};
+static const fnn_op_def MINIMUM = {.info = {.name = "minimum", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = minimum_rule};
 
 /* ================= int64 operands: the int64 family's binary row (core/ops/int64.h) ================= */
 typedef enum { IOP_NONE = -1, IOP_ADD = FNN_INT_ADD, IOP_SUB = FNN_INT_SUB, IOP_MUL = FNN_INT_MUL, IOP_EQ = FNN_INT_EQ,
@@ -378,12 +385,12 @@ int fnn_maximum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { ret
 int fnn_minimum(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&MINIMUM, IOP_NONE, FNN_MAP_minimum, out, a, b); }
 
 /* ---- comparisons: 1.0 / 0.0, no gradient ---- */
-static const fnn_op_def EQ = {{"eq", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
-static const fnn_op_def NE = {{"ne", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
-static const fnn_op_def LT = {{"lt", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
-static const fnn_op_def LE = {{"le", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
-static const fnn_op_def GT = {{"gt", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
-static const fnn_op_def GE = {{"ge", "elementwise", 0, 1}, NULL, FNN_EMBEDS_NONE};
+static const fnn_op_def EQ = {.info = {.name = "eq", .family = "elementwise", .has_cuda = 1}};
+static const fnn_op_def NE = {.info = {.name = "ne", .family = "elementwise", .has_cuda = 1}};
+static const fnn_op_def LT = {.info = {.name = "lt", .family = "elementwise", .has_cuda = 1}};
+static const fnn_op_def LE = {.info = {.name = "le", .family = "elementwise", .has_cuda = 1}};
+static const fnn_op_def GT = {.info = {.name = "gt", .family = "elementwise", .has_cuda = 1}};
+static const fnn_op_def GE = {.info = {.name = "ge", .family = "elementwise", .has_cuda = 1}};
 int fnn_eq(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&EQ, IOP_EQ, FNN_MAP_eq, out, a, b); }
 int fnn_ne(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&NE, IOP_NE, FNN_MAP_ne, out, a, b); }
 int fnn_lt(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return binary(&LT, IOP_LT, FNN_MAP_lt, out, a, b); }
@@ -393,19 +400,25 @@ int fnn_ge(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return b
 
 /* ================= with a number (k0 = s) ================= */
 
-static int add_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_copy, 0, 0); }
-static int mul_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_g_times_k, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
-static int rsub_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_neg, 0, 0); }
-static int rdiv_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), FNN_MAP_rdiv_s_d, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
-static int pow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), FNN_MAP_pow_s_d, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
-static int rpow_s_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_rpow_s_d, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
+static int add_s_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_copy, 0, 0); }
+static int mul_s_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_g_times_k, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
+static int rsub_s_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_neg, 0, 0); }
+static int rdiv_s_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), FNN_MAP_rdiv_s_d, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
+static int pow_s_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), FNN_MAP_pow_s_d, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
+static int rpow_s_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_rpow_s_d, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
 
-static const fnn_op_def ADD_S = {{"add_scalar", "elementwise", 1, 1}, add_s_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MUL_S = {{"mul_scalar", "elementwise", 1, 1}, mul_s_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def RSUB_S = {{"rsub_scalar", "elementwise", 1, 1}, rsub_s_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def RDIV_S = {{"rdiv_scalar", "elementwise", 1, 1}, rdiv_s_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def POW_S = {{"pow_scalar", "elementwise", 1, 1}, pow_s_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def RPOW_S = {{"rpow_scalar", "elementwise", 1, 1}, rpow_s_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def ADD_S = {.info = {.name = "add_scalar", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = add_s_rule};
+static const fnn_op_def MUL_S = {.info = {.name = "mul_scalar", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = mul_s_rule};
+static const fnn_op_def RSUB_S = {.info = {.name = "rsub_scalar", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = rsub_s_rule};
+static const fnn_op_def RDIV_S = {.info = {.name = "rdiv_scalar", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = rdiv_s_rule};
+static const fnn_op_def POW_S = {.info = {.name = "pow_scalar", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = pow_s_rule};
+static const fnn_op_def RPOW_S = {.info = {.name = "rpow_scalar", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = rpow_s_rule};
 
 static int scalar_op(const fnn_op_def *def, int code, fnn_tensor *out, const fnn_tensor *a, double s, bool save_out) {
     if (any_int64(a, NULL)) {
@@ -435,14 +448,15 @@ int fnn_rpow_scalar(fnn_tensor *out, const fnn_tensor *a, double s) { return sca
  * element forward on one thread; relu, all memory, runs 0.6 on the same [2048,512]) */
 
 
-#define UNARY(name, FWD, GRAD, DIFF)                                                                  \
-    ROW_FOR(FNN_CLONES_V4, name##_f, FWD)                                                                \
-    ROW_FOR(FNN_CLONES_V4, name##_g, GRAD)                                                               \
-    static int name##_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {                   \
-        const elementwise_attrs *a = FNN_ATTRS(n, elementwise_attrs);                                 \
-        return grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_##name##_g, a->k0, a->k1);                       \
-    }                                                                                                 \
-    static const fnn_op_def UNARY_##name = {{#name, "elementwise", DIFF, 1}, name##_backward, FNN_EMBEDS_NONE};
+#define UNARY(op, FWD, GRAD, DIFF)                                                                               \
+    ROW_FOR(FNN_CLONES_V4, op##_f, FWD)                                                                          \
+    ROW_FOR(FNN_CLONES_V4, op##_g, GRAD)                                                                         \
+    static int op##_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {                                    \
+        const elementwise_attrs *a = FNN_ATTRS(n, elementwise_attrs);                                            \
+        return grad_map(n, 0, &din[0], 3, G(n, g), FNN_MAP_##op##_g, a->k0, a->k1);                              \
+    }                                                                                                            \
+    static const fnn_op_def UNARY_##op = {.info = {.name = #op, .family = "elementwise", .differentiable = DIFF, \
+        .has_cuda = 1}, .backward = op##_rule};
 
 /* each unary op of elementwise_ops.h: its rows, backward rule and registry entry */
 #define UNARY_OP(name, FWD, GRAD) UNARY(name, FWD, GRAD, 1)
@@ -486,11 +500,12 @@ int fnn_logit(fnn_tensor *out, const fnn_tensor *x, double eps) {
 }
 
 /* ================= where: cond != 0 picks a, else b ================= */
-static int where_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int where_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     FNN_TRY(grad_map(n, 1, &din[1], 2, G(n, g), FNN_MAP_where_d1, 0, 0));
     return grad_map(n, 2, &din[2], 2, G(n, g), FNN_MAP_where_d2, 0, 0);
 }
-static const fnn_op_def WHERE = {{"where", "elementwise", 1, 1}, where_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def WHERE = {.info = {.name = "where", .family = "elementwise", .differentiable = 1, .has_cuda = 1},
+    .backward = where_rule};
 int fnn_where(fnn_tensor *out, const fnn_tensor *cond, const fnn_tensor *a, const fnn_tensor *b) {
     const fnn_tensor *ins[3] = {cond, a, b};
     return apply(&WHERE, out, 3, ins, FNN_MAP_where, 0, 0, false);

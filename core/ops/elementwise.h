@@ -31,12 +31,8 @@ typedef struct fnn_map_row {
     const char *op;         /* the kernel's name ("map"); NULL ends a table */
     fnn_map_fn run;
 } fnn_map_row;
-extern const fnn_map_row fnn_cpu_elementwise_rows[];    /* core/ops/elementwise.c */
-extern const fnn_map_row fnn_cuda_elementwise_rows[];   /* cuda/map.cu */
-/* the row for kernel op in device's backend, or NULL */
-static inline const fnn_map_row *fnn_map_row_for(int device, const char *op) {
-    return (const fnn_map_row *)fnn_row_for(device, "elementwise", op);
-}
+/* the CPU rows: core/ops/elementwise.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(elementwise, fnn_map_row)
 
 #ifdef __cplusplus
 }

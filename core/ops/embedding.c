@@ -85,13 +85,13 @@ typedef struct {
 /* the row for the weight's backend, with the kernel the caller runs; NULL (an error naming the
  * device) when that backend has none */
 static const fnn_emb_row *row_of(int device, bool backward) {
-    const fnn_emb_row *row = fnn_emb_row_for(device, "embedding");
+    const fnn_emb_row *row = fnn_embedding_row_for(device, "embedding");
     if (row && (backward ? row->backward : row->forward)) return row;
     FNN_ROW_REFUSED("embedding", device, backward);
     return NULL;
 }
 
-static int embedding_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
+static int embedding_rule(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
     const embedding_attrs *at = FNN_ATTRS(nd, embedding_attrs);
     const fnn_emb_row *row = row_of(g->device, true);
     if (!row) return fnn_last_status();
@@ -103,7 +103,8 @@ static int embedding_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din
     if (rc) fnn_tensor_clear(&din[0]);
     return rc;
 }
-static const fnn_op_def EMBEDDING = {{"embedding", "embedding", 1, 1}, embedding_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def EMBEDDING = {.info = {.name = "embedding", .family = "embedding", .differentiable = 1},
+    .backward = embedding_rule};
 
 /* ids are read on the weight's device (a GPU weight's rows read them there, cuda/index.cu), or on the CPU */
 static int check_ids(const fnn_tensor *weight, const fnn_tensor *ids) {

@@ -26,12 +26,8 @@ typedef struct fnn_emb_row {
     const char *op;             /* the registry name; NULL ends a table */
     fnn_emb_fn forward, backward;
 } fnn_emb_row;
-extern const fnn_emb_row fnn_cpu_embedding_rows[];    /* core/ops/embedding.c */
-extern const fnn_emb_row fnn_cuda_embedding_rows[];   /* cuda/index.cu */
-/* the row for op in device's backend, or NULL */
-static inline const fnn_emb_row *fnn_emb_row_for(int device, const char *op) {
-    return (const fnn_emb_row *)fnn_row_for(device, "embedding", op);
-}
+/* the CPU rows: core/ops/embedding.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(embedding, fnn_emb_row)
 
 #ifdef __cplusplus
 }

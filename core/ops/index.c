@@ -61,7 +61,7 @@ static void split_at(const fnn_tensor *x, int d, int64_t *outer, int64_t *inner)
 /* the row for op in device's backend, with the kernel the caller runs; NULL (an error naming the
  * device) when that backend has none */
 static const fnn_idx_row *row_of(const char *op, int device, bool backward) {
-    const fnn_idx_row *row = fnn_idx_row_for(device, op);
+    const fnn_idx_row *row = fnn_index_row_for(device, op);
     if (row && (backward ? row->backward : row->forward)) return row;
     FNN_ROW_REFUSED(op, device, backward);
     return NULL;
@@ -121,7 +121,7 @@ static fnn_tensor shape_only(const fnn_node *n, int k) {
 
 /* index_select, gather: dx = zeros of x's shape with g added back at the ids, through the backward
  * of the op's row in g's backend */
-static int index_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int index_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const char *op = n->op->info.name;
     const fnn_idx_row *row = row_of(op, g->device, true);
     if (!row) return fnn_last_status();
@@ -131,7 +131,8 @@ static int index_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
                       .dim = FNN_ATTRS(n, index_attrs)->dim};
     return run(row->backward, g->device, &a);
 }
-static const fnn_op_def INDEX_SELECT = {{"index_select", "index", 1, 1}, index_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def INDEX_SELECT = {.info = {.name = "index_select", .family = "index", .differentiable = 1},
+    .backward = index_rule};
 
 /* index_select: x [.., n, ..], index [m] of ids in 1..n -> [.., m, ..] */
 int fnn_index_select(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) {
@@ -211,7 +212,8 @@ static int check_index_shape(const char *op, const fnn_tensor *x, const fnn_tens
     return FNN_STATUS_OK;
 }
 
-static const fnn_op_def GATHER = {{"gather", "index", 1, 1}, index_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def GATHER = {.info = {.name = "gather", .family = "index", .differentiable = 1},
+    .backward = index_rule};
 
 /* gather: x [s...], index [t...] (same ndim, t <= s outside dim) -> [t...], y[p] = x[p with dim = index[p]] */
 int fnn_gather(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *index) {
@@ -232,7 +234,7 @@ int fnn_gather(fnn_tensor *out, const fnn_tensor *x, int dim, const fnn_tensor *
 }
 
 /* dx = g; dsrc = gather(g, dim, index), zero-padded to src's shape where index is smaller */
-static int scatter_add_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int scatter_add_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     int d = FNN_ATTRS(n, index_attrs)->dim;
     const fnn_tensor *index = &n->saved[0];
     if (n->next[0]) FNN_TRY(fnn_tensor_ref(&din[0], g));
@@ -252,7 +254,8 @@ static int scatter_add_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *di
     fnn_tensor_clear(&part);
     return rc;
 }
-static const fnn_op_def SCATTER_ADD = {{"scatter_add", "index", 1, 1}, scatter_add_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def SCATTER_ADD = {.info = {.name = "scatter_add", .family = "index", .differentiable = 1},
+    .backward = scatter_add_rule};
 
 /* scatter_add: x [s...], index [t...], src [u...] (t <= u, t <= s outside dim) -> [s...]:
  * a copy of x with src[p] added at p with dim = index[p] */
@@ -291,10 +294,11 @@ static void masked_fill_forward_cpu(float *y, const float *x, const int64_t *xs,
 }
 
 /* dx = g with zeros where the mask is set (those places no longer depend on x) */
-static int masked_fill_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int masked_fill_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return fnn_masked_fill(&din[0], g, &n->saved[0], 0.0);
 }
-static const fnn_op_def MASKED_FILL = {{"masked_fill", "index", 1, 1}, masked_fill_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MASKED_FILL = {.info = {.name = "masked_fill", .family = "index", .differentiable = 1},
+    .backward = masked_fill_rule};
 
 /* masked_fill: x [s...], mask broadcastable to [s...] -> [s...] with value where mask != 0 */
 int fnn_masked_fill(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *mask, double value) {

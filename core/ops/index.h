@@ -32,12 +32,8 @@ typedef struct fnn_idx_row {
     const char *op;             /* the registry name; NULL ends a table */
     fnn_idx_fn forward, backward;   /* backward NULL: the op's rule is made of other ops */
 } fnn_idx_row;
-extern const fnn_idx_row fnn_cpu_index_rows[];    /* core/ops/index.c */
-extern const fnn_idx_row fnn_cuda_index_rows[];   /* cuda/index.cu */
-/* the row for op in device's backend, or NULL */
-static inline const fnn_idx_row *fnn_idx_row_for(int device, const char *op) {
-    return (const fnn_idx_row *)fnn_row_for(device, "index", op);
-}
+/* the CPU rows: core/ops/index.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(index, fnn_idx_row)
 
 #ifdef __cplusplus
 }

@@ -34,12 +34,8 @@ typedef struct fnn_int64_row {
     const char *op;         /* the kernel's name; NULL ends a table */
     fnn_int64_fn run;
 } fnn_int64_row;
-extern const fnn_int64_row fnn_cpu_int64_rows[];    /* core/ops/int64.c */
-extern const fnn_int64_row fnn_cuda_int64_rows[];   /* cuda/int64.cu */
-/* the row for kernel op in device's backend, or NULL */
-static inline const fnn_int64_row *fnn_int64_row_for(int device, const char *op) {
-    return (const fnn_int64_row *)fnn_row_for(device, "int64", op);
-}
+/* the CPU rows: core/ops/int64.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(int64, fnn_int64_row)
 
 #ifdef __cplusplus
 }

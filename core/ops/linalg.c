@@ -143,7 +143,7 @@ typedef struct {
 
 /* the kernel of op's row on device; an error naming the device when that backend has none */
 static int kernel_of(kernel *kn, const char *op, int device, bool backward) {
-    const fnn_mm_row *row = fnn_mm_row_for(device, op);
+    const fnn_mm_row *row = fnn_linalg_row_for(device, op);
     *kn = (kernel){op, row ? (backward ? row->backward : row->forward) : NULL, fnn_device_ordinal(device)};
     if (kn->fn) return FNN_STATUS_OK;
     return FNN_ROW_REFUSED(op, device, backward);
@@ -313,7 +313,7 @@ typedef struct { int as_a, as_b; } mm_attrs;
 
 /* backward of every product: da = g b^T, db = a^T g, each summed over the batch dims its
  * operand was broadcast along (the engine accumulates there) */
-static int mm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int mm_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const char *op = n->op->info.name;
     const fnn_tensor *a = &n->saved[0], *b = &n->saved[1];
     const mm_attrs *at = FNN_ATTRS(n, mm_attrs);
@@ -334,9 +334,11 @@ static int mm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return FNN_STATUS_OK;
 }
 
-static const fnn_op_def MATMUL = {{"matmul", "linalg", 1, 1}, mm_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def BMM = {{"bmm", "linalg", 1, 1}, mm_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def OUTER = {{"outer", "linalg", 1, 1}, mm_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MATMUL = {.info = {.name = "matmul", .family = "linalg", .differentiable = 1},
+    .backward = mm_rule};
+static const fnn_op_def BMM = {.info = {.name = "bmm", .family = "linalg", .differentiable = 1}, .backward = mm_rule};
+static const fnn_op_def OUTER = {.info = {.name = "outer", .family = "linalg", .differentiable = 1},
+    .backward = mm_rule};
 
 /* forward of every product: out [batch..., n?, m?] = a @ b, one node saving a and b */
 static int mm_forward(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *a, int as_a, const fnn_tensor *b,
@@ -392,7 +394,7 @@ int fnn_outer(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) {
 /* ================= linear: x [..., in] w^T [in, out] + b [out] -> [..., out] ================= */
 
 /* backward: dx = g w (sgemm), dw = g^T x (one sgemm over the flattened batch), db = column sums of g */
-static int linear_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0], *w = &n->saved[1];
     fnn_tensor gtmp, xtmp, ctmp;
     mview G, X, W, C;
@@ -428,7 +430,8 @@ static int linear_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
     return rc;
 }
-static const fnn_op_def LINEAR = {{"linear", "linalg", 1, 1}, linear_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def LINEAR = {.info = {.name = "linear", .family = "linalg", .differentiable = 1},
+    .backward = linear_rule};
 
 int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b) {
     FNN_TRY(check_pair("linear", x, w));
@@ -443,7 +446,7 @@ int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const 
     FNN_CHECK(!b || (b->ndim == 1 && b->shape[0] == w->shape[0]), FNN_STATUS_SHAPE,
               "linear: bias %s does not match weight %s (expected [%lld])", b ? fnn_shape_of(b).s : "",
               fnn_shape_of(w).s, (long long)w->shape[0]);
-    const fnn_mm_row *row = fnn_mm_row_for(x->device, "linear");
+    const fnn_mm_row *row = fnn_linalg_row_for(x->device, "linear");
     if (!row || !row->forward) {
         kernel kn;
         return kernel_of(&kn, "linear", x->device, false);

@@ -48,12 +48,8 @@ typedef struct fnn_mm_row {
     fnn_mm_fn forward;          /* the products of the op's forward */
     fnn_mm_fn backward;         /* the products of its gradients (and linear's db) */
 } fnn_mm_row;
-extern const fnn_mm_row fnn_cpu_linalg_rows[];    /* core/ops/linalg.c */
-extern const fnn_mm_row fnn_cuda_linalg_rows[];   /* cuda/linalg.cu */
-/* the row for op in device's backend, or NULL */
-static inline const fnn_mm_row *fnn_mm_row_for(int device, const char *op) {
-    return (const fnn_mm_row *)fnn_row_for(device, "linalg", op);
-}
+/* the CPU rows: core/ops/linalg.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(linalg, fnn_mm_row)
 
 #ifdef __cplusplus
 }

@@ -226,7 +226,7 @@ static int class_loss(const fnn_op_def *def, const char *xname, bool keep_probs,
 }
 
 /* only x gets a gradient, of its shape (contiguous), from the row of the forward's backend */
-static int class_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int class_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
     const class_loss_attrs *at = FNN_ATTRS(n, class_loss_attrs);
     const fnn_loss_row *row;
@@ -253,8 +253,10 @@ static int class_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
 }
 
 /* has_cuda (0 here): the registry derives it from cuda/loss.cu's rows */
-static const fnn_op_def CROSS_ENTROPY = {{"cross_entropy", "loss", 1, 0}, class_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def NLL_LOSS = {{"nll_loss", "loss", 1, 0}, class_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def CROSS_ENTROPY = {.info = {.name = "cross_entropy", .family = "loss", .differentiable = 1},
+    .backward = class_rule};
+static const fnn_op_def NLL_LOSS = {.info = {.name = "nll_loss", .family = "loss", .differentiable = 1},
+    .backward = class_rule};
 
 /* cross_entropy: logits [N, C, d...], targets [N, d...] -> [] or [N, d...] */
 int fnn_cross_entropy_loss(fnn_tensor *out, const fnn_tensor *logits, const fnn_tensor *targets,
@@ -350,7 +352,7 @@ static int ew_loss(const fnn_op_def *def, const char *xname, fnn_tensor *out, co
 }
 
 /* dx = din[0], dt = din[1] (where wanted), from the row of the forward's backend */
-static int ew_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int ew_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const ew_loss_attrs *at = FNN_ATTRS(n, ew_loss_attrs);
     const fnn_loss_row *row;
     FNN_TRY(loss_row(n->op->info.name, at->device, true, &row));
@@ -371,10 +373,12 @@ static int ew_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return rc;
 }
 
-static const fnn_op_def BINARY_CROSS_ENTROPY = {{"binary_cross_entropy", "loss", 1, 0}, ew_backward,
-                                                FNN_EMBEDS_NONE};
-static const fnn_op_def BCE_WITH_LOGITS = {{"bce_with_logits", "loss", 1, 0}, ew_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MSE_LOSS = {{"mse_loss", "loss", 1, 0}, ew_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def BINARY_CROSS_ENTROPY = {.info = {.name = "binary_cross_entropy", .family = "loss", .differentiable = 1},
+    .backward = ew_rule};
+static const fnn_op_def BCE_WITH_LOGITS = {.info = {.name = "bce_with_logits", .family = "loss", .differentiable = 1},
+    .backward = ew_rule};
+static const fnn_op_def MSE_LOSS = {.info = {.name = "mse_loss", .family = "loss", .differentiable = 1},
+    .backward = ew_rule};
 
 /* binary_cross_entropy: pred, target same shape (probabilities) */
 int fnn_binary_cross_entropy(fnn_tensor *out, const fnn_tensor *pred, const fnn_tensor *target,

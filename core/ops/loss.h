@@ -46,12 +46,8 @@ typedef struct fnn_loss_row {
      * the kernel, a bad id gives nan; the mean's denominator stays on the device in wsum) */
     int host_ids;
 } fnn_loss_row;
-extern const fnn_loss_row fnn_cpu_loss_rows[];    /* core/ops/loss.c */
-extern const fnn_loss_row fnn_cuda_loss_rows[];   /* cuda/loss.cu */
-/* the row for op in device's backend, or NULL */
-static inline const fnn_loss_row *fnn_loss_row_for(int device, const char *op) {
-    return (const fnn_loss_row *)fnn_row_for(device, "loss", op);
-}
+/* the CPU rows: core/ops/loss.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(loss, fnn_loss_row)
 
 #ifdef __cplusplus
 }

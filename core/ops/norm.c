@@ -90,7 +90,7 @@ static inline void dx_row(float *dx, const float *g, const float *x, int64_t n, 
 
 /* op's row in device's backend; a backend without one (or without its backward) refuses op by name */
 static int norm_row(const char *op, int device, bool backward, const fnn_nrm_row **row) {
-    *row = fnn_nrm_row_for(device, op);
+    *row = fnn_norm_row_for(device, op);
     if (!*row || !(backward ? (*row)->backward : (*row)->forward)) return FNN_ROW_REFUSED(op, device, backward);
     return FNN_STATUS_OK;
 }
@@ -207,7 +207,7 @@ static int layer_norm_grad_cpu(int ordinal, const fnn_nrm_args *p) {
 }
 
 /* backward: saved[0] x (contiguous), saved[1] stats [rows, 2], saved[2] w when given */
-static int layer_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int layer_norm_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0], *st = &n->saved[1];
     const norm_attrs *at = FNN_ATTRS(n, norm_attrs);
     const fnn_nrm_row *row;
@@ -230,7 +230,8 @@ static int layer_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din
     if (rc) for (int k = 0; k < 3; k++) fnn_tensor_clear(&din[k]);
     return rc;
 }
-static const fnn_op_def LAYER_NORM = {{"layer_norm", "norm", 1, 1}, layer_norm_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def LAYER_NORM = {.info = {.name = "layer_norm", .family = "norm", .differentiable = 1},
+    .backward = layer_norm_rule};
 
 /* the node of a norm op: its attributes (has_weight set here), saved x and w as the forward read
  * them (the contiguous copies xc / wc when one was made, so the backward reads them flat) and the
@@ -615,11 +616,12 @@ static int stats_norm_backward(const char *op, fnn_node *n, const fnn_tensor *g,
 }
 
 /* norm_attrs training, has_weight */
-static int batch_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int batch_norm_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return stats_norm_backward("batch_norm", n, g, din,
                                (fnn_nrm_args){.groups = 1, .training = FNN_ATTRS(n, norm_attrs)->training});
 }
-static const fnn_op_def BATCH_NORM = {{"batch_norm", "norm", 1, 1}, batch_norm_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def BATCH_NORM = {.info = {.name = "batch_norm", .family = "norm", .differentiable = 1},
+    .backward = batch_norm_rule};
 
 int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_var, const fnn_tensor *x,
                    const fnn_tensor *running_mean, const fnn_tensor *running_var, const fnn_tensor *w,
@@ -775,10 +777,11 @@ static int group_norm_grad_cpu(int ordinal, const fnn_nrm_args *p) {
 }
 
 /* norm_attrs groups, has_weight */
-static int group_norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int group_norm_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return stats_norm_backward("group_norm", n, g, din, (fnn_nrm_args){.groups = FNN_ATTRS(n, norm_attrs)->groups});
 }
-static const fnn_op_def GROUP_NORM = {{"group_norm", "norm", 1, 1}, group_norm_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def GROUP_NORM = {.info = {.name = "group_norm", .family = "norm", .differentiable = 1},
+    .backward = group_norm_rule};
 
 int fnn_group_norm(fnn_tensor *out, const fnn_tensor *x, int64_t groups, const fnn_tensor *w, const fnn_tensor *b,
                    double eps) {
@@ -892,7 +895,7 @@ static int rms_norm_grad_cpu(int ordinal, const fnn_nrm_args *p) {
 
 /* backward: saved[0] x (contiguous), saved[1] rstd [rows], saved[2] w when given; norm_attrs
  * normalized (n), has_weight */
-static int rms_norm_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
+static int rms_norm_rule(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &nd->saved[0];
     const norm_attrs *at = FNN_ATTRS(nd, norm_attrs);
     const fnn_nrm_row *row;
@@ -913,7 +916,8 @@ static int rms_norm_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din)
     if (rc) for (int k = 0; k < 2; k++) fnn_tensor_clear(&din[k]);
     return rc;
 }
-static const fnn_op_def RMS_NORM = {{"rms_norm", "norm", 1, 1}, rms_norm_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def RMS_NORM = {.info = {.name = "rms_norm", .family = "norm", .differentiable = 1},
+    .backward = rms_norm_rule};
 
 int fnn_rms_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, int64_t normalized, double eps) {
     FNN_TRY(fnn_check_input("rms_norm", x));

@@ -31,15 +31,11 @@ typedef struct fnn_nrm_row {
     const char *op;             /* the registry name; NULL ends a table */
     fnn_nrm_fn forward, backward;
 } fnn_nrm_row;
-extern const fnn_nrm_row fnn_cpu_norm_rows[];    /* core/ops/norm.c */
-extern const fnn_nrm_row fnn_cuda_norm_rows[];   /* cuda/norm.cu */
+/* the CPU rows: core/ops/norm.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(norm, fnn_nrm_row)
 /* cuda/batch_norm.cu's rows, which cuda/norm.cu's table names */
 int fnn_cuda_batch_norm_row(int ordinal, const fnn_nrm_args *a);
 int fnn_cuda_batch_norm_grad_row(int ordinal, const fnn_nrm_args *a);
-/* the row for op in device's backend, or NULL */
-static inline const fnn_nrm_row *fnn_nrm_row_for(int device, const char *op) {
-    return (const fnn_nrm_row *)fnn_row_for(device, "norm", op);
-}
 
 #ifdef __cplusplus
 }

@@ -450,16 +450,19 @@ static int pool_forward_cpu(const fnn_pool_args *a, fnn_range_fn planes_fn) {
 
 /* max and avg pool's rule: a max pool's saved[0] holds the argmax offsets [planes * Do * Ho * Wo] (int32
  * bits); an avg pool saves nothing */
-static int pool_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+static int pool_rule(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     const fnn_tensor *idx = &n->saved[0];
     fnn_pool_args a = {.idx = idx->ndim >= 0 ? (int32_t *)(void *)fnn_data(idx) : NULL};
     pool_args_of_node(&a, n);
     return row_backward(n, dout, din, &a);
 }
 /* has_cuda (0 here): the registry derives it from cuda/pool.cu's rows */
-static const fnn_op_def MAX_POOL1D = {{"max_pool1d", "pool", 1, 0}, pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MAX_POOL2D = {{"max_pool2d", "pool", 1, 0}, pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MAX_POOL3D = {{"max_pool3d", "pool", 1, 0}, pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX_POOL1D = {.info = {.name = "max_pool1d", .family = "pool", .differentiable = 1},
+    .backward = pool_rule};
+static const fnn_op_def MAX_POOL2D = {.info = {.name = "max_pool2d", .family = "pool", .differentiable = 1},
+    .backward = pool_rule};
+static const fnn_op_def MAX_POOL3D = {.info = {.name = "max_pool3d", .family = "pool", .differentiable = 1},
+    .backward = pool_rule};
 
 static int max_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dims, const int *k,
                     const int *s, const int *p, int ceil_mode) {
@@ -602,9 +605,12 @@ static void avg_backward_planes(void *ctx, int64_t plo, int64_t phi) {
     }
 }
 
-static const fnn_op_def AVG_POOL1D = {{"avg_pool1d", "pool", 1, 0}, pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def AVG_POOL2D = {{"avg_pool2d", "pool", 1, 0}, pool_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def AVG_POOL3D = {{"avg_pool3d", "pool", 1, 0}, pool_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def AVG_POOL1D = {.info = {.name = "avg_pool1d", .family = "pool", .differentiable = 1},
+    .backward = pool_rule};
+static const fnn_op_def AVG_POOL2D = {.info = {.name = "avg_pool2d", .family = "pool", .differentiable = 1},
+    .backward = pool_rule};
+static const fnn_op_def AVG_POOL3D = {.info = {.name = "avg_pool3d", .family = "pool", .differentiable = 1},
+    .backward = pool_rule};
 
 static int avg_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dims, const int *k,
                     const int *s, const int *p, int ceil_mode, int count_include_pad) {
@@ -715,13 +721,13 @@ static int adaptive_avg_pool_grad_cpu(int ordinal, const fnn_pool_args *a) {
     return FNN_STATUS_OK;
 }
 
-static int adaptive_avg_pool2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+static int adaptive_avg_pool2d_rule(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     fnn_pool_args a = {.idx = NULL};
     node_sizes(&a, 2, n);
     return row_backward(n, dout, din, &a);
 }
-static const fnn_op_def ADAPTIVE_AVG_POOL2D = {{"adaptive_avg_pool2d", "pool", 1, 0}, adaptive_avg_pool2d_backward,
-                                               FNN_EMBEDS_NONE};
+static const fnn_op_def ADAPTIVE_AVG_POOL2D = {.info = {.name = "adaptive_avg_pool2d", .family = "pool", .differentiable = 1},
+    .backward = adaptive_avg_pool2d_rule};
 
 int fnn_adaptive_avg_pool2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, int64_t ow) {
     const char *op = "adaptive_avg_pool2d";
@@ -901,13 +907,13 @@ static int upsample_nearest_grad_cpu(int ordinal, const fnn_pool_args *a) {
 
 /* upsample_nearest: 1, 2 or 3 spatial dims (the shapes are the node's; upsample_nearest_attrs above) */
 
-static int upsample_nearest_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+static int upsample_nearest_rule(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     fnn_pool_args a = {.idx = NULL};
     node_sizes(&a, FNN_ATTRS(n, upsample_nearest_attrs)->dims, n);
     return row_backward(n, dout, din, &a);
 }
-static const fnn_op_def UPSAMPLE_NEAREST = {{"upsample_nearest", "pool", 1, 0}, upsample_nearest_backward,
-                                            FNN_EMBEDS_NONE};
+static const fnn_op_def UPSAMPLE_NEAREST = {.info = {.name = "upsample_nearest", .family = "pool", .differentiable = 1},
+    .backward = upsample_nearest_rule};
 
 int fnn_upsample_nearest(fnn_tensor *out, const fnn_tensor *x, int dims, const int64_t *size) {
     const fnn_pool_row *row;
@@ -1093,13 +1099,13 @@ static int upsample_bilinear_grad_cpu(int ordinal, const fnn_pool_args *a) {
 }
 
 /* upsample_bilinear2d: the corners' alignment (the shapes are the node's; upsample_bilinear_attrs above) */
-static int upsample_bilinear2d_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+static int upsample_bilinear2d_rule(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     fnn_pool_args a = {.align_corners = FNN_ATTRS(n, upsample_bilinear_attrs)->align_corners};
     node_sizes(&a, 2, n);
     return row_backward(n, dout, din, &a);
 }
-static const fnn_op_def UPSAMPLE_BILINEAR2D = {{"upsample_bilinear2d", "pool", 1, 0}, upsample_bilinear2d_backward,
-                                               FNN_EMBEDS_NONE};
+static const fnn_op_def UPSAMPLE_BILINEAR2D = {.info = {.name = "upsample_bilinear2d", .family = "pool", .differentiable = 1},
+    .backward = upsample_bilinear2d_rule};
 
 int fnn_upsample_bilinear2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, int64_t ow, int align_corners) {
     int64_t size[2] = {oh, ow};

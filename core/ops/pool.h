@@ -32,12 +32,8 @@ typedef struct fnn_pool_row {
     const char *op;            /* the registry name; NULL ends a table */
     fnn_pool_fn forward, backward;
 } fnn_pool_row;
-extern const fnn_pool_row fnn_cpu_pool_rows[];    /* core/ops/pool.c */
-extern const fnn_pool_row fnn_cuda_pool_rows[];   /* cuda/pool.cu */
-/* the row for op in device's backend, or NULL */
-static inline const fnn_pool_row *fnn_pool_row_for(int device, const char *op) {
-    return (const fnn_pool_row *)fnn_row_for(device, "pool", op);
-}
+/* the CPU rows: core/ops/pool.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(pool, fnn_pool_row)
 
 #ifdef __cplusplus
 }

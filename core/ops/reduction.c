@@ -278,7 +278,7 @@ static int record(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, b
  * x's backend; keep_shape: y has x's shape (softmax), else the reduced one */
 static int row_forward(const char *name, bool keep_shape, fnn_tensor *y, fnn_tensor *idx, const fnn_tensor *x,
                          int d, int keepdim, double k0, double k1) {
-    const fnn_red_row *row = fnn_red_row_for(x->device, name);
+    const fnn_red_row *row = fnn_reduction_row_for(x->device, name);
     if (!row || !row->forward) return FNN_ROW_REFUSED(name, x->device, false);
     int ondim = x->ndim;
     int64_t oshape[FNN_MAX_DIMS], O = 0, R = 0, I = 0;
@@ -309,7 +309,7 @@ static int row_forward(const char *name, bool keep_shape, fnn_tensor *y, fnn_ten
  * what the rule reads (or NULL) */
 static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, const fnn_tensor *x,
                               const fnn_tensor *y, const fnn_tensor *idx, double k0, double k1) {
-    const fnn_red_row *row = fnn_red_row_for(dout->device, n->op->info.name);
+    const fnn_red_row *row = fnn_reduction_row_for(dout->device, n->op->info.name);
     if (!row || !row->backward) return FNN_ROW_REFUSED(n->op->info.name, dout->device, true);
     int nd = n->in_ndim[0];
     int64_t O, R, I;
@@ -652,7 +652,7 @@ static int sum_grad_cpu(int ordinal, const fnn_red_args *a) {
 }
 
 /* sum/mean backward: dx [outer, red, inner] = dout [outer, inner] (/ red for mean, k[0] = 1) */
-static int sum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+static int sum_rule(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
     const reduction_attrs *at = FNN_ATTRS(n, reduction_attrs);
     int64_t O, R, I;
@@ -661,8 +661,10 @@ static int sum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
 }
 
 /* has_cuda (0 here): the registry derives it from cuda/reduction.cu's rows */
-static const fnn_op_def SUM = {{"sum", "reduction", 1, 0}, sum_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MEAN = {{"mean", "reduction", 1, 0}, sum_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def SUM = {.info = {.name = "sum", .family = "reduction", .differentiable = 1},
+    .backward = sum_rule};
+static const fnn_op_def MEAN = {.info = {.name = "mean", .family = "reduction", .differentiable = 1},
+    .backward = sum_rule};
 
 /* sum and mean: x any shape -> reduced shape (sum of none = 0, mean of none = nan) */
 static int sum_mean(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, bool mean) {
@@ -735,8 +737,9 @@ static void prod_grad(float *dx, const float *x, int64_t n, int64_t s, float g, 
 }
 static int prod_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return lines_cpu(a, prod_line); }
 static int prod_grad_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return grad_lines_cpu(a, prod_grad); }
-static int prod_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, false); }
-static const fnn_op_def PROD = {{"prod", "reduction", 1, 0}, prod_backward, FNN_EMBEDS_NONE};
+static int prod_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, false); }
+static const fnn_op_def PROD = {.info = {.name = "prod", .family = "reduction", .differentiable = 1},
+    .backward = prod_rule};
 int fnn_prod(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
     return reduce(&PROD, out, x, dim, keepdim, 0, 0, true, false);
 }
@@ -757,10 +760,12 @@ static void var_grad(float *dx, const float *x, int64_t n, int64_t s, float g, f
 }
 static int var_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return lines_cpu(a, var_line); }
 static int var_grad_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return grad_lines_cpu(a, var_grad); }
-static int var_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, false); }
-static int std_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, true); }
-static const fnn_op_def VAR = {{"var", "reduction", 1, 0}, var_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def STD = {{"std", "reduction", 1, 0}, std_backward, FNN_EMBEDS_NONE};
+static int var_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, false); }
+static int std_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, true); }
+static const fnn_op_def VAR = {.info = {.name = "var", .family = "reduction", .differentiable = 1},
+    .backward = var_rule};
+static const fnn_op_def STD = {.info = {.name = "std", .family = "reduction", .differentiable = 1},
+    .backward = std_rule};
 int fnn_var(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim, int unbiased) {
     return reduce(&VAR, out, x, dim, keepdim, unbiased ? 1 : 0, 0, true, false);
 }
@@ -817,8 +822,9 @@ static void norm_grad(float *dx, const float *x, int64_t n, int64_t s, float g, 
 }
 static int norm_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return lines_cpu(a, norm_line); }
 static int norm_grad_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return grad_lines_cpu(a, norm_grad); }
-static int norm_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, true); }
-static const fnn_op_def NORM = {{"norm", "reduction", 1, 0}, norm_backward, FNN_EMBEDS_NONE};
+static int norm_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, true); }
+static const fnn_op_def NORM = {.info = {.name = "norm", .family = "reduction", .differentiable = 1},
+    .backward = norm_rule};
 int fnn_norm(fnn_tensor *out, const fnn_tensor *x, double p, int dim, int keepdim) {
     FNN_CHECK(!isnan(p), FNN_STATUS_ARG, "norm: p must be a number or +-inf, got nan");
     return reduce(&NORM, out, x, dim, keepdim, p, 0, true, true);
@@ -846,8 +852,9 @@ static void lse_grad(float *dx, const float *x, int64_t n, int64_t s, float g, f
 }
 static int lse_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return lines_cpu(a, lse_line); }
 static int lse_grad_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return grad_lines_cpu(a, lse_grad); }
-static int lse_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, true); }
-static const fnn_op_def LOGSUMEXP = {{"logsumexp", "reduction", 1, 0}, lse_backward, FNN_EMBEDS_NONE};
+static int lse_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_lines(n, g, din, true, true); }
+static const fnn_op_def LOGSUMEXP = {.info = {.name = "logsumexp", .family = "reduction", .differentiable = 1},
+    .backward = lse_rule};
 int fnn_logsumexp(fnn_tensor *out, const fnn_tensor *x, int dim, int keepdim) {
     return reduce(&LOGSUMEXP, out, x, dim, keepdim, 0, 0, true, true);
 }
@@ -903,16 +910,18 @@ static int extreme_grad_cpu(int ordinal, const fnn_red_args *a) {
 }
 /* saved[0] = x, saved[1] = the value (over everything: ties share g) or the int64 indices (along a
  * dim: all of g goes to the selected position, scattered back into zeros) */
-static int extreme_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int extreme_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     int d = FNN_ATTRS(n, reduction_attrs)->dim;
     if (d < 0) return grad_lines(n, g, din, true, true);
     if (!n->next[0]) return FNN_STATUS_OK;
     return row_backward(n, g, din, NULL, NULL, &n->saved[1], 0, 0);
 }
-static const fnn_op_def MAX = {{"max", "reduction", 1, 0}, extreme_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def MIN = {{"min", "reduction", 1, 0}, extreme_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def ARGMAX = {{"argmax", "reduction", 0, 0}, NULL, FNN_EMBEDS_NONE};
-static const fnn_op_def ARGMIN = {{"argmin", "reduction", 0, 0}, NULL, FNN_EMBEDS_NONE};
+static const fnn_op_def MAX = {.info = {.name = "max", .family = "reduction", .differentiable = 1},
+    .backward = extreme_rule};
+static const fnn_op_def MIN = {.info = {.name = "min", .family = "reduction", .differentiable = 1},
+    .backward = extreme_rule};
+static const fnn_op_def ARGMAX = {.info = {.name = "argmax", .family = "reduction"}};
+static const fnn_op_def ARGMIN = {.info = {.name = "argmin", .family = "reduction"}};
 
 /* values and 1-based indices of the max (min), through the row of op `name`; refuses to reduce
  * over no elements */
@@ -1179,7 +1188,7 @@ static int softmax_run(const geom *g, float *y, bool lg) {
     return FNN_STATUS_OK;
 }
 
-/* lines lo..hi-1 of softmax_backward's I == 1 or R <= 1 case (a->gr, a->y, a->out: g, y, dx) */
+/* lines lo..hi-1 of softmax_rule's I == 1 or R <= 1 case (a->gr, a->y, a->out: g, y, dx) */
 static void softmax_grad_lines(void *ctx, int64_t lo, int64_t hi) {
     const cols_args *a = ctx;
     const int64_t R = a->R, I = a->I;
@@ -1213,12 +1222,14 @@ static int softmax_grad_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal;
 static int log_softmax_grad_cpu(int ordinal, const fnn_red_args *a) { (void)ordinal; return softmax_grad_cpu_run(a, true); }
 
 /* saved[1] = y; reduction_attrs: dim (-1 on a scalar); the row (softmax's or log_softmax's) knows which */
-static int softmax_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+static int softmax_rule(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
     return row_backward(n, dout, din, NULL, &n->saved[1], NULL, 0, 0);
 }
-static const fnn_op_def SOFTMAX = {{"softmax", "reduction", 1, 0}, softmax_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def LOG_SOFTMAX = {{"log_softmax", "reduction", 1, 0}, softmax_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def SOFTMAX = {.info = {.name = "softmax", .family = "reduction", .differentiable = 1},
+    .backward = softmax_rule};
+static const fnn_op_def LOG_SOFTMAX = {.info = {.name = "log_softmax", .family = "reduction", .differentiable = 1},
+    .backward = softmax_rule};
 
 /* x any shape -> same shape, normalised along dim (negative counts from the end) */
 static int softmax_common(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int dim) {
@@ -1303,11 +1314,12 @@ static int logcumsumexp_grad_cpu(int ordinal, const fnn_red_args *a) {
 }
 
 /* reduction_attrs: dim (-1 on a scalar) */
-static int cumsum_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+static int cumsum_rule(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
     return row_backward(n, dout, din, NULL, NULL, NULL, 0, 0);
 }
-static const fnn_op_def CUMSUM = {{"cumsum", "reduction", 1, 0}, cumsum_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def CUMSUM = {.info = {.name = "cumsum", .family = "reduction", .differentiable = 1},
+    .backward = cumsum_rule};
 int fnn_cumsum(fnn_tensor *out, const fnn_tensor *x, int dim) {
     FNN_TRY(fnn_check_input("cumsum", x));
     int d = -1;   /* a scalar is one line of one */
@@ -1318,11 +1330,12 @@ int fnn_cumsum(fnn_tensor *out, const fnn_tensor *x, int dim) {
 
 /* logcumsumexp: y[.., r, ..] = log(e^x[.., 0, ..] + ... + e^x[.., r, ..]), a running logsumexp in double
  * (the forward's x and y saved: the gradient reads both) */
-static int logcumsumexp_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
+static int logcumsumexp_rule(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
     return row_backward(n, dout, din, &n->saved[0], &n->saved[1], NULL, 0, 0);
 }
-static const fnn_op_def LOGCUMSUMEXP = {{"logcumsumexp", "reduction", 1, 0}, logcumsumexp_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def LOGCUMSUMEXP = {.info = {.name = "logcumsumexp", .family = "reduction", .differentiable = 1},
+    .backward = logcumsumexp_rule};
 int fnn_logcumsumexp(fnn_tensor *out, const fnn_tensor *x, int dim) {
     FNN_TRY(fnn_check_input("logcumsumexp", x));
     int d = -1;

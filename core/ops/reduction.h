@@ -31,12 +31,8 @@ typedef struct fnn_red_row {
     fnn_red_fn forward, backward;   /* backward NULL: not differentiable */
     int views;              /* 1: forward reads xv in place (no copy made); 0: forward takes x contiguous */
 } fnn_red_row;
-extern const fnn_red_row fnn_cpu_reduction_rows[];    /* core/ops/reduction.c */
-extern const fnn_red_row fnn_cuda_reduction_rows[];   /* cuda/reduction.cu */
-/* the row for op in device's backend, or NULL */
-static inline const fnn_red_row *fnn_red_row_for(int device, const char *op) {
-    return (const fnn_red_row *)fnn_row_for(device, "reduction", op);
-}
+/* the CPU rows: core/ops/reduction.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(reduction, fnn_red_row)
 
 #ifdef __cplusplus
 }

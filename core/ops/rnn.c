@@ -102,7 +102,7 @@ static int cpu_lstm_cell_grad(int ordinal, const fnn_rnn_args *a) {
 }
 
 /* saved[0] = acts [N, 5H], saved[1] = c [N, H] (the caller's, maybe strided) */
-static int lstm_cell_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int lstm_cell_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *acts = &n->saved[0], *c = &n->saved[1];
     const fnn_rnn_row *row = rnn_row("lstm_cell", c->device, false, false);
     if (!row) return fnn_last_status();
@@ -127,7 +127,8 @@ static int lstm_cell_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din)
     if (rc || !n->next[1]) fnn_tensor_clear(&din[1]);
     return rc;
 }
-static const fnn_op_def LSTM_CELL = {{"lstm_cell", "rnn", 1, 1}, lstm_cell_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def LSTM_CELL = {.info = {.name = "lstm_cell", .family = "rnn", .differentiable = 1},
+    .backward = lstm_cell_rule};
 
 int fnn_lstm_cell(fnn_tensor *out, const fnn_tensor *z, const fnn_tensor *c) {
     FNN_TRY(fnn_check_input("lstm_cell", z));
@@ -409,7 +410,7 @@ typedef struct {
 /* saved[0] = workspace, saved[1] = w_ih, saved[2] = w_hh; rnn_attrs. Per step the row's cell
  * backward and one GEMM for dh; then the weight gradients as GEMMs over all steps, the biases as
  * column sums and dx back from processing order to [N, T, I]. */
-static int rnn_seq_backward(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
+static int rnn_seq_rule(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
     const rnn_attrs *at = FNN_ATTRS(nd, rnn_attrs);
     const int kind = at->kind;
     const int64_t N = at->N, T = at->T, I = at->I, H = at->H;
@@ -506,9 +507,12 @@ done:
     if (rc) for (int k = 0; k < IN_COUNT; k++) fnn_tensor_clear(&din[k]);
     return rc;
 }
-static const fnn_op_def RNN_TANH_SEQ = {{"rnn_tanh", "rnn", 1, 1}, rnn_seq_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def LSTM_SEQ = {{"lstm", "rnn", 1, 1}, rnn_seq_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def GRU_SEQ = {{"gru", "rnn", 1, 1}, rnn_seq_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def RNN_TANH_SEQ = {.info = {.name = "rnn_tanh", .family = "rnn", .differentiable = 1},
+    .backward = rnn_seq_rule};
+static const fnn_op_def LSTM_SEQ = {.info = {.name = "lstm", .family = "rnn", .differentiable = 1},
+    .backward = rnn_seq_rule};
+static const fnn_op_def GRU_SEQ = {.info = {.name = "gru", .family = "rnn", .differentiable = 1},
+    .backward = rnn_seq_rule};
 static const fnn_op_def *const RNN_DEF[3] = {&RNN_TANH_SEQ, &LSTM_SEQ, &GRU_SEQ};
 
 /* what the forward's steps read and write, set up once by rnn_seq: the workspace (xs, hs, cs, acts:

@@ -69,12 +69,8 @@ typedef struct fnn_rnn_row {
     fnn_rnn_fn forward, backward;   /* the cell (lstm_cell) or one time step's cell (the sequences) */
     const fnn_rnn_moves *moves;     /* the sequences' loop; NULL for lstm_cell */
 } fnn_rnn_row;
-extern const fnn_rnn_row fnn_cpu_rnn_rows[];    /* core/ops/rnn.c */
-extern const fnn_rnn_row fnn_cuda_rnn_rows[];   /* cuda/rnn.cu */
-/* the row for op in device's backend, or NULL */
-static inline const fnn_rnn_row *fnn_rnn_row_for(int device, const char *op) {
-    return (const fnn_rnn_row *)fnn_row_for(device, "rnn", op);
-}
+/* the CPU rows: core/ops/rnn.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(rnn, fnn_rnn_row)
 
 #ifdef __cplusplus
 }

@@ -68,11 +68,12 @@ static void copy_nd(void *dst, const int64_t *ds, const void *src, const int64_t
 /* ================= contiguous ================= */
 
 /* the gradient passes through unchanged */
-static int contiguous_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int contiguous_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     (void)n;
     return fnn_tensor_ref(&din[0], g);
 }
-static const fnn_op_def CONTIGUOUS = {{"contiguous", "shape", 1, 1}, contiguous_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def CONTIGUOUS = {.info = {.name = "contiguous", .family = "shape", .differentiable = 1},
+    .backward = contiguous_rule};
 
 /* contiguous: x -> same values in row-major order; x itself (one more reference) when already so */
 int fnn_contiguous(fnn_tensor *out, const fnn_tensor *x) {
@@ -96,7 +97,7 @@ typedef struct { int dim; } join_attrs;
 
 /* dx_k = g narrowed to [offset_k, offset_k + size_k) of dim: each input gets its own slice back (a view;
  * backward rules record no node) */
-static int cat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int cat_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     int d = FNN_ATTRS(n, join_attrs)->dim;
     int64_t off = 0;
     for (int k = 0; k < n->n_inputs; k++) {
@@ -106,7 +107,7 @@ static int cat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     }
     return FNN_STATUS_OK;
 }
-static const fnn_op_def CAT = {{"cat", "shape", 1, 1}, cat_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def CAT = {.info = {.name = "cat", .family = "shape", .differentiable = 1}, .backward = cat_rule};
 
 /* cat: n tensors equal outside dim -> one with the sizes along dim added */
 int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
@@ -150,12 +151,13 @@ int fnn_cat(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
 }
 
 /* dx_k = g at position k of dim (a view) */
-static int stack_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int stack_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     for (int k = 0; k < n->n_inputs; k++)
         if (n->next[k]) FNN_TRY(fnn_select_view(&din[k], g, FNN_ATTRS(n, join_attrs)->dim, k));
     return FNN_STATUS_OK;
 }
-static const fnn_op_def STACK = {{"stack", "shape", 1, 1}, stack_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def STACK = {.info = {.name = "stack", .family = "shape", .differentiable = 1},
+    .backward = stack_rule};
 
 /* stack: n tensors of one shape [s...] -> [.., n, ..] with the new dim at dim (0..ndim) */
 int fnn_stack(fnn_tensor *out, int n, const fnn_tensor *const *xs, int dim) {
@@ -240,7 +242,7 @@ static int repeat_by_expand(const fnn_shape_args *a) {
 }
 
 /* dx = sum of g over the repeated blocks: dx[i] += g[j] for each j with j mod s = i */
-static int repeat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int repeat_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_shape_row *row;
     FNN_TRY(row_of("repeat", "repeat", g->device, true, &row));
     fnn_tensor tmp;
@@ -259,7 +261,8 @@ static int repeat_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_clear(&tmp);
     return rc;
 }
-static const fnn_op_def REPEAT = {{"repeat", "shape", 1, 1}, repeat_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def REPEAT = {.info = {.name = "repeat", .family = "shape", .differentiable = 1},
+    .backward = repeat_rule};
 
 /* repeat (Torch semantics): x [s...] tiled repeats[i] times along each dim -> [r0*s0, ...];
  * more counts than dims add leading dims */
@@ -296,7 +299,7 @@ int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *re
 typedef struct { int64_t before[FNN_MAX_DIMS]; int npairs, mode; } pad_attrs;
 
 /* dx = pad(g, -pads): padding is cropped back off and cropping is filled back with zeros */
-static int pad_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int pad_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const pad_attrs *a = FNN_ATTRS(n, pad_attrs);
     int64_t neg[2 * FNN_MAX_DIMS];
     for (int i = 0; i < a->npairs; i++) {
@@ -306,7 +309,7 @@ static int pad_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     }
     return fnn_pad(&din[0], g, a->npairs, neg, 0.0);
 }
-static const fnn_op_def PAD = {{"pad", "shape", 1, 1}, pad_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def PAD = {.info = {.name = "pad", .family = "shape", .differentiable = 1}, .backward = pad_rule};
 
 /* pad: x [.., n] -> [.., before + n + after] for each of the last npairs dims (last dim first,
  * F.pad order), new places filled with value; negative widths crop */
@@ -426,7 +429,7 @@ static void pad_mode_grad_rows(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* dx: each x place gets the gradient of every output place that read it */
-static int pad_mode_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int pad_mode_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const pad_attrs *at = FNN_ATTRS(n, pad_attrs);
     const int npairs = at->npairs, mode = at->mode, nd = n->in_ndim[0];
     int64_t before[FNN_MAX_DIMS] = {0};
@@ -446,7 +449,8 @@ static int pad_mode_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) 
     fnn_tensor_clear(&tmp);
     return rc;
 }
-static const fnn_op_def PAD_MODE = {{"pad_mode", "shape", 1, 1}, pad_mode_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def PAD_MODE = {.info = {.name = "pad_mode", .family = "shape", .differentiable = 1},
+    .backward = pad_mode_rule};
 
 /* pad_mode: x [.., n] -> [.., before + n + after] for each of the last npairs dims (F.pad order), the
  * new places read from x by mode (reflect, replicate, circular; constant: fnn_pad with zeros) */
@@ -531,10 +535,12 @@ static int tri(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x, int6
 }
 
 /* dx = the same mask applied to g */
-static int tril_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_tril(&din[0], g, FNN_ATTRS(n, tri_attrs)->k); }
-static int triu_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_triu(&din[0], g, FNN_ATTRS(n, tri_attrs)->k); }
-static const fnn_op_def TRIL = {{"tril", "shape", 1, 1}, tril_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def TRIU = {{"triu", "shape", 1, 1}, triu_backward, FNN_EMBEDS_NONE};
+static int tril_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_tril(&din[0], g, FNN_ATTRS(n, tri_attrs)->k); }
+static int triu_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return fnn_triu(&din[0], g, FNN_ATTRS(n, tri_attrs)->k); }
+static const fnn_op_def TRIL = {.info = {.name = "tril", .family = "shape", .differentiable = 1},
+    .backward = tril_rule};
+static const fnn_op_def TRIU = {.info = {.name = "triu", .family = "shape", .differentiable = 1},
+    .backward = triu_rule};
 
 int fnn_tril(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIL, out, x, k); }
 int fnn_triu(fnn_tensor *out, const fnn_tensor *x, int64_t k) { return tri(&TRIU, out, x, k); }

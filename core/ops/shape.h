@@ -37,12 +37,8 @@ typedef struct fnn_shape_row {
     const char *op;            /* the registry name; NULL ends a table */
     fnn_shape_fn forward, backward;
 } fnn_shape_row;
-extern const fnn_shape_row fnn_cpu_shape_rows[];    /* core/ops/shape.c */
-extern const fnn_shape_row fnn_cuda_shape_rows[];   /* cuda/shape.cu */
-/* the row for op in device's backend, or NULL */
-static inline const fnn_shape_row *fnn_shape_row_for(int device, const char *op) {
-    return (const fnn_shape_row *)fnn_row_for(device, "shape", op);
-}
+/* the CPU rows: core/ops/shape.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(shape, fnn_shape_row)
 
 #ifdef __cplusplus
 }

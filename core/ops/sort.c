@@ -202,7 +202,7 @@ typedef struct { int dim; } sort_attrs;
 /* dx = zeros of x's shape with g scattered back to the saved indices along dim, through the
  * backward of the op's row in g's backend.
  * saved[0] = indices (int64, contiguous, g's shape); sort_attrs */
-static int sort_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int sort_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const char *op = n->op->info.name;
     const fnn_sort_row *row = fnn_sort_row_for(g->device, op);
     if (!row || !row->backward) return FNN_ROW_REFUSED(op, g->device, true);
@@ -230,8 +230,8 @@ static int sort_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_clear(&gtmp);
     return rc;
 }
-static const fnn_op_def SORT = {{"sort", "sort", 1, 1}, sort_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def TOPK = {{"topk", "sort", 1, 1}, sort_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def SORT = {.info = {.name = "sort", .family = "sort", .differentiable = 1}, .backward = sort_rule};
+static const fnn_op_def TOPK = {.info = {.name = "topk", .family = "sort", .differentiable = 1}, .backward = sort_rule};
 
 /* ================= entries ================= */
 

@@ -26,12 +26,8 @@ typedef struct fnn_sort_row {
     const char *op;          /* the registry name; NULL ends a table */
     fnn_sort_fn forward, backward;
 } fnn_sort_row;
-extern const fnn_sort_row fnn_cpu_sort_rows[];    /* core/ops/sort.c */
-extern const fnn_sort_row fnn_cuda_sort_rows[];   /* cuda/sort.cu */
-/* the row for op in device's backend, or NULL */
-static inline const fnn_sort_row *fnn_sort_row_for(int device, const char *op) {
-    return (const fnn_sort_row *)fnn_row_for(device, "sort", op);
-}
+/* the CPU rows: core/ops/sort.c; the CUDA rows: cuda/ */
+FNN_ROW_GLUE(sort, fnn_sort_row)
 
 #ifdef __cplusplus
 }

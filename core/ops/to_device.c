@@ -7,11 +7,12 @@
 /* the device x was on (an fnn device number) */
 typedef struct { int from_device; } to_device_attrs;
 
-static int to_device_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int to_device_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
     return fnn_to_device(&din[0], g, FNN_ATTRS(n, to_device_attrs)->from_device);
 }
-static const fnn_op_def TO_DEVICE = {{"to_device", "device", 1, 1}, to_device_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def TO_DEVICE = {.info = {.name = "to_device", .family = "device", .differentiable = 1, .has_cuda = 1},
+    .backward = to_device_rule};
 /* the device family: the conversions between representations, where (to_device) and what (to_dtype.c) */
 extern const fnn_op_def fnn_op_to_dtype;
 const fnn_op_def *const fnn_ops_device[] = {&TO_DEVICE, &fnn_op_to_dtype, NULL};

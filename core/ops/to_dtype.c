@@ -16,12 +16,13 @@ static const char *op_name(int dtype) {
 }
 
 /* ---- to_dtype: y = x's values as dtype; dx = dy in float32 ---- */
-static int to_dtype_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int to_dtype_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (!n->next[0]) return FNN_STATUS_OK;
     if (g->dtype == FNN_DTYPE_FLOAT32) return fnn_tensor_ref(&din[0], g);
     return fnn_cast(&din[0], g, FNN_DTYPE_FLOAT32);
 }
-const fnn_op_def fnn_op_to_dtype = {{"to_dtype", "device", 1, 1}, to_dtype_backward, FNN_EMBEDS_NONE};
+const fnn_op_def fnn_op_to_dtype = {.info = {.name = "to_dtype", .family = "device", .differentiable = 1, .has_cuda = 1},
+    .backward = to_dtype_rule};
 
 /* n contiguous elements of x's dtype at src into y (dtype), on the CPU; rc from int64's checks */
 static int convert_cpu(const char *op, const fnn_tensor *x, const void *src, void *y, int dtype, int64_t n) {

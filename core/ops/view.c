@@ -71,15 +71,20 @@ static bool view_strides(const fnn_tensor *x, int ndim, const int64_t *shape, in
 }
 
 /* dx = reshape(g, x's shape): the rule of every op that only re-labels elements */
-static int reshape_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int reshape_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return fnn_reshape(&din[0], g, n->in_ndim[0], n->in_shape[0]);
 }
 
-static const fnn_op_def RESHAPE = {{"reshape", "view", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def VIEW = {{"view", "view", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def FLATTEN = {{"flatten", "view", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def SQUEEZE = {{"squeeze", "view", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
-static const fnn_op_def UNSQUEEZE = {{"unsqueeze", "view", 1, 1}, reshape_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def RESHAPE = {.info = {.name = "reshape", .family = "view", .differentiable = 1, .has_cuda = 1},
+    .backward = reshape_rule};
+static const fnn_op_def VIEW = {.info = {.name = "view", .family = "view", .differentiable = 1, .has_cuda = 1},
+    .backward = reshape_rule};
+static const fnn_op_def FLATTEN = {.info = {.name = "flatten", .family = "view", .differentiable = 1, .has_cuda = 1},
+    .backward = reshape_rule};
+static const fnn_op_def SQUEEZE = {.info = {.name = "squeeze", .family = "view", .differentiable = 1, .has_cuda = 1},
+    .backward = reshape_rule};
+static const fnn_op_def UNSQUEEZE = {.info = {.name = "unsqueeze", .family = "view", .differentiable = 1, .has_cuda = 1},
+    .backward = reshape_rule};
 
 /* x -> shape (already checked to hold numel(x) elements): a view when the strides allow,
  * else (allow_copy) a contiguous copy; the node is def's either way */
@@ -190,11 +195,12 @@ int fnn_unsqueeze(fnn_tensor *out, const fnn_tensor *x, int dim) {
 typedef struct { int dim1, dim2; } transpose_attrs;
 
 /* dx = transpose(g, d1, d2): a swap is its own inverse */
-static int transpose_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int transpose_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const transpose_attrs *a = FNN_ATTRS(n, transpose_attrs);
     return fnn_transpose(&din[0], g, a->dim1, a->dim2);
 }
-static const fnn_op_def TRANSPOSE = {{"transpose", "view", 1, 1}, transpose_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def TRANSPOSE = {.info = {.name = "transpose", .family = "view", .differentiable = 1, .has_cuda = 1},
+    .backward = transpose_rule};
 
 /* transpose: swaps dims d1 and d2 (a view) */
 int fnn_transpose(fnn_tensor *out, const fnn_tensor *x, int d1, int d2) {
@@ -219,13 +225,14 @@ int fnn_transpose(fnn_tensor *out, const fnn_tensor *x, int d1, int d2) {
 typedef struct { int dims[FNN_MAX_DIMS]; } permute_attrs;
 
 /* dx = permute(g, inverse): output dim i came from input dim dims[i], so it goes back there */
-static int permute_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int permute_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const permute_attrs *a = FNN_ATTRS(n, permute_attrs);
     int inv[FNN_MAX_DIMS];
     for (int i = 0; i < n->in_ndim[0]; i++) inv[a->dims[i]] = i;
     return fnn_permute(&din[0], g, n->in_ndim[0], inv);
 }
-static const fnn_op_def PERMUTE = {{"permute", "view", 1, 1}, permute_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def PERMUTE = {.info = {.name = "permute", .family = "view", .differentiable = 1, .has_cuda = 1},
+    .backward = permute_rule};
 
 /* permute: output dim i is input dim dims[i] (a view) */
 int fnn_permute(fnn_tensor *out, const fnn_tensor *x, int ndim, const int *dims) {
@@ -254,10 +261,11 @@ int fnn_permute(fnn_tensor *out, const fnn_tensor *x, int ndim, const int *dims)
 /* ================= expand ================= */
 
 /* dx = g summed over the new leading dims and over the size-1 dims that were expanded */
-static int expand_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int expand_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     return fnn_sum_to_shape(&din[0], g, n->in_ndim[0], n->in_shape[0]);
 }
-static const fnn_op_def EXPAND = {{"expand", "view", 1, 1}, expand_backward, FNN_EMBEDS_NONE};
+static const fnn_op_def EXPAND = {.info = {.name = "expand", .family = "view", .differentiable = 1, .has_cuda = 1},
+    .backward = expand_rule};
 
 /* expand: size-1 dims (and new leading dims) repeat with stride 0; -1 keeps a size */
 int fnn_expand(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *shape) {
@@ -299,11 +307,13 @@ static int embed_along(fnn_tensor *out, const fnn_tensor *g, int ndim, const int
     return fnn_pad(out, g, ndim - dim, pads, 0.0);
 }
 
-static int narrow_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int narrow_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_slice_attrs *a = FNN_ATTRS(n, fnn_slice_attrs);
     return embed_along(&din[0], g, n->in_ndim[0], n->in_shape[0], a->dim, a->start);
 }
-static const fnn_op_def NARROW = {{"narrow", "view", 1, 1}, narrow_backward, FNN_EMBEDS_NARROW};
+static const fnn_op_def NARROW = {.info = {.name = "narrow", .family = "view", .differentiable = 1, .has_cuda = 1},
+    .backward = narrow_rule,
+    .embeds = FNN_EMBEDS_NARROW};
 
 /* narrow: x [.., n, ..] -> [.., length, ..], elements start .. start+length-1 of dim (0-based) */
 int fnn_narrow(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t start, int64_t length) {
@@ -323,7 +333,7 @@ int fnn_narrow(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t start, int
 }
 
 /* dx = zeros with g placed at position index of dim */
-static int select_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+static int select_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_slice_attrs *a = FNN_ATTRS(n, fnn_slice_attrs);
     int d = a->dim;
     fnn_tensor g1;
@@ -332,7 +342,9 @@ static int select_backward(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_clear(&g1);
     return rc;
 }
-static const fnn_op_def SELECT = {{"select", "view", 1, 1}, select_backward, FNN_EMBEDS_SELECT};
+static const fnn_op_def SELECT = {.info = {.name = "select", .family = "view", .differentiable = 1, .has_cuda = 1},
+    .backward = select_rule,
+    .embeds = FNN_EMBEDS_SELECT};
 
 /* select: x [.., n, ..] -> [.., ..], position index of dim (0-based; negative counts from the end) */
 int fnn_select(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t index) {
