@@ -1,13 +1,20 @@
 /* bfloat16: the top half of a float32 (8 exponent bits, 7 mantissa bits). Converting rounds to
  * nearest, ties to even (PyTorch's c10::BFloat16 and oneDNN's reorders do the same); a NaN stays a
  * NaN (quieted), infinities stay infinities, and a finite value past bf16's largest rounds to inf.
- * Written once here for the compute layer (core/precision.c, core/blas.c) and the kernels. */
+ * Written once here for the compute layer (core/precision.c, core/blas.c), the CPU's casts
+ * (core/ops/int64.c) and the GPU's (cuda/cast.cu; the host emulation compiles the same). */
 #ifndef FASTNN_BF16_H
 #define FASTNN_BF16_H
 #include <stdint.h>
 #include <string.h>
 
-static inline uint16_t fnn_bf16_from_f32(float f) {
+#ifdef __CUDACC__
+#define FNN_BF16_FN static __host__ __device__ __forceinline__
+#else
+#define FNN_BF16_FN static inline
+#endif
+
+FNN_BF16_FN uint16_t fnn_bf16_from_f32(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;                   /* ties to even */
@@ -15,7 +22,7 @@ static inline uint16_t fnn_bf16_from_f32(float f) {
     return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x0040u : rounded);
 }
 
-static inline float fnn_bf16_to_f32(uint16_t h) {
+FNN_BF16_FN float fnn_bf16_to_f32(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
     float f;
     memcpy(&f, &u, sizeof f);
@@ -23,6 +30,6 @@ static inline float fnn_bf16_to_f32(uint16_t h) {
 }
 
 /* f rounded to the nearest bfloat16, as a float32 */
-static inline float fnn_bf16_round(float f) { return fnn_bf16_to_f32(fnn_bf16_from_f32(f)); }
+FNN_BF16_FN float fnn_bf16_round(float f) { return fnn_bf16_to_f32(fnn_bf16_from_f32(f)); }
 
 #endif

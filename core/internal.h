@@ -121,7 +121,7 @@ typedef struct fnn_backend {
     /* y[n] = value, float32 (cuda/backend.cu); NULL on the CPU */
     int (*fill)(int ordinal, float *y, int64_t n, float value);
     /* ---- copies and the generator on the device (cuda/copy.cu, random.cu); NULL on the CPU ---- */
-    /* dst (contiguous) = src's elements in row-major order, elements of esize bytes (4 or 8) */
+    /* dst (contiguous) = src's elements in row-major order, elements of esize bytes (2, 4 or 8) */
     int (*strided_copy)(int ordinal, void *dst, const void *src, int esize, int ndim, const int64_t *shape,
                         const int64_t *stride);
     /* y[n] = FNN_RNG_* draws from the Philox stream (seed, subsequence offset): uniform in [k0, k1),
@@ -247,7 +247,7 @@ FNN_LAYER int fnn_check_index(const char *op, const char *what, const fnn_tensor
 int fnn_check_same_device(const char *op, const fnn_tensor *a, const fnn_tensor *b);
 /* copy x into a fresh contiguous tensor of its dtype (no node) */
 FNN_LAYER int fnn_materialize(fnn_tensor *out, const fnn_tensor *x);
-/* dst (contiguous) = src's elements in row-major order, for elements of esize bytes (4 or 8) */
+/* dst (contiguous) = src's elements in row-major order, for elements of esize bytes (2, 4 or 8) */
 FNN_LAYER void fnn_strided_copy(void *dst, const void *src, int esize, int ndim, const int64_t *shape, const int64_t *stride);
 /* y's m rows of row bytes = x's rows ids[j] - base (rows stride bytes apart): a gather of dataset rows */
 FNN_LAYER void fnn_gather_rows(char *y, const char *x, int64_t stride, size_t row, const int64_t *ids, int64_t m, int64_t base);

@@ -42,7 +42,7 @@ template <typename T> static void launch_copy(void *dst, const void *src, int64_
 
 int fnn_cuda_strided_copy(int ordinal, void *dst, const void *src, int esize, int ndim, const int64_t *shape,
                           const int64_t *stride) {
-    FNN_ASSERT((esize == 4 || esize == 8) && ndim >= 0 && ndim <= FNN_MAX_DIMS);
+    FNN_ASSERT((esize == 2 || esize == 4 || esize == 8) && ndim >= 0 && ndim <= FNN_MAX_DIMS);
     CopyLayout L;
     int64_t n = 1;
     L.ndim = 0;
@@ -66,6 +66,7 @@ int fnn_cuda_strided_copy(int ordinal, void *dst, const void *src, int esize, in
         return FNN_STATUS_OK;
     }
     if (esize == 8) launch_copy<int64_t>(dst, src, n, L);
+    else if (esize == 2) launch_copy<uint16_t>(dst, src, n, L);   /* bfloat16 */
     else launch_copy<float>(dst, src, n, L);
     FNN_CUDA_CHECK("contiguous", cudaGetLastError());
     return FNN_STATUS_OK;

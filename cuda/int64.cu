@@ -71,7 +71,7 @@ static int max_row(int ordinal, const fnn_int64_args *a) {
 static int min_row(int ordinal, const fnn_int64_args *a) {
     return fnn_cuda_int_reduce(ordinal, FNN_RED_MIN, (int64_t *)a->y, a->idx, (const int64_t *)a->a, a->O, a->R, a->I);
 }
-static int cast_row(int ordinal, const fnn_int64_args *a) { return fnn_cuda_cast(ordinal, a->op, a->y, a->a, a->n); }
+static int cast_row(int ordinal, const fnn_int64_args *a) { return fnn_cuda_cast(ordinal, a->op, a->a_dtype, a->y, a->a, a->n); }
 
 extern "C" const fnn_int64_row fnn_cuda_int64_rows[] = {
     {"binary", binary_row}, {"sum", sum_row}, {"max", max_row}, {"min", min_row}, {"cast", cast_row}, {NULL, NULL},

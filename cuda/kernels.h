@@ -46,9 +46,9 @@ typedef struct {
 } fnn_index_args;
 int fnn_cuda_index(int ordinal, int op, void *x, void *y, const int64_t *ids, int esize, const fnn_index_args *a);
 /* ---- the int64 family's kernels, which cuda/int64.cu's rows run ---- */
-/* cast.cu: y[n] (dtype) = x[n] (the other dtype), contiguous; a float that is not a whole int64 becomes
- * INT64_MIN (no host read to raise) */
-int fnn_cuda_cast(int ordinal, int dtype, void *y, const void *x, int64_t n);
+/* cast.cu: y[n] (dtype to) = x[n] (dtype from: float32, bfloat16, int64), contiguous; a float that is
+ * not a whole int64 becomes INT64_MIN (no host read to raise) */
+int fnn_cuda_cast(int ordinal, int to, int from, void *y, const void *x, int64_t n);
 /* int64.cu: y = a op b (FNN_INT_*) over shape, a/b strides 0 where broadcast, y contiguous */
 int fnn_cuda_int_binary(int ordinal, int op, void *y, const void *a, int a_i64, const int64_t *as, const void *b,
                         int b_i64, const int64_t *bs, int ndim, const int64_t *shape);

@@ -1,6 +1,7 @@
 /* int64.c: the CPU's int64 kernels (core/ops/int64.h): arithmetic and comparisons with broadcasting,
  * the sum / max / min reductions and the float32 <-> int64 cast, as plain loops. Their callers
  * (elementwise.c, reduction.c, tensor.c's fnn_to_dtype) check, shape and allocate; these only run. */
+#include "../bf16.h"
 #include "int64.h"
 #include <math.h>
 
@@ -86,21 +87,31 @@ static int extreme(const fnn_int64_args *a, bool is_max) {
 static int max_cpu(int ordinal, const fnn_int64_args *a) { (void)ordinal; return extreme(a, true); }
 static int min_cpu(int ordinal, const fnn_int64_args *a) { (void)ordinal; return extreme(a, false); }
 
-/* float32 -> int64 refuses a float that is not a whole number, naming it (fnn_whole_number) */
+/* dtype casts between float32, bfloat16 and int64 (a->a_dtype to a->op). A float that is not a whole
+ * number refuses its cast to int64, naming it (fnn_whole_number); bfloat16 rounds to nearest, ties to
+ * even (core/bf16.h), over precision.c's parallel conversions where the other side is float32. */
 static int cast_cpu(int ordinal, const fnn_int64_args *a) {
     (void)ordinal;
-    if (a->op == FNN_DTYPE_INT64) {
-        const float *xs = a->a;
+    const int from = a->a_dtype, to = a->op;
+    const int64_t n = a->n;
+    if (from == FNN_DTYPE_FLOAT32 && to == FNN_DTYPE_BFLOAT16) {
+        fnn_to_bf16_matrix(a->y, a->a, 1, n, n);
+    } else if (from == FNN_DTYPE_BFLOAT16 && to == FNN_DTYPE_FLOAT32) {
+        fnn_from_bf16(a->y, a->a, n);
+    } else if (to == FNN_DTYPE_INT64) {
         int64_t *y = a->y;
-        for (int64_t i = 0; i < a->n; i++) {
-            const double v = xs[i];
+        for (int64_t i = 0; i < n; i++) {
+            const double v = from == FNN_DTYPE_BFLOAT16 ? fnn_bf16_to_f32(((const uint16_t *)a->a)[i])
+                                                        : ((const float *)a->a)[i];
             if (v == floor(v) && v >= -9223372036854775808.0 && v < 9223372036854775808.0) y[i] = (int64_t)v;
             else return fnn_whole_number(a->name, v, i, fnn_shape_of(a->src).s, &y[i]);   /* its message */
         }
+    } else if (to == FNN_DTYPE_BFLOAT16) {   /* from int64: through float32, as PyTorch's */
+        uint16_t *y = a->y;
+        for (int64_t i = 0; i < n; i++) y[i] = fnn_bf16_from_f32((float)((const int64_t *)a->a)[i]);
     } else {
-        const int64_t *xs = a->a;
         float *y = a->y;
-        for (int64_t i = 0; i < a->n; i++) y[i] = (float)xs[i];
+        for (int64_t i = 0; i < n; i++) y[i] = (float)((const int64_t *)a->a)[i];
     }
     return FNN_STATUS_OK;
 }

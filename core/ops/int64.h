@@ -13,7 +13,7 @@ extern "C" {
 #endif
 
 typedef struct fnn_int64_args {
-    int op;                 /* binary: FNN_INT_*; cast: the target dtype (FNN_DTYPE_INT64 or _FLOAT32) */
+    int op;                 /* binary: FNN_INT_*; cast: the target dtype (float32, bfloat16, int64) */
     void *y;                /* the output, contiguous: binary int64 (add, sub, mul: wrapping) or float32 0/1
                              * (comparisons); sum, max, min int64 [O, I]; cast the target dtype [n] */
     int64_t *idx;           /* max, min: 1-based positions of the first extreme [O, I], or NULL */
@@ -25,7 +25,7 @@ typedef struct fnn_int64_args {
     const int64_t *shape;
     int64_t O, R, I;        /* sum, max, min: a [O, R, I] -> y [O, I] (R > 0 for max, min) */
     int64_t n;              /* cast: elements */
-    const char *name;       /* cast: the op ("long", "float") and the tensor cast, for the CPU's refusal of a */
+    const char *name;       /* cast: the op ("long", "float", "bf16") and the tensor cast, for the CPU's refusal of a */
     const fnn_tensor *src;  /* float that is not a whole number (a device gives INT64_MIN: no host read) */
 } fnn_int64_args;
 /* the rows: "binary", "sum", "max", "min", "cast" */
