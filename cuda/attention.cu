@@ -132,12 +132,13 @@ static int attn_dgemm(int ord, int ta, int tb, int64_t B, int64_t H, int64_t m, 
     }
     if (flat) {   /* entry e = b H + h at e times the head stride (or the batch stride when H is 1) */
         const int64_t sa = H == 1 ? a->s[0] : a->s[1], sb = H == 1 ? b->s[0] : b->s[1], sc = H == 1 ? cs[0] : cs[1];
-        return fnn_cuda_gemm(ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p, (int)a->s[2], sa, b->p, (int)b->s[2], sb, 0.0f,
-                        c, (int)cs[2], sc, (int)(B * H));
+        return fnn_cuda_gemm_prec(FNN_PREC_MATMUL, ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p, (int)a->s[2], sa,
+                                  b->p, (int)b->s[2], sb, 0.0f, c, (int)cs[2], sc, (int)(B * H));
     }
     for (int64_t i = 0; i < B; i++)
-        FNN_TRY(fnn_cuda_gemm(ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p + i * a->s[0], (int)a->s[2], a->s[1],
-                         b->p + i * b->s[0], (int)b->s[2], b->s[1], 0.0f, c + i * cs[0], (int)cs[2], cs[1], (int)H));
+        FNN_TRY(fnn_cuda_gemm_prec(FNN_PREC_MATMUL, ord, ta, tb, (int)m, (int)n, (int)k, alpha, a->p + i * a->s[0],
+                                   (int)a->s[2], a->s[1], b->p + i * b->s[0], (int)b->s[2], b->s[1], 0.0f,
+                                   c + i * cs[0], (int)cs[2], cs[1], (int)H));
     return FNN_STATUS_OK;
 }
 

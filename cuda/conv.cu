@@ -270,12 +270,14 @@ static int dev_forward(const conv_geom *g, int dev, const float *x, const float 
         float *yc = y + n0 * g->O * L;
         if (!rc && nb >= g->groups)   /* y[n, gr] [Og, L] = w[gr] [Og, Kg] @ col[n, gr] [Kg, L] over the images */
             for (int64_t gr = 0; gr < g->groups && !rc; gr++)
-                rc = fnn_cuda_gemm(ord, 0, 0, (int)Og, (int)L, (int)Kg, 1.0f, w + gr * Og * Kg, (int)Kg, 0, src + gr * Kg * L,
-                              (int)L, per, 0.0f, yc + gr * Og * L, (int)L, g->O * L, (int)nb);
+                rc = fnn_cuda_gemm_prec(FNN_PREC_CONV, ord, 0, 0, (int)Og, (int)L, (int)Kg, 1.0f, w + gr * Og * Kg,
+                                        (int)Kg, 0, src + gr * Kg * L, (int)L, per, 0.0f, yc + gr * Og * L, (int)L,
+                                        g->O * L, (int)nb);
         else   /* over the groups, per image */
             for (int64_t n = 0; n < nb && !rc; n++)
-                rc = fnn_cuda_gemm(ord, 0, 0, (int)Og, (int)L, (int)Kg, 1.0f, w, (int)Kg, Og * Kg, src + n * per, (int)L,
-                              Kg * L, 0.0f, yc + n * g->O * L, (int)L, Og * L, (int)g->groups);
+                rc = fnn_cuda_gemm_prec(FNN_PREC_CONV, ord, 0, 0, (int)Og, (int)L, (int)Kg, 1.0f, w, (int)Kg, Og * Kg,
+                                        src + n * per, (int)L, Kg * L, 0.0f, yc + n * g->O * L, (int)L, Og * L,
+                                        (int)g->groups);
     }
     if (col) fnn_free(dev, col, bytes);
     if (!rc && b) rc = dev_add_channels(ord, y, b, g->N, g->O, L);
@@ -299,12 +301,14 @@ static int dev_input_grad(const conv_geom *g, int dev, const float *w, const flo
         float *dst = col ? col : dx + n0 * g->C * g->S;   /* a 1x1 conv's gemm writes dx itself */
         if (nb >= g->groups)
             for (int64_t gr = 0; gr < g->groups && !rc; gr++)
-                rc = fnn_cuda_gemm(ord, 1, 0, (int)Kg, (int)L, (int)Og, 1.0f, w + gr * Og * Kg, (int)Kg, 0, dyc + gr * Og * L,
-                              (int)L, g->O * L, 0.0f, dst + gr * Kg * L, (int)L, per, (int)nb);
+                rc = fnn_cuda_gemm_prec(FNN_PREC_CONV, ord, 1, 0, (int)Kg, (int)L, (int)Og, 1.0f, w + gr * Og * Kg,
+                                        (int)Kg, 0, dyc + gr * Og * L, (int)L, g->O * L, 0.0f, dst + gr * Kg * L,
+                                        (int)L, per, (int)nb);
         else
             for (int64_t n = 0; n < nb && !rc; n++)
-                rc = fnn_cuda_gemm(ord, 1, 0, (int)Kg, (int)L, (int)Og, 1.0f, w, (int)Kg, Og * Kg, dyc + n * g->O * L, (int)L,
-                              Og * L, 0.0f, dst + n * per, (int)L, Kg * L, (int)g->groups);
+                rc = fnn_cuda_gemm_prec(FNN_PREC_CONV, ord, 1, 0, (int)Kg, (int)L, (int)Og, 1.0f, w, (int)Kg, Og * Kg,
+                                        dyc + n * g->O * L, (int)L, Og * L, 0.0f, dst + n * per, (int)L, Kg * L,
+                                        (int)g->groups);
         if (!rc && col) rc = fnn_cuda_conv_col2im(ord, dx + n0 * g->C * g->S, col, bias_in, g, nb);
     }
     if (col) fnn_free(dev, col, bytes);
@@ -336,8 +340,8 @@ static int dev_weight_grad(const fnn_backend *be, const conv_geom *g, int dev, c
         }
         if (!rc && col) { rc = fnn_cuda_conv_im2col(ord, col, bm, g, nb, K, L); bm = col; }
         if (!rc)
-            rc = fnn_cuda_gemm(ord, 0, 1, (int)Og, (int)Kg, (int)K, 1.0f, a, (int)K, Og * K, bm, (int)K, Kg * K,
-                          n0 ? 1.0f : 0.0f, dw, (int)Kg, Og * Kg, (int)g->groups);
+            rc = fnn_cuda_gemm_prec(FNN_PREC_CONV, ord, 0, 1, (int)Og, (int)Kg, (int)K, 1.0f, a, (int)K, Og * K, bm,
+                                    (int)K, Kg * K, n0 ? 1.0f : 0.0f, dw, (int)Kg, Og * Kg, (int)g->groups);
     }
     if (block) fnn_free(dev, block, bytes);
     return rc;

@@ -17,6 +17,18 @@ int fnn_cuda_binary(int ordinal, int op, float *y, const float *a, const int64_t
 int fnn_cuda_gemm(int ordinal, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                   int lda, int64_t stride_a, const float *b, int ldb, int64_t stride_b, float beta, float *c,
                   int ldc, int64_t stride_c, int batch);
+/* the same product with bfloat16 operands and float32 sums (cublasGemmStridedBatchedEx, CUDA_R_16BF in,
+ * CUBLAS_COMPUTE_32F; A and B rounded into device copies first, core/bf16.h's rounding); the emulation
+ * rounds the operands in its loop */
+int fnn_cuda_gemm_bf16(int ordinal, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                       int lda, int64_t stride_a, const float *b, int ldb, int64_t stride_b, float beta, float *c,
+                       int ldc, int64_t stride_c, int batch);
+/* the GEMM a family (FNN_PREC_MATMUL, _CONV, _RNN) calls: fnn_cuda_gemm_bf16 where its float32 precision
+ * is bf16 (fnn_set_float32_precision, or inside fnn.autocast), else fnn_cuda_gemm: the CPU's
+ * fnn_gemm_prec on the GPU */
+int fnn_cuda_gemm_prec(int family, int ordinal, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                       const float *a, int lda, int64_t stride_a, const float *b, int ldb, int64_t stride_b,
+                       float beta, float *c, int ldc, int64_t stride_c, int batch);
 /* map.cu: y = formula op (FNN_MAP_*) of x[0..2] over shape, input k's strides at stride[k * FNN_MAX_DIMS + d]
  * (0 where broadcast), y contiguous: the map row's template instances (index.cu's masked_fill uses where) */
 int fnn_cuda_map(int ordinal, int op, float *y, const float *const *x, const int64_t *stride, int ndim,

@@ -11,7 +11,7 @@
  * the backend's `gemm` (fnn_cuda_gemm below; the host emulation puts its own loop there), the bias
  * through its `binary`.
  *
- * defines: fnn_cuda_linalg_rows, fnn_cuda_gemm */
+ * defines: fnn_cuda_linalg_rows, fnn_cuda_gemm_prec, fnn_cuda_gemm, fnn_cuda_gemm_bf16 */
 #include "common.cuh"
 #include "ops/linalg.h"
 
@@ -24,9 +24,9 @@ static int gemm_rows(int ordinal, const fnn_mm_args *a) {
     if (a->zero && a->zero_n > 0) FNN_TRY(be->fill(ordinal, a->zero, a->zero_n, 0.0f));
     const int step = a->sc == 0 && a->batch > 1 ? 1 : (int)a->batch;
     for (int64_t i = 0; i < a->batch; i += step)
-        FNN_TRY(fnn_cuda_gemm(ordinal, a->ta, a->tb, (int)a->m, (int)a->n, (int)a->k, 1.0f, a->a + i * a->sa, (int)a->lda,
-                         a->sa, a->b + i * a->sb, (int)a->ldb, a->sb, a->beta, a->c + i * a->sc, (int)a->ldc, a->sc,
-                         step));
+        FNN_TRY(fnn_cuda_gemm_prec(FNN_PREC_MATMUL, ordinal, a->ta, a->tb, (int)a->m, (int)a->n, (int)a->k, 1.0f,
+                                   a->a + i * a->sa, (int)a->lda, a->sa, a->b + i * a->sb, (int)a->ldb, a->sb, a->beta,
+                                   a->c + i * a->sc, (int)a->ldc, a->sc, step));
     return FNN_STATUS_OK;
 }
 
@@ -48,6 +48,16 @@ static int linear_backward(int ordinal, const fnn_mm_args *a) {
     if (!rc) rc = fnn_sum(a->db, &g2, 0, 0);
     fnn_tensor_clear(&g2);
     return rc;
+}
+
+int fnn_cuda_gemm_prec(int family, int ordinal, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                       const float *a, int lda, int64_t stride_a, const float *b, int ldb, int64_t stride_b,
+                       float beta, float *c, int ldc, int64_t stride_c, int batch) {
+    return fnn_prec_bf16(family)
+        ? fnn_cuda_gemm_bf16(ordinal, trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
+                             ldc, stride_c, batch)
+        : fnn_cuda_gemm(ordinal, trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                        stride_c, batch);
 }
 
 extern "C" const fnn_mm_row fnn_cuda_linalg_rows[] = {
@@ -103,4 +113,43 @@ int fnn_cuda_gemm(int ordinal, int trans_a, int trans_b, int m, int n, int k, fl
     FNN_CUDA_CHECK("matmul", cublasSgemmStridedBatched(h, op_b, op_a, n, m, k, &alpha, b, ldb, stride_b, a, lda,
                                                       stride_a, &beta, c, ldc, stride_c, batch));
     return FNN_STATUS_OK;
+}
+
+/* a matrix operand's elements from its first to its last, over the batch (gaps between rows included:
+ * converting them costs little and keeps one contiguous cast) */
+static int64_t span_of(int rows, int cols, int ld, int64_t stride, int batch) {
+    if (rows == 0 || cols == 0) return 0;
+    return (int64_t)(rows - 1) * ld + cols + (stride > 0 ? (int64_t)(batch - 1) * stride : 0);
+}
+
+int fnn_cuda_gemm_bf16(int ordinal, int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                       int lda, int64_t stride_a, const float *b, int ldb, int64_t stride_b, float beta, float *c,
+                       int ldc, int64_t stride_c, int batch) {
+    FNN_ASSERT(ordinal >= 0 && ordinal < 256 && m >= 0 && n >= 0 && k >= 0 && batch >= 0);
+    if (m == 0 || n == 0 || batch == 0 || k == 0)   /* nothing of A or B to round */
+        return fnn_cuda_gemm(ordinal, trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                             stride_c, batch);
+    FNN_TRY(fnn_cuda_use_device("matmul", ordinal));
+    cublasHandle_t h = NULL;
+    FNN_TRY(handle_for(ordinal, &h));
+    const int device = fnn_make_device(FNN_DEVICE_CUDA, ordinal);
+    const int64_t na = span_of(trans_a ? k : m, trans_a ? m : k, lda, stride_a, batch);
+    const int64_t nb = span_of(trans_b ? n : k, trans_b ? k : n, ldb, stride_b, batch);
+    const int64_t bytes = (na + nb) * (int64_t)sizeof(uint16_t);
+    uint16_t *a16 = (uint16_t *)fnn_alloc(device, bytes);   /* the caching allocator, counted */
+    if (!a16) return FNN_STATUS_OOM;
+    uint16_t *b16 = a16 + na;
+    int rc = fnn_cuda_cast(ordinal, FNN_DTYPE_BFLOAT16, FNN_DTYPE_FLOAT32, a16, a, na);
+    if (!rc) rc = fnn_cuda_cast(ordinal, FNN_DTYPE_BFLOAT16, FNN_DTYPE_FLOAT32, b16, b, nb);
+    if (!rc) {
+        cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+        cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+        cublasStatus_t s = cublasGemmStridedBatchedEx(h, op_b, op_a, n, m, k, &alpha, b16, CUDA_R_16BF, ldb, stride_b,
+                                                      a16, CUDA_R_16BF, lda, stride_a, &beta, c, CUDA_R_32F, ldc,
+                                                      stride_c, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            rc = fnn_cuda_status("matmul", "cublasGemmStridedBatchedEx", s, __FILE__, __LINE__);
+    }
+    fnn_free(device, a16, bytes);   /* stream-ordered: reused only by later work on this thread's stream */
+    return rc;
 }

@@ -271,8 +271,8 @@ static int seq_fill_rows(int ordinal, float *y, int64_t rows, int64_t cols, cons
 
 static int seq_gemm(int ordinal, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    return fnn_cuda_gemm(ordinal, ta, tb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, 0, b, (int)ldb, 0,
-                                      beta, c, (int)ldc, 0, 1);
+    return fnn_cuda_gemm_prec(FNN_PREC_RNN, ordinal, ta, tb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, 0, b, (int)ldb,
+                              0, beta, c, (int)ldc, 0, 1);
 }
 
 /* the reduction's SUM over [1, rows, cols] */

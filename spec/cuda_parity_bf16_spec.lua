@@ -114,3 +114,41 @@ describe('cuda parity: fnn.autocast on the device', function()
       for i = 1, #wg do assert_close(wg[i], gg[i], 1e-3, 2 ^ -6, ('autocast grad %d'):format(i)) end
    end)
 end)
+
+-- fnn.set_float32_precision('bf16') on the device: the GEMM-bound families multiply bf16-rounded
+-- operands with float32 sums (cublasGemmStridedBatchedEx; the emulation rounds in its loop), as the
+-- CPU does, so both sides agree to float32 sum order (1e-5), far closer than either is to the
+-- float32 products: the distance to those (checked larger than 1e-4) shows the rounding happened.
+describe('cuda parity: set_float32_precision(bf16) on the device', function()
+   local function under_bf16(f)
+      local saved = fnn.get_float32_precision()
+      fnn.set_float32_precision('bf16')
+      local ok, r = pcall(f)
+      fnn.set_float32_precision(saved)
+      if not ok then error(r, 0) end
+      return r
+   end
+   local FAMILIES = {
+      {'matmul', function() return uniform({37, 300}, -1, 1), uniform({300, 21}, -1, 1) end,
+       function(a, b) return a:matmul(b) end},
+      {'bmm', function() return uniform({3, 17, 90}, -1, 1), uniform({3, 90, 13}, -1, 1) end,
+       function(a, b) return fnn.bmm(a, b) end},
+      {'conv2d', function() return uniform({2, 6, 9, 9}, -1, 1), uniform({5, 6, 3, 3}, -1, 1) end,
+       function(x, w) return fnn.conv2d(x, w) end},
+      {'attention', function() return uniform({2, 2, 9, 32}, -1, 1) end,
+       function(q) return fnn.attention(q, q * 0.5, q:tanh(), {causal = true}) end},
+   }
+   for _, f in ipairs(FAMILIES) do
+      case(f[1] .. ': bf16 operands on both sides, forward and gradients', function()
+         local inputs = {f[2]()}
+         if not gpu then return S.skip(f[1], inputs) end
+         under_bf16(function() parity_grad(f[1], inputs, f[3], 1e-5, 1e-4, 4) end)
+         local exact = f[3](unpack(inputs))
+         local rounded = under_bf16(function() return f[3](unpack(S.to_gpu(inputs))) end):to('cpu')
+         local far = 0
+         local e, r = exact:to_flat(), rounded:to_flat()
+         for i = 1, #e do far = math.max(far, math.abs(e[i] - r[i])) end
+         assert.is_true(far > 1e-4, f[1] .. ': the bf16 products are no different from float32 ones: ' .. far)
+      end)
+   end
+end)

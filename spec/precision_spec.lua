@@ -172,19 +172,26 @@ describe('matmul family under bf16', function()
       end
    end
 
-   it('attention\'s products, large enough for the GEMM, run on rounded operands too (oneDNN kernels)', function()
-      fnn.manual_seed(5)
-      local q, k, v = fnn.randn(1, 2, 64, 32), fnn.randn(1, 2, 64, 32), fnn.randn(1, 2, 64, 32)
-      local exact = fnn.attention(q, k, v, {causal = true})
-      local got = with_precision('bf16', function() return fnn.attention(q, k, v, {causal = true}) end)
-      local diff = max_abs_diff(exact, got)
-      if fnn.get_kernels() == 'onednn' then
-         assert.is_true(diff > 0)
-         assert.is_true(diff < 0.05, 'attention under bf16 off by ' .. diff)
-      else   -- the portable kernels run attention's products in its own float32 kernel: bf16 is not taken
-         assert.equals(0, diff)
-      end
-   end)
+   -- the float32 composition on rounded operands: S = round(q) round(k)^T scale, causal softmax in float32,
+   -- o = round(P) round(v), under either kernels and at any size (the small products and the portable
+   -- kernels' own attention kernel take the rounded GEMM too)
+   for _, T in ipairs{3, 64} do
+      it(('attention\'s products run on rounded operands, T = %d (every kernel path)'):format(T), function()
+         fnn.manual_seed(5)
+         local q, k, v = fnn.randn(1, 2, T, 32), fnn.randn(1, 2, T, 32), fnn.randn(1, 2, T, 32)
+         local scale = 1 / math.sqrt(32)
+         local mask = fnn.ones(T, T):triu(1) * -1e30
+         local p = (rounded(q):matmul(rounded(k):transpose(3, 4)) * scale + mask):softmax(4)
+         local want = rounded(p):matmul(rounded(v))
+         for _, path in ipairs(PATHS) do
+            fnn.set_kernels(path)
+            local got = with_precision('bf16', function() return fnn.attention(q, k, v, {causal = true}) end)
+            local diff = max_abs_diff(want, got)
+            assert.is_true(diff < 2e-5, ('%s kernels: off the rounded reference by %g'):format(path, diff))
+            assert.is_true(max_abs_diff(fnn.attention(q, k, v, {causal = true}), got) > 1e-4, path)
+         end
+      end)
+   end
 
    it('leaves the other families exact: matmul in bf16 does not touch the convolutions', function()
       fnn.manual_seed(2)

@@ -31,7 +31,7 @@ static void attn_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alp
                       const float *b, int64_t ldb, float *c, int64_t ldc) {
     /* one or two rows (a decode step's query) stay in plain loops at any length: a cblas call on a
      * single row costs more than the row itself */
-    if (m > 2 && m * n * k >= ATTN_GEMM_MIN) {
+    if ((m > 2 && m * n * k >= ATTN_GEMM_MIN) || fnn_prec_bf16(FNN_PREC_MATMUL)) {   /* bf16: rounded operands */
         fnn_gemm_prec(FNN_PREC_MATMUL, ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
         return;
     }
@@ -223,8 +223,11 @@ static FNN_CLONES_V3 void attn_softmax_row(float *restrict s, int64_t Tk, int64_
 /* the own kernel's path for a product of m rows and m*n*k multiply-adds */
 /* the own kernel runs only under the portable kernels: oneDNN's GEMM beat it on char_gpt's heads
  * (64 x 64 x 32, causal), even with the whole product computed: attention backward 165-172 against
- * 226-277 ms, forward 130-146 against 139-171 ms over 51 steps (three interleaved pairs) */
-static inline bool attn_own(int64_t m, int64_t mnk) { return m > 2 && mnk <= ATTN_OWN_MAX && fnn_blas_portable(); }
+ * 226-277 ms, forward 130-146 against 139-171 ms over 51 steps (three interleaved pairs); never under
+ * bf16 precision, whose rounded operands only fnn_gemm_prec makes (as attn_gemm's small products) */
+static inline bool attn_own(int64_t m, int64_t mnk) {
+    return m > 2 && mnk <= ATTN_OWN_MAX && fnn_blas_portable() && !fnn_prec_bf16(FNN_PREC_MATMUL);
+}
 
 static void attn_fwd_heads(void *ctx, int64_t lo, int64_t hi) {
     const attn_fwd_ctx *cx = ctx;

@@ -46,6 +46,22 @@ int fnn_cuda_gemm(int, int ta, int tb, int m, int n, int k, float alpha, const f
             }
     return 0;
 }
+/* cuBLAS's bf16 product: the same loop over operands rounded to bfloat16 (core/bf16.h), float32 sums
+ * (here double: within cuBLAS's own order differences) */
+int fnn_cuda_gemm_bf16(int, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, int64_t sa,
+                       const float *b, int ldb, int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch) {
+    for (int q = 0; q < batch; q++)
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                double acc = 0;
+                for (int l = 0; l < k; l++)
+                    acc += (double)fnn_bf16_round(ta ? a[q * sa + l * lda + i] : a[q * sa + i * lda + l]) *
+                           fnn_bf16_round(tb ? b[q * sb + j * ldb + l] : b[q * sb + l * ldb + j]);
+                float *o = &c[q * sc + i * ldc + j];
+                *o = (float)(alpha * acc + (beta == 0 ? 0 : beta * *o));
+            }
+    return 0;
+}
 static uint64_t mix(uint64_t z) {
     z += 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
