@@ -31,36 +31,30 @@ static int count(void) { return 1; }
 static void *m_alloc(int, size_t b) { return malloc(b ? b : 1); }
 static void m_free(int, void *p, size_t) { free(p); }
 static int m_copy(void *d, int, const void *s, int, size_t b) { memcpy(d, s, b); return 0; }
-/* cuBLAS's stand-in (linalg.cu's fnn_cuda_gemm sits below its host-side line): a naive loop */
-int fnn_cuda_gemm(int, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, int64_t sa,
-                  const float *b, int ldb, int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch) {
+/* cuBLAS's stand-ins (linalg.cu's fnn_cuda_gemm and fnn_cuda_gemm_bf16 sit below its host-side line): a
+ * naive loop, in double; the bf16 product reads its operands rounded to bfloat16 (core/bf16.h) */
+static float operand(float v, bool bf16) { return bf16 ? fnn_bf16_round(v) : v; }
+static int naive_gemm(bool bf16, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, int64_t sa,
+                      const float *b, int ldb, int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch) {
     for (int q = 0; q < batch; q++)
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++) {
                 double acc = 0;
                 for (int l = 0; l < k; l++)
-                    acc += (double)(ta ? a[q * sa + l * lda + i] : a[q * sa + i * lda + l]) *
-                           (tb ? b[q * sb + j * ldb + l] : b[q * sb + l * ldb + j]);
+                    acc += (double)operand(ta ? a[q * sa + l * lda + i] : a[q * sa + i * lda + l], bf16) *
+                           operand(tb ? b[q * sb + j * ldb + l] : b[q * sb + l * ldb + j], bf16);
                 float *o = &c[q * sc + i * ldc + j];
                 *o = (float)(alpha * acc + (beta == 0 ? 0 : beta * *o));
             }
     return 0;
 }
-/* cuBLAS's bf16 product: the same loop over operands rounded to bfloat16 (core/bf16.h), float32 sums
- * (here double: within cuBLAS's own order differences) */
+int fnn_cuda_gemm(int, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, int64_t sa,
+                  const float *b, int ldb, int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch) {
+    return naive_gemm(false, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
+}
 int fnn_cuda_gemm_bf16(int, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, int64_t sa,
                        const float *b, int ldb, int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch) {
-    for (int q = 0; q < batch; q++)
-        for (int i = 0; i < m; i++)
-            for (int j = 0; j < n; j++) {
-                double acc = 0;
-                for (int l = 0; l < k; l++)
-                    acc += (double)fnn_bf16_round(ta ? a[q * sa + l * lda + i] : a[q * sa + i * lda + l]) *
-                           fnn_bf16_round(tb ? b[q * sb + j * ldb + l] : b[q * sb + l * ldb + j]);
-                float *o = &c[q * sc + i * ldc + j];
-                *o = (float)(alpha * acc + (beta == 0 ? 0 : beta * *o));
-            }
-    return 0;
+    return naive_gemm(true, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
 }
 static uint64_t mix(uint64_t z) {
     z += 0x9e3779b97f4a7c15ULL;
