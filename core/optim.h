@@ -39,9 +39,12 @@ typedef struct fnn_optim_args {
  * adagrad (s[0] sum), adadelta (s[0] square_avg, s[1] acc_delta), radam (s[0] m, s[1] v),
  * lion (s[0] m), decay (w *= decay) and lerp (w += weight (g - w)) */
 typedef int (*fnn_optim_fn)(int ordinal, const fnn_optim_args *a);
+/* count parameters' updates of one rule at once, a[0..count-1] (a multi-tensor apply) */
+typedef int (*fnn_optim_many_fn)(int ordinal, const fnn_optim_args *a, int count);
 typedef struct fnn_optim_row {
     const char *op;         /* the rule's name ("sgd", "adam", ...); NULL ends a table */
     fnn_optim_fn step;
+    fnn_optim_many_fn step_many;   /* NULL: the entry point runs step once per parameter */
 } fnn_optim_row;
 /* the CPU rows: core/optim.c; the CUDA rows: cuda/ */
 FNN_ROW_GLUE(optim, fnn_optim_row)

@@ -78,10 +78,10 @@ static int lion_row(int ordinal, const fnn_optim_args *a) { return rule(RULE_LIO
 static int decay_row(int ordinal, const fnn_optim_args *a) { return rule(RULE_DECAY, "decay", ordinal, a); }
 static int lerp_row(int ordinal, const fnn_optim_args *a) { return rule(RULE_LERP, "lerp", ordinal, a); }
 
-extern "C" const fnn_optim_row fnn_cuda_optim_rows[] = {
-    {"sgd", sgd_row}, {"adam", adam_row}, {"rmsprop", rmsprop_row}, {"adagrad", adagrad_row},
-    {"adadelta", adadelta_row}, {"radam", radam_row}, {"lion", lion_row}, {"decay", decay_row}, {"lerp", lerp_row},
-    {NULL, NULL},
+extern "C" const fnn_optim_row fnn_cuda_optim_rows[] = {   /* no step_many: a kernel per parameter */
+    {"sgd", sgd_row, NULL}, {"adam", adam_row, NULL}, {"rmsprop", rmsprop_row, NULL}, {"adagrad", adagrad_row, NULL},
+    {"adadelta", adadelta_row, NULL}, {"radam", radam_row, NULL}, {"lion", lion_row, NULL}, {"decay", decay_row, NULL},
+    {"lerp", lerp_row, NULL}, {NULL, NULL, NULL},
 };
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -138,6 +138,70 @@ describe('optim kernels: adam', function()
       end
    end)
 
+   -- fnn_optim_adam_many: the parameters' chunks numbered across tensors in one parallel loop. Sizes on
+   -- both sides of the 4096-element chunk and of the team's split, each at its own step, one without a
+   -- gradient (skipped), amsgrad on and off: each equals the naive rule, and the single-parameter call
+   local function many_case(amsgrad)
+      local sizes, steps = {1, 4095, 4096, 4097, 3, 70000, 5, 8193}, {1, 2, 3, 1, 7, 2, 1, 4}
+      local ps, ms, vs, xs, refs = {}, {}, {}, {}, {}
+      local nodes, m, v = ffi.new('fnn_node *[?]', #sizes), ffi.new('fnn_tensor *[?]', #sizes),
+         ffi.new('fnn_tensor *[?]', #sizes)
+      local vmax, st = amsgrad and ffi.new('fnn_tensor *[?]', #sizes) or nil, ffi.new('int64_t[?]', #sizes)
+      local o = {lr = 1e-2, b1 = 0.9, b2 = 0.99, eps = 1e-8, wd = 0.02, decoupled = true}
+      for k, n in ipairs(sizes) do
+         local w, g = {}, {}
+         for i = 1, n do w[i] = math.sin(i + k); g[i] = math.cos(3 * i - k) end
+         ps[k] = k == 5 and fnn.Param(fnn.tensor(w)) or param(w, g)   -- parameter 5: no gradient
+         ms[k], vs[k], xs[k] = fnn.full({n}, 0.1), fnn.full({n}, 0.2), fnn.full({n}, 0.3)
+         nodes[k - 1], m[k - 1], v[k - 1], st[k - 1] = ps[k].node, ms[k], vs[k], steps[k]
+         if vmax then vmax[k - 1] = xs[k] end
+         local rm, rv = {}, {}
+         for i = 1, n do rm[i] = 0.1; rv[i] = 0.2 end
+         if k ~= 5 then adam_ref(w, g, rm, rv, o, steps[k]) end
+         refs[k] = {w = w, m = rm}
+      end
+      ok(C.fnn_optim_adam_many(#sizes, nodes, m, v, vmax, o.lr, o.b1, o.b2, o.eps, o.wd, 1, st))
+      return ps, ms, refs
+   end
+
+   it('many parameters in one call: each as the rule says, a parameter without a gradient untouched', function()
+      local ps, ms, refs = many_case(false)
+      for k = 1, #ps do
+         approx(refs[k].w, ps[k]:tensor():to_flat())
+         approx(refs[k].m, ms[k]:to_flat())
+      end
+   end)
+
+   it('many parameters in one call, amsgrad: bit for bit the single-parameter calls', function()
+      local ps, ms = many_case(true)
+      -- the same start again, one call per parameter
+      local sizes, steps = {1, 4095, 4096, 4097, 3, 70000, 5, 8193}, {1, 2, 3, 1, 7, 2, 1, 4}
+      for k, n in ipairs(sizes) do
+         local w, g = {}, {}
+         for i = 1, n do w[i] = math.sin(i + k); g[i] = math.cos(3 * i - k) end
+         local p = k == 5 and fnn.Param(fnn.tensor(w)) or param(w, g)
+         local m1 = fnn.full({n}, 0.1)
+         ok(C.fnn_optim_adam(p.node, m1, fnn.full({n}, 0.2), fnn.full({n}, 0.3), 1e-2, 0.9, 0.99, 1e-8, 0.02, 1, steps[k]))
+         assert.same(p:tensor():to_flat(), ps[k]:tensor():to_flat())
+         assert.same(m1:to_flat(), ms[k]:to_flat())
+      end
+   end)
+
+   it('many parameters in one call: checked before any is updated, the error naming the bad one', function()
+      local a, b = param({1, 2}, {1, 1}), param({3, 4, 5}, {1, 1, 1})
+      local nodes = ffi.new('fnn_node *[2]', {a.node, b.node})
+      local m = ffi.new('fnn_tensor *[2]', {fnn.zeros(2), fnn.zeros(3)})
+      local v = ffi.new('fnn_tensor *[2]', {fnn.zeros(2), fnn.zeros(4)})
+      assert.is_true(C.fnn_optim_adam_many(2, nodes, m, v, nil, 0.1, 0.9, 0.999, 1e-8, 0, 0,
+                                           ffi.new('int64_t[2]', {1, 1})) ~= 0)
+      assert.matches('adam: second moment %[4%] does not match param %[3%]', ffi.string(C.fnn_last_error()))
+      approx({1, 2}, a:tensor():to_flat())
+      assert.is_true(C.fnn_optim_adam_many(2, nodes, m, m, nil, 0.1, 0.9, 0.999, 1e-8, 0, 0,
+                                           ffi.new('int64_t[2]', {1, 0})) ~= 0)
+      assert.matches('adam: step 0, steps count from 1', ffi.string(C.fnn_last_error()))
+      approx({1, 2}, a:tensor():to_flat())
+   end)
+
    it('refuses step 0 and moments of the wrong shape', function()
       local p = param({1, 2}, {1, 1})
       assert.is_true(C.fnn_optim_adam(p.node, fnn.zeros(2), fnn.zeros(2), nil, 0.1, 0.9, 0.999, 1e-8, 0, 0, 0) ~= 0)

@@ -656,6 +656,13 @@ FNN_API int fnn_optim_sgd(fnn_node *p, fnn_tensor *momentum_buf, double lr, doub
  * vmax (amsgrad: the running max of v) or NULL */
 FNN_API int fnn_optim_adam(fnn_node *p, fnn_tensor *m, fnn_tensor *v, fnn_tensor *vmax, double lr, double beta1,
                            double beta2, double eps, double weight_decay, int decoupled, int64_t step);
+/* the same update of count parameters at once (PyTorch's multi-tensor apply): params[i] with its moments
+ * m[i], v[i] (and vmax[i]; vmax itself NULL: no amsgrad) at its step steps[i]; a parameter with no
+ * gradient is skipped. Each is checked as fnn_optim_adam checks it before any is updated; the CPU then
+ * runs one parallel loop across all of their elements (one thread team, not one per parameter) */
+FNN_API int fnn_optim_adam_many(int count, fnn_node *const *params, fnn_tensor *const *m, fnn_tensor *const *v,
+                                fnn_tensor *const *vmax, double lr, double beta1, double beta2, double eps,
+                                double weight_decay, int decoupled, const int64_t *steps);
 /* The others, PyTorch's update rules (weight_decay is coupled: added to the gradient; decoupled decay
  * is fnn_optim_decay before the step). State tensors are shaped like p; optional ones may be NULL. */
 /* rmsprop: square_avg; grad_avg when centered; momentum_buf when momentum > 0 */

@@ -216,8 +216,12 @@ function Optimizer:step(closure)
    if closure ~= nil then loss = autograd.enable_grad(closure) end
    local state = self._state
    local profiling = fnn_tensor.profiling()   -- fnn.profile: each update is an op of its own
+   -- a rule with update_many (Adam, AdamW) updates a group's parameters in one C call (PyTorch's
+   -- multi-tensor apply), except under fnn.profile, which times each parameter's update as an op
+   local many = self.update_many ~= nil and not profiling
    for _, group in ipairs(self.groups) do
       local params = group.params
+      local ready, states = many and {} or nil, many and {} or nil
       for i = 1, #params do
          local p = params[i]
          if has_grad(p) then
@@ -227,11 +231,16 @@ function Optimizer:step(closure)
                state[p] = st
             end
             st.step = st.step + 1
-            if profiling then C.fnn_profile_begin() end
-            self:update(p, group, st)
-            if profiling then C.fnn_profile_mark(2) end
+            if many then
+               ready[#ready + 1], states[#states + 1] = p, st
+            else
+               if profiling then C.fnn_profile_begin() end
+               self:update(p, group, st)
+               if profiling then C.fnn_profile_mark(2) end
+            end
          end
       end
+      if many and #ready > 0 then self:update_many(ready, group, states) end
    end
    self._steps = self._steps + 1
    return loss
