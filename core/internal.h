@@ -287,6 +287,9 @@ enum { FNN_PARALLEL_MIN_WORK = 1 << 18 };
 static inline int fnn_threads_for(int64_t work) {
     return work < FNN_PARALLEL_MIN_WORK ? 1 : fnn_get_num_threads();
 }
+/* the calling thread runs every kernel on one thread from now on (fnn_get_num_threads says 1 there):
+ * for the core's background threads (core/io/prefetch.c's workers) */
+FNN_LAYER void fnn_thread_serial(void);
 /* fn(ctx, lo, hi) over [0, n): one plain call when threads <= 1 or n <= 1 (no OpenMP region is
  * entered: even a false if() clause costs a team setup), else an OpenMP team where thread t of T
  * gets the t-th of T contiguous, near-equal ranges (fixed by n and T, never by timing) */

@@ -75,7 +75,13 @@ bool fnn_in_parallel(void) {
 #endif
 }
 
+/* a background thread of the core's own (a DataLoader's prefetch worker) runs its kernels on one
+ * thread: its work overlaps the training step's, whose kernels have the cores */
+static _Thread_local bool serial_thread;
+void fnn_thread_serial(void) { serial_thread = true; }
+
 int fnn_get_num_threads(void) {
+    if (serial_thread) return 1;
     int n = atomic_load_explicit(&num_threads, memory_order_relaxed);
     if (n) return n;
     pthread_once(&env_once, threads_from_env);

@@ -133,6 +133,7 @@ static void *worker(void *arg) {
     fnn_prefetch *p = w->p;
     struct sched_param idle = {0};
     (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);   /* refused: stays at normal priority */
+    fnn_thread_serial();   /* its gathers and decodes on this thread alone: the step has the cores */
     slot made;
     pthread_mutex_lock(&p->lock);
     for (;;) {
