@@ -156,6 +156,7 @@ static int map_bf16(const char *name, fnn_tensor *out, int nin, const fnn_tensor
     const fnn_tensor *use[3];
     bool all_bf16 = true;
     int rc = FNN_STATUS_OK, made = 0;
+    fnn_set_op(name);   /* named before its casts (which name themselves), so fnn.profile counts the op */
     for (int k = 0; k < nin && !rc; k++) {
         use[k] = ins[k];
         if (ins[k]->dtype != FNN_DTYPE_BFLOAT16) { all_bf16 = false; continue; }
