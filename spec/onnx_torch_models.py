@@ -1,9 +1,11 @@
 """Writes the ONNX files torch.onnx.export makes of the families fnn.onnx.load reads, for
 spec/onnx_spec.lua, with an input and PyTorch's output for each; and files with operators it must
-refuse. Prints JSON: {"models": [{"name", "path", "io"}...], "refused": [{"path", "op", "node"}...]}.
+refuse. Prints JSON: {"models": [{"name", "path", "io", "inputs", "outputs"}...], "refused": [{"path", "op", "node",
+"attribute"}...]}.
 
   python3 spec/onnx_torch_models.py <dir>
-      <dir>/<name>.onnx and <dir>/<name>.safetensors ({"x": input, "y": PyTorch's output})
+      <dir>/<name>.onnx and <dir>/<name>.safetensors (the inputs named as "inputs" lists them, "x" and for
+      recurrent nets "h0", "c0"; PyTorch's outputs as "outputs" lists them, "y" and "h", "c")
 """
 import json
 import sys
@@ -28,6 +30,59 @@ class Embedder(nn.Module):
 
     def forward(self, ids):
         return self.head(self.norm(self.emb(ids)))
+
+
+class Recurrent(nn.Module):
+    """torch.nn.LSTM or GRU with its final states as outputs beside the sequence; the initial states
+    as inputs where with_state"""
+
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x, h0=None, c0=None):
+        if isinstance(self.rnn, nn.LSTM):
+            y, (h, c) = self.rnn(x, None if h0 is None else (h0, c0))
+            return y, h, c
+        y, h = self.rnn(x, h0)
+        return y, h
+
+
+# recurrent nets: (name, class, input_size, hidden_size, num_layers, batch_first, bidirectional, with_state)
+RECURRENT = [
+    ("torch_lstm", nn.LSTM, 3, 5, 1, True, False, False),
+    ("torch_lstm_2layer_state", nn.LSTM, 4, 6, 2, False, False, True),
+    ("torch_lstm_bidir", nn.LSTM, 3, 4, 1, False, True, False),
+    ("torch_lstm_bidir_2layer_state", nn.LSTM, 5, 3, 2, True, True, True),
+    ("torch_gru", nn.GRU, 3, 5, 1, True, False, False),
+    ("torch_gru_2layer_state", nn.GRU, 4, 6, 2, False, False, True),
+    ("torch_gru_bidir", nn.GRU, 3, 4, 1, False, True, False),
+    ("torch_gru_bidir_2layer_state", nn.GRU, 5, 3, 2, True, True, True),
+]
+
+
+def recurrent():
+    torch.manual_seed(1)
+    for name, cls, i, h, layers, batch_first, bidir, with_state in RECURRENT:
+        model = Recurrent(cls(i, h, num_layers=layers, batch_first=batch_first, bidirectional=bidir)).eval()
+        n, t, d = 2, 7, 2 if bidir else 1
+        x = torch.randn(*((n, t, i) if batch_first else (t, n, i)))
+        inputs = {"x": x}
+        if with_state:
+            inputs["h0"] = torch.randn(layers * d, n, h)
+            if cls is nn.LSTM:
+                inputs["c0"] = torch.randn(layers * d, n, h)
+        outputs = ["y", "h", "c"] if cls is nn.LSTM else ["y", "h"]
+        path = f"{out_dir}/{name}.onnx"
+        torch.onnx.export(model, tuple(inputs.values()), path, opset_version=17, dynamo=False,
+                          input_names=list(inputs), output_names=outputs, verbose=False)
+        with torch.no_grad():
+            ys = model(*inputs.values())
+        tensors = {k: v.contiguous() for k, v in inputs.items()}
+        tensors.update({k: v.contiguous() for k, v in zip(outputs, ys)})
+        save_file(tensors, f"{out_dir}/{name}.safetensors")
+        yield {"name": name, "path": path, "io": f"{out_dir}/{name}.safetensors", "inputs": list(inputs),
+               "outputs": outputs}
 
 
 def models():
@@ -72,7 +127,9 @@ for name, model, shape, dynamo in models():
     with torch.no_grad():
         y = model(x)
     save_file({"x": x.contiguous(), "y": y.contiguous()}, f"{out_dir}/{name}.safetensors")
-    listed.append({"name": name, "path": path, "io": f"{out_dir}/{name}.safetensors"})
+    listed.append({"name": name, "path": path, "io": f"{out_dir}/{name}.safetensors", "inputs": ["x"],
+                   "outputs": ["y"]})
+listed.extend(recurrent())
 
 
 def refused(name, node, domain=""):
@@ -86,7 +143,28 @@ def refused(name, node, domain=""):
     return {"path": path, "op": node.op_type, "node": node.name, "domain": domain}
 
 
+def refused_rnn(name, op, attribute, **attrs):
+    """a graph y = Y_h of one LSTM or GRU node with an attribute fastnn's kernels cannot honour"""
+    gates, hidden, width = (4 if op == "LSTM" else 3), 2, 3
+    inits = [helper.make_tensor("W", TensorProto.FLOAT, [1, gates * hidden, width], [0.1] * (gates * hidden * width)),
+             helper.make_tensor("R", TensorProto.FLOAT, [1, gates * hidden, hidden], [0.1] * (gates * hidden * hidden))]
+    node = helper.make_node(op, ["x", "W", "R"], ["", "y"], name=f"my_{name}", hidden_size=hidden, **attrs)
+    graph = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 2, width])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, hidden])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    path = f"{out_dir}/{name}.onnx"
+    onnx.save(model, path)
+    return {"path": path, "op": op, "node": node.name, "domain": "", "attribute": attribute}
+
+
 refusals = [refused("refuse_cos", helper.make_node("Cos", ["x"], ["y"], name="my_cos")),
             refused("refuse_domain", helper.make_node("Relu", ["x"], ["y"], name="custom_relu", domain="com.example"),
-                    "com.example")]
+                    "com.example"),
+            refused_rnn("lstm_clip", "LSTM", "clip", clip=3.0),
+            refused_rnn("lstm_activations", "LSTM", "activations", activations=["Relu", "Tanh", "Tanh"]),
+            refused_rnn("lstm_input_forget", "LSTM", "input_forget", input_forget=1),
+            refused_rnn("gru_linear_before_reset", "GRU", "linear_before_reset", linear_before_reset=0),
+            refused_rnn("gru_activations", "GRU", "activations", activations=["HardSigmoid", "Tanh"],
+                        activation_alpha=[0.2], activation_beta=[0.5])]
 json.dump({"models": listed, "refused": refusals}, sys.stdout)
