@@ -85,6 +85,52 @@ def recurrent():
                "outputs": outputs}
 
 
+def layout1():
+    """an ONNX LSTM with layout = 1 (batch first throughout), bidirectional, initial states given, written
+    by hand (torch writes layout 0); the expected outputs are onnx's reference evaluator's (onnxruntime runs layout 0 only:
+    the same node with layout 0 there agrees)"""
+    import numpy as np
+    import onnxruntime as ort
+    from onnx.reference import ReferenceEvaluator
+    rng = np.random.default_rng(3)
+    n, t, i, h = 2, 5, 3, 4
+
+    def init(name, *shape):
+        return helper.make_tensor(name, TensorProto.FLOAT, shape, rng.uniform(-0.5, 0.5, shape).astype(np.float32).ravel())
+
+    inits = [init("W", 2, 4 * h, i), init("R", 2, 4 * h, h), init("B", 2, 8 * h)]
+    node = helper.make_node("LSTM", ["x", "W", "R", "B", "", "h0", "c0"], ["y", "h", "c"], name="lstm_layout1",
+                            hidden_size=h, direction="bidirectional", layout=1)
+    value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    graph = helper.make_graph([node], "layout1", [value("x", [n, t, i]), value("h0", [n, 2, h]), value("c0", [n, 2, h])],
+                              [value("y", [n, t, 2, h]), value("h", [n, 2, h]), value("c", [n, 2, h])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    name = "onnx_lstm_bidir_layout1"
+    path = f"{out_dir}/{name}.onnx"
+    onnx.save(model, path)
+    feeds = {"x": rng.standard_normal((n, t, i), dtype=np.float32), "h0": rng.standard_normal((n, 2, h), dtype=np.float32),
+             "c0": rng.standard_normal((n, 2, h), dtype=np.float32)}
+    ys = ReferenceEvaluator(model).run(None, feeds)
+    # the same node with layout 0 in onnxruntime, on transposed inputs, agrees
+    for attr in node.attribute:
+        if attr.name == "layout":
+            attr.i = 0
+    graph0 = helper.make_graph([node], "layout0", [value("x", [t, n, i]), value("h0", [2, n, h]), value("c0", [2, n, h])],
+                               [value("y", [t, 2, n, h]), value("h", [2, n, h]), value("c", [2, n, h])], inits)
+    ort_session = ort.InferenceSession(helper.make_model(graph0, opset_imports=[helper.make_opsetid("", 17)])
+                                       .SerializeToString(), providers=["CPUExecutionProvider"])
+    y0, h0, c0 = ort_session.run(None, {"x": feeds["x"].transpose(1, 0, 2), "h0": feeds["h0"].transpose(1, 0, 2),
+                                        "c0": feeds["c0"].transpose(1, 0, 2)})
+    assert np.allclose(ys[0], y0.transpose(2, 0, 1, 3), atol=1e-6) and np.allclose(ys[1], h0.transpose(1, 0, 2), atol=1e-6)
+    assert np.allclose(ys[2], c0.transpose(1, 0, 2), atol=1e-6)
+    tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in feeds.items()}
+    tensors.update({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in zip(["y", "h", "c"], ys)})
+    save_file(tensors, f"{out_dir}/{name}.safetensors")
+    return {"name": name, "path": path, "io": f"{out_dir}/{name}.safetensors", "inputs": list(feeds),
+            "outputs": ["y", "h", "c"]}
+
+
 def models():
     torch.manual_seed(0)
     yield "torch_mlp", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), nn.Softmax(dim=1)), (5, 4), False
@@ -130,6 +176,7 @@ for name, model, shape, dynamo in models():
     listed.append({"name": name, "path": path, "io": f"{out_dir}/{name}.safetensors", "inputs": ["x"],
                    "outputs": ["y"]})
 listed.extend(recurrent())
+listed.append(layout1())
 
 
 def refused(name, node, domain=""):
