@@ -343,6 +343,51 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
       assert.same({{'input', {'batch', 5, 3}}}, info.inputs)
    end)
 
+   it('nn.MultiheadAttention as MatMul and Softmax: self-attention, causal (an additive -inf mask), cross '
+      .. 'attention without biases, inside a transformer-like block', function()
+      fnn.manual_seed(14)
+      local mha = nn.MultiheadAttention(8, 2)
+      local x = fnn.randn(2, 5, 8)
+      local info = round_trip('mha', mha, x, {{x}, {fnn.randn(3, 5, 8)}}, {dynamic_batch = true})
+      local n = op_counts(info)
+      assert.same({4, 1}, {n.Reshape, n.Softmax})   -- q, k, v split into heads, merged once
+      assert.is_nil(n.Trilu)
+      assert.same({'in_proj_weight', 'in_proj_bias', 'out_proj.weight', 'out_proj.bias'}, {unpack(info.initializers, 1, 4)})
+      -- causal: the mask is what makes fastnn's numbers (a file without it would differ)
+      local Causal = nn.Module:extend('CausalBlock')
+      function Causal:__init()
+         self.attn = nn.MultiheadAttention(8, 4)
+         self.norm = nn.LayerNorm(8)
+         self.ff = nn.Linear(8, 8)
+      end
+      function Causal:forward(h) return self.ff(self.norm(h + self.attn(h, {causal = true}))) end
+      local block = Causal()
+      info = round_trip('mha_causal', block, x, {{x}, {fnn.randn(4, 5, 8)}}, {dynamic_batch = true})
+      assert.equals(1, op_counts(info).Trilu)
+      local plain = fnn.no_grad(function() return block.ff(block.norm(x + block.attn(x))) end)
+      assert.is_true((plain - block(x)):abs():max():item() > 1e-3)
+      -- cross attention: queries from one sequence, keys and values from another of another length
+      local Cross = nn.Module:extend('CrossAttention')
+      function Cross:__init() self.attn = nn.MultiheadAttention(8, 4, {bias = false}) end
+      function Cross:forward(q, kv) return self.attn(q, kv, kv) end
+      local q, kv = fnn.randn(2, 3, 8), fnn.randn(2, 6, 8)
+      round_trip('mha_cross', Cross(), {q, kv}, {{q, kv}, {fnn.randn(2, 3, 8), fnn.randn(2, 6, 8)}})
+   end)
+
+   it('refuses attention it cannot write: a key padding mask, causal with more queries than keys', function()
+      local Masked = nn.Module:extend('MaskedAttention')
+      function Masked:__init() self.attn = nn.MultiheadAttention(4, 2) end
+      function Masked:forward(x) return self.attn(x, {key_padding_mask = fnn.zeros(2, 3)}) end
+      assert.matches('onnx%.export: nn%.MultiheadAttention.* with a key_padding_mask is not written',
+                     support.err_of(function() fnn.onnx.export(Masked(), fnn.randn(2, 3, 4), dir .. '/m.onnx') end))
+      local Wide = nn.Module:extend('WideCausal')
+      function Wide:__init() self.attn = nn.MultiheadAttention(4, 2) end
+      function Wide:forward(q, kv) return self.attn(q, kv, kv, {causal = true}) end
+      assert.matches('onnx%.export: nn%.MultiheadAttention.* causal with more queries %(5%) than keys %(2%)',
+                     support.err_of(function() fnn.onnx.export(Wide(), {fnn.randn(1, 5, 4), fnn.randn(1, 2, 4)},
+                                                               dir .. '/w.onnx') end))
+   end)
+
    it('a Keras-style Dense stack', function()
       fnn.manual_seed(5)
       local m = nn.Sequential():add(nn.Dense(8, 'relu')):add(nn.Dense(8, 'tanh')):add(nn.Dense(1)):build{2, 4}

@@ -202,6 +202,10 @@ function M.export(model, inputs, path, opts)
    -- can say where the op is ('2 (nn.Softmax)'); innermost first, as inner forwards return first
    -- (and the call itself: its arguments and results, for a module an entry writes whole)
    local made_by, module_of, calls, wrapped = {}, {}, {}, {}
+   local whole = {}   -- module class -> the entry that writes its calls whole
+   for _, entry in pairs(ops) do
+      if type(entry) == 'table' and entry.module_class then whole[require('fastnn').nn[entry.module_class]] = entry end
+   end
    for _, pair in ipairs(model:named_modules()) do
       local path, m = pair[1], pair[2]
       local own, forward = rawget(m, 'forward'), m.forward
@@ -210,9 +214,10 @@ function M.export(model, inputs, path, opts)
          local r = {forward(self, ...)}
          local call = {module = m, args = {...}, returns = r}
          local function note(y)
-            if tensor.is_tensor(y) and y.node ~= nil and not made_by[key(y.node)] then
-               made_by[key(y.node)], module_of[key(y.node)], calls[key(y.node)] = label, m, call
-            end
+            if not (tensor.is_tensor(y) and y.node ~= nil) then return end
+            if not made_by[key(y.node)] then made_by[key(y.node)], module_of[key(y.node)] = label, m end
+            -- a module written whole claims its results over an inner module's (out_proj's Linear)
+            if whole[getmetatable(m)] and not calls[key(y.node)] then calls[key(y.node)] = call end
          end
          for _, y in ipairs(r) do   -- a returned state {h, c} too
             if type(y) == 'table' and not tensor.is_tensor(y) then for _, t in ipairs(y) do note(t) end else note(y) end
@@ -249,11 +254,8 @@ function M.export(model, inputs, path, opts)
       error('onnx.export: ' .. ffi.string(C.fnn_last_error()), 2)
    end
    local g = setmetatable({model = ffi.gc(handle[0], C.fnn_onnx_free), names = {}, count = 0, made_by = made_by,
-                           module_of = module_of, calls = calls, whole = {}, buffers = model:named_buffers(),
+                           module_of = module_of, calls = calls, whole = whole, buffers = model:named_buffers(),
                            written = {}}, Graph)
-   for _, entry in pairs(ops) do
-      if type(entry) == 'table' and entry.module_class then g.whole[require('fastnn').nn[entry.module_class]] = entry end
-   end
    local ok2, err = pcall(function()
       local batch = ffi.new('const char*[8]')
       for d = 0, 7 do batch[d] = 'batch' end

@@ -600,6 +600,68 @@ M.gru = {onnx = {'GRU', 'Gather', 'Concat', 'Unsqueeze', 'Transpose', 'Squeeze',
          module_class = 'GRU', export_call = rnn_export_call('GRU'),
          import = {GRU = rnn_import('GRU')}, check = {GRU = rnn_check('GRU')}}
 
+-- ---- attention: nn.MultiheadAttention as MatMul and Softmax ----
+-- one call written whole from the module (heads, scale and causal are the module's and the call's,
+-- not numbers the fused attention node exposes): the in-projection as MatMuls by Slices of
+-- in_proj_weight (so the file keeps the parameters), heads split by Reshape/Transpose, softmax(scale
+-- q k^T + mask) v, the heads merged and out_proj. The causal mask is an additive constant [Tq, Tk],
+-- -inf above the diagonal Tk - Tq + 1, built as Trilu of an Expand of a -inf scalar (no mask-sized
+-- initializer; the sequence lengths are the traced ones)
+local function mha_export_call(g, call)
+   local m, a = call.module, call.args
+   local is_tensor = require('fastnn.tensor').is_tensor
+   local q, k, v, opts
+   if is_tensor(a[2]) then q, k, v, opts = a[1], a[2], a[3], a[4] else q, opts = a[1], a[2]; k, v = q, q end
+   if opts and opts.key_padding_mask ~= nil then
+      error(('onnx.export: %s with a key_padding_mask is not written (attention without one, causal or not)'):format(
+            m:short_str()), 0)
+   end
+   local causal = opts and opts.causal
+   local E, H, D = m.embed_dim, m.num_heads, m.head_dim
+   local Tq, Tk = q:shape()[2], k:shape()[2]
+   if causal and Tq > Tk then
+      error(('onnx.export: %s causal with more queries (%d) than keys (%d): rows that see no key are not written'):format(
+            m:short_str(), Tq, Tk), 0)
+   end
+   local function name(t) return g:value(t.node, 'attention') end
+   local W = name(m.in_proj_weight)
+   local b = m.in_proj_bias and name(m.in_proj_bias)
+   local zero = g:ints_constant({0})
+   local function project(x, i)   -- x W_i^T + b_i, rows i*E .. (i+1)*E of the packed projection
+      local lo, hi = g:ints_constant({i * E}), g:ints_constant({(i + 1) * E})
+      local y = g:node('MatMul', {x, g:node('Transpose', {g:node('Slice', {W, lo, hi, zero})}, {perm = {1, 0}})})
+      if b then y = g:node('Add', {y, g:node('Slice', {b, lo, hi, zero})}) end
+      return y
+   end
+   local split = g:ints_constant({0, 0, H, D})
+   local function heads(x, i, perm) return g:node('Transpose', {g:node('Reshape', {project(x, i), split})}, {perm = perm}) end
+   local qh = heads(name(q), 0, {0, 2, 1, 3})    -- [N, H, Tq, D]
+   local kt = heads(name(k), 1, {0, 2, 3, 1})    -- [N, H, D, Tk]
+   local vh = heads(name(v), 2, {0, 2, 1, 3})    -- [N, H, Tk, D]
+   local s = g:node('Mul', {g:node('MatMul', {qh, kt}), g:constant(m.scale)})
+   if causal then
+      local inf = g:node('Expand', {g:constant(-math.huge), g:ints_constant({Tq, Tk})})
+      local diag = g:initializer('diagonal', fnn().long({Tk - Tq + 1}):reshape())
+      s = g:node('Add', {s, g:node('Trilu', {inf, diag}, {upper = 1})})
+   end
+   local o = g:node('MatMul', {g:node('Softmax', {s}, {axis = -1}), vh})
+   o = g:node('Reshape', {g:node('Transpose', {o}, {perm = {0, 2, 1, 3}}), g:ints_constant({0, 0, E})})
+   local y = g:node('MatMul', {o, g:node('Transpose', {name(m.out_proj.weight)}, {perm = {1, 0}})})
+   if m.out_proj.bias then y = g:node('Add', {y, name(m.out_proj.bias)}) end
+   g:name_of(call.returns[1], y)
+end
+
+M.attention = {onnx = {'MatMul', 'Softmax', 'Slice', 'Transpose', 'Reshape', 'Add', 'Mul', 'Expand', 'Trilu'},
+               module_class = 'MultiheadAttention', export_call = mha_export_call}
+
+-- Trilu: the upper (or lower) triangle from diagonal k (fastnn's triu / tril)
+M.triu = {onnx = {'Trilu'}, import = {Trilu = function(node, x)
+   local kd = x[2] and x[2]:to_table() or 0
+   if type(kd) == 'table' then kd = kd[1] end
+   if node.attr('upper', 1) ~= 0 then return x[1]:triu(kd) end
+   return x[1]:tril(kd)
+end}}
+
 -- graph plumbing with no fastnn op of its own: read only
 M.shape = {onnx = {'Shape'}, import = {Shape = function(node, x)
    local shape = x[1]:shape()
