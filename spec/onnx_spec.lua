@@ -398,6 +398,7 @@ end)
 describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s outputs', function()
    local listed
    local function recurrent(model) return model.name:find('lstm') or model.name:find('gru') end
+   local function attention(model) return model.name:find('mha') or model.name:find('sdpa') end
    -- a file's outputs from its inputs, each within 1e-5 of PyTorch's
    local function check_outputs(model)
       local m = fnn.onnx.load(model.path)
@@ -427,7 +428,7 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
       .. 'AveragePool, GlobalAveragePool, BatchNormalization, Resize), an embedding (Gather)', function()
       local names = {}
       for _, model in ipairs(listed.models) do
-         if not recurrent(model) then
+         if not recurrent(model) and not attention(model) then
             check_outputs(model)
             names[#names + 1] = model.name
          end
@@ -466,6 +467,25 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
       end)
       for op, f in pairs(kernels) do fnn[op] = f end
       assert(ok, err)
+   end)
+
+   it('attention: nn.MultiheadAttention (with and without biases, causal through an additive mask) and '
+      .. 'scaled_dot_product_attention (causal through Trilu, Equal and Where), with torch\'s shape arithmetic', function()
+      local names = {}
+      for _, model in ipairs(listed.models) do
+         if attention(model) then
+            check_outputs(model)
+            names[#names + 1] = model.name
+         end
+      end
+      assert.same({'torch_mha', 'torch_mha_causal_nobias', 'torch_sdpa', 'torch_sdpa_causal'}, names)
+      -- the biases are parameters under PyTorch's names (torch folds the projection weights into
+      -- transposed constants of its own names)
+      local m = fnn.onnx.load(listed.models[#listed.models - 3].path)
+      local params = {}
+      for _, pair in ipairs(m:named_parameters()) do params[pair[1]] = pair[2]:tensor():shape() end
+      assert.same({24}, params['attn.in_proj_bias'])
+      assert.same({8, 8}, params['attn.out_proj.weight'])
    end)
 
    it('with the parameters under PyTorch\'s names, trainable', function()

@@ -5,7 +5,8 @@ refuse. Prints JSON: {"models": [{"name", "path", "io", "inputs", "outputs"}...]
 
   python3 spec/onnx_torch_models.py <dir>
       <dir>/<name>.onnx and <dir>/<name>.safetensors (the inputs named as "inputs" lists them, "x" and for
-      recurrent nets "h0", "c0"; PyTorch's outputs as "outputs" lists them, "y" and "h", "c")
+      recurrent nets "h0", "c0", for attention "q", "k", "v"; PyTorch's outputs as "outputs" lists them,
+      "y" and "h", "c")
 """
 import json
 import sys
@@ -83,6 +84,49 @@ def recurrent():
         save_file(tensors, f"{out_dir}/{name}.safetensors")
         yield {"name": name, "path": path, "io": f"{out_dir}/{name}.safetensors", "inputs": list(inputs),
                "outputs": outputs}
+
+
+class SelfAttention(nn.Module):
+    """torch.nn.MultiheadAttention (batch first) on one sequence, causal through an additive -inf mask"""
+
+    def __init__(self, causal, bias):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True, bias=bias)
+        self.causal = causal
+
+    def forward(self, x):
+        t = x.shape[1]
+        mask = torch.triu(torch.full((t, t), float("-inf")), 1) if self.causal else None
+        return self.attn(x, x, x, attn_mask=mask, need_weights=False)[0]
+
+
+class SDPA(nn.Module):
+    def __init__(self, causal):
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q, k, v):
+        return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+
+
+def attention():
+    torch.manual_seed(2)
+    for name, model, shapes in [("torch_mha", SelfAttention(False, True), [(2, 5, 8)]),
+                                ("torch_mha_causal_nobias", SelfAttention(True, False), [(3, 6, 8)]),
+                                ("torch_sdpa", SDPA(False), [(2, 2, 5, 4), (2, 2, 7, 4), (2, 2, 7, 4)]),
+                                ("torch_sdpa_causal", SDPA(True), [(2, 3, 6, 4)] * 3)]:
+        model.eval()
+        inputs = {n: torch.randn(*shape) for n, shape in zip(["x", "k", "v"] if len(shapes) == 3 else ["x"], shapes)}
+        if len(shapes) == 3:
+            inputs = {"q": inputs["x"], "k": inputs["k"], "v": inputs["v"]}
+        path = f"{out_dir}/{name}.onnx"
+        torch.onnx.export(model, tuple(inputs.values()), path, opset_version=17, dynamo=False,
+                          input_names=list(inputs), output_names=["y"], verbose=False)
+        with torch.no_grad():
+            y = model(*inputs.values())
+        save_file({**{k: v.contiguous() for k, v in inputs.items()}, "y": y.contiguous()}, f"{out_dir}/{name}.safetensors")
+        yield {"name": name, "path": path, "io": f"{out_dir}/{name}.safetensors", "inputs": list(inputs),
+               "outputs": ["y"]}
 
 
 def layout1():
@@ -177,6 +221,7 @@ for name, model, shape, dynamo in models():
                    "outputs": ["y"]})
 listed.extend(recurrent())
 listed.append(layout1())
+listed.extend(attention())
 
 
 def refused(name, node, domain=""):

@@ -394,9 +394,9 @@ M.embedding = {onnx = {'Gather'}, import = {Gather = function(node, x)
    local data, idx, axis = x[1], x[2], node.attr('axis', 0)
    if axis < 0 then axis = axis + data:dim() end
    if axis == 0 and data:dim() == 2 and data:dtype() == 'float32' then return fnn().embedding(idx + 1, data) end   -- fastnn's ids are 1-based
-   if data:dtype() ~= 'float32' and data:dim() == 1 and idx:dim() == 0 then   -- one entry of a shape
+   if idx:dim() == 0 then   -- one index: that slice (an entry of a shape, q of a packed q/k/v)
       local i = idx:to_table()
-      return fnn().long({data:to_table()[(i < 0 and i + data:numel() or i) + 1]}):reshape()
+      return data:select(axis + 1, (i < 0 and i + data:shape()[axis + 1] or i) + 1)
    end
    if idx:dim() == 1 then return data:index_select(axis + 1, idx + 1) end
    error(('Gather of %s along axis %d with indices %s is not read'):format(table.concat(data:shape(), 'x'), axis,
@@ -660,6 +660,27 @@ M.triu = {onnx = {'Trilu'}, import = {Trilu = function(node, x)
    if type(kd) == 'table' then kd = kd[1] end
    if node.attr('upper', 1) ~= 0 then return x[1]:triu(kd) end
    return x[1]:tril(kd)
+end}}
+
+-- the casts, comparisons and integer arithmetic torch writes around attention (its scale from the
+-- head size, the causal mask as Where of an Equal): read only
+local CAST = {[1] = 'float', [7] = 'long', [6] = 'long', [9] = 'float'}   -- float, int64, int32, bool (as 0/1)
+M.to_dtype = {onnx = {'Cast'}, import = {Cast = function(node, x)
+   local to = node.attr('to')
+   if not CAST[to] then error(('Cast to ONNX type %s is not read (float, int32, int64, bool)'):format(tostring(to)), 0) end
+   return x[1][CAST[to]](x[1])
+end}}
+M.eq = {onnx = {'Equal'}, import = {Equal = function(_, x) return x[1]:eq(x[2]) end}}
+M.where = {onnx = {'Where'}, import = {Where = function(_, x) return fnn().where(x[1], x[2], x[3]) end}}
+M.fmod = {onnx = {'Mod'}, import = {Mod = function(node, x)
+   if x[1]:dtype() == 'float32' or x[1]:numel() ~= 1 or x[2]:numel() ~= 1 then
+      error('Mod of more than integer scalars (shape arithmetic) is not read', 0)
+   end
+   local a, b = x[1]:to_table(), x[2]:to_table()
+   if type(a) == 'table' then a = a[1] end
+   if type(b) == 'table' then b = b[1] end
+   local r = node.attr('fmod', 0) ~= 0 and math.fmod(a, b) or a - math.floor(a / b) * b
+   return fnn().long({r}):reshape(unpack(x[1]:shape()))
 end}}
 
 -- graph plumbing with no fastnn op of its own: read only
