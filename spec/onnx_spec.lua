@@ -344,7 +344,7 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
    end)
 
    it('nn.MultiheadAttention as MatMul and Softmax: self-attention, causal (an additive -inf mask), cross '
-      .. 'attention without biases, inside a transformer-like block', function()
+      .. 'attention without biases, inside a transformer-like block and an nn.TransformerEncoderLayer', function()
       fnn.manual_seed(14)
       local mha = nn.MultiheadAttention(8, 2)
       local x = fnn.randn(2, 5, 8)
@@ -372,6 +372,10 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
       function Cross:forward(q, kv) return self.attn(q, kv, kv) end
       local q, kv = fnn.randn(2, 3, 8), fnn.randn(2, 6, 8)
       round_trip('mha_cross', Cross(), {q, kv}, {{q, kv}, {fnn.randn(2, 3, 8), fnn.randn(2, 6, 8)}})
+      -- a whole nn.TransformerEncoderLayer (attention, LayerNorms, the feed-forward; dropout off in eval)
+      info = round_trip('encoder_layer', nn.TransformerEncoderLayer(8, 2, 16), x, {{x}, {fnn.randn(3, 5, 8)}},
+                        {dynamic_batch = true})
+      assert.same({1, 2}, {op_counts(info).Softmax, op_counts(info).LayerNormalization})
    end)
 
    it('refuses attention it cannot write: a key padding mask, causal with more queries than keys', function()
