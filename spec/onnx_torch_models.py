@@ -145,7 +145,9 @@ def layout1():
     inits = [init("W", 2, 4 * h, i), init("R", 2, 4 * h, h), init("B", 2, 8 * h)]
     node = helper.make_node("LSTM", ["x", "W", "R", "B", "", "h0", "c0"], ["y", "h", "c"], name="lstm_layout1",
                             hidden_size=h, direction="bidirectional", layout=1)
-    value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    def value(name, shape):
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
     graph = helper.make_graph([node], "layout1", [value("x", [n, t, i]), value("h0", [n, 2, h]), value("c0", [n, 2, h])],
                               [value("y", [n, t, 2, h]), value("h", [n, 2, h]), value("c", [n, 2, h])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
