@@ -96,7 +96,21 @@ if not have_onnx() and os.getenv('FASTNN_REQUIRE_ONNX') ~= '1' then
    return
 end
 
+-- a model's outputs as a list, a returned state {h, c} as its tensors (as fnn.onnx.export writes them)
+local function outputs_of(model, set)
+   local out = {}
+   for _, y in ipairs({model(unpack(set))}) do
+      if type(y) == 'table' and not fnn.is_tensor(y) then
+         for _, t in ipairs(y) do out[#out + 1] = t end
+      else
+         out[#out + 1] = y
+      end
+   end
+   return out
+end
+
 -- export model on inputs, run the file in onnxruntime on each input set, and compare with fastnn
+-- (every output: an LSTM's sequence and final states)
 local function round_trip(name, model, inputs, sets, opts)
    local path = dir .. '/' .. name .. '.onnx'
    fnn.onnx.export(model, inputs, path, opts)
@@ -117,22 +131,33 @@ local function round_trip(name, model, inputs, sets, opts)
    local body, rc = out:match('^(.-)exit=(%d+)%s*$')
    assert(rc == '0', 'spec/onnx_run.py failed:\n' .. out)
    for k, set in ipairs(sets) do
-      local want = fnn.no_grad(function() return model(table.unpack and table.unpack(set) or unpack(set)) end)
-      local got = fnn.load_safetensors(files[k] .. '.out.safetensors').output
-      assert.same(want:shape(), got:shape())
-      local diff = (want - got):abs():max():item()
-      assert.is_true(diff <= 1e-5, ('%s, input set %d: fastnn and onnxruntime differ by %g'):format(name, k, diff))
+      local want = fnn.no_grad(function() return outputs_of(model, set) end)
+      local out = fnn.load_safetensors(files[k] .. '.out.safetensors')
+      for i, w in ipairs(want) do
+         local got = out[#want == 1 and 'output' or 'output' .. i]
+         assert.same(w:shape(), got:shape())
+         local diff = (w - got):abs():max():item()
+         assert.is_true(diff <= 1e-5, ('%s, input set %d, output %d: fastnn and onnxruntime differ by %g'):format(name,
+                        k, i, diff))
+      end
    end
    -- and back in: fnn.onnx.load gives the same outputs, and the same gradients for the same parameters
    local loaded = fnn.onnx.load(path)
    for k, set in ipairs(sets) do
       model:zero_grad()
       loaded:zero_grad()
-      local want, got = model(unpack(set)), loaded(unpack(set))
-      local diff = (want - got):abs():max():item()
-      assert.is_true(diff <= 1e-5, ('%s, input set %d: fastnn and its loaded file differ by %g'):format(name, k, diff))
-      fnn.sum(want * want):backward()
-      fnn.sum(got * got):backward()
+      local wants, gots = outputs_of(model, set), {loaded(unpack(set))}
+      assert.equals(#wants, #gots)
+      local want_loss, got_loss = 0, 0
+      for i, want in ipairs(wants) do
+         local got = gots[i]
+         local diff = (want - got):abs():max():item()
+         assert.is_true(diff <= 1e-5, ('%s, input set %d, output %d: fastnn and its loaded file differ by %g'):format(
+                        name, k, i, diff))
+         want_loss, got_loss = want_loss + fnn.sum(want * want), got_loss + fnn.sum(got * got)
+      end
+      want_loss:backward()
+      got_loss:backward()
       local mine = {}
       for _, pair in ipairs(loaded:named_parameters()) do mine[pair[1]] = pair[2] end
       for _, pair in ipairs(model:named_parameters()) do
@@ -259,6 +284,114 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
       assert.equals(2, n)
    end)
 
+   -- count of each ONNX operator in a written file
+   local function op_counts(info)
+      local n = {}
+      for _, op in ipairs(info.ops) do n[op] = (n[op] or 0) + 1 end
+      return n
+   end
+
+   it('nn.LSTM and nn.GRU as ONNX\'s LSTM and GRU: sequence and final states, one node per layer', function()
+      fnn.manual_seed(11)
+      local lstm = nn.LSTM(3, 5)
+      local x = fnn.randn(2, 6, 3)
+      local info = round_trip('lstm', lstm, x, {{x}, {fnn.randn(2, 6, 3) * 2}})
+      assert.same({'weight_ih_l0', 'weight_hh_l0', 'bias_ih_l0', 'bias_hh_l0'}, {unpack(info.initializers, 1, 4)})
+      assert.equals(1, op_counts(info).LSTM)
+      assert.same({{'output1', {2, 6, 5}}, {'output2', {1, 2, 5}}, {'output3', {1, 2, 5}}}, info.outputs)
+      -- two layers without biases, then a head reading the sequence (MatMul)
+      local gru = nn.Sequential(nn.GRU(4, 6, {num_layers = 2, bias = false}), nn.Linear(6, 2))
+      local s = fnn.randn(3, 5, 4)
+      info = round_trip('gru_stack', gru, s, {{s}, {fnn.randn(3, 5, 4)}})
+      assert.equals(2, op_counts(info).GRU)
+      assert.same({'1.weight_ih_l0', '1.weight_hh_l0', '1.weight_ih_l1', '1.weight_hh_l1'}, {unpack(info.initializers, 1, 4)})
+   end)
+
+   it('bidirectional stacks, initial states given, the last step only, go_backwards', function()
+      fnn.manual_seed(12)
+      -- nn.LSTM takes its state as a table {h, c}: a model of three inputs hands it on
+      local Stateful = nn.Module:extend('StatefulLSTM')
+      function Stateful:__init(rnn) self.rnn = rnn end
+      function Stateful:forward(x, h, c) return self.rnn(x, {h, c}) end
+      local lstm = Stateful(nn.LSTM(3, 4, {num_layers = 2, bidirectional = true}))
+      local x, h, c = fnn.randn(2, 5, 3), fnn.randn(4, 2, 4), fnn.randn(4, 2, 4)
+      local info = round_trip('lstm_bidir_state', lstm, {x, h, c}, {{x, h, c}, {fnn.randn(2, 5, 3), fnn.randn(4, 2, 4),
+                              fnn.randn(4, 2, 4)}})
+      assert.equals(2, op_counts(info).LSTM)
+      assert.same({2, 5, 8}, info.outputs[1][2])
+      local gru = nn.GRU(3, 4, {num_layers = 2, bidirectional = true})
+      local g0 = fnn.randn(4, 3, 4)
+      local s = fnn.randn(3, 7, 3)
+      round_trip('gru_bidir_state', gru, {s, g0}, {{s, g0}, {fnn.randn(3, 7, 3), fnn.randn(4, 3, 4)}})
+      -- the last step only: [N, H], and [N, 2H] for both directions
+      local last = nn.GRU(3, 4, {bidirectional = true, return_sequences = false})
+      info = round_trip('gru_last', last, s, {{s}})
+      assert.same({3, 8}, info.outputs[1][2])
+      local last1 = nn.LSTM(3, 4, {return_sequences = false})
+      round_trip('lstm_last', last1, s, {{s}})
+      -- go_backwards: the input reversed in time (Slice, step -1), outputs in processing order
+      local back = nn.LSTM(3, 4, {num_layers = 2, go_backwards = true})
+      info = round_trip('lstm_backwards', back, s, {{s}, {fnn.randn(3, 7, 3)}})
+      assert.equals(1, op_counts(info).Slice)
+   end)
+
+   it('a dynamic batch through an LSTM', function()
+      fnn.manual_seed(13)
+      local m = nn.Sequential(nn.LSTM(3, 4), nn.Linear(4, 2))
+      local info = round_trip('lstm_dynamic', m, fnn.randn(2, 5, 3), {{fnn.randn(2, 5, 3)}, {fnn.randn(7, 5, 3)}},
+                              {dynamic_batch = true})
+      assert.same({{'input', {'batch', 5, 3}}}, info.inputs)
+   end)
+
+   it('nn.MultiheadAttention as MatMul and Softmax: self-attention, causal (an additive -inf mask), cross '
+      .. 'attention without biases, inside a transformer-like block and an nn.TransformerEncoderLayer', function()
+      fnn.manual_seed(14)
+      local mha = nn.MultiheadAttention(8, 2)
+      local x = fnn.randn(2, 5, 8)
+      local info = round_trip('mha', mha, x, {{x}, {fnn.randn(3, 5, 8)}}, {dynamic_batch = true})
+      local n = op_counts(info)
+      assert.same({4, 1}, {n.Reshape, n.Softmax})   -- q, k, v split into heads, merged once
+      assert.is_nil(n.Trilu)
+      assert.same({'in_proj_weight', 'in_proj_bias', 'out_proj.weight', 'out_proj.bias'}, {unpack(info.initializers, 1, 4)})
+      -- causal: the mask is what makes fastnn's numbers (a file without it would differ)
+      local Causal = nn.Module:extend('CausalBlock')
+      function Causal:__init()
+         self.attn = nn.MultiheadAttention(8, 4)
+         self.norm = nn.LayerNorm(8)
+         self.ff = nn.Linear(8, 8)
+      end
+      function Causal:forward(h) return self.ff(self.norm(h + self.attn(h, {causal = true}))) end
+      local block = Causal()
+      info = round_trip('mha_causal', block, x, {{x}, {fnn.randn(4, 5, 8)}}, {dynamic_batch = true})
+      assert.equals(1, op_counts(info).Trilu)
+      local plain = fnn.no_grad(function() return block.ff(block.norm(x + block.attn(x))) end)
+      assert.is_true((plain - block(x)):abs():max():item() > 1e-3)
+      -- cross attention: queries from one sequence, keys and values from another of another length
+      local Cross = nn.Module:extend('CrossAttention')
+      function Cross:__init() self.attn = nn.MultiheadAttention(8, 4, {bias = false}) end
+      function Cross:forward(q, kv) return self.attn(q, kv, kv) end
+      local q, kv = fnn.randn(2, 3, 8), fnn.randn(2, 6, 8)
+      round_trip('mha_cross', Cross(), {q, kv}, {{q, kv}, {fnn.randn(2, 3, 8), fnn.randn(2, 6, 8)}})
+      -- a whole nn.TransformerEncoderLayer (attention, LayerNorms, the feed-forward; dropout off in eval)
+      info = round_trip('encoder_layer', nn.TransformerEncoderLayer(8, 2, 16), x, {{x}, {fnn.randn(3, 5, 8)}},
+                        {dynamic_batch = true})
+      assert.same({1, 2}, {op_counts(info).Softmax, op_counts(info).LayerNormalization})
+   end)
+
+   it('refuses attention it cannot write: a key padding mask, causal with more queries than keys', function()
+      local Masked = nn.Module:extend('MaskedAttention')
+      function Masked:__init() self.attn = nn.MultiheadAttention(4, 2) end
+      function Masked:forward(x) return self.attn(x, {key_padding_mask = fnn.zeros(2, 3)}) end
+      assert.matches('onnx%.export: nn%.MultiheadAttention.* with a key_padding_mask is not written',
+                     support.err_of(function() fnn.onnx.export(Masked(), fnn.randn(2, 3, 4), dir .. '/m.onnx') end))
+      local Wide = nn.Module:extend('WideCausal')
+      function Wide:__init() self.attn = nn.MultiheadAttention(4, 2) end
+      function Wide:forward(q, kv) return self.attn(q, kv, kv, {causal = true}) end
+      assert.matches('onnx%.export: nn%.MultiheadAttention.* causal with more queries %(5%) than keys %(2%)',
+                     support.err_of(function() fnn.onnx.export(Wide(), {fnn.randn(1, 5, 4), fnn.randn(1, 2, 4)},
+                                                               dir .. '/w.onnx') end))
+   end)
+
    it('a Keras-style Dense stack', function()
       fnn.manual_seed(5)
       local m = nn.Sequential():add(nn.Dense(8, 'relu')):add(nn.Dense(8, 'tanh')):add(nn.Dense(1)):build{2, 4}
@@ -268,6 +401,22 @@ end)
 
 describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s outputs', function()
    local listed
+   local function recurrent(model) return model.name:find('lstm') or model.name:find('gru') end
+   local function attention(model) return model.name:find('mha') or model.name:find('sdpa') end
+   -- a file's outputs from its inputs, each within 1e-5 of PyTorch's
+   local function check_outputs(model)
+      local m = fnn.onnx.load(model.path)
+      local io_ = fnn.load_safetensors(model.io)
+      local inputs = {}
+      for i, name in ipairs(model.inputs) do inputs[i] = io_[name] end
+      local got = {m(unpack(inputs))}
+      assert.equals(#model.outputs, #got)
+      for i, name in ipairs(model.outputs) do
+         assert.same(io_[name]:shape(), got[i]:shape())
+         local diff = (got[i] - io_[name]):abs():max():item()
+         assert.is_true(diff <= 1e-5, ('%s, output %s: fastnn and PyTorch differ by %g'):format(model.name, name, diff))
+      end
+   end
    setup(function()
       local p = io.popen(('python3 %s/spec/onnx_torch_models.py %s 2>/dev/null; echo "exit=$?"'):format(cwd,
                          process.quote(dir)))
@@ -283,17 +432,64 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
       .. 'AveragePool, GlobalAveragePool, BatchNormalization, Resize), an embedding (Gather)', function()
       local names = {}
       for _, model in ipairs(listed.models) do
-         local m = fnn.onnx.load(model.path)
-         local io_ = fnn.load_safetensors(model.io)
-         local y = m(io_.x)
-         assert.same(io_.y:shape(), y:shape())
-         local diff = (y - io_.y):abs():max():item()
-         assert.is_true(diff <= 1e-5, ('%s: fastnn and PyTorch differ by %g'):format(model.name, diff))
-         names[#names + 1] = model.name
+         if not recurrent(model) and not attention(model) then
+            check_outputs(model)
+            names[#names + 1] = model.name
+         end
       end
       -- both of torch's exporters (TorchScript's and torch.export's) are among them
       assert.same({'torch_mlp', 'torch_gelu', 'torch_flatten', 'torch_leaky', 'torch_seq', 'torch_cnn', 'torch_conv1d',
                    'torch_layernorm', 'torch_embedding', 'torch_upsample', 'torch_mlp_dynamo'}, names)
+   end)
+
+   it('LSTM and GRU (batch first and not, 1 and 2 layers, bidirectional, initial states given and not; and '
+      .. 'a hand-written layout = 1 LSTM against onnxruntime) on fastnn\'s fused kernels, sequence and final states', function()
+      -- each direction of each layer one call of fnn.lstm / fnn.gru (no time loop in Lua)
+      local calls = {}
+      local kernels = {lstm = fnn.lstm, gru = fnn.gru}
+      for op, f in pairs(kernels) do
+         fnn[op] = function(...)
+            calls[op] = (calls[op] or 0) + 1
+            return f(...)
+         end
+      end
+      local ok, err = pcall(function()
+         local names = {}
+         for _, model in ipairs(listed.models) do
+            if recurrent(model) then
+               calls = {}
+               check_outputs(model)
+               local layers = model.name:find('2layer') and 2 or 1
+               local dirs = model.name:find('bidir') and 2 or 1
+               assert.same({[model.name:find('lstm') and 'lstm' or 'gru'] = layers * dirs}, calls)
+               names[#names + 1] = model.name
+            end
+         end
+         assert.same({'torch_lstm', 'torch_lstm_2layer_state', 'torch_lstm_bidir', 'torch_lstm_bidir_2layer_state',
+                      'torch_gru', 'torch_gru_2layer_state', 'torch_gru_bidir', 'torch_gru_bidir_2layer_state',
+                      'onnx_lstm_bidir_layout1'}, names)
+      end)
+      for op, f in pairs(kernels) do fnn[op] = f end
+      assert(ok, err)
+   end)
+
+   it('attention: nn.MultiheadAttention (with and without biases, causal through an additive mask) and '
+      .. 'scaled_dot_product_attention (causal through Trilu, Equal and Where), with torch\'s shape arithmetic', function()
+      local names = {}
+      for _, model in ipairs(listed.models) do
+         if attention(model) then
+            check_outputs(model)
+            names[#names + 1] = model.name
+         end
+      end
+      assert.same({'torch_mha', 'torch_mha_causal_nobias', 'torch_sdpa', 'torch_sdpa_causal'}, names)
+      -- the biases are parameters under PyTorch's names (torch folds the projection weights into
+      -- transposed constants of its own names)
+      local m = fnn.onnx.load(listed.models[#listed.models - 3].path)
+      local params = {}
+      for _, pair in ipairs(m:named_parameters()) do params[pair[1]] = pair[2]:tensor():shape() end
+      assert.same({24}, params['attn.in_proj_bias'])
+      assert.same({8, 8}, params['attn.out_proj.weight'])
    end)
 
    it('with the parameters under PyTorch\'s names, trainable', function()
@@ -318,10 +514,16 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
                   params)
    end)
 
-   it('refuses an operator it does not read by operator and node name, before running anything', function()
+   it('refuses an operator it does not read by operator and node name, and an LSTM or GRU attribute fastnn '
+      .. 'cannot honour (clip, activations, input_forget, linear_before_reset = 0) by name, before running anything', function()
+      local attributes = {}
       for _, r in ipairs(listed.refused) do
          local err = support.err_of(function() fnn.onnx.load(r.path) end)
-         if r.domain == '' then
+         if r.attribute then   -- an LSTM or GRU whose attribute fastnn's kernels cannot honour
+            attributes[#attributes + 1] = r.op .. ' ' .. r.attribute
+            assert.matches(("onnx_spec%%.lua:%%d+: onnx%%.load: .*: operator %s %%(node '%s'%%): attribute %s "):format(
+                           r.op, r.node, r.attribute), err)
+         elseif r.domain == '' then
             assert.matches(("onnx_spec%%.lua:%%d+: onnx%%.load: .*: operator %s %%(node '%s'%%) is not supported; "
                             .. 'fnn%%.onnx%%.load reads .*Gemm'):format(r.op, r.node), err)
          else
@@ -329,5 +531,7 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
                            r.domain:gsub('%p', '%%%0')), err)
          end
       end
+      assert.same({'LSTM clip', 'LSTM activations', 'LSTM input_forget', 'GRU linear_before_reset', 'GRU activations'},
+                  attributes)
    end)
 end)

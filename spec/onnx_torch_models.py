@@ -1,9 +1,12 @@
 """Writes the ONNX files torch.onnx.export makes of the families fnn.onnx.load reads, for
 spec/onnx_spec.lua, with an input and PyTorch's output for each; and files with operators it must
-refuse. Prints JSON: {"models": [{"name", "path", "io"}...], "refused": [{"path", "op", "node"}...]}.
+refuse. Prints JSON: {"models": [{"name", "path", "io", "inputs", "outputs"}...], "refused": [{"path", "op", "node",
+"attribute"}...]}.
 
   python3 spec/onnx_torch_models.py <dir>
-      <dir>/<name>.onnx and <dir>/<name>.safetensors ({"x": input, "y": PyTorch's output})
+      <dir>/<name>.onnx and <dir>/<name>.safetensors (the inputs named as "inputs" lists them, "x" and for
+      recurrent nets "h0", "c0", for attention "q", "k", "v"; PyTorch's outputs as "outputs" lists them,
+      "y" and "h", "c")
 """
 import json
 import sys
@@ -28,6 +31,150 @@ class Embedder(nn.Module):
 
     def forward(self, ids):
         return self.head(self.norm(self.emb(ids)))
+
+
+class Recurrent(nn.Module):
+    """torch.nn.LSTM or GRU with its final states as outputs beside the sequence; the initial states
+    as inputs where with_state"""
+
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x, h0=None, c0=None):
+        if isinstance(self.rnn, nn.LSTM):
+            y, (h, c) = self.rnn(x, None if h0 is None else (h0, c0))
+            return y, h, c
+        y, h = self.rnn(x, h0)
+        return y, h
+
+
+# recurrent nets: (name, class, input_size, hidden_size, num_layers, batch_first, bidirectional, with_state)
+RECURRENT = [
+    ("torch_lstm", nn.LSTM, 3, 5, 1, True, False, False),
+    ("torch_lstm_2layer_state", nn.LSTM, 4, 6, 2, False, False, True),
+    ("torch_lstm_bidir", nn.LSTM, 3, 4, 1, False, True, False),
+    ("torch_lstm_bidir_2layer_state", nn.LSTM, 5, 3, 2, True, True, True),
+    ("torch_gru", nn.GRU, 3, 5, 1, True, False, False),
+    ("torch_gru_2layer_state", nn.GRU, 4, 6, 2, False, False, True),
+    ("torch_gru_bidir", nn.GRU, 3, 4, 1, False, True, False),
+    ("torch_gru_bidir_2layer_state", nn.GRU, 5, 3, 2, True, True, True),
+]
+
+
+def recurrent():
+    torch.manual_seed(1)
+    for name, cls, i, h, layers, batch_first, bidir, with_state in RECURRENT:
+        model = Recurrent(cls(i, h, num_layers=layers, batch_first=batch_first, bidirectional=bidir)).eval()
+        n, t, d = 2, 7, 2 if bidir else 1
+        x = torch.randn(*((n, t, i) if batch_first else (t, n, i)))
+        inputs = {"x": x}
+        if with_state:
+            inputs["h0"] = torch.randn(layers * d, n, h)
+            if cls is nn.LSTM:
+                inputs["c0"] = torch.randn(layers * d, n, h)
+        outputs = ["y", "h", "c"] if cls is nn.LSTM else ["y", "h"]
+        path = f"{out_dir}/{name}.onnx"
+        torch.onnx.export(model, tuple(inputs.values()), path, opset_version=17, dynamo=False,
+                          input_names=list(inputs), output_names=outputs, verbose=False)
+        with torch.no_grad():
+            ys = model(*inputs.values())
+        tensors = {k: v.contiguous() for k, v in inputs.items()}
+        tensors.update({k: v.contiguous() for k, v in zip(outputs, ys)})
+        save_file(tensors, f"{out_dir}/{name}.safetensors")
+        yield {"name": name, "path": path, "io": f"{out_dir}/{name}.safetensors", "inputs": list(inputs),
+               "outputs": outputs}
+
+
+class SelfAttention(nn.Module):
+    """torch.nn.MultiheadAttention (batch first) on one sequence, causal through an additive -inf mask"""
+
+    def __init__(self, causal, bias):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True, bias=bias)
+        self.causal = causal
+
+    def forward(self, x):
+        t = x.shape[1]
+        mask = torch.triu(torch.full((t, t), float("-inf")), 1) if self.causal else None
+        return self.attn(x, x, x, attn_mask=mask, need_weights=False)[0]
+
+
+class SDPA(nn.Module):
+    def __init__(self, causal):
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q, k, v):
+        return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+
+
+def attention():
+    torch.manual_seed(2)
+    for name, model, shapes in [("torch_mha", SelfAttention(False, True), [(2, 5, 8)]),
+                                ("torch_mha_causal_nobias", SelfAttention(True, False), [(3, 6, 8)]),
+                                ("torch_sdpa", SDPA(False), [(2, 2, 5, 4), (2, 2, 7, 4), (2, 2, 7, 4)]),
+                                ("torch_sdpa_causal", SDPA(True), [(2, 3, 6, 4)] * 3)]:
+        model.eval()
+        inputs = {n: torch.randn(*shape) for n, shape in zip(["x", "k", "v"] if len(shapes) == 3 else ["x"], shapes)}
+        if len(shapes) == 3:
+            inputs = {"q": inputs["x"], "k": inputs["k"], "v": inputs["v"]}
+        path = f"{out_dir}/{name}.onnx"
+        torch.onnx.export(model, tuple(inputs.values()), path, opset_version=17, dynamo=False,
+                          input_names=list(inputs), output_names=["y"], verbose=False)
+        with torch.no_grad():
+            y = model(*inputs.values())
+        save_file({**{k: v.contiguous() for k, v in inputs.items()}, "y": y.contiguous()}, f"{out_dir}/{name}.safetensors")
+        yield {"name": name, "path": path, "io": f"{out_dir}/{name}.safetensors", "inputs": list(inputs),
+               "outputs": ["y"]}
+
+
+def layout1():
+    """an ONNX LSTM with layout = 1 (batch first throughout), bidirectional, initial states given, written
+    by hand (torch writes layout 0); the expected outputs are onnx's reference evaluator's (onnxruntime runs layout 0 only:
+    the same node with layout 0 there agrees)"""
+    import numpy as np
+    import onnxruntime as ort
+    from onnx.reference import ReferenceEvaluator
+    rng = np.random.default_rng(3)
+    n, t, i, h = 2, 5, 3, 4
+
+    def init(name, *shape):
+        return helper.make_tensor(name, TensorProto.FLOAT, shape, rng.uniform(-0.5, 0.5, shape).astype(np.float32).ravel())
+
+    inits = [init("W", 2, 4 * h, i), init("R", 2, 4 * h, h), init("B", 2, 8 * h)]
+    node = helper.make_node("LSTM", ["x", "W", "R", "B", "", "h0", "c0"], ["y", "h", "c"], name="lstm_layout1",
+                            hidden_size=h, direction="bidirectional", layout=1)
+    def value(name, shape):
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+    graph = helper.make_graph([node], "layout1", [value("x", [n, t, i]), value("h0", [n, 2, h]), value("c0", [n, 2, h])],
+                              [value("y", [n, t, 2, h]), value("h", [n, 2, h]), value("c", [n, 2, h])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    name = "onnx_lstm_bidir_layout1"
+    path = f"{out_dir}/{name}.onnx"
+    onnx.save(model, path)
+    feeds = {"x": rng.standard_normal((n, t, i), dtype=np.float32), "h0": rng.standard_normal((n, 2, h), dtype=np.float32),
+             "c0": rng.standard_normal((n, 2, h), dtype=np.float32)}
+    ys = ReferenceEvaluator(model).run(None, feeds)
+    # the same node with layout 0 in onnxruntime, on transposed inputs, agrees
+    for attr in node.attribute:
+        if attr.name == "layout":
+            attr.i = 0
+    graph0 = helper.make_graph([node], "layout0", [value("x", [t, n, i]), value("h0", [2, n, h]), value("c0", [2, n, h])],
+                               [value("y", [t, 2, n, h]), value("h", [2, n, h]), value("c", [2, n, h])], inits)
+    ort_session = ort.InferenceSession(helper.make_model(graph0, opset_imports=[helper.make_opsetid("", 17)])
+                                       .SerializeToString(), providers=["CPUExecutionProvider"])
+    y0, h0, c0 = ort_session.run(None, {"x": feeds["x"].transpose(1, 0, 2), "h0": feeds["h0"].transpose(1, 0, 2),
+                                        "c0": feeds["c0"].transpose(1, 0, 2)})
+    assert np.allclose(ys[0], y0.transpose(2, 0, 1, 3), atol=1e-6) and np.allclose(ys[1], h0.transpose(1, 0, 2), atol=1e-6)
+    assert np.allclose(ys[2], c0.transpose(1, 0, 2), atol=1e-6)
+    tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in feeds.items()}
+    tensors.update({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in zip(["y", "h", "c"], ys)})
+    save_file(tensors, f"{out_dir}/{name}.safetensors")
+    return {"name": name, "path": path, "io": f"{out_dir}/{name}.safetensors", "inputs": list(feeds),
+            "outputs": ["y", "h", "c"]}
 
 
 def models():
@@ -72,7 +219,11 @@ for name, model, shape, dynamo in models():
     with torch.no_grad():
         y = model(x)
     save_file({"x": x.contiguous(), "y": y.contiguous()}, f"{out_dir}/{name}.safetensors")
-    listed.append({"name": name, "path": path, "io": f"{out_dir}/{name}.safetensors"})
+    listed.append({"name": name, "path": path, "io": f"{out_dir}/{name}.safetensors", "inputs": ["x"],
+                   "outputs": ["y"]})
+listed.extend(recurrent())
+listed.append(layout1())
+listed.extend(attention())
 
 
 def refused(name, node, domain=""):
@@ -86,7 +237,28 @@ def refused(name, node, domain=""):
     return {"path": path, "op": node.op_type, "node": node.name, "domain": domain}
 
 
+def refused_rnn(name, op, attribute, **attrs):
+    """a graph y = Y_h of one LSTM or GRU node with an attribute fastnn's kernels cannot honour"""
+    gates, hidden, width = (4 if op == "LSTM" else 3), 2, 3
+    inits = [helper.make_tensor("W", TensorProto.FLOAT, [1, gates * hidden, width], [0.1] * (gates * hidden * width)),
+             helper.make_tensor("R", TensorProto.FLOAT, [1, gates * hidden, hidden], [0.1] * (gates * hidden * hidden))]
+    node = helper.make_node(op, ["x", "W", "R"], ["", "y"], name=f"my_{name}", hidden_size=hidden, **attrs)
+    graph = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 2, width])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, hidden])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    path = f"{out_dir}/{name}.onnx"
+    onnx.save(model, path)
+    return {"path": path, "op": op, "node": node.name, "domain": "", "attribute": attribute}
+
+
 refusals = [refused("refuse_cos", helper.make_node("Cos", ["x"], ["y"], name="my_cos")),
             refused("refuse_domain", helper.make_node("Relu", ["x"], ["y"], name="custom_relu", domain="com.example"),
-                    "com.example")]
+                    "com.example"),
+            refused_rnn("lstm_clip", "LSTM", "clip", clip=3.0),
+            refused_rnn("lstm_activations", "LSTM", "activations", activations=["Relu", "Tanh", "Tanh"]),
+            refused_rnn("lstm_input_forget", "LSTM", "input_forget", input_forget=1),
+            refused_rnn("gru_linear_before_reset", "GRU", "linear_before_reset", linear_before_reset=0),
+            refused_rnn("gru_activations", "GRU", "activations", activations=["HardSigmoid", "Tanh"],
+                        activation_alpha=[0.2], activation_beta=[0.5])]
 json.dump({"models": listed, "refused": refusals}, sys.stdout)

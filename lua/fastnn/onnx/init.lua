@@ -8,7 +8,9 @@
 -- path of the module it is in (each module's forward is wrapped during the trace to note its output).
 -- Covered so far: MLPs (linear, matmul, elementwise add/sub/mul/div, relu, tanh, sigmoid, gelu,
 -- silu, leaky_relu, elu, softmax, log_softmax, flatten/reshape) and convolutional nets (conv1d-3d,
--- max and avg pooling; the nodes' numbers through fnn_node_attr's conv and pool readers).
+-- max and avg pooling; the nodes' numbers through fnn_node_attr's conv and pool readers), and
+-- recurrent nets (nn.LSTM and nn.GRU as ONNX's LSTM and GRU, one node per layer: written whole from
+-- the module, its entry's export_call, since the direction and gate layout are the module's).
 -- fnn.onnx.load (load.lua) reads such files back, and torch.onnx.export's of the same family.
 local ffi = require 'ffi'
 local tensor = require 'fastnn.tensor'
@@ -51,13 +53,17 @@ function Graph:fresh(hint)
    return ('%s_%d'):format(hint, self.count)
 end
 
-function Graph:node(op_type, inputs, attrs)
+-- a node with k outputs (default 1): their names
+function Graph:node(op_type, inputs, attrs, k)
+   k = k or 1
    local out = self:fresh(op_type)
    local ins = ffi.new('const char*[?]', math.max(#inputs, 1))
    local keep = {}
    for i, name in ipairs(inputs) do keep[i] = name; ins[i - 1] = name end
-   local outs = ffi.new('const char*[1]', {out})
-   check(C.fnn_onnx_node(self.model, op_type, out, #inputs, ins, 1, outs), op_type)
+   local names = {out}
+   for j = 2, k do names[j] = out .. '_' .. (j - 1) end
+   local outs = ffi.new('const char*[?]', k, names)
+   check(C.fnn_onnx_node(self.model, op_type, out, #inputs, ins, k, outs), op_type)
    for name, v in pairs(attrs or {}) do
       if type(v) == 'table' and v.float then
          check(C.fnn_onnx_attr_float(self.model, name, v.float), op_type .. ' ' .. name)
@@ -70,7 +76,12 @@ function Graph:node(op_type, inputs, attrs)
          check(C.fnn_onnx_attr_int(self.model, name, v), op_type .. ' ' .. name)
       end
    end
-   return out
+   return unpack(names, 1, k)
+end
+
+-- t (a tensor a module call returned, written whole by its entry's export_call) is the ONNX value name
+function Graph:name_of(t, name)
+   if tensor.is_tensor(t) and t.node ~= nil then self.names[key(t.node)] = name end
 end
 
 function Graph:initializer(hint, t)
@@ -104,6 +115,13 @@ function Graph:value(n, user, where)
    local k = key(n)
    if self.names[k] then return self.names[k] end
    where = self.made_by[k] or where
+   -- a tensor a module returned whose class one entry writes whole (nn.LSTM): that call, once
+   local call = self.calls[k]
+   local whole = call and self.whole[getmetatable(call.module)]
+   if whole then
+      whole.export_call(self, call)
+      if self.names[k] then return self.names[k] end
+   end
    local op = ffi.string(C.fnn_node_op(n))
    if op == 'Param' then
       error(('onnx.export: %s reads a tensor that is neither an input nor a parameter of the model'):format(user), 0)
@@ -182,17 +200,27 @@ function M.export(model, inputs, path, opts)
    model:eval()
    -- each module's forward, wrapped for the trace: the node of its output -> the module, so a refusal
    -- can say where the op is ('2 (nn.Softmax)'); innermost first, as inner forwards return first
-   local made_by, module_of, wrapped = {}, {}, {}
+   -- (and the call itself: its arguments and results, for a module an entry writes whole)
+   local made_by, module_of, calls, wrapped = {}, {}, {}, {}
+   local whole = {}   -- module class -> the entry that writes its calls whole
+   for _, entry in pairs(ops) do
+      if type(entry) == 'table' and entry.module_class then whole[require('fastnn').nn[entry.module_class]] = entry end
+   end
    for _, pair in ipairs(model:named_modules()) do
       local path, m = pair[1], pair[2]
       local own, forward = rawget(m, 'forward'), m.forward
       local label = (path == '' and 'the model' or path) .. ' (' .. tostring(m._full_name and m:_full_name() or '?') .. ')'
-      rawset(m, 'forward', function(...)
-         local r = {forward(...)}
-         for _, y in ipairs(r) do
-            if tensor.is_tensor(y) and y.node ~= nil and not made_by[key(y.node)] then
-               made_by[key(y.node)], module_of[key(y.node)] = label, m
-            end
+      rawset(m, 'forward', function(self, ...)
+         local r = {forward(self, ...)}
+         local call = {module = m, args = {...}, returns = r}
+         local function note(y)
+            if not (tensor.is_tensor(y) and y.node ~= nil) then return end
+            if not made_by[key(y.node)] then made_by[key(y.node)], module_of[key(y.node)] = label, m end
+            -- a module written whole claims its results over an inner module's (out_proj's Linear)
+            if whole[getmetatable(m)] and not calls[key(y.node)] then calls[key(y.node)] = call end
+         end
+         for _, y in ipairs(r) do   -- a returned state {h, c} too
+            if type(y) == 'table' and not tensor.is_tensor(y) then for _, t in ipairs(y) do note(t) end else note(y) end
          end
          return unpack(r, 1, table.maxn(r))
       end)
@@ -209,6 +237,16 @@ function M.export(model, inputs, path, opts)
    if was_training then model:train() end
    if not ok then error(outputs, 0) end
    if tensor.is_tensor(outputs[1]) == false and type(outputs[1]) == 'table' then outputs = outputs[1] end
+   -- a state among the outputs ({h, c} of an LSTM) is its tensors, in order
+   local flat = {}
+   for _, y in ipairs(outputs) do
+      if type(y) == 'table' and not tensor.is_tensor(y) then
+         for _, t in ipairs(y) do flat[#flat + 1] = t end
+      else
+         flat[#flat + 1] = y
+      end
+   end
+   outputs = flat
    local out_names = names_for(o.output_names, #outputs, 'output', 'output_names')
 
    local handle = ffi.new('fnn_onnx_model*[1]')
@@ -216,7 +254,8 @@ function M.export(model, inputs, path, opts)
       error('onnx.export: ' .. ffi.string(C.fnn_last_error()), 2)
    end
    local g = setmetatable({model = ffi.gc(handle[0], C.fnn_onnx_free), names = {}, count = 0, made_by = made_by,
-                           module_of = module_of, buffers = model:named_buffers(), written = {}}, Graph)
+                           module_of = module_of, calls = calls, whole = whole, buffers = model:named_buffers(),
+                           written = {}}, Graph)
    local ok2, err = pcall(function()
       local batch = ffi.new('const char*[8]')
       for d = 0, 7 do batch[d] = 'batch' end

@@ -19,19 +19,21 @@ local M = {}
 
 -- ONNX's default domain at opsets 13 (one-axis Softmax) to 21
 local OPSET_MIN, OPSET_MAX = 13, 21
-local ATTR_FLOAT, ATTR_INT, ATTR_STRING, ATTR_TENSOR, ATTR_FLOATS, ATTR_INTS = 1, 2, 3, 4, 6, 7
+local ATTR_FLOAT, ATTR_INT, ATTR_STRING, ATTR_TENSOR, ATTR_FLOATS, ATTR_INTS, ATTR_STRINGS = 1, 2, 3, 4, 6, 7, 8
 
--- op_type -> import function, and op_type -> the input positions that hold state rather than weights
--- (BatchNormalization's running statistics: the loader makes those initializers buffers)
+-- op_type -> import function, op_type -> the input positions that hold state rather than weights
+-- (BatchNormalization's running statistics: the loader makes those initializers buffers), and
+-- op_type -> the check of a node's attributes at load
 local function importers()
-   local by_type, state = {}, {}
+   local by_type, state, checks = {}, {}, {}
    for _, entry in pairs(ops) do
       if type(entry) == 'table' and entry.import then
          for op_type, fn in pairs(entry.import) do by_type[op_type] = fn end
          for op_type, positions in pairs(entry.buffers or {}) do state[op_type] = positions end
+         for op_type, fn in pairs(entry.check or {}) do checks[op_type] = fn end
       end
    end
-   return by_type, state
+   return by_type, state, checks
 end
 
 local function last_error() return ffi.string(C.fnn_last_error()) end
@@ -62,6 +64,8 @@ local function attributes(model, i, where)
          attrs[name] = table.concat(bytes)
       elseif t == ATTR_TENSOR then
          attrs[name] = take(function(out) return C.fnn_onnx_attr_tensor(out, model, i, a) end, where)
+      elseif t == ATTR_STRINGS then   -- (LSTM's activations: present, unread; its check refuses it)
+         attrs[name] = {strings = true}
       else
          error(('%s: attribute %s has ONNX type %d, which fnn.onnx.load does not read'):format(where, name, t), 0)
       end
@@ -135,7 +139,7 @@ function M.load(path)
       error(('%s: opset %d of the default domain (fnn.onnx.load reads %d to %d)'):format(where, opset, OPSET_MIN,
             OPSET_MAX), 2)
    end
-   local run_of, state_at = importers()
+   local run_of, state_at, check_of = importers()
    local ok, m = pcall(function()
       local self = model_class()()
       rawset(self, '_path', path:match('[^/]*$'))
@@ -202,6 +206,12 @@ function M.load(path)
             local v = node.attrs[attr_name]
             if v == nil then return default end
             return v
+         end
+         if check_of[op_type] then
+            local fine, why = pcall(check_of[op_type], node)
+            if not fine then
+               error(("%s: operator %s (node '%s'): %s"):format(where, op_type, name, tostring(why)), 0)
+            end
          end
          nodes[#nodes + 1] = node
       end

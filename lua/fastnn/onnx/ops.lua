@@ -8,11 +8,17 @@
 --   g:node(op_type, inputs, attrs) -> the new node's output name (attrs: {name = integer | {ints} |
 --                                      {float = x} | {string = s}}); an input named '' is absent
 --   g:constant(value) -> the name of a float32 scalar initializer holding value
+--   g:node(op_type, inputs, attrs, k) with k outputs returns their k names
+-- A module whose forward is one ONNX operator with glue (nn.LSTM, nn.GRU) is written whole:
+-- `module_class` names its class (fastnn.nn's) and export_call(g, call) writes one call of it
+-- (call.module, call.args: forward's arguments after self, call.returns: its results) and names
+-- the ONNX values of the tensors it returned through g:name_of(t, name).
 -- An op without an entry is refused by name. So adding an operator is one entry here.
 -- The importer, fnn.onnx.load (load.lua), reads the same entries: `import` maps each ONNX op_type the
 -- entry reads to a function run(node, args) -> the node's outputs, where args[k] is input k's
 -- tensor (nil for an absent optional input) and node.attr(name, default) an attribute (a number, a
--- list, a string or a tensor). An ONNX operator no entry imports is refused by name at load.
+-- list, a string or a tensor). An ONNX operator no entry imports is refused by name at load, and
+-- `check` {op_type -> fn(node)} refuses a node's attributes at load (an error names the attribute).
 local M = {}
 
 local function fnn() return require 'fastnn' end
@@ -348,12 +354,50 @@ end}}
 
 M.cat = {onnx = {'Concat'}, import = {Concat = function(node, x) return fnn().cat(x, dim_of(node.attr('axis'))) end}}
 
+-- Squeeze and Unsqueeze (opset 13 on: the axes as an input), Expand (numpy's broadcast to a shape)
+local function axes_of(t, nd)
+   local axes = t and t:to_table() or {}
+   if type(axes) == 'number' then axes = {axes} end
+   for k, a in ipairs(axes) do if a < 0 then axes[k] = a + nd end end
+   table.sort(axes)
+   return axes
+end
+M.squeeze = {onnx = {'Squeeze'}, import = {Squeeze = function(_, x)
+   local y = x[1]
+   if not x[2] then return y:squeeze() end
+   local axes = axes_of(x[2], y:dim())
+   for k = #axes, 1, -1 do y = y:squeeze(axes[k] + 1) end
+   return y
+end}}
+M.unsqueeze = {onnx = {'Unsqueeze'}, import = {Unsqueeze = function(_, x)
+   local y = x[1]
+   for _, a in ipairs(axes_of(x[2], y:dim() + (x[2]:numel()))) do
+      if y:dtype() ~= 'float32' and y:dim() == 0 then y = fnn().long({y:to_table()})   -- a shape's scalar
+      else y = y:unsqueeze(a + 1) end
+   end
+   return y
+end}}
+M.expand = {onnx = {'Expand'}, import = {Expand = function(_, x)
+   local shape, target = x[1]:shape(), x[2]:to_table()
+   local nd = math.max(#shape, #target)
+   local out = {}
+   for d = 1, nd do
+      local a, b = shape[d - nd + #shape] or 1, target[d - nd + #target] or 1
+      out[d] = a == 1 and b or a
+   end
+   return x[1]:expand(unpack(out))
+end}}
+
 -- Gather along axis 0 of a matrix is an embedding lookup (ids of any shape); along another axis with
 -- 1-d indices, index_select
 M.embedding = {onnx = {'Gather'}, import = {Gather = function(node, x)
    local data, idx, axis = x[1], x[2], node.attr('axis', 0)
    if axis < 0 then axis = axis + data:dim() end
    if axis == 0 and data:dim() == 2 and data:dtype() == 'float32' then return fnn().embedding(idx + 1, data) end   -- fastnn's ids are 1-based
+   if idx:dim() == 0 then   -- one index: that slice (an entry of a shape, q of a packed q/k/v)
+      local i = idx:to_table()
+      return data:select(axis + 1, (i < 0 and i + data:shape()[axis + 1] or i) + 1)
+   end
    if idx:dim() == 1 then return data:index_select(axis + 1, idx + 1) end
    error(('Gather of %s along axis %d with indices %s is not read'):format(table.concat(data:shape(), 'x'), axis,
          table.concat(idx:shape(), 'x')), 0)
@@ -369,16 +413,274 @@ M.narrow = {onnx = {'Slice'}, import = {Slice = function(_, x)
    for k = 1, #starts do
       local axis = axes and axes[k] or k - 1
       if axis < 0 then axis = axis + #shape end
-      if steps and steps[k] ~= 1 then error(('a step of %d is not read (steps of 1)'):format(steps[k]), 0) end
+      local step = steps and steps[k] or 1
+      if step ~= 1 and step ~= -1 then error(('a step of %d is not read (steps of 1 and -1)'):format(step), 0) end
       local n = shape[axis + 1]
-      local function clamp(v)
+      local function clamp(v, lo_bound)   -- -1 step: from starts down to ends (exclusive), -1 the bound
          if v < 0 then v = v + n end
-         return math.max(0, math.min(n, v))
+         return math.max(lo_bound, math.min(n + lo_bound, v))
       end
-      local lo, hi = clamp(starts[k]), clamp(ends[k])
-      y = y:narrow(axis + 1, lo + 1, math.max(0, hi - lo))
+      if step == 1 then
+         local lo, hi = clamp(starts[k], 0), clamp(ends[k], 0)
+         y = y:narrow(axis + 1, lo + 1, math.max(0, hi - lo))
+      else
+         local first, stop = clamp(starts[k], -1), clamp(ends[k], -1)
+         y = require('fastnn').nn.Reverse.flip(y:narrow(axis + 1, stop + 2, math.max(0, first - stop)), axis + 1)
+      end
    end
    return y
+end}}
+
+-- ---- recurrent nets: nn.LSTM and nn.GRU as ONNX's LSTM and GRU, both ways ----
+-- ONNX's gate orders are LSTM i, o, f, c and GRU z, r, h; fastnn's (PyTorch's) i, f, g, o and r, z, n.
+-- TO_ONNX[op][q]: the fastnn gate that is ONNX's gate q; FROM_ONNX[op][j]: the ONNX gate that is fastnn's j
+local TO_ONNX = {LSTM = {1, 4, 2, 3}, GRU = {2, 1, 3}}
+local FROM_ONNX = {LSTM = {1, 3, 4, 2}, GRU = {2, 1, 3}}
+
+-- an nn.LSTM / nn.GRU call: per layer one ONNX node (time-major: x [N, T, I] transposed to [T, N, I]),
+-- its W, R, B the module's parameters in ONNX's gate order (Gather of their rows, so the file keeps
+-- the parameters under their names), the next layer's input Y [T, D, N, H] squeezed (one direction) or
+-- its directions side by side (Transpose, Reshape [T, N, 2H]); go_backwards reads x reversed (Slice
+-- with step -1: fastnn returns that layer's outputs in processing order)
+local function rnn_export_call(op_type)
+   local lstm = op_type == 'LSTM'
+   return function(g, call)
+      local m, x, state = call.module, call.args[1], call.args[2]
+      local H, L, D = m.hidden_size, m.num_layers, m.bidirectional and 2 or 1
+      local idx = {}
+      for _, gate in ipairs(TO_ONNX[op_type]) do
+         for r = 0, H - 1 do idx[#idx + 1] = (gate - 1) * H + r end
+      end
+      local rows, zero = g:ints_constant(idx), g:ints_constant({0})
+      local function gathered(name) return g:node('Gather', {g:value(m[name].node, op_type), rows}, {axis = 0}) end
+      local function stacked(list)
+         local us = {}
+         for i, v in ipairs(list) do us[i] = g:node('Unsqueeze', {v, zero}) end
+         return #us == 1 and us[1] or g:node('Concat', us, {axis = 0})
+      end
+      local function input_of(t, what)
+         if not (require('fastnn.tensor').is_tensor(t) and t.node ~= nil) then
+            error(('onnx.export: the %s of %s is plain data (a constant the trace cannot name); make it an '
+                   .. 'input'):format(what, m:short_str()), 0)
+         end
+         return g:value(t.node, op_type)
+      end
+      local seq = input_of(x, 'input')
+      if m.go_backwards then
+         seq = g:node('Slice', {seq, g:ints_constant({-1}), g:ints_constant({-2 ^ 63}), g:ints_constant({1}),
+                                g:ints_constant({-1})})
+      end
+      seq = g:node('Transpose', {seq}, {perm = {1, 0, 2}})
+      local h0, c0
+      if state ~= nil then
+         if lstm then h0, c0 = input_of(state[1], 'initial h'), input_of(state[2], 'initial c')
+         else h0 = input_of(state, 'initial h') end
+      end
+      -- layer k's rows of a state [L * D, N, H]
+      local function rows_of(s, k)
+         if s == nil or L == 1 then return s end
+         return g:node('Slice', {s, g:ints_constant({k * D}), g:ints_constant({(k + 1) * D}), zero})
+      end
+      local hs, cs = {}, {}
+      for k = 0, L - 1 do
+         local W, R, B = {}, {}, {}
+         for d, sfx in ipairs(D == 2 and {'', '_reverse'} or {''}) do
+            W[d], R[d] = gathered('weight_ih_l' .. k .. sfx), gathered('weight_hh_l' .. k .. sfx)
+            if m['bias_ih_l' .. k .. sfx] then
+               B[d] = g:node('Concat', {gathered('bias_ih_l' .. k .. sfx), gathered('bias_hh_l' .. k .. sfx)}, {axis = 0})
+            end
+         end
+         local ins = {seq, stacked(W), stacked(R), #B > 0 and stacked(B) or ''}
+         if h0 then ins[5], ins[6] = '', rows_of(h0, k) end
+         if c0 then ins[7] = rows_of(c0, k) end
+         local attrs = {hidden_size = H, direction = {string = D == 2 and 'bidirectional' or 'forward'}}
+         if not lstm then attrs.linear_before_reset = 1 end
+         local y, yh, yc = g:node(op_type, ins, attrs, lstm and 3 or 2)
+         hs[#hs + 1], cs[#cs + 1] = yh, yc
+         if D == 1 then seq = g:node('Squeeze', {y, g:ints_constant({1})})
+         else seq = g:node('Reshape', {g:node('Transpose', {y}, {perm = {0, 2, 1, 3}}), g:ints_constant({0, 0, -1})}) end
+      end
+      local out
+      if m.return_sequences then
+         out = g:node('Transpose', {seq}, {perm = {1, 0, 2}})
+      elseif D == 1 then
+         out = g:node('Squeeze', {hs[#hs], zero})
+      else   -- the last layer's two final states side by side [N, 2H]
+         out = g:node('Reshape', {g:node('Transpose', {hs[#hs]}, {perm = {1, 0, 2}}), g:ints_constant({0, -1})})
+      end
+      local r = call.returns
+      g:name_of(r[1], out)
+      local h_n = #hs == 1 and hs[1] or g:node('Concat', hs, {axis = 0})
+      if lstm then
+         g:name_of(r[2][1], h_n)
+         g:name_of(r[2][2], #cs == 1 and cs[1] or g:node('Concat', cs, {axis = 0}))
+      else
+         g:name_of(r[2], h_n)
+      end
+   end
+end
+
+-- what fastnn's kernels cannot run, refused at load by attribute (or input) name
+local function rnn_check(op_type)
+   return function(node)
+      for _, name in ipairs{'activations', 'activation_alpha', 'activation_beta', 'clip'} do
+         if node.attrs[name] ~= nil then
+            error(("attribute %s is not read (fastnn's cells: sigmoid and tanh, no clipping)"):format(name), 0)
+         end
+      end
+      if node.attr('input_forget', 0) ~= 0 then
+         error("attribute input_forget = 1 (coupled input and forget gates) is not fastnn's LSTM", 0)
+      end
+      if op_type == 'GRU' and node.attr('linear_before_reset', 0) ~= 1 then
+         error("attribute linear_before_reset = 0 (the reset before the hidden projection) is not fastnn's GRU "
+               .. "(PyTorch's, linear_before_reset = 1)", 0)
+      end
+      local layout, direction = node.attr('layout', 0), node.attr('direction', 'forward')
+      if layout ~= 0 and layout ~= 1 then error(('attribute layout = %s is not ONNX\'s 0 or 1'):format(layout), 0) end
+      if direction ~= 'forward' and direction ~= 'reverse' and direction ~= 'bidirectional' then
+         error(("attribute direction = '%s' is not forward, reverse or bidirectional"):format(direction), 0)
+      end
+      if op_type == 'LSTM' and (node.inputs[8] or '') ~= '' then
+         error('input P (peephole weights) is not read (fastnn\'s LSTM has none)', 0)
+      end
+   end
+end
+
+-- ONNX's LSTM / GRU on fastnn's fused kernels (fnn.lstm, fnn.gru: one node per direction)
+local function rnn_import(op_type)
+   local lstm, order = op_type == 'LSTM', FROM_ONNX[op_type]
+   return function(node, x)
+      local X, W, R, B, lens, h0, c0 = x[1], x[2], x[3], x[4], x[5], x[6], x[7]
+      local layout, direction = node.attr('layout', 0), node.attr('direction', 'forward')
+      if layout == 0 then X = X:permute(2, 1, 3) end   -- [N, T, I]
+      local T = X:shape()[2]
+      if lens then
+         for _, v in ipairs(lens:to_table()) do
+            if v ~= T then error(('sequence_lens holds %d for %d steps (sequences of full length are read)'):format(v, T), 0) end
+         end
+      end
+      local H = node.attr('hidden_size', R:shape()[3])
+      local GH = (lstm and 4 or 3) * H
+      local function fastnn_rows(w)   -- [G*H, ...] from ONNX's gate order into fastnn's
+         local parts = {}
+         for j, q in ipairs(order) do parts[j] = w:narrow(1, (q - 1) * H + 1, H) end
+         return fnn().cat(parts, 1)
+      end
+      local function state(s, d) return s and s:select(layout == 0 and 1 or 2, d) end
+      local D = direction == 'bidirectional' and 2 or 1
+      local seqs, hs, cs = {}, {}, {}
+      for d = 1, D do
+         local b_ih, b_hh
+         if B then
+            local b = B:select(1, d)
+            b_ih, b_hh = fastnn_rows(b:narrow(1, 1, GH)), fastnn_rows(b:narrow(1, GH + 1, GH))
+         end
+         local rev = direction == 'reverse' or d == 2
+         local w_ih, w_hh = fastnn_rows(W:select(1, d)), fastnn_rows(R:select(1, d))
+         local y
+         if lstm then
+            y, hs[d], cs[d] = fnn().lstm(X, w_ih, w_hh, b_ih, b_hh, {h0 = state(h0, d), c0 = state(c0, d), reverse = rev})
+         else
+            y, hs[d] = fnn().gru(X, w_ih, w_hh, b_ih, b_hh, {h0 = state(h0, d), reverse = rev})
+         end
+         -- a reverse direction's outputs back in the input's step order (fastnn keeps processing order)
+         seqs[d] = rev and fnn().nn.Reverse.flip(y, 2) or y
+      end
+      local Y = fnn().stack(seqs, 3)                     -- [N, T, D, H]
+      if layout == 0 then Y = Y:permute(2, 3, 1, 4) end   -- [T, D, N, H]
+      local sdim = layout == 0 and 1 or 2
+      return Y, fnn().stack(hs, sdim), lstm and fnn().stack(cs, sdim) or nil
+   end
+end
+
+M.lstm = {onnx = {'LSTM', 'Gather', 'Concat', 'Unsqueeze', 'Transpose', 'Squeeze', 'Reshape', 'Slice'},
+          module_class = 'LSTM', export_call = rnn_export_call('LSTM'),
+          import = {LSTM = rnn_import('LSTM')}, check = {LSTM = rnn_check('LSTM')}}
+M.gru = {onnx = {'GRU', 'Gather', 'Concat', 'Unsqueeze', 'Transpose', 'Squeeze', 'Reshape', 'Slice'},
+         module_class = 'GRU', export_call = rnn_export_call('GRU'),
+         import = {GRU = rnn_import('GRU')}, check = {GRU = rnn_check('GRU')}}
+
+-- ---- attention: nn.MultiheadAttention as MatMul and Softmax ----
+-- one call written whole from the module (heads, scale and causal are the module's and the call's,
+-- not numbers the fused attention node exposes): the in-projection as MatMuls by Slices of
+-- in_proj_weight (so the file keeps the parameters), heads split by Reshape/Transpose, softmax(scale
+-- q k^T + mask) v, the heads merged and out_proj. The causal mask is an additive constant [Tq, Tk],
+-- -inf above the diagonal Tk - Tq + 1, built as Trilu of an Expand of a -inf scalar (no mask-sized
+-- initializer; the sequence lengths are the traced ones)
+local function mha_export_call(g, call)
+   local m, a = call.module, call.args
+   local is_tensor = require('fastnn.tensor').is_tensor
+   local q, k, v, opts
+   if is_tensor(a[2]) then q, k, v, opts = a[1], a[2], a[3], a[4] else q, opts = a[1], a[2]; k, v = q, q end
+   if opts and opts.key_padding_mask ~= nil then
+      error(('onnx.export: %s with a key_padding_mask is not written (attention without one, causal or not)'):format(
+            m:short_str()), 0)
+   end
+   local causal = opts and opts.causal
+   local E, H, D = m.embed_dim, m.num_heads, m.head_dim
+   local Tq, Tk = q:shape()[2], k:shape()[2]
+   if causal and Tq > Tk then
+      error(('onnx.export: %s causal with more queries (%d) than keys (%d): rows that see no key are not written'):format(
+            m:short_str(), Tq, Tk), 0)
+   end
+   local function name(t) return g:value(t.node, 'attention') end
+   local W = name(m.in_proj_weight)
+   local b = m.in_proj_bias and name(m.in_proj_bias)
+   local zero = g:ints_constant({0})
+   local function project(x, i)   -- x W_i^T + b_i, rows i*E .. (i+1)*E of the packed projection
+      local lo, hi = g:ints_constant({i * E}), g:ints_constant({(i + 1) * E})
+      local y = g:node('MatMul', {x, g:node('Transpose', {g:node('Slice', {W, lo, hi, zero})}, {perm = {1, 0}})})
+      if b then y = g:node('Add', {y, g:node('Slice', {b, lo, hi, zero})}) end
+      return y
+   end
+   local split = g:ints_constant({0, 0, H, D})
+   local function heads(x, i, perm) return g:node('Transpose', {g:node('Reshape', {project(x, i), split})}, {perm = perm}) end
+   local qh = heads(name(q), 0, {0, 2, 1, 3})    -- [N, H, Tq, D]
+   local kt = heads(name(k), 1, {0, 2, 3, 1})    -- [N, H, D, Tk]
+   local vh = heads(name(v), 2, {0, 2, 1, 3})    -- [N, H, Tk, D]
+   local s = g:node('Mul', {g:node('MatMul', {qh, kt}), g:constant(m.scale)})
+   if causal then
+      local inf = g:node('Expand', {g:constant(-math.huge), g:ints_constant({Tq, Tk})})
+      local diag = g:initializer('diagonal', fnn().long({Tk - Tq + 1}):reshape())
+      s = g:node('Add', {s, g:node('Trilu', {inf, diag}, {upper = 1})})
+   end
+   local o = g:node('MatMul', {g:node('Softmax', {s}, {axis = -1}), vh})
+   o = g:node('Reshape', {g:node('Transpose', {o}, {perm = {0, 2, 1, 3}}), g:ints_constant({0, 0, E})})
+   local y = g:node('MatMul', {o, g:node('Transpose', {name(m.out_proj.weight)}, {perm = {1, 0}})})
+   if m.out_proj.bias then y = g:node('Add', {y, name(m.out_proj.bias)}) end
+   g:name_of(call.returns[1], y)
+end
+
+M.attention = {onnx = {'MatMul', 'Softmax', 'Slice', 'Transpose', 'Reshape', 'Add', 'Mul', 'Expand', 'Trilu'},
+               module_class = 'MultiheadAttention', export_call = mha_export_call}
+
+-- Trilu: the upper (or lower) triangle from diagonal k (fastnn's triu / tril)
+M.triu = {onnx = {'Trilu'}, import = {Trilu = function(node, x)
+   local kd = x[2] and x[2]:to_table() or 0
+   if type(kd) == 'table' then kd = kd[1] end
+   if node.attr('upper', 1) ~= 0 then return x[1]:triu(kd) end
+   return x[1]:tril(kd)
+end}}
+
+-- the casts, comparisons and integer arithmetic torch writes around attention (its scale from the
+-- head size, the causal mask as Where of an Equal): read only
+local CAST = {[1] = 'float', [7] = 'long', [6] = 'long', [9] = 'float'}   -- float, int64, int32, bool (as 0/1)
+M.to_dtype = {onnx = {'Cast'}, import = {Cast = function(node, x)
+   local to = node.attr('to')
+   if not CAST[to] then error(('Cast to ONNX type %s is not read (float, int32, int64, bool)'):format(tostring(to)), 0) end
+   return x[1][CAST[to]](x[1])
+end}}
+M.eq = {onnx = {'Equal'}, import = {Equal = function(_, x) return x[1]:eq(x[2]) end}}
+M.where = {onnx = {'Where'}, import = {Where = function(_, x) return fnn().where(x[1], x[2], x[3]) end}}
+M.fmod = {onnx = {'Mod'}, import = {Mod = function(node, x)
+   if x[1]:dtype() == 'float32' or x[1]:numel() ~= 1 or x[2]:numel() ~= 1 then
+      error('Mod of more than integer scalars (shape arithmetic) is not read', 0)
+   end
+   local a, b = x[1]:to_table(), x[2]:to_table()
+   if type(a) == 'table' then a = a[1] end
+   if type(b) == 'table' then b = b[1] end
+   local r = node.attr('fmod', 0) ~= 0 and math.fmod(a, b) or a - math.floor(a / b) * b
+   return fnn().long({r}):reshape(unpack(x[1]:shape()))
 end}}
 
 -- graph plumbing with no fastnn op of its own: read only
