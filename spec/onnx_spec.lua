@@ -378,6 +378,50 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
       assert.same({1, 2}, {op_counts(info).Softmax, op_counts(info).LayerNormalization})
    end)
 
+   -- a model that calls fnn.attention itself (as bench/char_gpt.lua does): the packed q/k/v split by
+   -- narrow (Slice), heads by reshape and transpose (Transpose), the fused node written from its own
+   -- scale and causal flag (fnn_node_attr), the heads merged back through contiguous (Identity)
+   it('a GPT-style decoder written with fnn.attention: narrow, transpose, causal attention, GELU MLP', function()
+      fnn.manual_seed(15)
+      local Block = nn.Module:extend('GptBlock')
+      function Block:__init(C, H)
+         self.C, self.H = C, H
+         self.ln1, self.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
+         self.qkv, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+         self.fc1, self.fc2 = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+      end
+      function Block:forward(x)
+         local B, T = x:shape()[1], x:shape()[2]
+         local C, H = self.C, self.H
+         local qkv = self.qkv(self.ln1(x))
+         local function heads(i) return qkv:narrow(3, i * C + 1, C):reshape(B, T, H, C / H):transpose(2, 3) end
+         local a = fnn.attention(heads(0), heads(1), heads(2), {causal = true})
+         x = x + self.proj(a:transpose(2, 3):contiguous():reshape(B, T, C))
+         return x + self.fc2(self.fc1(self.ln2(x)):gelu())
+      end
+      local Gpt = nn.Module:extend('TinyGpt')
+      function Gpt:__init()
+         self.b1, self.b2, self.ln, self.head = Block(16, 4), Block(16, 4), nn.LayerNorm(16), nn.Linear(16, 11)
+      end
+      function Gpt:forward(x) return self.head(self.ln(self.b2(self.b1(x)))) end
+      local gpt, x = Gpt(), fnn.randn(2, 6, 16)
+      local info = round_trip('gpt', gpt, x, {{x}, {fnn.randn(2, 6, 16)}})
+      local n = op_counts(info)
+      assert.same({2, 2, 6}, {n.Softmax, n.Trilu, n.Slice})
+      -- the mask is what makes fastnn's numbers: the same blocks without it differ
+      local open = fnn.no_grad(function()
+         local qkv = gpt.b1.qkv(gpt.b1.ln1(x))
+         local function heads(i) return qkv:narrow(3, i * 16 + 1, 16):reshape(2, 6, 4, 4):transpose(2, 3) end
+         return fnn.attention(heads(0), heads(1), heads(2)) - fnn.attention(heads(0), heads(1), heads(2), {causal = true})
+      end)
+      assert.is_true(open:abs():max():item() > 1e-3)
+      -- a bare attention node with a key padding mask is refused by name
+      local Padded = nn.Module:extend('PaddedAttention')
+      function Padded:forward(q) return fnn.attention(q, q, q, {key_padding_mask = fnn.zeros(1, 3)}) end
+      assert.matches('onnx%.export: attention with a key_padding_mask is not written',
+                     support.err_of(function() fnn.onnx.export(Padded(), fnn.randn(1, 2, 3, 4), dir .. '/p.onnx') end))
+   end)
+
    it('refuses attention it cannot write: a key padding mask, causal with more queries than keys', function()
       local Masked = nn.Module:extend('MaskedAttention')
       function Masked:__init() self.attn = nn.MultiheadAttention(4, 2) end

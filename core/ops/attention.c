@@ -321,7 +321,18 @@ static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* an attention node (on the CPU and on a device): the scale as given (a double), the causal mask */
-typedef struct { double scale; bool causal; } attention_attrs;
+typedef struct { double scale; bool causal, padded; } attention_attrs;
+
+/* the numbers an attention node keeps, for fnn.onnx (fnn_node_attr): scale, causal (0/1) and padded
+ * (1: a key padding mask took part, which the node does not keep) */
+int fnn_attention_attr(const fnn_node *n, const char *name, double *value) {
+    const attention_attrs *a = FNN_ATTRS((fnn_node *)n, attention_attrs);
+    if (!strcmp(name, "scale")) *value = a->scale;
+    else if (!strcmp(name, "causal")) *value = a->causal;
+    else if (!strcmp(name, "padded")) *value = a->padded;
+    else return FNN_FAIL(FNN_STATUS_ARG, "node_attr: %s has scale, causal and padded, not '%s'", n->op->info.name, name);
+    return FNN_STATUS_OK;
+}
 
 /* saved: q, k, v as read (views or contiguous copies), P [B,H,Tq,Tk]; attention_attrs */
 static int attention_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
@@ -461,7 +472,8 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
         fnn_node *n = fnn_attach_node(out, &ATTENTION, 3, ins);
         if (!n) rc = fnn_last_status();
         else {
-            *FNN_ATTRS(n, attention_attrs) = (attention_attrs){.scale = scale, .causal = causal != 0};
+            *FNN_ATTRS(n, attention_attrs) =
+                (attention_attrs){.scale = scale, .causal = causal != 0, .padded = key_padding_mask != NULL};
             if (fnn_save(n, 0, qu) || fnn_save(n, 1, ku) || fnn_save(n, 2, vu) || fnn_save(n, 3, &p))
                 rc = fnn_last_status();
         }

@@ -8,6 +8,7 @@
  * permute, expand <-> sum_to_shape, narrow/select <-> pad with zeros (core/ops/shape.c).
  * Views take any dtype. */
 #include "../internal.h"
+#include <stdio.h>
 #include <string.h>
 
 /* ================= reshape, view, flatten ================= */
@@ -359,6 +360,25 @@ int fnn_select(fnn_tensor *out, const fnn_tensor *x, int dim, int64_t index) {
     fnn_node *n;
     FNN_TRY(fnn_record(&SELECT, out, 1, ins, &n));
     if (n) *FNN_ATTRS(n, fnn_slice_attrs) = (fnn_slice_attrs){.dim = d, .start = i};
+    return FNN_STATUS_OK;
+}
+
+/* the numbers a view node keeps, for fnn.onnx (fnn_node_attr; dims 0-based): transpose's "dim1" and
+ * "dim2", permute's "dim0".."dim<n-1>" (output dim i is input dim "dim<i>"), narrow's and select's
+ * "dim" and "start" */
+int fnn_view_attr(const fnn_node *n, const char *name, double *value) {
+    fnn_node *m = (fnn_node *)n;
+    int i = -1;
+    if (n->op == &TRANSPOSE && !strcmp(name, "dim1")) *value = FNN_ATTRS(m, transpose_attrs)->dim1;
+    else if (n->op == &TRANSPOSE && !strcmp(name, "dim2")) *value = FNN_ATTRS(m, transpose_attrs)->dim2;
+    else if (n->op == &PERMUTE && sscanf(name, "dim%d", &i) == 1 && i >= 0 && i < n->in_ndim[0])
+        *value = FNN_ATTRS(m, permute_attrs)->dims[i];
+    else if ((n->op == &NARROW || n->op == &SELECT) && !strcmp(name, "dim")) *value = FNN_ATTRS(m, fnn_slice_attrs)->dim;
+    else if ((n->op == &NARROW || n->op == &SELECT) && !strcmp(name, "start"))
+        *value = (double)FNN_ATTRS(m, fnn_slice_attrs)->start;
+    else
+        return FNN_FAIL(FNN_STATUS_ARG, "node_attr: %s has no '%s' (transpose: dim1, dim2; permute: dim0..; "
+                        "narrow, select: dim, start)", n->op->info.name, name);
     return FNN_STATUS_OK;
 }
 

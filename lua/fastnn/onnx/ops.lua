@@ -136,8 +136,21 @@ end
 M.reshape = {onnx = {'Flatten', 'Reshape'}, export = reshape, import = {Flatten = flatten_in, Reshape = reshape_in}}
 M.view = M.reshape
 
--- permute as Transpose (perm 0-based; ONNX's default reverses the dims)
-M.permute = {onnx = {'Transpose'}, import = {Transpose = function(node, x)
+-- permute and transpose as Transpose (perm 0-based; ONNX's default reverses the dims); the dims are
+-- the node's (fnn_node_attr: permute's dim0.., transpose's dim1 and dim2, 0-based)
+local function transpose_export(g, n)
+   local nd, perm = #n.in_shapes[1], {}
+   if n.op == 'transpose' then
+      for d = 1, nd do perm[d] = d - 1 end
+      local a, b = n.attr('dim1'), n.attr('dim2')
+      perm[a + 1], perm[b + 1] = b, a
+   else
+      for d = 1, nd do perm[d] = n.attr('dim' .. (d - 1)) end
+   end
+   return g:node('Transpose', {n.inputs[1]}, {perm = perm})
+end
+M.transpose = {onnx = {'Transpose'}, export = transpose_export}
+M.permute = {onnx = {'Transpose'}, export = transpose_export, import = {Transpose = function(node, x)
    local nd = x[1]:dim()
    local perm = node.attr('perm')
    local dims = {}
@@ -403,8 +416,21 @@ M.embedding = {onnx = {'Gather'}, import = {Gather = function(node, x)
          table.concat(idx:shape(), 'x')), 0)
 end}}
 
--- Slice with steps of 1 as narrow (ONNX's starts and ends clamped to the dim, negative from the end)
-M.narrow = {onnx = {'Slice'}, import = {Slice = function(_, x)
+-- narrow as Slice of its dim (fnn_node_attr: dim and start, 0-based; the length is the output's);
+-- select as Gather of one index (its dim gone). Read: Slice with steps of 1 and -1 as narrow (ONNX's
+-- starts and ends clamped to the dim, negative from the end)
+local function narrow_export(g, n)
+   local dim, start = n.attr('dim'), n.attr('start')
+   if n.op == 'select' then
+      return g:node('Gather', {n.inputs[1], g:initializer('index', fnn().long({start}):reshape())}, {axis = dim})
+   end
+   local stop = start + n.out_shape[dim + 1]
+   return g:node('Slice', {n.inputs[1], g:ints_constant({start}), g:ints_constant({stop}), g:ints_constant({dim})})
+end
+M.select = {onnx = {'Gather'}, export = narrow_export}
+-- contiguous changes no value: Identity
+M.contiguous = {onnx = {'Identity'}, export = function(g, n) return g:node('Identity', {n.inputs[1]}) end}
+M.narrow = {onnx = {'Slice'}, export = narrow_export, import = {Slice = function(_, x)
    local data, starts, ends = x[1], x[2]:to_table(), x[3]:to_table()
    local shape = data:shape()
    local axes = x[4] and x[4]:to_table()
@@ -607,6 +633,18 @@ M.gru = {onnx = {'GRU', 'Gather', 'Concat', 'Unsqueeze', 'Transpose', 'Squeeze',
 -- q k^T + mask) v, the heads merged and out_proj. The causal mask is an additive constant [Tq, Tk],
 -- -inf above the diagonal Tk - Tq + 1, built as Trilu of an Expand of a -inf scalar (no mask-sized
 -- initializer; the sequence lengths are the traced ones)
+-- s + the causal mask for Tq queries and Tk keys (query i sees keys up to i + Tk - Tq): an additive
+-- constant, -inf above that diagonal, as Trilu of an Expand of a -inf scalar
+local function causal_masked(g, s, Tq, Tk, who)
+   if Tq > Tk then
+      error(('onnx.export: %s causal with more queries (%d) than keys (%d): rows that see no key are not written'):format(
+            who, Tq, Tk), 0)
+   end
+   local inf = g:node('Expand', {g:constant(-math.huge), g:ints_constant({Tq, Tk})})
+   local diag = g:initializer('diagonal', fnn().long({Tk - Tq + 1}):reshape())
+   return g:node('Add', {s, g:node('Trilu', {inf, diag}, {upper = 1})})
+end
+
 local function mha_export_call(g, call)
    local m, a = call.module, call.args
    local is_tensor = require('fastnn.tensor').is_tensor
@@ -619,10 +657,6 @@ local function mha_export_call(g, call)
    local causal = opts and opts.causal
    local E, H, D = m.embed_dim, m.num_heads, m.head_dim
    local Tq, Tk = q:shape()[2], k:shape()[2]
-   if causal and Tq > Tk then
-      error(('onnx.export: %s causal with more queries (%d) than keys (%d): rows that see no key are not written'):format(
-            m:short_str(), Tq, Tk), 0)
-   end
    local function name(t) return g:value(t.node, 'attention') end
    local W = name(m.in_proj_weight)
    local b = m.in_proj_bias and name(m.in_proj_bias)
@@ -639,11 +673,7 @@ local function mha_export_call(g, call)
    local kt = heads(name(k), 1, {0, 2, 3, 1})    -- [N, H, D, Tk]
    local vh = heads(name(v), 2, {0, 2, 1, 3})    -- [N, H, Tk, D]
    local s = g:node('Mul', {g:node('MatMul', {qh, kt}), g:constant(m.scale)})
-   if causal then
-      local inf = g:node('Expand', {g:constant(-math.huge), g:ints_constant({Tq, Tk})})
-      local diag = g:initializer('diagonal', fnn().long({Tk - Tq + 1}):reshape())
-      s = g:node('Add', {s, g:node('Trilu', {inf, diag}, {upper = 1})})
-   end
+   if causal then s = causal_masked(g, s, Tq, Tk, m:short_str()) end
    local o = g:node('MatMul', {g:node('Softmax', {s}, {axis = -1}), vh})
    o = g:node('Reshape', {g:node('Transpose', {o}, {perm = {0, 2, 1, 3}}), g:ints_constant({0, 0, E})})
    local y = g:node('MatMul', {o, g:node('Transpose', {name(m.out_proj.weight)}, {perm = {1, 0}})})
@@ -651,8 +681,20 @@ local function mha_export_call(g, call)
    g:name_of(call.returns[1], y)
 end
 
+-- a bare fnn.attention node (q, k, v [B, H, T, D], its scale and causal flag read from the node):
+-- softmax(scale q k^T + mask) v; a key padding mask, which the node does not keep, is refused
+local function attention_export(g, n)
+   if n.attr('padded') ~= 0 then
+      error('onnx.export: attention with a key_padding_mask is not written (attention without one, causal or not)', 0)
+   end
+   local q, k, v = n.inputs[1], n.inputs[2], n.inputs[3]
+   local s = g:node('Mul', {g:node('MatMul', {q, g:node('Transpose', {k}, {perm = {0, 1, 3, 2}})}), g:constant(n.attr('scale'))})
+   if n.attr('causal') ~= 0 then s = causal_masked(g, s, n.in_shapes[1][3], n.in_shapes[2][3], 'attention') end
+   return g:node('MatMul', {g:node('Softmax', {s}, {axis = -1}), v})
+end
+
 M.attention = {onnx = {'MatMul', 'Softmax', 'Slice', 'Transpose', 'Reshape', 'Add', 'Mul', 'Expand', 'Trilu'},
-               module_class = 'MultiheadAttention', export_call = mha_export_call}
+               module_class = 'MultiheadAttention', export_call = mha_export_call, export = attention_export}
 
 -- Trilu: the upper (or lower) triangle from diagonal k (fastnn's triu / tril)
 M.triu = {onnx = {'Trilu'}, import = {Trilu = function(node, x)
