@@ -16,9 +16,8 @@ local ffi = require 'ffi'
 local tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 local options = require 'fastnn.options'
-local ops = require 'fastnn.onnx.ops'
-local C = tensor.C
-local show = options.describe
+local ops = require 'fastnn.onnx.ops'   -- one entry per op: what it becomes, and how it is read back
+local C, show = tensor.C, options.describe
 
 local M = {ops = ops, load = require('fastnn.onnx.load').load}
 

@@ -10,10 +10,8 @@
 -- integer ones (shapes) are kept as CPU tensors and read as plain numbers.
 local ffi = require 'ffi'
 local tensor = require 'fastnn.tensor'
-local options = require 'fastnn.options'
-local ops = require 'fastnn.onnx.ops'
-local C = tensor.C
-local show = options.describe
+local ops = require 'fastnn.onnx.ops'   -- the operator table the exporter writes from
+local C, show = tensor.C, require('fastnn.options').describe
 
 local M = {}
 
