@@ -415,6 +415,24 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
          return fnn.attention(heads(0), heads(1), heads(2)) - fnn.attention(heads(0), heads(1), heads(2), {causal = true})
       end)
       assert.is_true(open:abs():max():item() > 1e-3)
+      -- the whole GPT from token ids: nn.Embedding as Gather of the weight's rows at an int64 input,
+      -- positions (made inside forward by fnn.arange) as a constant
+      local Lm = nn.Module:extend('TinyLm')
+      function Lm:__init() self.tok, self.pos, self.body = nn.Embedding(11, 16), nn.Embedding(6, 16), Gpt() end
+      function Lm:forward(ids)
+         local T = ids:shape()[2]
+         return self.body.head(self.body.ln(self.body.b2(self.body.b1(self.tok(ids) + self.pos(fnn.arange(1, T + 1):long())))))
+      end
+      local ids = fnn.long{{1, 5, 11, 2, 2, 7}, {3, 3, 9, 4, 10, 1}}
+      info = round_trip('gpt_ids', Lm(), ids, {{ids}, {fnn.long{{2, 2, 2, 8, 6, 5}, {11, 1, 4, 4, 3, 9}}}})
+      assert.same({2, 2}, {op_counts(info).Gather, op_counts(info).Sub})
+      assert.same({'input', {2, 6}}, info.inputs[1])
+      -- ids made inside forward that are not positions (here computed from the input) are refused by name
+      local Shifted = nn.Module:extend('ShiftedIds')
+      function Shifted:__init() self.tok = nn.Embedding(11, 4) end
+      function Shifted:forward(x) return self.tok((x * 0 + 1):long()) end
+      assert.matches('onnx%.export: nn%.Embedding.* reads ids that are no input of the model',
+                     support.err_of(function() fnn.onnx.export(Shifted(), fnn.randn(2, 3), dir .. '/s.onnx') end))
       -- a bare attention node with a key padding mask is refused by name
       local Padded = nn.Module:extend('PaddedAttention')
       function Padded:forward(q) return fnn.attention(q, q, q, {key_padding_mask = fnn.zeros(1, 3)}) end

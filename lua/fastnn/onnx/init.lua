@@ -225,10 +225,17 @@ function M.export(model, inputs, path, opts)
       end)
       wrapped[#wrapped + 1] = {m, own}
    end
-   local leaves, traced = {}, {}
+   -- float inputs become leaves of their own; an int64 input (token ids) has no node, and is
+   -- known by the tensor itself to the entries that read ids (nn.Embedding's)
+   local leaves, traced, id_inputs = {}, {}, {}
    for i, x in ipairs(inputs) do
-      leaves[i] = autograd.Param(x)
-      traced[i] = leaves[i]:tensor()
+      if tensor.is_tensor(x) and x:dtype() == 'int64' then
+         traced[i] = x
+         id_inputs[x] = in_names[i]
+      else
+         leaves[i] = autograd.Param(x)
+         traced[i] = leaves[i]:tensor()
+      end
    end
    local ok, outputs = pcall(function() return {autograd.enable_grad(function() return model(unpack(traced)) end)} end)
    for i, pair in ipairs(params) do if frozen[i] then pair[2]:freeze() end end
@@ -254,21 +261,24 @@ function M.export(model, inputs, path, opts)
    end
    local g = setmetatable({model = ffi.gc(handle[0], C.fnn_onnx_free), names = {}, count = 0, made_by = made_by,
                            module_of = module_of, calls = calls, whole = whole, buffers = model:named_buffers(),
-                           written = {}}, Graph)
+                           written = {}, id_inputs = id_inputs}, Graph)
    local ok2, err = pcall(function()
       local batch = ffi.new('const char*[8]')
       for d = 0, 7 do batch[d] = 'batch' end
-      local function declare(output, name, shape)
+      local function declare(output, name, shape, elem_type)
          local dims = ffi.new('int64_t[?]', math.max(#shape, 1))
          for d = 1, #shape do dims[d - 1] = (o.dynamic_batch and d == 1) and -1 or shape[d] end
-         check(C.fnn_onnx_value(g.model, output, name, 1, #shape, dims, batch), name)
+         check(C.fnn_onnx_value(g.model, output, name, elem_type or 1, #shape, dims, batch), name)
       end
       for i, x in ipairs(inputs) do
-         if x:dtype() ~= 'float32' then
-            error(('onnx.export: example input %d is %s; float32 inputs only so far'):format(i, x:dtype()), 0)
+         if x:dtype() == 'int64' then
+            declare(0, in_names[i], x:shape(), 7)   -- ONNX's INT64: 1-based ids, as fastnn's
+         elseif x:dtype() ~= 'float32' then
+            error(('onnx.export: example input %d is %s; float32 inputs and int64 ids only'):format(i, x:dtype()), 0)
+         else
+            g.names[key(traced[i].node)] = in_names[i]
+            declare(0, in_names[i], x:shape())
          end
-         g.names[key(traced[i].node)] = in_names[i]
-         declare(0, in_names[i], x:shape())
       end
       for _, pair in ipairs(params) do
          check(C.fnn_onnx_initializer(g.model, pair[1], pair[2]:tensor()), pair[1])

@@ -403,7 +403,39 @@ end}}
 
 -- Gather along axis 0 of a matrix is an embedding lookup (ids of any shape); along another axis with
 -- 1-d indices, index_select
-M.embedding = {onnx = {'Gather'}, import = {Gather = function(node, x)
+-- ids that are positions 1..T along their last dim (fnn.arange(1, T):long(), maybe expanded)
+local function positions(ids)
+   local v, shape = ids:to_flat(), ids:shape()
+   local T = shape[#shape] or 1
+   for i = 1, #v do if v[i] ~= (i - 1) % T + 1 then return false end end
+   return true
+end
+
+-- nn.Embedding written whole: Gather of the weight's rows at ids - 1 (ONNX's are 0-based). The ids are
+-- an int64 input of the model, or positions 1..T made inside its forward, written as a constant of the
+-- traced length. Other ids made inside forward are refused: an int64 tensor carries no node, so the
+-- trace cannot tell a constant from ids computed from the inputs (argmax of one)
+local function embedding_export_call(g, call)
+   local ids = call.args[1]
+   local tensor = require('fastnn.tensor')
+   if not (tensor.is_tensor(ids) and ids:dtype() == 'int64') then
+      error(('onnx.export: %s is written for int64 ids; give the model int64 ids (a float tensor of ids is not read)'):format(
+            call.module:short_str()), 0)
+   end
+   local name = g.id_inputs[ids]
+   if not name then
+      if not positions(ids) then
+         error(('onnx.export: %s reads ids that are no input of the model; an int64 input, or positions 1..T made '
+                .. 'inside forward, are written'):format(call.module:short_str()), 0)
+      end
+      name = g:initializer('positions', ids)
+   end
+   local rows = g:node('Sub', {name, g:ints_constant({1})})
+   g:name_of(call.returns[1], g:node('Gather', {g:value(call.module.weight.node, 'embedding'), rows}, {axis = 0}))
+end
+
+M.embedding = {onnx = {'Gather', 'Sub'}, module_class = 'Embedding', export_call = embedding_export_call,
+               import = {Gather = function(node, x)
    local data, idx, axis = x[1], x[2], node.attr('axis', 0)
    if axis < 0 then axis = axis + data:dim() end
    if axis == 0 and data:dim() == 2 and data:dtype() == 'float32' then return fnn().embedding(idx + 1, data) end   -- fastnn's ids are 1-based
