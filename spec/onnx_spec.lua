@@ -491,7 +491,8 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
 
    it('MLPs (Gemm, MatMul and Add, GELU through Erf, SiLU, Flatten, LeakyReLU, ELU, Softmax, LogSoftmax, '
       .. 'LayerNormalization) and convolutional nets (Conv 1-d and 2-d: padded, strided, grouped, dilated; MaxPool, '
-      .. 'AveragePool, GlobalAveragePool, BatchNormalization, Resize), an embedding (Gather)', function()
+      .. 'AveragePool, GlobalAveragePool, BatchNormalization, Resize), an embedding (Gather), and transformer '
+      .. 'stacks: a two-layer nn.TransformerEncoder and a decoder-only GPT from token ids (Split, causal attention)', function()
       local names = {}
       for _, model in ipairs(listed.models) do
          if not recurrent(model) and not attention(model) then
@@ -501,7 +502,8 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
       end
       -- both of torch's exporters (TorchScript's and torch.export's) are among them
       assert.same({'torch_mlp', 'torch_gelu', 'torch_flatten', 'torch_leaky', 'torch_seq', 'torch_cnn', 'torch_conv1d',
-                   'torch_layernorm', 'torch_embedding', 'torch_upsample', 'torch_mlp_dynamo'}, names)
+                   'torch_layernorm', 'torch_embedding', 'torch_upsample', 'torch_encoder', 'torch_gpt',
+                   'torch_mlp_dynamo'}, names)
    end)
 
    it('LSTM and GRU (batch first and not, 1 and 2 layers, bidirectional, initial states given and not; and '

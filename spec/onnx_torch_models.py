@@ -33,6 +33,39 @@ class Embedder(nn.Module):
         return self.head(self.norm(self.emb(ids)))
 
 
+class GptBlock(nn.Module):
+    """a pre-LN decoder block: a packed q/k/v Linear split in three (Split), causal
+    scaled_dot_product_attention, a GELU MLP"""
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.fc1, self.fc2 = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q, k, v = [z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v)]
+        a = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).contiguous().view(b, t, c))
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
+
+
+class Gpt(nn.Module):
+    """a decoder-only GPT over token ids: token and learned position embeddings (positions by
+    torch.arange), two blocks, a final LayerNorm and the vocabulary head"""
+    def __init__(self):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(10, 16), nn.Embedding(8, 16)
+        self.blocks = nn.Sequential(GptBlock(16, 4), GptBlock(16, 4))
+        self.ln, self.head = nn.LayerNorm(16), nn.Linear(16, 10)
+
+    def forward(self, ids):
+        x = self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
+        return self.head(self.ln(self.blocks(x)))
+
+
 class Recurrent(nn.Module):
     """torch.nn.LSTM or GRU with its final states as outputs beside the sequence; the initial states
     as inputs where with_state"""
@@ -205,6 +238,11 @@ def models():
     yield "torch_upsample", nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.Upsample(scale_factor=2),
                                           nn.Upsample(scale_factor=2, mode="bilinear"),
                                           nn.Upsample(size=(29, 31), mode="bilinear", align_corners=True)), (2, 2, 3, 4), False
+    # transformer stacks: an encoder of two nn.TransformerEncoderLayers, and a decoder-only GPT from token ids
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True), num_layers=2,
+                                    enable_nested_tensor=False)
+    yield "torch_encoder", encoder, (2, 5, 16), False
+    yield "torch_gpt", Gpt(), (2, 6), False
     # torch.onnx.export's default exporter (torch.export, dynamo=True) too
     yield "torch_mlp_dynamo", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), nn.Softmax(dim=1)), (5, 4), True
 
@@ -212,7 +250,7 @@ def models():
 listed = []
 for name, model, shape, dynamo in models():
     model.eval()
-    x = torch.randint(0, 10, shape) if name == "torch_embedding" else torch.randn(*shape) * 2
+    x = torch.randint(0, 10, shape) if name in ("torch_embedding", "torch_gpt") else torch.randn(*shape) * 2
     path = f"{out_dir}/{name}.onnx"
     torch.onnx.export(model, (x,), path, opset_version=17, dynamo=dynamo, input_names=["x"], output_names=["y"],
                       verbose=False)

@@ -746,6 +746,29 @@ M.to_dtype = {onnx = {'Cast'}, import = {Cast = function(node, x)
 end}}
 M.eq = {onnx = {'Equal'}, import = {Equal = function(_, x) return x[1]:eq(x[2]) end}}
 M.where = {onnx = {'Where'}, import = {Where = function(_, x) return fnn().where(x[1], x[2], x[3]) end}}
+-- Split (torch's chunk and split of a packed q/k/v) as narrows: the sizes from the split input, else
+-- equal parts, one per output
+M.split = {onnx = {'Split'}, import = {Split = function(node, x)
+   local axis = node.attr('axis', 0)
+   local shape = x[1]:shape()
+   if axis < 0 then axis = axis + #shape end
+   local sizes = x[2] and x[2]:to_table()
+   if not sizes then
+      local parts = node.attr('num_outputs', #node.outputs)
+      if shape[axis + 1] % parts ~= 0 then
+         error(('Split of %d into %d equal parts is not read'):format(shape[axis + 1], parts), 0)
+      end
+      sizes = {}
+      for k = 1, parts do sizes[k] = shape[axis + 1] / parts end
+   end
+   local out, at = {}, 1
+   for k, n in ipairs(sizes) do
+      out[k] = x[1]:narrow(axis + 1, at, n)
+      at = at + n
+   end
+   return unpack(out)
+end}}
+
 M.fmod = {onnx = {'Mod'}, import = {Mod = function(node, x)
    if x[1]:dtype() == 'float32' or x[1]:numel() ~= 1 or x[2]:numel() ~= 1 then
       error('Mod of more than integer scalars (shape arithmetic) is not read', 0)
