@@ -376,6 +376,14 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
       info = round_trip('encoder_layer', nn.TransformerEncoderLayer(8, 2, 16), x, {{x}, {fnn.randn(3, 5, 8)}},
                         {dynamic_batch = true})
       assert.same({1, 2}, {op_counts(info).Softmax, op_counts(info).LayerNormalization})
+      -- the stacks: nn.TransformerEncoder of two layers, and the GPT-style causal stack (pre-norm, GELU,
+      -- a final LayerNorm)
+      info = round_trip('encoder_stack', nn.TransformerEncoder(8, 2, 16, 2, {dropout = 0}), x,
+                        {{x}, {fnn.randn(3, 5, 8)}}, {dynamic_batch = true})
+      assert.same({2, 4}, {op_counts(info).Softmax, op_counts(info).LayerNormalization})
+      info = round_trip('causal_stack', nn.TransformerStack.causal(8, 2, 16, 2), x, {{x}, {fnn.randn(3, 5, 8)}},
+                        {dynamic_batch = true})
+      assert.same({2, 2, 5}, {op_counts(info).Softmax, op_counts(info).Trilu, op_counts(info).LayerNormalization})
    end)
 
    -- a model that calls fnn.attention itself (as bench/char_gpt.lua does): the packed q/k/v split by
