@@ -1,4 +1,5 @@
--- Gradcheck cases for core/ops/embedding.c: repeated ids (their gradients add up), ids of two
+-- Cases for core/ops/embedding.c (format: spec/cases/elementwise.lua), each with a naive reference
+-- (the weight's row of each id, by a loop): repeated ids (their gradients add up), ids of two
 -- dims, float ids, a transposed weight, a padding_idx that the ids never hit (a hit row gets no
 -- gradient by design, which embedding_spec checks). They drive CUDA parity too, so the ids are
 -- made on the weight's device: int64 (a GPU reads no other), float32 on the CPU where a case asks.
@@ -18,14 +19,33 @@ local function some(n, size)
    return v
 end
 
+-- out[..., j] = w[id, j] for each id (padding_idx changes only the gradient)
+local N_ = require 'naive_nd'
+local function embedding_ref(idv, w)
+   local get, ws = N_.reader(w)
+   local ishape = {#idv}
+   if type(idv[1]) == 'table' then ishape = {#idv, #idv[1]} end
+   local oshape = {}
+   for d, n in ipairs(ishape) do oshape[d] = n end
+   oshape[#oshape + 1] = ws[2]
+   return N_.build(oshape, function(idx)
+      local id = #ishape == 1 and idv[idx[1]] or idv[idx[1]][idx[2]]
+      return get{id, idx[#idx]}
+   end)
+end
+
 return {
    {op = 'embedding', inputs = function() return u(5, 3) end,
-    fn = function(w) return fnn.embedding(ids(w, {3, 1, 3, 5}), w) end},
+    fn = function(w) return fnn.embedding(ids(w, {3, 1, 3, 5}), w) end,
+    ref = function(w) return embedding_ref({3, 1, 3, 5}, w) end},
    {op = 'embedding', inputs = function() return u(5, 2) end,
-    fn = function(w) return fnn.embedding(ids(w, {{2, 4, 2}, {1, 1, 5}}), w, {padding_idx = 3}) end},
+    fn = function(w) return fnn.embedding(ids(w, {{2, 4, 2}, {1, 1, 5}}), w, {padding_idx = 3}) end,
+    ref = function(w) return embedding_ref({{2, 4, 2}, {1, 1, 5}}, w) end},
    {op = 'embedding', inputs = function() return u(4, 6) end,   -- weight [6, 4]^T; float ids
-    fn = function(w) return fnn.embedding(ids(w, {6, 2, 2}, true), w:t()) end},
+    fn = function(w) return fnn.embedding(ids(w, {6, 2, 2}, true), w:t()) end,
+    ref = function(w) return embedding_ref({6, 2, 2}, w:t()) end},
    -- more rows than a GPU block's threads, 200 repeated ids
    {op = 'embedding', inputs = function() return u(129, 2) end,
-    fn = function(w) return fnn.embedding(ids(w, some(200, 129)), w) end},
+    fn = function(w) return fnn.embedding(ids(w, some(200, 129)), w) end,
+    ref = function(w) return embedding_ref(some(200, 129), w) end},
 }
