@@ -21,12 +21,12 @@ local SIZES = {1, 127, 128, 129, 1023, 1024, 1025}
 local function uniform(shape, lo, hi) return fnn.rand(shape) * (hi - lo) + lo end
 
 -- got (a CPU tensor from the GPU) against want (the CPU result), |g - w| <= atol + rtol |w|;
--- nan must meet nan
+-- nan must meet nan, an infinity the same infinity
 local function assert_close(want, got, atol, rtol, label)
    assert.equals(want:shape_str(), got:shape_str(), label .. ': shapes differ')
    local w, g = want:to_flat(), got:to_flat()
    for i = 1, #w do
-      local ok = (w[i] ~= w[i] and g[i] ~= g[i]) or math.abs(g[i] - w[i]) <= atol + rtol * math.abs(w[i])
+      local ok = (w[i] ~= w[i] and g[i] ~= g[i]) or g[i] == w[i] or math.abs(g[i] - w[i]) <= atol + rtol * math.abs(w[i])
       if not ok then error(('%s: element %d: cpu %.9g, cuda %.9g'):format(label, i, w[i], g[i]), 2) end
    end
 end
