@@ -197,11 +197,17 @@ return {
     inputs = function(n) return n and tied{n, 3} or spaced{5, 3} end,
     fn = function(x) return both(x:topk(3, 1)) end,
     ref = function(x) return both_ref(x, 1, true, 3) end},
-   -- nan, +-inf, -0.0 and 0.0 (values-only: no finite differences at nan), both directions
+   -- nan, +-inf, -0.0 and 0.0 (values-only: no finite differences at nan), both directions; and 1 / the
+   -- sorted values, whose infinities tell -0.0 from 0.0
    {op = 'sort', gradcheck = false, parity = EXACT,
     inputs = function() return fnn.tensor{{0, -0.0, 0 / 0, 1, -1 / 0, 1 / 0, 0 / 0, -0.0, 2, -1}} end,
-    fn = function(x) return fnn.cat({both(x:sort(2)), both(x:sort(2, {descending = true}))}, 1) end,
-    ref = function(x) return joined{both_ref(x, 2, false), both_ref(x, 2, true)} end},
+    fn = function(x)
+       return fnn.cat({both(x:sort(2)), both(x:sort(2, {descending = true})), 1 / (x:sort(2))}, 1)
+    end,
+    ref = function(x)
+       local inv = N_.zip(function(v) return 1 / v end, lines(x, 2, function(l) return (order(l, false)) end))
+       return joined{both_ref(x, 2, false), both_ref(x, 2, true), inv}
+    end},
    -- a 0-dim tensor: one line of one value
    {op = 'sort', parity = EXACT, inputs = function() return fnn.tensor(3.5) end,
     fn = function(x) return (x:sort()) end,
