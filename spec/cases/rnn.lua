@@ -1,10 +1,12 @@
 -- Cases for core/ops/rnn.c (format: spec/cases/elementwise.lua), each with a naive reference: the
--- cells by PyTorch's gate equations over plain numbers, step by step. lstm_cell: h and c' are weighted differently so that a
--- gradient routed to the wrong half of the output shows. The sequence layers (rnn_tanh, lstm,
--- gru): backprop through time over 3-4 steps into x, the initial states and every weight and
--- bias, read forwards and backwards (reverse), with and without states and biases, on a
--- transposed x, and at H = 16; the final states are mixed into the output so their gradients
--- count too.
+-- cells by PyTorch's gate equations (i, f, g, o; r, z, n) over plain numbers, step by step. lstm_cell:
+-- h and c' are weighted differently so that a gradient routed to the wrong half of the output shows.
+-- The sequence layers (rnn_tanh, lstm, gru): backprop through time over 3-4 steps into x, the initial
+-- states and every weight and bias, read forwards and backwards (reverse), with and without states
+-- and biases, on a transposed x, and at H = 16; the final states are mixed into the output so their
+-- gradients count too. The sweeps after them (from the CUDA parity run) put N H on both sides of the
+-- launch edges (127, 128, 129, 1025) and run T 1 and 5, H 43, with the CUDA tolerances of fast math;
+-- they gradcheck at their own small sizes (n nil).
 local fnn = require 'fastnn'
 
 local function u(...) return fnn.rand(...) * 4 - 2 end
@@ -121,7 +123,7 @@ local function simple_all_ref(kind)
 end
 local gru_ref, tanh_ref = simple_all_ref('gru'), simple_all_ref('rnn_tanh')
 
-return {
+local cases = {
    {op = 'lstm_cell', inputs = function() return u(3, 8), u(3, 2) end,
     fn = function(z, c) local h, cn = fnn.lstm_cell(z, c); return h * 1.3 - cn * 0.6 end,
     ref = function(z, c) return cell_case_ref(1.3, -0.6)(z, c) end},
@@ -176,3 +178,89 @@ return {
     fn = function(x, wi, wh) return tanh_all(x:transpose(1, 2), nil, wi, wh, nil, nil, false) end,
     ref = function(x, wi, wh) return tanh_ref(x:transpose(1, 2), nil, wi, wh, nil, nil, false) end},
 }
+
+-- ---- sweeps (parity, the CUDA build's fast math: lstm_cell atol 2e-6, rtol 2e-5, gradients 5x:
+-- sigmoid through __expf, tanh in double, against fastmath.h's polynomials, products of five of them;
+-- a sequence atol 1e-5, rtol 1e-4, gradients 10x: the cells' error plus per-step cuBLAS products in
+-- another summation order, fed back through T steps, weight gradients summed over every step) ----
+local CELL, SEQ = {2e-6, 2e-5, 5}, {1e-5, 1e-4, 10}
+local function uu(shape, lo, hi) return fnn.rand(shape) * (hi - lo) + lo end
+-- lstm_cell with N H on both sides of the launch edges (256 threads a block): n = N H, as N 1, H n
+-- (1025: N 5, H 205); n nil: gradcheck at N 2, H 3
+cases[#cases + 1] = {op = 'lstm_cell', sizes = {127, 128, 129, 1025}, parity = CELL,
+   inputs = function(n)
+      local N, H = 2, 3
+      if n == 1025 then N, H = 5, 205 elseif n then N, H = 1, n end
+      return uu({N, 4 * H}, -3, 3), uu({N, H}, -2, 2)
+   end,
+   fn = function(z, c) local h, cn = fnn.lstm_cell(z, c); return h + cn * 0.5 end,
+   ref = function(z, c) return cell_case_ref(1, 0.5)(z, c) end}
+cases[#cases + 1] = {op = 'lstm_cell', parity = CELL,   -- transposed gates and cell, h times c'
+   inputs = function() return uu({4 * 9, 6}, -3, 3), uu({9, 6}, -2, 2) end,
+   fn = function(z, c) local h, cn = z:t():lstm_cell(c:t()); return h * cn end,
+   ref = function(z, c)
+      local h, cn, shape = cell_ref(z:t(), c:t())
+      local out = {}
+      for k = 1, #h do out[k] = h[k] * cn[k] end
+      return fnn.tensor(out, shape)
+   end}
+
+-- the sequence layers: out (+ 0.5 the final cell for lstm) as one tensor, so every output reaches
+-- the gradients
+local G = {rnn_tanh = 1, lstm = 4, gru = 3}
+local function run(kind, x, wi, wh, bi, bh, h0, c0, reverse)
+   local opts = {h0 = h0, c0 = c0, reverse = reverse}
+   if kind == 'lstm' then
+      local out, _, cn = fnn.lstm(x, wi, wh, bi, bh, opts)
+      local N, H = cn:size(1), cn:size(2)
+      return out + cn:reshape(N, 1, H) * 0.5
+   end
+   return (fnn[kind](x, wi, wh, bi, bh, opts))
+end
+local function run_ref(kind, x, wi, wh, bi, bh, h0, c0, reverse)
+   local out, _, c, shape = seq_ref(kind, x, h0, c0, wi, wh, bi, bh, reverse)
+   return mix(out, shape, function(y, k) return kind == 'lstm' and y + 0.5 * c[k] or y end)
+end
+for _, kind in ipairs{'rnn_tanh', 'lstm', 'gru'} do
+   -- T 1 and 5 (n; nil: gradcheck at 2), N 3, I 4, H 7, zero states or h0 (and c0) given
+   for _, with_state in ipairs{false, true} do
+      local N, I, H, GH = 3, 4, 7, G[kind] * 7
+      cases[#cases + 1] = {op = kind, sizes = {1, 5}, parity = SEQ,
+         inputs = function(n)
+            local ins = {uu({N, n or 2, I}, -1, 1), uu({GH, I}, -0.5, 0.5), uu({GH, H}, -0.5, 0.5),
+                         uu({GH}, -0.5, 0.5), uu({GH}, -0.5, 0.5)}
+            if with_state then
+               ins[6] = uu({N, H}, -1, 1)
+               if kind == 'lstm' then ins[7] = uu({N, H}, -1, 1) end
+            end
+            return unpack(ins)
+         end,
+         fn = function(x, wi, wh, bi, bh, h0, c0) return run(kind, x, wi, wh, bi, bh, h0, c0, false) end,
+         ref = function(x, wi, wh, bi, bh, h0, c0) return run_ref(kind, x, wi, wh, bi, bh, h0, c0, false) end}
+   end
+   -- reversed (go_backwards), no biases, x a transposed view [T, N, I]: H 43, so N H = 129 (n; nil: 3)
+   cases[#cases + 1] = {op = kind, sizes = {43}, parity = SEQ,
+      inputs = function(n)
+         local N, T, I, H = 3, 4, 5, n or 3
+         local GH = G[kind] * H
+         local ins = {uu({T, N, I}, -1, 1), uu({GH, I}, -0.3, 0.3), uu({GH, H}, -0.3, 0.3), uu({N, H}, -1, 1)}
+         if kind == 'lstm' then ins[5] = uu({N, H}, -1, 1) end
+         return unpack(ins)
+      end,
+      fn = function(x, wi, wh, h0, c0) return run(kind, x:transpose(1, 2), wi, wh, nil, nil, h0, c0, true) end,
+      ref = function(x, wi, wh, h0, c0) return run_ref(kind, x:transpose(1, 2), wi, wh, nil, nil, h0, c0, true) end}
+end
+-- gru with only bias_hh, lstm with only bias_ih (the bias broadcasts alone)
+cases[#cases + 1] = {op = 'gru', parity = SEQ,
+   inputs = function() return uu({2, 3, 4}, -1, 1), uu({15, 4}, -0.5, 0.5), uu({15, 5}, -0.5, 0.5), uu({15}, -0.5, 0.5) end,
+   fn = function(x, wi, wh, bh) return (fnn.gru(x, wi, wh, nil, bh)) end,
+   ref = function(x, wi, wh, bh) return run_ref('gru', x, wi, wh, nil, bh) end}
+cases[#cases + 1] = {op = 'lstm', parity = SEQ,
+   inputs = function() return uu({2, 3, 4}, -1, 1), uu({20, 4}, -0.5, 0.5), uu({20, 5}, -0.5, 0.5), uu({20}, -0.5, 0.5) end,
+   fn = function(x, wi, wh, bi) return (fnn.lstm(x, wi, wh, bi)) end,
+   ref = function(x, wi, wh, bi)
+      local out, _, _, shape = seq_ref('lstm', x, nil, nil, wi, wh, bi, nil, false)
+      return mix(out, shape, function(y) return y end)
+   end}
+
+return cases
