@@ -88,7 +88,7 @@ local function bce(p, t, w) return -w * (t * math.max(math.log(p), -100) + (1 - 
 local function bce_logits(x, t, w, pw) return w * (pw * t * softplus(-x) + (1 - t) * softplus(x)) end
 local function sq(p, t) return (p - t) ^ 2 end
 
-return {
+local cases = {
    {op = 'cross_entropy', inputs = function() return u(4, 5) end,
     fn = function(logits) return fnn.cross_entropy(logits, ids(logits, {2, 5, 1, 2})) end,
     ref = function(x) return class_ref(x, {2, 5, 1, 2}) end},
@@ -171,3 +171,99 @@ return {
     fn = function(p, t) return fnn.mse_loss(p, t) end,
     ref = function(p, t) return pointwise_ref(p, t, sq) end},
 }
+
+-- ---- sweeps (from the CUDA parity run): sizes over the launch edges, every option of the class
+-- losses on [129, 5], each reduction of the elementwise ones. Parity: __expf/__logf and sums in another
+-- order: atol 1e-6, rtol 2e-5, gradients 2x. n nil: gradcheck's small size ----
+local FAST = {1e-6, 2e-5}
+local function uu(shape, lo, hi) return fnn.rand(shape) * (hi - lo) + lo end
+-- class ids 1..C (deterministic); ignore: every 7th id replaced by that value
+local function class_ids(n, classes, ignore)
+   local v = {}
+   for i = 1, n do v[i] = (ignore and i % 7 == 0) and ignore or (i * 37 + 11) % classes + 1 end
+   return v
+end
+local function logits(n) return uu({n or 4, 5}, -3, 3) end
+cases[#cases + 1] = {op = 'cross_entropy', sizes = {1, 127, 128, 129, 1025}, parity = FAST, inputs = logits,
+   fn = function(x) return fnn.cross_entropy(x, ids(x, class_ids(x:shape()[1], 5))) end,
+   ref = function(x) return class_ref(x, class_ids(x:shape()[1], 5)) end}
+local W5 = {0.5, 2, 1, 1.5, 0.25}
+-- {opts, ignore}: a weight of true is W5 on the input's device
+local OPTS = {
+   {{reduction = 'sum'}}, {{reduction = 'none'}}, {{weight = true}}, {{ignore_index = 3}, 3}, {{}, -100},
+   {{label_smoothing = 0.1}},
+   {{weight = true, label_smoothing = 0.2, ignore_index = 2, reduction = 'sum'}, 2},
+}
+local function with(x, o)
+   local opts, ref = {}, {}
+   for k, v in pairs(o) do opts[k], ref[k] = v, v end
+   if o.weight then opts.weight, ref.weight = vec(x, W5), W5 end
+   return opts, ref
+end
+for _, c in ipairs(OPTS) do
+   cases[#cases + 1] = {op = 'cross_entropy', sizes = {129}, parity = FAST, inputs = function(n) return logits(n or 8) end,
+      fn = function(x) return fnn.cross_entropy(x, ids(x, class_ids(x:shape()[1], 5, c[2])), (with(x, c[1]))) end,
+      ref = function(x) return class_ref(x, class_ids(x:shape()[1], 5, c[2]), select(2, with(x, c[1]))) end}
+   -- nll_loss of log_softmax: the cross entropy without smoothing (the options of the nll sweep)
+   if not c[1].label_smoothing and c[2] ~= 3 then
+      cases[#cases + 1] = {op = 'nll_loss', sizes = {129}, parity = FAST, inputs = function(n) return logits(n or 8) end,
+         fn = function(x) return fnn.nll_loss(x:log_softmax(2), ids(x, class_ids(x:shape()[1], 5, c[2])), (with(x, c[1]))) end,
+         ref = function(x) return class_ref(x, class_ids(x:shape()[1], 5, c[2]), select(2, with(x, c[1]))) end}
+   end
+end
+-- [5, n]^T logits (non-contiguous), n 129
+cases[#cases + 1] = {op = 'cross_entropy', sizes = {129}, parity = FAST, inputs = function(n) return uu({5, n or 6}, -3, 3) end,
+   fn = function(x) return fnn.cross_entropy(x:t(), ids(x, class_ids(x:shape()[2], 5))) end,
+   ref = function(x) return class_ref(x:t(), class_ids(x:shape()[2], 5)) end}
+-- [3, 4, 2, 5]: sites along d..., reductions none and mean together
+local SITES = {}
+for i, v in ipairs(class_ids(30, 4)) do SITES[i] = v end
+local function sites() local t = {} for a = 1, 3 do t[a] = {} for b = 1, 2 do t[a][b] = {} for c = 1, 5 do
+   t[a][b][c] = SITES[((a - 1) * 2 + b - 1) * 5 + c] end end end return t end
+cases[#cases + 1] = {op = 'cross_entropy', parity = FAST, inputs = function() return uu({3, 4, 2, 5}, -3, 3) end,
+   fn = function(x)
+      local t = ids(x, sites())
+      return fnn.cross_entropy(x, t, {reduction = 'none'}) + fnn.cross_entropy(x, t)
+   end,
+   ref = function(x)
+      local mean = class_ref(x, sites()):item()
+      return N_.zip(function(l) return l + mean end, class_ref(x, sites(), {reduction = 'none'}))
+   end}
+cases[#cases + 1] = {op = 'cross_entropy', parity = FAST, inputs = function() return uu({7}, -3, 3) end,   -- one site
+   fn = function(x) return fnn.cross_entropy(x, on(x, fnn.long{4}:reshape{})) end,
+   ref = function(x) return class_ref(x, 4) end}
+-- the elementwise losses of [n, 3] in each reduction (n nil: 4)
+local W3, PW = {0.7, 1.6, 1.1}, {{2.5, 0.8, 1.9}}
+for _, r in ipairs{'mean', 'sum', 'none'} do
+   cases[#cases + 1] = {op = 'mse_loss', sizes = {1, 129, 1025}, parity = FAST,
+      inputs = function(n) return uu({n or 4, 3}, -2, 2), uu({n or 4, 3}, -2, 2) end,
+      fn = function(p, t) return fnn.nn.mse(p, t, {reduction = r}) end,   -- the fused mse_loss and its reductions
+      ref = function(p, t) return pointwise_ref(p, t, sq, {reduction = r}) end}
+   cases[#cases + 1] = {op = 'binary_cross_entropy', sizes = {1, 129, 1025}, parity = FAST,
+      inputs = function(n) return uu({n or 4, 3}, 0.05, 0.95), uu({n or 4, 3}, 0, 1) end,
+      fn = function(p, t) return fnn.binary_cross_entropy(p, t, {reduction = r}) end,
+      ref = function(p, t) return pointwise_ref(p, t, bce, {reduction = r}) end}
+   cases[#cases + 1] = {op = 'bce_with_logits', sizes = {1, 129, 1025}, parity = FAST,
+      inputs = function(n) return uu({n or 4, 3}, -4, 4), uu({n or 4, 3}, 0, 1) end,
+      fn = function(x, t) return fnn.bce_with_logits(x, t, {reduction = r}) end,
+      ref = function(x, t) return pointwise_ref(x, t, bce_logits, {reduction = r}) end}
+end
+cases[#cases + 1] = {op = 'mse_loss', sizes = {129}, parity = FAST,   -- [7, n]^T (non-contiguous)
+   inputs = function(n) return uu({7, n or 3}, -2, 2), uu({n or 3, 7}, -2, 2) end,
+   fn = function(p, t) return fnn.mse_loss(p:t(), t) end,
+   ref = function(p, t) return pointwise_ref(p:t(), t, sq) end}
+-- a weight [3] broadcast; a weight and a pos_weight [1, 3], sum (n 65; nil: 4)
+cases[#cases + 1] = {op = 'binary_cross_entropy', sizes = {65}, parity = FAST,
+   inputs = function(n) return uu({n or 4, 3}, 0.05, 0.95), uu({n or 4, 3}, 0, 1) end,
+   fn = function(p, t) return fnn.binary_cross_entropy(p, t, {weight = vec(p, W3)}) end,
+   ref = function(p, t) return pointwise_ref(p, t, bce, {weight = fnn.tensor(W3)}) end}
+cases[#cases + 1] = {op = 'bce_with_logits', sizes = {65}, parity = FAST,
+   inputs = function(n) return uu({n or 4, 3}, -4, 4), uu({n or 4, 3}, 0, 1) end,
+   fn = function(x, t)
+      return fnn.bce_with_logits(x, t, {weight = vec(x, W3), pos_weight = vec(x, PW), reduction = 'sum'})
+   end,
+   ref = function(x, t)
+      return pointwise_ref(x, t, bce_logits, {weight = fnn.tensor(W3), pos_weight = fnn.tensor(PW), reduction = 'sum'})
+   end}
+
+return cases
