@@ -4,9 +4,10 @@
 -- add/sub/mul/div, every elementwise op of core/ops/elementwise.c (unary ops, ops with a
 -- number, pow/maximum/minimum, comparisons, where), the reductions and softmax family of
 -- core/ops/reduction.c, matmul, every fused optimizer step of core/optim.c, cuRAND draws, the
--- class losses with int64 targets on the device (cross_entropy, nll_loss), the elementwise losses
--- (mse, bce, bce_with_logits fused; mae, huber, kl_div composed), the index family on int64 ids
--- (index_select, gather, scatter_add, take_rows, embedding, masked_fill), layer_norm, rms_norm and
+-- case table of every family (spec/cases/<family>.lua, with its sweeps: among them the class losses
+-- with int64 targets on the device, mse, bce and bce_with_logits, the index family and embedding on
+-- int64 ids, the recurrent layers, attention, sort/topk and the copying shape ops), the losses
+-- composed in Lua (soft targets, mae, huber, kl_div), take_rows, layer_norm, rms_norm and
 -- group_norm, dtype casts, int64 arithmetic and comparisons, and a 20-step MLP training run
 -- (Linear-ReLU-Linear, cross_entropy, Adam).
 --
@@ -24,9 +25,11 @@
 --   SGD: rtol 1e-6 (FMA contraction); Adam/AdamW/amsgrad, RMSprop, Adagrad, Adadelta, RAdam, Lion,
 --     decay, lerp: rtol 2e-5, atol 1e-6 (fast sqrt and division).
 --   cross_entropy, nll_loss, the elementwise losses: rtol 2e-5, atol 1e-6 (__expf/__logf, sums in
---     another order), gradients 2x;
+--     another order), gradients 2x (the loss cases' parity field too);
 --   index_select, gather, take_rows, embedding forward, casts: exact; their backward and scatter_add
---     add through atomicAdd, whose order (so the last bits) depends on the run: rtol 1e-5, atol 1e-6;
+--     add through atomicAdd, whose order (so the last bits) depends on the run: rtol 1e-5, atol 1e-6
+--     (the index and embedding cases' parity field);
+--   the other families' cases: their `parity` field, with its reason beside it in spec/cases/;
 --   layer_norm, rms_norm, group_norm: rtol 1e-5, atol 1e-5, gradients 10x (row sums in another order);
 --   the MLP run: every step's loss within rtol 1e-4, the final weights within 1e-4.
 -- On the GPU nothing is read back to the host inside an op, so an id outside its range (class
@@ -848,26 +851,19 @@ describe('cuda devices and memory', function()
    end)
 end)
 
--- every op the registry says the CUDA backend implements has parity cases in some
--- spec/cuda_parity*_spec.lua (its name appears in a case), so has_cuda cannot run ahead of them
+-- every op the registry says the CUDA backend implements has a case in spec/cases/<its family>.lua,
+-- which the case tables' describe above runs on both sides (the case tables now cover every family,
+-- so no parity file's text needs reading), and has_cuda cannot run ahead of them
 describe('cuda coverage', function()
-   it('names every has_cuda op of the registry in a parity spec', function()
-      local P = require 'process'
-      local text = {}
-      for f in io.popen('ls spec/cuda_parity*_spec.lua'):lines() do text[#text + 1] = P.read_all(f) end
-      text = table.concat(text, '\n')
-      -- elementwise and the families on kernel rows are covered by their case tables (the cases'
-      -- describe above, case_families), which registry_spec checks by exact name
-      local on_rows = {}
-      for _, family in ipairs(case_families()) do on_rows[family] = true end
+   it('every has_cuda op of the registry has a case in its family\'s case table', function()
       local missing, with, without = {}, 0, 0
       for _, op in ipairs(fnn.ops()) do
          if op.has_cuda then
             with = with + 1
-            -- the exact name in quotes, or quoted then followed by a space or colon ('conv2d [2,3]...'):
-            -- not a prefix of another op's name ('gelu' inside 'gelu_tanh')
-            local quoted = "'" .. op.name:gsub('%p', '%%%0')
-            if not on_rows[op.family] and not text:find(quoted .. "['%s:,]") then missing[#missing + 1] = op.name end
+            local ok, cases = pcall(require, 'cases.' .. op.family)
+            local found = false
+            for _, c in ipairs(ok and cases or {}) do found = found or c.op == op.name end
+            if not found then missing[#missing + 1] = op.family .. '.' .. op.name end
          else without = without + 1 end
       end
       assert.same({}, missing)

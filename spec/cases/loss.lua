@@ -1,9 +1,12 @@
--- Cases for core/ops/loss.c (format: spec/cases/elementwise.lua), each with a naive reference (PyTorch's
--- documented formulas over plain numbers), run by gradcheck_spec and by cuda_parity_spec on both sides. Class ids,
--- weights and pos_weight are fixed inside fn (not differentiable: a nudged id is not an id) and
--- follow the input onto its device (int64 ids: a GPU takes no float ids). Probabilities stay
--- inside (0.1, 0.9), away from the clamps. Float ids, bad ids and the larger size sweeps are in
--- loss_spec and cuda_parity_spec.
+-- Cases for core/ops/loss.c (format: spec/cases/elementwise.lua), each with a naive reference
+-- (PyTorch's documented formulas over plain numbers), run by gradcheck_spec and by cuda_parity_spec
+-- on both sides. Class ids, weights and pos_weight are fixed inside fn (not differentiable: a nudged
+-- id is not an id) and follow the input onto its device (int64 ids: a GPU takes no float ids).
+-- Probabilities stay inside (0.05, 0.95), away from the clamps. The sweeps at the end (from the CUDA
+-- parity run) cover sizes over the launch edges, every class-loss option on [129, 5] and each
+-- reduction of the elementwise losses; they gradcheck at their own small sizes (n nil). Float ids
+-- and bad ids are loss_spec's; the GPU's nan at a bad id, and the losses composed in Lua (mae,
+-- huber, kl_div, soft targets), cuda_parity_spec's.
 local fnn = require 'fastnn'
 
 local function u(...) return fnn.rand(...) * 4 - 2 end
