@@ -219,10 +219,18 @@ cases[#cases + 1] = {op = 'cross_entropy', sizes = {129}, parity = FAST, inputs 
    fn = function(x) return fnn.cross_entropy(x:t(), ids(x, class_ids(x:shape()[2], 5))) end,
    ref = function(x) return class_ref(x:t(), class_ids(x:shape()[2], 5)) end}
 -- [3, 4, 2, 5]: sites along d..., reductions none and mean together
-local SITES = {}
-for i, v in ipairs(class_ids(30, 4)) do SITES[i] = v end
-local function sites() local t = {} for a = 1, 3 do t[a] = {} for b = 1, 2 do t[a][b] = {} for c = 1, 5 do
-   t[a][b][c] = SITES[((a - 1) * 2 + b - 1) * 5 + c] end end end return t end
+-- the 30 class ids in 1..4 as a nested [3, 2, 5] table
+local function sites()
+   local v, t = class_ids(30, 4), {}
+   for a = 1, 3 do
+      t[a] = {}
+      for b = 1, 2 do
+         t[a][b] = {}
+         for c = 1, 5 do t[a][b][c] = v[((a - 1) * 2 + b - 1) * 5 + c] end
+      end
+   end
+   return t
+end
 cases[#cases + 1] = {op = 'cross_entropy', parity = FAST, inputs = function() return uu({3, 4, 2, 5}, -3, 3) end,
    fn = function(x)
       local t = ids(x, sites())
