@@ -6,9 +6,10 @@
 -- dim, descending order, a transposed (strided) input, 3-D, and topk on both
 -- its paths (a heap when k is small against the line, a full sort otherwise),
 -- and lines over 128 (CUDA pads them to 256 keys, 128 threads a block). They
--- drive CUDA parity too (exact: both sides order the same distinct (value, position)
--- keys, and the backward stores g at distinct saved positions: no atomics).
--- The sweeps after them check values and 1-based indices together (both()) on
+-- drive CUDA parity too, at the default tolerance.
+-- The sweeps after them ask parity to be exact (both sides order the same distinct
+-- (value, position) keys, and the backward stores g at distinct saved positions:
+-- no atomics) and check values and 1-based indices together (both()) on
 -- lines with ties, over the launch edges (a sort block has up to 1024 threads over
 -- a power-of-two line in shared memory up to 2048 keys; 2049 and 5000 take the
 -- global-scratch path), nan, +-inf and -0.0: ties keep their positions' order in
