@@ -214,6 +214,14 @@ for _, c in ipairs(OPTS) do
          ref = function(x) return class_ref(x, class_ids(x:shape()[1], 5, c[2]), select(2, with(x, c[1]))) end}
    end
 end
+cases[#cases + 1] = {op = 'nll_loss', sizes = {129}, parity = FAST, inputs = function(n) return logits(n or 8) end,
+   fn = function(x)
+      local opts = {reduction = 'sum', weight = vec(x, W5), ignore_index = 1}
+      return fnn.nll_loss(x:log_softmax(2), ids(x, class_ids(x:shape()[1], 5, 1)), opts)
+   end,
+   ref = function(x)
+      return class_ref(x, class_ids(x:shape()[1], 5, 1), {reduction = 'sum', weight = W5, ignore_index = 1})
+   end}
 -- [5, n]^T logits (non-contiguous), n 129
 cases[#cases + 1] = {op = 'cross_entropy', sizes = {129}, parity = FAST, inputs = function(n) return uu({5, n or 6}, -3, 3) end,
    fn = function(x) return fnn.cross_entropy(x:t(), ids(x, class_ids(x:shape()[2], 5))) end,
