@@ -1,17 +1,14 @@
--- CUDA parity of the recurrent layers and fused attention (cuda/rnn.cu, cuda/attention.cu and the
--- device paths of core/ops/rnn.c and core/ops/attention.c): each case runs on the CPU and on GPU 0,
--- forward values and the gradient of every input must agree (spec/cuda_support.lua). Then two
--- 20-step training runs, a small GPT and an LSTM, from the same seed and data on both sides.
+-- CUDA parity of the sequence models' device mechanics (cuda/rnn.cu, cuda/attention.cu and the device
+-- paths of core/ops/rnn.c and core/ops/attention.c): the refusal of tensors on two devices,
+-- attention_cache_append (exact: a copy) and a cached GPT decode against the CPU, then two 20-step
+-- training runs, a small GPT and an LSTM, from the same seed and data on both sides. The values and
+-- gradients of lstm_cell, rnn_tanh, lstm, gru and attention (the launch edges, strided views, masks)
+-- are cases of spec/cases/rnn.lua and spec/cases/attention.lua, run on both sides by
+-- cuda_parity_spec with their tolerances.
 --
 -- Tolerances, |gpu - cpu| <= atol + rtol |cpu| (the CUDA build uses --use_fast_math):
---   lstm_cell: atol 2e-6, rtol 2e-5, gradients 5x (sigmoid through __expf, tanh in double (fast math would make tanhf tanh.approx)
---     against fastmath.h's polynomials: a few ulp per activation, products of five of them);
---   rnn_tanh, lstm, gru over a sequence: atol 1e-5, rtol 1e-4, gradients 10x (the cells' fast
---     math as lstm_cell, and the per-step cuBLAS products in another summation order, both fed back
---     through T steps; the weight and bias gradients sum over every step);
---   attention: atol 1e-5, rtol 1e-4, gradients 10x (scores and P v by cuBLAS in another summation
---     order over D and Tk up to 129, softmax exp through __expf and its sum in a block tree);
---   attention_cache_append: exact (a copy).
+--   attention_cache_append: exact (a copy); forward_cached: atol 1e-4, rtol 1e-3 (a stack of
+--     layers, each as the attention cases' 1e-5, 1e-4);
 --   the GPT run (embeddings, pre-LN transformer stack with fused attention, GELU MLP, AdamW,
 --     cross_entropy) and the LSTM run (nn.LSTM + Linear, Adam, mse): every step's loss within
 --     atol 1e-5, rtol 2e-4 (each step's differences feed the next step's weights), the final
@@ -21,24 +18,15 @@
 -- Under spec/gpu/emulate.sh the GPT run takes 3 steps, not 20: every emulated __syncthreads and
 -- warp shuffle is a host-thread barrier, and 20 steps of its layer_norm, softmax and attention
 -- rows cost minutes there; on a GPU (spec/gpu/check.sh) it runs all 20.
--- On the GPU nothing is read back to the host in these ops: the sequence loops over time on the
--- host only launch (gemm + a fused cell per step), the attention's masks are applied inside the
--- softmax kernel (no mask tensor).
--- Sizes sit on both sides of the launch edges: batch * hidden 127/128/129/1025 for the cells
--- (a thread per unit), key counts 1/127/128/129 for the attention rows (a block per row, threads
--- over the keys). Inputs are non-contiguous views (transposes, q/k/v narrowed out of one QKV
--- projection, as the models do).
 -- Without a usable GPU every case prints "<case>: skipped: no CUDA device" and checks the reason
 -- instead. spec/gpu/emulate.sh runs this file against the kernels emulated on the host.
 local fnn = require 'fastnn'
 local S = require 'cuda_support'
 local Device = fnn.Device
 local gpu, case, skip, uniform = S.gpu, S.case, S.skip, S.uniform
-local parity, parity_grad, assert_close = S.parity, S.parity_grad, S.assert_close
+local parity, assert_close = S.parity, S.assert_close
 
-local CELL = {2e-6, 2e-5, 5}
-local SEQ = {1e-5, 1e-4, 10}
-local ATT = {1e-5, 1e-4, 10}
+local ATT = {1e-5, 1e-4, 10}   -- the attention cases' tolerance (spec/cases/attention.lua)
 
 -- the loss of a training run (and its parameters) must agree step by step
 local function same_run(label, want, got, wws, gws)
@@ -61,81 +49,12 @@ local function params_of(model, dev)
    return ws
 end
 
-describe('cuda parity: lstm_cell, forward and backward', function()
-   -- N * H on both sides of the launch edges (256 threads a block)
-   for _, nh in ipairs({{1, 127}, {1, 128}, {1, 129}, {5, 205}}) do
-      local N, H = nh[1], nh[2]
-      case(('lstm_cell N %d, H %d (N H = %d)'):format(N, H, N * H), function()
-         parity_grad('lstm_cell', {uniform({N, 4 * H}, -3, 3), uniform({N, H}, -2, 2)}, function(z, c)
-            local h, cn = fnn.lstm_cell(z, c)
-            return h + cn * 0.5
-         end, CELL[1], CELL[2], CELL[3])
-      end)
-   end
-   case('lstm_cell on transposed gates and cell', function()
-      parity_grad('lstm_cell', {uniform({4 * 9, 6}, -3, 3), uniform({9, 6}, -2, 2)}, function(z, c)
-         local h, cn = z:t():lstm_cell(c:t())
-         return h * cn
-      end, CELL[1], CELL[2], CELL[3])
-   end)
+describe('cuda: the recurrent and attention ops refuse tensors on two devices', function()
    case('lstm_cell refuses tensors on two devices, naming both', function()
       local z, c = uniform({2, 8}, -1, 1), uniform({2, 2}, -1, 1)
       if not gpu then return skip('lstm_cell', {z, c}) end
       assert.error_matches(function() return fnn.lstm_cell(z:to(gpu), c) end,
                            'lstm_cell: tensors on different devices %(.*cuda:0 and .*cpu%)')
-   end)
-end)
-
-describe('cuda parity: rnn_tanh, lstm, gru over a sequence, every gradient', function()
-   local G = {rnn_tanh = 1, lstm = 4, gru = 3}
-   -- out (+ the final cell for lstm) as one tensor, so every output reaches the gradients
-   local function run(kind, x, wi, wh, bi, bh, h0, c0, reverse)
-      local opts = {h0 = h0, c0 = c0, reverse = reverse}
-      if kind == 'lstm' then
-         local out, _, cn = fnn.lstm(x, wi, wh, bi, bh, opts)
-         local N, H = cn:size(1), cn:size(2)
-         return out + cn:reshape(N, 1, H) * 0.5
-      end
-      return (fnn[kind](x, wi, wh, bi, bh, opts))
-   end
-   for _, kind in ipairs({'rnn_tanh', 'lstm', 'gru'}) do
-      for _, T in ipairs({1, 5}) do
-         for _, with_state in ipairs({false, true}) do
-            local N, I, H = 3, 4, 7
-            local GH = G[kind] * H
-            case(('%s T %d, N %d, I %d, H %d, %s'):format(kind, T, N, I, H, with_state and 'h0/c0 given' or 'zero state'),
-                 function()
-               local ins = {uniform({N, T, I}, -1, 1), uniform({GH, I}, -0.5, 0.5), uniform({GH, H}, -0.5, 0.5),
-                            uniform({GH}, -0.5, 0.5), uniform({GH}, -0.5, 0.5)}
-               if with_state then
-                  ins[6] = uniform({N, H}, -1, 1)
-                  if kind == 'lstm' then ins[7] = uniform({N, H}, -1, 1) end
-               end
-               parity_grad(kind, ins, function(x, wi, wh, bi, bh, h0, c0)
-                  return run(kind, x, wi, wh, bi, bh, h0, c0, false)
-               end, SEQ[1], SEQ[2], SEQ[3])
-            end)
-         end
-      end
-      case(('%s reversed (go_backwards), no biases, x a transposed view, N H = 129'):format(kind), function()
-         local N, T, I, H = 3, 4, 5, 43
-         local GH = G[kind] * H
-         local ins = {uniform({T, N, I}, -1, 1), uniform({GH, I}, -0.3, 0.3), uniform({GH, H}, -0.3, 0.3),
-                      uniform({N, H}, -1, 1)}
-         if kind == 'lstm' then ins[5] = uniform({N, H}, -1, 1) end
-         parity_grad(kind, ins, function(x, wi, wh, h0, c0)
-            return run(kind, x:transpose(1, 2), wi, wh, nil, nil, h0, c0, true)
-         end, SEQ[1], SEQ[2], SEQ[3])
-      end)
-   end
-   case('gru with only bias_hh, lstm with only bias_ih (the bias broadcasts alone)', function()
-      local N, T, I, H = 2, 3, 4, 5
-      parity_grad('gru', {uniform({N, T, I}, -1, 1), uniform({3 * H, I}, -0.5, 0.5), uniform({3 * H, H}, -0.5, 0.5),
-                          uniform({3 * H}, -0.5, 0.5)},
-                  function(x, wi, wh, bh) return (fnn.gru(x, wi, wh, nil, bh)) end, SEQ[1], SEQ[2], SEQ[3])
-      parity_grad('lstm', {uniform({N, T, I}, -1, 1), uniform({4 * H, I}, -0.5, 0.5), uniform({4 * H, H}, -0.5, 0.5),
-                           uniform({4 * H}, -0.5, 0.5)},
-                  function(x, wi, wh, bi) return (fnn.lstm(x, wi, wh, bi)) end, SEQ[1], SEQ[2], SEQ[3])
    end)
    case('lstm refuses a state on another device, naming both', function()
       local x, wi, wh, h0 = uniform({2, 3, 4}, -1, 1), uniform({8, 4}, -1, 1), uniform({8, 2}, -1, 1), uniform({2, 2}, -1, 1)
@@ -145,68 +64,6 @@ describe('cuda parity: rnn_tanh, lstm, gru over a sequence, every gradient', fun
       assert.error_matches(function() return fnn.gru(x:to(gpu), uniform({6, 4}, -1, 1), uniform({6, 2}, -1, 1)) end,
                            'gru: tensors on different devices')
    end)
-end)
-
-describe('cuda parity: fused attention, forward and backward of q, k, v', function()
-   -- q, k, v [B, H, T, D] as transposed views of [B, T, H, D] (what a projection gives)
-   local function heads(t) return t:transpose(2, 3) end
-   local function qkv_case(B, H, Tq, Tk, D, causal, label)
-      case(('attention B %d, H %d, Tq %d, Tk %d, D %d, %s%s'):format(B, H, Tq, Tk, D, causal and 'causal' or 'full',
-                                                                     label or ''), function()
-         parity_grad('attention', {uniform({B, Tq, H, D}, -1, 1), uniform({B, Tk, H, D}, -1, 1),
-                                   uniform({B, Tk, H, D}, -1, 1)}, function(q, k, v)
-            return fnn.attention(heads(q), heads(k), heads(v), {causal = causal})
-         end, ATT[1], ATT[2], ATT[3])
-      end)
-   end
-   -- the key counts on both sides of a block's edges (threads stride over a row's keys), one head of
-   -- 8: self-attention at 1 and 129, and 4 queries over 127, 128, 129 keys (the rows are the
-   -- emulation's cost, the keys the edges)
-   for _, T in ipairs({1, 129}) do
-      qkv_case(1, 1, T, T, 8, true)
-      qkv_case(1, 1, T, T, 8, false)
-   end
-   for _, T in ipairs({127, 128, 129}) do
-      qkv_case(1, 1, 4, T, 8, true)
-      qkv_case(1, 1, 4, T, 8, false)
-   end
-   -- 4 heads of 32 and 64, two batch entries (a gemm call per entry: q's batch stride is not H times
-   -- its head stride), one (a single strided-batched call over the heads)
-   qkv_case(2, 4, 17, 17, 32, true)
-   qkv_case(1, 4, 33, 33, 64, false)
-   qkv_case(2, 4, 33, 33, 64, true)
-   qkv_case(2, 2, 5, 9, 32, true, ' (new queries after cached keys)')
-   qkv_case(2, 2, 9, 5, 8, true, ' (queries that see no key: zeros)')
-
-   case('attention on q, k, v narrowed out of one QKV projection [B, T, 3 E], causal, 4 heads of 8', function()
-      local B, T, H, D = 2, 17, 4, 8
-      local E = H * D
-      parity_grad('attention', {uniform({B, T, 3 * E}, -1, 1)}, function(qkv)
-         local function split(i) return qkv:narrow(3, i * E + 1, E):reshape(B, T, H, D):transpose(2, 3) end
-         return fnn.attention(split(0), split(1), split(2), {causal = true})
-      end, ATT[1], ATT[2], ATT[3])
-   end)
-
-   case('attention with a contiguous [B, H, T, D] q, k, v, Dv != D and a scale', function()
-      parity_grad('attention', {uniform({2, 3, 6, 8}, -1, 1), uniform({2, 3, 7, 8}, -1, 1), uniform({2, 3, 7, 5}, -1, 1)},
-                  function(q, k, v) return fnn.attention(q, k, v, {scale = 0.7}) end, ATT[1], ATT[2], ATT[3])
-   end)
-
-   case('attention with a key padding mask (float32 and int64, a row all padding), causal and not', function()
-      local B, H, T, D = 2, 2, 6, 8
-      local rows = {{0, 0, 0, 1, 1, 1}, {1, 1, 1, 1, 1, 1}}
-      for _, causal in ipairs({false, true}) do
-         for _, long in ipairs({false, true}) do
-            local mask = fnn.tensor(rows)
-            if long then mask = mask:long() end
-            parity_grad('attention', {uniform({B, H, T, D}, -1, 1), uniform({B, H, T, D}, -1, 1),
-                                      uniform({B, H, T, D}, -1, 1)}, function(q, k, v)
-               return fnn.attention(q, k, v, {causal = causal, key_padding_mask = mask:to(q:device())})
-            end, ATT[1], ATT[2], ATT[3])
-         end
-      end
-   end)
-
    case('attention refuses q, k, v on two devices, naming both', function()
       local q = uniform({1, 2, 3, 4}, -1, 1)
       if not gpu then return skip('attention', {q}) end

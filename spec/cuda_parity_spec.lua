@@ -4,9 +4,10 @@
 -- add/sub/mul/div, every elementwise op of core/ops/elementwise.c (unary ops, ops with a
 -- number, pow/maximum/minimum, comparisons, where), the reductions and softmax family of
 -- core/ops/reduction.c, matmul, every fused optimizer step of core/optim.c, cuRAND draws, the
--- class losses with int64 targets on the device (cross_entropy, nll_loss), the elementwise losses
--- (mse, bce, bce_with_logits fused; mae, huber, kl_div composed), the index family on int64 ids
--- (index_select, gather, scatter_add, take_rows, embedding, masked_fill), layer_norm, rms_norm and
+-- case table of every family (spec/cases/<family>.lua, with its sweeps: among them the class losses
+-- with int64 targets on the device, mse, bce and bce_with_logits, the index family and embedding on
+-- int64 ids, the recurrent layers, attention, sort/topk and the copying shape ops), the losses
+-- composed in Lua (soft targets, mae, huber, kl_div), take_rows, layer_norm, rms_norm and
 -- group_norm, dtype casts, int64 arithmetic and comparisons, and a 20-step MLP training run
 -- (Linear-ReLU-Linear, cross_entropy, Adam).
 --
@@ -24,9 +25,11 @@
 --   SGD: rtol 1e-6 (FMA contraction); Adam/AdamW/amsgrad, RMSprop, Adagrad, Adadelta, RAdam, Lion,
 --     decay, lerp: rtol 2e-5, atol 1e-6 (fast sqrt and division).
 --   cross_entropy, nll_loss, the elementwise losses: rtol 2e-5, atol 1e-6 (__expf/__logf, sums in
---     another order), gradients 2x;
+--     another order), gradients 2x (the loss cases' parity field too);
 --   index_select, gather, take_rows, embedding forward, casts: exact; their backward and scatter_add
---     add through atomicAdd, whose order (so the last bits) depends on the run: rtol 1e-5, atol 1e-6;
+--     add through atomicAdd, whose order (so the last bits) depends on the run: rtol 1e-5, atol 1e-6
+--     (the index and embedding cases' parity field);
+--   the other families' cases: their `parity` field, with its reason beside it in spec/cases/;
 --   layer_norm, rms_norm, group_norm: rtol 1e-5, atol 1e-5, gradients 10x (row sums in another order);
 --   the MLP run: every step's loss within rtol 1e-4, the final weights within 1e-4.
 -- On the GPU nothing is read back to the host inside an op, so an id outside its range (class
@@ -551,64 +554,12 @@ describe('cuda: Dropout, AlphaDropout, GaussianNoise on device draws', function(
    end)
 end)
 
-describe('cuda parity: cross_entropy and nll_loss (int64 targets on the device), forward and backward', function()
-   -- the targets follow the logits onto their device; tolerance FAST (__expf/__logf), gradients 2x
-   local function ce(t, opts) return function(x) return fnn.nn.cross_entropy(x, t:to(x:device()), opts) end end
-   for _, n in ipairs{1, 127, 128, 129, 1025} do
-      case(('cross_entropy [%d,5], mean'):format(n), function()
-         parity_grad('cross_entropy', {uniform({n, 5}, -3, 3)}, ce(class_ids(n, 5)), FAST[1], FAST[2])
-      end)
-   end
-   local w = fnn.tensor{0.5, 2, 1, 1.5, 0.25}
-   local OPTS = {   -- {label, opts (weight moved to the device in the case), ignore}
-      {'sum', {reduction = 'sum'}},
-      {'none', {reduction = 'none'}},
-      {'class weights', {weight = true}},
-      {'ignore_index 3', {ignore_index = 3}, 3},
-      {'ignore_index -100 present', {}, -100},
-      {'label smoothing 0.1', {label_smoothing = 0.1}},
-      {'weights, smoothing 0.2, ignore 2, sum', {weight = true, label_smoothing = 0.2, ignore_index = 2,
-                                                reduction = 'sum'}, 2},
-   }
-   for _, o in ipairs(OPTS) do
-      case(('cross_entropy [129,5], %s'):format(o[1]), function()
-         local t = class_ids(129, 5, o[3])
-         parity_grad('cross_entropy ' .. o[1], {uniform({129, 5}, -3, 3)}, function(x)
-            local opts = {}
-            for k, v in pairs(o[2]) do opts[k] = v end
-            if opts.weight then opts.weight = w:to(x:device()) end
-            return fnn.nn.cross_entropy(x, t:to(x:device()), opts)
-         end, FAST[1], FAST[2])
-      end)
-   end
-   case('cross_entropy [5,129]^T (non-contiguous logits)', function()
-      parity_grad('cross_entropy', {uniform({5, 129}, -3, 3)},
-                  function(x) return fnn.nn.cross_entropy(x:t(), class_ids(129, 5):to(x:device())) end, FAST[1], FAST[2])
-   end)
-   case('cross_entropy [3,4,2,5] (sites along d...), mean and none', function()
-      local t = class_ids(30, 4):reshape{3, 2, 5}
-      parity_grad('cross_entropy [N,C,d...]', {uniform({3, 4, 2, 5}, -3, 3)}, function(x)
-         local tt = t:to(x:device())
-         return fnn.nn.cross_entropy(x, tt, {reduction = 'none'}) + fnn.nn.cross_entropy(x, tt)
-      end, FAST[1], FAST[2])
-   end)
-   case('cross_entropy [7] (one site, scalar target)', function()
-      parity_grad('cross_entropy [C]', {uniform({7}, -3, 3)},
-                  function(x) return fnn.nn.cross_entropy(x, fnn.tensor({4}):long():reshape{}:to(x:device())) end,
-                  FAST[1], FAST[2])
-   end)
-   for _, o in ipairs{{'mean', {}}, {'sum, weights, ignore 1', {reduction = 'sum', weight = true, ignore_index = 1}, 1},
-                      {'none', {reduction = 'none'}}} do
-      case(('nll_loss of log_softmax [129,5], %s'):format(o[1]), function()
-         local t = class_ids(129, 5, o[3])
-         parity_grad('nll_loss ' .. o[1], {uniform({129, 5}, -3, 3)}, function(x)
-            local opts = {}
-            for k, v in pairs(o[2]) do opts[k] = v end
-            if opts.weight then opts.weight = w:to(x:device()) end
-            return fnn.nn.nll_loss(x:log_softmax(2), t:to(x:device()), opts)
-         end, FAST[1], FAST[2])
-      end)
-   end
+-- the class losses' values and gradients (cross_entropy, nll_loss: sizes over the launch edges, every
+-- option, sites along d..., int64 targets on the device) are cases of spec/cases/loss.lua. Here: the
+-- losses composed in Lua over them (soft targets, the Keras-named ones, the module), and the GPU's
+-- behaviour at a bad id where the CPU raises.
+describe('cuda parity: the composed class losses, and bad class ids', function()
+   -- tolerance FAST (__expf/__logf), gradients 2x
    case('cross_entropy with soft targets, categorical and sparse categorical cross entropy from logits', function()
       local probs = uniform({65, 5}, 0, 1):softmax(2)
       parity_grad('cross_entropy soft', {uniform({65, 5}, -3, 3), probs},
@@ -641,61 +592,11 @@ describe('cuda parity: cross_entropy and nll_loss (int64 targets on the device),
    end)
 end)
 
--- the index family on int64 ids that live on the device (cuda/index.cu). Gathers copy: exact.
--- Backward (and scatter_add) add through atomicAdd, so where ids repeat the order of the adds, and
--- the last bits, depend on the run: rtol 1e-5, atol 1e-6.
-describe('cuda parity: index_select, gather, scatter_add, embedding, take_rows (int64 ids on the device)', function()
-   local function on(t, x) return t:to(x:device()) end
-   for _, n in ipairs{1, 127, 128, 129, 1025} do
-      case(('index_select [%d,5] along dim 1, 300 repeated ids'):format(n), function()
-         local ids = some_ids({300}, n)
-         parity_grad('index_select', {uniform({n, 5}, -2, 2)}, function(x) return x:index_select(1, on(ids, x)) end,
-                     ATOMIC[1], ATOMIC[2], 1)
-      end)
-      case(('index_select [3,%d]^T (non-contiguous) along dim 2'):format(n), function()
-         local ids = some_ids({7}, n)
-         parity_grad('index_select', {uniform({n, 3}, -2, 2)}, function(x) return x:t():index_select(2, on(ids, x)) end,
-                     ATOMIC[1], ATOMIC[2], 1)
-      end)
-      case(('embedding [%d,6], ids [4,300] with padding_idx 2'):format(n), function()
-         local ids = some_ids({4, 300}, n)
-         parity_grad('embedding', {uniform({n, 6}, -2, 2)}, function(w)
-            return fnn.embedding(on(ids, w), w, {padding_idx = n >= 2 and 2 or nil})
-         end, ATOMIC[1], ATOMIC[2], 1)
-      end)
-   end
-   case('index_select of an int64 tensor (exact), 0-D ids', function()
-      local x = some_ids({6, 4}, 1000)
-      parity('index_select int64', {x}, function(a) return a:index_select(2, on(some_ids({9}, 4), a)) end, 0, 0)
-      parity('index_select 0-D', {uniform({6, 4}, -1, 1)},
-             function(a) return a:index_select(1, on(fnn.tensor({3}):long():reshape{}, a)) end, 0, 0)
-   end)
-   for _, dim in ipairs{1, 2, 3} do
-      case(('gather [4,6,5] along dim %d, index [3,4,5] (smaller outside dim)'):format(dim), function()
-         local sizes = {4, 6, 5}
-         local ids = some_ids({3, 4, 5}, sizes[dim])
-         parity_grad('gather', {uniform({4, 6, 5}, -2, 2)}, function(x) return x:gather(dim, on(ids, x)) end,
-                     ATOMIC[1], ATOMIC[2], 1)
-      end)
-   end
-   case('gather of [6,1025]^T (non-contiguous) and of an int64 tensor', function()
-      local ids = some_ids({1025, 2}, 6)
-      parity_grad('gather', {uniform({6, 1025}, -2, 2)}, function(x) return x:t():gather(2, on(ids, x)) end,
-                  ATOMIC[1], ATOMIC[2], 1)
-      parity('gather int64', {some_ids({5, 4}, 99)}, function(a) return a:gather(1, on(some_ids({3, 4}, 5), a)) end, 0, 0)
-   end)
-   for _, n in ipairs{1, 129, 1025} do
-      case(('scatter_add [%d,4] along dim 1 from src [300,4], d x and d src'):format(n), function()
-         local ids = some_ids({300, 4}, n)
-         parity_grad('scatter_add', {uniform({n, 4}, -2, 2), uniform({300, 4}, -2, 2)},
-                     function(x, src) return x:scatter_add(1, on(ids, x), src) end, ATOMIC[1], ATOMIC[2], 1)
-      end)
-   end
-   case('scatter_add [5,7]^T along dim 2 (non-contiguous x and src)', function()
-      local ids = some_ids({7, 3}, 5)
-      parity_grad('scatter_add', {uniform({5, 7}, -2, 2), uniform({3, 7}, -2, 2)},
-                  function(x, src) return x:t():scatter_add(2, on(ids, x), src:t()) end, ATOMIC[1], ATOMIC[2], 1)
-   end)
+-- the index family's values and gradients (index_select, gather, scatter_add, masked_fill, embedding:
+-- sizes over the launch edges, repeated int64 ids on the device, int64 inputs, transposed views) are
+-- cases of spec/cases/index.lua and spec/cases/embedding.lua. Here: take_rows (a C entry of the data
+-- loaders, not a registry op) and the GPU's nan where the CPU raises at an id out of range.
+describe('cuda parity: take_rows, and an id out of range (cuda/index.cu)', function()
    case('take_rows of [1025,3] (float32) and [9,2]^T (int64, non-contiguous), host ids copied over', function()
       local function take(x, ids)
          local buf = ffi.new('int64_t[?]', #ids, ids)
@@ -708,15 +609,6 @@ describe('cuda parity: index_select, gather, scatter_add, embedding, take_rows (
       parity('take_rows', {uniform({1025, 3}, -1, 1)}, function(x) return take(x, ids) end, 0, 0)
       parity('take_rows int64', {some_ids({2, 9}, 50)}, function(x) return take(x:t(), {9, 1, 4, 4}) end, 0, 0)
    end)
-   for _, n in ipairs{1, 129, 1025} do
-      case(('masked_fill [%d,3] with a broadcast [1,3] mask, and of a transposed view'):format(n), function()
-         local mask = fnn.tensor({{1, 0, 1}})
-         parity_grad('masked_fill', {uniform({n, 3}, -2, 2)},
-                     function(x) return x:masked_fill(mask:to(x:device()), -7.5) end, 0, 1e-6, 1)
-         parity_grad('masked_fill^T', {uniform({3, n}, -2, 2)},
-                     function(x) return x:t():masked_fill(x:t():gt(0), 0) end, 0, 1e-6, 1)
-      end)
-   end
    case('an id outside the range gives nan on the GPU (no host read), an error on the CPU', function()
       local x, ids = uniform({4, 3}, -1, 1), fnn.tensor({2, 7, 1}):long()
       if not gpu then return skip('index_select', {x, ids}) end
@@ -781,37 +673,21 @@ end)
 -- the elementwise losses: mse, binary_cross_entropy and bce_with_logits fused (cuda/loss.cu, per-element
 -- terms summed by the device reduce), mae, huber and kl_div composed in Lua of device ops. FAST
 -- (__logf/__expf, sums in another order), gradients 2x.
-describe('cuda parity: mse, mae, huber, kl_div, binary_cross_entropy, bce_with_logits', function()
+-- mse, binary_cross_entropy and bce_with_logits (fused: every reduction over the launch edges, weights,
+-- transposed inputs) are cases of spec/cases/loss.lua. Here: the losses composed in Lua of elementwise
+-- ops (mae, huber, kl_div), and bce's nan on the GPU where the CPU raises.
+describe('cuda parity: mae, huber, kl_div (composed), and bce outside [0, 1]', function()
    local nn = fnn.nn
    for _, n in ipairs{1, 129, 1025} do
       for _, r in ipairs{'mean', 'sum', 'none'} do
-         case(('mse, mae, huber [%d,3], reduction %s'):format(n, r), function()
+         case(('mae, huber [%d,3], reduction %s'):format(n, r), function()
             local inputs = {uniform({n, 3}, -2, 2), uniform({n, 3}, -2, 2)}
-            parity_grad('mse_loss', inputs, function(p, t) return nn.mse(p, t, {reduction = r}) end, FAST[1], FAST[2])
             parity_grad('mae', inputs, function(p, t) return nn.mae(p, t, {reduction = r}) end, FAST[1], FAST[2])
             parity_grad('huber', inputs, function(p, t) return nn.huber(p, t, {reduction = r, delta = 0.7}) end,
                         FAST[1], FAST[2])
          end)
-         case(('binary_cross_entropy and bce_with_logits [%d,3], reduction %s'):format(n, r), function()
-            parity_grad('binary_cross_entropy', {uniform({n, 3}, 0.05, 0.95), uniform({n, 3}, 0, 1)},
-                        function(p, t) return nn.binary_cross_entropy(p, t, {reduction = r}) end, FAST[1], FAST[2])
-            parity_grad('bce_with_logits', {uniform({n, 3}, -4, 4), uniform({n, 3}, 0, 1)},
-                        function(x, t) return nn.bce_with_logits(x, t, {reduction = r}) end, FAST[1], FAST[2])
-         end)
       end
    end
-   case('mse of [7,129]^T (non-contiguous)', function()
-      parity_grad('mse_loss', {uniform({7, 129}, -2, 2), uniform({129, 7}, -2, 2)},
-                  function(p, t) return nn.mse(p:t(), t) end, FAST[1], FAST[2])
-   end)
-   case('binary_cross_entropy with a broadcast weight, bce_with_logits with weight and pos_weight', function()
-      local w, pw = uniform({3}, 0.5, 2), uniform({1, 3}, 0.5, 3)
-      parity_grad('binary_cross_entropy weight', {uniform({65, 3}, 0.05, 0.95), uniform({65, 3}, 0, 1)},
-                  function(p, t) return nn.binary_cross_entropy(p, t, {weight = w:to(p:device())}) end, FAST[1], FAST[2])
-      parity_grad('bce_with_logits weights', {uniform({65, 3}, -4, 4), uniform({65, 3}, 0, 1)}, function(x, t)
-         return nn.bce_with_logits(x, t, {weight = w:to(x:device()), pos_weight = pw:to(x:device()), reduction = 'sum'})
-      end, FAST[1], FAST[2])
-   end)
    case('kl_div (batchmean; log_target; zeros in the target)', function()
       local p = uniform({33, 5}, 0, 1):softmax(2)
       local pz = p * uniform({33, 5}, 0, 1):gt(0.2)
@@ -975,26 +851,19 @@ describe('cuda devices and memory', function()
    end)
 end)
 
--- every op the registry says the CUDA backend implements has parity cases in some
--- spec/cuda_parity*_spec.lua (its name appears in a case), so has_cuda cannot run ahead of them
+-- every op the registry says the CUDA backend implements has a case in spec/cases/<its family>.lua,
+-- which the case tables' describe above runs on both sides (the case tables now cover every family,
+-- so no parity file's text needs reading), and has_cuda cannot run ahead of them
 describe('cuda coverage', function()
-   it('names every has_cuda op of the registry in a parity spec', function()
-      local P = require 'process'
-      local text = {}
-      for f in io.popen('ls spec/cuda_parity*_spec.lua'):lines() do text[#text + 1] = P.read_all(f) end
-      text = table.concat(text, '\n')
-      -- elementwise and the families on kernel rows are covered by their case tables (the cases'
-      -- describe above, case_families), which registry_spec checks by exact name
-      local on_rows = {}
-      for _, family in ipairs(case_families()) do on_rows[family] = true end
+   it('every has_cuda op of the registry has a case in its family\'s case table', function()
       local missing, with, without = {}, 0, 0
       for _, op in ipairs(fnn.ops()) do
          if op.has_cuda then
             with = with + 1
-            -- the exact name in quotes, or quoted then followed by a space or colon ('conv2d [2,3]...'):
-            -- not a prefix of another op's name ('gelu' inside 'gelu_tanh')
-            local quoted = "'" .. op.name:gsub('%p', '%%%0')
-            if not on_rows[op.family] and not text:find(quoted .. "['%s:,]") then missing[#missing + 1] = op.name end
+            local ok, cases = pcall(require, 'cases.' .. op.family)
+            local found = false
+            for _, c in ipairs(ok and cases or {}) do found = found or c.op == op.name end
+            if not found then missing[#missing + 1] = op.family .. '.' .. op.name end
          else without = without + 1 end
       end
       assert.same({}, missing)
