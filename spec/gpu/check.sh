@@ -108,6 +108,8 @@ for n in 1024 2048 4096; do
    [ "$n" = 4096 ] && line="$line (target >= 0.90: $(verdict "$r" 0.90))"
    echo "check.sh summary: $line"
 done
+b=$(value gpu_bf16_gemm_n4096 tflops); r=$(ratio "$b" "$(value gpu_sgemm_n4096 tflops)")
+echo "check.sh summary: bf16 gemm n=4096 (set_float32_precision('bf16'): casts + cublasGemmStridedBatchedEx): ${b:-?} TFLOP/s, ${r:-?}x float32"
 m=$(value gpu_mlp_fmnist sec_per_epoch); ml=$(value gpu_mlp_fmnist loader_sec_per_epoch); r=$(ratio "$CPU_MLP_S" "$m")
 echo "check.sh summary: mlp_fmnist epoch: GPU ${m:-?} s (DataLoader:to_device path ${ml:-?} s), CPU $CPU_MLP_S s: ${r:-?}x (target >= 5: $(verdict "$r" 5))"
 g=$(value gpu_char_gpt cpu_config_ms_per_step); gg=$(value gpu_char_gpt gpu_config_ms_per_step); r=$(ratio "$CPU_CHAR_GPT_MS" "$g")
