@@ -194,6 +194,10 @@ local cases = {
    bn(fixed{4, 3, 5, 6}, 'eval', true),
    bn(fixed{4, 3, 5, 6}, 'eval', false),
    bn(fixed{2, 5, 3, 4, 3}, 'train', false),
+   bn(fixed{4, 3, 5, 6}, 'mean', false),
+   bn(fixed{4, 3, 5, 6}, 'var', false),
+   bn(fixed{2, 5, 3, 4, 3}, 'mean', false),
+   bn(fixed{2, 5, 3, 4, 3}, 'var', false),
    bn(fixed{4, 5, 6, 3}, 'train', 'w', {view = function(x) return x:permute(1, 4, 2, 3) end}),
    bn(fixed{4, 5, 6, 3}, 'eval', false, {view = function(x) return x:permute(1, 4, 2, 3) end}),
 }
