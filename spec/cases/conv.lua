@@ -45,9 +45,10 @@ local function tol(xs, ws, transposed, groups, ys)
    return {1e-5 * math.sqrt(K), 1e-5, 4 * math.sqrt(math.max(1, Kb / K))}
 end
 
--- a case of op on x [xs], w [ws] and a bias (when bias), options opts; extra fields:
+-- a case of op on x [xs], w [ws] and a bias (when bias), options opts. xs may be a function of n
+-- (one of extra.sizes, or nil: gradcheck's small input) giving x's shape. extra fields:
+--   sizes the case's sizes;
 --   view  a function of x applied before the op (a non-contiguous input), and so in ref;
---   xs    a function of n (a size, or nil for gradcheck's small input) giving x's shape, with sizes;
 --   wide  inputs in [-2, 2] and the default parity tolerance (else [-1, 1] and tol above)
 local function conv(op, xs, ws, bias, opts, extra)
    extra = extra or {}
@@ -56,7 +57,7 @@ local function conv(op, xs, ws, bias, opts, extra)
    local cout = transposed and ws[2] * groups or ws[1]
    local view = extra.view or function(x) return x end
    local shape_of = type(xs) == 'function' and xs or function() return xs end
-   local rnd = extra.wide and function(s) return u(s) end or u1
+   local rnd = extra.wide and u or u1
    local c = {op = op, sizes = extra.sizes,
       inputs = function(n)
          local x, w = rnd(shape_of(n)), rnd(ws)
@@ -66,7 +67,7 @@ local function conv(op, xs, ws, bias, opts, extra)
       fn = function(x, w, b) return fnn[op](view(x), w, b, opts) end,
       ref = function(x, w, b) return N.conv(transposed, view(x):contiguous(), w, b, opts) end}
    if not extra.wide then
-      c.parity = function(n)
+      c.parity = function(n)   -- the output's shape (from the op) only sizes the tolerance
          local vx = view(fnn.zeros(shape_of(n)))
          local ys = fnn[op](vx, fnn.zeros(ws), nil, opts):shape()
          return tol(vx:shape(), ws, transposed, groups, ys)
@@ -74,8 +75,6 @@ local function conv(op, xs, ws, bias, opts, extra)
    end
    return c
 end
--- the conv_reference loops sum in double, the op in float32 over up to a few hundred products
--- of values in [-2, 2]
 local W = {wide = true}
 
 local function transpose34(x) return x:transpose(3, 4) end
@@ -98,8 +97,10 @@ return {
    conv('conv_transpose1d', {2, 4, 5}, {4, 3, 3}, true, {stride = 2, padding = 1, output_padding = 1, groups = 2}, W),
    conv('conv_transpose1d', {3, 4}, {3, 2, 2}, false, {dilation = 2, padding = 'same', stride = 3}, W),   -- unbatched
    conv('conv_transpose2d', {2, 3, 3, 4}, {3, 2, 3, 3}, true, {stride = {2, 1}, padding = {1, 0}, output_padding = {1, 0}}, W),
-   conv('conv_transpose2d', {1, 2, 3, 3}, {2, 2, 1, 1}, true, nil, {wide = true, view = transpose34}),   -- 1x1: the gemm alone
-   conv('conv_transpose2d', {2, 3, 3, 3}, {3, 1, 2, 2}, true, {stride = 2, dilation = {1, 2}, groups = 3}, W),   -- depthwise
+   -- 1x1 (the gemm alone), of a transposed input
+   conv('conv_transpose2d', {1, 2, 3, 3}, {2, 2, 1, 1}, true, nil, {wide = true, view = transpose34}),
+   -- depthwise
+   conv('conv_transpose2d', {2, 3, 3, 3}, {3, 1, 2, 2}, true, {stride = 2, dilation = {1, 2}, groups = 3}, W),
    conv('conv_transpose3d', {1, 2, 2, 3, 2}, {2, 3, 2, 2, 3}, true,
         {stride = {2, 1, 2}, padding = {0, 1, 1}, output_padding = {1, 0, 0}}, W),
 

@@ -156,18 +156,23 @@ local cases = {
    -- [99, 512]: the weight gradient in chunks of 4 rows, the last one short (gradcheck: [5, 64], as
    -- float32 sums over rows of 512 put ~1e-6 of noise in the statistics, too much for finite differences)
    {op = 'layer_norm', sizes = {99}, parity = NORM,
-    inputs = function(n) local d = n and 512 or 64; return u(n or 5, d), uniform({d}, 0.5, 1.5), uniform({d}, -1, 1) end,
+    inputs = function(n)
+       local d = n and 512 or 64
+       return u(n or 5, d), uniform({d}, 0.5, 1.5), uniform({d}, -1, 1)
+    end,
     fn = function(x, w, b) return fnn.layer_norm(x, w, b) end, ref = N.layer_norm},
    {op = 'rms_norm', sizes = {99}, parity = NORM,
     inputs = function(n) local d = n and 512 or 64; return u(n or 5, d), uniform({d}, 0.5, 1.5) end,
     fn = function(x, w) return fnn.rms_norm(x, w) end, ref = N.rms_norm},
    -- over two trailing dims (normalized 15); rms_norm of 1025 rows without weight
-   {op = 'layer_norm', parity = NORM, inputs = function() return u(4, 3, 5), uniform({3, 5}, 0.5, 1.5), uniform({3, 5}, -1, 1) end,
+   {op = 'layer_norm', parity = NORM,
+    inputs = function() return u(4, 3, 5), uniform({3, 5}, 0.5, 1.5), uniform({3, 5}, -1, 1) end,
     fn = function(x, w, b) return fnn.layer_norm(x, w, b) end, ref = N.layer_norm},
    {op = 'rms_norm', sizes = {1025}, parity = NORM, inputs = function(n) return u(n or 9, 7) end,
     fn = function(x) return fnn.rms_norm(x) end, ref = function(x) return N.rms_norm(x) end},
    -- instance_norm with affine; group_norm of a transposed [6, 4, 5] ([5, 4, 6])
-   {op = 'group_norm', parity = NORM, inputs = function() return u(2, 3, 4, 4), uniform({3}, 0.5, 1.5), uniform({3}, -1, 1) end,
+   {op = 'group_norm', parity = NORM,
+    inputs = function() return u(2, 3, 4, 4), uniform({3}, 0.5, 1.5), uniform({3}, -1, 1) end,
     fn = function(x, w, b) return fnn.instance_norm(x, w, b) end,
     ref = function(x, w, b) return N.group_norm(x, 3, w, b) end},
    {op = 'group_norm', parity = NORM, inputs = function() return u(6, 4, 5) end,
