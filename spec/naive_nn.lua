@@ -31,8 +31,8 @@ local function batched(shape) local t = {1} for i = 1, #shape do t[i + 1] = shap
 
 -- ---- convolutions ----
 -- y of fnn.conv<nd>d / conv_transpose<nd>d (transposed true) by conv_reference's loops; the options
--- as the binding documents them (padding a number, per dim a number or {before, after}, 'same',
--- 'causal'), resolved here from those rules
+-- as the binding documents them (padding a number, per dim a number or {before, after}, 'valid',
+-- 'same', 'causal'), resolved here from those rules
 function M.conv(transposed, x, w, b, opts)
    opts = opts or {}
    local ws = w:shape()
@@ -45,7 +45,9 @@ function M.conv(transposed, x, w, b, opts)
    local p = opts.padding or 0
    for i = 1, nd do
       local k, s, d = ws[2 + i], o.stride[i], o.dil[i]
-      if p == 'causal' then
+      if p == 'valid' then
+         o.pad[i] = 0
+      elseif p == 'causal' then
          o.pad[i] = {d * (k - 1), 0}
       elseif p == 'same' and transposed then   -- Keras: the output is input * stride
          local total = max(d * (k - 1) + 1 - s, 0)

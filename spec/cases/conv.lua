@@ -2,7 +2,7 @@
 -- values against the naive loops of spec/conv_reference.lua (via naive_nn.conv, which resolves the
 -- options from the binding's documented rules), its gradient (gradcheck_spec) and its CUDA parity,
 -- forward and every input's gradient (cuda_parity_spec). conv1d/2d/3d and conv_transpose1d/2d/3d
--- with stride, padding (per side, 'same' with and without a stride, 'causal'), dilation, groups,
+-- with stride, padding (per side, 'valid', 'same' with and without a stride, 'causal'), dilation, groups,
 -- depthwise (groups = C, with a depth multiplier: the direct kernels for the forward and the input
 -- gradient, im2col + gemm for the weight gradient), output_padding, 1x1 convolutions (x read as its
 -- own col), a kernel the size of the input, batch 1 and 3 and unbatched inputs, non-contiguous
@@ -87,6 +87,7 @@ return {
    conv('conv2d', {3, 5, 4}, {2, 3, 2, 3}, false, {stride = {1, 2}, padding = {1, 0}}, W),   -- unbatched, rectangular
    conv('conv2d', {2, 3, 5, 4}, {6, 1, 3, 2}, true, {stride = {2, 1}, padding = {1, {0, 1}}, groups = 3}, W),   -- depthwise x2
    conv('conv2d', {1, 2, 5, 5}, {3, 2, 2, 3}, false, {padding = 'same', stride = 2}, W),   -- 'same' with stride 2
+   conv('conv2d', {1, 2, 5, 4}, {2, 2, 2, 2}, true, {padding = 'valid', dilation = {2, 1}}, W),
    conv('conv1d', {2, 4, 7}, {6, 2, 3}, true, {stride = 2, padding = {{2, 1}}, dilation = 2, groups = 2}, W),
    conv('conv1d', {3, 6}, {2, 3, 3}, false, {padding = 'causal'}, W),   -- unbatched, causal
    conv('conv1d', {2, 3, 6}, {3, 1, 4}, true, {padding = 'same', groups = 3},   -- depthwise, on a strided input
