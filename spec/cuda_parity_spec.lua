@@ -6,10 +6,11 @@
 -- core/ops/reduction.c, matmul, every fused optimizer step of core/optim.c, cuRAND draws, the
 -- case table of every family (spec/cases/<family>.lua, with its sweeps: among them the class losses
 -- with int64 targets on the device, mse, bce and bce_with_logits, the index family and embedding on
--- int64 ids, the recurrent layers, attention, sort/topk and the copying shape ops), the losses
--- composed in Lua (soft targets, mae, huber, kl_div), take_rows, layer_norm, rms_norm and
--- group_norm, dtype casts, int64 arithmetic and comparisons, and a 20-step MLP training run
--- (Linear-ReLU-Linear, cross_entropy, Adam).
+-- int64 ids, the recurrent layers, attention, sort/topk and the copying shape ops, the convolutions,
+-- pools and resizes, and the norms: layer_norm, rms_norm, group_norm, batch_norm), the losses
+-- composed in Lua (soft targets, mae, huber, kl_div), take_rows, dtype casts, int64 arithmetic and
+-- comparisons, a 20-step MLP training run (Linear-ReLU-Linear, cross_entropy, Adam) and 3 steps of
+-- BatchNorm2d-ReLU-MaxPool2d (SGD).
 --
 -- Tolerances, |gpu - cpu| <= atol + rtol |cpu| (the CUDA build uses --use_fast_math):
 --   add/sub/mul/div, copies, comparisons, where, relu-like ops, max/min/argmax: exact
@@ -30,8 +31,8 @@
 --     add through atomicAdd, whose order (so the last bits) depends on the run: rtol 1e-5, atol 1e-6
 --     (the index and embedding cases' parity field);
 --   the other families' cases: their `parity` field, with its reason beside it in spec/cases/;
---   layer_norm, rms_norm, group_norm: rtol 1e-5, atol 1e-5, gradients 10x (row sums in another order);
---   the MLP run: every step's loss within rtol 1e-4, the final weights within 1e-4.
+--   the MLP run: every step's loss within rtol 1e-4, the final weights within 1e-4; the BatchNorm2d
+--     run: the losses, the running stats and the weights within rtol 1e-4.
 -- On the GPU nothing is read back to the host inside an op, so an id outside its range (class
 -- losses, index family), a probability outside [0, 1] (bce) or a fraction cast to int64 gives
 -- nan (INT64_MIN for the cast) where the CPU raises; cases below check both behaviours.
@@ -621,55 +622,6 @@ describe('cuda parity: take_rows, and an id out of range (cuda/index.cu)', funct
    end)
 end)
 
--- layer_norm, rms_norm, group_norm (cuda/norm.cu: a block per row, warp shuffles; both sides sum in double in
--- different orders, rsqrt under fast math): rtol 1e-5, atol 1e-5 (xhat near 0 has absolute error);
--- the gradients through the row sums 10x that.
-describe('cuda parity: layer_norm, rms_norm and group_norm (instance_norm), forward and backward', function()
-   for _, n in ipairs(SIZES) do
-      case(('layer_norm [3,%d] with weight and bias'):format(n), function()
-         parity_grad('layer_norm', {uniform({3, n}, -2, 2), uniform({n}, 0.5, 1.5), uniform({n}, -1, 1)},
-                     function(x, w, b) return x:layer_norm(w, b) end, 1e-5, 1e-5, 10)
-      end)
-      case(('rms_norm [3,%d] with weight'):format(n), function()
-         parity_grad('rms_norm', {uniform({3, n}, -2, 2), uniform({n}, 0.5, 1.5)},
-                     function(x, w) return x:rms_norm(w) end, 1e-5, 1e-5, 10)
-      end)
-   end
-   case('layer_norm [130,33]^T (non-contiguous, 33 rows of 130) without affine, and with weight only', function()
-      parity_grad('layer_norm', {uniform({130, 33}, -2, 2)}, function(x) return x:t():layer_norm() end, 1e-5, 1e-5, 10)
-      parity_grad('layer_norm', {uniform({5, 2, 64}, 1, 3), uniform({64}, 0.5, 1.5)},   -- a mean far from 0
-                  function(x, w) return x:layer_norm(w, nil, {eps = 1e-3}) end, 1e-5, 1e-5, 10)
-   end)
-   for _, c in ipairs{{{2, 6, 5}, 3}, {{4, 6}, 2}, {{1, 4, 1025}, 2}, {{3, 4, 2, 3}, 4}, {{2, 8, 129}, 1}} do
-      local shape, groups = c[1], c[2]
-      case(('group_norm %s, %d groups, with weight and bias, and without'):format(
-         fnn.shape_str(fnn.zeros(shape)), groups), function()
-         local C = shape[2]
-         parity_grad('group_norm', {uniform(shape, -2, 2), uniform({C}, 0.5, 1.5), uniform({C}, -1, 1)},
-                     function(x, w, b) return x:group_norm(groups, w, b) end, 1e-5, 1e-5, 10)
-         parity_grad('group_norm plain', {uniform(shape, -2, 2)}, function(x) return x:group_norm(groups) end,
-                     1e-5, 1e-5, 10)
-      end)
-   end
-   case('instance_norm [2,3,4,4] with affine, group_norm of a transposed [5,4,6] view', function()
-      parity_grad('instance_norm', {uniform({2, 3, 4, 4}, -2, 2), uniform({3}, 0.5, 1.5), uniform({3}, -1, 1)},
-                  function(x, w, b) return x:instance_norm(w, b) end, 1e-5, 1e-5, 10)
-      parity_grad('group_norm^T', {uniform({6, 4, 5}, -2, 2)},
-                  function(x) return x:transpose(1, 3):group_norm(2) end, 1e-5, 1e-5, 10)
-   end)
-   case('layer_norm and rms_norm [99,512]: the weight gradient in chunks of 4 rows, the last one short', function()
-      parity_grad('layer_norm', {uniform({99, 512}, -2, 2), uniform({512}, 0.5, 1.5), uniform({512}, -1, 1)},
-                  function(x, w, b) return x:layer_norm(w, b) end, 1e-5, 1e-5, 10)
-      parity_grad('rms_norm', {uniform({99, 512}, -2, 2), uniform({512}, 0.5, 1.5)},
-                  function(x, w) return x:rms_norm(w) end, 1e-5, 1e-5, 10)
-   end)
-   case('layer_norm over two trailing dims [4,3,5] (normalized 15), rms_norm without weight', function()
-      parity_grad('layer_norm', {uniform({4, 3, 5}, -2, 2), uniform({3, 5}, 0.5, 1.5), uniform({3, 5}, -1, 1)},
-                  function(x, w, b) return x:layer_norm(w, b) end, 1e-5, 1e-5, 10)
-      parity_grad('rms_norm', {uniform({1025, 7}, -2, 2)}, function(x) return x:rms_norm() end, 1e-5, 1e-5, 10)
-   end)
-end)
-
 -- the elementwise losses: mse, binary_cross_entropy and bce_with_logits fused (cuda/loss.cu, per-element
 -- terms summed by the device reduce), mae, huber and kl_div composed in Lua of device ops. FAST
 -- (__logf/__expf, sums in another order), gradients 2x.
@@ -788,6 +740,43 @@ describe('cuda parity: training runs', function()
       assert.is_true(want[20] < want[1] * 0.8, 'mlp: the run did not learn')
       for i = 1, #wws do assert_close(wws[i], gws[i], 1e-4, 1e-4, ('mlp: parameter %d after 20 steps'):format(i)) end
    end)
+
+   -- 3 SGD steps of BatchNorm2d-ReLU-MaxPool2d against a fixed target (mse) from the same initial
+   -- weights: every step's loss within rtol 1e-4, the running stats (updated on the device) and the
+   -- weights after the run within rtol 1e-4
+   case('nn.BatchNorm2d(4) - ReLU - MaxPool2d(2), mse, SGD: 3 steps, same losses and running stats', function()
+      fnn.manual_seed(11)
+      local x, t = uniform({6, 4, 8, 8}, -1, 3), uniform({6, 4, 4, 4}, 0, 1)
+      if not gpu then return skip('batch_norm loop', {x, t}) end
+      local function train(dev)
+         local bn = fnn.nn.BatchNorm2d(4)
+         local model = fnn.nn.Sequential(bn, fnn.nn.ReLU(), fnn.nn.MaxPool2d(2))
+         model:to_device(dev)
+         local opt = fnn.optim.SGD(model:parameters(), 0.1)
+         local xd, td, losses = x:to(dev), t:to(dev), {}
+         for step = 1, 3 do
+            local loss = fnn.nn.mse(model(xd), td)
+            assert.equals(dev, loss:device())
+            opt:zero_grad()
+            loss:backward()
+            opt:step()
+            losses[step] = loss:to('cpu'):item()
+         end
+         assert.equals(dev, bn.running_mean:device())
+         local out = {bn.running_mean:to('cpu'), bn.running_var:to('cpu')}
+         for _, p in ipairs(model:parameters()) do out[#out + 1] = p:tensor():to('cpu') end
+         return losses, out
+      end
+      local want, wt = train(Device.cpu())
+      local got, gt = train(gpu)
+      for step = 1, 3 do
+         assert.is_true(math.abs(got[step] - want[step]) <= 1e-6 + 1e-4 * math.abs(want[step]),
+                        ('batch_norm loop: step %d: cpu loss %.9g, cuda %.9g'):format(step, want[step], got[step]))
+      end
+      assert.is_true(want[3] < want[1], 'batch_norm loop: the run did not learn')
+      local names = {'running_mean', 'running_var', 'weight', 'bias'}
+      for i = 1, #wt do assert_close(wt[i], gt[i], 1e-5, 1e-4, 'batch_norm loop: ' .. names[i]) end
+   end)
 end)
 
 describe('cuda devices and memory', function()
@@ -810,6 +799,25 @@ describe('cuda devices and memory', function()
       local none, err = Device.cuda(n)
       assert.is_nil(none)
       assert.is_truthy(err:find(('no GPU %d; this machine has %d'):format(n, n), 1, true), err)
+   end)
+
+   case('conv2d, conv_transpose1d and batch_norm refuse mixed devices, naming both', function()
+      local x, w, b = uniform({2, 3, 5, 5}, -1, 1), uniform({4, 3, 3, 3}, -1, 1), uniform({4}, -1, 1)
+      if not gpu then return skip('mixed devices', {x, w, b}) end
+      local xg, wg = x:to(gpu), w:to(gpu)
+      assert.error_matches(function() return fnn.conv2d(xg, w, nil) end,
+                           'conv2d: tensors on different devices %(%[2,3,5,5%] cuda:0 and %[4,3,3,3%] cpu%)')
+      assert.error_matches(function() return fnn.conv2d(xg, wg, b) end,
+                           'conv2d: tensors on different devices %(%[2,3,5,5%] cuda:0 and %[4%] cpu%)')
+      local x1, w1 = uniform({2, 3, 7}, -1, 1), uniform({3, 2, 3}, -1, 1)
+      assert.error_matches(function() return fnn.conv_transpose1d(x1, w1:to(gpu), nil) end,
+                           'conv_transpose1d: tensors on different devices %(%[2,3,7%] cpu and %[3,2,3%] cuda:0%)')
+      local xb, wb = uniform({4, 3}, -1, 1), uniform({3}, 0.5, 1.5)
+      assert.error_matches(function() return fnn.batch_norm(xb:to(gpu), nil, nil, wb, nil, {training = true}) end,
+                           'batch_norm: tensors on different devices %(%[4,3%] cuda:0 and %[3%] cpu%)')
+      assert.error_matches(function()
+         return fnn.batch_norm(xb:to(gpu), fnn.zeros(3), fnn.ones(3):to(gpu), nil, nil, {training = false})
+      end, 'batch_norm: tensors on different devices')
    end)
 
    case('caches freed GPU blocks and gives them back on empty_cache', function()

@@ -6,7 +6,7 @@
 # warp/block reductions, line geometry) against the CPU path. It is not a GPU run: nothing here
 # counts as verified on a GPU (spec/gpu/check.sh is).
 #   sh spec/gpu/emulate.sh                    # every parity spec, and registry_spec (the CUDA rows)
-#   sh spec/gpu/emulate.sh spec/cuda_parity_conv_spec.lua [busted args]
+#   sh spec/gpu/emulate.sh spec/cuda_parity_spec.lua [busted args]
 # Env: BUILD (default build-emu), JOBS (default 2).
 set -eu
 cd "$(dirname "$0")/../.."
