@@ -14,6 +14,10 @@
 --   gradcheck = false   a values-only case: ties, nan/inf, or too large for finite differences;
 --   requires = 'cuda'   runs only where a GPU is.
 -- Inputs live in [-2, 2] away from kinks (abs, relu, clamp bounds, ties).
+-- After the table, the sweeps (this family's whole CUDA parity): add/sub/mul/div in five layouts,
+-- each unary op and op with a number on a transposed [n,3]^T and a contiguous [1025], pow, maximum,
+-- minimum and the comparisons broadcast with ties, where, and int64 operands; their parity
+-- tolerances (EXACT, FAST, TRIG, POW below) are those of the CUDA build's fast math.
 local fnn = require 'fastnn'
 
 -- values in [lo, hi] kept at least `gap` away from each point in `avoid`
@@ -308,5 +312,34 @@ add{op = 'where', sizes = SIZES, parity = EXACT,
     inputs = function(n) return kinkless{3, n or 2}, u{n or 2}, u{3, 1} end,
     fn = function(c, a, b) return fnn.where(c:gt(0), a, b) end,
     ref = function(c, a, b) return bcast({c, a, b}, function(z, x, y) return z > 0 and x or y end) end}
+
+-- int64 operands (the int64 kernels; no gradient, exact): ids in [-499, 500] of [n,3] with a [1,3] of
+-- ids 1..7, and a float [n,3] in [-500, 500) for the mixed comparison
+local function ids(shape, size)
+   local m, v = 1, {}
+   for _, d in ipairs(shape) do m = m * d end
+   for i = 1, m do v[i] = (i * 53 + 5) % size + 1 end
+   return fnn.tensor(v, shape):long()
+end
+local N = {1, 129, 1025}
+local function int_pair(n) return ids({n, 3}, 1000) - 500, ids({1, 3}, 7) end
+local function int64_case(op, fn, ref, inputs)
+   add{op = op, sizes = N, gradcheck = false, parity = {0, 0}, inputs = inputs or int_pair, fn = fn, ref = ref}
+end
+int64_case('add', function(x, y) return x + y end, ref_of('add'))
+int64_case('sub', function(x, y) return x:t() - y:t() end, function(a, b) return bcast({tr(a), tr(b)}, F.sub) end)
+int64_case('mul', function(x, y) return x * y end, ref_of('mul'))
+int64_case('add_scalar', function(x) return (x + 3) * 2 - 1 end,
+           function(a) return unary_ref(a, function(v) return (v + 3) * 2 - 1 end) end,
+           function(n) return (int_pair(n)) end)
+int64_case('eq', function(x, y) return x:eq(y) end, function(a, b) return bcast({a, b}, REL.eq) end)
+int64_case('lt', function(x, y) return x:lt(y) + x:ge(y) * 2 + x:ne(y) * 4 end,
+           function(a, b) return bcast({a, b}, function(x, y) return REL.lt(x, y) + REL.ge(x, y) * 2 + REL.ne(x, y) * 4 end) end)
+int64_case('gt', function(x, y) return x:gt(y) + x:le(y) * 2 end,
+           function(a, b) return bcast({a, b}, function(x, y) return REL.gt(x, y) + REL.le(x, y) * 2 end) end,
+           function(n) return (int_pair(n)), fnn.rand(n, 3) * 1000 - 500 end)
+int64_case('gt', function(x) return x:gt(0) + x:eq(-3) end,
+           function(a) return unary_ref(a, function(v) return REL.gt(v, 0) + REL.eq(v, -3) end) end,
+           function(n) return (int_pair(n)) end)
 
 return cases
