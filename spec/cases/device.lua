@@ -31,8 +31,9 @@ local function same(a) return map(a, function(x) return x end) end
 local N = {1, 129, 1025}
 
 return {
+   -- to the GPU and back to the input's device (the CUDA parity's GPU side stays on the GPU)
    {op = 'to_device', requires = 'cuda', inputs = function() return fnn.randn(3, 4) end,
-    fn = function(x) return (x:to('cuda:0') * 2):to('cpu') end,
+    fn = function(x) return (x:to('cuda:0') * 2):to(x:device()) end,
     ref = function(x) return map(x, function(v) return 2 * v end) end},
    {op = 'to_dtype', inputs = function() return fnn.rand(3, 4) - 0.5 end, eps = 0.25,
     fn = function(x) return x:bf16():float() * fnn.tensor{1, -2, 3, 0.5} end,
