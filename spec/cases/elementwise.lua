@@ -11,9 +11,10 @@
 --   atol, rtol, eps   gradcheck's tolerances and step (defaults 2e-2, 2e-2, 1e-3);
 --   parity   the CUDA parity tolerance {atol, rtol[, gtol]} (gtol: the gradients' factor, default
 --            2), or function(n) returning it; default {1e-5, 1e-4};
---   gradcheck = false   a values-only case: ties, nan/inf, or too large for finite differences;
---   requires = 'cuda'   runs only where a GPU is.
--- Inputs live in [-2, 2] away from kinks (abs, relu, clamp bounds, ties).
+--   gradcheck = false   a values-only case (no finite differences; its CUDA parity compares values
+--            only): ties, nan/inf, int64, or too large for finite differences;
+--   requires = 'cuda'   runs only where a GPU is (elsewhere the specs check the reason cuda:0 gives).
+-- The table's inputs live in [-2, 2] away from kinks (abs, relu, clamp bounds, ties).
 -- After the table, the sweeps (this family's whole CUDA parity): add/sub/mul/div in five layouts,
 -- each unary op and op with a number on a transposed [n,3]^T and a contiguous [1025], pow, maximum,
 -- minimum and the comparisons broadcast with ties, where, and int64 operands; their parity
