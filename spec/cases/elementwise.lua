@@ -10,7 +10,8 @@
 --            across launch edges), gradcheck only inputs() (n nil);
 --   atol, rtol, eps   gradcheck's tolerances and step (defaults 2e-2, 2e-2, 1e-3);
 --   parity   the CUDA parity tolerance {atol, rtol[, gtol]} (gtol: the gradients' factor, default
---            2), or function(n) returning it; default {1e-5, 1e-4};
+--            2), or function(n) returning it; default {1e-5, 1e-4}; false: not run on the GPU
+--            (what the GPU refuses on purpose, checked where the refusal is);
 --   gradcheck = false   a values-only case (no finite differences; its CUDA parity compares values
 --            only): ties, nan/inf, int64, or too large for finite differences;
 --   requires = 'cuda'   runs only where a GPU is (elsewhere the specs check the reason cuda:0 gives).
