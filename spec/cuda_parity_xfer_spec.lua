@@ -68,20 +68,6 @@ local function async_to(x, dev)
    return T.done(h)
 end
 
-describe('CUDA conversions: to_dtype on the device', function()
-   case('\'to_dtype\': float32 <-> int64 on the GPU equals the CPU\'s; bf16 is refused by name',
-        function()
-      local x = fnn.tensor{{1, -2, 3}, {40, 5e6, -6}}
-      if not gpu then return S.skip('to_dtype', {x}) end
-      local g = x:to(gpu)
-      local as_long = g:long()
-      assert.equals('int64', as_long:dtype())
-      assert.same(x:long():to_table(), as_long:to('cpu'):to_table())
-      assert.same(x:to_table(), as_long:float():to('cpu'):to_table())
-      assert.error_matches(function() return g:bf16() end, 'bf16: not implemented on cuda:0')
-   end)
-end)
-
 describe('CUDA transfers: DataLoader:to_device and the pinned copy path', function()
    for _, n in ipairs{1, 127, 128, 129, 1025} do
       case(('a shuffled epoch of %d items (batch 128, int64 labels) on cuda equals the CPU epoch'):format(n), function()

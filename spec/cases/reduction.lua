@@ -5,6 +5,9 @@
 -- Random inputs live in [-2, 2]; max/min/norm(inf) use fixed inputs with no
 -- near-ties (central differences cannot see a tie, except a tie of exactly
 -- two, where they give the even split the rule promises).
+-- After the table, the sweeps (the CUDA parity of the family): each reduction and softmax along rows,
+-- columns, a middle dim, a transposed input and over everything for n across launch edges, and
+-- along 3000 lines of 20; their parity tolerance grows as sqrt(numel) for the sums.
 local fnn = require 'fastnn'
 
 local function u(shape) return fnn.rand(shape) * 4 - 2 end
@@ -126,7 +129,7 @@ end
 -- the view a case reads through, materialised for the naive loops
 local function T(a) return a:t():contiguous() end
 
-return {
+local cases = {
    {op = 'sum', inputs = function() return u{2, 3, 4} end, fn = function(a) return a:sum(2) end,
     ref = function(a) return by_lines(a, 2, false, sum) end},
    {op = 'sum', inputs = function() return u{3, 4} end, fn = function(a) return a:t():sum(1, true) end,
@@ -228,3 +231,111 @@ return {
    {op = 'logcumsumexp', inputs = function() return fnn.tensor(1.5) end, fn = function(a) return a:logcumsumexp(1) end,
     ref = function(a) return fnn.tensor(1.5) end},
 }
+local function add(c) cases[#cases + 1] = c end
+
+-- ---- the sweeps: each reduction along rows, columns, a middle dim, a transposed input and over
+-- everything, for n across launch edges, and 3000 lines of 20 (a GPU thread each) ----
+local SIZES = {1, 127, 128, 129, 1023, 1024, 1025}
+local function range(lo, hi) return function(shape) return fnn.rand(shape) * (hi - lo) + lo end end
+-- the 1-based position of the first largest (smallest) value of a line
+local function first(beats)
+   return function(l)
+      local at = 1
+      for j = 2, #l do if beats(l[j], l[at]) then at = j end end
+      return at
+   end
+end
+local EXACT = {0, 1e-6}
+-- gradcheck's inputs for the ops with kinks (|x| at 0, ties of max, min, norm inf): |x| distinct by
+-- 1.7 / numel (well over twice gradcheck's step), in [0.3, 2], signs alternating
+local function spread(shape)
+   local m = 1
+   for _, d in ipairs(shape) do m = m * d end
+   local v = {}
+   for i = 1, m do v[i] = (i % 2 == 0 and -1 or 1) * (0.3 + 1.7 * ((i * 7) % m + 0.5) / m) end
+   return fnn.tensor(v, shape)
+end
+-- {name, op, fn(x, dim) (dim nil: everything), the ref's line function and keepdim for dim (and
+-- for everything), the sweeps' input range (kinky: gradcheck's is spread), CUDA parity tolerance}
+local RED = {
+   {'sum', 'sum', function(a, d) return d and a:sum(d) or a:sum() end, sum, false, range(-2, 2), {1e-6, 1e-5}},
+   {'mean', 'mean', function(a, d) return d and a:mean(d, true) or a:mean() end, mean, true, range(-2, 2), {1e-6, 1e-5}},
+   {'var', 'var', function(a, d) return d and a:var(d) or a:var() end, var(1), false, range(-2, 2), {1e-6, 1e-5}},
+   {'std', 'std', function(a, d) return d and a:std(d, false, {unbiased = false}) or a:std() end,
+    {std(0), std(1)}, false, range(-2, 2), {1e-6, 1e-5}},
+   {'prod', 'prod', function(a, d) return d and a:prod(d) or a:prod() end, prod, false, range(0.95, 1.05),
+    {1e-6, 1e-5}},
+   {'norm2', 'norm', function(a, d) return d and a:norm(2, d) or a:norm() end, pnorm(2), false, range(-2, 2), {1e-6, 1e-5}},
+   {'norm1', 'norm', function(a, d) return a:norm(1, d or nil) end,
+    pnorm(1), false, range(-2, 2), {1e-6, 1e-5}, kinky = true},
+   {'norm3', 'norm', function(a, d) return a:norm(3, d or nil) end,
+    pnorm(3), false, range(-2, 2), {1e-6, 1e-5}, kinky = true},
+   {'norm_inf', 'norm', function(a, d) return a:norm('inf', d or nil) end,
+    pnorm(math.huge), false, range(-2, 2), EXACT, kinky = true},
+   {'logsumexp', 'logsumexp', function(a, d) return d and a:logsumexp(d) or a:logsumexp() end, lse, false,
+    range(-3, 3), {1e-6, 1e-5}},
+   {'max', 'max', function(a, d) return d and (a:max(d)) or a:max() end,
+    max, false, range(-2, 2), EXACT, kinky = true},
+   {'min', 'min', function(a, d) return d and (a:min(d, true)) or a:min() end,
+    min, {true, false}, range(-2, 2), EXACT, kinky = true},
+   {'argmax', 'argmax', function(a, d) return a:argmax(d) end, first(function(x, y) return x > y end), false,
+    range(-2, 2), EXACT},
+   {'argmin', 'argmin', function(a, d) return a:argmin(d) end, first(function(x, y) return x < y end), false,
+    range(-2, 2), EXACT},
+   {'softmax', 'softmax', function(a, d) return a:softmax(d or -1) end, softmax, false, range(-3, 3), {1e-6, 2e-5}},
+   {'log_softmax', 'log_softmax', function(a, d) return a:log_softmax(d or -1) end, log_softmax, false,
+    range(-3, 3), {1e-6, 2e-5}},
+}
+for _, r in ipairs(RED) do
+   local name, op, f, line, keep, draw, tol = unpack(r)
+   local line_d, line_all = line, line
+   if type(line) == 'table' then line_d, line_all = line[1], line[2] end
+   local keep_d, keep_all = keep, false
+   if type(keep) == 'table' then keep_d, keep_all = keep[1], keep[2] end
+   local arg, soft = name:find('^arg') ~= nil, name:find('softmax') ~= nil
+   -- the CPU adds runs in 16 float lanes before its double sum: a cancelling sum of `numel` values
+   -- in [-2, 2] keeps ~1e-7 sqrt(numel) of float rounding (gradients: 10x the forward's tolerance)
+   local function parity(numel)
+      return function(n)
+         local m = numel(n or 2)
+         local atol = (tol[1] > 0 and not soft) and tol[1] * math.max(1, math.sqrt(m) / 4) or tol[1]
+         return {arg and tol[1] or atol, tol[2], 10}
+      end
+   end
+   local function sweep(shape_of, numel, fn, ref, sizes)
+      add{op = op, sizes = sizes or SIZES, parity = parity(numel), fn = fn, ref = ref,
+          inputs = function(n) return (n == nil and r.kinky and spread or draw)(shape_of(n or 2)) end}
+   end
+   local function by(d) return function(x) return by_lines(x, d, keep_d, line_d) end end
+   sweep(function(n) return {3, n} end, function(n) return 3 * n end,   -- [3,n] along dim 2 (rows)
+         function(a) return f(a, 2) end, by(2))
+   sweep(function(n) return {n, 3} end, function(n) return 3 * n end,   -- [n,3] along dim 1 (columns)
+         function(a) return f(a, 1) end, by(1))
+   sweep(function(n) return {2, n, 5} end, function(n) return 10 * n end,   -- [2,n,5] along dim 2
+         function(a) return f(a, 2) end, by(2))
+   sweep(function(n) return {n, 3} end, function(n) return 3 * n end,   -- [n,3]^T along dim 2
+         function(a) return f(a:t(), 2) end, function(a) return by_lines(T(a), 2, keep_d, line_d) end)
+   if not arg and not soft then   -- [n,3]^T over everything
+      sweep(function(n) return {n, 3} end, function(n) return 3 * n end,
+            function(a) return f(a:t(), nil) end, function(a) return by_lines(T(a), nil, keep_all, line_all) end)
+   end
+   -- [20,n] along dim 1 (n = 3000 lines: a thread each)
+   sweep(function(n) return {20, n} end, function(n) return 20 * n end, function(a) return f(a, 1) end, by(1), {3000})
+end
+
+-- accuracy on the device: logits:argmax(2):eq(ids):float():mean() (the ids int64, 1..5)
+add{op = 'argmax', gradcheck = false, parity = {0, 1e-6},
+    inputs = function()
+       local v = {}
+       for i = 1, 129 do v[i] = (i * 37 + 11) % 5 + 1 end
+       return fnn.rand(129, 5) * 2 - 1, fnn.tensor(v, {129}):long()
+    end,
+    fn = function(x, t) return x:argmax(2):eq(t):float():mean() end,
+    ref = function(x, t)
+       local at, ids, hits = by_lines(x, 2, false, first(function(a, b) return a > b end)):to_flat(), t:to_flat(), 0
+       for i = 1, #ids do if at[i] == ids[i] then hits = hits + 1 end end
+       return fnn.tensor(hits / #ids)
+    end}
+
+return cases
+
