@@ -93,6 +93,21 @@ describe('the five places of an op', function()
       assert.same({}, stray)
    end)
 
+   -- the case table is the whole test of an op: each case's values are checked against a naive loop
+   -- (the describe at the end), so a case without one is a hole
+   it('every case carries a naive ref', function()
+      local missing = {}
+      for family in pairs(families) do
+         for i, case in ipairs(cases_of(family)) do
+            if type(case.ref) ~= 'function' then
+               missing[#missing + 1] = ('spec/cases/%s.lua case %d (%s)'):format(family, i, tostring(case.op))
+            end
+         end
+      end
+      table.sort(missing)
+      assert.same({}, missing)
+   end)
+
    -- fnn.<name> itself, not only x:<name>(): fastnn's init exports an op bound only as a method, and
    -- this holds it to that
    it('every registered op has a Lua binding by its name, as fnn.<name>', function()
