@@ -22,27 +22,11 @@ __device__ __forceinline__ float seq_sigmoid(float x) {
  * untouched by fast math (these kernels are memory bound, so its cost does not show) */
 __device__ __forceinline__ float seq_tanh(float x) { return (float)tanh((double)x); }
 
-/* one LSTM unit: z row (i, f, g, o blocks of H), previous cell c -> h, c'; acts (5 blocks) if not NULL */
-template <typename I>
-__device__ __forceinline__ void lstm_unit(const float *z, float c, I j, I H, float *h, float *cn, float *acts) {
-    const float i = seq_sigmoid(z[j]), f = seq_sigmoid(z[H + j]), g = seq_tanh(z[2 * H + j]), o = seq_sigmoid(z[3 * H + j]);
-    const float cc = f * c + i * g, tc = seq_tanh(cc);
-    *h = o * tc;
-    *cn = cc;
-    if (acts) { acts[j] = i; acts[H + j] = f; acts[2 * H + j] = g; acts[3 * H + j] = o; acts[4 * H + j] = tc; }
-}
-
-/* its backward: d_h the gradient at h, *dc in: at c', out: at the previous c; dz the 4 gate blocks */
-template <typename I>
-__device__ __forceinline__ void lstm_unit_grad(const float *acts, float c, float d_h, float *dc, I j, I H, float *dz) {
-    const float i = acts[j], f = acts[H + j], g = acts[2 * H + j], o = acts[3 * H + j], tc = acts[4 * H + j];
-    const float dcc = *dc + d_h * o * (1.0f - tc * tc);
-    dz[j] = dcc * g * i * (1.0f - i);
-    dz[H + j] = dcc * c * f * (1.0f - f);
-    dz[2 * H + j] = dcc * i * (1.0f - g * g);
-    dz[3 * H + j] = d_h * tc * o * (1.0f - o);
-    *dc = dcc * f;
-}
+/* the cells' arithmetic per unit, shared with core/ops/rnn.c, over the activations above */
+#define FNN_CELL __device__ __forceinline__
+#define FNN_CELL_SIGMOID seq_sigmoid
+#define FNN_CELL_TANH seq_tanh
+#include "ops/rnn_cells.h"
 
 /* lstm_cell: z [N, 4H], c [N, H] -> out [N, 2H] = (h, c'), acts [N, 5H] or NULL */
 template <typename I>
@@ -50,8 +34,8 @@ __global__ void lstm_cell_kernel(float *out, float *acts, const float *z, const 
     const I n = N * H;
     for (I e = blockIdx.x * (I)blockDim.x + threadIdx.x; e < n; e += (I)gridDim.x * blockDim.x) {
         const I r = e / H, j = e - r * H;
-        lstm_unit<I>(z + r * 4 * H, c[e], j, H, out + r * 2 * H + j, out + r * 2 * H + H + j,
-                     acts ? acts + r * 5 * H : NULL);
+        fnn_cell_lstm(z + r * 4 * H + j, c[e], H, out + r * 2 * H + j, out + r * 2 * H + H + j,
+                      acts ? acts + r * 5 * H + j : NULL);
     }
 }
 
@@ -63,7 +47,7 @@ __global__ void lstm_cell_grad_kernel(float *dz, float *dc, const float *g, cons
     for (I e = blockIdx.x * (I)blockDim.x + threadIdx.x; e < n; e += (I)gridDim.x * blockDim.x) {
         const I r = e / H, j = e - r * H;
         float d = g[r * 2 * H + H + j];
-        lstm_unit_grad<I>(acts + r * 5 * H, c[e], g[r * 2 * H + j], &d, j, H, dz + r * 4 * H);
+        fnn_cell_lstm_grad(acts + r * 5 * H + j, c[e], g[r * 2 * H + j], &d, H, dz + r * 4 * H + j);
         dc[e] = d;
     }
 }
@@ -81,17 +65,10 @@ __global__ void rnn_step_kernel(int kind, I N, I H, const float *z, const float 
         const I r = e / H, j = e - r * H;
         float hv;
         if (kind == FNN_RNN_LSTM) {
-            lstm_unit<I>(z + r * 4 * H, c_prev[e], j, H, &hv, &c[e], acts ? acts + r * 5 * H : NULL);
+            fnn_cell_lstm(z + r * 4 * H + j, c_prev[e], H, &hv, &c[e], acts ? acts + r * 5 * H + j : NULL);
         } else if (kind == FNN_RNN_GRU) {
-            const float *x3 = z + r * 3 * H, *h3 = hz + r * 3 * H;
-            const float br = b_hh ? b_hh[j] : 0.0f, bz = b_hh ? b_hh[H + j] : 0.0f, bn = b_hh ? b_hh[2 * H + j] : 0.0f;
-            const float rg = seq_sigmoid(x3[j] + h3[j] + br);
-            const float zg = seq_sigmoid(x3[H + j] + h3[H + j] + bz);
-            const float hn = h3[2 * H + j] + bn;
-            const float ng = seq_tanh(x3[2 * H + j] + rg * hn);
-            hv = (1.0f - zg) * ng + zg * h_prev[e];
-            float *a = acts + r * 4 * H;
-            a[j] = rg; a[H + j] = zg; a[2 * H + j] = ng; a[3 * H + j] = hn;
+            hv = fnn_cell_gru(z + r * 3 * H + j, hz + r * 3 * H + j, b_hh ? b_hh + j : NULL, h_prev[e], H,
+                              acts + r * 4 * H + j);
         } else {
             hv = seq_tanh(z[e]);
         }
@@ -113,21 +90,13 @@ __global__ void rnn_step_grad_kernel(int kind, I N, I H, const float *g, I g_ld,
         const float d = g[r * g_ld + j] + dh[e];
         if (kind == FNN_RNN_LSTM) {
             float dcv = dc[e];
-            lstm_unit_grad<I>(acts + r * 5 * H, c_prev[e], d, &dcv, j, H, dz + r * 4 * H);
+            fnn_cell_lstm_grad(acts + r * 5 * H + j, c_prev[e], d, &dcv, H, dz + r * 4 * H + j);
             dc[e] = dcv;
         } else if (kind == FNN_RNN_GRU) {
-            const float *a = acts + r * 4 * H;
-            const float rg = a[j], zg = a[H + j], ng = a[2 * H + j], hn = a[3 * H + j];
-            const float dzp = d * (h_prev[e] - ng) * zg * (1.0f - zg);
-            const float dnp = d * (1.0f - zg) * (1.0f - ng * ng);
-            const float drp = dnp * hn * rg * (1.0f - rg);
-            float *x3 = dz + r * 3 * H, *h3 = dhz + r * 3 * H;
-            x3[j] = drp; x3[H + j] = dzp; x3[2 * H + j] = dnp;
-            h3[j] = drp; h3[H + j] = dzp; h3[2 * H + j] = dnp * rg;
-            dh_direct[e] = d * zg;
+            dh_direct[e] = fnn_cell_gru_grad(acts + r * 4 * H + j, h_prev[e], d, H, dz + r * 3 * H + j,
+                                             dhz + r * 3 * H + j);
         } else {
-            const float hv = h[e];
-            dz[e] = d * (1.0f - hv * hv);
+            dz[e] = fnn_cell_tanh_grad(h[e], d);
         }
     }
 }

@@ -5,12 +5,16 @@
  * nn.SimpleRNN, nn.LSTM and nn.GRU). */
 #include "rnn.h"
 #include "../fastmath.h"
+#define FNN_CELL static inline __attribute__((always_inline))
+#define FNN_CELL_SIGMOID fnn_sigmoidf
+#define FNN_CELL_TANH fnn_tanhf
+#include "rnn_cells.h"   /* the cells' arithmetic per unit, shared with cuda/rnn.cu */
 #include <limits.h>
 #include <string.h>
 
 /* ================= lstm_cell: z [N, 4H] (gates i, f, g, o), c [N, H] -> [N, 2H] = (h, c') ================= */
-/* i, f, o = sigmoid, g = tanh; c' = f c + i g; h = o tanh(c'). The activations are saved by the
- * forward as acts [N, 5H] = (i, f, g, o, tanh(c')) so the backward is plain arithmetic. */
+/* i, f, o = sigmoid, g = tanh; c' = f c + i g; h = o tanh(c') (rnn_cells.h). The activations are saved
+ * by the forward as acts [N, 5H] = (i, f, g, o, tanh(c')) so the backward is plain arithmetic. */
 
 /* compute-bound (five sigmoid/tanh per element): built for x86-64-v3 (AVX2 + FMA) too, picked at
  * load time, as elementwise.c's unary rows are */
@@ -19,25 +23,8 @@
  * pointers and one loop per case so GCC vectorizes (it gives up on a row loop nest) */
 FNN_CLONES_V3 static void lstm_fwd_row(const float *restrict z, const float *restrict c, float *restrict h,
                                     float *restrict cn, float *restrict acts, int64_t H) {
-    const float *zi = z, *zf = z + H, *zg = z + 2 * H, *zo = z + 3 * H;
-    if (acts) {
-        float *restrict ai = acts, *restrict af = acts + H, *restrict ag = acts + 2 * H;
-        float *restrict ao = acts + 3 * H, *restrict at = acts + 4 * H;
-        for (int64_t j = 0; j < H; j++) {
-            float i = fnn_sigmoidf(zi[j]), f = fnn_sigmoidf(zf[j]), g = fnn_tanhf(zg[j]), o = fnn_sigmoidf(zo[j]);
-            float cc = f * c[j] + i * g, tc = fnn_tanhf(cc);
-            h[j] = o * tc;
-            cn[j] = cc;
-            ai[j] = i; af[j] = f; ag[j] = g; ao[j] = o; at[j] = tc;
-        }
-    } else {
-        for (int64_t j = 0; j < H; j++) {
-            float i = fnn_sigmoidf(zi[j]), f = fnn_sigmoidf(zf[j]), g = fnn_tanhf(zg[j]), o = fnn_sigmoidf(zo[j]);
-            float cc = f * c[j] + i * g;
-            h[j] = o * fnn_tanhf(cc);
-            cn[j] = cc;
-        }
-    }
+    if (acts) for (int64_t j = 0; j < H; j++) fnn_cell_lstm(z + j, c[j], H, &h[j], &cn[j], acts + j);
+    else for (int64_t j = 0; j < H; j++) fnn_cell_lstm(z + j, c[j], H, &h[j], &cn[j], NULL);
 }
 
 /* rows lo..hi-1 (a: fnn_rnn_args, contiguous z [N, 4H], c_prev [N, H] -> out [N, 2H], acts [N, 5H] or NULL) */
@@ -49,21 +36,13 @@ static void lstm_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
                      a->acts ? a->acts + r * 5 * H : NULL, H);
 }
 
-/* backward of one row: with dh = g[:H] and dc' = g[H:] + dh o (1 - tanh(c')^2),
- * dz = (dc' g i(1-i), dc' c f(1-f), dc' i (1-g^2), dh tanh(c') o(1-o)) and dc = dc' f */
+/* backward of one row: g = (dh, dc') [2H] -> dz [4H], dc [H] (rnn_cells.h) */
 FNN_CLONES_V3 static void lstm_bwd_row(const float *restrict g, const float *restrict acts, const float *restrict c,
                                     float *restrict dz, float *restrict dc, int64_t H) {
-    const float *dh = g, *dcn = g + H;
-    const float *ai = acts, *af = acts + H, *ag = acts + 2 * H, *ao = acts + 3 * H, *at = acts + 4 * H;
-    float *restrict di = dz, *restrict df = dz + H, *restrict dg = dz + 2 * H, *restrict dob = dz + 3 * H;
     for (int64_t j = 0; j < H; j++) {
-        float i = ai[j], f = af[j], gg = ag[j], o = ao[j], tc = at[j], d_h = dh[j];
-        float dcc = dcn[j] + d_h * o * (1.0f - tc * tc);
-        di[j] = dcc * gg * i * (1.0f - i);
-        df[j] = dcc * c[j] * f * (1.0f - f);
-        dg[j] = dcc * i * (1.0f - gg * gg);
-        dob[j] = d_h * tc * o * (1.0f - o);
-        dc[j] = dcc * f;
+        float d = g[H + j];
+        fnn_cell_lstm_grad(acts + j, c[j], g[j], &d, H, dz + j);
+        dc[j] = d;
     }
 }
 
@@ -219,16 +198,7 @@ static void rnn_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const fl
 /* ---- the cells' forward: one step, rows lo..hi-1 of the batch (fnn_rnn_args) ---- */
 FNN_CLONES_V3 static void gru_fwd_row(const float *restrict x3, const float *restrict h3, const float *restrict bh,
                                    const float *restrict hp, float *restrict h, float *restrict acts, int64_t H) {
-    float *restrict ar = acts, *restrict az = acts + H, *restrict an = acts + 2 * H, *restrict ah = acts + 3 * H;
-    for (int64_t j = 0; j < H; j++) {
-        float br = bh ? bh[j] : 0.0f, bz = bh ? bh[H + j] : 0.0f, bn = bh ? bh[2 * H + j] : 0.0f;
-        float r = fnn_sigmoidf(x3[j] + h3[j] + br);
-        float z = fnn_sigmoidf(x3[H + j] + h3[H + j] + bz);
-        float hn = h3[2 * H + j] + bn;
-        float n = fnn_tanhf(x3[2 * H + j] + r * hn);
-        h[j] = (1.0f - z) * n + z * hp[j];
-        ar[j] = r; az[j] = z; an[j] = n; ah[j] = hn;
-    }
+    for (int64_t j = 0; j < H; j++) h[j] = fnn_cell_gru(x3 + j, h3 + j, bh ? bh + j : NULL, hp[j], H, acts + j);
 }
 
 FNN_CLONES_V3 static void tanh_fwd_row(const float *restrict z, float *restrict h, int64_t H) {
@@ -250,42 +220,26 @@ static void rnn_step_rows(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-/* ---- the cells' backward: one step, rows lo..hi-1 (fnn_rnn_args) ---- */
+/* ---- the cells' backward: one step, rows lo..hi-1 (fnn_rnn_args); the gradient at h is this step's
+ * output gradient g plus dhn from the next step (rnn_cells.h) ---- */
 FNN_CLONES_V3 static void lstm_back_row(const float *restrict g, const float *restrict dhn, const float *restrict acts,
                                      const float *restrict c, float *restrict dz, float *restrict dc, int64_t H) {
-    const float *ai = acts, *af = acts + H, *ag = acts + 2 * H, *ao = acts + 3 * H, *at = acts + 4 * H;
-    float *restrict di = dz, *restrict df = dz + H, *restrict dg = dz + 2 * H, *restrict dob = dz + 3 * H;
     for (int64_t j = 0; j < H; j++) {
-        float i = ai[j], f = af[j], gg = ag[j], o = ao[j], tc = at[j], d_h = g[j] + dhn[j];
-        float dcc = dc[j] + d_h * o * (1.0f - tc * tc);
-        di[j] = dcc * gg * i * (1.0f - i);
-        df[j] = dcc * c[j] * f * (1.0f - f);
-        dg[j] = dcc * i * (1.0f - gg * gg);
-        dob[j] = d_h * tc * o * (1.0f - o);
-        dc[j] = dcc * f;
+        float d = dc[j];
+        fnn_cell_lstm_grad(acts + j, c[j], g[j] + dhn[j], &d, H, dz + j);
+        dc[j] = d;
     }
 }
 
-/* h' = (1 - z) n + z h, n = tanh(xn + r hn): dz = dh' (h - n) z(1-z), dn = dh' (1-z)(1-n^2),
- * dr = dn hn r(1-r); the x side gets (dr, dz, dn), the h side (dr, dz, dn r) */
 FNN_CLONES_V3 static void gru_back_row(const float *restrict g, const float *restrict dhn, const float *restrict acts,
                                     const float *restrict hp, float *restrict dx3, float *restrict dh3,
                                     float *restrict dhd, int64_t H) {
-    const float *ar = acts, *az = acts + H, *an = acts + 2 * H, *ah = acts + 3 * H;
-    for (int64_t j = 0; j < H; j++) {
-        float r = ar[j], z = az[j], n = an[j], hn = ah[j], d = g[j] + dhn[j];
-        float dzp = d * (hp[j] - n) * z * (1.0f - z);
-        float dnp = d * (1.0f - z) * (1.0f - n * n);
-        float drp = dnp * hn * r * (1.0f - r);
-        dx3[j] = drp; dx3[H + j] = dzp; dx3[2 * H + j] = dnp;
-        dh3[j] = drp; dh3[H + j] = dzp; dh3[2 * H + j] = dnp * r;
-        dhd[j] = d * z;
-    }
+    for (int64_t j = 0; j < H; j++) dhd[j] = fnn_cell_gru_grad(acts + j, hp[j], g[j] + dhn[j], H, dx3 + j, dh3 + j);
 }
 
 FNN_CLONES_V3 static void tanh_back_row(const float *restrict g, const float *restrict dhn, const float *restrict h,
                                      float *restrict dz, int64_t H) {
-    for (int64_t j = 0; j < H; j++) dz[j] = (g[j] + dhn[j]) * (1.0f - h[j] * h[j]);
+    for (int64_t j = 0; j < H; j++) dz[j] = fnn_cell_tanh_grad(h[j], g[j] + dhn[j]);
 }
 
 static void rnn_back_rows(void *ctx, int64_t lo, int64_t hi) {
