@@ -462,6 +462,34 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
                                                                dir .. '/w.onnx') end))
    end)
 
+   it('transposed convolutions as ConvTranspose (strided, output_padding, groups, dilation, uneven padding, '
+      .. '1-3d) and joins (cat as Concat, stack as Unsqueeze and Concat)', function()
+      fnn.manual_seed(16)
+      local Up = nn.Module:extend('UpNet')
+      function Up:__init()
+         self.a = nn.ConvTranspose2d(4, 6, 3, {stride = 2, padding = 1, output_padding = 1, groups = 2})
+         self.b = nn.ConvTranspose2d(6, 2, 3, {dilation = 2, padding = {{1, 2}, {0, 1}}, bias = false})
+      end
+      function Up:forward(x) return self.b(self.a(x):relu()) end
+      local x = fnn.randn(2, 4, 5, 6)
+      local info = round_trip('conv_transpose2d', Up(), x, {{x}, {fnn.randn(3, 4, 5, 6)}}, {dynamic_batch = true})
+      assert.equals(2, op_counts(info).ConvTranspose)
+      local s = fnn.randn(2, 3, 7)
+      round_trip('conv_transpose1d', nn.ConvTranspose1d(3, 2, 4, {stride = 3, padding = 2}), s, {{s}})
+      local v = fnn.randn(1, 2, 3, 4, 3)
+      round_trip('conv_transpose3d', nn.ConvTranspose3d(2, 3, 2, {stride = 2}), v, {{v}})
+      -- joins: two branches concatenated along the features, and stacked along a new dim
+      local Join = nn.Module:extend('JoinNet')
+      function Join:__init() self.l1, self.l2 = nn.Linear(4, 3), nn.Linear(4, 3) end
+      function Join:forward(x)
+         local a, b = self.l1(x), self.l2(x):tanh()
+         return fnn.cat({a, b, a * b}, 2), fnn.stack({a, b}, 2)
+      end
+      local j = fnn.randn(5, 4)
+      info = round_trip('joins', Join(), j, {{j}, {fnn.randn(2, 4)}}, {dynamic_batch = true})
+      assert.same({2, 2}, {op_counts(info).Concat, op_counts(info).Unsqueeze})
+   end)
+
    it('a Keras-style Dense stack', function()
       fnn.manual_seed(5)
       local m = nn.Sequential():add(nn.Dense(8, 'relu')):add(nn.Dense(8, 'tanh')):add(nn.Dense(1)):build{2, 4}
@@ -499,7 +527,7 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
 
    it('MLPs (Gemm, MatMul and Add, GELU through Erf, SiLU, Flatten, LeakyReLU, ELU, Softmax, LogSoftmax, '
       .. 'LayerNormalization) and convolutional nets (Conv 1-d and 2-d: padded, strided, grouped, dilated; MaxPool, '
-      .. 'AveragePool, GlobalAveragePool, BatchNormalization, Resize), an embedding (Gather), and transformer '
+      .. 'AveragePool, GlobalAveragePool, BatchNormalization, Resize, ConvTranspose), an embedding (Gather), and transformer '
       .. 'stacks: a two-layer nn.TransformerEncoder and a decoder-only GPT from token ids (Split, causal attention)', function()
       local names = {}
       for _, model in ipairs(listed.models) do
@@ -510,7 +538,7 @@ describe('onnx.load runs the files torch.onnx.export writes, with PyTorch\'s out
       end
       -- both of torch's exporters (TorchScript's and torch.export's) are among them
       assert.same({'torch_mlp', 'torch_gelu', 'torch_flatten', 'torch_leaky', 'torch_seq', 'torch_cnn', 'torch_conv1d',
-                   'torch_layernorm', 'torch_embedding', 'torch_upsample', 'torch_encoder', 'torch_gpt',
+                   'torch_layernorm', 'torch_embedding', 'torch_upsample', 'torch_upconv', 'torch_encoder', 'torch_gpt',
                    'torch_mlp_dynamo'}, names)
    end)
 

@@ -238,6 +238,10 @@ def models():
     yield "torch_upsample", nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.Upsample(scale_factor=2),
                                           nn.Upsample(scale_factor=2, mode="bilinear"),
                                           nn.Upsample(size=(29, 31), mode="bilinear", align_corners=True)), (2, 2, 3, 4), False
+    # transposed convolutions (ConvTranspose: strided, output_padding, groups, dilation)
+    yield "torch_upconv", nn.Sequential(nn.ConvTranspose2d(2, 4, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
+                                        nn.ConvTranspose2d(4, 4, 3, padding=2, dilation=2, groups=2),
+                                        nn.ConvTranspose2d(4, 1, 4, stride=2, padding=1)), (2, 2, 5, 6), False
     # transformer stacks: an encoder of two nn.TransformerEncoderLayers, and a decoder-only GPT from token ids
     encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True), num_layers=2,
                                     enable_nested_tensor=False)

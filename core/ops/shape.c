@@ -642,6 +642,15 @@ const fnn_shape_row fnn_cpu_shape_rows[] = {
     {NULL, NULL, NULL},
 };
 
+/* the numbers a shape node keeps, for fnn.onnx (fnn_node_attr): cat's and stack's "dim" (0-based) */
+int fnn_shape_attr(const fnn_node *n, const char *name, double *value) {
+    if ((n->op == &CAT || n->op == &STACK) && !strcmp(name, "dim")) {
+        *value = FNN_ATTRS((fnn_node *)n, join_attrs)->dim;
+        return FNN_STATUS_OK;
+    }
+    return FNN_FAIL(FNN_STATUS_ARG, "node_attr: %s has no '%s' (cat, stack: dim)", n->op->info.name, name);
+}
+
 const fnn_op_def *const fnn_ops_shape[] = {
     &CONTIGUOUS, &CAT, &STACK, &REPEAT, &PAD, &PAD_MODE, &TRIL, &TRIU, NULL,
 };

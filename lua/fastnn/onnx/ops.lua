@@ -232,6 +232,42 @@ local function pool(kind)
 end
 M.conv1d, M.conv3d = M.conv2d, M.conv2d
 
+-- a transposed convolution as ConvTranspose (PyTorch's and ONNX's weight layout [in, out/groups, k...]):
+-- the node keeps the padding before each dim; what is cropped after it, or added (output_padding),
+-- is what gives the node's output size from the full transposed output (in - 1) s + d (k - 1) + 1
+local function conv_transpose_export(g, n)
+   local nd, xs, ws, ys = n.attr('nd'), n.in_shapes[1], n.in_shapes[2], n.out_shape
+   if #xs ~= nd + 2 then
+      error(('onnx.export: %s of an unbatched input %s (ONNX\'s ConvTranspose takes [N, C, ...])'):format(n.op,
+            table.concat(xs, 'x')), 0)
+   end
+   local kernel, strides, dils, pads, extra = {}, {}, {}, {}, {}
+   for d = 1, nd do
+      local k, s, dl, pb = ws[2 + d], n.attr('stride' .. (d - 1)), n.attr('dilation' .. (d - 1)), n.attr('pad' .. (d - 1))
+      local crop = (xs[2 + d] - 1) * s + dl * (k - 1) + 1 - pb - ys[2 + d]
+      kernel[d], strides[d], dils[d] = k, s, dl
+      pads[d], pads[nd + d], extra[d] = pb, math.max(0, crop), math.max(0, -crop)
+   end
+   local inputs = {n.inputs[1], n.inputs[2]}
+   if n.inputs[3] then inputs[3] = n.inputs[3] end
+   return g:node('ConvTranspose', inputs, {kernel_shape = kernel, strides = strides, pads = pads, dilations = dils,
+                                           group = n.attr('groups'), output_padding = extra})
+end
+
+M.conv_transpose2d = {onnx = {'ConvTranspose'}, optional = {[3] = true}, export = conv_transpose_export,
+                      import = {ConvTranspose = function(node, x)
+   no_auto_pad(node)
+   if node.attr('output_shape') ~= nil then
+      error('ConvTranspose with output_shape is not read (its pads and output_padding are)', 0)
+   end
+   local nd = x[2]:dim() - 2
+   if nd < 1 or nd > 3 then error(('ConvTranspose with %d spatial dims (1 to 3 are read)'):format(nd), 0) end
+   return fnn()['conv_transpose' .. nd .. 'd'](x[1], x[2], x[3], {stride = per_dim(node, 'strides', nd, 1),
+      dilation = per_dim(node, 'dilations', nd, 1), padding = pads_of(node, nd),
+      output_padding = per_dim(node, 'output_padding', nd, 0), groups = node.attr('group', 1)})
+end}}
+M.conv_transpose1d, M.conv_transpose3d = M.conv_transpose2d, M.conv_transpose2d
+
 -- a pooling node as MaxPool / AveragePool: ceil_mode where the node's output is past floor's size
 local function pool_export(op_type)
    return function(g, n)
@@ -365,7 +401,15 @@ M.layer_norm = {onnx = {'LayerNormalization'}, optional = {[2] = true, [3] = tru
    return fnn().layer_norm(x[1], x[2], x[3], {eps = node.attr('epsilon', 1e-5)})
 end}}
 
-M.cat = {onnx = {'Concat'}, import = {Concat = function(node, x) return fnn().cat(x, dim_of(node.attr('axis'))) end}}
+-- cat as Concat along its dim; stack as Concat of its inputs each unsqueezed at the new dim (the
+-- node's dim, 0-based: fnn_node_attr)
+M.cat = {onnx = {'Concat'}, export = function(g, n) return g:node('Concat', n.inputs, {axis = n.attr('dim')}) end,
+         import = {Concat = function(node, x) return fnn().cat(x, dim_of(node.attr('axis'))) end}}
+M.stack = {onnx = {'Unsqueeze', 'Concat'}, export = function(g, n)
+   local axes, parts = g:ints_constant({n.attr('dim')}), {}
+   for k, name in ipairs(n.inputs) do parts[k] = g:node('Unsqueeze', {name, axes}) end
+   return g:node('Concat', parts, {axis = n.attr('dim')})
+end}
 
 -- Squeeze and Unsqueeze (opset 13 on: the axes as an input), Expand (numpy's broadcast to a shape)
 local function axes_of(t, nd)
