@@ -359,12 +359,34 @@ void fnn_sgemm_parallel_for(int64_t n, int threads, fnn_range_fn fn, void *ctx) 
  * product of two bf16 values is exact in float32, so both give the same numbers up to the order of
  * the sums. */
 
-/* the rounded copy of op(X)'s storage: X is (t ? inner x outer : outer x inner) at ld */
+/* every value of a rows x cols matrix at ld is a bfloat16 already (its low 16 bits zero): autocast's
+ * activations, widened exactly, need no rounded copy. A row's bits are OR-ed (a loop that vectorizes)
+ * and the scan stops at the first row that is not, which for float32 data is the first */
+static bool bf16_exact(const float *x, int64_t rows, int64_t cols, int64_t ld) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *row = x + r * ld;
+        uint32_t low = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            uint32_t u;
+            memcpy(&u, &row[c], sizeof u);
+            low |= u & 0xffffu;
+        }
+        if (low) return false;
+    }
+    return true;
+}
+
+/* the rounded copy of op(X)'s storage: X is (t ? inner x outer : outer x inner) at ld; NULL with *ld_out
+ * = ld when X holds bfloat16 values already (the caller uses X itself) or there is no memory for it */
 static float *rounded(const float *x, bool t, int64_t outer, int64_t inner, int64_t ld, int64_t *ld_out) {
     int64_t rows = t ? inner : outer, cols = t ? outer : inner;
+    *ld_out = ld;
+    if (bf16_exact(x, rows, cols, ld)) return NULL;
     float *r = fnn_alloc(FNN_DEVICE_CPU, (int64_t)sizeof(float) * rows * cols);
-    if (r) fnn_round_bf16_matrix(r, x, rows, cols, ld);
-    *ld_out = cols;
+    if (r) {
+        fnn_round_bf16_matrix(r, x, rows, cols, ld);
+        *ld_out = cols;
+    }
     return r;
 }
 
@@ -377,10 +399,9 @@ void fnn_gemm_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k
     if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f) &&
         fnn_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, NULL, beta, c, ldc))
         return;
-    int64_t la, lb;
+    int64_t la, lb;   /* an operand without a copy (bf16 values already, or no memory: exact) is used as is */
     float *ra = rounded(a, ta, m, k, lda, &la), *rb = rounded(b, tb, k, n, ldb, &lb);
-    if (ra && rb) fnn_sgemm(ta, tb, m, n, k, alpha, ra, la, rb, lb, beta, c, ldc);
-    else fnn_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);   /* no memory for the copies: exact */
+    fnn_sgemm(ta, tb, m, n, k, alpha, ra ? ra : a, la, rb ? rb : b, lb, beta, c, ldc);
     if (ra) fnn_free(FNN_DEVICE_CPU, ra, (int64_t)sizeof(float) * m * k);
     if (rb) fnn_free(FNN_DEVICE_CPU, rb, (int64_t)sizeof(float) * k * n);
 }
