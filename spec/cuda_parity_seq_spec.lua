@@ -133,17 +133,11 @@ describe('cuda parity: training runs of the sequence models', function()
          model:to_device(dev)
          model:train()
          local opt = fnn.optim.AdamW(model:parameters(), 3e-3, {weight_decay = 0.01})
-         local xd, yd, pd, losses = x:to(dev), y:to(dev), positions:to(dev), {}
-         for step = 1, STEPS do
+         local xd, yd, pd = x:to(dev), y:to(dev), positions:to(dev)
+         local losses = S.train_steps(dev, STEPS, opt, function()
             local h = tok:forward(xd) + posemb:forward(pd)
-            local logits = head:forward(stack:forward(h)):reshape(BS * T, V)
-            local loss = fnn.nn.cross_entropy(logits, yd)
-            assert.equals(dev, loss:device())
-            opt:zero_grad()
-            loss:backward()
-            opt:step()
-            losses[step] = loss:to('cpu'):item()
-         end
+            return fnn.nn.cross_entropy(head:forward(stack:forward(h)):reshape(BS * T, V), yd)
+         end)
          return losses, params_of(model, dev)
       end
       local want, wws = train(Device.cpu())
@@ -162,15 +156,8 @@ describe('cuda parity: training runs of the sequence models', function()
          local model = fnn.nn.Sequential(lstm, head)
          model:to_device(dev)
          local opt = fnn.optim.Adam(model:parameters(), 1e-2)
-         local xd, yd, losses = x:to(dev), y:to(dev), {}
-         for step = 1, 20 do
-            local loss = fnn.nn.mse(model(xd), yd)
-            assert.equals(dev, loss:device())
-            opt:zero_grad()
-            loss:backward()
-            opt:step()
-            losses[step] = loss:to('cpu'):item()
-         end
+         local xd, yd = x:to(dev), y:to(dev)
+         local losses = S.train_steps(dev, 20, opt, function() return fnn.nn.mse(model(xd), yd) end)
          return losses, params_of(model, dev)
       end
       local want, wws = train(Device.cpu())

@@ -442,15 +442,8 @@ describe('cuda parity: training runs', function()
          local model = fnn.nn.Sequential(fnn.nn.Linear(20, 32), fnn.nn.ReLU(), fnn.nn.Linear(32, 10))
          model:to_device(dev)
          local opt = fnn.optim.Adam(model:parameters(), 1e-2)
-         local xd, yd, losses = x:to(dev), y:to(dev), {}
-         for step = 1, 20 do
-            local loss = fnn.nn.cross_entropy(model(xd), yd)
-            assert.equals(dev, loss:device())
-            opt:zero_grad()
-            loss:backward()
-            opt:step()
-            losses[step] = loss:to('cpu'):item()
-         end
+         local xd, yd = x:to(dev), y:to(dev)
+         local losses = S.train_steps(dev, 20, opt, function() return fnn.nn.cross_entropy(model(xd), yd) end)
          local ws = {}
          for i, p in ipairs(model:parameters()) do
             assert.equals(dev, p:tensor():device())
@@ -480,15 +473,8 @@ describe('cuda parity: training runs', function()
          local model = fnn.nn.Sequential(bn, fnn.nn.ReLU(), fnn.nn.MaxPool2d(2))
          model:to_device(dev)
          local opt = fnn.optim.SGD(model:parameters(), 0.1)
-         local xd, td, losses = x:to(dev), t:to(dev), {}
-         for step = 1, 3 do
-            local loss = fnn.nn.mse(model(xd), td)
-            assert.equals(dev, loss:device())
-            opt:zero_grad()
-            loss:backward()
-            opt:step()
-            losses[step] = loss:to('cpu'):item()
-         end
+         local xd, td = x:to(dev), t:to(dev)
+         local losses = S.train_steps(dev, 3, opt, function() return fnn.nn.mse(model(xd), td) end)
          assert.equals(dev, bn.running_mean:device())
          local out = {bn.running_mean:to('cpu'), bn.running_var:to('cpu')}
          for _, p in ipairs(model:parameters()) do out[#out + 1] = p:tensor():to('cpu') end

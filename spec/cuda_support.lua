@@ -114,18 +114,28 @@ local function class_ids(n, classes, ignore)
    return fnn.tensor(v, {n}):long()
 end
 -- ids 1..size, repeats included (deterministic), int64, of the given shape
-local function some_ids(shape, size)
-   local n, v = 1, {}
-   for _, d in ipairs(shape) do n = n * d end
-   for i = 1, n do v[i] = (i * 53 + 5) % size + 1 end
-   return fnn.tensor(v, shape):long()
-end
+local some_ids = require('naive_nd').some_ids
 
 local function ok(rc) assert.equals(0, rc, rc ~= 0 and ffi.string(C.fnn_last_error()) or nil) end
+
+-- a training run's steps on dev: loss_of() computed there, backward, opt's step; the losses as numbers
+local function train_steps(dev, steps, opt, loss_of)
+   local losses = {}
+   for step = 1, steps do
+      local loss = loss_of()
+      assert.equals(dev, loss:device())
+      opt:zero_grad()
+      loss:backward()
+      opt:step()
+      losses[step] = loss:to('cpu'):item()
+   end
+   return losses
+end
 
 local ATOMIC = {1e-6, 1e-5}
 
 return {gpu = gpu, why = why, built = built, reason = reason, CUDA0 = CUDA0, SIZES = SIZES,
         uniform = uniform, assert_close = assert_close, case = case, skip = skip, to_gpu = to_gpu,
         parity = parity, weights = weights, parity_grad = parity_grad, class_ids = class_ids,
-        some_ids = some_ids, ok = ok, EXACT = EXACT, FAST = FAST, TRIG = TRIG, POW = POW, ATOMIC = ATOMIC}
+        some_ids = some_ids, ok = ok, train_steps = train_steps, EXACT = EXACT, FAST = FAST, TRIG = TRIG, POW = POW,
+        ATOMIC = ATOMIC}

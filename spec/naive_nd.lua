@@ -18,18 +18,20 @@ function M.offset(shape, idx)
 end
 
 -- f(idx) for every 1-based index of shape, in row-major order (idx is reused: copy to keep)
-function M.each(shape, f)
-   local n = M.numel(shape)
-   local idx = {}
-   for d = 1, #shape do idx[d] = 1 end
-   for _ = 1, n do
-      f(idx)
-      for d = #shape, 1, -1 do
-         idx[d] = idx[d] + 1
-         if idx[d] <= shape[d] then break end
-         idx[d] = 1
-      end
-   end
+M.each = require('support').each_index
+
+-- ids 1..size, repeats included (deterministic), int64, of the given shape
+function M.some_ids(shape, size)
+   local v = {}
+   for i = 1, M.numel(shape) do v[i] = (i * 53 + 5) % size + 1 end
+   return fnn.tensor(v, shape):long()
+end
+
+-- the transpose of a [r, c], by a loop
+function M.transposed(a)
+   local v, r, c, out = a:to_flat(), a:shape()[1], a:shape()[2], {}
+   for i = 1, r do for j = 1, c do out[(j - 1) * r + i] = v[(i - 1) * c + j] end end
+   return fnn.tensor(out, {c, r})
 end
 
 -- a tensor from f(idx) over every index of shape

@@ -22,11 +22,7 @@ local function whole(shape, size)
    return fnn.tensor(v, shape)
 end
 -- the transpose of a [r, c], by a loop
-local function tr(a)
-   local v, r, c, out = a:to_flat(), a:shape()[1], a:shape()[2], {}
-   for i = 1, r do for j = 1, c do out[(j - 1) * r + i] = v[(i - 1) * c + j] end end
-   return fnn.tensor(out, {c, r})
-end
+local tr = require('naive_nd').transposed
 local function same(a) return map(a, function(x) return x end) end
 local N = {1, 129, 1025}
 

@@ -94,11 +94,7 @@ local function bcast(ts, f)
    return fnn.tensor(out, shape)
 end
 -- the transpose of a [r, c], by a loop
-local function tr(a)
-   local v, r, c, out = a:to_flat(), a:shape()[1], a:shape()[2], {}
-   for i = 1, r do for j = 1, c do out[(j - 1) * r + i] = v[(i - 1) * c + j] end end
-   return fnn.tensor(out, {c, r})
-end
+local tr = require('naive_nd').transposed
 local function erf(x)   -- power series: |x| <= 2.2 here, where 40 terms are exact to float32
    local term, sum = x, x
    for n = 1, 40 do term = -term * x * x / n; sum = sum + term / (2 * n + 1) end

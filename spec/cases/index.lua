@@ -29,6 +29,7 @@ end
 
 -- ---- naive references ----
 local N_ = require 'naive_nd'
+local some_ids = N_.some_ids
 local function index_select_ref(a, d, idv)
    if fnn.is_tensor(idv) then idv = idv:to_flat() end
    local get, shape = N_.reader(a)
@@ -113,12 +114,6 @@ local ATOMIC = {1e-6, 1e-5, 1}
 local EXACT = {0, 0}
 local EDGES = {1, 127, 128, 129, 1025}
 -- ids 1..size, repeats included (deterministic), int64 on like's device
-local function some_ids(shape, size)
-   local n, v = 1, {}
-   for _, d in ipairs(shape) do n = n * d end
-   for i = 1, n do v[i] = (i * 53 + 5) % size + 1 end
-   return fnn.tensor(v, shape):long()
-end
 local function dev(like, t) return t:to(like:device()) end
 -- along dim 1 of [n, 5] with 300 repeated ids; along dim 2 of [3, n]^T with 7 (n nil: gradcheck at 4)
 cases[#cases + 1] = {op = 'index_select', sizes = EDGES, parity = ATOMIC, inputs = function(n) return u{n or 4, 5} end,

@@ -16,16 +16,10 @@ local fnn = require 'fastnn'
 local function u(shape) return fnn.rand(shape) * 4 - 2 end
 local SIZES = {1, 127, 128, 129, 1023, 1024, 1025}
 local EXACT = {0, 0, 1}   -- moves of values: bit-equal on both sides, gradients too
--- ids 1..size, repeats included (deterministic), int64, of the given shape
-local function some_ids(shape, size)
-   local n, v = 1, {}
-   for _, d in ipairs(shape) do n = n * d end
-   for i = 1, n do v[i] = (i * 53 + 5) % size + 1 end
-   return fnn.tensor(v, shape):long()
-end
 
 -- ---- naive references: readers (get, shape) over contiguous inputs, results by index ----
 local N_ = require 'naive_nd'
+local some_ids = N_.some_ids
 local function R(t, perm)
    if perm then return {N_.permuted(t, perm)} end
    return {N_.reader(t)}
