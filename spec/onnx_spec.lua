@@ -490,6 +490,22 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
       assert.same({2, 2}, {op_counts(info).Concat, op_counts(info).Unsqueeze})
    end)
 
+   -- reshapes that do not keep the first dim: [B, T, C] -> [B T, C] and back (a language model's head),
+   -- [B, 12] -> [B, 3, 4] -> [3 B, 4]; with a dynamic batch the merged dim follows the batch
+   it('reshapes that merge the batch into the first dim, with a dynamic batch', function()
+      fnn.manual_seed(17)
+      local Head = nn.Module:extend('TokenHead')
+      function Head:__init() self.proj = nn.Linear(4, 5) end
+      function Head:forward(x)
+         local B, T = x:shape()[1], x:shape()[2]
+         local y = self.proj(x:reshape(B * T, 4)):reshape(B, T, 5)
+         return y, y:reshape(B, 15):reshape(B, 3, 5):reshape(B * 3, 5)
+      end
+      local x = fnn.randn(2, 3, 4)
+      local info = round_trip('merged_batch', Head(), x, {{x}, {fnn.randn(5, 3, 4)}}, {dynamic_batch = true})
+      assert.equals(1, op_counts(info).Flatten)   -- [B, 15] from [B, 3, 5]; [B T, C] is no Flatten of [B, T, C]
+   end)
+
    it('a Keras-style Dense stack', function()
       fnn.manual_seed(5)
       local m = nn.Sequential():add(nn.Dense(8, 'relu')):add(nn.Dense(8, 'tanh')):add(nn.Dense(1)):build{2, 4}

@@ -109,10 +109,17 @@ end}
 
 -- flatten and reshape keep the batch: ONNX's Flatten for [N, ...] -> [N, rest], else Reshape with
 -- the batch left free (0 copies the input's size)
+-- a reshape: Flatten when it keeps the first dim and joins the rest; else Reshape to the traced shape,
+-- its first dim written as 0 (the input's: a dynamic batch stays dynamic) when it keeps the input's,
+-- else as -1 (inferred: a batch merged into it, as [B, T, C] -> [B T, C], follows the batch)
 local function reshape(g, n)
-   local out = n.out_shape
-   if #out == 2 and #n.in_shapes[1] >= 2 then return g:node('Flatten', {n.inputs[1]}, {axis = 1}) end
-   local shape = {0}
+   local out, inp = n.out_shape, n.in_shapes[1]
+   local rest = 1
+   for d = 2, #inp do rest = rest * inp[d] end
+   if #out == 2 and #inp >= 2 and out[1] == inp[1] and out[2] == rest then
+      return g:node('Flatten', {n.inputs[1]}, {axis = 1})
+   end
+   local shape = {out[1] == inp[1] and 0 or -1}
    for d = 2, #out do shape[d] = out[d] end
    return g:node('Reshape', {n.inputs[1], g:ints_constant(shape)})
 end
