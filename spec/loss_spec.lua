@@ -120,6 +120,22 @@ describe('mse_loss', function()
       approx({-0.5, 0, 1, -1.5}, pt:grad())
    end)
 
+   -- PyTorch's reduction argument: 'sum' and 'none' against the same loop; a misspelt option or an unknown
+   -- reduction is refused by name (it was ignored, giving the mean)
+   it('takes {reduction = sum | none | mean}, as F.mse_loss does, and refuses what it does not know', function()
+      local p, t = fnn.randn(4, 3), fnn.randn(4, 3)
+      local pv, tv, s, each = p:to_flat(), t:to_flat(), 0, {}
+      for i = 1, #pv do each[i] = (pv[i] - tv[i]) ^ 2; s = s + each[i] end
+      close(s, fnn.mse_loss(p, t, {reduction = 'sum'}):item())
+      close(s, p:mse_loss(t, 'sum'):item())
+      close(s / #pv, fnn.mse_loss(p, t, {reduction = 'mean'}):item())
+      approx(each, fnn.mse_loss(p, t, {reduction = 'none'}))
+      assert.same({4, 3}, fnn.mse_loss(p, t, {reduction = 'none'}):shape())
+      assert.matches("mse_loss: unknown option 'reduce'", select(2, pcall(fnn.mse_loss, p, t, {reduce = 'sum'})))
+      assert.matches("mse_loss: reduction 'avg' is not one of 'mean', 'sum', 'none'",
+                     select(2, pcall(fnn.mse_loss, p, t, {reduction = 'avg'})))
+   end)
+
    it('refuses different shapes, naming both', function()
       local _, err = pcall(function() return fnn.mse_loss(fnn.zeros(2, 3), fnn.zeros(3, 2)) end)
       assert.matches('mse_loss: pred %[2,3%] and target %[3,2%] differ in shape', err)

@@ -13,7 +13,7 @@
 --       refused), logs clamped at -100; weight broadcasts to pred; 'mean' divides by the element count
 --   fnn.bce_with_logits(logits, target, {weight, pos_weight, reduction})   stable for any logit;
 --       pos_weight (e.g. [C] for [N, C]) scales the positive term
---   fnn.mse_loss(pred, target)   mean of the squared difference
+--   fnn.mse_loss(pred, target[, {reduction = 'mean' | 'sum' | 'none'}])   the squared difference, reduced
 -- Also methods: logits:cross_entropy(targets, opts), pred:mse_loss(target).
 -- M.functional: every loss under nn's name (fastnn.nn merges them into nn; nn.losses holds them
 -- too); the fused ones are the functions above. What 'mean' divides by:
@@ -316,8 +316,8 @@ end
 -- ---------------------------------------------------------------------------
 -- regression: mse, mae/l1, huber
 
-local function mse(pred, target, opts, lvl)
-   local _, r = paired_args('mse', pred, target, opts, PLAIN, lvl, 'prediction', 'target')
+local function mse(pred, target, opts, lvl, op)
+   local _, r = paired_args(op or 'mse', pred, target, opts, PLAIN, lvl, 'prediction', 'target')
    if r == 'none' then
       local d = pred - target
       return d * d
@@ -532,7 +532,12 @@ function M.cross_entropy(logits, targets, opts) return cross_entropy(logits, tar
 function M.nll_loss(log_probs, targets, opts) return nll_loss(log_probs, targets, opts, 2) end
 function M.binary_cross_entropy(pred, target, opts) return binary_cross_entropy(pred, target, opts, 2) end
 function M.bce_with_logits(logits, target, opts) return bce_with_logits(logits, target, opts, 2) end
-function M.mse_loss(pred, target) return mse_loss(pred, target, 2) end
+-- PyTorch's F.mse_loss(input, target, reduction = 'mean'): the fused mean, or with {reduction} (a
+-- string too) nn.mse's 'sum' and 'none'
+function M.mse_loss(pred, target, opts)
+   if opts == nil then return mse_loss(pred, target, 2) end
+   return mse(pred, target, opts, 2, 'mse_loss')
+end
 
 -- every loss function under nn's names (nn.mse, nn.cross_entropy, ...; fastnn.nn merges them into nn):
 -- the fused ones are the functions above, the other spellings aliases (nn.nll_loss is nn.nll, nn.l1 nn.mae)
