@@ -192,6 +192,11 @@ CASES['Tensor.pad'] = {call = function(o) return fnn.ones(2, 3):pad({1, 1}, o) e
 -- the tensor methods and creators that take options (issue 31)
 CASES['Tensor.var'] = {call = function(o) local r = fnn.ones(2, 3):var(1, o); return r end}
 CASES['Tensor.std'] = {call = function(o) local r = fnn.ones(2, 3):std(o); return r end}
+-- the reductions' keepdim as PyTorch's keyword, {keepdim = true}, in the keepdim position
+for _, name in ipairs{'sum', 'mean', 'prod', 'logsumexp', 'argmax', 'argmin', 'max', 'min'} do
+   CASES['Tensor.' .. name] = {call = function(o) local r = fnn.ones(2, 3)[name](fnn.ones(2, 3), 1, o); return r end}
+end
+CASES['Tensor.norm'] = {call = function(o) local r = fnn.ones(2, 3):norm(2, 1, o); return r end}
 CASES['Tensor.sort'] = {call = function(o) local r = fnn.ones(2, 3):sort(1, o); return r end}
 CASES['Tensor.topk'] = {call = function(o) local r = fnn.ones(2, 3):topk(1, o); return r end}
 for nd = 1, 3 do

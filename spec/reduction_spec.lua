@@ -448,4 +448,23 @@ describe('bad input', function()
       assert.is_nil(r)
       assert.matches('sum: dim 5 out of range for %[2,3%]', err)
    end)
+
+   -- keepdim: a boolean, 0/1, or PyTorch's keyword as {keepdim = ...}; a table used to count as true
+   -- whatever it held, and an argument past the last was dropped
+   it('reads keepdim as given, refuses what is not one, and refuses an argument too many', function()
+      local x = fnn.randn(2, 3)
+      for _, name in ipairs{'sum', 'mean', 'prod', 'logsumexp', 'argmax', 'argmin'} do
+         assert.same({3}, x[name](x, 1, {keepdim = false}):shape(), name)
+         assert.same({1, 3}, x[name](x, 1, {keepdim = true}):shape(), name)
+         assert.same({2, 1}, x[name](x, 2, true):shape(), name)
+         assert.matches(name .. ": keepdim is 'yes', expected true, false or {keepdim = ...}",
+                        select(2, pcall(x[name], x, 1, 'yes')), 1, true)
+         assert.matches(name .. ': 1 argument more than it takes', select(2, pcall(x[name], x, 1, true, {})), 1, true)
+      end
+      assert.same({2}, (x:max(2, {keepdim = false})):shape())
+      assert.same({1, 3}, x:norm(2, 1, {keepdim = true}):shape())
+      assert.same({1, 3}, x:var(1, {keepdim = true, unbiased = false}):shape())
+      assert.matches("Tensor.sum: unknown option 'keepdims'", select(2, pcall(x.sum, x, 1, {keepdims = true})), 1, true)
+      assert.matches('softmax: 1 argument more than it takes', select(2, pcall(x.softmax, x, 2, {})), 1, true)
+   end)
 end)

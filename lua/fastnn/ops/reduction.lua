@@ -16,18 +16,38 @@ local new, done, fail, cdim, is_tensor = fnn_tensor.new, fnn_tensor.done, fnn_te
    fnn_tensor.is_tensor
 local M = {}
 
-local function flag(v) return (v and v ~= 0) and 1 or 0 end
+local options = require 'fastnn.options'
 local check_tensor = fnn_tensor.check_tensor
+
+-- keepdim as given: nil, a boolean, 0 or 1, or PyTorch's keyword as a table {keepdim = true} (checked,
+-- so a misspelt key is refused); 1 or 0 for the C call. Anything else is refused at the caller's line
+-- (a table once counted as true, whatever it held)
+local KEEPDIM = {}
+for _, name in ipairs{'sum', 'mean', 'prod', 'logsumexp', 'argmax', 'argmin', 'norm', 'max', 'min'} do
+   KEEPDIM[name] = options.declare('Tensor.' .. name, {{'keepdim', 'boolean', false, 'keep the reduced dim, of size 1'}})
+end
+local function keepdim_of(name, v)
+   if v == nil or v == false or v == 0 then return 0 end
+   if v == true or v == 1 then return 1 end
+   if type(v) == 'table' then return KEEPDIM[name]:check(v, 3).keepdim and 1 or 0 end
+   error(('%s: keepdim is %s, expected true, false or {keepdim = ...}'):format(name, options.describe(v)), 3)
+end
+-- an argument past the last one an op takes is refused, not ignored
+local function no_more(name, n)
+   if n > 0 then error(('%s: %d argument%s more than it takes'):format(name, n, n == 1 and '' or 's'), 3) end
+end
 
 -- sum, mean, prod, logsumexp, and argmax, argmin (1-based indices as floats, no gradient):
 -- (dim, keepdim); no dim reduces everything (C dim -1)
 for _, name in ipairs{'sum', 'mean', 'prod', 'logsumexp', 'argmax', 'argmin'} do
    local cfn = C['fnn_' .. name]
-   Tensor[name] = function(x, dim, keepdim)
+   Tensor[name] = function(x, dim, keepdim, ...)
       check_tensor(name, x)
+      no_more(name, select('#', ...))
+      local k = keepdim_of(name, keepdim)
       local d = dim == nil and -1 or cdim(name, x, dim)
       local out = new()
-      if cfn(out, x, d, flag(keepdim)) ~= 0 then fail() end
+      if cfn(out, x, d, k) ~= 0 then fail() end
       return done(out)
    end
 end
@@ -35,41 +55,49 @@ end
 -- var, std: (dim, keepdim, opts), (dim, opts) or (opts); opts.unbiased defaults to true
 for _, name in ipairs{'var', 'std'} do
    local cfn = C['fnn_' .. name]
-   local OPTS = require('fastnn.options').declare('Tensor.' .. name, {
+   local OPTS = options.declare('Tensor.' .. name, {
       {'unbiased', 'boolean', true, "divide by n - 1 (Bessel's correction) instead of n"},
+      {'keepdim', 'boolean', nil, 'keep the reduced dim, of size 1 (as the positional keepdim)'},
    })
-   Tensor[name] = function(x, dim, keepdim, opts)
+   Tensor[name] = function(x, dim, keepdim, opts, ...)
       check_tensor(name, x)
+      no_more(name, select('#', ...))
       if type(dim) == 'table' then dim, keepdim, opts = nil, nil, dim
       elseif type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
-      local unbiased = OPTS:check(opts, 2).unbiased
+      local o = OPTS:check(opts, 2)
+      if o.keepdim ~= nil then keepdim = o.keepdim end
+      local k = keepdim_of(name, keepdim)
       local d = dim == nil and -1 or cdim(name, x, dim)
       local out = new()
-      if cfn(out, x, d, flag(keepdim), unbiased and 1 or 0) ~= 0 then fail() end
+      if cfn(out, x, d, k, o.unbiased and 1 or 0) ~= 0 then fail() end
       return done(out)
    end
 end
 
 -- norm(p, dim, keepdim): p a number, 'inf', '-inf' or 'fro' (= 2)
 local named_p = {inf = math.huge, ['-inf'] = -math.huge, fro = 2}
-function Tensor.norm(x, p, dim, keepdim)
+function Tensor.norm(x, p, dim, keepdim, ...)
    check_tensor('norm', x)
+   no_more('norm', select('#', ...))
    if p == nil then p = 2 end
    if type(p) == 'string' then p = named_p[p] or p end
    if type(p) ~= 'number' then
       error(('norm: p is %s, expected a number, \'inf\', \'-inf\' or \'fro\''):format(show_value(p)), 2)
    end
+   local k = keepdim_of('norm', keepdim)
    local d = dim == nil and -1 or cdim('norm', x, dim)
    local out = new()
-   if C.fnn_norm(out, x, p, d, flag(keepdim)) ~= 0 then fail() end
+   if C.fnn_norm(out, x, p, d, k) ~= 0 then fail() end
    return done(out)
 end
 
 -- max, min: with a dim -> values, indices; without -> one value; with a tensor -> elementwise
 for _, name in ipairs{'max', 'min'} do
    local cfn, elementwise = C['fnn_' .. name], name == 'max' and 'maximum' or 'minimum'
-   Tensor[name] = function(x, dim, keepdim)
+   Tensor[name] = function(x, dim, keepdim, ...)
       check_tensor(name, x)
+      no_more(name, select('#', ...))
+      local k = keepdim_of(name, keepdim)
       if is_tensor(dim) then
          local out = new()
          if C['fnn_' .. elementwise](out, x, dim) ~= 0 then fail() end
@@ -82,7 +110,7 @@ for _, name in ipairs{'max', 'min'} do
       end
       local d = cdim(name, x, dim)
       local indices = new()
-      if cfn(values, indices, x, d, flag(keepdim)) ~= 0 then fail() end
+      if cfn(values, indices, x, d, k) ~= 0 then fail() end
       return done(values), done(indices)
    end
 end
@@ -93,8 +121,9 @@ end
 -- (dim required, as torch's). A scalar runs along its one "dim" 1 or -1.
 for name, dim_required in pairs{softmax = false, log_softmax = false, cumsum = true, logcumsumexp = true} do
    local cfn = C['fnn_' .. name]
-   Tensor[name] = function(x, dim)
+   Tensor[name] = function(x, dim, ...)
       check_tensor(name, x)
+      no_more(name, select('#', ...))
       if dim == nil and dim_required then error(name .. ': dim is required (which dim to run the sums along)', 2) end
       local d
       if dim == nil or (x.ndim == 0 and (dim == 1 or dim == -1)) then d = -1
