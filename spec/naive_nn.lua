@@ -265,19 +265,24 @@ function M.layer_norm(x, w, b, eps, count)
    return fnn.tensor(out, x:shape())
 end
 
--- rms_norm over the trailing `count` elements: x / sqrt(mean(x^2) + eps) w; eps nil: float32's epsilon
-function M.rms_norm(x, w, eps, count)
+-- rms_norm of the rows of `count` values of a flat list v: v / sqrt(mean(v^2) + eps) w (w a list or
+-- nil); eps nil: float32's epsilon
+function M.rms_rows(v, count, wv, eps)
    eps = eps or 1.1920928955078125e-07
-   local v = x:to_flat()
-   count = count or (w and w:numel()) or x:shape()[#x:shape()]
-   local wv, out = w and w:to_flat(), {}
+   local out = {}
    for r = 0, #v / count - 1 do
       local ms = 0
       for i = 1, count do ms = ms + v[r * count + i] ^ 2 end
       local scale = 1 / math.sqrt(ms / count + eps)
       for i = 1, count do out[r * count + i] = v[r * count + i] * scale * (wv and wv[i] or 1) end
    end
-   return fnn.tensor(out, x:shape())
+   return out
+end
+
+-- rms_norm over the trailing `count` elements of x (a tensor); count nil: w's size, else the last dim
+function M.rms_norm(x, w, eps, count)
+   count = count or (w and w:numel()) or x:shape()[#x:shape()]
+   return fnn.tensor(M.rms_rows(x:to_flat(), count, w and w:to_flat(), eps), x:shape())
 end
 
 -- group_norm of x [N, C, *]: statistics per sample and group of C / groups channels, then the

@@ -10,20 +10,8 @@ local nn = fnn.nn
 
 local FLOAT_EPS = 1.1920928955078125e-07
 
-local function naive_rms(xs, n, w, eps)
-   eps = eps or FLOAT_EPS
-   local out = {}
-   for r = 0, #xs / n - 1 do
-      local ss = 0
-      for j = 1, n do ss = ss + xs[r * n + j] ^ 2 end
-      local rstd = 1 / math.sqrt(ss / n + eps)
-      for j = 1, n do out[r * n + j] = xs[r * n + j] * rstd * (w and w[j] or 1) end
-   end
-   return out
-end
+local naive_rms = require('naive_nn').rms_rows   -- (xs, n, w, eps): rows of n, a flat list
 
--- gradients of sum(y * gy): with gw = gy w and s = sum(gw x) per row,
--- dx = rstd gw - rstd^3 s / n x, dw = sum over rows of gy x rstd
 local function naive_rms_grads(xs, n, w, gy, eps)
    eps = eps or FLOAT_EPS
    local dx, dw = {}, {}

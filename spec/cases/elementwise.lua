@@ -74,23 +74,15 @@ local function bcast(ts, f)
          st = st * s
       end
    end
-   local total = 1
-   for d = 1, nd do total = total * shape[d] end
-   local out, idx, args = {}, {}, {}
-   for d = 1, nd do idx[d] = 0 end
-   for i = 1, total do
+   local out, args = {}, {}
+   require('naive_nd').each(shape, function(idx)
       for k = 1, #ts do
          local off = 0
-         for d = 1, nd do off = off + idx[d] * strides[k][d] end
+         for d = 1, nd do off = off + (idx[d] - 1) * strides[k][d] end
          args[k] = vals[k][off + 1]
       end
-      out[i] = f(unpack(args, 1, #ts))
-      for d = nd, 1, -1 do
-         idx[d] = idx[d] + 1
-         if idx[d] < shape[d] then break end
-         idx[d] = 0
-      end
-   end
+      out[#out + 1] = f(unpack(args, 1, #ts))
+   end)
    return fnn.tensor(out, shape)
 end
 -- the transpose of a [r, c], by a loop

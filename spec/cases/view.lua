@@ -10,18 +10,12 @@ local function u(shape) return fnn.rand(shape) * 4 - 2 end
 
 -- the view of contiguous a with the given shape, strides (in elements) and 0-based offset, by a loop
 local function gather(a, shape, strides, offset)
-   local v, out, idx, total = a:to_flat(), {}, {}, 1
-   for d = 1, #shape do idx[d] = 0; total = total * shape[d] end
-   for i = 1, total do
+   local v, out = a:to_flat(), {}
+   require('naive_nd').each(shape, function(idx)
       local off = offset or 0
-      for d = 1, #shape do off = off + idx[d] * strides[d] end
-      out[i] = v[off + 1]
-      for d = #shape, 1, -1 do
-         idx[d] = idx[d] + 1
-         if idx[d] < shape[d] then break end
-         idx[d] = 0
-      end
-   end
+      for d = 1, #shape do off = off + (idx[d] - 1) * strides[d] end
+      out[#out + 1] = v[off + 1]
+   end)
    return fnn.tensor(out, shape)
 end
 -- contiguous strides of a shape

@@ -188,26 +188,33 @@ local function per_dim(node, name, nd, default)
    return out
 end
 
--- a convolution's ONNX attributes from its node: the padding after each dim is the least that gives
--- the node's output size (what lies past the last window changes nothing)
-local function conv_export(g, n)
+-- a convolution node's geometry for Conv and ConvTranspose (op_type; transposed: the sizes map the
+-- other way): its inputs, kernel, strides, dilations, the padding before each dim (the node keeps it)
+-- and rest[d] = (a - 1) s + dl (k - 1) + 1 - b - before, a and b the sizes the op maps from and to:
+-- Conv's padding after (the least that gives the output size: what lies past the last window changes
+-- nothing), ConvTranspose's crop after (or, negative, its output_padding)
+local function conv_geometry(n, op_type, transposed)
    local nd, xs, ws, ys = n.attr('nd'), n.in_shapes[1], n.in_shapes[2], n.out_shape
    if #xs ~= nd + 2 then
-      error(('onnx.export: %s of an unbatched input %s (ONNX\'s Conv takes [N, C, ...])'):format(n.op,
-            table.concat(xs, 'x')), 0)
+      error(('onnx.export: %s of an unbatched input %s (ONNX\'s %s takes [N, C, ...])'):format(n.op,
+            table.concat(xs, 'x'), op_type), 0)
    end
-   local kernel, strides, dils, before, after = {}, {}, {}, {}, {}
+   local from, to = transposed and xs or ys, transposed and ys or xs
+   local geo = {nd = nd, kernel = {}, strides = {}, dils = {}, before = {}, rest = {}, inputs = {n.inputs[1], n.inputs[2]}}
+   if n.inputs[3] then geo.inputs[3] = n.inputs[3] end
    for d = 1, nd do
       local k, s, dl, pb = ws[2 + d], n.attr('stride' .. (d - 1)), n.attr('dilation' .. (d - 1)), n.attr('pad' .. (d - 1))
-      kernel[d], strides[d], dils[d], before[d] = k, s, dl, pb
-      after[d] = math.max(0, (ys[2 + d] - 1) * s + dl * (k - 1) + 1 - xs[2 + d] - pb)
+      geo.kernel[d], geo.strides[d], geo.dils[d], geo.before[d] = k, s, dl, pb
+      geo.rest[d] = (from[2 + d] - 1) * s + dl * (k - 1) + 1 - to[2 + d] - pb
    end
-   local pads = {}
-   for d = 1, nd do pads[d], pads[nd + d] = before[d], after[d] end
-   local inputs = {n.inputs[1], n.inputs[2]}
-   if n.inputs[3] then inputs[3] = n.inputs[3] end
-   return g:node('Conv', inputs, {kernel_shape = kernel, strides = strides, pads = pads, dilations = dils,
-                                  group = n.attr('groups')})
+   return geo
+end
+
+local function conv_export(g, n)
+   local geo, pads = conv_geometry(n, 'Conv', false), {}
+   for d = 1, geo.nd do pads[d], pads[geo.nd + d] = geo.before[d], math.max(0, geo.rest[d]) end
+   return g:node('Conv', geo.inputs, {kernel_shape = geo.kernel, strides = geo.strides, pads = pads,
+                                      dilations = geo.dils, group = n.attr('groups')})
 end
 
 M.conv2d = {onnx = {'Conv'}, optional = {[3] = true}, export = conv_export, import = {Conv = function(node, x)
@@ -240,25 +247,15 @@ end
 M.conv1d, M.conv3d = M.conv2d, M.conv2d
 
 -- a transposed convolution as ConvTranspose (PyTorch's and ONNX's weight layout [in, out/groups, k...]):
--- the node keeps the padding before each dim; what is cropped after it, or added (output_padding),
--- is what gives the node's output size from the full transposed output (in - 1) s + d (k - 1) + 1
+-- what is cropped after each dim, or added (output_padding), gives the node's output size from the
+-- full transposed output (in - 1) s + d (k - 1) + 1 (conv_geometry)
 local function conv_transpose_export(g, n)
-   local nd, xs, ws, ys = n.attr('nd'), n.in_shapes[1], n.in_shapes[2], n.out_shape
-   if #xs ~= nd + 2 then
-      error(('onnx.export: %s of an unbatched input %s (ONNX\'s ConvTranspose takes [N, C, ...])'):format(n.op,
-            table.concat(xs, 'x')), 0)
+   local geo, pads, extra = conv_geometry(n, 'ConvTranspose', true), {}, {}
+   for d = 1, geo.nd do
+      pads[d], pads[geo.nd + d], extra[d] = geo.before[d], math.max(0, geo.rest[d]), math.max(0, -geo.rest[d])
    end
-   local kernel, strides, dils, pads, extra = {}, {}, {}, {}, {}
-   for d = 1, nd do
-      local k, s, dl, pb = ws[2 + d], n.attr('stride' .. (d - 1)), n.attr('dilation' .. (d - 1)), n.attr('pad' .. (d - 1))
-      local crop = (xs[2 + d] - 1) * s + dl * (k - 1) + 1 - pb - ys[2 + d]
-      kernel[d], strides[d], dils[d] = k, s, dl
-      pads[d], pads[nd + d], extra[d] = pb, math.max(0, crop), math.max(0, -crop)
-   end
-   local inputs = {n.inputs[1], n.inputs[2]}
-   if n.inputs[3] then inputs[3] = n.inputs[3] end
-   return g:node('ConvTranspose', inputs, {kernel_shape = kernel, strides = strides, pads = pads, dilations = dils,
-                                           group = n.attr('groups'), output_padding = extra})
+   return g:node('ConvTranspose', geo.inputs, {kernel_shape = geo.kernel, strides = geo.strides, pads = pads,
+                                               dilations = geo.dils, group = n.attr('groups'), output_padding = extra})
 end
 
 M.conv_transpose2d = {onnx = {'ConvTranspose'}, optional = {[3] = true}, export = conv_transpose_export,
