@@ -1,6 +1,6 @@
 /* int64.c: the CPU's int64 kernels (core/ops/int64.h): arithmetic and comparisons with broadcasting,
- * the sum / max / min reductions and the float32 <-> int64 cast, as plain loops. Their callers
- * (elementwise.c, reduction.c, tensor.c's fnn_to_dtype) check, shape and allocate; these only run. */
+ * the sum / max / min reductions as plain loops, and every dtype cast (float32, bfloat16, int64). Their
+ * callers (elementwise.c, reduction.c, to_dtype.c's fnn_cast) check, shape and allocate; these only run. */
 #include "../bf16.h"
 #include "int64.h"
 #include <math.h>

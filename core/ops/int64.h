@@ -3,7 +3,7 @@
  * argmax, ...) take int64 tensors through these beside their float rows. Filled by core/ops/int64.c
  * (the CPU) and cuda/int64.cu (its rows call int64.cu, int64_reduce.cu and cast.cu's kernels).
  * The callers: core/ops/elementwise.c (binary), core/ops/reduction.c (sum, max, min) and
- * core/tensor.c's fnn_to_dtype (cast), which check, shape and allocate, then call the row of the
+ * core/ops/to_dtype.c's fnn_cast (cast: float32, bfloat16, int64), which check, shape and allocate, then call the row of the
  * tensor's backend; a backend without the row refuses the op by name. */
 #ifndef FASTNN_OPS_INT64_H
 #define FASTNN_OPS_INT64_H
