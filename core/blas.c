@@ -390,6 +390,19 @@ static float *rounded(const float *x, bool t, int64_t outer, int64_t inner, int6
     return r;
 }
 
+const float *fnn_bf16_values(const float *x, int64_t n, float **owned) {
+    *owned = NULL;
+    /* scanned in rows of 4096, so float32 data stops the scan within its first row */
+    const int64_t cols = 4096, full = n / cols;
+    if (bf16_exact(x, full, cols, cols) && bf16_exact(x + full * cols, 1, n - full * cols, n - full * cols))
+        return x;
+    float *r = fnn_alloc(FNN_DEVICE_CPU, (int64_t)sizeof(float) * n);
+    if (!r) return NULL;
+    fnn_round_bf16_matrix(r, x, 1, n, n);
+    *owned = r;
+    return r;
+}
+
 void fnn_gemm_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     if (!fnn_prec_bf16(family) || m <= 0 || n <= 0 || k <= 0) {

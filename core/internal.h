@@ -349,6 +349,10 @@ bool fnn_bf16_native(void);           /* oneDNN runs bf16 products on this CPU's
 void fnn_to_bf16_matrix(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld);
 void fnn_round_bf16_matrix(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld);
 void fnn_from_bf16(float *dst, const uint16_t *src, int64_t n);   /* n bf16 values widened, exactly */
+/* x's n values as bfloat16 values held in float32, for a float32 kernel standing in for bf16 units:
+ * x itself when every value is one already (autocast's activations), else a rounded copy that *owned
+ * holds (the caller fnn_frees it, n floats); NULL with an error set when out of memory */
+const float *fnn_bf16_values(const float *x, int64_t n, float **owned);
 
 /* ---- autograd ---- */
 typedef int (*fnn_backward_fn)(fnn_node *n, const fnn_tensor *dout, fnn_tensor *dins);

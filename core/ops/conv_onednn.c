@@ -82,7 +82,8 @@ static void key_of(conv_key *k, const conv_geom *g, int kind, int threads) {
     memcpy(k->v, v, sizeof v);
     k->kind = kind;
     k->threads = threads;
-    k->bf16 = fnn_prec_bf16(FNN_PREC_CONV);
+    /* bf16 precision without bf16 units runs float32 primitives on rounded inputs (emulated_inputs) */
+    k->bf16 = fnn_prec_bf16(FNN_PREC_CONV) && fnn_bf16_native();
 }
 
 /* the threads a primitive made now on this thread would plan for and run on (OpenMP's; one inside
@@ -400,8 +401,6 @@ static void env_read(void) {
 
 bool fnn_onednn_conv_wants(const conv_geom *g) {
     if (fnn_blas_portable()) return false;
-    /* bf16 precision without bf16 units: im2col, whose GEMMs round their operands (precision.c) */
-    if (fnn_prec_bf16(FNN_PREC_CONV) && !fnn_bf16_native()) return false;
     pthread_once(&env_once, env_read);
     if (!conv_env) return false;
     if (g->N == 0 || g->C == 0 || g->O == 0 || g->L == 0 || g->S == 0) return false;
@@ -514,8 +513,50 @@ static int job_run(onednn_job *j, int dev) {
     return FNN_STATUS_OK;
 }
 
+/* bf16 precision on a CPU without bf16 units: the float32 primitives on the inputs rounded to bfloat16
+ * (a product of two bf16 values is exact in float32, so the numbers are the bf16 kernels' up to the
+ * order of the sums); before, these convs fell back to im2col, 1.6x slower on resnet_small. Each of
+ * x, w, dy that is given is replaced by its rounded copy (or kept: autocast's are bf16 values already);
+ * owned[] collects the copies for emulated_free. */
+static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y);
+static int conv_backward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
+                             const float *dy_in, const float *bias_in, float *dx, float *dw, float *db);
+
+typedef struct {
+    float *owned[3];
+    int64_t n[3];
+} emulated_inputs;
+
+static int emulate_bf16(emulated_inputs *e, const conv_geom *g, const float **x, const float **w, const float **dy) {
+    memset(e, 0, sizeof *e);
+    if (!fnn_prec_bf16(FNN_PREC_CONV) || fnn_bf16_native()) return FNN_STATUS_OK;
+    const float **in[3] = {x, w, dy};
+    const int64_t n[3] = {g->N * g->C * g->S, g->O * g->Kg, g->N * g->O * g->L};
+    for (int i = 0; i < 3; i++) {
+        if (!in[i] || !*in[i]) continue;
+        const float *r = fnn_bf16_values(*in[i], n[i], &e->owned[i]);
+        if (!r) return FNN_STATUS_OOM;
+        e->n[i] = n[i];
+        *in[i] = r;
+    }
+    return FNN_STATUS_OK;
+}
+
+static void emulated_free(emulated_inputs *e) {
+    for (int i = 0; i < 3; i++)
+        if (e->owned[i]) fnn_free(FNN_DEVICE_CPU, e->owned[i], (int64_t)sizeof(float) * e->n[i]);
+}
+
 int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y) {
     if (!fnn_onednn_conv_wants(g)) return FNN_ONEDNN_DECLINED;
+    emulated_inputs e;
+    int rc = emulate_bf16(&e, g, &x, &w, NULL);
+    if (!rc) rc = conv_forward_run(g, dev, x, w, b, y);
+    emulated_free(&e);
+    return rc;
+}
+
+static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y) {
     void *const data[3] = {(void *)x, (void *)w, y};
     const int64_t stride[3] = {g->C * g->S, 0, g->O * g->L};
     const double flops = 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L;
@@ -530,6 +571,17 @@ int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const f
 int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
                              const float *bias_in, float *dx, float *dw, float *db) {
     if (!fnn_onednn_conv_wants(g) || (!dx && !dw)) return FNN_ONEDNN_DECLINED;
+    /* the bias gradient alone (no dw) sums dy as given, as it does with bf16 units */
+    const float *dy_in = dy;
+    emulated_inputs e;
+    int rc = emulate_bf16(&e, g, dw ? &x : NULL, dx ? &w : NULL, &dy);
+    if (!rc) rc = conv_backward_run(g, dev, x, w, dy, dy_in, bias_in, dx, dw, db);
+    emulated_free(&e);
+    return rc;
+}
+
+static int conv_backward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
+                             const float *dy_in, const float *bias_in, float *dx, float *dw, float *db) {
     const double flops = 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L;
     onednn_job jd, jw;
     bool od[2] = {false, false}, ow[2] = {false, false};
@@ -556,7 +608,7 @@ int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const 
         for (int64_t o = 0; o < g->O; o++) {
             double s = 0;
             for (int64_t n = 0; n < g->N; n++) {
-                const float *d = dy + (n * g->O + o) * g->L;
+                const float *d = dy_in + (n * g->O + o) * g->L;
                 float part = 0;
                 for (int64_t i = 0; i < g->L; i++) part += d[i];
                 s += part;
