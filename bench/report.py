@@ -34,15 +34,15 @@ ROWS = [
     ("cnn_fmnist step vs torch im2col (CNN_MKLDNN=0)", "ms_per_step", "ms", "fnn_cnn_fmnist", "cnn_fmnist",
      "torch_cnn_fmnist_im2col", "cnn_fmnist", "info", None),
     ("resnet_small step", "ms_per_step", "ms", "fnn_resnet_small", "resnet_small",
-     "torch_resnet_small", "resnet_small", "le", 0.8),
+     "torch_resnet_small", "resnet_small", "le", 0.6),   # issue 32: every training workload <= 0.6x eager
     ("gpt_generate cached greedy decoding", "ms_per_token", "ms", "fnn_gpt_generate", "gpt_generate",
      "torch_gpt_generate", "gpt_generate", "le", 0.5),
     ("gpt_generate late/early token cost (fastnn; PyTorch's beside)", "late_over_early", "x", "fnn_gpt_generate",
      "gpt_generate", "torch_gpt_generate", "gpt_generate", "info", None),
     ("char_gpt step", "ms_per_step", "ms", "fnn_char_gpt", "char_gpt",
-     "torch_char_gpt", "char_gpt", "le", 0.8),
+     "torch_char_gpt", "char_gpt", "le", 0.6),   # issue 32: every training workload <= 0.6x eager
     ("lstm_seq step", "ms_per_step", "ms", "fnn_lstm_seq", "lstm_seq",
-     "torch_lstm_seq", "lstm_seq", "le", 0.8),
+     "torch_lstm_seq", "lstm_seq", "le", 0.6),   # issue 32: every training workload <= 0.6x eager
 ] + [
     (f"nn_ops {label} fwd+bwd", metric, "ms", "fnn_nn_ops", "nn_ops", "torch_nn_ops", "nn_ops", "le", 1.0)
     for label, metric in [("conv1d [32,64,256] k5", "conv1d_ms"), ("conv3d [8,16,16^3] k3", "conv3d_ms"),
@@ -55,7 +55,7 @@ ROWS = [
     ("optim_step Adam, 10M params in 100 tensors", "adam_step_ms", "ms", "fnn_optim_step", "optim_step",
      "torch_optim_step", "optim_step", "le", 1.0),
     ("optim_step Adam vs torch fused=True", "adam_step_ms|adam_fused_step_ms", "ms", "fnn_optim_step", "optim_step",
-     "torch_optim_step", "optim_step", "info", None),
+     "torch_optim_step", "optim_step", "le", 1.0),   # issue 32
     # fastnn against its own figures (the 'PyTorch' column holds the second figure)
     ("data_loader shuffled epoch, batch 128 / mlp_fmnist epoch", "loader_s|mlp_hand_s", "s", "fnn_data_loader",
      "data_loader", "fnn_data_loader", "data_loader", "le", 0.05),
@@ -91,9 +91,9 @@ ROWS = [
 ROWS = [r if r[4] != "sgemm_fastnn_t2" else r[:4] + ("sgemm_fastnn_t2_n1024",) + r[5:] for r in ROWS]
 
 # README's ratios on AMD Zen 3 (df31ead, 2026-12-01): the AVX2-only rows (bench/run.sh --avx2)
-# must not be worse
+# must not be worse; lstm_seq: issue 32's 0.8 as an AVX2-only CPU
 ZEN3 = {"mlp_fmnist epoch": 0.502, "cnn_fmnist step": 0.557, "resnet_small step": 1.034, "char_gpt step": 1.073,
-        "lstm_seq step": 1.137, "nn_ops conv1d [32,64,256] k5 fwd+bwd": 0.835,
+        "lstm_seq step": 0.8, "nn_ops conv1d [32,64,256] k5 fwd+bwd": 0.835,
         "nn_ops conv3d [8,16,16^3] k3 fwd+bwd": 1.119, "nn_ops conv_transpose2d [16,64,16,16] k4 s2 fwd+bwd": 1.404,
         "nn_ops depthwise conv2d [32,64,32,32] k3 fwd+bwd": 0.605, "nn_ops batch_norm2d [64,64,32,32] fwd+bwd": 0.289,
         "nn_ops group_norm 8 groups [32,64,32,32] fwd+bwd": 0.766,
@@ -306,8 +306,13 @@ def main():
 
     selected = set(a.workloads.split()) if a.workloads else None
     summary = {"pass": 0, "fail": 0, "open": 0}
+    # issue 31: autocast 1.5x faster than float32 where the CPU has bf16 units; elsewhere (emulated
+    # bf16: rounded operands, float32 products) no more than 10% slower
+    bf16_units = any(u in meta.get("config", "") for u in ("AVX512-BF16", "AMX"))
+    bf16_rows = [r if not (r[0].endswith("autocast bf16 / fastnn float32") and not bf16_units)
+                 else (r[0] + " (no bf16 units)",) + r[1:8] + (1.1,) for r in BF16_ROWS]
     rows = ROWS + (AVX2_ROWS if any(j.startswith("fnn_avx2_") for j in runs) else []) + \
-        (BF16_ROWS if any(j.startswith("fnn_bf16_") for j in runs) else []) + \
+        (bf16_rows if any(j.startswith("fnn_bf16_") for j in runs) else []) + \
         (COMPILE_ROWS if any(j.startswith("torch_compile_") for j in runs) else [])
     for (label, metric, unit, fj, fr, rj, rr, kind, target) in rows:
         wl = "sgemm" if fr.startswith(("sgemm", "bf16_")) else fr
