@@ -113,7 +113,7 @@ for _, name in ipairs{'max', 'min'} do
       local k = keepdim_of(name, keepdim)
       local values = new()
       if dim == nil then
-         if cfn(values, nil, x, -1, 0) ~= 0 then fail() end
+         if cfn(values, nil, x, -1, k) ~= 0 then fail() end   -- keepdim: every dim kept, of size 1, as sum's
          return done(values)
       end
       local d = cdim(name, x, dim)
