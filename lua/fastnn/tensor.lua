@@ -27,13 +27,17 @@ local floor, huge = math.floor, math.huge
 local live_cpu = C.fnn_live_bytes_ptr(0)
 local MIN_THRESHOLD = 64 * 1024 * 1024
 local threshold = MIN_THRESHOLD
-local function collect()
+local function collect(extra)
+   if extra ~= nil then M.too_many('collect', 1, extra, '') end
    collectgarbage()
    local now = tonumber(live_cpu[0])
    threshold = math.max(MIN_THRESHOLD, now * 1.4)
 end
 M.collect = collect
-function M.set_gc_threshold(bytes) MIN_THRESHOLD = bytes; threshold = bytes end
+function M.set_gc_threshold(bytes, extra)
+   if extra ~= nil then M.too_many('set_gc_threshold', 2, extra, 'bytes') end
+   MIN_THRESHOLD = bytes; threshold = bytes
+end
 
 -- fnn.profile (profile.lua) turns this on for the duration of its function: new() and done()
 -- then bracket each op's C call for the core's per-thread timer (core/profile.c)
@@ -104,7 +108,41 @@ local function fail(as)
 end
 
 M.new, M.done, M.fail = new, done, fail
-function M.is_tensor(x) return istype(T, x) end
+
+-- ---------------------------------------------------------------------------
+-- arguments past an op's last: refused, never dropped (x:relu(5), x:clamp(0, 1, 3), a:add(b, c))
+
+local describe = require('fastnn.options').describe   -- a value as messages show it: never an address
+
+-- The one refusal: "<op>: unexpected argument <pos> (<value>); <op> takes (<takes>)". pos counts the
+-- function form's arguments (x:clamp(0, 1, 3) is clamp(x, 0, 1, 3): argument 4), so the method and
+-- the function say the same. Raised at the binding's caller: level counts from the caller of this
+-- as Decl:check's does (default 2: 1 this, 2 the binding, 3 the binding's caller); hint, when given,
+-- follows the signature.
+-- A binding of fixed arity names one parameter past its last and calls this when that is not nil:
+--    function Tensor.relu(x, extra) if extra ~= nil then too_many('relu', 2, extra, 'x') end ... end
+-- which costs one comparison (a trailing nil stays legal: Lua cannot tell it from none). Bindings
+-- that take varargs anyway pass them to `rest`.
+local function too_many(op, pos, v, takes, level, hint)
+   error(('%s: unexpected argument %d (%s)%s%s'):format(op, pos, describe(v),
+         takes and ('; %s takes (%s)'):format(op, takes) or '', hint and ('; ' .. hint) or ''), (level or 2) + 1)
+end
+M.too_many = too_many
+
+-- the first non-nil of ..., refused as argument pos + its index - 1 at the caller of the binding
+-- that calls rest (nils pass, as past a named parameter)
+local function rest(op, pos, takes, ...)
+   for i = 1, select('#', ...) do
+      local v = select(i, ...)
+      if v ~= nil then too_many(op, pos + i - 1, v, takes, 3) end
+   end
+end
+M.rest = rest
+
+function M.is_tensor(x, extra)
+   if extra ~= nil then too_many('is_tensor', 2, extra, 'x') end
+   return istype(T, x)
+end
 function M.last_error() return ffi_string(C.fnn_last_error()) end
 
 -- ---------------------------------------------------------------------------
@@ -113,7 +151,8 @@ function M.last_error() return ffi_string(C.fnn_last_error()) end
 local shape_buf = ffi.new('int64_t[8]')
 M.shape_buf = shape_buf
 
-local function shape_str(t)
+local function shape_str(t, extra)
+   if extra ~= nil then too_many('shape_str', 2, extra, 't') end
    local parts = {}
    for i = 0, t.ndim - 1 do parts[#parts + 1] = tostring(tonumber(t.shape_[i])) end
    return '[' .. table.concat(parts, ',') .. ']'
@@ -121,10 +160,16 @@ end
 M.shape_str = shape_str
 Tensor.shape_str = shape_str
 
--- sizes as varargs or one table -> shape_buf, ndim; `allow_infer` lets one -1 through
-local function parse_shape(op, allow_infer, first, ...)
+-- sizes as varargs or one table -> shape_buf, ndim; `allow_infer` lets one -1 through. `at` is the
+-- argument number of the sizes in the op's call (x:reshape{2, 3} is reshape(x, {2, 3}): 2): an
+-- argument after a sizes table is refused under its number
+local function parse_shape_at(op, allow_infer, at, first, ...)
    local n, list
    if type(first) == 'table' then
+      for i = 1, select('#', ...) do
+         local v = select(i, ...)
+         if v ~= nil then too_many(op, at + i, v, nil, 3, 'the sizes are one table or numbers') end
+      end
       list, n = first, #first
    else
       n = select('#', first, ...)
@@ -146,6 +191,9 @@ local function parse_shape(op, allow_infer, first, ...)
    end
    return n, shape_buf
 end
+M.parse_shape_at = parse_shape_at
+-- the sizes as the op's first argument (a creator's)
+local function parse_shape(op, allow_infer, ...) return parse_shape_at(op, allow_infer, 1, ...) end
 M.parse_shape = parse_shape
 
 -- a 1-based (or negative) Lua dim -> 0-based C dim, checked; `extra` admits ndim+extra dims (unsqueeze)
@@ -250,7 +298,8 @@ end
 M.rand = creator('rand', C.fnn_rand)
 
 -- uniform(shape, lo, hi): U[lo, hi) (what the layers' default initialisations draw)
-function M.uniform(shape, lo, hi)
+function M.uniform(shape, lo, hi, extra)
+   if extra ~= nil then too_many('uniform', 4, extra, 'shape, lo, hi') end
    if type(lo) ~= 'number' or type(hi) ~= 'number' then
       error(('uniform: bounds are %s and %s, expected numbers'):format(type(lo), type(hi)), 2)
    end
@@ -277,18 +326,31 @@ local function make_filled(op, n, shape, value, dtype, device)
 end
 
 -- zeros, ones, empty: sizes as varargs or a table, then optionally {dtype = 'int64', device = d}
+local TYPED_TAKES = 'sizes as numbers or one table, then optionally {dtype = ..., device = ...}'
 local function typed_creator(op, value)
    return function(...)
       local nargs = select('#', ...)
-      local last = nargs > 0 and select(nargs, ...) or nil
-      local dtype, device = 0, 0
-      local n, shape
-      if is_opts(last) then
-         last = creator_opts(op, last, 2)
-         dtype, device = dtype_of(op, last), device_id(op, last)
-         n, shape = parse_shape(op, false, unpack({...}, 1, nargs - 1))
+      local first = ...
+      local n, shape, opts
+      if type(first) == 'table' and not is_opts(first) then   -- ({sizes}[, opts]): nothing after the options
+         local second = select(2, ...)
+         if second ~= nil and not is_opts(second) then too_many(op, 2, second, TYPED_TAKES) end
+         if nargs > 2 then rest(op, 3, TYPED_TAKES, select(3, ...)) end
+         opts = second
+         n, shape = parse_shape(op, false, first)
       else
-         n, shape = parse_shape(op, false, ...)
+         local last = nargs > 0 and select(nargs, ...) or nil
+         if is_opts(last) then
+            opts = last
+            n, shape = parse_shape(op, false, unpack({...}, 1, nargs - 1))
+         else
+            n, shape = parse_shape(op, false, ...)
+         end
+      end
+      local dtype, device = 0, 0
+      if opts ~= nil then
+         opts = creator_opts(op, opts, 2)
+         dtype, device = dtype_of(op, opts), device_id(op, opts)
       end
       return make_filled(op, n, shape, value, dtype, device)
    end
@@ -298,7 +360,8 @@ M.ones = typed_creator('ones', 1)
 M.empty = typed_creator('empty', nil)
 
 -- full(shape, value[, {dtype = ..., device = ...}])
-function M.full(shape, value, opts)
+function M.full(shape, value, opts, extra)
+   if extra ~= nil then too_many('full', 4, extra, 'shape, value, opts') end
    if type(value) ~= 'number' then
       error(('full: value is a %s, expected a number'):format(type(value)), 2)
    end
@@ -310,8 +373,21 @@ end
 
 -- arange(n), arange(a, b[, step]), each optionally followed by {dtype = ...}. As in PyTorch, whole
 -- numbers give an int64 range (exact past 2^24) and any fractional argument a float32 one
-function M.arange(a, b, step, opts)
-   if is_opts(b) then b, opts = nil, b elseif is_opts(step) then step, opts = nil, step end
+local ARANGE_TAKES = 'n[, opts] or a, b[, step][, opts]'
+function M.arange(a, b, step, opts, extra)
+   -- the options table ends the call wherever it stands
+   if is_opts(b) then
+      if step ~= nil or opts ~= nil or extra ~= nil then
+         local at = step ~= nil and 3 or opts ~= nil and 4 or 5
+         too_many('arange', at, at == 3 and step or at == 4 and opts or extra, ARANGE_TAKES)
+      end
+      b, opts = nil, b
+   elseif is_opts(step) then
+      if opts ~= nil or extra ~= nil then too_many('arange', opts ~= nil and 4 or 5, opts or extra, ARANGE_TAKES) end
+      step, opts = nil, step
+   elseif extra ~= nil then
+      too_many('arange', 5, extra, ARANGE_TAKES)
+   end
    opts = creator_opts('arange', opts, 2)
    if b == nil then a, b = 0, a end
    step = step or 1
@@ -329,7 +405,8 @@ function M.arange(a, b, step, opts)
    return done(out)
 end
 
-function M.linspace(a, b, n)
+function M.linspace(a, b, n, extra)
+   if extra ~= nil then too_many('linspace', 4, extra, 'start, stop, count') end
    local out = new()
    if type(a) ~= 'number' or type(b) ~= 'number' or type(n) ~= 'number' then
       error('linspace: expected (start, stop, count) numbers', 2)
@@ -338,7 +415,8 @@ function M.linspace(a, b, n)
    return done(out)
 end
 
-function M.eye(n, m)
+function M.eye(n, m, extra)
+   if extra ~= nil then too_many('eye', 3, extra, 'n[, m]') end
    if type(n) ~= 'number' or n < 0 or (m ~= nil and (type(m) ~= 'number' or m < 0)) then
       error('eye: expected (n[, m]) non-negative sizes', 2)
    end
@@ -348,21 +426,24 @@ function M.eye(n, m)
 end
 
 -- randperm(n): an int64 permutation of 1..n
-function M.randperm(n)
+function M.randperm(n, extra)
+   if extra ~= nil then too_many('randperm', 2, extra, 'n') end
    local out = new()
    if type(n) ~= 'number' or n ~= floor(n) then error('randperm: expected a whole count, got ' .. show_value(n), 2) end
    if C.fnn_randperm(out, n) ~= 0 then fail() end
    return done(out)
 end
 
-function M.manual_seed(seed)
+function M.manual_seed(seed, extra)
+   if extra ~= nil then too_many('manual_seed', 2, extra, 'seed') end
    if type(seed) ~= 'number' then error('manual_seed: expected a number', 2) end
    C.fnn_manual_seed(seed)
 end
 
 -- rand_like, randn_like: t's shape, drawn on t's device (cuRAND on a GPU)
 local function like_random(op, cfn, lo, hi, cfn_on)
-   return function(t)
+   return function(t, extra)
+      if extra ~= nil then too_many(op, 2, extra, 't') end
       if not istype(T, t) then error(('%s: expected a tensor, got %s'):format(op, type(t)), 2) end
       local out = new()
       local rc
@@ -376,7 +457,10 @@ M.randn_like = like_random('randn_like', C.fnn_randn, 0, 1, C.fnn_normal_on)
 -- zeros_like(t[, opts]), ones_like(t[, opts]), full_like(t, value[, opts]): t's shape, dtype and
 -- device (PyTorch's), unless opts name another dtype or device
 local function like_filled(op, fixed)
-   return function(t, a, b)
+   local takes = fixed and 't[, opts]' or 't, value[, opts]'
+   return function(t, a, b, extra)
+      if fixed and b ~= nil then too_many(op, 3, b, takes) end
+      if extra ~= nil then too_many(op, 4, extra, takes) end
       if not istype(T, t) then error(('%s: expected a tensor, got %s'):format(op, type(t)), 2) end
       local value, opts = fixed, a
       if fixed == nil then
@@ -407,10 +491,17 @@ M.nested_shape = nested_shape   -- fastnn.serve reads a decoded JSON array's sha
 
 -- fnn.tensor(data[, shape][, {dtype = 'int64'}]); a tensor comes back as it is (converted to dtype
 -- when one is named)
-function M.tensor(data, shape, opts)
-   if is_opts(shape) then shape, opts = nil, shape end
+function M.tensor(data, shape, opts, extra)
+   if is_opts(shape) then
+      if opts ~= nil then too_many('tensor', 3, opts, 'data[, shape][, opts]') end
+      shape, opts = nil, shape
+   end
+   if extra ~= nil then too_many('tensor', 4, extra, 'data[, shape][, opts]') end
    opts = creator_opts('tensor', opts, 2)
    local dtype = dtype_of('tensor', opts)
+   if shape ~= nil and type(data) ~= 'table' then   -- a shape arranges a table's values: nothing else takes one
+      error(('tensor: shape %s is for a flat table of values, not %s'):format(show_value(shape), describe(data)), 2)
+   end
    if istype(T, data) then
       if opts == nil or opts.dtype == nil or data.dtype_ == dtype then return data end
       local out = new()
@@ -486,8 +577,14 @@ function M.tensor(data, shape, opts)
 end
 
 -- fnn.long(data[, shape]): an int64 tensor (Torch7's LongTensor) from a table, number or tensor
-function M.long(data, shape)
-   if istype(T, data) then return data:long() end
+function M.long(data, shape, extra)
+   if extra ~= nil then too_many('long', 3, extra, 'data[, shape]') end
+   if istype(T, data) then
+      if shape ~= nil then
+         error(('long: shape %s is for a flat table of values, not %s'):format(show_value(shape), describe(data)), 2)
+      end
+      return data:long()
+   end
    return M.tensor(data, shape, {dtype = 'int64'})
 end
 
@@ -505,31 +602,46 @@ local function check_usable(op, t)
    if t.freed ~= 0 then error(op .. ': tensor was freed', 3) end
 end
 
-function Tensor.dim(t) return t.ndim end
-function Tensor.dtype(t) return DTYPE_NAME[t.dtype_] or 'unknown' end
+-- (each takes t alone, or t and a dim: a further argument is refused)
+function Tensor.dim(t, extra)
+   if extra ~= nil then too_many('dim', 2, extra, 't') end
+   return t.ndim
+end
+function Tensor.dtype(t, extra)
+   if extra ~= nil then too_many('dtype', 2, extra, 't') end
+   return DTYPE_NAME[t.dtype_] or 'unknown'
+end
 -- t:long() / t:float(): t converted (t itself when it has that dtype); to int64 refuses a value
 -- that is not a whole number, naming it and its position
-function Tensor.long(t)
+function Tensor.long(t, extra)
+   if extra ~= nil then too_many('long', 2, extra, 't') end
    local out = new()
    if C.fnn_to_dtype(out, t, 1) ~= 0 then fail() end
    return done(out)
 end
-function Tensor.float(t)
+function Tensor.float(t, extra)
+   if extra ~= nil then too_many('float', 2, extra, 't') end
    local out = new()
    if C.fnn_to_dtype(out, t, 0) ~= 0 then fail() end
    return done(out)
 end
-function Tensor.numel(t) return tonumber(C.fnn_tensor_numel(t)) end
-function Tensor.shape(t)
+function Tensor.numel(t, extra)
+   if extra ~= nil then too_many('numel', 2, extra, 't') end
+   return tonumber(C.fnn_tensor_numel(t))
+end
+function Tensor.shape(t, extra)
+   if extra ~= nil then too_many('shape', 2, extra, 't') end
    local s = {}
    for i = 0, t.ndim - 1 do s[i + 1] = tonumber(t.shape_[i]) end
    return s
 end
-function Tensor.size(t, d)
+function Tensor.size(t, d, extra)
+   if extra ~= nil then too_many('size', 3, extra, 't[, dim]') end
    if d == nil then return t:shape() end
    return tonumber(t.shape_[cdim('size', t, d)])
 end
-function Tensor.stride(t, d)
+function Tensor.stride(t, d, extra)
+   if extra ~= nil then too_many('stride', 3, extra, 't[, dim]') end
    if d == nil then
       local s = {}
       for i = 0, t.ndim - 1 do s[i + 1] = tonumber(t.stride_[i]) end
@@ -537,12 +649,22 @@ function Tensor.stride(t, d)
    end
    return tonumber(t.stride_[cdim('stride', t, d)])
 end
-function Tensor.is_contiguous(t) return C.fnn_tensor_is_contiguous(t) == 1 end
-function Tensor.storage_id(t) return tonumber(ffi.cast('intptr_t', C.fnn_tensor_storage_id(t))) end
-function Tensor.is_freed(t) return t.freed ~= 0 end
+function Tensor.is_contiguous(t, extra)
+   if extra ~= nil then too_many('is_contiguous', 2, extra, 't') end
+   return C.fnn_tensor_is_contiguous(t) == 1
+end
+function Tensor.storage_id(t, extra)
+   if extra ~= nil then too_many('storage_id', 2, extra, 't') end
+   return tonumber(ffi.cast('intptr_t', C.fnn_tensor_storage_id(t)))
+end
+function Tensor.is_freed(t, extra)
+   if extra ~= nil then too_many('is_freed', 2, extra, 't') end
+   return t.freed ~= 0
+end
 
 local item_buf = ffi.new('double[1]')
-function Tensor.item(t)
+function Tensor.item(t, extra)
+   if extra ~= nil then too_many('item', 2, extra, 't') end
    if C.fnn_item(t, item_buf) ~= 0 then fail() end
    return item_buf[0]
 end
@@ -556,7 +678,8 @@ local function flat_values(op, t)
    return buf, n
 end
 
-function Tensor.to_table(t)
+function Tensor.to_table(t, extra)
+   if extra ~= nil then too_many('to_table', 2, extra, 't') end
    local buf = flat_values('to_table', t)
    if t.ndim == 0 then return buf[0] end
    local pos = 0
@@ -576,16 +699,21 @@ function Tensor.to_table(t)
 end
 
 -- the values as a flat Lua array (row-major)
-function Tensor.to_flat(t)
+function Tensor.to_flat(t, extra)
+   if extra ~= nil then too_many('to_flat', 2, extra, 't') end
    local buf, n = flat_values('to_flat', t)
    local r = {}
    for i = 1, n do r[i] = buf[i - 1] end
    return r
 end
 
-function Tensor.free(t) C.fnn_tensor_free(t) end
+function Tensor.free(t, extra)
+   if extra ~= nil then too_many('free', 2, extra, 't') end
+   C.fnn_tensor_free(t)
+end
 
-function Tensor.device_name(t)
+function Tensor.device_name(t, extra)
+   if extra ~= nil then too_many('device_name', 2, extra, 't') end
    local dev = t.device_
    if bit.rshift(dev, 8) == 0 then return 'cpu' end
    return 'cuda:' .. bit.band(dev, 255)
@@ -740,8 +868,18 @@ mt.__mul = function(a, b) return operators.mul(a, b) end
 mt.__div = function(a, b) return operators.div(a, b) end
 mt.__pow = function(a, b) return operators.pow(a, b) end
 mt.__unm = function(a) return operators.neg(a) end
-Tensor.add, Tensor.sub, Tensor.mul, Tensor.div, Tensor.pow = operators.add, operators.sub, operators.mul,
-   operators.div, operators.pow
+-- the named forms, a:add(b) ... a:pow(b): the operators' functions (read at each call, as the
+-- metamethods do) behind a refusal of a third argument, which PyTorch's add and sub read as alpha
+-- and Torch7's add as a scale of the other operand: refused, not guessed. The metamethods keep
+-- their direct calls (Lua passes them exactly two)
+for _, name in ipairs{'add', 'sub', 'mul', 'div', 'pow'} do
+   local hint = (name == 'add' or name == 'sub') and ('for a scaled operand write a %s alpha * b'):format(
+      name == 'add' and '+' or '-') or nil
+   Tensor[name] = function(a, b, extra)
+      if extra ~= nil then too_many(name, 3, extra, 'a, b', 2, hint) end
+      return operators[name](a, b)
+   end
+end
 M.arith = arith
 ffi.metatype(T, mt)
 

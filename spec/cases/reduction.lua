@@ -186,6 +186,11 @@ local cases = {
     ref = function(a) return by_lines(a, 1, false, min) end},
    {op = 'min', inputs = function() return fnn.tensor{{-1.5, -0.2}, {0.3, -1.5}} end, fn = function(a) return a:min() end,
     ref = function(a) return by_lines(a, nil, false, min) end},
+   -- over everything with keepdim: every dim kept at size 1, as sum's (the keepdim was dropped)
+   {op = 'max', inputs = function() return fnn.tensor{{1.5, -0.2}, {1.5, 0.7}} end,
+    fn = function(a) return a:max(nil, true) end, ref = function(a) return by_lines(a, nil, true, max) end},
+   {op = 'min', inputs = function() return fnn.tensor{{-1.5, -0.2}, {0.3, -1.2}} end,
+    fn = function(a) return a:min(nil, true) end, ref = function(a) return by_lines(a, nil, true, min) end},
    {op = 'softmax', inputs = function() return u{3, 4} end, fn = function(a) return a:softmax(2) end,
     ref = function(a) return by_lines(a, 2, false, softmax) end},
    {op = 'softmax', inputs = function() return u{2, 3, 2} end, fn = function(a) return a:softmax(2) end,

@@ -20,6 +20,8 @@ local M = {}
 
 -- errors from these helpers land on the user's line: 1 the helper, 2 the binding, 3 its caller
 local check_tensor = fnn_tensor.check_tensor
+-- an argument past an op's last is refused at the caller's line (fastnn.tensor's too_many)
+local too_many = fnn_tensor.too_many
 
 local function is_int(v) return type(v) == 'number' and v == floor(v) end
 
@@ -197,7 +199,8 @@ end
 -- fnn.<op>(x, w, b, opts): errors at the caller's line (1 the helper, 2 the binding, 3 the caller)
 local function binding(op, nd, transposed)
    local OPTS = conv_options(op, transposed)
-   return function(x, w, b, opts)
+   return function(x, w, b, opts, extra)
+      if extra ~= nil then too_many(op, 5, extra, 'x, weight[, bias[, opts]]') end
       check_tensor(op, x, 'input')
       check_tensor(op, w, 'weight')
       if b ~= nil then check_tensor(op, b, 'bias') end

@@ -12,11 +12,15 @@ local M = {}
 -- 'cfn'") would name neither the op nor the caller's line
 local is_tensor = fnn_tensor.is_tensor
 local check_x = fnn_tensor.check_tensor
+-- an argument past an op's last is refused at the caller's line (fastnn.tensor's too_many): each
+-- binding names one parameter past its last, `extra`, and refuses it when it is not nil
+local too_many = fnn_tensor.too_many
 
 -- x:name() through fnn_<name>(out, x): x -> same shape
 local function bind_unary(name)
    local cfn = C['fnn_' .. name]
-   Tensor[name] = function(x)
+   Tensor[name] = function(x, extra)
+      if extra ~= nil then too_many(name, 2, extra, 'x') end
       check_x(name, x)
       local out = new()
       if cfn(out, x) ~= 0 then fail() end
@@ -36,7 +40,8 @@ local GELU_OPTS = require('fastnn.options').declare('Tensor.gelu', {
    {'approximate', 'string', 'none', "'none' (exact, through erf) or 'tanh' (the tanh approximation)",
     values = {'none', 'tanh'}},
 })
-function Tensor.gelu(x, opts)
+function Tensor.gelu(x, opts, extra)
+   if extra ~= nil then too_many('gelu', 3, extra, "x[, {approximate = 'tanh'}]") end
    check_x('gelu', x)
    local out = new()
    local tanh_form = GELU_OPTS:check(opts, 2).approximate == 'tanh'
@@ -45,7 +50,8 @@ function Tensor.gelu(x, opts)
 end
 
 -- clamp(min, max): nil means no bound on that side
-function Tensor.clamp(x, lo, hi)
+function Tensor.clamp(x, lo, hi, extra)
+   if extra ~= nil then too_many('clamp', 4, extra, 'x, min, max') end
    check_x('clamp', x)
    local out = new()
    if C.fnn_clamp(out, x, lo or -math.huge, hi or math.huge) ~= 0 then fail() end
@@ -57,7 +63,9 @@ Tensor.hard_sigmoid, Tensor.hard_swish = Tensor.hardsigmoid, Tensor.hardswish   
 -- activations with one number: leaky_relu(negative_slope = 0.01), elu(alpha = 1), celu(alpha = 1)
 for name, spec in pairs{leaky_relu = {'negative_slope', 0.01}, elu = {'alpha', 1}, celu = {'alpha', 1}} do
    local cfn, what, default = C['fnn_' .. name], spec[1], spec[2]
-   Tensor[name] = function(x, k)
+   local takes = 'x[, ' .. what .. ']'
+   Tensor[name] = function(x, k, extra)
+      if extra ~= nil then too_many(name, 3, extra, takes) end
       if k == nil then k = default end
       if type(k) ~= 'number' then
          error(('%s: %s is a %s, expected a number'):format(name, what, type(k)), 2)
@@ -70,7 +78,8 @@ for name, spec in pairs{leaky_relu = {'negative_slope', 0.01}, elu = {'alpha', 1
 end
 
 -- logit(eps): log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given (torch.logit)
-function Tensor.logit(x, eps)
+function Tensor.logit(x, eps, extra)
+   if extra ~= nil then too_many('logit', 3, extra, 'x[, eps]') end
    if eps ~= nil and type(eps) ~= 'number' then
       error(('logit: eps is a %s, expected a number in [0, 0.5] or nil'):format(type(eps)), 2)
    end
@@ -84,7 +93,8 @@ end
 -- binary with broadcasting; numbers are accepted as 0-dim tensors
 for _, name in ipairs{'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge'} do
    local cfn = C['fnn_' .. name]
-   Tensor[name] = function(a, b)
+   Tensor[name] = function(a, b, extra)
+      if extra ~= nil then too_many(name, 3, extra, 'a, b') end
       local out = new()
       if cfn(out, as_tensor(name, a, 1, b), as_tensor(name, b, 2, a)) ~= 0 then fail() end
       return done(out)
@@ -92,7 +102,8 @@ for _, name in ipairs{'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge'} 
 end
 
 -- where(cond, a, b): cond ~= 0 picks a, else b (all three broadcast)
-function M.where(cond, a, b)
+function M.where(cond, a, b, extra)
+   if extra ~= nil then too_many('where', 4, extra, 'cond, a, b') end
    local out = new()
    -- a number takes the dtype and device of the other value (of cond when both are numbers)
    if C.fnn_where(out, as_tensor('where', cond, 1), as_tensor('where', a, 2, type(b) == 'number' and cond or b),
@@ -101,12 +112,15 @@ function M.where(cond, a, b)
    end
    return done(out)
 end
-Tensor.where = function(cond, a, b) return M.where(cond, a, b) end
+Tensor.where = function(cond, a, b, extra) return M.where(cond, a, b, extra) end
 
 -- the unary ops are fnn functions too: fnn.relu(x), fnn.leaky_relu(x, 0.2)
 for _, name in ipairs(PLAIN_UNARY) do M[name] = Tensor[name] end
 for _, name in ipairs{'gelu', 'clamp', 'leaky_relu', 'elu', 'celu', 'logit', 'hard_sigmoid', 'hard_swish'} do
    M[name] = Tensor[name]
 end
+-- and the named arithmetic (a:add(b), fnn.add(a, b); fastnn.tensor makes them): here, so that
+-- fastnn.precision leaves them to the core's bfloat16 path as it leaves this family's other ops
+for _, name in ipairs{'add', 'sub', 'mul', 'div', 'pow'} do M[name] = Tensor[name] end
 
 return M

@@ -40,7 +40,8 @@ M._padding_code = padding_code
 local EMBEDDING_OPTS = require('fastnn.options').declare('fnn.embedding', {
    {'padding_idx', 'integer', nil, 'the 1-based row (negative: from the end) whose gradient stays zero'},
 })
-function M.embedding(ids, weight, opts)
+function M.embedding(ids, weight, opts, extra)
+   if extra ~= nil then fnn_tensor.too_many('embedding', 4, extra, 'ids, weight[, {padding_idx = ...}]') end
    if not is_tensor(weight) then
       error(('embedding: weight is a %s, expected a tensor'):format(type(weight)), 2)
    end

@@ -22,11 +22,15 @@ local function ids_arg(op, what, ids)
 end
 
 local check_tensor = fnn_tensor.check_tensor
+-- an argument past an op's last is refused at the caller's line (fastnn.tensor's too_many)
+local too_many = fnn_tensor.too_many
 
 -- x:op(dim, ids) through fnn_<op>(out, x, dim, ids), the ids named `what` in messages
 local function by_ids(op, what)
    local cfn = C['fnn_' .. op]
-   return function(x, dim, ids)
+   local takes = 'x, dim, ' .. what
+   return function(x, dim, ids, extra)
+      if extra ~= nil then too_many(op, 4, extra, takes) end
       check_tensor(op, x, 'input')
       local d = cdim(op, x, dim)
       local index = ids_arg(op, what, ids)
@@ -43,7 +47,8 @@ Tensor.index_select = by_ids('index_select', 'ids')
 Tensor.gather = by_ids('gather', 'index')
 
 -- scatter_add(dim, index, src): a copy of x with src[p] added at p with dim replaced by index[p]
-function Tensor.scatter_add(x, dim, index, src)
+function Tensor.scatter_add(x, dim, index, src, extra)
+   if extra ~= nil then too_many('scatter_add', 5, extra, 'x, dim, index, src') end
    check_tensor('scatter_add', x, 'input')
    local d = cdim('scatter_add', x, dim)
    local idx = ids_arg('scatter_add', 'index', index)
@@ -54,7 +59,8 @@ function Tensor.scatter_add(x, dim, index, src)
 end
 
 -- masked_fill(mask, value): value where mask ~= 0 (mask broadcasts to x's shape)
-function Tensor.masked_fill(x, mask, value)
+function Tensor.masked_fill(x, mask, value, extra)
+   if extra ~= nil then too_many('masked_fill', 4, extra, 'x, mask, value') end
    check_tensor('masked_fill', x, 'input')
    check_tensor('masked_fill', mask, 'mask')
    if type(value) ~= 'number' then

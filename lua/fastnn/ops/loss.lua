@@ -526,15 +526,32 @@ local function keras_bce(pred, target, opts, lvl)
 end
 
 -- ---------------------------------------------------------------------------
--- the public functions (tail calls: the user's line is level 2 inside each implementation)
+-- the public functions (tail calls: the user's line is level 2 inside each implementation). Each
+-- refuses an argument past its last at the caller's line (fastnn.tensor's too_many)
 
-function M.cross_entropy(logits, targets, opts) return cross_entropy(logits, targets, opts, 2) end
-function M.nll_loss(log_probs, targets, opts) return nll_loss(log_probs, targets, opts, 2) end
-function M.binary_cross_entropy(pred, target, opts) return binary_cross_entropy(pred, target, opts, 2) end
-function M.bce_with_logits(logits, target, opts) return bce_with_logits(logits, target, opts, 2) end
+local too_many = fnn_tensor.too_many
+local TAKES = 'input, target[, opts]'
+
+function M.cross_entropy(logits, targets, opts, extra)
+   if extra ~= nil then too_many('cross_entropy', 4, extra, TAKES) end
+   return cross_entropy(logits, targets, opts, 2)
+end
+function M.nll_loss(log_probs, targets, opts, extra)
+   if extra ~= nil then too_many('nll_loss', 4, extra, TAKES) end
+   return nll_loss(log_probs, targets, opts, 2)
+end
+function M.binary_cross_entropy(pred, target, opts, extra)
+   if extra ~= nil then too_many('binary_cross_entropy', 4, extra, TAKES) end
+   return binary_cross_entropy(pred, target, opts, 2)
+end
+function M.bce_with_logits(logits, target, opts, extra)
+   if extra ~= nil then too_many('bce_with_logits', 4, extra, TAKES) end
+   return bce_with_logits(logits, target, opts, 2)
+end
 -- PyTorch's F.mse_loss(input, target, reduction = 'mean'): the fused mean, or with {reduction} (a
 -- string too) nn.mse's 'sum' and 'none'
-function M.mse_loss(pred, target, opts)
+function M.mse_loss(pred, target, opts, extra)
+   if extra ~= nil then too_many('mse_loss', 4, extra, TAKES) end
    if opts == nil then return mse_loss(pred, target, 2) end
    return mse(pred, target, opts, 2, 'mse_loss')
 end
@@ -543,13 +560,34 @@ end
 -- the fused ones are the functions above, the other spellings aliases (nn.nll_loss is nn.nll, nn.l1 nn.mae)
 local F = {cross_entropy = M.cross_entropy, binary_cross_entropy = M.binary_cross_entropy,
            bce_with_logits = M.bce_with_logits, nll = M.nll_loss}
-function F.mse(p, t, opts) return mse(p, t, opts, 2) end
-function F.mae(p, t, opts) return mae(p, t, opts, 2) end
-function F.huber(p, t, opts) return huber(p, t, opts, 2) end
-function F.categorical_cross_entropy(p, t, opts) return categorical_cross_entropy(p, t, opts, 2) end
-function F.sparse_categorical_cross_entropy(p, t, opts) return sparse_categorical_cross_entropy(p, t, opts, 2) end
-function F.kl_div(q, p, opts) return kl_div(q, p, opts, 2) end
-function F.cosine_embedding(a, b, y, opts) return cosine_embedding(a, b, y, opts, 2) end
+function F.mse(p, t, opts, extra)
+   if extra ~= nil then too_many('mse', 4, extra, TAKES) end
+   return mse(p, t, opts, 2)
+end
+function F.mae(p, t, opts, extra)
+   if extra ~= nil then too_many('mae', 4, extra, TAKES) end
+   return mae(p, t, opts, 2)
+end
+function F.huber(p, t, opts, extra)
+   if extra ~= nil then too_many('huber', 4, extra, TAKES) end
+   return huber(p, t, opts, 2)
+end
+function F.categorical_cross_entropy(p, t, opts, extra)
+   if extra ~= nil then too_many('categorical_cross_entropy', 4, extra, TAKES) end
+   return categorical_cross_entropy(p, t, opts, 2)
+end
+function F.sparse_categorical_cross_entropy(p, t, opts, extra)
+   if extra ~= nil then too_many('sparse_categorical_cross_entropy', 4, extra, TAKES) end
+   return sparse_categorical_cross_entropy(p, t, opts, 2)
+end
+function F.kl_div(q, p, opts, extra)
+   if extra ~= nil then too_many('kl_div', 4, extra, TAKES) end
+   return kl_div(q, p, opts, 2)
+end
+function F.cosine_embedding(a, b, y, opts, extra)
+   if extra ~= nil then too_many('cosine_embedding', 5, extra, 'input1, input2, target[, opts]') end
+   return cosine_embedding(a, b, y, opts, 2)
+end
 F.nll_loss, F.l1 = F.nll, F.mae
 M.functional = F
 

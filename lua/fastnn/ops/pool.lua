@@ -55,6 +55,8 @@ function M._dims_str(t) return table.concat(t, 'x') end
 
 -- errors from these land on the user's line: 1 the helper, 2 the binding, 3 its caller
 local check_tensor = fnn_tensor.check_tensor
+-- an argument past an op's last is refused at the caller's line (fastnn.tensor's too_many)
+local too_many = fnn_tensor.too_many
 
 local function options(op, opts, example)
    if opts == nil then return {} end
@@ -104,7 +106,8 @@ for _, spec in ipairs{{'max', 1}, {'max', 2}, {'max', 3}, {'avg', 1}, {'avg', 2}
       entries[#entries + 1] = {'count_include_pad', 'boolean', true, 'count the padding in each average'}
    end
    local OPTS = declare('fnn.' .. name, entries)
-   M[name] = function(x, kernel, opts)
+   M[name] = function(x, kernel, opts, extra)
+      if extra ~= nil then too_many(name, 4, extra, 'x, kernel[, opts]') end
       if opts ~= nil and type(opts) == 'table' then OPTS:check(opts, 2) end   -- a non-table: pool_args says so
       local args, o = pool_args(name, x, kernel, opts, dims)
       if kind == 'avg' then args[#args + 1] = (o.count_include_pad == nil or o.count_include_pad) and 1 or 0 end
@@ -119,7 +122,8 @@ end
 -- adaptive average pooling
 
 local fnn_adaptive_avg_pool2d = C.fnn_adaptive_avg_pool2d
-function M.adaptive_avg_pool2d(x, size)
+function M.adaptive_avg_pool2d(x, size, extra)
+   if extra ~= nil then too_many('adaptive_avg_pool2d', 3, extra, 'x, size') end
    check_tensor('adaptive_avg_pool2d', x, 'input')
    if size == nil then error('adaptive_avg_pool2d: output size missing (an integer or a table {h, w})', 2) end
    local hw = tuple('adaptive_avg_pool2d', 'output size', size, 2, nil, 3)
@@ -172,8 +176,9 @@ local UPSAMPLE_OPTS = declare('fnn.upsample', {
    {'mode', 'string', 'nearest', "how new pixels are made: 'nearest' or 'bilinear' (2 spatial dims)"},
    {'align_corners', 'boolean', nil, "bilinear only: the corner pixels' centres map onto each other"},
 })
-function M.upsample(x, opts)
+function M.upsample(x, opts, extra)
    local op = 'upsample'
+   if extra ~= nil then too_many(op, 3, extra, 'x, {size = ... or scale_factor = ...}') end
    check_tensor(op, x, 'input')
    if type(opts) ~= 'table' then
       error(('%s: options must be a table like {scale_factor = 2} or {size = {h, w}}, got a %s'):format(

@@ -32,10 +32,9 @@ local function keepdim_of(name, v)
    if type(v) == 'table' then return KEEPDIM[name]:check(v, 3).keepdim and 1 or 0 end
    error(('%s: keepdim is %s, expected true, false or {keepdim = ...}'):format(name, options.describe(v)), 3)
 end
--- an argument past the last one an op takes is refused, not ignored
-local function no_more(name, n)
-   if n > 0 then error(('%s: %d argument%s more than it takes'):format(name, n, n == 1 and '' or 's'), 3) end
-end
+-- an argument past the last one an op takes is refused, not ignored, at the caller's line
+-- (fastnn.tensor's too_many, and rest for the varargs these bindings take)
+local too_many, rest = fnn_tensor.too_many, fnn_tensor.rest
 
 -- sum, mean, prod, logsumexp, and argmax, argmin (1-based indices as floats, no gradient):
 -- (dim, keepdim); no dim reduces everything (C dim -1)
@@ -43,7 +42,7 @@ for _, name in ipairs{'sum', 'mean', 'prod', 'logsumexp', 'argmax', 'argmin'} do
    local cfn = C['fnn_' .. name]
    Tensor[name] = function(x, dim, keepdim, ...)
       check_tensor(name, x)
-      no_more(name, select('#', ...))
+      if select('#', ...) > 0 then rest(name, 4, 'x[, dim[, keepdim]]', ...) end
       local k = keepdim_of(name, keepdim)
       local d = dim == nil and -1 or cdim(name, x, dim)
       local out = new()
@@ -59,11 +58,19 @@ for _, name in ipairs{'var', 'std'} do
       {'unbiased', 'boolean', true, "divide by n - 1 (Bessel's correction) instead of n"},
       {'keepdim', 'boolean', nil, 'keep the reduced dim, of size 1 (as the positional keepdim)'},
    })
+   local takes = 'x[, dim[, keepdim]][, {unbiased = ..., keepdim = ...}]'
    Tensor[name] = function(x, dim, keepdim, opts, ...)
       check_tensor(name, x)
-      no_more(name, select('#', ...))
-      if type(dim) == 'table' then dim, keepdim, opts = nil, nil, dim
-      elseif type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
+      if select('#', ...) > 0 then rest(name, 5, takes, ...) end
+      -- the options table ends the call wherever it stands
+      if type(dim) == 'table' then
+         if keepdim ~= nil then too_many(name, 3, keepdim, takes) end
+         if opts ~= nil then too_many(name, 4, opts, takes) end
+         dim, opts = nil, dim
+      elseif type(keepdim) == 'table' then
+         if opts ~= nil then too_many(name, 4, opts, takes) end
+         keepdim, opts = nil, keepdim
+      end
       local o = OPTS:check(opts, 2)
       if o.keepdim ~= nil then keepdim = o.keepdim end
       local k = keepdim_of(name, keepdim)
@@ -78,7 +85,7 @@ end
 local named_p = {inf = math.huge, ['-inf'] = -math.huge, fro = 2}
 function Tensor.norm(x, p, dim, keepdim, ...)
    check_tensor('norm', x)
-   no_more('norm', select('#', ...))
+   if select('#', ...) > 0 then rest('norm', 5, 'x[, p[, dim[, keepdim]]]', ...) end
    if p == nil then p = 2 end
    if type(p) == 'string' then p = named_p[p] or p end
    if type(p) ~= 'number' then
@@ -96,16 +103,17 @@ for _, name in ipairs{'max', 'min'} do
    local cfn, elementwise = C['fnn_' .. name], name == 'max' and 'maximum' or 'minimum'
    Tensor[name] = function(x, dim, keepdim, ...)
       check_tensor(name, x)
-      no_more(name, select('#', ...))
-      local k = keepdim_of(name, keepdim)
-      if is_tensor(dim) then
+      if select('#', ...) > 0 then rest(name, 4, 'x[, dim[, keepdim]] or x, other', ...) end
+      if is_tensor(dim) then   -- the elementwise form: nothing after the other tensor
+         if keepdim ~= nil then too_many(name, 3, keepdim, 'x, other') end
          local out = new()
          if C['fnn_' .. elementwise](out, x, dim) ~= 0 then fail() end
          return done(out)
       end
+      local k = keepdim_of(name, keepdim)
       local values = new()
       if dim == nil then
-         if cfn(values, nil, x, -1, 0) ~= 0 then fail() end
+         if cfn(values, nil, x, -1, k) ~= 0 then fail() end   -- keepdim: every dim kept, of size 1, as sum's
          return done(values)
       end
       local d = cdim(name, x, dim)
@@ -121,9 +129,10 @@ end
 -- (dim required, as torch's). A scalar runs along its one "dim" 1 or -1.
 for name, dim_required in pairs{softmax = false, log_softmax = false, cumsum = true, logcumsumexp = true} do
    local cfn = C['fnn_' .. name]
+   local takes = dim_required and 'x, dim' or 'x[, dim]'
    Tensor[name] = function(x, dim, ...)
       check_tensor(name, x)
-      no_more(name, select('#', ...))
+      if select('#', ...) > 0 then rest(name, 3, takes, ...) end
       if dim == nil and dim_required then error(name .. ': dim is required (which dim to run the sums along)', 2) end
       local d
       if dim == nil or (x.ndim == 0 and (dim == 1 or dim == -1)) then d = -1

@@ -20,10 +20,13 @@ local M = {}
 
 -- raised at the user's line: 1 here, 2 the binding, 3 its caller
 local check_tensor = fnn_tensor.check_tensor
+-- an argument past an op's last is refused at the caller's line (fastnn.tensor's too_many)
+local too_many = fnn_tensor.too_many
 
 local fnn_lstm_cell = C.fnn_lstm_cell
 
-function M.lstm_cell(z, c)
+function M.lstm_cell(z, c, extra)
+   if extra ~= nil then too_many('lstm_cell', 3, extra, 'z, c') end
    check_tensor('lstm_cell', z, 'z')
    check_tensor('lstm_cell', c, 'c')
    local out = new()
@@ -74,7 +77,8 @@ end
 
 local fnn_lstm, fnn_gru, fnn_rnn_tanh = C.fnn_lstm, C.fnn_gru, C.fnn_rnn_tanh
 
-function M.lstm(x, w_ih, w_hh, b_ih, b_hh, opts)
+function M.lstm(x, w_ih, w_hh, b_ih, b_hh, opts, extra)
+   if extra ~= nil then too_many('lstm', 7, extra, 'x, w_ih, w_hh, b_ih, b_hh[, {h0, c0, reverse}]') end
    seq_args('lstm', x, w_ih, w_hh, b_ih, b_hh)
    local h0, c0, rev = seq_opts('lstm', opts, true)
    local out = new()
@@ -85,7 +89,9 @@ function M.lstm(x, w_ih, w_hh, b_ih, b_hh, opts)
 end
 
 local function simple(op, cfn)
-   return function(x, w_ih, w_hh, b_ih, b_hh, opts)
+   local takes = 'x, w_ih, w_hh, b_ih, b_hh[, {h0, reverse}]'
+   return function(x, w_ih, w_hh, b_ih, b_hh, opts, extra)
+      if extra ~= nil then too_many(op, 7, extra, takes) end
       seq_args(op, x, w_ih, w_hh, b_ih, b_hh)
       local h0, _, rev = seq_opts(op, opts, false)
       local out = new()

@@ -5,9 +5,11 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
-local new, done, fail, cdim, parse_shape = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.cdim,
-   fnn_tensor.parse_shape
+local new, done, fail, cdim, parse_shape_at = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.cdim,
+   fnn_tensor.parse_shape_at
 local is_tensor = fnn_tensor.is_tensor
+-- an argument past an op's last is refused at the caller's line (fastnn.tensor's too_many)
+local too_many = fnn_tensor.too_many
 local M = {}
 
 local pads_buf = ffi.new('int64_t[16]')
@@ -15,7 +17,8 @@ local pads_buf = ffi.new('int64_t[16]')
 local int_arg, check_tensor = fnn_tensor.int_arg, fnn_tensor.check_tensor
 
 -- contiguous(): the same values in row-major order (x itself when already so)
-function Tensor.contiguous(x)
+function Tensor.contiguous(x, extra)
+   if extra ~= nil then too_many('contiguous', 2, extra, 'x') end
    check_tensor('contiguous', x)
    local out = new()
    if C.fnn_contiguous(out, x) ~= 0 then fail() end
@@ -39,7 +42,8 @@ local function tensor_array(op, list)
 end
 
 -- fnn.cat(list, dim = 1): tensors equal outside dim, joined along it
-function M.cat(list, dim)
+function M.cat(list, dim, extra)
+   if extra ~= nil then too_many('cat', 3, extra, '{tensors}[, dim]') end
    local arr, n = tensor_array('cat', list)
    local d = cdim('cat', list[1], dim or 1)
    local out = new()
@@ -48,7 +52,8 @@ function M.cat(list, dim)
 end
 
 -- fnn.stack(list, dim = 1): tensors of one shape, joined along a new dim
-function M.stack(list, dim)
+function M.stack(list, dim, extra)
+   if extra ~= nil then too_many('stack', 3, extra, '{tensors}[, dim]') end
    local arr, n = tensor_array('stack', list)
    local d = cdim('stack', list[1], dim or 1, 1)
    local out = new()
@@ -58,7 +63,7 @@ end
 
 -- x['repeat'](x, sizes) (Torch semantics: one count per dim, extra counts add leading dims)
 Tensor['repeat'] = function(x, ...)
-   local n, counts = parse_shape('repeat', false, ...)
+   local n, counts = parse_shape_at('repeat', false, 2, ...)   -- after a counts table nothing more
    local out = new()
    if C.fnn_repeat(out, x, n, counts) ~= 0 then fail() end
    return done(out)
@@ -67,7 +72,7 @@ end
 -- tile(sizes): repeat, where fewer counts than dims repeat only the last dims (NumPy's tile)
 function Tensor.tile(x, ...)
    check_tensor('tile', x)
-   local n, counts = parse_shape('tile', false, ...)
+   local n, counts = parse_shape_at('tile', false, 2, ...)
    local lead = x.ndim - n
    if lead > 0 then
       for i = n - 1, 0, -1 do counts[i + lead] = counts[i] end
@@ -90,7 +95,8 @@ local PAD_OPTS = require('fastnn.options').declare('Tensor.pad', {
    {'value', 'number', nil, "the fill of mode 'constant' (default 0)"},
 })
 local PAD_KIND = {constant = 0, reflect = 1, replicate = 2, circular = 3}
-function Tensor.pad(x, pads, value)
+function Tensor.pad(x, pads, value, extra)
+   if extra ~= nil then too_many('pad', 4, extra, 'x, pads[, value or {mode = ..., value = ...}]') end
    check_tensor('pad', x)
    if type(pads) ~= 'table' or #pads % 2 ~= 0 or #pads > 16 then
       error(('pad: expected a table of (before, after) pairs, got %s'):format(
@@ -118,7 +124,8 @@ end
 -- tril(k = 0) / triu(k = 0): keep on and below / above diagonal k of the last two dims
 for _, name in ipairs{'tril', 'triu'} do
    local cfn = C['fnn_' .. name]
-   Tensor[name] = function(x, k)
+   Tensor[name] = function(x, k, extra)
+      if extra ~= nil then too_many(name, 3, extra, 'x[, diagonal]') end
       if k ~= nil then int_arg(name, 'diagonal', k) end
       local out = new()
       if cfn(out, x, k or 0) ~= 0 then fail() end

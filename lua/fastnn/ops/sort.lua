@@ -15,6 +15,8 @@ local floor = math.floor
 local M = {}
 
 local check_tensor = fnn_tensor.check_tensor
+-- an argument past an op's last is refused at the caller's line (fastnn.tensor's too_many)
+local too_many = fnn_tensor.too_many
 
 local declare = require('fastnn.options').declare
 local SORT_OPTS = declare('Tensor.sort', {
@@ -33,9 +35,14 @@ local function last_dim(op, dim)
    return -1
 end
 
-function Tensor.sort(x, dim, opts)
+local SORT_TAKES, TOPK_TAKES = 'x[, dim][, {descending = ...}]', 'x, k[, dim][, {largest = ...}]'
+function Tensor.sort(x, dim, opts, extra)
    check_tensor('sort', x)
-   if type(dim) == 'table' then dim, opts = nil, dim end
+   if type(dim) == 'table' then   -- the options in dim's place end the call
+      if opts ~= nil then too_many('sort', 3, opts, SORT_TAKES) end
+      dim, opts = nil, dim
+   end
+   if extra ~= nil then too_many('sort', 4, extra, SORT_TAKES) end
    local o = SORT_OPTS:check(opts, 2)
    local d = (dim == nil or x.ndim == 0) and last_dim('sort', dim) or cdim('sort', x, dim)
    local values, indices = new(), new()
@@ -43,9 +50,13 @@ function Tensor.sort(x, dim, opts)
    return done(values), done(indices)
 end
 
-function Tensor.topk(x, k, dim, opts)
+function Tensor.topk(x, k, dim, opts, extra)
    check_tensor('topk', x)
-   if type(dim) == 'table' then dim, opts = nil, dim end
+   if type(dim) == 'table' then
+      if opts ~= nil then too_many('topk', 4, opts, TOPK_TAKES) end
+      dim, opts = nil, dim
+   end
+   if extra ~= nil then too_many('topk', 5, extra, TOPK_TAKES) end
    local o = TOPK_OPTS:check(opts, 2)
    local d = (dim == nil or x.ndim == 0) and last_dim('topk', dim) or cdim('topk', x, dim)
    -- C range-checks k itself; here only what cannot cross the FFI as an int64 unchanged

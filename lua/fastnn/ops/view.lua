@@ -5,9 +5,11 @@
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
-local new, done, fail, cdim, parse_shape = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.cdim,
-   fnn_tensor.parse_shape
+local new, done, fail, cdim, parse_shape_at = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.cdim,
+   fnn_tensor.parse_shape_at
 local shape_str, int_arg, check_tensor = fnn_tensor.shape_str, fnn_tensor.int_arg, fnn_tensor.check_tensor
+-- an argument past an op's last is refused at the caller's line (fastnn.tensor's too_many, rest)
+local too_many, rest = fnn_tensor.too_many, fnn_tensor.rest
 local M = {}
 
 local dims_buf = ffi.new('int[8]')
@@ -17,7 +19,7 @@ local function to_shape(name)
    local cfn = C['fnn_' .. name]
    return function(x, ...)
       check_tensor(name, x)
-      local n, shape = parse_shape(name, true, ...)
+      local n, shape = parse_shape_at(name, true, 2, ...)   -- after a sizes table nothing more
       local out = new()
       if cfn(out, x, n, shape) ~= 0 then fail() end
       return done(out)
@@ -36,6 +38,7 @@ Tensor.expand = to_shape('expand')
 -- permute{2, 1, 3} / permute(2, 1, 3): output dim i is input dim dims[i]
 function Tensor.permute(x, first, ...)
    check_tensor('permute', x)
+   if type(first) == 'table' then rest('permute', 3, 'x, dims as numbers or one table', ...) end
    local list = type(first) == 'table' and first or {first, ...}
    local n = type(first) == 'table' and #first or select('#', first, ...)
    if n > 8 then error(('permute: %d dims, at most 8 supported'):format(n), 2) end
@@ -46,7 +49,8 @@ function Tensor.permute(x, first, ...)
 end
 
 -- transpose(d1, d2): swaps two dims (a view)
-function Tensor.transpose(x, d1, d2)
+function Tensor.transpose(x, d1, d2, extra)
+   if extra ~= nil then too_many('transpose', 4, extra, 'x, dim1, dim2') end
    check_tensor('transpose', x)
    local a, b = cdim('transpose', x, d1), cdim('transpose', x, d2)
    local out = new()
@@ -55,7 +59,8 @@ function Tensor.transpose(x, d1, d2)
 end
 
 -- t(): the 2-D transpose; a 0-D or 1-D tensor comes back unchanged
-function Tensor.t(x)
+function Tensor.t(x, extra)
+   if extra ~= nil then too_many('t', 2, extra, 'x') end
    check_tensor('t', x)
    if x.ndim < 2 then return x end
    if x.ndim > 2 then
@@ -67,7 +72,8 @@ function Tensor.t(x)
 end
 
 -- narrow(dim, start, length): positions start .. start+length-1 of dim (start 1-based; negative from the end)
-function Tensor.narrow(x, dim, start, length)
+function Tensor.narrow(x, dim, start, length, extra)
+   if extra ~= nil then too_many('narrow', 5, extra, 'x, dim, start, length') end
    check_tensor('narrow', x)
    local d = cdim('narrow', x, dim)
    int_arg('narrow', 'start', start)
@@ -79,7 +85,8 @@ function Tensor.narrow(x, dim, start, length)
 end
 
 -- select(dim, index): position index of dim (1-based; negative from the end); the dim is dropped
-function Tensor.select(x, dim, index)
+function Tensor.select(x, dim, index, extra)
+   if extra ~= nil then too_many('select', 4, extra, 'x, dim, index') end
    check_tensor('select', x)
    local d = cdim('select', x, dim)
    int_arg('select', 'index', index)
@@ -93,7 +100,8 @@ function Tensor.select(x, dim, index)
 end
 
 -- squeeze(): drops every size-1 dim; squeeze(dim): only that one (a dim of another size stays)
-function Tensor.squeeze(x, dim)
+function Tensor.squeeze(x, dim, extra)
+   if extra ~= nil then too_many('squeeze', 3, extra, 'x[, dim]') end
    check_tensor('squeeze', x)
    local d = dim == nil and -1 or cdim('squeeze', x, dim)
    local out = new()
@@ -102,7 +110,8 @@ function Tensor.squeeze(x, dim)
 end
 
 -- unsqueeze(dim): a new size-1 dim at dim (1..ndim+1, or negative)
-function Tensor.unsqueeze(x, dim)
+function Tensor.unsqueeze(x, dim, extra)
+   if extra ~= nil then too_many('unsqueeze', 3, extra, 'x, dim') end
    check_tensor('unsqueeze', x)
    local d = cdim('unsqueeze', x, dim, 1)
    local out = new()
@@ -111,7 +120,8 @@ function Tensor.unsqueeze(x, dim)
 end
 
 -- flatten([start = 1[, end = -1]]): dims start..end become one
-function Tensor.flatten(x, s, e)
+function Tensor.flatten(x, s, e, extra)
+   if extra ~= nil then too_many('flatten', 4, extra, 'x[, start_dim[, end_dim]]') end
    check_tensor('flatten', x)
    local a, b = 0, 0
    if x.ndim > 0 then a, b = cdim('flatten', x, s or 1), cdim('flatten', x, e or -1) end
@@ -122,7 +132,8 @@ end
 
 -- split(size, dim = 1): a Lua array of views of `size` along dim (the last may be shorter);
 -- split({s1, s2, ...}, dim): views of exactly those sizes
-function Tensor.split(x, size, dim)
+function Tensor.split(x, size, dim, extra)
+   if extra ~= nil then too_many('split', 4, extra, 'x, size[, dim]') end
    check_tensor('split', x)
    local d = cdim('split', x, dim or 1)
    local total = tonumber(x.shape_[d])
@@ -154,7 +165,8 @@ function Tensor.split(x, size, dim)
 end
 
 -- chunk(n, dim = 1): at most n views of ceil(size / n) along dim (PyTorch's rule)
-function Tensor.chunk(x, n, dim)
+function Tensor.chunk(x, n, dim, extra)
+   if extra ~= nil then too_many('chunk', 4, extra, 'x, count[, dim]') end
    check_tensor('chunk', x)
    int_arg('chunk', 'count', n)
    if n < 1 then error(('chunk: count must be >= 1, got %d'):format(n), 2) end

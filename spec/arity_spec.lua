@@ -1,0 +1,330 @@
+-- Arity: no op binding drops an argument past its last (x:relu(5), x:clamp(0, 1, 3), a:add(b, c)
+-- ran as if the extra were not there). Every public function bound in fastnn.tensor and the op
+-- families' modules this covers is driven from one table, CASES: a valid call, which must run,
+-- the same call with nil after it, which must run too (a trailing nil is the same as none), and
+-- with one more value, which must be refused at the caller's line as "<op>: unexpected argument
+-- <N> (<value>)". A completeness check walks the Tensor methods, fnn and the loss functions under
+-- nn's names, and fails on a function from these files that CASES does not list.
+local fnn = require 'fastnn'
+local describe_value = require('fastnn.options').describe
+local Tensor = fnn.Tensor
+
+-- the files whose bindings refuse extras (the other families' files are other work: linalg, norm,
+-- attention, and nn's layers; autograd, device and precision add methods of their own)
+local FILES = {'fastnn/tensor.lua', 'fastnn/public.lua'}
+for _, f in ipairs{'elementwise', 'view', 'shape', 'index', 'sort', 'embedding', 'loss', 'conv', 'pool', 'rnn',
+                   'reduction'} do
+   FILES[#FILES + 1] = 'fastnn/ops/' .. f .. '.lua'
+end
+local function ours(source)
+   for _, f in ipairs(FILES) do
+      if source:sub(-#f) == f then return true end
+   end
+   return false
+end
+
+-- the function a name reaches, through fastnn.precision's wrapper (its upvalue f: the op itself)
+local function unwrapped(f)
+   for _ = 1, 4 do
+      if not debug.getinfo(f, 'S').source:find('fastnn/precision.lua', 1, true) then return f end
+      local inner
+      for i = 1, 60 do
+         local name, v = debug.getupvalue(f, i)
+         if name == nil then break end
+         if name == 'f' and type(v) == 'function' then inner = v end
+      end
+      if not inner then return f end
+      f = inner
+   end
+   return f
+end
+
+local function pack(...) return {n = select('#', ...), ...} end
+local function r(...) return fnn.randn(...) end
+local function x23() return fnn.randn(2, 3) end
+local function long(t) return fnn.tensor(t, {dtype = 'int64'}) end
+
+-- name -> function returning the arguments of a valid call (the function form's: the tensor first
+-- for a method) and, optionally, `as`: the op name its messages use (an alias's target).
+-- 'fnn.<name>' or 'nn.<name>' entries take precedence for that table, where one name means two
+-- functions (fnn.long(data) creates, t:long() converts).
+-- The variadic bindings (zeros/ones/empty/rand/randn sizes, reshape/view/expand sizes, permute
+-- dims, repeat/tile counts) take any number of numbers, each one used; they are listed here by
+-- their one-table form, after which nothing more is taken.
+local CASES = {}
+local function unary(...) for _, n in ipairs{...} do CASES[n] = function() return pack(x23()) end end end
+unary('abs', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'silu', 'softplus', 'selu', 'mish',
+      'hardsigmoid', 'hardswish', 'softsign', 'erf', 'neg', 't', 'contiguous',
+      -- tensor.lua's methods of one tensor
+      'dim', 'dtype', 'float', 'numel', 'shape', 'is_contiguous', 'storage_id', 'is_freed', 'to_table', 'to_flat',
+      'free', 'device_name', 'shape_str', 'is_tensor', 'rand_like', 'randn_like')
+CASES['Tensor.long'] = function() return pack(fnn.ones(2, 3)) end   -- whole numbers: int64 holds them
+CASES.hard_sigmoid = function() return pack(x23()), 'hardsigmoid' end
+CASES.hard_swish = function() return pack(x23()), 'hardswish' end
+CASES.gelu = function() return pack(x23(), {approximate = 'tanh'}) end
+CASES.clamp = function() return pack(x23(), 0, 1) end
+for _, n in ipairs{'leaky_relu', 'elu', 'celu'} do CASES[n] = function() return pack(x23(), 0.2) end end
+CASES.logit = function() return pack(fnn.rand(2, 3), 0.1) end
+for _, n in ipairs{'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'add', 'sub', 'mul', 'div'} do
+   CASES[n] = function() return pack(x23(), x23()) end
+end
+CASES.pow = function() return pack(fnn.rand(2, 3), 2) end
+CASES.where = function() local x = x23(); return pack(x:gt(0), x, 0) end
+-- tensor.lua: creators and inspection
+for _, n in ipairs{'zeros', 'ones', 'empty', 'rand', 'randn'} do CASES[n] = function() return pack({2, 3}) end end
+CASES.full = function() return pack({2}, 1.5, {dtype = 'float32'}) end
+CASES.arange = function() return pack(0, 5, 1, {dtype = 'int64'}) end
+CASES.linspace = function() return pack(0, 1, 5) end
+CASES.eye = function() return pack(2, 3) end
+CASES.randperm = function() return pack(4) end
+CASES.manual_seed = function() return pack(7) end
+CASES.tensor = function() return pack({1, 2, 3, 4}, {2, 2}, {dtype = 'int64'}) end
+CASES['fnn.long'] = function() return pack({1, 2}, {2}) end
+CASES.uniform = function() return pack({2}, 0, 1) end
+CASES.zeros_like = function() return pack(x23(), {dtype = 'int64'}) end
+CASES.ones_like = CASES.zeros_like
+CASES.full_like = function() return pack(x23(), 2, {dtype = 'float32'}) end
+CASES.collect = function() return pack() end
+CASES.set_gc_threshold = function() return pack(64 * 1024 * 1024) end   -- the default: nothing changes
+CASES.size = function() return pack(x23(), 1) end
+CASES.stride = CASES.size
+CASES.item = function() return pack(fnn.tensor(3)) end
+-- views and shapes
+CASES.reshape = function() return pack(x23(), {3, 2}) end
+CASES.view = CASES.reshape
+CASES.expand = function() return pack(r(1, 3), {2, 3}) end
+CASES.permute = function() return pack(x23(), {2, 1}) end
+CASES.transpose = function() return pack(x23(), 1, 2) end
+CASES.narrow = function() return pack(x23(), 2, 1, 2) end
+CASES.select = function() return pack(x23(), 1, 2) end
+CASES.squeeze = function() return pack(r(2, 1), 2) end
+CASES.unsqueeze = function() return pack(x23(), 1) end
+CASES.flatten = function() return pack(x23(), 1, 2) end
+CASES.split = function() return pack(x23(), 1, 2) end
+CASES.chunk = CASES.split
+CASES.cat = function() return pack({x23(), x23()}, 1) end
+CASES.stack = CASES.cat
+CASES['repeat'] = function() return pack(x23(), {2, 1}) end
+CASES.tile = function() return pack(x23(), {2}) end
+CASES.pad = function() return pack(x23(), {1, 1}, 0) end
+CASES.tril = function() return pack(x23(), 0) end
+CASES.triu = CASES.tril
+-- index, sort
+CASES.index_select = function() return pack(x23(), 2, {1, 3}) end
+CASES.gather = function() return pack(x23(), 2, long({{1}, {3}})) end
+CASES.scatter_add = function() return pack(x23(), 2, long({{1}, {3}}), r(2, 1)) end
+CASES.masked_fill = function() local x = x23(); return pack(x, x:gt(0), 0) end
+CASES.sort = function() return pack(x23(), 2, {descending = true}) end
+CASES.topk = function() return pack(x23(), 2, 2, {largest = false}) end
+-- embedding, rnn, conv, pool
+CASES.embedding = function() return pack({1, 4}, r(4, 3), {padding_idx = 1}) end
+CASES.lstm_cell = function() return pack(r(2, 8), r(2, 2)) end
+CASES.lstm = function() return pack(r(1, 2, 3), r(8, 3), r(8, 2), r(8), r(8), {reverse = true}) end
+CASES.gru = function() return pack(r(1, 2, 3), r(6, 3), r(6, 2), r(6), r(6), {reverse = true}) end
+CASES.rnn_tanh = function() return pack(r(1, 2, 3), r(2, 3), r(2, 2), r(2), r(2), {reverse = true}) end
+CASES.conv1d = function() return pack(r(1, 2, 5), r(3, 2, 2), r(3), {stride = 1}) end
+CASES.conv2d = function() return pack(r(1, 2, 5, 5), r(3, 2, 2, 2), r(3), {stride = 1}) end
+CASES.conv3d = function() return pack(r(1, 2, 4, 4, 4), r(3, 2, 2, 2, 2), r(3), {stride = 1}) end
+CASES.conv_transpose1d = function() return pack(r(1, 2, 5), r(2, 3, 2), r(3), {stride = 2}) end
+CASES.conv_transpose2d = function() return pack(r(1, 2, 4, 4), r(2, 3, 2, 2), r(3), {stride = 2}) end
+CASES.conv_transpose3d = function() return pack(r(1, 2, 3, 3, 3), r(2, 3, 2, 2, 2), r(3), {stride = 2}) end
+CASES.max_pool1d = function() return pack(r(1, 2, 6), 2, {stride = 2}) end
+CASES.avg_pool1d = CASES.max_pool1d
+CASES.max_pool2d = function() return pack(r(1, 2, 4, 4), 2, {stride = 2}) end
+CASES.avg_pool2d = CASES.max_pool2d
+CASES.max_pool3d = function() return pack(r(1, 2, 4, 4, 4), 2, {stride = 2}) end
+CASES.avg_pool3d = CASES.max_pool3d
+CASES.adaptive_avg_pool2d = function() return pack(r(1, 2, 4, 4), 2) end
+CASES.upsample = function() return pack(r(1, 2, 3, 3), {scale_factor = 2}) end
+-- losses (fnn's and the ones under nn's names)
+CASES.cross_entropy = function() return pack(x23(), {1, 3}, {reduction = 'sum'}) end
+CASES.nll_loss = function() return pack(x23():log_softmax(2), {1, 3}, {reduction = 'sum'}) end
+CASES['nn.nll'] = function() return pack(x23():log_softmax(2), {1, 3}, {reduction = 'sum'}), 'nll_loss' end
+CASES.binary_cross_entropy = function() return pack(x23():sigmoid(), x23():gt(0), {reduction = 'sum'}) end
+CASES.bce_with_logits = function() return pack(x23(), x23():gt(0), {reduction = 'sum'}) end
+for _, n in ipairs{'mse_loss', 'mse', 'mae', 'huber'} do
+   CASES[n] = function() return pack(x23(), x23(), {reduction = 'sum'}) end
+end
+CASES.l1 = function() return pack(x23(), x23(), {reduction = 'sum'}), 'mae' end
+CASES.categorical_cross_entropy = function() return pack(x23():softmax(2), x23():softmax(2), {}) end
+CASES.sparse_categorical_cross_entropy = function() return pack(x23():softmax(2), {1, 3}, {}) end
+CASES.kl_div = function() return pack(x23():log_softmax(2), x23():softmax(2), {}) end
+CASES.cosine_embedding = function() return pack(x23(), x23(), {1, -1}, {margin = 0.1}) end
+-- reductions
+for _, n in ipairs{'sum', 'mean', 'prod', 'logsumexp', 'argmax', 'argmin', 'max', 'min'} do
+   CASES[n] = function() return pack(x23(), 1, true) end
+end
+CASES.var = function() return pack(x23(), 1, true, {unbiased = false}) end
+CASES.std = CASES.var
+CASES.norm = function() return pack(x23(), 1, 2, true) end
+for _, n in ipairs{'softmax', 'log_softmax', 'cumsum', 'logcumsumexp'} do
+   CASES[n] = function() return pack(x23(), 2) end
+end
+
+-- public functions of these files that CASES leaves out, each with its reason
+local EXEMPT = {
+   __tostring = "Tensor's printing metamethod: tostring passes exactly the tensor",
+}
+
+-- the tables walked, by the prefix their specific CASES entries take
+local TABLES = {{'Tensor', Tensor}, {'fnn', fnn}, {'nn', require('fastnn.ops.loss').functional}}
+
+local function case_for(prefix, name)
+   return CASES[prefix .. '.' .. name] or CASES[name]
+end
+
+-- each (prefix, name, function) of the walk that comes from these files
+local function bound()
+   local list = {}
+   for _, t in ipairs(TABLES) do
+      for name, f in pairs(t[2]) do
+         if type(f) == 'function' and type(name) == 'string' and not name:match('^try_') and not name:match('^_[^_]')
+            and ours(debug.getinfo(unwrapped(f), 'S').source) then
+            list[#list + 1] = {t[1], name, f}
+         end
+      end
+   end
+   table.sort(list, function(a, b) return a[1] .. a[2] < b[1] .. b[2] end)
+   return list
+end
+
+-- the values given as the extra argument, in turn: the message shows each as the options messages
+-- do (a tensor by its shape, a table by its contents, never an address)
+local EXTRAS = {5, 'more', true, {1, 2}, function() return fnn.ones(2) end, {dim = 1}}
+
+-- f(args) at a known line of this file, as a method (through the tensor's __index) when the
+-- prefix is Tensor; -> ok, error, the call's line
+local THIS = debug.getinfo(1, 'S').short_src
+local function call(prefix, name, f, args, n)
+   if prefix == 'Tensor' then
+      local x = args[1]
+      assert.equals(f, x[name], name .. ' reached through the tensor')
+   end
+   local line
+   local ok, err = pcall(function()
+      line = debug.getinfo(1, 'l').currentline; local out = f(unpack(args, 1, n))
+      return out   -- not a tail call: the caller's line is this one
+   end)
+   return ok, err, line
+end
+
+describe('arity', function()
+   it('refuses an argument past the last of every binding, at the caller\'s line, naming it', function()
+      local checked = 0
+      for i, entry in ipairs(bound()) do
+         local prefix, name, f = entry[1], entry[2], entry[3]
+         local make = case_for(prefix, name)
+         if make then
+            local label = prefix .. '.' .. name
+            local args, as = make()
+            local ok, err = call(prefix, name, f, args, args.n)
+            assert(ok, label .. ': the valid call failed: ' .. tostring(err))
+            args = make()
+            args.n = args.n + 1                      -- a trailing nil: as none
+            ok, err = call(prefix, name, f, args, args.n)
+            assert(ok, label .. ': a trailing nil was refused: ' .. tostring(err))
+            args = make()
+            local extra = EXTRAS[i % #EXTRAS + 1]
+            if type(extra) == 'function' then extra = extra() end
+            args[args.n + 1] = extra
+            local line
+            ok, err, line = call(prefix, name, f, args, args.n + 1)
+            assert(not ok, label .. ': an extra argument was accepted')
+            local want = ('%s: unexpected argument %d (%s)'):format(as or name, args.n + 1, describe_value(extra))
+            assert(err:find(want, 1, true), label .. ': expected "' .. want .. '", got: ' .. err)
+            assert.equals(THIS .. ':' .. line .. ': ', err:match('^[^:]+:%d+: '), label .. ': raised at ' .. err)
+            assert.is_nil(err:find('0x%x+'), label .. ': an address in ' .. err)
+            checked = checked + 1
+         end
+      end
+      assert.is_true(checked > 150, 'only ' .. checked .. ' bindings checked')
+   end)
+
+   it('lists every public function of these files (completeness)', function()
+      local missing = {}
+      for _, entry in ipairs(bound()) do
+         local prefix, name = entry[1], entry[2]
+         if not case_for(prefix, name) and not EXEMPT[name] then missing[#missing + 1] = prefix .. '.' .. name end
+      end
+      assert.same({}, missing, 'bindings without an arity case: ' .. table.concat(missing, ', '))
+      -- and no case names nothing (a renamed op would leave its case behind)
+      local stale = {}
+      for key in pairs(CASES) do
+         local prefix, name = key:match('^(%a+)%.(.+)$')
+         local found = false
+         for _, t in ipairs(TABLES) do
+            if (prefix == nil or prefix == t[1]) and type(t[2][name or key]) == 'function' then found = true end
+         end
+         if not found then stale[#stale + 1] = key end
+      end
+      table.sort(stale)
+      assert.same({}, stale, 'cases naming no function: ' .. table.concat(stale, ', '))
+   end)
+
+   it('refuses what follows an options table that stands in an earlier place', function()
+      local x = x23()
+      local function err_of(f, ...) return select(2, pcall(f, ...)) end
+      assert.matches("sort: unexpected argument 3 (5)", err_of(x.sort, x, {descending = true}, 5), 1, true)
+      assert.matches("topk: unexpected argument 4 (1)", err_of(x.topk, x, 2, {largest = false}, 1), 1, true)
+      assert.matches("var: unexpected argument 3 (true)", err_of(x.var, x, {unbiased = false}, true), 1, true)
+      assert.matches("std: unexpected argument 4 (a table {})", err_of(x.std, x, 1, {}, {}), 1, true)
+      assert.matches("arange: unexpected argument 3 (2)", err_of(fnn.arange, 5, {dtype = 'int64'}, 2), 1, true)
+      assert.matches("arange: unexpected argument 4 (1)", err_of(fnn.arange, 0, 5, {dtype = 'int64'}, 1), 1, true)
+      assert.matches("tensor: unexpected argument 3 (a table {2})", err_of(fnn.tensor, {1, 2}, {dtype = 'int64'}, {2}),
+                     1, true)
+      -- sizes: a table, then the options (zeros, ones, empty), then nothing
+      assert.matches("zeros: unexpected argument 3 (5)", err_of(fnn.zeros, {2}, {dtype = 'int64'}, 5), 1, true)
+      assert.matches("ones: unexpected argument 2 ('int64')", err_of(fnn.ones, {2}, 'int64'), 1, true)
+      assert.matches("rand: unexpected argument 2 (a table {dtype = 'int64'})", err_of(fnn.rand, {2}, {dtype = 'int64'}),
+                     1, true)
+      assert.matches("reshape: unexpected argument 3 (6)", err_of(x.reshape, x, {6}, 6), 1, true)
+      assert.matches("permute: unexpected argument 3 (1)", err_of(x.permute, x, {2, 1}, 1), 1, true)
+      -- the elementwise max takes no keepdim
+      assert.matches("max: unexpected argument 3 (true)", err_of(x.max, x, x23(), true), 1, true)
+      -- the varargs of the reductions: a nil passes, the first value after it is named
+      assert.same({3}, x:sum(1, false, nil):shape())
+      assert.matches("sum: unexpected argument 5 (a table {})", err_of(x.sum, x, 1, true, nil, {}), 1, true)
+      -- and the forms still take what they take
+      assert.equals('int64', fnn.zeros({2}, {dtype = 'int64'}):dtype())
+      assert.equals('int64', fnn.ones(2, 3, {dtype = 'int64'}):dtype())
+      assert.same({0, 2, 4}, fnn.arange(0, 5, 2, {dtype = 'int64'}):to_flat())
+      assert.same({0, 1, 2}, fnn.arange(3, {dtype = 'float32'}):to_flat())
+      local row = (x:sort({descending = true})):select(1, 1):to_flat()
+      assert.is_true(row[1] >= row[2] and row[2] >= row[3], 'sort{descending = true} still sorts down')
+   end)
+
+   it('refuses a shape beside data that has its own', function()
+      local t = fnn.ones(2, 3)
+      assert.matches('tensor: shape a table {6} is for a flat table of values, not a tensor [2,3]',
+                     select(2, pcall(fnn.tensor, t, {6})), 1, true)
+      assert.matches('tensor: shape a table {2} is for a flat table of values, not 5',
+                     select(2, pcall(fnn.tensor, 5, {2})), 1, true)
+      assert.matches('long: shape a table {6} is for a flat table of values, not a tensor [2,3]',
+                     select(2, pcall(fnn.long, t, {6})), 1, true)
+      assert.same({1, 2, 3, 4}, fnn.long({1, 2, 3, 4}, {2, 2}):to_flat())
+   end)
+
+   it('says what a third argument of add and sub would mean instead of guessing', function()
+      local a, b = x23(), x23()
+      local err = select(2, pcall(a.add, a, b, 2))
+      assert.matches('add: unexpected argument 3 (2); add takes (a, b); for a scaled operand write a + alpha * b', err,
+                     1, true)
+      err = select(2, pcall(fnn.sub, a, b, b))
+      assert.matches('sub: unexpected argument 3 (a tensor [2,3]); sub takes (a, b); for a scaled operand write '
+                     .. 'a - alpha * b', err, 1, true)
+      -- the operators are untouched: a + b is add(a, b)
+      assert.same((a + b):to_flat(), a:add(b):to_flat())
+   end)
+
+   it('raises at the caller\'s line through the bfloat16 wrapper and returns the message from try_ forms', function()
+      local x = x23():bf16()
+      local line = debug.getinfo(1, 'l').currentline; local ok, err = pcall(function() local y = x:exp(2); return y end)
+      assert.is_false(ok)
+      assert.matches(THIS .. ':' .. line .. ': exp: unexpected argument 2 (2)', err, 1, true)
+      line = debug.getinfo(1, 'l').currentline; ok, err = pcall(function() local y = x:sum(1, true, 3); return y end)
+      assert.matches(THIS .. ':' .. line .. ': sum: unexpected argument 4 (3)', err, 1, true)
+      local y, msg = x23():try_relu(5)
+      assert.is_nil(y)
+      assert.equals('relu: unexpected argument 2 (5); relu takes (x)', msg)
+   end)
+end)
