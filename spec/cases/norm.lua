@@ -7,7 +7,10 @@
 -- returns are values cases) and eval mode (fixed running stats, captured, not differentiated:
 -- PyTorch gives them no gradient) on both layouts the kernel has: narrow ([N, C] and [N, C, L] with
 -- L < 32, by blocks of rows) and wide (planes of 32 or more, by channel); with and without affine,
--- non-contiguous. group_norm with several groups, one group per channel (instance norm), no affine,
+-- non-contiguous; with {activation = 'relu'} (ref: the naive batch norm, then max(y, 0)) on both
+-- layouts, 1-d, 2-d and 3-d, training and eval, affine and not, across the CUDA modes (the
+-- relu'd output is its own mask in the backward: the gradcheck and the parity's gradients cover it;
+-- spec/norm_fused_spec.lua holds it to the unfused pair bit for bit). group_norm with several groups, one group per channel (instance norm), no affine,
 -- non-contiguous. rms_norm with and without weight.
 -- The sizes sweeps cross cuda/norm.cu's and batch_norm.cu's modes: rows of 1 to 1025 (a block of up
 -- to 256 threads per row), batch_norm channels C across 128 and 256 (a thread per channel), N L
@@ -39,12 +42,22 @@ local function running(C)
    return fnn.tensor(m, {C}), fnn.tensor(v, {C})
 end
 
+-- the naive relu of a tensor (the refs of batch_norm's activation = 'relu')
+local function relu_ref(t)
+   local v = t:to_flat()
+   for i = 1, #v do v[i] = v[i] > 0 and v[i] or 0 end
+   return fnn.tensor(v, t:shape())
+end
+
 -- a batch_norm case on x of shape(n) (n nil: gradcheck's small one); what: 'train' (y), 'mean',
 -- 'var' (the batch statistics, values cases), 'eval' (y from running(C)); affine: w and b inputs;
--- view: a non-contiguous input (ref reads it contiguous)
+-- extra.view: a non-contiguous input (ref reads it contiguous); extra.act: the activation option
+-- (ref: y relu'd, the batch statistics as without)
 local function bn(shape, what, affine, extra)
    extra = extra or {}
    local view = extra.view or function(x) return x end
+   local act = extra.act
+   local post = act == 'relu' and (what == 'train' or what == 'eval') and relu_ref or function(y) return y end
    local train = what ~= 'eval'
    local k = ({train = 1, mean = 2, var = 3, eval = 1})[what]
    return {op = 'batch_norm', sizes = extra.sizes, parity = NORM, gradcheck = k == 1 and nil or false,
@@ -58,18 +71,20 @@ local function bn(shape, what, affine, extra)
       end,
       fn = function(x, w, b)
          x = view(x)
-         if train then return (select(k, fnn.batch_norm(x, nil, nil, w, b, {training = true}))) end
+         if train then return (select(k, fnn.batch_norm(x, nil, nil, w, b, {training = true, activation = act}))) end
          local rm, rv = running(x:shape()[2])
-         return fnn.batch_norm(x, rm:to(x:device()), rv:to(x:device()), w, b, {training = false})
+         return fnn.batch_norm(x, rm:to(x:device()), rv:to(x:device()), w, b, {training = false, activation = act})
       end,
       ref = function(x, w, b)
          x = view(x):contiguous()
-         if train then return N.batch_norm(x, nil, nil, w, b, nil, what) end
+         if train then return post(N.batch_norm(x, nil, nil, w, b, nil, what)) end
          local rm, rv = running(x:shape()[2])
-         return N.batch_norm(x, rm, rv, w, b)
+         return post(N.batch_norm(x, rm, rv, w, b))
       end}
 end
 local function fixed(shape) return function() return shape end end
+
+
 
 local cases = {
    {op = 'layer_norm', inputs = function() return u(3, 5), u(5), u(5) end,
@@ -205,6 +220,21 @@ local cases = {
    bn(fixed{2, 5, 3, 4, 3}, 'var', false),
    bn(fixed{4, 5, 6, 3}, 'train', 'w', {view = function(x) return x:permute(1, 4, 2, 3) end}),
    bn(fixed{4, 5, 6, 3}, 'eval', false, {view = function(x) return x:permute(1, 4, 2, 3) end}),
+
+   -- {activation = 'relu'}: C across a thread per channel's edges ([4, C]); [2, 3, L] across the
+   -- narrow / wide layouts and the GPU's block modes; 2-d and 3-d planes; eval; no affine; the batch
+   -- statistics (unchanged by the activation); a permuted input
+   bn(function(n) return {4, n or 3} end, 'train', true, {act = 'relu', sizes = {1, 127, 128, 129, 257}}),
+   bn(function(n) return {4, n or 3} end, 'eval', true, {act = 'relu', sizes = {1, 127, 128, 129, 257}}),
+   bn(function(n) return {2, 3, n or 5} end, 'train', true, {act = 'relu', sizes = {15, 16, 17, 64, 65, 129, 700}}),
+   bn(function(n) return {2, 3, n or 5} end, 'train', false, {act = 'relu', sizes = {15, 16, 17, 64, 65, 129, 700}}),
+   bn(function(n) return {2, 3, n or 5} end, 'eval', true, {act = 'relu', sizes = {15, 16, 17, 64, 65, 129, 700}}),
+   bn(fixed{3, 3, 5, 7}, 'train', true, {act = 'relu'}),
+   bn(fixed{3, 3, 5, 7}, 'eval', false, {act = 'relu'}),
+   bn(fixed{2, 5, 3, 4, 3}, 'train', true, {act = 'relu'}),
+   bn(fixed{4, 3, 5, 6}, 'mean', false, {act = 'relu'}),
+   bn(fixed{4, 3, 5, 6}, 'var', true, {act = 'relu'}),
+   bn(fixed{4, 5, 6, 3}, 'train', 'w', {act = 'relu', view = function(x) return x:permute(1, 4, 2, 3) end}),
 }
 
 -- group_norm with weight and bias, and without: several groups, 2-d input, long rows (1025 and 129:

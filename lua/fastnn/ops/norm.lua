@@ -3,12 +3,13 @@
 --       (biased variance, eps inside the sqrt, as PyTorch) then y = xhat * w + b. The
 --       normalized size is w's element count when w is given, else b's, else x's last dim;
 --       w and b may be nil. Returns x's shape. Also x:layer_norm(w, b, opts).
---   fnn.batch_norm(x, running_mean, running_var, w, b, {training = false, eps = 1e-5})
+--   fnn.batch_norm(x, running_mean, running_var, w, b, {training = false, eps = 1e-5, activation = 'none'})
 --       x [N, C] or [N, C, *]; the others [C] (w, b may be nil). Eval normalizes with the running
 --       stats; training with the batch's per-channel mean and biased variance and returns
 --       y, batch_mean, batch_var (the UNBIASED variance, what PyTorch folds into running_var):
 --       tensors are immutable, so the caller makes the new running stats from them (the running
---       stats may be nil in training).
+--       stats may be nil in training). activation = 'relu': y is relu(batch_norm(...)), values and
+--       gradients, from one node whose passes over x do the relu too (no tensor between).
 --   fnn.group_norm(x, num_groups, w, b, {eps = 1e-5})  x [N, C, *]: statistics per (sample, group
 --       of C/num_groups channels); w, b [C] or nil (PyTorch's F.group_norm).
 --   fnn.instance_norm(x, w, b, {eps = 1e-5})  group_norm with one group per channel.
@@ -37,7 +38,9 @@ do
    local eps = {'eps', 'number', nil, 'added to the variance', default_doc = '1e-5 (rms_norm: float32 epsilon)'}
    for _, op in ipairs{'layer_norm', 'group_norm', 'instance_norm'} do NORM_OPTS[op] = declare('fnn.' .. op, {eps}) end
    NORM_OPTS.batch_norm = declare('fnn.batch_norm', {eps,
-      {'training', 'boolean', false, 'normalize by the batch statistics and return them (mean, unbiased variance)'}})
+      {'training', 'boolean', false, 'normalize by the batch statistics and return them (mean, unbiased variance)'},
+      {'activation', 'string', 'none', 'applied to y in the same passes, forward and backward',
+       values = {'none', 'relu'}}})
    NORM_OPTS.rms_norm = declare('fnn.rms_norm', {eps,
       {'normalized_shape', 'any', nil, 'the trailing sizes normalized over, without a weight',
        default_doc = 'the last dim'}})
@@ -79,6 +82,9 @@ function M.layer_norm(x, w, b, opts)
 end
 Tensor.layer_norm = M.layer_norm
 
+-- fnn_norm_activation's codes by option value (core/include/fastnn.h)
+M.ACTIVATIONS = {none = C.FNN_NORM_ACT_NONE, relu = C.FNN_NORM_ACT_RELU}
+
 local fnn_batch_norm = C.fnn_batch_norm
 function M.batch_norm(x, running_mean, running_var, w, b, opts)
    check_tensor('batch_norm', x, 'input')
@@ -87,13 +93,14 @@ function M.batch_norm(x, running_mean, running_var, w, b, opts)
    check_optional('batch_norm', w, 'weight')
    check_optional('batch_norm', b, 'bias')
    local o, eps = options('batch_norm', opts, 1e-5)
+   local act = M.ACTIVATIONS[o.activation or 'none']   -- eps as a number: no table, no activation
    local out = new()
    if o.training then
       local mean, var = new(), new()
-      if fnn_batch_norm(out, mean, var, x, running_mean, running_var, w, b, 1, eps) ~= 0 then fail() end
+      if fnn_batch_norm(out, mean, var, x, running_mean, running_var, w, b, 1, eps, act) ~= 0 then fail() end
       return done(out), done(mean), done(var)
    end
-   if fnn_batch_norm(out, nil, nil, x, running_mean, running_var, w, b, 0, eps) ~= 0 then fail() end
+   if fnn_batch_norm(out, nil, nil, x, running_mean, running_var, w, b, 0, eps, act) ~= 0 then fail() end
    return done(out)
 end
 Tensor.batch_norm = M.batch_norm
