@@ -60,7 +60,11 @@ local function bn(shape, what, affine, extra)
    local post = act == 'relu' and (what == 'train' or what == 'eval') and relu_ref or function(y) return y end
    local train = what ~= 'eval'
    local k = ({train = 1, mean = 2, var = 3, eval = 1})[what]
-   return {op = 'batch_norm', sizes = extra.sizes, parity = NORM, gradcheck = k == 1 and nil or false,
+   -- y cases are gradchecked (gradcheck nil), the batch statistics are values only (`k == 1 and nil or
+   -- false` was always false: no bn() case had a gradcheck or a gradient parity)
+   local gradcheck
+   if k ~= 1 then gradcheck = false end
+   return {op = 'batch_norm', sizes = extra.sizes, parity = NORM, gradcheck = gradcheck,
       inputs = function(n)
          local s = shape(n)
          local x = train and uniform(s, -2, 2) * 1.5 + 0.5 or uniform(s, -2, 2)
