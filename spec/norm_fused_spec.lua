@@ -231,3 +231,84 @@ describe("nn.BatchNorm1d/2d/3d {activation = 'relu'}", function()
                      err_of(function() return m(fnn.randn(2, 3, 4, 4)) end))
    end)
 end)
+
+describe('fnn.add_layer_norm', function()
+   -- s, y and the gradients of x, r, w, b from sum(y gy) + sum(s gs): fused, fnn.add_layer_norm; else
+   -- x + r, then fnn.layer_norm
+   local function run_add(fused, x, r, w, b, gy, gs, eps)
+      local px, pr, pw, pb = fnn.Param(x), fnn.Param(r), w and fnn.Param(w), b and fnn.Param(b)
+      local wt, bt = pw and pw:tensor(), pb and pb:tensor()
+      local s, y
+      if fused then
+         s, y = fnn.add_layer_norm(px:tensor(), pr:tensor(), wt, bt, {eps = eps})
+      else
+         s = px:tensor() + pr:tensor()
+         y = fnn.layer_norm(s, wt, bt, {eps = eps})
+      end
+      ;(fnn.sum(y * gy) + fnn.sum(s * gs)):backward()
+      return {s, y, px:grad(), pr:grad(), pw and pw:grad(), pb and pb:grad()}
+   end
+   local ADD_NAMES = {'s', 'y', 'dx', 'dr', 'dw', 'db'}
+   local function compare_add(x, r, w, b, what, eps)
+      local gy, gs = fnn.randn(x:shape()), fnn.randn(x:shape())
+      local f, u = run_add(true, x, r, w, b, gy, gs, eps), run_add(false, x, r, w, b, gy, gs, eps)
+      for k = 1, 6 do same(f[k], u[k], ('%s: %s'):format(what, ADD_NAMES[k])) end
+   end
+
+   it('is x + r then layer_norm: s, y and every gradient, bit for bit', function()
+      fnn.manual_seed(41)
+      for _, c in ipairs{{{3, 5}, {5}}, {{1, 7}, {7}}, {{2, 3, 7}, {7}}, {{2, 3, 7}, {3, 7}}, {{4, 300}, {300}}} do
+         local shape, ws = c[1], c[2]
+         local x, r = fnn.randn(shape) * 2 + 1, fnn.randn(shape)
+         local w, b = fnn.rand(ws) + 0.5, fnn.randn(ws)
+         local what = fnn.shape_str(x) .. ' over ' .. fnn.shape_str(w)
+         compare_add(x, r, w, b, what)
+         compare_add(x, r, w, nil, what .. ', weight only', 1e-3)
+         if #ws == 1 then compare_add(x, r, nil, nil, what .. ', no affine') end
+      end
+      -- non-contiguous input and residual
+      compare_add(fnn.randn(5, 4):t(), fnn.randn(4, 5), fnn.rand(5) + 0.5, nil, 'transposed x')
+      compare_add(fnn.randn(4, 5), fnn.randn(5, 4):t(), nil, fnn.randn(5), 'transposed r')
+   end)
+
+   it('keeps no graph when nothing needs one, and one for w alone', function()
+      local x, r = fnn.randn(2, 6), fnn.randn(2, 6)
+      local s, y = fnn.add_layer_norm(x, r)
+      same(s, x + r, 'no grad: s')
+      same(y, fnn.layer_norm(x + r), 'no grad: y')
+      local pw = fnn.Param(fnn.rand(6) + 0.5)
+      local _, yw = fnn.add_layer_norm(x, r, pw:tensor())
+      yw:sum():backward()
+      local pw2 = fnn.Param(pw:tensor())
+      fnn.layer_norm(x + r, pw2:tensor()):sum():backward()
+      same(pw:grad(), pw2:grad(), 'dw alone')
+   end)
+
+   it('gives the same bits with one thread and with two', function()
+      local saved = fnn.get_num_threads()
+      fnn.manual_seed(42)
+      local x, r, w, b = fnn.randn(512, 512), fnn.randn(512, 512), fnn.rand(512) + 0.5, fnn.randn(512)
+      local gy, gs = fnn.randn(512, 512), fnn.randn(512, 512)
+      local runs = {}
+      for t = 1, 2 do
+         fnn.set_num_threads(t)
+         local ok, res = pcall(run_add, true, x, r, w, b, gy, gs)
+         if not ok then fnn.set_num_threads(saved); error(res, 0) end
+         runs[t] = res
+      end
+      fnn.set_num_threads(saved)
+      for k = 1, 6 do same(runs[2][k], runs[1][k], '2 threads against 1: ' .. ADD_NAMES[k]) end
+   end)
+
+   it('refuses a residual of another shape, a bad eps, an unknown option, by name at the caller\'s line', function()
+      local x = fnn.randn(2, 4)
+      assert.matches('norm_fused_spec%.lua:%d+: add_layer_norm: residual %[4%] does not have input %[2,4%]\'s shape',
+                     err_of(function() local s, y = fnn.add_layer_norm(x, fnn.randn(4)); return s, y end))
+      assert.matches('add_layer_norm: eps %-1 is negative %(input %[2,4%]%)',
+                     err_of(function() local s, y = fnn.add_layer_norm(x, x, nil, nil, {eps = -1}); return s, y end))
+      assert.matches("fnn%.add_layer_norm: unknown option 'epsilon' %(options: eps%)",
+                     err_of(function() local s, y = x:add_layer_norm(x, nil, nil, {epsilon = 1}); return s, y end))
+      assert.matches('add_layer_norm: normalized size 3 is not the product of trailing dims of input %[2,4%]',
+                     err_of(function() local s, y = fnn.add_layer_norm(x, x, fnn.ones(3)); return s, y end))
+   end)
+end)

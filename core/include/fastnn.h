@@ -409,6 +409,10 @@ FNN_API int fnn_mse_loss(fnn_tensor *out, const fnn_tensor *pred, const fnn_tens
  * then y = xhat * w + b; w and b have `normalized` elements (either may be NULL). out: x's shape */
 FNN_API int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
                            int64_t normalized, double eps);
+/* add_layer_norm: sum = x + r (r x's shape), out = layer_norm(sum, w, b, normalized, eps), from one pass
+ * over the rows; the graph, values and gradients are those of fnn_add then fnn_layer_norm */
+FNN_API int fnn_add_layer_norm(fnn_tensor *sum, fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *r,
+                               const fnn_tensor *w, const fnn_tensor *b, int64_t normalized, double eps);
 /* batch_norm's activation, applied in the pass that writes y (and its gradient inside the backward's) */
 typedef enum fnn_norm_activation { FNN_NORM_ACT_NONE = 0, FNN_NORM_ACT_RELU = 1 } fnn_norm_activation;
 /* batch_norm: x [N, C] or [N, C, *]; w, b, running_mean, running_var [C] (w, b may be NULL).

@@ -163,6 +163,8 @@ static int check_channels(const char *op, const fnn_tensor *x, const fnn_tensor 
 typedef struct {
     const float *x, *w, *b;   /* x contiguous [rows, n]; w, b [n] or NULL */
     float *y, *stats;         /* y [rows, n]; stats [rows, 2] (mean, rstd) or NULL */
+    const float *res;         /* add_layer_norm: the residual [rows, n] added first, or NULL */
+    float *sum;               /* with res: x + res [rows, n], normalized in x's place */
     int64_t n;
     double eps;
 } ln_fwd_args;
@@ -176,6 +178,12 @@ static FNN_CLONES_V3 void ln_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; i++) {
         const float *xi = a->x + i * n;
         float *yi = a->y + i * n;
+        if (a->res) {   /* the row's sum first: the passes below read it while it is in cache */
+            float *si = a->sum + i * n;
+            const float *ri = a->res + i * n;
+            for (int64_t j = 0; j < n; j++) si[j] = xi[j] + ri[j];
+            xi = si;
+        }
         double k0 = 0;
         for (int64_t j = 0; j < m16; j++) k0 += xi[j];
         const float k = m16 > 0 ? (float)(k0 / (double)m16) : 0.0f;   /* a shift near the mean */
@@ -244,8 +252,9 @@ static void ln_bwd_cols(void *ctx, int64_t lo, int64_t hi) {
 
 static int layer_norm_cpu(int ordinal, const fnn_nrm_args *p) {
     (void)ordinal;
-    ln_fwd_args a = {p->x, p->w, p->b, p->y, p->stats, p->C, p->eps};
-    fnn_parallel_for(p->N, fnn_threads_for(p->N * p->C * 4), ln_fwd_rows, &a);   /* 3 passes + a sqrt per row */
+    ln_fwd_args a = {p->x, p->w, p->b, p->y, p->stats, p->res, p->sum, p->C, p->eps};
+    /* 3 passes + a sqrt per row, and the residual's add */
+    fnn_parallel_for(p->N, fnn_threads_for(p->N * p->C * (p->res ? 5 : 4)), ln_fwd_rows, &a);
     return FNN_STATUS_OK;
 }
 
@@ -318,19 +327,21 @@ static int record_norm(const fnn_op_def *def, fnn_tensor *out, int nin, const fn
 }
 
 /* check an optional affine tensor: same device as x, `normalized` elements */
-static int ln_check_affine(const fnn_tensor *x, const fnn_tensor *t, const char *what, int64_t normalized) {
+static int ln_check_affine(const char *op, const fnn_tensor *x, const fnn_tensor *t, const char *what,
+                           int64_t normalized) {
     if (!t) return FNN_STATUS_OK;
-    FNN_TRY(fnn_check_input("layer_norm", t));
-    FNN_TRY(fnn_check_same_device("layer_norm", x, t));
+    FNN_TRY(fnn_check_input(op, t));
+    FNN_TRY(fnn_check_same_device(op, x, t));
     FNN_CHECK(fnn_tensor_numel(t) == normalized, FNN_STATUS_SHAPE,
-              "layer_norm: %s %s has %lld elements, expected %lld (the normalized size) for input %s", what,
+              "%s: %s %s has %lld elements, expected %lld (the normalized size) for input %s", op, what,
               fnn_shape_of(t).s, (long long)fnn_tensor_numel(t), (long long)normalized, fnn_shape_of(x).s);
     return FNN_STATUS_OK;
 }
 
-int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
-                   int64_t normalized, double eps) {
-    FNN_TRY(fnn_check_input("layer_norm", x));
+/* layer_norm's and add_layer_norm's checks of x, the normalized size, eps, w and b */
+static int ln_check(const char *op, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int64_t normalized,
+                    double eps) {
+    FNN_TRY(fnn_check_input(op, x));
     /* normalized must be the product of some trailing dims (none: 1) */
     bool trailing = false;
     int64_t p = 1;
@@ -339,11 +350,16 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
         trailing = p == normalized;
     }
     FNN_CHECK(normalized >= 1 && trailing, FNN_STATUS_SHAPE,
-              "layer_norm: normalized size %lld is not the product of trailing dims of input %s",
+              "%s: normalized size %lld is not the product of trailing dims of input %s", op,
               (long long)normalized, fnn_shape_of(x).s);
-    FNN_CHECK(eps >= 0, FNN_STATUS_ARG, "layer_norm: eps %g is negative (input %s)", eps, fnn_shape_of(x).s);
-    FNN_TRY(ln_check_affine(x, w, "weight", normalized));
-    FNN_TRY(ln_check_affine(x, b, "bias", normalized));
+    FNN_CHECK(eps >= 0, FNN_STATUS_ARG, "%s: eps %g is negative (input %s)", op, eps, fnn_shape_of(x).s);
+    FNN_TRY(ln_check_affine(op, x, w, "weight", normalized));
+    return ln_check_affine(op, x, b, "bias", normalized);
+}
+
+int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
+                   int64_t normalized, double eps) {
+    FNN_TRY(ln_check("layer_norm", x, w, b, normalized, eps));
     const fnn_nrm_row *row;
     FNN_TRY(norm_row("layer_norm", x->device, false, &row));
 
@@ -377,6 +393,73 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
     return rc;
 }
 
+
+/* ================= add_layer_norm: s = x + r, y = layer_norm(s), from one pass =================
+ * The layer_norm row with a residual writes each row's sum and normalizes it while the row is in
+ * cache (a pre-norm block's x + attn(x), then its norm). The graph is the composition's: s gets an
+ * ordinary add node over x and r (elementwise's "add", whose rule reads its saved inputs), y a
+ * layer_norm node over s, so the backward is those ops' own rules and the values are their bits. */
+
+/* elementwise's add, found once in its family's table (its definition is elementwise.c's) */
+static const fnn_op_def *add_def(void) {
+    static const fnn_op_def *def;
+    if (!def)
+        for (const fnn_op_def *const *p = fnn_ops_elementwise; *p; p++)
+            if (!strcmp((*p)->info.name, "add")) def = *p;
+    return def;
+}
+
+int fnn_add_layer_norm(fnn_tensor *sum, fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *r,
+                       const fnn_tensor *w, const fnn_tensor *b, int64_t normalized, double eps) {
+    FNN_TRY(ln_check("add_layer_norm", x, w, b, normalized, eps));
+    FNN_TRY(fnn_check_input("add_layer_norm", r));
+    FNN_TRY(fnn_check_same_device("add_layer_norm", x, r));
+    bool same = r->ndim == x->ndim;
+    for (int d = 0; same && d < x->ndim; d++) same = r->shape[d] == x->shape[d];
+    FNN_CHECK(same, FNN_STATUS_SHAPE,
+              "add_layer_norm: residual %s does not have input %s's shape (no broadcasting: add them with fnn.add)",
+              fnn_shape_of(r).s, fnn_shape_of(x).s);
+    const fnn_op_def *add = add_def();
+    FNN_CHECK(add != NULL, FNN_STATUS_INTERNAL, "add_layer_norm: the registry has no elementwise add");
+    const fnn_nrm_row *row;
+    FNN_TRY(norm_row("layer_norm", x->device, false, &row));
+
+    const fnn_tensor *sum_ins[2] = {x, r};
+    const bool sum_grad = fnn_needs_node(2, sum_ins);
+    const bool grad = sum_grad || fnn_needs_node(2, (const fnn_tensor *const[]){w, b});
+    const int64_t total = fnn_tensor_numel(x), rows = total / normalized;
+    fnn_tensor xc, rc_, wc, bc, stats;
+    fnn_tensor_init(&rc_); fnn_tensor_init(&wc); fnn_tensor_init(&bc); fnn_tensor_init(&stats);
+    int rc = 0, r1 = 0, r2 = 0, r3 = 0;
+    const float *xp = fnn_contiguous_data(x, &xc, &rc);
+    const float *rp = fnn_contiguous_data(r, &rc_, &r1);
+    const float *wp = w ? fnn_contiguous_data(w, &wc, &r2) : NULL;
+    const float *bp = b ? fnn_contiguous_data(b, &bc, &r3) : NULL;
+    if (!rc) rc = r1 ? r1 : r2 ? r2 : r3;
+    int64_t sshape[2] = {rows, 2};
+    if (!rc && grad) rc = fnn_new_output(&stats, x->device, 2, sshape);
+    if (!rc) rc = fnn_new_output(sum, x->device, x->ndim, x->shape);
+    if (!rc) rc = fnn_new_output(out, x->device, x->ndim, x->shape);
+    if (!rc) {
+        fnn_nrm_args a = {.y = fnn_data(out), .stats = grad ? fnn_data(&stats) : NULL, .x = xp, .w = wp, .b = bp,
+                          .res = rp, .sum = fnn_data(sum), .N = rows, .C = normalized, .S = 1, .groups = 1,
+                          .eps = eps};
+        rc = row->forward(fnn_device_ordinal(x->device), &a);
+    }
+    /* s's node: what elementwise's binary add records (both inputs saved, k0 = k1 = 0) */
+    if (!rc && sum_grad) {
+        fnn_node *n = fnn_attach_node(sum, add, 2, sum_ins);
+        if (!n || fnn_save(n, 0, x) || fnn_save(n, 1, r)) rc = fnn_last_status();
+    }
+    const fnn_tensor *ins[3] = {sum, w, b};
+    if (!rc && grad)
+        rc = record_norm(&LAYER_NORM, out, 3, ins, (norm_attrs){.normalized = normalized, .eps = eps}, sum, sum,
+                         &stats, w, &wc);
+    fnn_tensor_clear(&xc); fnn_tensor_clear(&rc_); fnn_tensor_clear(&wc); fnn_tensor_clear(&bc);
+    fnn_tensor_clear(&stats);
+    if (rc) { fnn_tensor_clear(out); fnn_tensor_clear(sum); }
+    return rc;
+}
 
 /* ================= batch_norm: x [N, C, *] (S = the product of the spatial dims) -> x's shape =================
  * Training: per channel the mean and biased variance over N and S in one pass (shifted sums),

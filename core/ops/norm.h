@@ -30,6 +30,9 @@ typedef struct fnn_nrm_args {
                                    inside its own sums and dx pass. FNN_NORM_ACT_NONE (0) elsewhere */
     const float *y_out;         /* batch_norm backward with activation: the forward's output [N, C, S], contiguous
                                    (its > 0 is the relu's mask); else NULL */
+    const float *res;           /* layer_norm forward (add_layer_norm): a residual [N, C] added to x first, or NULL */
+    float *sum;                 /* layer_norm forward with res: receives x + res [N, C], which the statistics and y
+                                   are of (the row's own pass writes it; later reads of x read it) */
 } fnn_nrm_args;
 typedef int (*fnn_nrm_fn)(int ordinal, const fnn_nrm_args *a);
 typedef struct fnn_nrm_row {

@@ -10,8 +10,11 @@
 -- non-contiguous; with {activation = 'relu'} (ref: the naive batch norm, then max(y, 0)) on both
 -- layouts, 1-d, 2-d and 3-d, training and eval, affine and not, across the CUDA modes (the
 -- relu'd output is its own mask in the backward: the gradcheck and the parity's gradients cover it;
--- spec/norm_fused_spec.lua holds it to the unfused pair bit for bit). group_norm with several groups, one group per channel (instance norm), no affine,
--- non-contiguous. rms_norm with and without weight.
+-- spec/norm_fused_spec.lua holds it to the unfused pair bit for bit). layer_norm through
+-- fnn.add_layer_norm (its y, and y + s / 2; ref: a naive add, then the naive layer_norm), weight
+-- and bias or weight only, rows of 1 to 1025 (the CUDA row's residual). group_norm with several
+-- groups, one group per channel (instance norm), no affine, non-contiguous. rms_norm with and
+-- without weight.
 -- The sizes sweeps cross cuda/norm.cu's and batch_norm.cu's modes: rows of 1 to 1025 (a block of up
 -- to 256 threads per row), batch_norm channels C across 128 and 256 (a thread per channel), N L
 -- across its block mode's edges (128 elements a channel: a block each, 32 to 256 threads); the
@@ -89,6 +92,19 @@ end
 local function fixed(shape) return function() return shape end end
 
 
+
+-- the naive x + r (add_layer_norm's refs)
+local function add_ref(x, r)
+   local a, b = x:to_flat(), r:to_flat()
+   for i = 1, #a do a[i] = a[i] + b[i] end
+   return fnn.tensor(a, x:shape())
+end
+-- fnn.add_layer_norm's y, and y + s / 2 (both outputs in one gradient)
+local function add_ln(x, r, w, b) return select(2, fnn.add_layer_norm(x, r, w, b)) end
+local function add_ln_both(x, r, w, b)
+   local s, y = fnn.add_layer_norm(x, r, w, b, {eps = 1e-3})
+   return y + s * 0.5
+end
 
 local cases = {
    {op = 'layer_norm', inputs = function() return u(3, 5), u(5), u(5) end,
@@ -183,6 +199,22 @@ local cases = {
    {op = 'rms_norm', sizes = {99}, parity = NORM,
     inputs = function(n) local d = n and 512 or 64; return u(n or 5, d), uniform({d}, 0.5, 1.5) end,
     fn = function(x, w) return fnn.rms_norm(x, w) end, ref = N.rms_norm},
+   -- add_layer_norm: y, with weight and bias across the CUDA row's sizes; over two trailing dims (a
+   -- constant weight of ones); y + s / 2 with weight only, eps 1e-3
+   {op = 'layer_norm', sizes = SIZES, parity = NORM,
+    inputs = function(n) n = n or 5; return u(3, n), u(3, n), uniform({n}, 0.5, 1.5), uniform({n}, -1, 1) end,
+    fn = add_ln, ref = function(x, r, w, b) return N.layer_norm(add_ref(x, r), w, b) end},
+   {op = 'layer_norm', parity = NORM, inputs = function() return u(2, 3, 4), u(2, 3, 4) end,
+    fn = function(x, r) return add_ln(x, r, fnn.ones(3, 4):to(x:device())) end,
+    ref = function(x, r) return N.layer_norm(add_ref(x, r), fnn.ones(3, 4)) end},
+   {op = 'layer_norm', parity = NORM, inputs = function() return u(4, 6), u(4, 6), uniform({6}, 0.5, 1.5) end,
+    fn = add_ln_both,
+    ref = function(x, r, w)
+       local s = add_ref(x, r)
+       local y, sv = N.layer_norm(s, w, nil, 1e-3):to_flat(), s:to_flat()
+       for i = 1, #y do y[i] = y[i] + sv[i] * 0.5 end
+       return fnn.tensor(y, s:shape())
+    end},
    -- over two trailing dims (normalized 15); rms_norm of 1025 rows without weight
    {op = 'layer_norm', parity = NORM,
     inputs = function() return u(4, 3, 5), uniform({3, 5}, 0.5, 1.5), uniform({3, 5}, -1, 1) end,

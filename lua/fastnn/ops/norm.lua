@@ -3,6 +3,9 @@
 --       (biased variance, eps inside the sqrt, as PyTorch) then y = xhat * w + b. The
 --       normalized size is w's element count when w is given, else b's, else x's last dim;
 --       w and b may be nil. Returns x's shape. Also x:layer_norm(w, b, opts).
+--   fnn.add_layer_norm(x, r, w, b, {eps = 1e-5})  s = x + r (r of x's shape) and y =
+--       fnn.layer_norm(s, w, b, {eps}) from one pass over the rows; returns s, y, whose graph,
+--       values and gradients are those of the two ops (a pre-norm block's residual and its norm).
 --   fnn.batch_norm(x, running_mean, running_var, w, b, {training = false, eps = 1e-5, activation = 'none'})
 --       x [N, C] or [N, C, *]; the others [C] (w, b may be nil). Eval normalizes with the running
 --       stats; training with the batch's per-channel mean and biased variance and returns
@@ -36,7 +39,9 @@ local NORM_OPTS = {}
 do
    local declare = require('fastnn.options').declare
    local eps = {'eps', 'number', nil, 'added to the variance', default_doc = '1e-5 (rms_norm: float32 epsilon)'}
-   for _, op in ipairs{'layer_norm', 'group_norm', 'instance_norm'} do NORM_OPTS[op] = declare('fnn.' .. op, {eps}) end
+   for _, op in ipairs{'layer_norm', 'add_layer_norm', 'group_norm', 'instance_norm'} do
+      NORM_OPTS[op] = declare('fnn.' .. op, {eps})
+   end
    NORM_OPTS.batch_norm = declare('fnn.batch_norm', {eps,
       {'training', 'boolean', false, 'normalize by the batch statistics and return them (mean, unbiased variance)'},
       {'activation', 'string', 'none', 'applied to y in the same passes, forward and backward',
@@ -81,6 +86,24 @@ function M.layer_norm(x, w, b, opts)
    return done(out)
 end
 Tensor.layer_norm = M.layer_norm
+
+local fnn_add_layer_norm = C.fnn_add_layer_norm
+function M.add_layer_norm(x, r, w, b, opts)
+   check_tensor('add_layer_norm', x, 'input')
+   check_tensor('add_layer_norm', r, 'residual')
+   check_optional('add_layer_norm', w, 'weight')
+   check_optional('add_layer_norm', b, 'bias')
+   local _, eps = options('add_layer_norm', opts, 1e-5)
+   local n   -- as layer_norm's
+   if w ~= nil then n = w:numel()
+   elseif b ~= nil then n = b:numel()
+   elseif x.ndim > 0 then n = tonumber(x.shape_[x.ndim - 1])
+   else n = 1 end
+   local s, out = new(), new()
+   if fnn_add_layer_norm(s, out, x, r, w, b, n, eps) ~= 0 then fail() end
+   return done(s), done(out)
+end
+Tensor.add_layer_norm = M.add_layer_norm
 
 -- fnn_norm_activation's codes by option value (core/include/fastnn.h)
 M.ACTIVATIONS = {none = C.FNN_NORM_ACT_NONE, relu = C.FNN_NORM_ACT_RELU}
