@@ -5,6 +5,8 @@
  * y = (x - mean) * rstd * w + b, and keeps only mean and rstd for the backward, which recomputes
  * xhat from them instead of storing it. Composed from mean/var/rsqrt the same op costs ~8 tensors of x's size and as many
  * graph nodes. Every reduction runs in a fixed order, so results do not depend on the thread count.
+ * batch_norm can apply a relu in its own passes ({activation = 'relu'}), and add_layer_norm adds a
+ * residual in layer_norm's (s = x + r, y = layer_norm(s)), each the bits of the composition.
  * The entry points and backward rules are written once and run the kernels through the row of x's
  * backend (norm.h): the CPU rows at the end of this file, cuda/norm.cu's on a GPU. */
 #include "norm.h"
@@ -298,7 +300,7 @@ static const fnn_op_def LAYER_NORM = {.info = {.name = "layer_norm", .family = "
  * them (the contiguous copies xc / wc when one was made, so the backward reads them flat) and the
  * per-row statistics */
 /* fnn_node_attr's reader for the family (fnn.onnx.export): eps, normalized (layer_norm, rms_norm),
- * groups (group_norm), training (batch_norm), has_weight */
+ * groups (group_norm), training and activation (batch_norm), has_weight */
 int fnn_norm_attr(const fnn_node *n, const char *name, double *value) {
     const norm_attrs *a = FNN_ATTRS((fnn_node *)n, norm_attrs);
     if (!strcmp(name, "eps")) *value = a->eps;
