@@ -10,6 +10,9 @@
  * momentum). Eval normalizes with the running stats, a thread per element. Saved stats [C, 2]:
  * mean, rstd, as the CPU's. Backward, per channel with sg = sum g, sgx = sum g (x - mean):
  *     dw = sgx rstd, db = sg; dx = w rstd g + (training: - w rstd^3 sgx / M (x - mean) - w rstd sg / M)
+ * With activation relu (fnn_nrm_args.activation) the kernels that write y write max(y, 0), and the
+ * backward reads g as relu's gradient (g where the saved output yo > 0, else 0) in its sums and dx, as
+ * the CPU's rows do.
  *
  * defines: fnn_cuda_batch_norm_row, fnn_cuda_batch_norm_grad_row (the norm family's batch_norm row,
  * core/ops/norm.h, listed by cuda/norm.cu) */
@@ -38,12 +41,20 @@ template <bool BLOCK> struct BnWalk {
     }
 };
 
-/* training: per channel the batch mean and biased variance, then y = (x - mean) (w rstd) + b;
- * stats [C, 2] (mean, rstd), bmean, bvar (unbiased) [C]: each NULL when not wanted */
+/* y, then relu's formula when relu (NaN to 0, as its elementwise row) */
+__device__ __forceinline__ float bn_act(float v, bool relu) { return relu ? (v > 0 ? v : 0.0f) : v; }
+
+/* g, or relu's gradient when yo (the fused forward's output) is given: g where yo > 0, else 0 */
+__device__ __forceinline__ float bn_masked(const float *g, const float *yo, int64_t at) {
+    return yo && !(yo[at] > 0) ? 0.0f : g[at];
+}
+
+/* training: per channel the batch mean and biased variance, then y = (x - mean) (w rstd) + b (relu:
+ * max(y, 0)); stats [C, 2] (mean, rstd), bmean, bvar (unbiased) [C]: each NULL when not wanted */
 template <bool BLOCK>
 __global__ void __launch_bounds__(256) bn_train_kernel(float *y, float *stats, float *bmean, float *bvar,
                                                        const float *x, const float *w, const float *b, int64_t N,
-                                                       int64_t C, int64_t S, double eps) {
+                                                       int64_t C, int64_t S, double eps, bool relu) {
     const int64_t M = N * S;
     const BnWalk<BLOCK> t;
     for (int64_t c = t.c0; c < C; c += t.cstep) {   /* BLOCK: uniform per block, so the syncs are safe */
@@ -66,7 +77,7 @@ __global__ void __launch_bounds__(256) bn_train_kernel(float *y, float *stats, f
         const float m = (float)mean, a = (float)((w ? w[c] : 1.0) * rstd), bc = b ? b[c] : 0.0f;
         for (int64_t e = t.e0; e < M; e += t.estep) {
             const int64_t at = bn_at(e, c, C, S);
-            y[at] = (x[at] - m) * a + bc;
+            y[at] = bn_act((x[at] - m) * a + bc, relu);
         }
         if (t.e0 == 0) {
             if (stats) { stats[2 * c] = m; stats[2 * c + 1] = (float)rstd; }
@@ -76,14 +87,15 @@ __global__ void __launch_bounds__(256) bn_train_kernel(float *y, float *stats, f
     }
 }
 
-/* eval: y = (x - running mean) (w rstd) + b, rstd = 1 / sqrt(running var + eps), a thread per element */
+/* eval: y = (x - running mean) (w rstd) + b (relu: max(y, 0)), rstd = 1 / sqrt(running var + eps), a
+ * thread per element */
 __global__ void bn_eval_kernel(float *y, const float *x, const float *w, const float *b, const float *rm,
-                               const float *rv, int64_t n, int64_t C, int64_t S, double eps) {
+                               const float *rv, int64_t n, int64_t C, int64_t S, double eps, bool relu) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t c = i / S % C;
         const double rstd = 1.0 / sqrt((double)rv[c] + eps);
         const float a = (float)((w ? w[c] : 1.0) * rstd), bc = b ? b[c] : 0.0f;
-        y[i] = (x[i] - rm[c]) * a + bc;
+        y[i] = bn_act((x[i] - rm[c]) * a + bc, relu);
     }
 }
 
@@ -95,11 +107,12 @@ __global__ void bn_eval_stats_kernel(float *stats, const float *rm, const float 
     }
 }
 
-/* backward per channel: sg, sgx over the channel, dw, db (each may be NULL), then dx (may be NULL) */
+/* backward per channel: sg, sgx over the channel, dw, db (each may be NULL), then dx (may be NULL); g
+ * masked by yo > 0 where yo (the relu'd forward output) is given */
 template <bool BLOCK>
 __global__ void __launch_bounds__(256) bn_grad_kernel(float *dx, float *dw, float *db, const float *g, const float *x,
-                                                      const float *w, const float *stats, int64_t N, int64_t C,
-                                                      int64_t S, int training) {
+                                                      const float *w, const float *stats, const float *yo, int64_t N,
+                                                      int64_t C, int64_t S, int training) {
     const int64_t M = N * S;
     const bool sums = training || dw || db;
     const BnWalk<BLOCK> t;
@@ -110,7 +123,7 @@ __global__ void __launch_bounds__(256) bn_grad_kernel(float *dx, float *dw, floa
         if (sums) {
             for (int64_t e = t.e0; e < M; e += t.estep) {
                 const int64_t at = bn_at(e, c, C, S);
-                const double gv = g[at];
+                const double gv = bn_masked(g, yo, at);
                 sg += gv;
                 sgx += gv * (double)(x[at] - m);
             }
@@ -126,7 +139,7 @@ __global__ void __launch_bounds__(256) bn_grad_kernel(float *dx, float *dw, floa
         const float kc = training ? (float)(-wc * r * sg / (double)M) : 0.0f;
         for (int64_t e = t.e0; e < M; e += t.estep) {
             const int64_t at = bn_at(e, c, C, S);
-            dx[at] = ka * g[at] + kb * (x[at] - m) + kc;
+            dx[at] = ka * bn_masked(g, yo, at) + kb * (x[at] - m) + kc;
         }
     }
 }
@@ -141,19 +154,19 @@ static unsigned bn_blocks(int64_t c) { return (unsigned)(c < (1 << 20) ? c : (1 
 
 static int bn_launch(int ordinal, float *y, float *stats, float *bmean, float *bvar, const float *x, const float *w,
                      const float *b, const float *rmean, const float *rvar, int64_t N, int64_t C, int64_t S,
-                     int training, double eps) {
+                     int training, double eps, bool relu) {
     if (C == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("batch_norm", ordinal));
     if (training && bn_block_mode(N * S)) {
         FNN_LAUNCH_BLOCKS(bn_train_kernel<true>, bn_blocks(C), bn_threads(N * S), y, stats, bmean, bvar, x, w, b, N,
-                          C, S, eps);
+                          C, S, eps, relu);
     } else if (training) {
         FNN_LAUNCH(bn_train_kernel<false>, fnn_cuda_blocks(C), FNN_CUDA_THREADS, y, stats, bmean, bvar, x, w, b, N, C,
-                   S, eps);
+                   S, eps, relu);
     } else {
         if (N * S > 0)
             FNN_LAUNCH(bn_eval_kernel, fnn_cuda_blocks(N * C * S), FNN_CUDA_THREADS, y, x, w, b, rmean, rvar, N * C * S,
-                       C, S, eps);
+                       C, S, eps, relu);
         if (stats) FNN_LAUNCH(bn_eval_stats_kernel, fnn_cuda_blocks(C), FNN_CUDA_THREADS, stats, rmean, rvar, C, eps);
     }
     FNN_CUDA_CHECK("batch_norm", cudaGetLastError());
@@ -161,15 +174,16 @@ static int bn_launch(int ordinal, float *y, float *stats, float *bmean, float *b
 }
 
 static int bn_grad_launch(int ordinal, float *dx, float *dw, float *db, const float *g, const float *x,
-                          const float *w, const float *stats, int64_t N, int64_t C, int64_t S, int training) {
+                          const float *w, const float *stats, const float *yo, int64_t N, int64_t C, int64_t S,
+                          int training) {
     if (C == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device("batch_norm", ordinal));
     if (bn_block_mode(N * S))
-        FNN_LAUNCH_BLOCKS(bn_grad_kernel<true>, bn_blocks(C), bn_threads(N * S), dx, dw, db, g, x, w, stats, N, C, S,
-                          training);
+        FNN_LAUNCH_BLOCKS(bn_grad_kernel<true>, bn_blocks(C), bn_threads(N * S), dx, dw, db, g, x, w, stats, yo, N, C,
+                          S, training);
     else
-        FNN_LAUNCH(bn_grad_kernel<false>, fnn_cuda_blocks(C), FNN_CUDA_THREADS, dx, dw, db, g, x, w, stats, N, C, S,
-                   training);
+        FNN_LAUNCH(bn_grad_kernel<false>, fnn_cuda_blocks(C), FNN_CUDA_THREADS, dx, dw, db, g, x, w, stats, yo, N, C,
+                   S, training);
     FNN_CUDA_CHECK("batch_norm", cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -177,11 +191,11 @@ static int bn_grad_launch(int ordinal, float *dx, float *dw, float *db, const fl
 /* the row (core/ops/norm.h): x as [N, C, S] */
 int fnn_cuda_batch_norm_row(int ordinal, const fnn_nrm_args *a) {
     return bn_launch(ordinal, a->y, a->stats, a->bmean, a->bvar, a->x, a->w, a->b, a->rmean, a->rvar, a->N,
-                     a->C, a->S, a->training, a->eps);
+                     a->C, a->S, a->training, a->eps, a->activation == FNN_NORM_ACT_RELU);
 }
 int fnn_cuda_batch_norm_grad_row(int ordinal, const fnn_nrm_args *a) {
-    return bn_grad_launch(ordinal, a->y, a->dw, a->db, a->g, a->x, a->w, a->stats, a->N, a->C, a->S,
-                          a->training);
+    return bn_grad_launch(ordinal, a->y, a->dw, a->db, a->g, a->x, a->w, a->stats,
+                          a->activation == FNN_NORM_ACT_RELU ? a->y_out : NULL, a->N, a->C, a->S, a->training);
 }
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

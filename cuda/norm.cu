@@ -16,13 +16,20 @@ enum { FNN_NRM_LAYER, FNN_NRM_RMS };   /* the row kernels' two statistics */
 
 #include "block_sum.cuh"
 
-/* y = (x - mean) rstd w + b (layer) or x rstd w (rms); w, b may be NULL; stats may be NULL */
+/* y = (x - mean) rstd w + b (layer) or x rstd w (rms); w, b may be NULL; stats may be NULL. res
+ * (add_layer_norm; else NULL): sum = x + res is written first and normalized in x's place (each
+ * thread reads back only the elements it wrote) */
 __global__ void __launch_bounds__(256) norm_rows_kernel(int op, float *y, float *stats, const float *x,
-                                                        const float *w, const float *b, int64_t rows, int64_t n,
-                                                        double eps, int64_t G, int64_t S) {
+                                                        const float *w, const float *b, const float *res, float *sum,
+                                                        int64_t rows, int64_t n, double eps, int64_t G, int64_t S) {
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {   /* uniform per block: the syncs are safe */
         const float *xi = x + r * n;
         float *yi = y + r * n;
+        if (res) {
+            float *si = sum + r * n;
+            for (int64_t j = threadIdx.x; j < n; j += blockDim.x) si[j] = xi[j] + res[r * n + j];
+            xi = si;
+        }
         double s = 0, unused = 0;
         float m = 0, rs;
         if (op == FNN_NRM_LAYER) {
@@ -144,11 +151,12 @@ static const char *norm_name(int op) { return op == FNN_NRM_LAYER ? "layer_norm"
 static unsigned norm_blocks(int64_t rows) { return (unsigned)(rows < (1 << 20) ? rows : (1 << 20)); }
 
 static int norm_launch(int ordinal, int op, float *y, float *stats, const float *x, const float *w, const float *b,
-                       int64_t rows, int64_t n, double eps, int64_t groups, int64_t spatial) {
+                       const float *res, float *sum, int64_t rows, int64_t n, double eps, int64_t groups,
+                       int64_t spatial) {
     if (rows == 0 || n == 0) return FNN_STATUS_OK;
     FNN_TRY(fnn_cuda_use_device(norm_name(op), ordinal));
-    FNN_LAUNCH_BLOCKS(norm_rows_kernel, norm_blocks(rows), norm_threads(n), op, y, stats, x, w, b, rows, n, eps, groups,
-                      spatial);
+    FNN_LAUNCH_BLOCKS(norm_rows_kernel, norm_blocks(rows), norm_threads(n), op, y, stats, x, w, b, res, sum, rows, n,
+                      eps, groups, spatial);
     FNN_CUDA_CHECK(norm_name(op), cudaGetLastError());
     return FNN_STATUS_OK;
 }
@@ -183,8 +191,8 @@ static int norm_grad_launch(int ordinal, int op, float *dx, float *dw, float *db
 /* ---- the family's rows (core/ops/norm.h): x seen as [N, C, S] in `groups` groups, so a row of the
  * kernels above is a (sample, group) run of C / groups S elements (layer_norm, rms_norm: groups = S = 1) ---- */
 template <int OP> static int norm_forward(int ordinal, const fnn_nrm_args *a) {
-    return norm_launch(ordinal, OP, a->y, a->stats, a->x, a->w, a->b, a->N * a->groups, a->C / a->groups * a->S,
-                       a->eps, a->groups, a->S > 0 ? a->S : 1);
+    return norm_launch(ordinal, OP, a->y, a->stats, a->x, a->w, a->b, a->res, a->sum, a->N * a->groups,
+                       a->C / a->groups * a->S, a->eps, a->groups, a->S > 0 ? a->S : 1);
 }
 template <int OP> static int norm_backward(int ordinal, const fnn_nrm_args *a) {
     if (a->S == 0) {   /* group_norm of [N, C, 0]: nothing summed, dw and db zeros (the sum pass over no chunks) */

@@ -228,6 +228,10 @@ CASES['fnn.attention'] = {call = function(o) local q = fnn.ones(1, 1, 2, 2); loc
 CASES['Tensor.gelu'] = {call = function(o) local r = fnn.ones(2):gelu(o); return r end}
 CASES['fnn.embedding'] = {call = function(o) local r = fnn.embedding({1, 2}, fnn.ones(3, 2), o); return r end}
 CASES['fnn.layer_norm'] = {call = function(o) local r = fnn.layer_norm(fnn.ones(2, 4), nil, nil, o); return r end}
+CASES['fnn.add_layer_norm'] = {call = function(o)
+   local s, y = fnn.add_layer_norm(fnn.ones(2, 4), fnn.ones(2, 4), nil, nil, o)
+   return s, y
+end}
 CASES['fnn.rms_norm'] = {call = function(o) local r = fnn.rms_norm(fnn.ones(2, 4), nil, o); return r end}
 CASES['fnn.group_norm'] = {call = function(o) local r = fnn.group_norm(fnn.ones(2, 4, 3), 2, nil, nil, o); return r end}
 CASES['fnn.instance_norm'] = {call = function(o) local r = fnn.instance_norm(fnn.ones(2, 4, 3), nil, nil, o); return r end}

@@ -409,15 +409,23 @@ FNN_API int fnn_mse_loss(fnn_tensor *out, const fnn_tensor *pred, const fnn_tens
  * then y = xhat * w + b; w and b have `normalized` elements (either may be NULL). out: x's shape */
 FNN_API int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
                            int64_t normalized, double eps);
+/* add_layer_norm: sum = x + r (r x's shape), out = layer_norm(sum, w, b, normalized, eps), from one pass
+ * over the rows; the graph, values and gradients are those of fnn_add then fnn_layer_norm */
+FNN_API int fnn_add_layer_norm(fnn_tensor *sum, fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *r,
+                               const fnn_tensor *w, const fnn_tensor *b, int64_t normalized, double eps);
+/* batch_norm's activation, applied in the pass that writes y (and its gradient inside the backward's) */
+typedef enum fnn_norm_activation { FNN_NORM_ACT_NONE = 0, FNN_NORM_ACT_RELU = 1 } fnn_norm_activation;
 /* batch_norm: x [N, C] or [N, C, *]; w, b, running_mean, running_var [C] (w, b may be NULL).
  * training: per channel the mean and biased variance over N and the spatial dims normalize x
  * (y = (x - mean) / sqrt(var + eps) * w + b); batch_mean and batch_var (either may be NULL) receive
  * the batch mean and the UNBIASED variance [C] for the caller's running-stat update; the running
  * stats are not read (may be NULL). eval (training = 0): normalizes with running_mean and
- * running_var, both required. out: x's shape; differentiable in x, w, b */
+ * running_var, both required. activation FNN_NORM_ACT_RELU: out = max(y, 0), the same values and
+ * gradients as relu(batch_norm(x)) (gradient 0 where out = 0) from one node, no tensor between.
+ * out: x's shape; differentiable in x, w, b */
 FNN_API int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_var, const fnn_tensor *x,
                            const fnn_tensor *running_mean, const fnn_tensor *running_var, const fnn_tensor *w,
-                           const fnn_tensor *b, int training, double eps);
+                           const fnn_tensor *b, int training, double eps, int activation);
 /* group_norm: x [N, C, *], C divisible by groups; mean and biased variance per (sample, group)
  * over its C/groups channels and the spatial dims, then y = xhat * w + b per channel (w, b [C],
  * either NULL). groups = C is instance norm. out: x's shape */

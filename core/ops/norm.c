@@ -5,6 +5,8 @@
  * y = (x - mean) * rstd * w + b, and keeps only mean and rstd for the backward, which recomputes
  * xhat from them instead of storing it. Composed from mean/var/rsqrt the same op costs ~8 tensors of x's size and as many
  * graph nodes. Every reduction runs in a fixed order, so results do not depend on the thread count.
+ * batch_norm can apply a relu in its own passes ({activation = 'relu'}), and add_layer_norm adds a
+ * residual in layer_norm's (s = x + r, y = layer_norm(s)), each the bits of the composition.
  * The entry points and backward rules are written once and run the kernels through the row of x's
  * backend (norm.h): the CPU rows at the end of this file, cuda/norm.cu's on a GPU. */
 #include "norm.h"
@@ -21,6 +23,7 @@ typedef struct {
     int64_t groups;       /* group_norm */
     bool training;        /* batch_norm: batch statistics (else the running ones) */
     bool has_weight;      /* saved[2] holds the weight */
+    int activation;       /* batch_norm: FNN_NORM_ACT_*; with relu, saved[3] holds the output (its mask) */
 } norm_attrs;
 
 /* the hot rows are memory-bound but gain from 8-lane AVX2 where the CPU has it: GCC on x86-64
@@ -77,15 +80,66 @@ static inline void pair_sums(const float *p, const float *w, const float *x, int
     *s2 += d2;
 }
 
+/* pair_sums for p = g where yo > 0, else 0 (kp = 0, no weight): batch norm's backward sums over
+ * relu's gradient (yo the fused forward's output; relu's own row's select, so 0 at 0 and a NaN g
+ * masked out), in pair_sums' lanes and order, so the sums are the bits of the unfused pair */
+typedef int norm_i8 __attribute__((vector_size(32)));
+static inline void masked_sums(const float *g, const float *yo, const float *x, int64_t n, float kx, double *s1,
+                               double *s2) {
+    double d1 = 0, d2 = 0;
+    const norm_v8 zero = {0};
+    for (int64_t i0 = 0; i0 < n; i0 += NORM_CHUNK) {
+        const int64_t i1 = i0 + NORM_CHUNK < n ? i0 + NORM_CHUNK : n;
+        norm_v8 a = {0}, b = {0};
+        int64_t i = i0;
+        for (; i + 8 <= i1; i += 8) {
+            norm_v8 gv, yv, xv;
+            LOAD8(gv, g + i);
+            LOAD8(yv, yo + i);
+            LOAD8(xv, x + i);
+            const norm_v8 u = (norm_v8)((norm_i8)gv & (yv > zero));   /* the lanes' -1 where yo > 0 */
+            a += u;
+            b += u * (xv - kx);
+        }
+        float ta = sum8(&a), tb = sum8(&b);
+        for (; i < i1; i++) {
+            const float u = yo[i] > 0 ? g[i] : 0.0f;
+            ta += u;
+            tb += u * (x[i] - kx);
+        }
+        d1 += ta;
+        d2 += tb;
+    }
+    *s1 += d1;
+    *s2 += d2;
+}
+
 /* y = (x - m) a + b over n elements */
 static inline void affine_row(float *y, const float *x, int64_t n, float m, float a, float b) {
     for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) * a + b;
+}
+
+/* the same, then relu (its row's formula: NaN goes to 0), in the one pass that writes y */
+static inline void affine_relu_row(float *y, const float *x, int64_t n, float m, float a, float b) {
+    for (int64_t i = 0; i < n; i++) {
+        const float v = (x[i] - m) * a + b;
+        y[i] = v > 0 ? v : 0.0f;
+    }
 }
 
 /* dx = a g + b (x - m) + c over n elements: every normalization's input gradient has this form
  * per channel once its sums are known */
 static inline void dx_row(float *dx, const float *g, const float *x, int64_t n, float m, float a, float b, float c) {
     for (int64_t i = 0; i < n; i++) dx[i] = a * g[i] + b * (x[i] - m) + c;
+}
+
+/* dx_row of relu's gradient: g where yo (the fused forward's output) > 0, else 0 */
+static inline void dx_masked_row(float *dx, const float *g, const float *yo, const float *x, int64_t n, float m,
+                                 float a, float b, float c) {
+    for (int64_t i = 0; i < n; i++) {
+        const float gi = yo[i] > 0 ? g[i] : 0.0f;
+        dx[i] = a * gi + b * (x[i] - m) + c;
+    }
 }
 
 /* op's row in device's backend; a backend without one (or without its backward) refuses op by name */
@@ -111,6 +165,8 @@ static int check_channels(const char *op, const fnn_tensor *x, const fnn_tensor 
 typedef struct {
     const float *x, *w, *b;   /* x contiguous [rows, n]; w, b [n] or NULL */
     float *y, *stats;         /* y [rows, n]; stats [rows, 2] (mean, rstd) or NULL */
+    const float *res;         /* add_layer_norm: the residual [rows, n] added first, or NULL */
+    float *sum;               /* with res: x + res [rows, n], normalized in x's place */
     int64_t n;
     double eps;
 } ln_fwd_args;
@@ -124,6 +180,12 @@ static FNN_CLONES_V3 void ln_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; i++) {
         const float *xi = a->x + i * n;
         float *yi = a->y + i * n;
+        if (a->res) {   /* the row's sum first: the passes below read it while it is in cache */
+            float *si = a->sum + i * n;
+            const float *ri = a->res + i * n;
+            for (int64_t j = 0; j < n; j++) si[j] = xi[j] + ri[j];
+            xi = si;
+        }
         double k0 = 0;
         for (int64_t j = 0; j < m16; j++) k0 += xi[j];
         const float k = m16 > 0 ? (float)(k0 / (double)m16) : 0.0f;   /* a shift near the mean */
@@ -192,8 +254,9 @@ static void ln_bwd_cols(void *ctx, int64_t lo, int64_t hi) {
 
 static int layer_norm_cpu(int ordinal, const fnn_nrm_args *p) {
     (void)ordinal;
-    ln_fwd_args a = {p->x, p->w, p->b, p->y, p->stats, p->C, p->eps};
-    fnn_parallel_for(p->N, fnn_threads_for(p->N * p->C * 4), ln_fwd_rows, &a);   /* 3 passes + a sqrt per row */
+    ln_fwd_args a = {p->x, p->w, p->b, p->y, p->stats, p->res, p->sum, p->C, p->eps};
+    /* 3 passes + a sqrt per row, and the residual's add */
+    fnn_parallel_for(p->N, fnn_threads_for(p->N * p->C * (p->res ? 5 : 4)), ln_fwd_rows, &a);
     return FNN_STATUS_OK;
 }
 
@@ -237,7 +300,7 @@ static const fnn_op_def LAYER_NORM = {.info = {.name = "layer_norm", .family = "
  * them (the contiguous copies xc / wc when one was made, so the backward reads them flat) and the
  * per-row statistics */
 /* fnn_node_attr's reader for the family (fnn.onnx.export): eps, normalized (layer_norm, rms_norm),
- * groups (group_norm), training (batch_norm), has_weight */
+ * groups (group_norm), training and activation (batch_norm), has_weight */
 int fnn_norm_attr(const fnn_node *n, const char *name, double *value) {
     const norm_attrs *a = FNN_ATTRS((fnn_node *)n, norm_attrs);
     if (!strcmp(name, "eps")) *value = a->eps;
@@ -245,7 +308,9 @@ int fnn_norm_attr(const fnn_node *n, const char *name, double *value) {
     else if (!strcmp(name, "groups")) *value = (double)a->groups;
     else if (!strcmp(name, "training")) *value = a->training;
     else if (!strcmp(name, "has_weight")) *value = a->has_weight;
-    else return FNN_FAIL(FNN_STATUS_ARG, "node_attr: %s has eps, normalized, groups, training and has_weight, not '%s'",
+    else if (!strcmp(name, "activation")) *value = a->activation;
+    else return FNN_FAIL(FNN_STATUS_ARG,
+                         "node_attr: %s has eps, normalized, groups, training, has_weight and activation, not '%s'",
                          n->op->info.name, name);
     return FNN_STATUS_OK;
 }
@@ -264,19 +329,21 @@ static int record_norm(const fnn_op_def *def, fnn_tensor *out, int nin, const fn
 }
 
 /* check an optional affine tensor: same device as x, `normalized` elements */
-static int ln_check_affine(const fnn_tensor *x, const fnn_tensor *t, const char *what, int64_t normalized) {
+static int ln_check_affine(const char *op, const fnn_tensor *x, const fnn_tensor *t, const char *what,
+                           int64_t normalized) {
     if (!t) return FNN_STATUS_OK;
-    FNN_TRY(fnn_check_input("layer_norm", t));
-    FNN_TRY(fnn_check_same_device("layer_norm", x, t));
+    FNN_TRY(fnn_check_input(op, t));
+    FNN_TRY(fnn_check_same_device(op, x, t));
     FNN_CHECK(fnn_tensor_numel(t) == normalized, FNN_STATUS_SHAPE,
-              "layer_norm: %s %s has %lld elements, expected %lld (the normalized size) for input %s", what,
+              "%s: %s %s has %lld elements, expected %lld (the normalized size) for input %s", op, what,
               fnn_shape_of(t).s, (long long)fnn_tensor_numel(t), (long long)normalized, fnn_shape_of(x).s);
     return FNN_STATUS_OK;
 }
 
-int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
-                   int64_t normalized, double eps) {
-    FNN_TRY(fnn_check_input("layer_norm", x));
+/* layer_norm's and add_layer_norm's checks of x, the normalized size, eps, w and b */
+static int ln_check(const char *op, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int64_t normalized,
+                    double eps) {
+    FNN_TRY(fnn_check_input(op, x));
     /* normalized must be the product of some trailing dims (none: 1) */
     bool trailing = false;
     int64_t p = 1;
@@ -285,11 +352,16 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
         trailing = p == normalized;
     }
     FNN_CHECK(normalized >= 1 && trailing, FNN_STATUS_SHAPE,
-              "layer_norm: normalized size %lld is not the product of trailing dims of input %s",
+              "%s: normalized size %lld is not the product of trailing dims of input %s", op,
               (long long)normalized, fnn_shape_of(x).s);
-    FNN_CHECK(eps >= 0, FNN_STATUS_ARG, "layer_norm: eps %g is negative (input %s)", eps, fnn_shape_of(x).s);
-    FNN_TRY(ln_check_affine(x, w, "weight", normalized));
-    FNN_TRY(ln_check_affine(x, b, "bias", normalized));
+    FNN_CHECK(eps >= 0, FNN_STATUS_ARG, "%s: eps %g is negative (input %s)", op, eps, fnn_shape_of(x).s);
+    FNN_TRY(ln_check_affine(op, x, w, "weight", normalized));
+    return ln_check_affine(op, x, b, "bias", normalized);
+}
+
+int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
+                   int64_t normalized, double eps) {
+    FNN_TRY(ln_check("layer_norm", x, w, b, normalized, eps));
     const fnn_nrm_row *row;
     FNN_TRY(norm_row("layer_norm", x->device, false, &row));
 
@@ -324,6 +396,73 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
 }
 
 
+/* ================= add_layer_norm: s = x + r, y = layer_norm(s), from one pass =================
+ * The layer_norm row with a residual writes each row's sum and normalizes it while the row is in
+ * cache (a pre-norm block's x + attn(x), then its norm). The graph is the composition's: s gets an
+ * ordinary add node over x and r (elementwise's "add", whose rule reads its saved inputs), y a
+ * layer_norm node over s, so the backward is those ops' own rules and the values are their bits. */
+
+/* elementwise's add, found once in its family's table (its definition is elementwise.c's) */
+static const fnn_op_def *add_def(void) {
+    static const fnn_op_def *def;
+    if (!def)
+        for (const fnn_op_def *const *p = fnn_ops_elementwise; *p; p++)
+            if (!strcmp((*p)->info.name, "add")) def = *p;
+    return def;
+}
+
+int fnn_add_layer_norm(fnn_tensor *sum, fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *r,
+                       const fnn_tensor *w, const fnn_tensor *b, int64_t normalized, double eps) {
+    FNN_TRY(ln_check("add_layer_norm", x, w, b, normalized, eps));
+    FNN_TRY(fnn_check_input("add_layer_norm", r));
+    FNN_TRY(fnn_check_same_device("add_layer_norm", x, r));
+    bool same = r->ndim == x->ndim;
+    for (int d = 0; same && d < x->ndim; d++) same = r->shape[d] == x->shape[d];
+    FNN_CHECK(same, FNN_STATUS_SHAPE,
+              "add_layer_norm: residual %s does not have input %s's shape (no broadcasting: add them with fnn.add)",
+              fnn_shape_of(r).s, fnn_shape_of(x).s);
+    const fnn_op_def *add = add_def();
+    FNN_CHECK(add != NULL, FNN_STATUS_INTERNAL, "add_layer_norm: the registry has no elementwise add");
+    const fnn_nrm_row *row;
+    FNN_TRY(norm_row("layer_norm", x->device, false, &row));
+
+    const fnn_tensor *sum_ins[2] = {x, r};
+    const bool sum_grad = fnn_needs_node(2, sum_ins);
+    const bool grad = sum_grad || fnn_needs_node(2, (const fnn_tensor *const[]){w, b});
+    const int64_t total = fnn_tensor_numel(x), rows = total / normalized;
+    fnn_tensor xc, rc_, wc, bc, stats;
+    fnn_tensor_init(&rc_); fnn_tensor_init(&wc); fnn_tensor_init(&bc); fnn_tensor_init(&stats);
+    int rc = 0, r1 = 0, r2 = 0, r3 = 0;
+    const float *xp = fnn_contiguous_data(x, &xc, &rc);
+    const float *rp = fnn_contiguous_data(r, &rc_, &r1);
+    const float *wp = w ? fnn_contiguous_data(w, &wc, &r2) : NULL;
+    const float *bp = b ? fnn_contiguous_data(b, &bc, &r3) : NULL;
+    if (!rc) rc = r1 ? r1 : r2 ? r2 : r3;
+    int64_t sshape[2] = {rows, 2};
+    if (!rc && grad) rc = fnn_new_output(&stats, x->device, 2, sshape);
+    if (!rc) rc = fnn_new_output(sum, x->device, x->ndim, x->shape);
+    if (!rc) rc = fnn_new_output(out, x->device, x->ndim, x->shape);
+    if (!rc) {
+        fnn_nrm_args a = {.y = fnn_data(out), .stats = grad ? fnn_data(&stats) : NULL, .x = xp, .w = wp, .b = bp,
+                          .res = rp, .sum = fnn_data(sum), .N = rows, .C = normalized, .S = 1, .groups = 1,
+                          .eps = eps};
+        rc = row->forward(fnn_device_ordinal(x->device), &a);
+    }
+    /* s's node: what elementwise's binary add records (both inputs saved, k0 = k1 = 0) */
+    if (!rc && sum_grad) {
+        fnn_node *n = fnn_attach_node(sum, add, 2, sum_ins);
+        if (!n || fnn_save(n, 0, x) || fnn_save(n, 1, r)) rc = fnn_last_status();
+    }
+    const fnn_tensor *ins[3] = {sum, w, b};
+    if (!rc && grad)
+        rc = record_norm(&LAYER_NORM, out, 3, ins, (norm_attrs){.normalized = normalized, .eps = eps}, sum, sum,
+                         &stats, w, &wc);
+    fnn_tensor_clear(&xc); fnn_tensor_clear(&rc_); fnn_tensor_clear(&wc); fnn_tensor_clear(&bc);
+    fnn_tensor_clear(&stats);
+    if (rc) { fnn_tensor_clear(out); fnn_tensor_clear(sum); }
+    return rc;
+}
+
 /* ================= batch_norm: x [N, C, *] (S = the product of the spatial dims) -> x's shape =================
  * Training: per channel the mean and biased variance over N and S in one pass (shifted sums),
  * y = (x - mean) rstd w + b; the batch mean and unbiased variance go out for the running stats.
@@ -331,6 +470,9 @@ int fnn_layer_norm(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
  *     dw = sgx rstd, db = sg
  *     training: dx = w rstd (g - sg/M - (x - m) rstd^2 sgx/M)    (M = N S)
  *     eval:     dx = w rstd g
+ * With activation relu the forward writes max(y, 0) in the same pass, and the backward reads g as
+ * relu's gradient (g where the saved output > 0, else 0) in both passes, sums and dx: no tensor and
+ * no pass of its own for the relu, the same bits as the unfused pair.
  * Channels of at least BN_PLANE_MIN elements per image are split over the threads, each channel's
  * sums and rows done by one task (so the rows are still in cache for the second pass, and the
  * result does not depend on the thread count); narrower layouts ([N, C]) go by blocks of rows
@@ -350,6 +492,8 @@ typedef struct {
     int64_t N, C, S, rpb, blocks; /* rpb rows per block */
     double eps;
     int training;
+    bool relu;                    /* forward: y = max(y, 0) */
+    const float *yo;              /* backward: the relu'd forward output [N, C, S] (g counts where > 0), or NULL */
 } bn_args;
 
 /* a shift near channel c's mean: the mean of its first (up to) 16 values */
@@ -385,7 +529,8 @@ static FNN_CLONES_V3 void bn_apply_planes(void *ctx, int64_t lo, int64_t hi) {
     const int64_t C = a->C, S = a->S;
     for (int64_t p = lo; p < hi; p++) {
         const int64_t c = p % C;
-        affine_row(a->y + p * S, a->x + p * S, S, a->coef[c], a->coef[C + c], a->coef[2 * C + c]);
+        if (a->relu) affine_relu_row(a->y + p * S, a->x + p * S, S, a->coef[c], a->coef[C + c], a->coef[2 * C + c]);
+        else affine_row(a->y + p * S, a->x + p * S, S, a->coef[c], a->coef[C + c], a->coef[2 * C + c]);
     }
 }
 
@@ -397,7 +542,13 @@ static FNN_CLONES_V3 void bn_apply_rows(void *ctx, int64_t lo, int64_t hi) {
     for (int64_t n = lo; n < hi; n++) {
         const float *x = a->x + n * C * S;
         float *y = a->y + n * C * S;
-        if (S == 1) for (int64_t c = 0; c < C; c++) y[c] = (x[c] - m[c]) * ca[c] + cb[c];
+        if (S == 1 && a->relu)
+            for (int64_t c = 0; c < C; c++) {
+                const float v = (x[c] - m[c]) * ca[c] + cb[c];
+                y[c] = v > 0 ? v : 0.0f;
+            }
+        else if (S == 1) for (int64_t c = 0; c < C; c++) y[c] = (x[c] - m[c]) * ca[c] + cb[c];
+        else if (a->relu) for (int64_t c = 0; c < C; c++) affine_relu_row(y + c * S, x + c * S, S, m[c], ca[c], cb[c]);
         else for (int64_t c = 0; c < C; c++) affine_row(y + c * S, x + c * S, S, m[c], ca[c], cb[c]);
     }
 }
@@ -414,8 +565,12 @@ static FNN_CLONES_V3 void bn_fwd_channels(void *ctx, int64_t lo, int64_t hi) {
             pair_sums(x, NULL, x, S, k, k, &s1, &s2);
         }
         bn_batch_channel(a, c, k, s1, s2);
-        for (int64_t n = 0; n < a->N; n++)
-            affine_row(a->y + (n * C + c) * S, a->x + (n * C + c) * S, S, a->coef[c], a->coef[C + c], a->coef[2 * C + c]);
+        for (int64_t n = 0; n < a->N; n++) {
+            float *y = a->y + (n * C + c) * S;
+            const float *x = a->x + (n * C + c) * S;
+            if (a->relu) affine_relu_row(y, x, S, a->coef[c], a->coef[C + c], a->coef[2 * C + c]);
+            else affine_row(y, x, S, a->coef[c], a->coef[C + c], a->coef[2 * C + c]);
+        }
     }
 }
 
@@ -432,16 +587,18 @@ static FNN_CLONES_V3 void bn_partial_blocks(void *ctx, int64_t lo, int64_t hi) {
         const int64_t n1 = (blk + 1) * a->rpb < a->N ? (blk + 1) * a->rpb : a->N;
         for (int64_t n = blk * a->rpb; n < n1; n++) {
             const float *x = a->x + n * C * S, *u = bwd ? a->g + n * C * S : x;
+            const float *yo = bwd && a->yo ? a->yo + n * C * S : NULL;   /* relu's mask on g */
             if (S == 1) {
                 for (int64_t c = 0; c < C; c++) {
-                    double v = (double)x[c] - k[c], w = bwd ? (double)u[c] : v;
+                    double v = (double)x[c] - k[c], w = bwd ? (double)(yo && !(yo[c] > 0) ? 0.0f : u[c]) : v;
                     p1[c] += w;
                     p2[c] += w * v;
                 }
             } else {
                 for (int64_t c = 0; c < C; c++) {
                     const float kc = (float)k[c];
-                    pair_sums(u + c * S, NULL, x + c * S, S, bwd ? 0.0f : kc, kc, &p1[c], &p2[c]);
+                    if (yo) masked_sums(u + c * S, yo + c * S, x + c * S, S, kc, &p1[c], &p2[c]);
+                    else pair_sums(u + c * S, NULL, x + c * S, S, bwd ? 0.0f : kc, kc, &p1[c], &p2[c]);
                 }
             }
         }
@@ -478,9 +635,17 @@ static FNN_CLONES_V3 void bn_dx_rows(void *ctx, int64_t lo, int64_t hi) {
     const int64_t C = a->C, S = a->S;
     const float *m = a->coef, *ka = a->coef + C, *kb = a->coef + 2 * C, *kc = a->coef + 3 * C;
     for (int64_t n = lo; n < hi; n++) {
-        const float *x = a->x + n * C * S, *g = a->g + n * C * S;
+        const float *x = a->x + n * C * S, *g = a->g + n * C * S, *yo = a->yo ? a->yo + n * C * S : NULL;
         float *dx = a->y + n * C * S;
-        if (S == 1) for (int64_t c = 0; c < C; c++) dx[c] = ka[c] * g[c] + kb[c] * (x[c] - m[c]) + kc[c];
+        if (S == 1 && yo)
+            for (int64_t c = 0; c < C; c++) {
+                const float gc = yo[c] > 0 ? g[c] : 0.0f;
+                dx[c] = ka[c] * gc + kb[c] * (x[c] - m[c]) + kc[c];
+            }
+        else if (S == 1) for (int64_t c = 0; c < C; c++) dx[c] = ka[c] * g[c] + kb[c] * (x[c] - m[c]) + kc[c];
+        else if (yo)
+            for (int64_t c = 0; c < C; c++)
+                dx_masked_row(dx + c * S, g + c * S, yo + c * S, x + c * S, S, m[c], ka[c], kb[c], kc[c]);
         else for (int64_t c = 0; c < C; c++) dx_row(dx + c * S, g + c * S, x + c * S, S, m[c], ka[c], kb[c], kc[c]);
     }
 }
@@ -494,13 +659,19 @@ static FNN_CLONES_V3 void bn_bwd_channels(void *ctx, int64_t lo, int64_t hi) {
         const float m = a->stats[2 * c];
         double sg = 0, sgx = 0;
         if (sums)
-            for (int64_t n = 0; n < a->N; n++)
-                pair_sums(a->g + (n * C + c) * S, NULL, a->x + (n * C + c) * S, S, 0.0f, m, &sg, &sgx);
+            for (int64_t n = 0; n < a->N; n++) {
+                const int64_t p = (n * C + c) * S;
+                if (a->yo) masked_sums(a->g + p, a->yo + p, a->x + p, S, m, &sg, &sgx);
+                else pair_sums(a->g + p, NULL, a->x + p, S, 0.0f, m, &sg, &sgx);
+            }
         bn_grad_channel(a, c, sg, sgx);
         if (a->y)
             for (int64_t n = 0; n < a->N; n++) {
                 const int64_t p = (n * C + c) * S;
-                dx_row(a->y + p, a->g + p, a->x + p, S, m, a->coef[C + c], a->coef[2 * C + c], a->coef[3 * C + c]);
+                if (a->yo)
+                    dx_masked_row(a->y + p, a->g + p, a->yo + p, a->x + p, S, m, a->coef[C + c], a->coef[2 * C + c],
+                                  a->coef[3 * C + c]);
+                else dx_row(a->y + p, a->g + p, a->x + p, S, m, a->coef[C + c], a->coef[2 * C + c], a->coef[3 * C + c]);
             }
     }
 }
@@ -525,7 +696,8 @@ static void *bn_scratch(bn_args *a, int dev, int64_t *bytes) {
  * rows (narrow) */
 static int batch_norm_cpu(int ordinal, const fnn_nrm_args *p) {
     bn_args a = {.x = p->x, .w = p->w, .b = p->b, .y = p->y, .stats = p->stats, .bmean = p->bmean,
-                 .bvar = p->bvar, .N = p->N, .C = p->C, .S = p->S, .eps = p->eps, .training = p->training};
+                 .bvar = p->bvar, .N = p->N, .C = p->C, .S = p->S, .eps = p->eps, .training = p->training,
+                 .relu = p->activation == FNN_NORM_ACT_RELU};
     const int64_t N = a.N, C = a.C, S = a.S, total = N * C * S;
     const double eps = a.eps;
     const float *rm = p->rmean, *rv = p->rvar;
@@ -559,7 +731,8 @@ static int batch_norm_cpu(int ordinal, const fnn_nrm_args *p) {
 /* the CPU backward: the layout's scratch, then by channel (wide) or by blocks of rows (narrow) */
 static int batch_norm_grad_cpu(int ordinal, const fnn_nrm_args *p) {
     bn_args a = {.x = p->x, .g = p->g, .w = p->w, .stats = p->stats, .y = p->y, .dw = p->dw, .db = p->db,
-                 .N = p->N, .C = p->C, .S = p->S, .training = p->training};
+                 .N = p->N, .C = p->C, .S = p->S, .training = p->training,
+                 .yo = p->activation == FNN_NORM_ACT_RELU ? p->y_out : NULL};
     const int64_t C = a.C, N = a.N, total = N * C * a.S;
     const int dev = fnn_make_device(FNN_DEVICE_CPU, ordinal);
     int64_t bytes = 0;
@@ -615,18 +788,24 @@ static int stats_norm_backward(const char *op, fnn_node *n, const fnn_tensor *g,
     return rc;
 }
 
-/* norm_attrs training, has_weight */
+/* norm_attrs training, has_weight, activation (relu: saved[3] the output, whose > 0 masks g) */
 static int batch_norm_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
+    const norm_attrs *at = FNN_ATTRS(n, norm_attrs);
+    const bool relu = at->activation == FNN_NORM_ACT_RELU;
     return stats_norm_backward("batch_norm", n, g, din,
-                               (fnn_nrm_args){.groups = 1, .training = FNN_ATTRS(n, norm_attrs)->training});
+                               (fnn_nrm_args){.groups = 1, .training = at->training, .activation = at->activation,
+                                              .y_out = relu ? fnn_data(&n->saved[3]) : NULL});
 }
 static const fnn_op_def BATCH_NORM = {.info = {.name = "batch_norm", .family = "norm", .differentiable = 1},
     .backward = batch_norm_rule};
 
 int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_var, const fnn_tensor *x,
                    const fnn_tensor *running_mean, const fnn_tensor *running_var, const fnn_tensor *w,
-                   const fnn_tensor *b, int training, double eps) {
+                   const fnn_tensor *b, int training, double eps, int activation) {
     FNN_TRY(fnn_check_input("batch_norm", x));
+    FNN_CHECK(activation == FNN_NORM_ACT_NONE || activation == FNN_NORM_ACT_RELU, FNN_STATUS_ARG,
+              "batch_norm: activation %d is not one of %d (none), %d (relu) (input %s)", activation,
+              FNN_NORM_ACT_NONE, FNN_NORM_ACT_RELU, fnn_shape_of(x).s);
     FNN_CHECK(x->ndim >= 2, FNN_STATUS_SHAPE, "batch_norm: input %s must be [N, C] or [N, C, *] (2 or more dims)",
               fnn_shape_of(x).s);
     FNN_CHECK(eps >= 0, FNN_STATUS_ARG, "batch_norm: eps %g is negative (input %s)", eps, fnn_shape_of(x).s);
@@ -650,7 +829,8 @@ int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_va
     fnn_tensor_init(&stats);
     int rc = 0, r1 = 0, r2 = 0, r3 = 0, r4 = 0;
     const float *xp = fnn_contiguous_data(x, &xc, &rc);
-    fnn_nrm_args a = {.x = xp, .N = N, .C = C, .S = S, .groups = 1, .eps = eps, .training = training != 0};
+    fnn_nrm_args a = {.x = xp, .N = N, .C = C, .S = S, .groups = 1, .eps = eps, .training = training != 0,
+                      .activation = activation};
     a.w = w ? fnn_contiguous_data(w, &wc, &r1) : NULL;
     a.b = b ? fnn_contiguous_data(b, &bc, &r2) : NULL;
     a.rmean = !training ? fnn_contiguous_data(running_mean, &mc, &r3) : NULL;
@@ -664,7 +844,11 @@ int fnn_batch_norm(fnn_tensor *out, fnn_tensor *batch_mean, fnn_tensor *batch_va
     if (!rc && training && batch_var && !(rc = fnn_new_output(batch_var, x->device, 1, &C)))
         a.bvar = fnn_data(batch_var);
     if (!rc) rc = row->forward(fnn_device_ordinal(x->device), &a);
-    if (!rc && grad) rc = record_norm(&BATCH_NORM, out, 3, ins, (norm_attrs){.training = training != 0, .eps = eps}, x, &xc, &stats, w, &wc);
+    if (!rc && grad)
+        rc = record_norm(&BATCH_NORM, out, 3, ins, (norm_attrs){.training = training != 0, .eps = eps,
+                         .activation = activation}, x, &xc, &stats, w, &wc);
+    /* relu's mask is the output's sign: saved detached, as relu's own node keeps its input */
+    if (!rc && grad && activation == FNN_NORM_ACT_RELU && fnn_save(out->node, 3, out)) rc = fnn_last_status();
     fnn_tensor_clear(&xc); fnn_tensor_clear(&wc); fnn_tensor_clear(&bc);
     fnn_tensor_clear(&mc); fnn_tensor_clear(&vc); fnn_tensor_clear(&stats);
     if (rc) {

@@ -25,6 +25,14 @@ typedef struct fnn_nrm_args {
     int64_t N, C, S, groups;
     double eps;                 /* forward: added to the variance inside the sqrt */
     int training;               /* batch_norm: batch statistics (else the running ones) */
+    int activation;             /* batch_norm: FNN_NORM_ACT_RELU: the forward writes max(y, 0) in the pass that
+                                   writes y; the backward takes g only where y_out > 0 (relu's gradient, 0 at 0)
+                                   inside its own sums and dx pass. FNN_NORM_ACT_NONE (0) elsewhere */
+    const float *y_out;         /* batch_norm backward with activation: the forward's output [N, C, S], contiguous
+                                   (its > 0 is the relu's mask); else NULL */
+    const float *res;           /* layer_norm forward (add_layer_norm): a residual [N, C] added to x first, or NULL */
+    float *sum;                 /* layer_norm forward with res: receives x + res [N, C], which the statistics and y
+                                   are of (the row's own pass writes it; later reads of x read it) */
 } fnn_nrm_args;
 typedef int (*fnn_nrm_fn)(int ordinal, const fnn_nrm_args *a);
 typedef struct fnn_nrm_row {

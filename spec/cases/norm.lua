@@ -7,8 +7,14 @@
 -- returns are values cases) and eval mode (fixed running stats, captured, not differentiated:
 -- PyTorch gives them no gradient) on both layouts the kernel has: narrow ([N, C] and [N, C, L] with
 -- L < 32, by blocks of rows) and wide (planes of 32 or more, by channel); with and without affine,
--- non-contiguous. group_norm with several groups, one group per channel (instance norm), no affine,
--- non-contiguous. rms_norm with and without weight.
+-- non-contiguous; with {activation = 'relu'} (ref: the naive batch norm, then max(y, 0)) on both
+-- layouts, 1-d, 2-d and 3-d, training and eval, affine and not, across the CUDA modes (the
+-- relu'd output is its own mask in the backward: the gradcheck and the parity's gradients cover it;
+-- spec/norm_fused_spec.lua holds it to the unfused pair bit for bit). layer_norm through
+-- fnn.add_layer_norm (its y, and y + s / 2; ref: a naive add, then the naive layer_norm), weight
+-- and bias or weight only, rows of 1 to 1025 (the CUDA row's residual). group_norm with several
+-- groups, one group per channel (instance norm), no affine, non-contiguous. rms_norm with and
+-- without weight.
 -- The sizes sweeps cross cuda/norm.cu's and batch_norm.cu's modes: rows of 1 to 1025 (a block of up
 -- to 256 threads per row), batch_norm channels C across 128 and 256 (a thread per channel), N L
 -- across its block mode's edges (128 elements a channel: a block each, 32 to 256 threads); the
@@ -39,15 +45,29 @@ local function running(C)
    return fnn.tensor(m, {C}), fnn.tensor(v, {C})
 end
 
+-- the naive relu of a tensor (the refs of batch_norm's activation = 'relu')
+local function relu_ref(t)
+   local v = t:to_flat()
+   for i = 1, #v do v[i] = v[i] > 0 and v[i] or 0 end
+   return fnn.tensor(v, t:shape())
+end
+
 -- a batch_norm case on x of shape(n) (n nil: gradcheck's small one); what: 'train' (y), 'mean',
 -- 'var' (the batch statistics, values cases), 'eval' (y from running(C)); affine: w and b inputs;
--- view: a non-contiguous input (ref reads it contiguous)
+-- extra.view: a non-contiguous input (ref reads it contiguous); extra.act: the activation option
+-- (ref: y relu'd, the batch statistics as without)
 local function bn(shape, what, affine, extra)
    extra = extra or {}
    local view = extra.view or function(x) return x end
+   local act = extra.act
+   local post = act == 'relu' and (what == 'train' or what == 'eval') and relu_ref or function(y) return y end
    local train = what ~= 'eval'
    local k = ({train = 1, mean = 2, var = 3, eval = 1})[what]
-   return {op = 'batch_norm', sizes = extra.sizes, parity = NORM, gradcheck = k == 1 and nil or false,
+   -- y cases are gradchecked (gradcheck nil), the batch statistics are values only (`k == 1 and nil or
+   -- false` was always false: no bn() case had a gradcheck or a gradient parity)
+   local gradcheck
+   if k ~= 1 then gradcheck = false end
+   return {op = 'batch_norm', sizes = extra.sizes, parity = NORM, gradcheck = gradcheck,
       inputs = function(n)
          local s = shape(n)
          local x = train and uniform(s, -2, 2) * 1.5 + 0.5 or uniform(s, -2, 2)
@@ -58,18 +78,33 @@ local function bn(shape, what, affine, extra)
       end,
       fn = function(x, w, b)
          x = view(x)
-         if train then return (select(k, fnn.batch_norm(x, nil, nil, w, b, {training = true}))) end
+         if train then return (select(k, fnn.batch_norm(x, nil, nil, w, b, {training = true, activation = act}))) end
          local rm, rv = running(x:shape()[2])
-         return fnn.batch_norm(x, rm:to(x:device()), rv:to(x:device()), w, b, {training = false})
+         return fnn.batch_norm(x, rm:to(x:device()), rv:to(x:device()), w, b, {training = false, activation = act})
       end,
       ref = function(x, w, b)
          x = view(x):contiguous()
-         if train then return N.batch_norm(x, nil, nil, w, b, nil, what) end
+         if train then return post(N.batch_norm(x, nil, nil, w, b, nil, what)) end
          local rm, rv = running(x:shape()[2])
-         return N.batch_norm(x, rm, rv, w, b)
+         return post(N.batch_norm(x, rm, rv, w, b))
       end}
 end
 local function fixed(shape) return function() return shape end end
+
+
+
+-- the naive x + r (add_layer_norm's refs)
+local function add_ref(x, r)
+   local a, b = x:to_flat(), r:to_flat()
+   for i = 1, #a do a[i] = a[i] + b[i] end
+   return fnn.tensor(a, x:shape())
+end
+-- fnn.add_layer_norm's y, and y + s / 2 (both outputs in one gradient)
+local function add_ln(x, r, w, b) return select(2, fnn.add_layer_norm(x, r, w, b)) end
+local function add_ln_both(x, r, w, b)
+   local s, y = fnn.add_layer_norm(x, r, w, b, {eps = 1e-3})
+   return y + s * 0.5
+end
 
 local cases = {
    {op = 'layer_norm', inputs = function() return u(3, 5), u(5), u(5) end,
@@ -164,6 +199,22 @@ local cases = {
    {op = 'rms_norm', sizes = {99}, parity = NORM,
     inputs = function(n) local d = n and 512 or 64; return u(n or 5, d), uniform({d}, 0.5, 1.5) end,
     fn = function(x, w) return fnn.rms_norm(x, w) end, ref = N.rms_norm},
+   -- add_layer_norm: y, with weight and bias across the CUDA row's sizes; over two trailing dims (a
+   -- constant weight of ones); y + s / 2 with weight only, eps 1e-3
+   {op = 'layer_norm', sizes = SIZES, parity = NORM,
+    inputs = function(n) n = n or 5; return u(3, n), u(3, n), uniform({n}, 0.5, 1.5), uniform({n}, -1, 1) end,
+    fn = add_ln, ref = function(x, r, w, b) return N.layer_norm(add_ref(x, r), w, b) end},
+   {op = 'layer_norm', parity = NORM, inputs = function() return u(2, 3, 4), u(2, 3, 4) end,
+    fn = function(x, r) return add_ln(x, r, fnn.ones(3, 4):to(x:device())) end,
+    ref = function(x, r) return N.layer_norm(add_ref(x, r), fnn.ones(3, 4)) end},
+   {op = 'layer_norm', parity = NORM, inputs = function() return u(4, 6), u(4, 6), uniform({6}, 0.5, 1.5) end,
+    fn = add_ln_both,
+    ref = function(x, r, w)
+       local s = add_ref(x, r)
+       local y, sv = N.layer_norm(s, w, nil, 1e-3):to_flat(), s:to_flat()
+       for i = 1, #y do y[i] = y[i] + sv[i] * 0.5 end
+       return fnn.tensor(y, s:shape())
+    end},
    -- over two trailing dims (normalized 15); rms_norm of 1025 rows without weight
    {op = 'layer_norm', parity = NORM,
     inputs = function() return u(4, 3, 5), uniform({3, 5}, 0.5, 1.5), uniform({3, 5}, -1, 1) end,
@@ -205,6 +256,21 @@ local cases = {
    bn(fixed{2, 5, 3, 4, 3}, 'var', false),
    bn(fixed{4, 5, 6, 3}, 'train', 'w', {view = function(x) return x:permute(1, 4, 2, 3) end}),
    bn(fixed{4, 5, 6, 3}, 'eval', false, {view = function(x) return x:permute(1, 4, 2, 3) end}),
+
+   -- {activation = 'relu'}: C across a thread per channel's edges ([4, C]); [2, 3, L] across the
+   -- narrow / wide layouts and the GPU's block modes; 2-d and 3-d planes; eval; no affine; the batch
+   -- statistics (unchanged by the activation); a permuted input
+   bn(function(n) return {4, n or 3} end, 'train', true, {act = 'relu', sizes = {1, 127, 128, 129, 257}}),
+   bn(function(n) return {4, n or 3} end, 'eval', true, {act = 'relu', sizes = {1, 127, 128, 129, 257}}),
+   bn(function(n) return {2, 3, n or 5} end, 'train', true, {act = 'relu', sizes = {15, 16, 17, 64, 65, 129, 700}}),
+   bn(function(n) return {2, 3, n or 5} end, 'train', false, {act = 'relu', sizes = {15, 16, 17, 64, 65, 129, 700}}),
+   bn(function(n) return {2, 3, n or 5} end, 'eval', true, {act = 'relu', sizes = {15, 16, 17, 64, 65, 129, 700}}),
+   bn(fixed{3, 3, 5, 7}, 'train', true, {act = 'relu'}),
+   bn(fixed{3, 3, 5, 7}, 'eval', false, {act = 'relu'}),
+   bn(fixed{2, 5, 3, 4, 3}, 'train', true, {act = 'relu'}),
+   bn(fixed{4, 3, 5, 6}, 'mean', false, {act = 'relu'}),
+   bn(fixed{4, 3, 5, 6}, 'var', true, {act = 'relu'}),
+   bn(fixed{4, 5, 6, 3}, 'train', 'w', {act = 'relu', view = function(x) return x:permute(1, 4, 2, 3) end}),
 }
 
 -- group_norm with weight and bias, and without: several groups, 2-d input, long rows (1025 and 129:

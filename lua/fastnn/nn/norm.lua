@@ -53,17 +53,24 @@ local function check_momentum(layer, m)
    end
 end
 
--- num_features, eps, momentum, affine (weight ones, bias zeros), running stats as buffers
+-- num_features, eps, momentum, affine (weight ones, bias zeros), running stats as buffers; the batch
+-- norms (with_activation) also an activation fused into their node
 local options = require 'fastnn.options'
-local function declare(name, affine_default, track_default)
-   return options.declare('nn.' .. name, {
+local function declare(name, affine_default, track_default, with_activation)
+   local entries = {
       {'eps', 'number', 1e-5, 'added to the variance for numerical stability', min = 0},
       {'momentum', 'number|boolean', 0.1, 'running = (1 - momentum) running + momentum batch; false: a cumulative average '
        .. "(PyTorch's None)", min = 0, max = 1, expect = 'a number in [0, 1] or false',
        check = function(v) if v == true then return 'expected a number in [0, 1] or false' end end},
       {'affine', 'boolean', affine_default, 'learn a per-channel weight and bias'},
       {'track_running_stats', 'boolean', track_default, 'keep running mean and variance for evaluation'},
-   })
+   }
+   if with_activation then
+      entries[#entries + 1] = {'activation', 'string', 'none',
+         "applied to the output in the layer's own passes, forward and backward ('relu': BatchNorm then ReLU)",
+         values = {'none', 'relu'}}
+   end
+   return options.declare('nn.' .. name, entries)
 end
 
 local function setup(self, name, num_features, opts, affine_default, track_default, OPTS)
@@ -80,6 +87,7 @@ local function setup(self, name, num_features, opts, affine_default, track_defau
    self.num_features, self.eps, self.momentum = num_features, eps, momentum
    self.affine = flag(opts, 'affine', affine_default)
    self.track_running_stats = flag(opts, 'track_running_stats', track_default)
+   if OPTS.by_name.activation and opts.activation ~= 'none' then self.activation = opts.activation end
    if self.affine then
       self.weight = Param(filled({num_features}, 1))
       self.bias = Param(filled({num_features}, 0))
@@ -106,6 +114,7 @@ local function describe(self)
    parts[#parts + 1] = self.momentum and ('momentum=%g'):format(self.momentum) or 'momentum=nil (cumulative)'
    parts[#parts + 1] = 'affine=' .. tostring(self.affine)
    parts[#parts + 1] = 'track_running_stats=' .. tostring(self.track_running_stats)
+   if self.activation then parts[#parts + 1] = ("activation='%s'"):format(self.activation) end
    return ('nn.%s(%s)'):format(self._name, table.concat(parts, ', '))
 end
 
@@ -113,10 +122,12 @@ local function param_tensor(p) return p and p:tensor() or nil end
 
 -- ---------------------------------------------------------------------------
 -- BatchNorm: nn.BatchNorm{1,2,3}d(num_features, {eps = 1e-5, momentum = 0.1, affine = true,
--- track_running_stats = true}); class fields _ok_dims (the input dim counts it takes) and
--- _layout (their text)
+-- track_running_stats = true, activation = 'none'}); class fields _ok_dims (the input dim counts it
+-- takes) and _layout (their text). activation = 'relu' makes the layer BatchNorm then ReLU in one
+-- node (fnn.batch_norm's option): field activation, nil for none
 
 local fnn_batch_norm, fnn_group_norm = C.fnn_batch_norm, C.fnn_group_norm
+local ACT = require('fastnn.ops.norm').ACTIVATIONS
 
 local BatchNorm = nn.Module:extend('BatchNorm')
 
@@ -136,12 +147,17 @@ function BatchNorm:forward(x)
          name, self.num_features, shape_str(x), c, self.num_features), 2)
    end
    local w, b = param_tensor(self.weight), param_tensor(self.bias)
+   local act = ACT[self.activation or 'none']
+   if act == nil then
+      error(("%s(%d): activation is %s, expected 'relu' or nil"):format(name, self.num_features,
+            options.describe(self.activation)), 2)
+   end
    local out = new()
    if self.training or not self.track_running_stats then
       local mean, var = new(), new()
-      if fnn_batch_norm(out, mean, var, x, nil, nil, w, b, 1, self.eps) ~= 0 then fail() end
+      if fnn_batch_norm(out, mean, var, x, nil, nil, w, b, 1, self.eps, act) ~= 0 then fail() end
       if self.training and self.track_running_stats then update_running(self, done(mean), done(var)) end
-   elseif fnn_batch_norm(out, nil, nil, x, self.running_mean, self.running_var, w, b, 0, self.eps) ~= 0 then
+   elseif fnn_batch_norm(out, nil, nil, x, self.running_mean, self.running_var, w, b, 0, self.eps, act) ~= 0 then
       fail()
    end
    return done(out)
@@ -153,36 +169,42 @@ local function batch_norm_class(name, ndims, layout)
    local cls = BatchNorm:extend(name)
    cls._title, cls._layout, cls._ok_dims = name, layout, {}
    for _, d in ipairs(ndims) do cls._ok_dims[d] = true end
-   cls._OPTS = declare(name, true, true)
+   cls._OPTS = declare(name, true, true, true)
    M[name] = cls
    return cls
 end
 
--- nn.BatchNorm1d(num_features, {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true}):
--- batch normalization of [N, C] or [N, C, L] over N (and L) per channel, PyTorch's layer.
+-- nn.BatchNorm1d(num_features, {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true,
+-- activation = 'none'}): batch normalization of [N, C] or [N, C, L] over N (and L) per channel,
+-- PyTorch's layer.
 -- Training normalizes with the batch's mean and biased variance and moves the buffers
 -- running_mean, running_var toward the batch mean and unbiased variance:
 -- running = (1 - momentum) running + momentum batch (momentum = false: a cumulative average),
 -- counting num_batches_tracked; eval normalizes with the running stats. weight Param ones [C],
--- bias Param zeros [C] (absent when affine is false). One fused C node: fnn.batch_norm.
+-- bias Param zeros [C] (absent when affine is false). One fused C node: fnn.batch_norm; with
+-- activation = 'relu' the layer is BatchNorm then ReLU, still one node.
 local BatchNorm1d = batch_norm_class('BatchNorm1d', {2, 3}, '[N, C] or [N, C, L]')
 
--- nn.BatchNorm2d(num_features, {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true}):
--- batch normalization of images [N, C, H, W] over N, H, W per channel, PyTorch's layer.
+-- nn.BatchNorm2d(num_features, {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true,
+-- activation = 'none'}): batch normalization of images [N, C, H, W] over N, H, W per channel,
+-- PyTorch's layer.
 -- Training normalizes with the batch's mean and biased variance and moves the buffers
 -- running_mean, running_var toward the batch mean and unbiased variance:
 -- running = (1 - momentum) running + momentum batch (momentum = false: a cumulative average),
 -- counting num_batches_tracked; eval normalizes with the running stats. weight Param ones [C],
--- bias Param zeros [C] (absent when affine is false). One fused C node: fnn.batch_norm.
+-- bias Param zeros [C] (absent when affine is false). One fused C node: fnn.batch_norm; with
+-- activation = 'relu' the layer is BatchNorm then ReLU, still one node.
 local BatchNorm2d = batch_norm_class('BatchNorm2d', {4}, '[N, C, H, W]')
 
--- nn.BatchNorm3d(num_features, {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true}):
--- batch normalization of volumes [N, C, D, H, W] over N, D, H, W per channel, PyTorch's layer.
+-- nn.BatchNorm3d(num_features, {eps = 1e-5, momentum = 0.1, affine = true, track_running_stats = true,
+-- activation = 'none'}): batch normalization of volumes [N, C, D, H, W] over N, D, H, W per channel,
+-- PyTorch's layer.
 -- Training normalizes with the batch's mean and biased variance and moves the buffers
 -- running_mean, running_var toward the batch mean and unbiased variance:
 -- running = (1 - momentum) running + momentum batch (momentum = false: a cumulative average),
 -- counting num_batches_tracked; eval normalizes with the running stats. weight Param ones [C],
--- bias Param zeros [C] (absent when affine is false). One fused C node: fnn.batch_norm.
+-- bias Param zeros [C] (absent when affine is false). One fused C node: fnn.batch_norm; with
+-- activation = 'relu' the layer is BatchNorm then ReLU, still one node.
 local BatchNorm3d = batch_norm_class('BatchNorm3d', {5}, '[N, C, D, H, W]')
 
 -- ---------------------------------------------------------------------------
@@ -223,7 +245,7 @@ function InstanceNormBase:forward(x)
          local flat = x:detach():flatten(3)   -- [N, C, L]: per-instance stats, averaged over N
          update_running(self, flat:mean(3):mean(1), flat:var(3):mean(1))
       end
-   elseif fnn_batch_norm(out, nil, nil, x, self.running_mean, self.running_var, w, b, 0, self.eps) ~= 0 then
+   elseif fnn_batch_norm(out, nil, nil, x, self.running_mean, self.running_var, w, b, 0, self.eps, 0) ~= 0 then
       fail()
    end
    out = done(out)

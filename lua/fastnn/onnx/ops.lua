@@ -361,11 +361,14 @@ local function batch_norm_export(g, n)
    local T = fnn()
    local scale = n.inputs[2] or g:initializer('bn_scale', T.ones(C_))
    local bias = n.inputs[3] or g:initializer('bn_bias', T.zeros(C_))
-   return g:node('BatchNormalization', {n.inputs[1], scale, bias, g:buffer(m.running_mean), g:buffer(m.running_var)},
-                 {epsilon = {float = n.attr('eps')}})
+   local y = g:node('BatchNormalization', {n.inputs[1], scale, bias, g:buffer(m.running_mean), g:buffer(m.running_var)},
+                    {epsilon = {float = n.attr('eps')}})
+   -- a relu fused into the node ({activation = 'relu'}) is ONNX's own Relu after it
+   if n.attr('activation') == require('fastnn.C').FNN_NORM_ACT_RELU then return g:node('Relu', {y}) end
+   return y
 end
 
-M.batch_norm = {onnx = {'BatchNormalization'}, buffers = {BatchNormalization = {4, 5}}, optional = {[2] = true, [3] = true},
+M.batch_norm = {onnx = {'BatchNormalization', 'Relu'}, buffers = {BatchNormalization = {4, 5}}, optional = {[2] = true, [3] = true},
                 export = batch_norm_export,
                 import = {BatchNormalization = function(node, x)
    if node.attr('training_mode', 0) ~= 0 then error('training_mode 1 is not read (an inference graph)', 0) end

@@ -3,12 +3,16 @@
 --       (biased variance, eps inside the sqrt, as PyTorch) then y = xhat * w + b. The
 --       normalized size is w's element count when w is given, else b's, else x's last dim;
 --       w and b may be nil. Returns x's shape. Also x:layer_norm(w, b, opts).
---   fnn.batch_norm(x, running_mean, running_var, w, b, {training = false, eps = 1e-5})
+--   fnn.add_layer_norm(x, r, w, b, {eps = 1e-5})  s = x + r (r of x's shape) and y =
+--       fnn.layer_norm(s, w, b, {eps}) from one pass over the rows; returns s, y, whose graph,
+--       values and gradients are those of the two ops (a pre-norm block's residual and its norm).
+--   fnn.batch_norm(x, running_mean, running_var, w, b, {training = false, eps = 1e-5, activation = 'none'})
 --       x [N, C] or [N, C, *]; the others [C] (w, b may be nil). Eval normalizes with the running
 --       stats; training with the batch's per-channel mean and biased variance and returns
 --       y, batch_mean, batch_var (the UNBIASED variance, what PyTorch folds into running_var):
 --       tensors are immutable, so the caller makes the new running stats from them (the running
---       stats may be nil in training).
+--       stats may be nil in training). activation = 'relu': y is relu(batch_norm(...)), values and
+--       gradients, from one node whose passes over x do the relu too (no tensor between).
 --   fnn.group_norm(x, num_groups, w, b, {eps = 1e-5})  x [N, C, *]: statistics per (sample, group
 --       of C/num_groups channels); w, b [C] or nil (PyTorch's F.group_norm).
 --   fnn.instance_norm(x, w, b, {eps = 1e-5})  group_norm with one group per channel.
@@ -35,9 +39,13 @@ local NORM_OPTS = {}
 do
    local declare = require('fastnn.options').declare
    local eps = {'eps', 'number', nil, 'added to the variance', default_doc = '1e-5 (rms_norm: float32 epsilon)'}
-   for _, op in ipairs{'layer_norm', 'group_norm', 'instance_norm'} do NORM_OPTS[op] = declare('fnn.' .. op, {eps}) end
+   for _, op in ipairs{'layer_norm', 'add_layer_norm', 'group_norm', 'instance_norm'} do
+      NORM_OPTS[op] = declare('fnn.' .. op, {eps})
+   end
    NORM_OPTS.batch_norm = declare('fnn.batch_norm', {eps,
-      {'training', 'boolean', false, 'normalize by the batch statistics and return them (mean, unbiased variance)'}})
+      {'training', 'boolean', false, 'normalize by the batch statistics and return them (mean, unbiased variance)'},
+      {'activation', 'string', 'none', 'applied to y in the same passes, forward and backward',
+       values = {'none', 'relu'}}})
    NORM_OPTS.rms_norm = declare('fnn.rms_norm', {eps,
       {'normalized_shape', 'any', nil, 'the trailing sizes normalized over, without a weight',
        default_doc = 'the last dim'}})
@@ -79,6 +87,27 @@ function M.layer_norm(x, w, b, opts)
 end
 Tensor.layer_norm = M.layer_norm
 
+local fnn_add_layer_norm = C.fnn_add_layer_norm
+function M.add_layer_norm(x, r, w, b, opts)
+   check_tensor('add_layer_norm', x, 'input')
+   check_tensor('add_layer_norm', r, 'residual')
+   check_optional('add_layer_norm', w, 'weight')
+   check_optional('add_layer_norm', b, 'bias')
+   local _, eps = options('add_layer_norm', opts, 1e-5)
+   local n   -- as layer_norm's
+   if w ~= nil then n = w:numel()
+   elseif b ~= nil then n = b:numel()
+   elseif x.ndim > 0 then n = tonumber(x.shape_[x.ndim - 1])
+   else n = 1 end
+   local s, out = new(), new()
+   if fnn_add_layer_norm(s, out, x, r, w, b, n, eps) ~= 0 then fail() end
+   return done(s), done(out)
+end
+Tensor.add_layer_norm = M.add_layer_norm
+
+-- fnn_norm_activation's codes by option value (core/include/fastnn.h)
+M.ACTIVATIONS = {none = C.FNN_NORM_ACT_NONE, relu = C.FNN_NORM_ACT_RELU}
+
 local fnn_batch_norm = C.fnn_batch_norm
 function M.batch_norm(x, running_mean, running_var, w, b, opts)
    check_tensor('batch_norm', x, 'input')
@@ -87,13 +116,14 @@ function M.batch_norm(x, running_mean, running_var, w, b, opts)
    check_optional('batch_norm', w, 'weight')
    check_optional('batch_norm', b, 'bias')
    local o, eps = options('batch_norm', opts, 1e-5)
+   local act = M.ACTIVATIONS[o.activation or 'none']   -- eps as a number: no table, no activation
    local out = new()
    if o.training then
       local mean, var = new(), new()
-      if fnn_batch_norm(out, mean, var, x, running_mean, running_var, w, b, 1, eps) ~= 0 then fail() end
+      if fnn_batch_norm(out, mean, var, x, running_mean, running_var, w, b, 1, eps, act) ~= 0 then fail() end
       return done(out), done(mean), done(var)
    end
-   if fnn_batch_norm(out, nil, nil, x, running_mean, running_var, w, b, 0, eps) ~= 0 then fail() end
+   if fnn_batch_norm(out, nil, nil, x, running_mean, running_var, w, b, 0, eps, act) ~= 0 then fail() end
    return done(out)
 end
 Tensor.batch_norm = M.batch_norm
