@@ -471,6 +471,7 @@ int fnn_norm_attr(const fnn_node *n, const char *name, double *value);
 int fnn_attention_attr(const fnn_node *n, const char *name, double *value);
 int fnn_view_attr(const fnn_node *n, const char *name, double *value);
 int fnn_shape_attr(const fnn_node *n, const char *name, double *value);
+int fnn_linalg_attr(const fnn_node *n, const char *name, double *value);
 
 #ifdef __cplusplus
 }
