@@ -171,18 +171,21 @@ describe('fnn.linear with an activation', function()
             for _, fused in ipairs{true, false} do runs[fused][t] = run(act, x, w, b, gy, fused) end
          end
          fnn.set_num_threads(saved)
-         -- y and db come from the fused pass and its per-part sums: always the same bits. dx and dw are
-         -- the GEMMs' (oneDNN splits dx's sum over 300 outputs by the thread count, fused or not)
-         assert.is_true(same_bits(runs[true][1].y, runs[true][2].y), act .. ': y differs between 1 and 2 threads')
-         assert.is_true(same_bits(runs[true][1].db, runs[true][2].db), act .. ': db differs between 1 and 2 threads')
-         for _, k in ipairs{'dx', 'dw'} do
+         -- the passes (y = act(z); dz and db's per-part sums over fixed row ranges) never depend on the
+         -- thread count; the GEMMs may (oneDNN splits dx's sum over 300 outputs by it, OpenBLAS z's),
+         -- fused or not: so every result is the same bits wherever the unfused one is (under oneDNN: y,
+         -- dw and db), and within rounding elsewhere
+         local any = false
+         for _, k in ipairs{'y', 'dx', 'dw', 'db'} do
             if same_bits(runs[false][1][k], runs[false][2][k]) then
+               any = true
                assert.is_true(same_bits(runs[true][1][k], runs[true][2][k]),
                               ('%s: %s differs between 1 and 2 threads, the unfused does not'):format(act, k))
             else
-               assert(rel_diff(runs[true][1][k], runs[true][2][k]) <= 1e-6, act .. ': ' .. k)
+               assert(rel_diff(runs[true][1][k], runs[true][2][k]) <= 1e-5, act .. ': ' .. k)
             end
          end
+         if fnn.get_kernels() == 'onednn' then assert.is_true(any, 'no result of the same bits to hold the fused to') end
       end
    end)
 
