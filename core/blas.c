@@ -156,6 +156,7 @@ typedef struct {
     int64_t m, n, k, lda, ldw, ldc;
     int ta, tw, bias, sum, threads;
     int bf16;             /* bfloat16 src and weights (precision.c), float32 bias and dst */
+    int act;              /* FNN_ACT_RELU: an eltwise relu post-op after the bias (linear's activation) */
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src, wei, bia, dst, scr;
     int64_t scratch;      /* scratchpad bytes */
@@ -202,9 +203,15 @@ static bool mm_make(mm_entry *e) {
               dnnl_matmul_desc_init(&desc, &e->src, &e->wei, e->bias ? &e->bia : NULL, &e->dst) == dnnl_success &&
               dnnl_primitive_attr_create(&attr) == dnnl_success &&
               dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
-    if (ok && e->sum)   /* C += ...: the "sum" post-op reads C inside the kernel (beta = 1) */
-        ok = dnnl_post_ops_create(&post) == dnnl_success && dnnl_post_ops_append_sum(post, 1.0f) == dnnl_success &&
-             dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success;
+    if (ok && (e->sum || e->act)) {
+        ok = dnnl_post_ops_create(&post) == dnnl_success;
+        /* C += ...: the "sum" post-op reads C inside the kernel (beta = 1) */
+        if (ok && e->sum) ok = dnnl_post_ops_append_sum(post, 1.0f) == dnnl_success;
+        /* relu on the finished sum, in the kernel's registers: no pass over C of its own */
+        if (ok && e->act == FNN_ACT_RELU)
+            ok = dnnl_post_ops_append_eltwise(post, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) == dnnl_success;
+        ok = ok && dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success;
+    }
     ok = ok && dnnl_primitive_desc_create(&pd, &desc, attr, mm.engine, NULL) == dnnl_success;
     if (ok && e->bf16) {   /* a reference implementation would be far slower than the rounded f32 GEMM */
         const char *impl = NULL;
@@ -226,7 +233,7 @@ static bool mm_make(mm_entry *e) {
 static bool same_shape(const mm_entry *a, const mm_entry *b) {
     return a->m == b->m && a->n == b->n && a->k == b->k && a->lda == b->lda && a->ldw == b->ldw &&
            a->ldc == b->ldc && a->ta == b->ta && a->tw == b->tw && a->bias == b->bias && a->sum == b->sum &&
-           a->threads == b->threads && a->bf16 == b->bf16;
+           a->threads == b->threads && a->bf16 == b->bf16 && a->act == b->act;
 }
 
 /* the cached primitive for this shape, made on first use; NULL: none (a shape oneDNN refused stays
@@ -276,8 +283,8 @@ static bool mm_run(const mm_entry *e, const void *a, const void *w, const float 
 }
 #endif
 
-bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
-                    int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
+static bool gemm_fused(int act, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
 #ifdef FASTNN_WITH_ONEDNN
     if (!onednn_on() || m * n * k < MM_MIN_WORK || m <= 0 || n <= 0 || k <= 0 || (beta != 0.0f && beta != 1.0f))
         return false;
@@ -290,14 +297,19 @@ bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const flo
     int threads = 1;
 #endif
     mm_entry key = {.m = m, .n = n, .k = k, .lda = lda, .ldw = ldb, .ldc = ldc, .ta = ta, .tw = tb,
-                    .bias = bias != NULL, .sum = beta != 0.0f, .threads = threads};
+                    .bias = bias != NULL, .sum = beta != 0.0f, .threads = threads, .act = act};
     const mm_entry *e = mm_find(&key);
     return e && mm_run(e, a, b, bias, c);
 #else
-    (void)ta; (void)tb; (void)m; (void)n; (void)k; (void)a; (void)lda; (void)b; (void)ldb; (void)bias; (void)beta;
+    (void)act; (void)ta; (void)tb; (void)m; (void)n; (void)k; (void)a; (void)lda; (void)b; (void)ldb; (void)bias; (void)beta;
     (void)c; (void)ldc;
     return false;
 #endif
+}
+
+bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                    int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
+    return gemm_fused(FNN_ACT_NONE, ta, tb, m, n, k, a, lda, b, ldb, bias, beta, c, ldc);
 }
 
 bool fnn_bf16_native(void) {
@@ -309,8 +321,8 @@ bool fnn_bf16_native(void) {
 #endif
 }
 
-bool fnn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
-                   int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
+static bool gemm_bf16(int act, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
 #ifdef FASTNN_WITH_ONEDNN
     if (!fnn_bf16_native() || m <= 0 || n <= 0 || k <= 0 || (beta != 0.0f && beta != 1.0f)) return false;
 #ifdef _OPENMP
@@ -328,7 +340,7 @@ bool fnn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
         fnn_to_bf16_matrix(a16, a, ar, ac, lda);
         fnn_to_bf16_matrix(b16, b, br, bc, ldb);
         mm_entry key = {.m = m, .n = n, .k = k, .lda = ac, .ldw = bc, .ldc = ldc, .ta = ta, .tw = tb,
-                        .bias = bias != NULL, .sum = beta != 0.0f, .threads = threads, .bf16 = 1};
+                        .bias = bias != NULL, .sum = beta != 0.0f, .threads = threads, .bf16 = 1, .act = act};
         const mm_entry *e = mm_find(&key);
         ok = e && mm_run(e, a16, b16, bias, c);
     }
@@ -336,10 +348,15 @@ bool fnn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
     if (b16) fnn_free(FNN_DEVICE_CPU, b16, bbytes);
     return ok;
 #else
-    (void)ta; (void)tb; (void)m; (void)n; (void)k; (void)a; (void)lda; (void)b; (void)ldb; (void)bias; (void)beta;
+    (void)act; (void)ta; (void)tb; (void)m; (void)n; (void)k; (void)a; (void)lda; (void)b; (void)ldb; (void)bias; (void)beta;
     (void)c; (void)ldc;
     return false;
 #endif
+}
+
+bool fnn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                   int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
+    return gemm_bf16(FNN_ACT_NONE, ta, tb, m, n, k, a, lda, b, ldb, bias, beta, c, ldc);
 }
 
 /* a kernel that splits its work over the threads and calls fnn_sgemm inside each part: oneDNN
@@ -423,6 +440,13 @@ bool fnn_gemm_fused_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int
                          const float *b, int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
     if (fnn_prec_bf16(family)) return fnn_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, bias, beta, c, ldc);
     return fnn_gemm_fused(ta, tb, m, n, k, a, lda, b, ldb, bias, beta, c, ldc);
+}
+
+bool fnn_gemm_fused_act_prec(int family, int act, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                             int64_t lda, const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
+    if (act != FNN_ACT_NONE && act != FNN_ACT_RELU) return false;   /* gelu: the caller's pass (it keeps z) */
+    if (fnn_prec_bf16(family)) return gemm_bf16(act, ta, tb, m, n, k, a, lda, b, ldb, bias, 0.0f, c, ldc);
+    return gemm_fused(act, ta, tb, m, n, k, a, lda, b, ldb, bias, 0.0f, c, ldc);
 }
 
 /* ================= the CPU ================= */

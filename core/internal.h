@@ -328,6 +328,8 @@ void fnn_sgemm_parallel_for(int64_t n, int threads, fnn_range_fn fn, void *ctx);
  * caller then takes fnn_sgemm */
 bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                     int64_t ldb, const float *bias, float beta, float *c, int64_t ldc);
+/* the activation a GEMM may end in (linear's activation option, core/ops/linalg.h) */
+enum { FNN_ACT_NONE, FNN_ACT_RELU, FNN_ACT_GELU };
 bool fnn_blas_portable(void);         /* the OpenBLAS kernels run (no oneDNN, or fnn_set_kernels) */
 bool fnn_in_parallel(void);           /* inside an OpenMP parallel region (threads.c) */
 /* ---- float32 precision per GEMM-bound family (precision.c; fnn_set_float32_precision) ---- */
@@ -340,6 +342,10 @@ void fnn_gemm_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k
 /* fnn_gemm_fused under the family's precision (bf16: fnn_gemm_bf16); false: the caller takes fnn_gemm_prec */
 bool fnn_gemm_fused_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                          const float *b, int64_t ldb, const float *bias, float beta, float *c, int64_t ldc);
+/* as fnn_gemm_fused_prec, C = act(op(A) op(B) + bias) with act (FNN_ACT_RELU or _NONE) as oneDNN's eltwise
+ * post-op inside the kernel (beta 0); false: nothing done, the caller takes fnn_gemm_prec and its own pass */
+bool fnn_gemm_fused_act_prec(int family, int act, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                             int64_t lda, const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc);
 /* as fnn_gemm_fused with bfloat16 copies of A and B (float32 bias, C and sums) through oneDNN's matmul;
  * false where the CPU has no bf16 units (fnn_bf16_native), in a parallel region or on a refused shape */
 bool fnn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
@@ -469,6 +475,7 @@ int fnn_norm_attr(const fnn_node *n, const char *name, double *value);
 int fnn_attention_attr(const fnn_node *n, const char *name, double *value);
 int fnn_view_attr(const fnn_node *n, const char *name, double *value);
 int fnn_shape_attr(const fnn_node *n, const char *name, double *value);
+int fnn_linalg_attr(const fnn_node *n, const char *name, double *value);
 
 #ifdef __cplusplus
 }

@@ -128,7 +128,7 @@ int fnn_node_attr(const fnn_node *n, const char *name, double *value) {
     static const struct { const char *family; fnn_attr_reader read; } readers[] = {
         {"elementwise", fnn_elementwise_attr}, {"reduction", fnn_reduction_attr}, {"conv", fnn_conv_attr},
         {"pool", fnn_pool_attr}, {"norm", fnn_norm_attr}, {"attention", fnn_attention_attr},
-        {"view", fnn_view_attr}, {"shape", fnn_shape_attr}};
+        {"view", fnn_view_attr}, {"shape", fnn_shape_attr}, {"linalg", fnn_linalg_attr}};
     FNN_CHECK(n && name && value, FNN_STATUS_ARG, "node_attr: no node, name or place for the value");
     FNN_CHECK(!n->is_leaf, FNN_STATUS_ARG, "node_attr: a Param has no attributes");
     for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++)

@@ -9,10 +9,12 @@
  *
  * The linalg family's rows (core/ops/linalg.h) sit above the host-side line and reach cuBLAS through
  * the backend's `gemm` (fnn_cuda_gemm below; the host emulation puts its own loop there), the bias
- * through its `binary`.
+ * through its `binary`, linear's activation and its gradient through the map row's kernels
+ * (map.cu, by the FNN_MAP_* codes of the elementwise formulas).
  *
  * defines: fnn_cuda_linalg_rows, fnn_cuda_gemm_prec, fnn_cuda_gemm, fnn_cuda_gemm_bf16 */
 #include "common.cuh"
+#include "ops/elementwise_ops.h"
 #include "ops/linalg.h"
 
 static const fnn_backend *backend_of(int ordinal) { return fnn_backend_for(fnn_make_device(FNN_DEVICE_CUDA, ordinal)); }
@@ -30,21 +32,34 @@ static int gemm_rows(int ordinal, const fnn_mm_args *a) {
     return FNN_STATUS_OK;
 }
 
-/* linear's forward: the GEMM, then the bias added to every row through the elementwise add */
+/* linear's forward: the GEMM, then the bias added to every row through the elementwise add, then the
+ * activation (y = act(z), in place when y is C) by its map formula */
 static int linear_forward(int ordinal, const fnn_mm_args *a) {
     FNN_TRY(gemm_rows(ordinal, a));
-    if (!a->bias) return FNN_STATUS_OK;
     int64_t shape[2] = {a->m, a->n}, cs[2] = {a->ldc, 1}, bs[2] = {0, a->bias_stride};
-    return fnn_cuda_binary(ordinal, FNN_BIN_ADD, a->c, a->c, cs, a->bias, bs, 2, shape);
+    if (a->bias) FNN_TRY(fnn_cuda_binary(ordinal, FNN_BIN_ADD, a->c, a->c, cs, a->bias, bs, 2, shape));
+    if (!a->act) return FNN_STATUS_OK;
+    int64_t st[3][FNN_MAX_DIMS] = {{a->ldc, 1}, {a->ldc, 1}, {a->ldc, 1}};
+    const float *x[3] = {a->c, a->c, a->c};
+    return fnn_cuda_map(ordinal, a->act == FNN_ACT_RELU ? FNN_MAP_relu_f : FNN_MAP_gelu_f, a->y, x, &st[0][0], 2, shape,
+                        0, 0);
 }
 
-/* linear's backward: its GEMMs, or db = g summed over its rows by the device's own sum */
+/* linear's backward: its GEMMs; or, with an activation, dz = g act'(saved) by the map formula (g at its
+ * strides), then db = dz summed over its rows; or db = g summed over its rows, by the device's own sum */
 static int linear_backward(int ordinal, const fnn_mm_args *a) {
-    if (!a->db) return gemm_rows(ordinal, a);
+    if (!a->db && !a->dz) return gemm_rows(ordinal, a);
+    if (a->dz) {
+        int64_t shape[2] = {a->m, a->n}, st[3][FNN_MAX_DIMS] = {{a->g_s0, a->g_s1}, {a->n, 1}, {a->g_s0, a->g_s1}};
+        const float *x[3] = {a->gp, a->saved, a->gp};
+        FNN_TRY(fnn_cuda_map(ordinal, a->act == FNN_ACT_RELU ? FNN_MAP_relu_g : FNN_MAP_gelu_g, (float *)fnn_data(a->dz),
+                             x, &st[0][0], 2, shape, 0, 0));
+        if (!a->db) return FNN_STATUS_OK;
+    }
     int64_t shape2[2] = {-1, a->n};
     fnn_tensor g2;
     fnn_tensor_init(&g2);
-    int rc = fnn_reshape(&g2, a->g, 2, shape2);
+    int rc = fnn_reshape(&g2, a->dz ? a->dz : a->g, 2, shape2);
     if (!rc) rc = fnn_sum(a->db, &g2, 0, 0);
     fnn_tensor_clear(&g2);
     return rc;

@@ -226,6 +226,7 @@ for _, op in ipairs{'zeros_like', 'ones_like'} do
 end
 CASES['fnn.attention'] = {call = function(o) local q = fnn.ones(1, 1, 2, 2); local r = fnn.attention(q, q, q, o); return r end}
 CASES['Tensor.gelu'] = {call = function(o) local r = fnn.ones(2):gelu(o); return r end}
+CASES['fnn.linear'] = {call = function(o) local r = fnn.linear(fnn.ones(2, 3), fnn.ones(4, 3), fnn.ones(4), o); return r end}
 CASES['fnn.embedding'] = {call = function(o) local r = fnn.embedding({1, 2}, fnn.ones(3, 2), o); return r end}
 CASES['fnn.layer_norm'] = {call = function(o) local r = fnn.layer_norm(fnn.ones(2, 4), nil, nil, o); return r end}
 CASES['fnn.add_layer_norm'] = {call = function(o)
@@ -345,7 +346,9 @@ describe("issue 23's examples", function()
    end
 
    it('are refused, naming the callable, the key and the nearest known one first', function()
-      refused("nn%.Linear: unknown option 'bais' %(options: bias%)", function() return nn.Linear(3, 4, {bais = false}) end)
+      refused("nn%.Linear: unknown option 'bais' %(options: bias, activation%)", function()
+         return nn.Linear(3, 4, {bais = false})
+      end)
       refused("nn%.Conv2d: unknown option 'paddding' %(options: padding, ", function()
          return nn.Conv2d(3, 8, 3, {paddding = 1})
       end)

@@ -296,6 +296,10 @@ FNN_API int fnn_bmm(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b); 
 FNN_API int fnn_outer(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b); /* [n]x[m] -> [n,m] */
 /* linear: x [..., in], w [out, in], b [out] or NULL -> [..., out] */
 FNN_API int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b);
+/* linear then an activation, as one node: act(x w^T + b) with activation "relu" or "gelu" (the exact, erf
+ * GELU), NULL for none; the same values and gradients as fnn_linear followed by fnn_relu / fnn_gelu */
+FNN_API int fnn_linear_act(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
+                           const char *activation);
 
 /* ---- conv: core/ops/conv.c ----
  * images are [N,C,H,W] (or unbatched [C,H,W]); sizes follow PyTorch:

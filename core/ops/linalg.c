@@ -15,8 +15,13 @@
  * The engine is the same for every backend; each GEMM it asks for runs through the row of the
  * output's backend (linalg.h): the CPU's at the end of this file (blas.c), cuda/linalg.cu's on a
  * device (cuBLAS). linear's forward is one GEMM with its bias, handed to its row directly (the CPU
- * row fuses the bias through oneDNN where it can). */
+ * row fuses the bias through oneDNN where it can), and its activation option ({activation = 'relu' |
+ * 'gelu'}, Keras's Dense(units, activation)) goes with it: relu inside oneDNN's kernel as a post-op,
+ * gelu in a pass right after; the backward makes dz = g act'(.) and the bias gradient in one pass over
+ * g, then the two GEMMs read dz. The formulas are the elementwise family's (its map row's codes). */
 #include "linalg.h"
+#include "elementwise.h"
+#include "elementwise_ops.h"
 #include <limits.h>
 #include <string.h>
 
@@ -161,6 +166,7 @@ static int gemm_args(fnn_mm_args *g, const char *op, bool ta, bool tb, int64_t m
     g->op = op, g->zero = NULL, g->ta = ta, g->tb = tb, g->m = m, g->n = n, g->k = k;
     g->a = a, g->lda = lda, g->sa = sa, g->b = b, g->ldb = ldb, g->sb = sb, g->beta = beta;
     g->c = c, g->ldc = ldc, g->sc = sc, g->batch = batch, g->bias = NULL, g->db = NULL;
+    g->act = FNN_ACT_NONE, g->y = NULL, g->dz = NULL;
     return FNN_STATUS_OK;
 }
 
@@ -393,16 +399,35 @@ int fnn_outer(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) {
 
 /* ================= linear: x [..., in] w^T [in, out] + b [out] -> [..., out] ================= */
 
-/* backward: dx = g w (sgemm), dw = g^T x (one sgemm over the flattened batch), db = column sums of g */
+/* linear's node: its activation (FNN_ACT_*); saved: x, w, and what the activation's gradient reads
+ * (relu: the output y; gelu: the pre-activation z) */
+typedef struct { int act; } linear_attrs;
+
+/* backward: dx = g w (sgemm), dw = g^T x (one sgemm over the flattened batch), db = column sums of g;
+ * with an activation, G is dz = g act'(.) first, made with db in one pass by the row */
 static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0], *w = &n->saved[1];
-    fnn_tensor gtmp, xtmp, ctmp;
+    const int act = FNN_ATTRS(n, linear_attrs)->act;
+    fnn_tensor gtmp, xtmp, ctmp, dz;
     mview G, X, W, C;
     kernel kn;
     FNN_TRY(kernel_of(&kn, "linear", g->device, true));
     fnn_tensor_init(&xtmp);
     fnn_tensor_init(&ctmp);
+    fnn_tensor_init(&dz);
     int rc = rows_operand(&G, g, &gtmp);               /* G [M, out] */
+    if (!rc && act) {                                  /* dz [M, out] (and db), then G = dz */
+        int64_t shape[2] = {G.r, w->shape[0]};
+        rc = fnn_new_output(&dz, g->device, 2, shape);
+        if (!rc) {
+            fnn_mm_args a = {.op = "linear", .m = shape[0], .n = shape[1], .act = act, .saved = fnn_data(&n->saved[2]),
+                             .dz = &dz, .db = n->next[2] ? &din[2] : NULL, .g = g, .gp = G.p, .g_s0 = G.s0,
+                             .g_s1 = G.s1};
+            rc = kn.fn(kn.ordinal, &a);
+        }
+        fnn_tensor_clear(&gtmp);
+        if (!rc) rc = rows_operand(&G, &dz, &gtmp);    /* dense: never copied */
+    }
     if (!rc && n->next[0]) {                           /* dx [M, in] = G [M, out] @ W [out, in] */
         view_of(&W, w, AS_MATRIX, 0, NULL);
         rc = fnn_new_output(&din[0], x->device, x->ndim, x->shape);
@@ -419,7 +444,7 @@ static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
             rc = gemm_views(&kn, &din[1], 0, NULL, &Gt, &X, &C);
         }
     }
-    if (!rc && n->next[2]) {                           /* db [out] = sum over the rows of G, made by the row */
+    if (!rc && n->next[2] && !act) {                   /* db [out] = sum over the rows of G, made by the row */
         fnn_mm_args a = {.op = "linear", .m = G.r, .n = w->shape[0], .db = &din[2], .g = g, .gp = G.p, .g_s0 = G.s0,
                          .g_s1 = G.s1};
         rc = kn.fn(kn.ordinal, &a);
@@ -427,13 +452,39 @@ static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_clear(&gtmp);
     fnn_tensor_clear(&xtmp);
     fnn_tensor_clear(&ctmp);
+    fnn_tensor_clear(&dz);
     if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
     return rc;
 }
 static const fnn_op_def LINEAR = {.info = {.name = "linear", .family = "linalg", .differentiable = 1},
     .backward = linear_rule};
 
+/* fnn_node_attr's reader: a linear node's activation (FNN_ACT_*: 0 none, 1 relu, 2 gelu), for fnn.onnx */
+int fnn_linalg_attr(const fnn_node *n, const char *name, double *value) {
+    FNN_CHECK(n->op == &LINEAR && !strcmp(name, "activation"), FNN_STATUS_ARG,
+              "node_attr: %s has %s, not '%s'", n->op->info.name, n->op == &LINEAR ? "activation" : "no numbers", name);
+    *value = FNN_ATTRS((fnn_node *)n, linear_attrs)->act;
+    return FNN_STATUS_OK;
+}
+
+/* the activation's code by its name: NULL is none */
+static int activation_of(const char *name, int *act) {
+    *act = FNN_ACT_NONE;
+    if (!name) return FNN_STATUS_OK;
+    if (!strcmp(name, "relu")) *act = FNN_ACT_RELU;
+    else if (!strcmp(name, "gelu")) *act = FNN_ACT_GELU;
+    else return FNN_FAIL(FNN_STATUS_ARG, "linear: activation '%s' is not one of 'relu', 'gelu'", name);
+    return FNN_STATUS_OK;
+}
+
 int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b) {
+    return fnn_linear_act(out, x, w, b, NULL);
+}
+
+int fnn_linear_act(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
+                   const char *activation) {
+    int act;
+    FNN_TRY(activation_of(activation, &act));
     FNN_TRY(check_pair("linear", x, w));
     if (b) {
         FNN_TRY(fnn_check_input("linear", b));
@@ -455,37 +506,55 @@ int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const 
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     shape[x->ndim - 1] = w->shape[0];
     FNN_TRY(fnn_new_output(out, x->device, x->ndim, shape));
+    const fnn_tensor *ins[3] = {x, w, b};
+    const bool node = fnn_needs_node(3, ins);
 
     mview X, Wt, C;
-    fnn_tensor xtmp, wtmp, ctmp;
+    fnn_tensor xtmp, wtmp, ctmp, z;
     fnn_tensor_init(&wtmp);
     fnn_tensor_init(&ctmp);
-    int rc = rows_operand(&X, x, &xtmp);                             /* X [M, in] */
+    fnn_tensor_init(&z);
+    /* gelu's gradient reads z = x w^T + b: kept beside y when a gradient may be asked for (relu's reads y) */
+    const bool keep_z = act == FNN_ACT_GELU && node;
+    int rc = keep_z ? fnn_new_output(&z, x->device, x->ndim, shape) : FNN_STATUS_OK;
+    if (!rc) rc = rows_operand(&X, x, &xtmp);                        /* X [M, in] */
     if (!rc) rc = operand(&Wt, w, AS_MATRIX, true, 0, NULL, &wtmp);  /* W^T [in, out]: CblasTrans, no copy */
     if (!rc) rc = rows_operand(&C, out, &ctmp);                      /* C [M, out] */
     if (!rc && C.r > 0 && C.c > 0) {
-        /* one GEMM, C = X W^T (+ b), the bias added by the row; an empty inner dim: C zeroed (+ b) */
+        /* one GEMM, C = X W^T (+ b), the bias added by the row; an empty inner dim: C zeroed (+ b).
+         * With an activation C is z (a buffer of its own when kept, else y itself) and y = act(z) */
         bool ta, tb, tc;
         int64_t lda, ldb, ldc;
         FNN_ASSERT(blas_layout(&X, &ta, &lda) && blas_layout(&Wt, &tb, &ldb) && blas_layout(&C, &tc, &ldc) && !tc);
+        float *pre = keep_z ? fnn_data(&z) : C.p;   /* z is dense as out: the same ldc */
         fnn_mm_args a;
-        rc = gemm_args(&a, "linear", ta, tb, C.r, C.c, X.c, X.p, lda, 0, Wt.p, ldb, 0, 0.0f, C.p, ldc, 0,
+        rc = gemm_args(&a, "linear", ta, tb, C.r, C.c, X.c, X.p, lda, 0, Wt.p, ldb, 0, 0.0f, pre, ldc, 0,
                        X.c > 0 ? 1 : 0);
         if (!rc) {
-            if (X.c == 0) a.zero = C.p, a.zero_n = C.r * C.c;
+            if (X.c == 0) a.zero = pre, a.zero_n = C.r * C.c;
             if (b) a.bias = fnn_data(b), a.bias_stride = b->stride[0];
+            if (act) a.act = act, a.y = C.p;
             rc = row->forward(fnn_device_ordinal(x->device), &a);
         }
     }
     fnn_tensor_clear(&xtmp);
     fnn_tensor_clear(&wtmp);
     fnn_tensor_clear(&ctmp);
-    if (rc) { fnn_tensor_clear(out); return rc; }
+    if (rc || !node) {
+        fnn_tensor_clear(&z);
+        if (rc) fnn_tensor_clear(out);
+        return rc;
+    }
 
-    const fnn_tensor *ins[3] = {x, w, b};
-    if (!fnn_needs_node(3, ins)) return FNN_STATUS_OK;
     fnn_node *n = fnn_attach_node(out, &LINEAR, 3, ins);
-    if (!n || fnn_save(n, 0, x) || fnn_save(n, 1, w)) { fnn_tensor_clear(out); return fnn_last_status(); }
+    if (!n || fnn_save(n, 0, x) || fnn_save(n, 1, w) ||
+        (act == FNN_ACT_RELU && fnn_save(n, 2, out)) || (keep_z && fnn_save(n, 2, &z))) {
+        fnn_tensor_clear(&z);
+        fnn_tensor_clear(out);
+        return fnn_last_status();
+    }
+    FNN_ATTRS(n, linear_attrs)->act = act;
+    fnn_tensor_clear(&z);
     return FNN_STATUS_OK;
 }
 
@@ -501,11 +570,146 @@ static int cpu_gemm(int ordinal, const fnn_mm_args *a) {
     return FNN_STATUS_OK;
 }
 
+/* ---- linear's activation on the CPU: passes over blocks of rows, each step of a block done while
+ * it is in cache, through the elementwise family's CPU map row (its vectorized formulas) ---- */
+/* a block of the passes: about 32 KB of each matrix it reads or writes */
+enum { ACT_BLOCK = 8192, DB_PARTS = 32 };
+static int64_t block_rows(int64_t n) { return max1(ACT_BLOCK / max1(n)); }
+
+/* y [rows, n] (dense) = the formula `code` of x0 (at strides s0, s1) and x1 (dense), by the map row */
+static void map_block(const fnn_map_row *map, int code, float *y, const float *x0, int64_t s0, int64_t s1,
+                      const float *x1, int64_t rows, int64_t n) {
+    int64_t shape[FNN_MAX_DIMS] = {rows, n}, st[3][FNN_MAX_DIMS] = {{s0, s1}, {n, 1}, {s0, s1}};
+    fnn_map_args m = {.dtype = FNN_DTYPE_FLOAT32, .code = code, .nin = 2, .y = y, .x = {x0, x1, x0},
+                      .stride = &st[0][0], .ndim = 2, .shape = shape};
+    map->run(0, &m);   /* the CPU's row: float32 never fails; one block is below the parallel threshold */
+}
+
+static const fnn_map_row *cpu_map_row(void) {
+    static fnn_row_cache cache;
+    return fnn_row_cached(&cache, FNN_DEVICE_CPU, "elementwise", "map");
+}
+
+typedef struct {
+    const fnn_map_row *map;
+    int code;                   /* the activation's forward formula */
+    float *z, *y;               /* dense [m, n]; y == z: in place */
+    const float *bias;          /* added to z first (the GEMM left it out); NULL: in z already */
+    int64_t bias_stride, m, n, rows;
+} act_fwd;
+
+static void act_fwd_blocks(void *ctx, int64_t lo, int64_t hi) {
+    const act_fwd *p = ctx;
+    const int64_t n = p->n;
+    for (int64_t blk = lo; blk < hi; blk++) {
+        int64_t r0 = blk * p->rows, r1 = r0 + p->rows < p->m ? r0 + p->rows : p->m;
+        float *z = p->z + r0 * n;
+        if (p->bias)
+            for (int64_t i = 0; i < r1 - r0; i++) {
+                float *zi = z + i * n;
+                if (p->bias_stride == 1) for (int64_t j = 0; j < n; j++) zi[j] += p->bias[j];
+                else for (int64_t j = 0; j < n; j++) zi[j] += p->bias[j * p->bias_stride];
+            }
+        map_block(p->map, p->code, p->y + r0 * n, z, n, 1, z, r1 - r0, n);
+    }
+}
+
+/* linear with an activation: z = X W^T + b in C, y = act(z). relu with y in place of z goes inside
+ * oneDNN's kernel (bias and relu as the primitive's post-ops); gelu keeps z for its gradient, and no
+ * post-op can write z and y both, so the GEMM (bias inside) writes z and one pass makes y (measured at
+ * char_gpt's fc1, [2048,128] x [512,128]^T, one thread: a GEMM per block of 64 or 256 rows with gelu
+ * right after it, while the block is in cache, ran 2-5% slower: each block repacks W and loses the
+ * primitive's bias, and gelu's erf is compute-bound at ~1.4 ns an element, not memory-bound). Otherwise
+ * (the portable kernels, a small or refused product) the GEMM, then one pass adds the bias and
+ * applies the activation block by block. */
+static int cpu_linear_act(const fnn_mm_args *a) {
+    const bool w_rows = a->tb || (a->n == 1 && a->ldb == 1);   /* as cpu_linear */
+    bool in_kernel = false;                                      /* the bias went in inside the GEMM */
+    if (a->batch && !a->ta && w_rows && (!a->bias || a->bias_stride == 1)) {
+        const int post = a->act == FNN_ACT_RELU && a->y == a->c ? FNN_ACT_RELU : FNN_ACT_NONE;
+        in_kernel = fnn_gemm_fused_act_prec(FNN_PREC_MATMUL, post, false, true, a->m, a->n, a->k, a->a, a->lda, a->b,
+                                            a->tb ? a->ldb : max1(a->k), a->bias, a->c, a->ldc);
+        if (in_kernel && post) return FNN_STATUS_OK;
+    }
+    if (!in_kernel) {
+        if (a->zero) memset(a->zero, 0, sizeof(float) * (size_t)a->zero_n);
+        if (a->batch)
+            fnn_gemm_prec(FNN_PREC_MATMUL, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a, a->lda, a->b, a->ldb, 0.0f, a->c,
+                          a->ldc);
+    }
+    FNN_ASSERT(a->ldc == a->n || a->m <= 1);
+    act_fwd p = {cpu_map_row(), a->act == FNN_ACT_RELU ? FNN_MAP_relu_f : FNN_MAP_gelu_f, a->c, a->y,
+                 in_kernel ? NULL : a->bias, a->bias_stride, a->m, a->n, block_rows(a->n)};
+    FNN_ASSERT(p.map != NULL);
+    fnn_parallel_for((a->m + p.rows - 1) / p.rows, fnn_threads_for(a->m * a->n), act_fwd_blocks, &p);
+    return FNN_STATUS_OK;
+}
+
+typedef struct {
+    const fnn_map_row *map;
+    int code;                   /* the activation's gradient formula: g act'(saved) */
+    const float *g, *saved;     /* g at g_s0 / g_s1; saved dense [m, n] */
+    int64_t g_s0, g_s1;
+    float *dz;                  /* dense [m, n] */
+    float *part;                /* [parts, n]: part p's column sums of dz; NULL: no db */
+    int64_t m, n, rows, per_part;
+} act_bwd;
+
+/* parts lo..hi-1, each a fixed range of rows (by m alone, never by the thread count), block by block:
+ * dz, then its columns added into the part's sums while the block is in cache */
+static void act_bwd_parts(void *ctx, int64_t lo, int64_t hi) {
+    const act_bwd *p = ctx;
+    const int64_t n = p->n;
+    for (int64_t part = lo; part < hi; part++) {
+        const int64_t end = (part + 1) * p->per_part < p->m ? (part + 1) * p->per_part : p->m;
+        float *sum = p->part ? p->part + part * n : NULL;
+        if (sum) memset(sum, 0, sizeof(float) * (size_t)n);
+        for (int64_t r0 = part * p->per_part; r0 < end; r0 += p->rows) {
+            const int64_t r1 = r0 + p->rows < end ? r0 + p->rows : end;
+            float *dz = p->dz + r0 * n;
+            map_block(p->map, p->code, dz, p->g + r0 * p->g_s0, p->g_s0, p->g_s1, p->saved + r0 * n, r1 - r0, n);
+            if (sum)
+                for (int64_t i = 0; i < r1 - r0; i++)
+                    for (int64_t j = 0; j < n; j++) sum[j] += dz[i * n + j];
+        }
+    }
+}
+
+/* linear's backward with an activation: dz = g act'(saved) and db = dz's column sums in one pass over g
+ * (per-part sums added in part order: the same bits at any thread count) */
+static int cpu_linear_act_backward(const fnn_mm_args *a) {
+    const int64_t m = a->m, n = a->n;
+    const int64_t parts = m < DB_PARTS ? m : DB_PARTS, per_part = parts ? (m + parts - 1) / parts : 0;
+    float *db = NULL, *part = NULL;
+    const int64_t part_bytes = (int64_t)sizeof(float) * parts * n;
+    if (a->db) {
+        FNN_TRY(fnn_new_output(a->db, a->g->device, 1, &n));
+        db = fnn_data(a->db);
+        memset(db, 0, sizeof(float) * (size_t)n);
+        if (part_bytes > 0 && !(part = fnn_alloc(FNN_DEVICE_CPU, part_bytes))) {
+            fnn_tensor_clear(a->db);
+            return FNN_FAIL(FNN_STATUS_OOM, "linear: out of memory for the bias gradient's partial sums");
+        }
+    }
+    act_bwd p = {cpu_map_row(), a->act == FNN_ACT_RELU ? FNN_MAP_relu_g : FNN_MAP_gelu_g, a->gp, a->saved, a->g_s0,
+                 a->g_s1, fnn_data(a->dz), part, m, n, block_rows(n), per_part};
+    FNN_ASSERT(p.map != NULL);
+    if (per_part > 0 && n > 0)
+        fnn_parallel_for((m + per_part - 1) / per_part, fnn_threads_for(m * n), act_bwd_parts, &p);
+    if (part) {
+        for (int64_t k = 0; k * per_part < m; k++)
+            for (int64_t j = 0; j < n; j++) db[j] += part[k * n + j];
+        fnn_free(FNN_DEVICE_CPU, part, part_bytes);
+    }
+    return FNN_STATUS_OK;
+}
+
 /* linear's forward: oneDNN's matmul primitive adds the bias inside the product (row-major X, W read
  * as W^T through Trans, a dense bias); else the bias goes into C first and the GEMM adds onto it
  * (beta = 1): one pass over C */
 static int cpu_linear(int ordinal, const fnn_mm_args *a) {
     (void)ordinal;
+    if (a->act) return cpu_linear_act(a);
     /* a single column of W^T [k, 1] at ldb 1 is the row-major W [1, k] too */
     bool w_rows = a->tb || (a->n == 1 && a->ldb == 1);
     if (!a->ta && w_rows && (!a->bias || a->bias_stride == 1) &&
@@ -528,6 +732,7 @@ static int cpu_linear(int ordinal, const fnn_mm_args *a) {
 
 /* linear's backward: its GEMMs, or db = the column sums of G, row by row (the inner loop vectorizes) */
 static int cpu_linear_backward(int ordinal, const fnn_mm_args *a) {
+    if (a->dz) return cpu_linear_act_backward(a);
     if (!a->db) return cpu_gemm(ordinal, a);
     int64_t nout = a->n;
     FNN_TRY(fnn_new_output(a->db, a->g->device, 1, &nout));

@@ -35,8 +35,18 @@ typedef struct fnn_mm_args {
      * beta 0) */
     const float *bias;
     int64_t bias_stride;
+    /* linear's activation (FNN_ACT_NONE, _RELU, _GELU; internal.h), 0 in every other call. Forward: C
+     * (dense, ldc = n) is the pre-activation z = X W^T + b, and y = act(z) goes to y (dense [m, n]);
+     * y == c when z is not kept (relu, whose backward reads y, or no gradient wanted): computed in place.
+     * Backward (with dz): dz = g * act'(saved) and, when db is set, db = the column sums of dz */
+    int act;
+    float *y;
+    const float *saved;         /* backward: what act' reads, dense [m, n]: y for relu (y > 0 exactly where
+                                 * z > 0), z for gelu */
+    fnn_tensor *dz;             /* backward: made by the engine, dense [m, n] on g's device; NULL: no activation */
     /* linear's backward, when db is set: db (made by the row, [n]) = the column sums of G [m, n]
-     * (g the output's gradient, G its rows at g_s0 / g_s1 as the engine folded them) */
+     * (g the output's gradient, G its rows at g_s0 / g_s1 as the engine folded them), or of dz when
+     * dz is set (the one pass over G that makes dz adds them up) */
     fnn_tensor *db;
     const fnn_tensor *g;
     const float *gp;
@@ -46,7 +56,7 @@ typedef int (*fnn_mm_fn)(int ordinal, const fnn_mm_args *a);
 typedef struct fnn_mm_row {
     const char *op;             /* the registry name; NULL ends a table */
     fnn_mm_fn forward;          /* the products of the op's forward */
-    fnn_mm_fn backward;         /* the products of its gradients (and linear's db) */
+    fnn_mm_fn backward;         /* the products of its gradients (and linear's dz and db) */
 } fnn_mm_row;
 /* the CPU rows: core/ops/linalg.c; the CUDA rows: cuda/ */
 FNN_ROW_GLUE(linalg, fnn_mm_row)

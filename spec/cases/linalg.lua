@@ -166,4 +166,46 @@ add{op = 'linear', sizes = {1, 129, 1025}, parity = function(n) return tol(n or 
     inputs = function(n) return r1(2, n or 2, 5), r1(3, 5) end,
     fn = function(x, w) return x:linear(w) end, ref = function(x, w) return lin(x, w) end}
 
+-- linear with its activation option (one node: relu inside oneDNN's kernel from about 2^18
+-- multiply-adds on, gelu in the pass after the GEMM; the small sizes take the GEMM and one pass):
+-- the naive product, then the activation by its definition (gelu through erf's power series, which
+-- is exact to float32 for |t| < 3.5; past that erf(t) is +-1 within 1e-6)
+local function erf(x)   -- power series, to 1e-13 (|x| < 3.5 here)
+   local s, term, n = x, x, 0
+   repeat
+      n = n + 1
+      term = -term * x * x / n
+      s = s + term / (2 * n + 1)
+   until math.abs(term) < 1e-13
+   return 2 / math.sqrt(math.pi) * s
+end
+local ACT = {
+   relu = function(v) return v > 0 and v or 0 end,
+   gelu = function(v)
+      local t = v / math.sqrt(2)
+      return 0.5 * v * (1 + (math.abs(t) < 3.5 and erf(t) or (t > 0 and 1 or -1)))
+   end,
+}
+local function activated(y, act)
+   local v = y:to_flat()
+   for i = 1, #v do v[i] = ACT[act](v[i]) end
+   return fnn.tensor(v, y:shape())
+end
+for _, act in ipairs{'relu', 'gelu'} do
+   local o = {activation = act}
+   add{op = 'linear', inputs = function() return u(2, 3, 4), u(5, 4), u(5) end,   -- [B,T,in]
+       fn = function(x, w, b) return fnn.linear(x, w, b, o) end,
+       ref = function(x, w, b) return activated(lin(x, w, b:to_flat()), act) end}
+   add{op = 'linear', inputs = function() return u(4), u(3, 4) end,               -- 1-D input, no bias
+       fn = function(x, w) return x:linear(w, o) end, ref = function(x, w) return activated(lin(x, w), act) end}
+   add{op = 'linear', inputs = function() return u(4, 3), u(2, 4), u(2, 2) end,   -- transposed x, bias at stride 2
+       fn = function(x, w, b) return x:t():linear(w, b:select(2, 1), o) end,
+       ref = function(x, w, b) local v = b:to_flat(); return activated(lin(tlast(x), w, {v[1], v[3]}), act) end}
+   -- [n,33] x [17,33]^T + [17]: at 1025 rows the product is large enough for oneDNN's primitive
+   add{op = 'linear', sizes = {1, 129, 1025}, parity = function(n) return tol(n or 1) end, value_tol = KTOL,
+       inputs = function(n) return r1(n or 2, 33), r1(17, 33), r1(17) end,
+       fn = function(x, w, b) return x:linear(w, b, o) end,
+       ref = function(x, w, b) return activated(lin(x, w, b:to_flat()), act) end}
+end
+
 return cases

@@ -1,17 +1,20 @@
--- nn.Linear(in, out, {bias = true}): y = x w^T + b over the last dim.
+-- nn.Linear(in, out, {bias = true, activation = nil}): y = x w^T + b over the last dim;
+-- activation 'relu' or 'gelu' (exact) gives act(x w^T + b) as one node (fnn.linear's option).
 -- weight Param [out, in], bias Param [out]; both drawn from U(-1/sqrt(in), 1/sqrt(in))
 -- (PyTorch's default: kaiming_uniform with a = sqrt(5), and the same bound for the bias).
 -- x [..., in] -> [..., out]
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local C, new, done, fail, istype = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
-local fnn_linear = C.fnn_linear
+local fnn_linear = C.fnn_linear_act
 local Param = nn.Param
 local describe = require('fastnn.options').describe
 
 local Linear = nn.Module:extend('Linear')
 local OPTS = require('fastnn.options').declare('nn.Linear', {
    {'bias', 'boolean', true, 'learn an additive bias [out]'},
+   {'activation', 'string', nil, "applied in the same node: 'relu' or 'gelu' (exact, through erf); nil: none",
+    values = {'relu', 'gelu'}},
 })
 
 local function uniform(shape, bound) return fnn_tensor.uniform(shape, -bound, bound) end
@@ -24,8 +27,9 @@ function Linear:__init(inputs, outputs, opts)
       end
    end
    if type(opts) == 'boolean' then opts = {bias = opts} end   -- Linear(3, 4, false)
-   local bias = OPTS:check(opts, 3).bias
-   self.inputs, self.outputs = inputs, outputs
+   local o = OPTS:check(opts, 3)
+   local bias = o.bias
+   self.inputs, self.outputs, self.activation = inputs, outputs, o.activation
    local bound = inputs > 0 and 1 / math.sqrt(inputs) or 0
    self.weight = Param(uniform({outputs, inputs}, bound))
    if bias then self.bias = Param(uniform({outputs}, bound)) end
@@ -42,12 +46,13 @@ function Linear:forward(x)
    end
    local b = self.bias
    local out = new()
-   if fnn_linear(out, x, self.weight:tensor(), b and b:tensor() or nil) ~= 0 then fail() end
+   if fnn_linear(out, x, self.weight:tensor(), b and b:tensor() or nil, self.activation) ~= 0 then fail() end
    return done(out)
 end
 
 function Linear:__tostring()
-   return ('nn.Linear(%d -> %d%s)'):format(self.inputs, self.outputs, self.bias and '' or ', no bias')
+   return ('nn.Linear(%d -> %d%s%s)'):format(self.inputs, self.outputs, self.bias and '' or ', no bias',
+                                             self.activation and ', ' .. self.activation or '')
 end
 
 return Linear

@@ -53,15 +53,21 @@ local function gemm(node, x)
    return y
 end
 
--- x [.., in] times W [out, in] transposed, plus b [out]: Gemm for a matrix x, else MatMul and Add
-M.linear = {onnx = {'Gemm', 'Transpose', 'MatMul', 'Add'}, optional = {[3] = true}, import = {Gemm = gemm},
-            export = function(g, n)
+-- x [.., in] times W [out, in] transposed, plus b [out]: Gemm for a matrix x, else MatMul and Add;
+-- then its activation option (n.attr 'activation': 1 relu, 2 gelu) as Relu or gelu's nodes
+M.linear = {onnx = {'Gemm', 'Transpose', 'MatMul', 'Add', 'Relu', 'Div', 'Erf', 'Mul'}, optional = {[3] = true},
+            import = {Gemm = gemm}, export = function(g, n)
    local x, w, b = n.inputs[1], n.inputs[2], n.inputs[3]
+   local y
    if #n.in_shapes[1] == 2 then
-      return g:node('Gemm', {x, w, b}, {transB = 1})
+      y = g:node('Gemm', {x, w, b}, {transB = 1})
+   else
+      y = g:node('MatMul', {x, g:node('Transpose', {w}, {perm = {1, 0}})})
+      if b then y = g:node('Add', {y, b}) end
    end
-   local y = g:node('MatMul', {x, g:node('Transpose', {w}, {perm = {1, 0}})})
-   if b then y = g:node('Add', {y, b}) end
+   local act = n.attr('activation')
+   if act == 1 then y = g:node('Relu', {y}) end
+   if act == 2 then y = M.gelu.export(g, {inputs = {y}}) end
    return y
 end}
 

@@ -3,7 +3,11 @@
 --                      column (right) whose added dim is dropped; batch dims broadcast
 --   a:bmm(b)           [B,n,k] x [B,k,m] -> [B,n,m], no broadcasting
 --   a:outer(b)         [n] x [m] -> [n,m]
---   fnn.linear(x, w, b)  x [..., in], w [out, in], b [out] or nil -> [..., out] (one node)
+--   fnn.linear(x, w, b, opts)  x [..., in], w [out, in], b [out] or nil -> [..., out] (one node);
+--                      opts.activation = 'relu' | 'gelu' (the exact erf GELU) applies it in the same
+--                      node (Keras's Dense(units, activation)): the values and gradients of
+--                      fnn.linear(x, w, b):relu() / :gelu(), with no pass of their own
+--                      (fnn.linear(x, w, opts) without a bias)
 -- Each is also fnn.<name>(a, b).
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
@@ -25,13 +29,19 @@ for _, name in ipairs{'matmul', 'bmm', 'outer'} do
    M[name] = Tensor[name]
 end
 
-local fnn_linear = C.fnn_linear
-function M.linear(x, w, b)
+local LINEAR_OPTS = require('fastnn.options').declare('fnn.linear', {
+   {'activation', 'string', nil, "applied in the same node: 'relu' or 'gelu' (exact, through erf); nil: none",
+    values = {'relu', 'gelu'}},
+})
+local fnn_linear = C.fnn_linear_act
+function M.linear(x, w, b, opts)
    check_tensor('linear', x, 'input')
    check_tensor('linear', w, 'weight')
+   if opts == nil and type(b) == 'table' and not is_tensor(b) then b, opts = nil, b end   -- linear(x, w, opts)
    if b ~= nil then check_tensor('linear', b, 'bias') end
+   local act = opts ~= nil and LINEAR_OPTS:check(opts, 2).activation or nil
    local out = new()
-   if fnn_linear(out, x, w, b) ~= 0 then fail() end
+   if fnn_linear(out, x, w, b, act) ~= 0 then fail() end
    return done(out)
 end
 Tensor.linear = M.linear
