@@ -9,11 +9,11 @@ local fnn = require 'fastnn'
 local describe_value = require('fastnn.options').describe
 local Tensor = fnn.Tensor
 
--- the files whose bindings refuse extras (the other families' files are other work: linalg, norm,
+-- the files whose bindings refuse extras (the other families' files are other work: norm,
 -- attention, and nn's layers; autograd, device and precision add methods of their own)
 local FILES = {'fastnn/tensor.lua', 'fastnn/public.lua'}
 for _, f in ipairs{'elementwise', 'view', 'shape', 'index', 'sort', 'embedding', 'loss', 'conv', 'pool', 'rnn',
-                   'reduction'} do
+                   'reduction', 'linalg'} do
    FILES[#FILES + 1] = 'fastnn/ops/' .. f .. '.lua'
 end
 local function ours(source)
@@ -63,6 +63,11 @@ CASES.hard_sigmoid = function() return pack(x23()), 'hardsigmoid' end
 CASES.hard_swish = function() return pack(x23()), 'hardswish' end
 CASES.gelu = function() return pack(x23(), {approximate = 'tanh'}) end
 CASES.clamp = function() return pack(x23(), 0, 1) end
+-- linalg: the products, and linear with its bias and options (or its options in the bias's place)
+CASES.matmul = function() return pack(r(2, 3), r(3, 4)) end
+CASES.bmm = function() return pack(r(2, 2, 3), r(2, 3, 4)) end
+CASES.outer = function() return pack(r(2), r(3)) end
+CASES.linear = function() return pack(r(2, 3), r(4, 3), r(4), {activation = 'relu'}) end
 for _, n in ipairs{'leaky_relu', 'elu', 'celu'} do CASES[n] = function() return pack(x23(), 0.2) end end
 CASES.logit = function() return pack(fnn.rand(2, 3), 0.1) end
 for _, n in ipairs{'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'add', 'sub', 'mul', 'div'} do

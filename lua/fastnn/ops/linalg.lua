@@ -16,10 +16,12 @@ local M = {}
 
 -- raised at the user's line: 1 here, 2 the binding, 3 its caller
 local check_tensor = fnn_tensor.check_tensor
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 
 for _, name in ipairs{'matmul', 'bmm', 'outer'} do
    local cfn = C['fnn_' .. name]
-   Tensor[name] = function(a, b)
+   Tensor[name] = function(a, b, extra)
+      if extra ~= nil then too_many(name, 3, extra, 'a, b') end
       check_tensor(name, a, 'argument 1')
       check_tensor(name, b, 'argument 2')
       local out = new()
@@ -34,10 +36,14 @@ local LINEAR_OPTS = require('fastnn.options').declare('fnn.linear', {
     values = {'relu', 'gelu'}},
 })
 local fnn_linear = C.fnn_linear_act
-function M.linear(x, w, b, opts)
+function M.linear(x, w, b, opts, extra)
+   if extra ~= nil then too_many('linear', 5, extra, 'x, w, b, opts') end
    check_tensor('linear', x, 'input')
    check_tensor('linear', w, 'weight')
-   if opts == nil and type(b) == 'table' and not is_tensor(b) then b, opts = nil, b end   -- linear(x, w, opts)
+   if type(b) == 'table' and not is_tensor(b) then   -- linear(x, w, opts): nothing after the options
+      if opts ~= nil then too_many('linear', 4, opts, 'x, w, opts', 2, 'the options come last') end
+      b, opts = nil, b
+   end
    if b ~= nil then check_tensor('linear', b, 'bias') end
    local act = opts ~= nil and LINEAR_OPTS:check(opts, 2).activation or nil
    local out = new()
