@@ -9,11 +9,11 @@ local fnn = require 'fastnn'
 local describe_value = require('fastnn.options').describe
 local Tensor = fnn.Tensor
 
--- the files whose bindings refuse extras (the other families' files are other work: norm,
--- attention, and nn's layers; autograd, device and precision add methods of their own)
+-- the files whose bindings refuse extras (nn's layers are other work; autograd, device and
+-- precision add methods of their own)
 local FILES = {'fastnn/tensor.lua', 'fastnn/public.lua'}
 for _, f in ipairs{'elementwise', 'view', 'shape', 'index', 'sort', 'embedding', 'loss', 'conv', 'pool', 'rnn',
-                   'reduction', 'linalg'} do
+                   'reduction', 'linalg', 'norm', 'attention'} do
    FILES[#FILES + 1] = 'fastnn/ops/' .. f .. '.lua'
 end
 local function ours(source)
@@ -67,6 +67,20 @@ CASES.clamp = function() return pack(x23(), 0, 1) end
 CASES.matmul = function() return pack(r(2, 3), r(3, 4)) end
 CASES.bmm = function() return pack(r(2, 2, 3), r(2, 3, 4)) end
 CASES.outer = function() return pack(r(2), r(3)) end
+-- norm and attention: every argument given, options last
+CASES.layer_norm = function() return pack(r(2, 3), r(3), r(3), {eps = 1e-5}) end
+CASES.add_layer_norm = function() return pack(r(2, 3), r(2, 3), r(3), r(3), {eps = 1e-5}) end
+CASES.batch_norm = function() return pack(r(2, 3), fnn.zeros(3), fnn.ones(3), r(3), r(3), {training = true}) end
+CASES.group_norm = function() return pack(r(2, 4, 3), 2, r(4), r(4), {eps = 1e-5}) end
+CASES.instance_norm = function() return pack(r(2, 3, 4), r(3), r(3), {eps = 1e-5}) end
+CASES.rms_norm = function() return pack(r(2, 3), r(3), {eps = 1e-6}) end
+CASES.attention = function() return pack(r(1, 2, 3, 4), r(1, 2, 3, 4), r(1, 2, 3, 4), {causal = true}) end
+CASES.scaled_dot_product_attention = function()
+   return pack(r(1, 2, 3, 4), r(1, 2, 3, 4), r(1, 2, 3, 4), {causal = true}), 'attention'
+end
+CASES.attention_cache_append = function()
+   return pack(fnn.zeros(1, 2, 8, 4), fnn.zeros(1, 2, 8, 4), r(1, 2, 3, 4), r(1, 2, 3, 4), 1)
+end
 CASES.linear = function() return pack(r(2, 3), r(4, 3), r(4), {activation = 'relu'}) end
 for _, n in ipairs{'leaky_relu', 'elu', 'celu'} do CASES[n] = function() return pack(x23(), 0.2) end end
 CASES.logit = function() return pack(fnn.rand(2, 3), 0.1) end
@@ -76,7 +90,9 @@ end
 CASES.pow = function() return pack(fnn.rand(2, 3), 2) end
 CASES.where = function() local x = x23(); return pack(x:gt(0), x, 0) end
 -- tensor.lua: creators and inspection
-for _, n in ipairs{'zeros', 'ones', 'empty', 'rand', 'randn'} do CASES[n] = function() return pack({2, 3}) end end
+-- zeros, ones and empty take an options table after the sizes (a table extra would be read as one)
+for _, n in ipairs{'zeros', 'ones', 'empty'} do CASES[n] = function() return pack({2, 3}, {dtype = 'float32'}) end end
+for _, n in ipairs{'rand', 'randn'} do CASES[n] = function() return pack({2, 3}) end end
 CASES.full = function() return pack({2}, 1.5, {dtype = 'float32'}) end
 CASES.arange = function() return pack(0, 5, 1, {dtype = 'int64'}) end
 CASES.linspace = function() return pack(0, 1, 5) end

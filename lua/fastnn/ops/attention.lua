@@ -18,6 +18,7 @@ local M = {}
 
 -- raised at the user's line: 1 here, 2 the binding, 3 its caller
 local check_tensor = fnn_tensor.check_tensor
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 
 local fnn_attention = C.fnn_attention
 local sqrt = math.sqrt
@@ -27,7 +28,8 @@ local ATTENTION_OPTS = require('fastnn.options').declare('fnn.attention', {
    {'key_padding_mask', 'tensor', nil, '[N, Tk]: nonzero marks a key position that is ignored'},
    {'scale', 'number', nil, 'the factor of the scores', default_doc = '1/sqrt(head dim)'},
 })
-function M.attention(q, k, v, opts)
+function M.attention(q, k, v, opts, extra)
+   if extra ~= nil then too_many('attention', 5, extra, 'q, k, v, opts') end
    check_tensor('attention', q, 'q')
    check_tensor('attention', k, 'k')
    check_tensor('attention', v, 'v')
@@ -56,7 +58,8 @@ M.scaled_dot_product_attention = M.attention
 Tensor.attention = M.attention
 
 local fnn_append = C.fnn_attention_cache_append
-function M.attention_cache_append(k_cache, v_cache, k, v, pos)
+function M.attention_cache_append(k_cache, v_cache, k, v, pos, extra)
+   if extra ~= nil then too_many('attention_cache_append', 6, extra, 'k_cache, v_cache, k, v, pos') end
    check_tensor('attention_cache_append', k_cache, 'k_cache')
    check_tensor('attention_cache_append', v_cache, 'v_cache')
    check_tensor('attention_cache_append', k, 'k')

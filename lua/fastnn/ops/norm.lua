@@ -30,6 +30,7 @@ local FLOAT_EPS = 1.1920928955078125e-07   -- torch.finfo(torch.float32).eps
 
 -- raised at the user's line: 1 here, 2 the binding, 3 its caller
 local check_tensor = fnn_tensor.check_tensor
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 local function check_optional(op, t, what)
    if t ~= nil then check_tensor(op, t, what) end
 end
@@ -71,7 +72,8 @@ local function options(op, opts, default_eps)
 end
 
 local fnn_layer_norm = C.fnn_layer_norm
-function M.layer_norm(x, w, b, opts)
+function M.layer_norm(x, w, b, opts, extra)
+   if extra ~= nil then too_many('layer_norm', 5, extra, 'x, w, b, opts') end
    check_tensor('layer_norm', x, 'input')
    check_optional('layer_norm', w, 'weight')
    check_optional('layer_norm', b, 'bias')
@@ -88,7 +90,8 @@ end
 Tensor.layer_norm = M.layer_norm
 
 local fnn_add_layer_norm = C.fnn_add_layer_norm
-function M.add_layer_norm(x, r, w, b, opts)
+function M.add_layer_norm(x, r, w, b, opts, extra)
+   if extra ~= nil then too_many('add_layer_norm', 6, extra, 'x, r, w, b, opts') end
    check_tensor('add_layer_norm', x, 'input')
    check_tensor('add_layer_norm', r, 'residual')
    check_optional('add_layer_norm', w, 'weight')
@@ -109,7 +112,8 @@ Tensor.add_layer_norm = M.add_layer_norm
 M.ACTIVATIONS = {none = C.FNN_NORM_ACT_NONE, relu = C.FNN_NORM_ACT_RELU}
 
 local fnn_batch_norm = C.fnn_batch_norm
-function M.batch_norm(x, running_mean, running_var, w, b, opts)
+function M.batch_norm(x, running_mean, running_var, w, b, opts, extra)
+   if extra ~= nil then too_many('batch_norm', 7, extra, 'x, running_mean, running_var, w, b, opts') end
    check_tensor('batch_norm', x, 'input')
    check_optional('batch_norm', running_mean, 'running_mean')
    check_optional('batch_norm', running_var, 'running_var')
@@ -129,7 +133,8 @@ end
 Tensor.batch_norm = M.batch_norm
 
 local fnn_group_norm = C.fnn_group_norm
-function M.group_norm(x, groups, w, b, opts)
+function M.group_norm(x, groups, w, b, opts, extra)
+   if extra ~= nil then too_many('group_norm', 6, extra, 'x, groups, w, b, opts') end
    check_tensor('group_norm', x, 'input')
    if type(groups) ~= 'number' or groups ~= math.floor(groups) or groups < 1 then
       error(('group_norm: num_groups is %s, expected a positive integer'):format(show_value(groups)), 2)
@@ -143,7 +148,8 @@ function M.group_norm(x, groups, w, b, opts)
 end
 Tensor.group_norm = M.group_norm
 
-function M.instance_norm(x, w, b, opts)
+function M.instance_norm(x, w, b, opts, extra)
+   if extra ~= nil then too_many('instance_norm', 5, extra, 'x, w, b, opts') end
    check_tensor('instance_norm', x, 'input')
    check_optional('instance_norm', w, 'weight')
    check_optional('instance_norm', b, 'bias')
@@ -158,7 +164,8 @@ end
 Tensor.instance_norm = M.instance_norm
 
 local fnn_rms_norm = C.fnn_rms_norm
-function M.rms_norm(x, w, opts)
+function M.rms_norm(x, w, opts, extra)
+   if extra ~= nil then too_many('rms_norm', 4, extra, 'x, w, opts') end
    check_tensor('rms_norm', x, 'input')
    check_optional('rms_norm', w, 'weight')
    local o, eps = options('rms_norm', opts, FLOAT_EPS)
