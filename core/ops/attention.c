@@ -437,17 +437,19 @@ static bool attn_flash_own(const fnn_attn_args *a) {
  * normalized, as the composition rounds it (round(P) round(v)): a first pass over the key blocks finds
  * lse, a second takes exp(S - lse) (one more q k^T product) */
 static void attn_fwd_flash(void *ctx, int64_t lo, int64_t hi) {
+    if (lo >= hi) return;   /* no parts (an empty tensor): no scratch */
     attn_flash_ctx *cx = ctx;
     const fnn_attn_args *a = cx->a;
     const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv, off = Tk - Tq, nqb = cx->nqb;
     const int64_t ldo = H * Dv;
     const bool own = attn_flash_own(a), two_pass = fnn_prec_bf16(FNN_PREC_MATMUL);
     const int lim_n = a->causal ? LIM_N : LIM_NONE, lim_k = a->causal ? LIM_K : LIM_NONE;
-    const int64_t sbytes = (int64_t)sizeof(float) * (ATTN_BQ * ATTN_BK + 3 * ATTN_BQ + (own ? D * ATTN_BK : 0));
+    const int64_t bq = Tq < ATTN_BQ ? Tq : ATTN_BQ;   /* a decode step's one query: a small scratch */
+    const int64_t sbytes = (int64_t)sizeof(float) * (bq * ATTN_BK + 3 * bq + (own ? D * ATTN_BK : 0));
     float *s = fnn_alloc(FNN_DEVICE_CPU, sbytes);   /* scores, then P, of one block pair */
     if (!s) { __atomic_store_n(&cx->failed, 1, __ATOMIC_RELAXED); return; }
-    float *mrow = s + ATTN_BQ * ATTN_BK, *lrow = mrow + ATTN_BQ, *lse = lrow + ATTN_BQ;   /* max, sum, lse */
-    float *kt = own ? lse + ATTN_BQ : NULL;   /* a key block transposed, for mm_nn */
+    float *mrow = s + bq * ATTN_BK, *lrow = mrow + bq, *lse = lrow + bq;   /* max, sum, lse */
+    float *kt = own ? lse + bq : NULL;   /* a key block transposed, for mm_nn */
     for (int64_t u = lo; u < hi; u++) {
         const int64_t bh = u / nqb, r = u % nqb, qb = r % 2 ? nqb - 1 - r / 2 : r / 2;
         const int64_t b = bh / H, h = bh % H, i0 = qb * ATTN_BQ, mq = Tq - i0 < ATTN_BQ ? Tq - i0 : ATTN_BQ;
@@ -506,10 +508,11 @@ static void attn_fwd_flash(void *ctx, int64_t lo, int64_t hi) {
  * order): dK and dV of a key block sum over its query blocks, dQ of each query block over the key blocks,
  * all in the outputs (each part writes only its own head's rows) */
 static void attn_bwd_flash(void *ctx, int64_t lo, int64_t hi) {
+    if (lo >= hi) return;   /* no parts (an empty tensor): no scratch */
     attn_flash_ctx *cx = ctx;
     const fnn_attn_args *a = cx->a;
     const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv, off = Tk - Tq;
-    const int64_t ldq = H * D, ldv = H * Dv, BB = (int64_t)ATTN_BQ * ATTN_BK;
+    const int64_t ldq = H * D, ldv = H * Dv, BB = (Tq < ATTN_BQ ? Tq : ATTN_BQ) * (int64_t)ATTN_BK;
     const bool own = attn_flash_own(a), ds = a->dq || a->dk, bf16 = fnn_prec_bf16(FNN_PREC_MATMUL);
     const int lim_n = a->causal ? LIM_N : LIM_NONE, lim_k = a->causal ? LIM_K : LIM_NONE;
     const int lim_lo = a->causal ? LIM_K_LO : LIM_NONE;
