@@ -191,9 +191,10 @@ static int attn_cache_write(int ord, float *buf, int64_t cap, int64_t pos, const
     return fnn_cuda_seq_copy(ord, buf + pos * C, ds, x, xstride, xshape);
 }
 
+/* lse_from_tk 0: these rows keep P at every length (the backward's products read it whole) */
 extern "C" const fnn_attn_row fnn_cuda_attention_rows[] = {
-    {"attention", attn_forward, attn_backward, attn_cache_write},
-    {NULL, NULL, NULL, NULL},
+    {"attention", attn_forward, attn_backward, attn_cache_write, 0},
+    {NULL, NULL, NULL, NULL, 0},
 };
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

@@ -15,7 +15,10 @@
  * rows (attention.h; the CPU's at the end of this file, cuda/attention.cu's on a device). On the
  * CPU the heads are split over the threads (fnn_sgemm_parallel_for);
  * per head the products run in mm_nn (below) or, for one or two query rows (a decode step), in
- * plain loops, and in fnn_sgemm (blas.c) above ATTN_OWN_MAX or under the oneDNN kernels. */
+ * plain loops, and in fnn_sgemm (blas.c) above ATTN_OWN_MAX or under the oneDNN kernels.
+ * Up to ATTN_BK keys the forward writes P [B,H,Tq,Tk] whole and the backward reads it; past that
+ * (the flash path, below attn_bwd_heads) it runs FlashAttention-2's blocks with an online softmax
+ * and keeps only each query's log-sum-exp: no [Tq,Tk] buffer exists at any length. */
 #include "attention.h"
 #include "../fastmath.h"
 #include <math.h>
@@ -26,13 +29,14 @@
 /* below this many multiply-adds a cblas call costs more than plain loops */
 enum { ATTN_GEMM_MIN = 4096 };
 
-/* c[m,n] = alpha op(a) op(b), row-major; ta: a is stored [k,m]; tb: b is stored [n,k] (ta && tb unused) */
+/* c[m,n] = alpha op(a) op(b) (+ c when sum_into), row-major; ta: a is stored [k,m]; tb: b is stored [n,k]
+ * (ta && tb unused) */
 static void attn_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                      const float *b, int64_t ldb, float *c, int64_t ldc) {
+                      const float *b, int64_t ldb, float *c, int64_t ldc, int sum_into) {
     /* one or two rows (a decode step's query) stay in plain loops at any length: a cblas call on a
      * single row costs more than the row itself */
     if ((m > 2 && m * n * k >= ATTN_GEMM_MIN) || fnn_prec_bf16(FNN_PREC_MATMUL)) {   /* bf16: rounded operands */
-        fnn_gemm_prec(FNN_PREC_MATMUL, ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
+        fnn_gemm_prec(FNN_PREC_MATMUL, ta, tb, m, n, k, alpha, a, lda, b, ldb, sum_into ? 1.0f : 0.0f, c, ldc);
         return;
     }
     if (!ta && tb) {   /* rows of a against rows of b: contiguous dots in 8 lanes (they vectorize) */
@@ -45,11 +49,12 @@ static void attn_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alp
                     for (int l = 0; l < 8; l++) acc[l] += ai[p + l] * bj[p + l];
                 float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
                 for (; p < k; p++) s += ai[p] * bj[p];
-                c[i * ldc + j] = alpha * s;
+                c[i * ldc + j] = alpha * s + (sum_into ? c[i * ldc + j] : 0.0f);
             }
         return;
     }
-    for (int64_t i = 0; i < m; i++) memset(c + i * ldc, 0, sizeof(float) * (size_t)n);
+    if (!sum_into)
+        for (int64_t i = 0; i < m; i++) memset(c + i * ldc, 0, sizeof(float) * (size_t)n);
     for (int64_t p = 0; p < k; p++)
         for (int64_t i = 0; i < m; i++) {
             const float av = alpha * (ta ? a[p * lda + i] : a[i * lda + p]);
@@ -71,13 +76,13 @@ enum { ATTN_OWN_MAX = 1 << 22 };
 /* causal limits of mm_nn: none, on the columns of c, on the last or on the first terms of the sum */
 enum { LIM_NONE = 0, LIM_N = 1, LIM_K = 2, LIM_K_LO = 3 };
 
-/* c[m,n] = alpha a[m,k] b[k,n], row-major (b's rows dense). With a limit, rows i0..i0+3 need only
- * columns (LIM_N) or terms (LIM_K) below i0 + 4 + lim (the causal band; P is zero beyond it), or
- * (LIM_K_LO) terms from i0 + lim on (P^T and dS^T, zero before it); columns past a limit are left
- * unwritten */
+/* c[m,n] = alpha a[m,k] b[k,n] (+ c when acc: the flash blocks' sums), row-major (b's rows dense). With a
+ * limit, rows i0..i0+3 need only columns (LIM_N) or terms (LIM_K) below i0 + 4 + lim (the causal band; P
+ * is zero beyond it), or (LIM_K_LO) terms from i0 + lim on (P^T and dS^T, zero before it); columns past a
+ * limit are left unwritten */
 FNN_CLONES_V3 static void mm_nn(int64_t m, int64_t n, int64_t k, float alpha, const float *restrict a, int64_t lda,
                              const float *restrict b, int64_t ldb, float *restrict c, int64_t ldc, int lim_mode,
-                             int64_t lim) {
+                             int64_t lim, int acc) {
     for (int64_t i0 = 0; i0 < m; i0 += 4) {
         const int64_t mr = m - i0 < 4 ? m - i0 : 4;
         int64_t nn = n, kk = k, p0 = 0;
@@ -105,6 +110,13 @@ FNN_CLONES_V3 static void mm_nn(int64_t m, int64_t n, int64_t k, float alpha, co
                 }
                 s00 *= alpha; s01 *= alpha; s10 *= alpha; s11 *= alpha;
                 s20 *= alpha; s21 *= alpha; s30 *= alpha; s31 *= alpha;
+                if (acc) {
+                    attn_v8 t;
+                    memcpy(&t, c0 + j, sizeof t); s00 += t; memcpy(&t, c0 + j + 8, sizeof t); s01 += t;
+                    memcpy(&t, c1 + j, sizeof t); s10 += t; memcpy(&t, c1 + j + 8, sizeof t); s11 += t;
+                    memcpy(&t, c2 + j, sizeof t); s20 += t; memcpy(&t, c2 + j + 8, sizeof t); s21 += t;
+                    memcpy(&t, c3 + j, sizeof t); s30 += t; memcpy(&t, c3 + j + 8, sizeof t); s31 += t;
+                }
                 memcpy(c0 + j, &s00, sizeof s00); memcpy(c0 + j + 8, &s01, sizeof s01);
                 memcpy(c1 + j, &s10, sizeof s10); memcpy(c1 + j + 8, &s11, sizeof s11);
                 memcpy(c2 + j, &s20, sizeof s20); memcpy(c2 + j + 8, &s21, sizeof s21);
@@ -118,6 +130,11 @@ FNN_CLONES_V3 static void mm_nn(int64_t m, int64_t n, int64_t k, float alpha, co
                     s0 += a0[p] * b0; s1 += a1[p] * b0; s2 += a2[p] * b0; s3 += a3[p] * b0;
                 }
                 s0 *= alpha; s1 *= alpha; s2 *= alpha; s3 *= alpha;
+                if (acc) {
+                    attn_v8 t;
+                    memcpy(&t, c0 + j, sizeof t); s0 += t; memcpy(&t, c1 + j, sizeof t); s1 += t;
+                    memcpy(&t, c2 + j, sizeof t); s2 += t; memcpy(&t, c3 + j, sizeof t); s3 += t;
+                }
                 memcpy(c0 + j, &s0, sizeof s0); memcpy(c1 + j, &s1, sizeof s1);
                 memcpy(c2 + j, &s2, sizeof s2); memcpy(c3 + j, &s3, sizeof s3);
             }
@@ -126,7 +143,8 @@ FNN_CLONES_V3 static void mm_nn(int64_t m, int64_t n, int64_t k, float alpha, co
         for (int64_t r = 0; r < mr; r++) {
             const float *ar = a + (i0 + r) * lda;
             float *cr = c + (i0 + r) * ldc;
-            for (int64_t jj = j; jj < nn; jj++) cr[jj] = 0;
+            if (!acc)
+                for (int64_t jj = j; jj < nn; jj++) cr[jj] = 0;
             for (int64_t p = p0; p < kk; p++) {
                 const float av = alpha * ar[p];
                 const float *bp = b + p * ldb;
@@ -245,15 +263,15 @@ static void attn_fwd_heads(void *ctx, int64_t lo, int64_t hi) {
         float *p = a->p + bh * Tq * Tk, *o = a->o + b * Tq * H * Dv + h * Dv;
         if (kt) {
             attn_transpose(kt, k, Tk, D, a->k.s[2]);
-            mm_nn(Tq, Tk, D, a->scale, q, a->q.s[2], kt, Tk, p, Tk, lim_n, off);
+            mm_nn(Tq, Tk, D, a->scale, q, a->q.s[2], kt, Tk, p, Tk, lim_n, off, 0);
         } else {
-            attn_gemm(0, 1, Tq, Tk, D, a->scale, q, a->q.s[2], k, a->k.s[2], p, Tk);
+            attn_gemm(0, 1, Tq, Tk, D, a->scale, q, a->q.s[2], k, a->k.s[2], p, Tk, 0);
         }
         const unsigned char *pad = cx->pad ? cx->pad + b * Tk : NULL;
         for (int64_t i = 0; i < Tq; i++)
             attn_softmax_row(p + i * Tk, Tk, a->causal ? i + off : Tk - 1, pad);
-        if (kt) mm_nn(Tq, Dv, Tk, 1.0f, p, Tk, v, a->v.s[2], o, H * Dv, lim_k, off);
-        else attn_gemm(0, 0, Tq, Dv, Tk, 1.0f, p, Tk, v, a->v.s[2], o, H * Dv);
+        if (kt) mm_nn(Tq, Dv, Tk, 1.0f, p, Tk, v, a->v.s[2], o, H * Dv, lim_k, off, 0);
+        else attn_gemm(0, 0, Tq, Dv, Tk, 1.0f, p, Tk, v, a->v.s[2], o, H * Dv, 0);
     }
     if (kt) fnn_free(FNN_DEVICE_CPU, kt, sbytes);
 }
@@ -291,33 +309,302 @@ static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
         float *dk = a->dk ? a->dk + b * Tk * H * D + h * D : NULL;
         if (dv && t) {
             attn_transpose(t, p, Tq, Tk, Tk);
-            mm_nn(Tk, Dv, Tq, 1.0f, t, Tq, g, a->g.s[2], dv, H * Dv, lim_lo, -off);
+            mm_nn(Tk, Dv, Tq, 1.0f, t, Tq, g, a->g.s[2], dv, H * Dv, lim_lo, -off, 0);
         } else if (dv) {
-            attn_gemm(1, 0, Tk, Dv, Tq, 1.0f, p, Tk, g, a->g.s[2], dv, H * Dv);
+            attn_gemm(1, 0, Tk, Dv, Tq, 1.0f, p, Tk, g, a->g.s[2], dv, H * Dv, 0);
         }
         if (!dq && !dk) continue;
         float *ds = a->ds + bh * Tq * Tk;
         if (t) {   /* dP (only the causal band is written) */
             attn_transpose(t, v, Tk, Dv, a->v.s[2]);
-            mm_nn(Tq, Tk, Dv, 1.0f, g, a->g.s[2], t, Tk, ds, Tk, lim_n, off);
+            mm_nn(Tq, Tk, Dv, 1.0f, g, a->g.s[2], t, Tk, ds, Tk, lim_n, off, 0);
         } else {
-            attn_gemm(0, 1, Tq, Tk, Dv, 1.0f, g, a->g.s[2], v, a->v.s[2], ds, Tk);
+            attn_gemm(0, 1, Tq, Tk, Dv, 1.0f, g, a->g.s[2], v, a->v.s[2], ds, Tk, 0);
         }
         for (int64_t i = 0; i < Tq; i++) {   /* dS, zero outside the causal band */
             int64_t last = a->causal ? i + off : Tk - 1;
             if (last > Tk - 1) last = Tk - 1;
             attn_ds_row(p + i * Tk, ds + i * Tk, last + 1 > 0 ? last + 1 : 0, Tk);
         }
-        if (dq && t) mm_nn(Tq, D, Tk, a->scale, ds, Tk, k, a->k.s[2], dq, H * D, lim_k, off);
-        else if (dq) attn_gemm(0, 0, Tq, D, Tk, a->scale, ds, Tk, k, a->k.s[2], dq, H * D);
+        if (dq && t) mm_nn(Tq, D, Tk, a->scale, ds, Tk, k, a->k.s[2], dq, H * D, lim_k, off, 0);
+        else if (dq) attn_gemm(0, 0, Tq, D, Tk, a->scale, ds, Tk, k, a->k.s[2], dq, H * D, 0);
         if (dk && t) {
             attn_transpose(t, ds, Tq, Tk, Tk);
-            mm_nn(Tk, D, Tq, a->scale, t, Tq, q, a->q.s[2], dk, H * D, lim_lo, -off);
+            mm_nn(Tk, D, Tq, a->scale, t, Tq, q, a->q.s[2], dk, H * D, lim_lo, -off, 0);
         } else if (dk) {
-            attn_gemm(1, 0, Tk, D, Tq, a->scale, ds, Tk, q, a->q.s[2], dk, H * D);
+            attn_gemm(1, 0, Tk, D, Tq, a->scale, ds, Tk, q, a->q.s[2], dk, H * D, 0);
         }
     }
     if (t) fnn_free(FNN_DEVICE_CPU, t, sbytes);
+}
+
+/* ================= the flash path: past one key block, FlashAttention-2 in blocks ================= */
+
+/* Past ATTN_BK keys the CPU writes no [Tq,Tk] matrix (the row's lse_from_tk): each (batch, head) runs
+ * in blocks of ATTN_BQ queries x ATTN_BK keys whose scores live in a per-thread scratch (64 KB at 128 x
+ * 128, in L2). The forward keeps each query's running max and sum (the online softmax), rescales its
+ * partial output when the max grows, and saves the output and lse = max + log(sum); the backward
+ * recomputes each block's P = exp(S - lse) (FlashAttention-2, Dao 2023): Di = rowsum(dO O), dV += P^T dO,
+ * dP = dO V^T, dS = P (dP - Di), dQ += scale dS K, dK += scale dS^T Q. The products are the ones the
+ * whole-matrix path takes (mm_nn under the portable kernels, else attn_gemm / fnn_gemm_prec), summing
+ * into the outputs block after block; the causal key blocks past a query block's last query are skipped.
+ * 128 x 128 against 64 x 64, 128 x 256 and 256 x 256 (AMD EPYC Zen 3, oneDNN's GEMM; B 2, H 4, D 64,
+ * causal forward+backward, 1 thread, min of 3): T 1024 65 ms against 70, 69, 69; T 2048 239 against
+ * 261, 244, 245; T 256 6.0 against 6.3, 7.4, 7.2 */
+enum { ATTN_BQ = 128, ATTN_BK = 128 };
+
+/* the keys 0 .. n-1 of a block of nk from key j0 that query i sees (causal: j <= i + Tk - Tq) */
+static inline int64_t attn_seen(const fnn_attn_args *a, int64_t i, int64_t j0, int64_t nk) {
+    if (!a->causal) return nk;
+    const int64_t n = i + a->Tk - a->Tq - j0 + 1;
+    return n < 0 ? 0 : n > nk ? nk : n;
+}
+
+/* one query's scores s[0..nk) in a key block -> exp(s - m) over the keys it sees (0..n-1, not padding),
+ * zeros after, with m its running max raised to this block's; *m and *l (the running sum of exp(s - m))
+ * updated. Returns the factor its partial output is rescaled by (1: the max did not move) */
+static FNN_CLONES_V3 float attn_online_row(float *restrict s, int64_t nk, int64_t n, const unsigned char *restrict pad,
+                                           float *m, float *l) {
+    float mx = -FNN_INFF;
+    if (pad) {
+        for (int64_t j = 0; j < n; j++)
+            if (!pad[j] && s[j] > mx) mx = s[j];
+    } else {
+        float m8[8] = {-FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF};
+        int64_t j = 0;
+        for (; j + 8 <= n; j += 8)
+            for (int t = 0; t < 8; t++) m8[t] = s[j + t] > m8[t] ? s[j + t] : m8[t];
+        for (; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+        for (int t = 0; t < 8; t++) mx = m8[t] > mx ? m8[t] : mx;
+    }
+    const float m0 = *m, m1 = mx > m0 ? mx : m0;
+    if (m1 == -FNN_INFF) {   /* no key seen yet (or only -inf scores): the output stays zero */
+        memset(s, 0, sizeof(float) * (size_t)nk);
+        return 1.0f;
+    }
+    for (int64_t j = 0; j < n; j++) s[j] = fnn_expf(s[j] - m1);
+    if (pad)
+        for (int64_t j = 0; j < n; j++) s[j] = pad[j] ? 0.0f : s[j];
+    for (int64_t j = n; j < nk; j++) s[j] = 0;
+    float a8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int t = 0; t < 8; t++) a8[t] += s[j + t];
+    float sum = ((a8[0] + a8[4]) + (a8[1] + a8[5])) + ((a8[2] + a8[6]) + (a8[3] + a8[7]));
+    for (; j < n; j++) sum += s[j];
+    const float r = m0 == m1 ? 1.0f : m0 == -FNN_INFF ? 0.0f : fnn_expf(m0 - m1);
+    *l = *l * r + sum;
+    *m = m1;
+    return r;
+}
+
+/* one query's P over a key block from its lse: exp(s - lse) over the keys it sees, zeros after */
+static FNN_CLONES_V3 void attn_lse_row(float *restrict s, int64_t nk, int64_t n, const unsigned char *restrict pad,
+                                       float lse) {
+    if (lse == FNN_INFF) n = 0;   /* the query sees no key */
+    for (int64_t j = 0; j < n; j++) s[j] = fnn_expf(s[j] - lse);
+    if (pad)
+        for (int64_t j = 0; j < n; j++) s[j] = pad[j] ? 0.0f : s[j];
+    for (int64_t j = n; j < nk; j++) s[j] = 0;
+}
+
+/* dS = P (dP - di) in place of dP over the keys 0..n-1 a query sees, zeros after */
+static FNN_CLONES_V3 void attn_ds_block_row(const float *restrict p, float *restrict d, int64_t n, int64_t nk, float di) {
+    for (int64_t j = 0; j < n; j++) d[j] = p[j] * (d[j] - di);
+    for (int64_t j = n; j < nk; j++) d[j] = 0;
+}
+
+/* the flash rows' parts: the op's arguments, the padding mask as bytes [B, Tk] (1 = padding) or NULL,
+ * query blocks per head, and a part that could not allocate its scratch */
+typedef struct {
+    const fnn_attn_args *a;
+    const unsigned char *pad;
+    int64_t nqb;
+    int failed;
+} attn_flash_ctx;
+
+/* the own kernel's path for the blocks (attn_own on a block's product) */
+static bool attn_flash_own(const fnn_attn_args *a) {
+    return attn_own(a->Tq < ATTN_BQ ? a->Tq : ATTN_BQ, (int64_t)ATTN_BQ * ATTN_BK * (a->D > a->Dv ? a->D : a->Dv));
+}
+
+/* the forward's parts: (batch, head, query block), the query blocks of a head paired first and last so
+ * that contiguous ranges of them carry near-equal causal work. Under bf16 precision the products take P
+ * normalized, as the composition rounds it (round(P) round(v)): a first pass over the key blocks finds
+ * lse, a second takes exp(S - lse) (one more q k^T product) */
+static void attn_fwd_flash(void *ctx, int64_t lo, int64_t hi) {
+    if (lo >= hi) return;   /* no parts (an empty tensor): no scratch */
+    attn_flash_ctx *cx = ctx;
+    const fnn_attn_args *a = cx->a;
+    const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv, off = Tk - Tq, nqb = cx->nqb;
+    const int64_t ldo = H * Dv;
+    const bool own = attn_flash_own(a), two_pass = fnn_prec_bf16(FNN_PREC_MATMUL);
+    const int lim_n = a->causal ? LIM_N : LIM_NONE, lim_k = a->causal ? LIM_K : LIM_NONE;
+    const int64_t bq = Tq < ATTN_BQ ? Tq : ATTN_BQ;   /* a decode step's one query: a small scratch */
+    const int64_t sbytes = (int64_t)sizeof(float) * (bq * ATTN_BK + 3 * bq + (own ? D * ATTN_BK : 0));
+    float *s = fnn_alloc(FNN_DEVICE_CPU, sbytes);   /* scores, then P, of one block pair */
+    if (!s) { __atomic_store_n(&cx->failed, 1, __ATOMIC_RELAXED); return; }
+    float *mrow = s + bq * ATTN_BK, *lrow = mrow + bq, *lse = lrow + bq;   /* max, sum, lse */
+    float *kt = own ? lse + bq : NULL;   /* a key block transposed, for mm_nn */
+    for (int64_t u = lo; u < hi; u++) {
+        const int64_t bh = u / nqb, r = u % nqb, qb = r % 2 ? nqb - 1 - r / 2 : r / 2;
+        const int64_t b = bh / H, h = bh % H, i0 = qb * ATTN_BQ, mq = Tq - i0 < ATTN_BQ ? Tq - i0 : ATTN_BQ;
+        const float *q = a->q.p + b * a->q.s[0] + h * a->q.s[1] + i0 * a->q.s[2];
+        const float *k = a->k.p + b * a->k.s[0] + h * a->k.s[1];
+        const float *v = a->v.p + b * a->v.s[0] + h * a->v.s[1];
+        float *o = a->o + b * Tq * ldo + h * Dv + i0 * ldo;
+        const unsigned char *pad = cx->pad ? cx->pad + b * Tk : NULL;
+        int64_t kend = a->causal ? i0 + mq + off : Tk;   /* the keys the block's last query sees */
+        kend = kend < 0 ? 0 : kend > Tk ? Tk : kend;
+        for (int64_t i = 0; i < mq; i++) {
+            mrow[i] = -FNN_INFF;
+            lrow[i] = 0;
+            memset(o + i * ldo, 0, sizeof(float) * (size_t)Dv);
+        }
+        for (int pass = two_pass ? 0 : 1; pass < 2; pass++) {   /* pass 0: bf16's lse pass */
+            for (int64_t j0 = 0; j0 < kend; j0 += ATTN_BK) {
+                const int64_t nk = Tk - j0 < ATTN_BK ? Tk - j0 : ATTN_BK, lim = i0 + off - j0;
+                const float *kj = k + j0 * a->k.s[2], *vj = v + j0 * a->v.s[2];
+                const unsigned char *pj = pad ? pad + j0 : NULL;
+                if (own) {
+                    attn_transpose(kt, kj, nk, D, a->k.s[2]);
+                    mm_nn(mq, nk, D, a->scale, q, a->q.s[2], kt, nk, s, ATTN_BK, lim_n, lim, 0);
+                } else {
+                    attn_gemm(0, 1, mq, nk, D, a->scale, q, a->q.s[2], kj, a->k.s[2], s, ATTN_BK, 0);
+                }
+                for (int64_t i = 0; i < mq; i++) {
+                    float *si = s + i * ATTN_BK;
+                    const int64_t n = attn_seen(a, i0 + i, j0, nk);
+                    if (two_pass && pass == 1) {
+                        attn_lse_row(si, nk, n, pj, lse[i]);
+                        continue;
+                    }
+                    const float f = attn_online_row(si, nk, n, pj, &mrow[i], &lrow[i]);
+                    if (!two_pass && f != 1.0f)
+                        for (int64_t e = 0; e < Dv; e++) o[i * ldo + e] *= f;
+                }
+                if (pass == 0) continue;
+                if (own) mm_nn(mq, Dv, nk, 1.0f, s, ATTN_BK, vj, a->v.s[2], o, ldo, lim_k, lim, 1);
+                else attn_gemm(0, 0, mq, Dv, nk, 1.0f, s, ATTN_BK, vj, a->v.s[2], o, ldo, 1);
+            }
+            if (pass == 0 || !two_pass)
+                for (int64_t i = 0; i < mq; i++) lse[i] = lrow[i] > 0 ? mrow[i] + logf(lrow[i]) : FNN_INFF;
+        }
+        if (!two_pass)   /* the sums divided out; a query that saw no key keeps its zeros */
+            for (int64_t i = 0; i < mq; i++) {
+                const float inv = lrow[i] > 0 ? 1.0f / lrow[i] : 0.0f;
+                for (int64_t e = 0; e < Dv; e++) o[i * ldo + e] *= inv;
+            }
+        if (a->lse) memcpy(a->lse + bh * Tq + i0, lse, sizeof(float) * (size_t)mq);
+    }
+    fnn_free(FNN_DEVICE_CPU, s, sbytes);
+}
+
+/* the backward's parts: (batch, head), key blocks outside, query blocks inside (FlashAttention-2's
+ * order): dK and dV of a key block sum over its query blocks, dQ of each query block over the key blocks,
+ * all in the outputs (each part writes only its own head's rows) */
+static void attn_bwd_flash(void *ctx, int64_t lo, int64_t hi) {
+    if (lo >= hi) return;   /* no parts (an empty tensor): no scratch */
+    attn_flash_ctx *cx = ctx;
+    const fnn_attn_args *a = cx->a;
+    const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv, off = Tk - Tq;
+    const int64_t ldq = H * D, ldv = H * Dv, BB = (Tq < ATTN_BQ ? Tq : ATTN_BQ) * (int64_t)ATTN_BK;
+    const bool own = attn_flash_own(a), ds = a->dq || a->dk, bf16 = fnn_prec_bf16(FNN_PREC_MATMUL);
+    const int lim_n = a->causal ? LIM_N : LIM_NONE, lim_k = a->causal ? LIM_K : LIM_NONE;
+    const int lim_lo = a->causal ? LIM_K_LO : LIM_NONE;
+    /* P, dP then dS, a transposed block (own), k^T and v^T of a key block (own), and Di of the head's queries */
+    const int64_t sfloats = 2 * BB + (own ? BB + (D + Dv) * ATTN_BK : 0) + Tq;
+    const int64_t sbytes = (int64_t)sizeof(float) * sfloats;
+    float *s = fnn_alloc(FNN_DEVICE_CPU, sbytes);
+    if (!s) { __atomic_store_n(&cx->failed, 1, __ATOMIC_RELAXED); return; }
+    float *dp = s + BB, *tt = own ? dp + BB : NULL, *kt = own ? tt + BB : NULL, *vt = own ? kt + D * ATTN_BK : NULL;
+    float *di = s + sfloats - Tq;
+    for (int64_t bh = lo; bh < hi; bh++) {
+        const int64_t b = bh / H, h = bh % H;
+        const float *q = a->q.p + b * a->q.s[0] + h * a->q.s[1];
+        const float *k = a->k.p + b * a->k.s[0] + h * a->k.s[1];
+        const float *v = a->v.p + b * a->v.s[0] + h * a->v.s[1];
+        const float *g = a->g.p + b * a->g.s[0] + h * a->g.s[1];
+        const float *o = a->o + b * Tq * ldv + h * Dv, *lse = a->lse + bh * Tq;
+        const unsigned char *pad = cx->pad ? cx->pad + b * Tk : NULL;
+        float *dv = a->dv ? a->dv + b * Tk * ldv + h * Dv : NULL;
+        float *dq = a->dq ? a->dq + b * Tq * ldq + h * D : NULL;
+        float *dk = a->dk ? a->dk + b * Tk * ldq + h * D : NULL;
+        for (int64_t i = 0; i < Tq && dq; i++) memset(dq + i * ldq, 0, sizeof(float) * (size_t)D);
+        for (int64_t j = 0; j < Tk && dk; j++) memset(dk + j * ldq, 0, sizeof(float) * (size_t)D);
+        for (int64_t j = 0; j < Tk && dv; j++) memset(dv + j * ldv, 0, sizeof(float) * (size_t)Dv);
+        for (int64_t i = 0; i < Tq && ds && !bf16; i++) {   /* Di = rowsum(dO O) = rowsum(P dP) */
+            const float *gi = g + i * a->g.s[2], *oi = o + i * ldv;
+            float acc = 0;
+            for (int64_t e = 0; e < Dv; e++) acc += gi[e] * oi[e];
+            di[i] = acc;
+        }
+        /* under bf16 the output was made from rounded P and v, and rowsum(dO O) would differ from the
+         * composition's softmax backward, rowsum(P dP) with dP = round(dO) round(v)^T, by bf16's error
+         * on P: a pass over the blocks for rowsum(P dP) itself (two products more per block pair) */
+        for (int64_t i0 = 0; i0 < Tq && ds && bf16; i0 += ATTN_BQ) {
+            const int64_t mq = Tq - i0 < ATTN_BQ ? Tq - i0 : ATTN_BQ;
+            const float *qi = q + i0 * a->q.s[2], *gi = g + i0 * a->g.s[2];
+            int64_t kend = a->causal ? i0 + mq + off : Tk;
+            kend = kend < 0 ? 0 : kend > Tk ? Tk : kend;
+            for (int64_t i = 0; i < mq; i++) di[i0 + i] = 0;
+            for (int64_t j0 = 0; j0 < kend; j0 += ATTN_BK) {
+                const int64_t nk = Tk - j0 < ATTN_BK ? Tk - j0 : ATTN_BK;
+                const float *kj = k + j0 * a->k.s[2], *vj = v + j0 * a->v.s[2];
+                attn_gemm(0, 1, mq, nk, D, a->scale, qi, a->q.s[2], kj, a->k.s[2], s, ATTN_BK, 0);
+                attn_gemm(0, 1, mq, nk, Dv, 1.0f, gi, a->g.s[2], vj, a->v.s[2], dp, ATTN_BK, 0);
+                for (int64_t i = 0; i < mq; i++) {
+                    float *si = s + i * ATTN_BK, *dpi = dp + i * ATTN_BK;
+                    const int64_t n = attn_seen(a, i0 + i, j0, nk);
+                    attn_lse_row(si, nk, n, pad ? pad + j0 : NULL, lse[i0 + i]);
+                    float acc = 0;
+                    for (int64_t j = 0; j < n; j++) acc += si[j] * dpi[j];
+                    di[i0 + i] += acc;
+                }
+            }
+        }
+        for (int64_t j0 = 0; j0 < Tk; j0 += ATTN_BK) {
+            const int64_t nk = Tk - j0 < ATTN_BK ? Tk - j0 : ATTN_BK;
+            const float *kj = k + j0 * a->k.s[2], *vj = v + j0 * a->v.s[2];
+            const unsigned char *pj = pad ? pad + j0 : NULL;
+            if (own) {
+                attn_transpose(kt, kj, nk, D, a->k.s[2]);
+                if (ds) attn_transpose(vt, vj, nk, Dv, a->v.s[2]);
+            }
+            /* causal: the query blocks before the first query that sees key j0 are skipped */
+            const int64_t first = a->causal && j0 - off > 0 ? j0 - off : 0;
+            for (int64_t i0 = first / ATTN_BQ * ATTN_BQ; i0 < Tq; i0 += ATTN_BQ) {
+                const int64_t mq = Tq - i0 < ATTN_BQ ? Tq - i0 : ATTN_BQ, lim = i0 + off - j0;
+                const float *qi = q + i0 * a->q.s[2], *gi = g + i0 * a->g.s[2];
+                if (own) mm_nn(mq, nk, D, a->scale, qi, a->q.s[2], kt, nk, s, ATTN_BK, lim_n, lim, 0);
+                else attn_gemm(0, 1, mq, nk, D, a->scale, qi, a->q.s[2], kj, a->k.s[2], s, ATTN_BK, 0);
+                for (int64_t i = 0; i < mq; i++)
+                    attn_lse_row(s + i * ATTN_BK, nk, attn_seen(a, i0 + i, j0, nk), pj, lse[i0 + i]);
+                if (dv && own) {   /* dV += P^T dO */
+                    attn_transpose(tt, s, mq, nk, ATTN_BK);
+                    mm_nn(nk, Dv, mq, 1.0f, tt, mq, gi, a->g.s[2], dv + j0 * ldv, ldv, lim_lo, -lim, 1);
+                } else if (dv) {
+                    attn_gemm(1, 0, nk, Dv, mq, 1.0f, s, ATTN_BK, gi, a->g.s[2], dv + j0 * ldv, ldv, 1);
+                }
+                if (!ds) continue;
+                if (own) mm_nn(mq, nk, Dv, 1.0f, gi, a->g.s[2], vt, nk, dp, ATTN_BK, lim_n, lim, 0);   /* dP = dO V^T */
+                else attn_gemm(0, 1, mq, nk, Dv, 1.0f, gi, a->g.s[2], vj, a->v.s[2], dp, ATTN_BK, 0);
+                for (int64_t i = 0; i < mq; i++)
+                    attn_ds_block_row(s + i * ATTN_BK, dp + i * ATTN_BK, attn_seen(a, i0 + i, j0, nk), nk, di[i0 + i]);
+                if (dq && own)   /* dQ += scale dS K */
+                    mm_nn(mq, D, nk, a->scale, dp, ATTN_BK, kj, a->k.s[2], dq + i0 * ldq, ldq, lim_k, lim, 1);
+                else if (dq)
+                    attn_gemm(0, 0, mq, D, nk, a->scale, dp, ATTN_BK, kj, a->k.s[2], dq + i0 * ldq, ldq, 1);
+                if (dk && own) {   /* dK += scale dS^T Q */
+                    attn_transpose(tt, dp, mq, nk, ATTN_BK);
+                    mm_nn(nk, D, mq, a->scale, tt, mq, qi, a->q.s[2], dk + j0 * ldq, ldq, lim_lo, -lim, 1);
+                } else if (dk) {
+                    attn_gemm(1, 0, nk, D, mq, a->scale, dp, ATTN_BK, qi, a->q.s[2], dk + j0 * ldq, ldq, 1);
+                }
+            }
+        }
+    }
+    fnn_free(FNN_DEVICE_CPU, s, sbytes);
 }
 
 /* an attention node (on the CPU and on a device): the scale as given (a double), the causal mask */
@@ -334,7 +621,8 @@ int fnn_attention_attr(const fnn_node *n, const char *name, double *value) {
     return FNN_STATUS_OK;
 }
 
-/* saved: q, k, v as read (views or contiguous copies), P [B,H,Tq,Tk]; attention_attrs */
+/* saved: q, k, v as read (views or contiguous copies), and what the row keeps: P [B,H,Tq,Tk], or the flat
+ * storage the output is a view of, [o | lse | the mask as float32 0/1 when one was given]; attention_attrs */
 static int attention_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *q = &n->saved[0], *k = &n->saved[1], *v = &n->saved[2], *p = &n->saved[3];
     const int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], D = q->shape[3];
@@ -357,10 +645,20 @@ static int attention_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
         int64_t shape[4] = {B, T[i], H, Cc[i]};
         rc = fnn_new_output(&t[i], q->device, 4, shape);
     }
+    const bool lse_kept = p->ndim == 1;
     int64_t sshape[4] = {B, H, Tq, Tk};
-    if (!rc && (n->next[0] || n->next[1])) rc = fnn_new_output(&ds, q->device, 4, sshape);
+    if (!rc && !lse_kept && (n->next[0] || n->next[1])) rc = fnn_new_output(&ds, q->device, 4, sshape);
+    if (!rc && lse_kept) {
+        a.o = fnn_data(p);
+        a.lse = a.o + B * Tq * H * Dv;
+        if (FNN_ATTRS(n, attention_attrs)->padded) {
+            a.mask = a.lse + B * H * Tq;
+            a.ms0 = Tk;
+            a.ms1 = 1;
+        }
+    }
     if (!rc) {
-        a.p = fnn_data(p);
+        a.p = lse_kept ? NULL : fnn_data(p);
         a.dq = n->next[0] ? fnn_data(&t[0]) : NULL;
         a.dk = n->next[1] ? fnn_data(&t[1]) : NULL;
         a.dv = n->next[2] ? fnn_data(&t[2]) : NULL;
@@ -391,7 +689,18 @@ static void attn_pad_bytes(const fnn_attn_args *a, unsigned char *buf) {
         }
 }
 
-/* the CPU's rows: the heads split over the threads (attn_run), the mask as bytes for the forward */
+/* the padding mask as float32 0/1 [B, Tk] in buf (the backward's copy, when lse is kept) */
+static void attn_mask_floats(const fnn_attn_args *a, float *buf) {
+    for (int64_t b = 0; b < a->B; b++)
+        for (int64_t j = 0; j < a->Tk; j++) {
+            int64_t off = b * a->ms0 + j * a->ms1;
+            buf[b * a->Tk + j] = (a->mask_i64 ? ((const int64_t *)a->mask)[off] != 0
+                                              : ((const float *)a->mask)[off] != 0.0f) ? 1.0f : 0.0f;
+        }
+}
+
+/* the CPU's rows: the heads (or the flash path's query blocks) split over the threads (attn_run), the
+ * mask as bytes; P kept (a->p) below ATTN_BK + 1 keys, lse from there (fnn_cpu_attention_rows) */
 static int cpu_attention(int ordinal, const fnn_attn_args *a) {
     (void)ordinal;
     const int64_t pad_bytes = a->mask ? a->B * a->Tk : 0;
@@ -400,16 +709,36 @@ static int cpu_attention(int ordinal, const fnn_attn_args *a) {
         if (!(pad = fnn_alloc(FNN_DEVICE_CPU, pad_bytes))) return fnn_last_status();
         attn_pad_bytes(a, pad);
     }
-    attn_fwd_ctx cx = {a, pad};
-    attn_run(a->B * a->H, 2.0 * (double)(a->B * a->H) * (double)(a->Tq * a->Tk) * (double)(a->D + a->Dv),
-             attn_fwd_heads, &cx);
+    const double flops = 2.0 * (double)(a->B * a->H) * (double)(a->Tq * a->Tk) * (double)(a->D + a->Dv);
+    attn_flash_ctx fx = {a, pad, (a->Tq + ATTN_BQ - 1) / ATTN_BQ, 0};
+    if (a->p) {
+        attn_fwd_ctx cx = {a, pad};
+        attn_run(a->B * a->H, flops, attn_fwd_heads, &cx);
+    } else {
+        attn_run(a->B * a->H * fx.nqb, flops, attn_fwd_flash, &fx);
+    }
     if (pad) fnn_free(FNN_DEVICE_CPU, pad, pad_bytes);
+    if (fx.failed) return FNN_FAIL(FNN_STATUS_OOM, "attention: cannot allocate a thread's block scratch");
     return FNN_STATUS_OK;
 }
 static int cpu_attention_grad(int ordinal, const fnn_attn_args *a) {
     (void)ordinal;
-    attn_run(a->B * a->H, 2.0 * (double)(a->B * a->H) * (double)(a->Tq * a->Tk) * (double)(2 * a->D + 2 * a->Dv),
-             attn_bwd_heads, (void *)a);
+    const double flops = 2.0 * (double)(a->B * a->H) * (double)(a->Tq * a->Tk) * (double)(2 * a->D + 2 * a->Dv);
+    if (a->p) {
+        attn_run(a->B * a->H, flops, attn_bwd_heads, (void *)a);
+        return FNN_STATUS_OK;
+    }
+    const int64_t pad_bytes = a->mask ? a->B * a->Tk : 0;
+    unsigned char *pad = NULL;
+    if (pad_bytes > 0) {
+        if (!(pad = fnn_alloc(FNN_DEVICE_CPU, pad_bytes))) return fnn_last_status();
+        attn_pad_bytes(a, pad);
+    }
+    /* P recomputed: one product more than the whole-matrix backward */
+    attn_flash_ctx fx = {a, pad, 0, 0};
+    attn_run(a->B * a->H, flops * 1.25, attn_bwd_flash, &fx);
+    if (pad) fnn_free(FNN_DEVICE_CPU, pad, pad_bytes);
+    if (fx.failed) return FNN_FAIL(FNN_STATUS_OOM, "attention: cannot allocate a thread's block scratch");
     return FNN_STATUS_OK;
 }
 
@@ -452,21 +781,29 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
     int rc = attn_read(q, &qt, &a.q, &qu);
     if (!rc) rc = attn_read(k, &kt, &a.k, &ku);
     if (!rc) rc = attn_read(v, &vt, &a.v, &vu);
-    int64_t oshape[4] = {B, Tq, H, Dv}, pshape[4] = {B, H, Tq, Tk};
-    if (!rc) rc = fnn_new_output(&o, q->device, 4, oshape);
-    if (!rc) rc = fnn_new_output(&p, q->device, 4, pshape);
+    /* what the row keeps (attention.h): P, or lse. With lse and a backward to come, the output's storage
+     * holds [o | lse | the mask as float32 0/1], saved whole (a node has four slots: q, k, v and this) */
+    const bool keep_lse = row->lse_from_tk > 0 && Tk >= row->lse_from_tk;
+    const int64_t on = B * Tq * H * Dv, ln = keep_lse && grad ? B * H * Tq : 0, mn = ln && m ? B * Tk : 0;
+    int64_t oshape[4] = {B, Tq, H, Dv}, pshape[4] = {B, H, Tq, Tk}, flat[1] = {on + ln + mn};
+    if (!rc) rc = keep_lse ? fnn_new_output(&o, q->device, 1, flat) : fnn_new_output(&o, q->device, 4, oshape);
+    if (!rc && !keep_lse) rc = fnn_new_output(&p, q->device, 4, pshape);
     if (!rc) {
         a.mask = m ? fnn_bytes(m) : NULL;
         a.mask_i64 = m && fnn_is_int64(m);
         a.ms0 = m ? m->stride[0] : 0;
         a.ms1 = m ? m->stride[1] : 0;
-        a.p = fnn_data(&p);
+        a.p = keep_lse ? NULL : fnn_data(&p);
         a.o = fnn_data(&o);
+        a.lse = ln ? a.o + on : NULL;
         a.B = B; a.H = H; a.Tq = Tq; a.Tk = Tk; a.D = D; a.Dv = Dv;
         a.scale = (float)scale;
         a.causal = causal != 0;
+        if (mn) attn_mask_floats(&a, a.o + on + ln);   /* on the host: only the CPU's row keeps lse */
         rc = row->forward(fnn_device_ordinal(q->device), &a);
-        if (!rc) rc = attn_view_bhtc(out, &o, B, H, Tq, Dv);   /* after the kernel: a small o's data is copied */
+        /* after the kernel: a small o's data is copied; o itself is kept for the node */
+        int64_t shape[4] = {B, H, Tq, Dv}, stride[4] = {Tq * H * Dv, Dv, H * Dv, 1};
+        if (!rc) rc = fnn_make_view(out, &o, 4, shape, stride, 0);
     }
     if (!rc && grad) {
         fnn_node *n = fnn_attach_node(out, &ATTENTION, 3, ins);
@@ -474,7 +811,7 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
         else {
             *FNN_ATTRS(n, attention_attrs) =
                 (attention_attrs){.scale = scale, .causal = causal != 0, .padded = key_padding_mask != NULL};
-            if (fnn_save(n, 0, qu) || fnn_save(n, 1, ku) || fnn_save(n, 2, vu) || fnn_save(n, 3, &p))
+            if (fnn_save(n, 0, qu) || fnn_save(n, 1, ku) || fnn_save(n, 2, vu) || fnn_save(n, 3, keep_lse ? &o : &p))
                 rc = fnn_last_status();
         }
     }
@@ -547,6 +884,6 @@ const fnn_op_def *const fnn_ops_attention[] = {&ATTENTION, NULL};
 
 /* the CPU's rows (attention.h) */
 const fnn_attn_row fnn_cpu_attention_rows[] = {
-    {"attention", cpu_attention, cpu_attention_grad, cpu_cache_write},
-    {NULL, NULL, NULL, NULL},
+    {"attention", cpu_attention, cpu_attention_grad, cpu_cache_write, ATTN_BK + 1},
+    {NULL, NULL, NULL, NULL, 0},
 };

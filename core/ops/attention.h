@@ -6,7 +6,11 @@
  * batched products on the backend's shared gemm and the softmax row kernels. The entry points
  * (checks, reading q, k, v in place, the outputs, the node) are attention.c's, once.
  * q, k, v and g are read in place when their last dim is dense (attn_read); the output and the
- * gradients are written [B,T,H,C] (a [B,H,T,C] view of them is handed out). */
+ * gradients are written [B,T,H,C] (a [B,H,T,C] view of them is handed out).
+ * What the forward keeps for the backward is the row's choice, by the key count (lse_from_tk): the
+ * probabilities P [B,H,Tq,Tk], or (FlashAttention's) only the log-sum-exp of each query's scores,
+ * with the output and the padding mask, from which the backward recomputes P block by block. The
+ * entry point allocates only what the row keeps. */
 #ifndef FASTNN_OPS_ATTENTION_H
 #define FASTNN_OPS_ATTENTION_H
 #include "../internal.h"
@@ -23,13 +27,19 @@ typedef struct fnn_attn_mat {
 typedef struct fnn_attn_args {
     fnn_attn_mat q, k, v;   /* q [B,H,Tq,D], k [B,H,Tk,D], v [B,H,Tk,Dv] */
     fnn_attn_mat g;         /* backward: the output's gradient [B,H,Tq,Dv] */
-    const void *mask;       /* forward: the key padding mask [B,Tk] (nonzero = padding), or NULL */
+    const void *mask;       /* the key padding mask [B,Tk] (nonzero = padding), or NULL: the forward's, and the
+                             * backward's when it keeps lse (then float32 0/1, contiguous) */
     int mask_i64;           /* the mask is int64 (else float32) */
     int64_t ms0, ms1;       /* the mask's strides */
-    float *p;               /* [B,H,Tq,Tk] probabilities: written by the forward, read by the backward */
-    float *o;               /* forward: the output [B,Tq,H,Dv] */
+    /* what the forward keeps: P when Tk < the row's lse_from_tk (or that is 0), else lse */
+    float *p;               /* [B,H,Tq,Tk] probabilities: written by the forward, read by the backward; or NULL */
+    float *lse;             /* [B,H,Tq] log of each query's softmax denominator, max included (+inf: the query
+                             * sees no key): written by the forward (NULL there: no backward will run), read by
+                             * the backward; or NULL (P kept) */
+    float *o;               /* forward: the output [B,Tq,H,Dv]; backward (lse kept): that output, read */
     float *dq, *dk, *dv;    /* backward: [B,Tq,H,D], [B,Tk,H,D], [B,Tk,H,Dv], each NULL when not wanted */
-    float *ds;              /* backward: scratch [B,H,Tq,Tk] for dP and dS, NULL when dq and dk are not wanted */
+    float *ds;              /* backward (P kept): scratch [B,H,Tq,Tk] for dP and dS, NULL when dq and dk are not
+                             * wanted or lse is kept */
     int64_t B, H, Tq, Tk, D, Dv;
     float scale;
     int causal;             /* query i sees keys 0 .. i + Tk - Tq */
@@ -43,6 +53,10 @@ typedef struct fnn_attn_row {
      * its own): rows pos .. pos+t-1 of buf [B,H,cap,C] (contiguous) = x [B,H,t,C] through its strides */
     int (*cache_write)(int ordinal, float *buf, int64_t cap, int64_t pos, const float *x, const int64_t *xstride,
                        const int64_t *xshape);
+    /* from this many keys on (Tk >= lse_from_tk) the forward gets lse instead of P, and the backward lse, the
+     * output and the mask; 0: P at every length. The CPU's: past one key block (attention.c's ATTN_BK), where
+     * it runs FlashAttention-2's blocks and no [Tq,Tk] buffer exists; CUDA's: 0 */
+    int64_t lse_from_tk;
 } fnn_attn_row;
 /* the CPU rows: core/ops/attention.c; the CUDA rows: cuda/ */
 FNN_ROW_GLUE(attention, fnn_attn_row)

@@ -6,7 +6,8 @@
 -- one or two run as plain loops). The sweeps after them (from the CUDA parity run) put the key count
 -- on both sides of a block's edges (1, 127, 128, 129), use 4 heads of 32 and 64, q, k, v narrowed out
 -- of one QKV projection, queries that see no key, and int64 and float32 padding masks with a row all
--- padding; they gradcheck at their own small sizes (n nil).
+-- padding; they gradcheck at their own small sizes (n nil). The last ones take the CPU's flash path
+-- (past 128 keys, no P kept) at key counts around its blocks, and gradcheck across a block's edge.
 local fnn = require 'fastnn'
 
 local function u(...) return fnn.rand(...) * 4 - 2 end
@@ -139,6 +140,39 @@ for _, causal in ipairs{false, true} do
          fn = function(q, k, v) return fnn.attention(q, k, v, {causal = causal, key_padding_mask = mask:to(q:device())}) end,
          ref = function(q, k, v) return attention_ref(q, k, v, {causal = causal, key_padding_mask = mask}) end}
    end
+end
+
+-- ---- the flash path: past one key block (attention.c's ATTN_BK, 128 keys) the CPU runs blocks of 128
+-- queries x 128 keys with an online softmax and keeps each query's log-sum-exp instead of P; the CUDA
+-- rows keep P, so the parity run holds one against the other. Key counts at the block's edges and past
+-- two blocks, a head width of 17 and a value width of 9, 3 heads of [B,T,H,D] projections; gradcheck
+-- (n nil) at 131 keys (block + 3) of width 2, causal and not: the first query already sees two blocks ----
+local FLASH = {127, 128, 129, 259}
+for _, causal in ipairs{false, true} do
+   cases[#cases + 1] = {op = 'attention', sizes = FLASH, parity = ATT,
+      inputs = function(n)
+         if not n then return uu({1, 3, 1, 2}, -1, 1), uu({1, 131, 1, 2}, -1, 1), uu({1, 131, 1, 2}, -1, 1) end
+         return uu({2, n, 3, 17}, -1, 1), uu({2, n, 3, 17}, -1, 1), uu({2, n, 3, 9}, -1, 1)
+      end,
+      fn = function(q, k, v) return fnn.attention(heads(q), heads(k), heads(v), {causal = causal}) end,
+      ref = function(q, k, v) return attention_ref(heads(q), heads(k), heads(v), {causal = causal}) end}
+end
+-- new queries after cached keys (causal, Tq < Tk): 5 (gradcheck 3) over 129 and 259 keys
+cases[#cases + 1] = {op = 'attention', sizes = {129, 259}, parity = ATT,
+   inputs = function(n) return qkv(1, 2, n and 5 or 3, n or 131, n and 16 or 2) end,
+   fn = function(q, k, v) return fnn.attention(heads(q), heads(k), heads(v), {causal = true}) end,
+   ref = function(q, k, v) return attention_ref(heads(q), heads(k), heads(v), {causal = true}) end}
+-- a key padding mask over 131 keys, float32 and int64 (causal), scattered with a padded tail, and a row
+-- all padding (zeros and zero gradients)
+local FROWS = {{}, {}}
+for j = 1, 131 do FROWS[1][j] = (j % 7 == 0 or j > 120) and 1 or 0; FROWS[2][j] = 1 end
+FROWS = fnn.tensor(FROWS)
+for _, long in ipairs{false, true} do
+   local mask = long and FROWS:long() or FROWS
+   cases[#cases + 1] = {op = 'attention', parity = ATT,
+      inputs = function() return uu({2, 2, 3, 2}, -1, 1), uu({2, 2, 131, 2}, -1, 1), uu({2, 2, 131, 2}, -1, 1) end,
+      fn = function(q, k, v) return fnn.attention(q, k, v, {causal = long, key_padding_mask = mask:to(q:device())}) end,
+      ref = function(q, k, v) return attention_ref(q, k, v, {causal = long, key_padding_mask = mask}) end}
 end
 
 return cases
