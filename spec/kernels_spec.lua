@@ -13,16 +13,7 @@ local has_onednn = not config.onednn:match('^not built')
 local default_kernels = os.getenv('FASTNN_KERNELS') or (has_onednn and 'onednn' or 'portable')
 
 -- the largest |a - b| over the largest |a| (at least 1)
-local function rel_diff(a, b)
-   local fa, fb = a:to_flat(), b:to_flat()
-   assert.equals(#fa, #fb)
-   local worst, scale = 0, 1
-   for i = 1, #fa do
-      worst = math.max(worst, math.abs(fa[i] - fb[i]))
-      scale = math.max(scale, math.abs(fa[i]))
-   end
-   return worst / scale
-end
+local rel_diff = require('support').rel_diff
 
 -- run(case) with each kernel path; case() returns a list of tensors (outputs and gradients)
 local function both_paths(case)

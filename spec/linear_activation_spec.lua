@@ -11,16 +11,7 @@ local nn = fnn.nn
 local has_onednn = not fnn.config().onednn:match('^not built')
 
 -- the largest |a - b| over the largest |a| (at least 1)
-local function rel_diff(a, b)
-   local fa, fb = a:to_flat(), b:to_flat()
-   assert.equals(#fa, #fb)
-   local worst, scale = 0, 1
-   for i = 1, #fa do
-      worst = math.max(worst, math.abs(fa[i] - fb[i]))
-      scale = math.max(scale, math.abs(fa[i]))
-   end
-   return worst / scale
-end
+local rel_diff = require('support').rel_diff
 
 local function same_bits(a, b)
    local fa, fb = a:to_flat(), b:to_flat()

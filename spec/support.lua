@@ -74,6 +74,18 @@ function M.build(shape, f)
    return r
 end
 
+-- the largest |a - b| over the largest |a| (at least 1): tensors of one size
+function M.rel_diff(a, b)
+   local fa, fb = a:to_flat(), b:to_flat()
+   assert.equals(#fa, #fb)
+   local worst, scale = 0, 1
+   for i = 1, #fa do
+      worst = math.max(worst, math.abs(fa[i] - fb[i]))
+      scale = math.max(scale, math.abs(fa[i]))
+   end
+   return worst / scale
+end
+
 -- erf by its power series (exact enough for |x| < 3), for reference values
 function M.erf(x)
    local s, term, n = x, x, 0

@@ -170,15 +170,7 @@ add{op = 'linear', sizes = {1, 129, 1025}, parity = function(n) return tol(n or 
 -- multiply-adds on, gelu in the pass after the GEMM; the small sizes take the GEMM and one pass):
 -- the naive product, then the activation by its definition (gelu through erf's power series, which
 -- is exact to float32 for |t| < 3.5; past that erf(t) is +-1 within 1e-6)
-local function erf(x)   -- power series, to 1e-13 (|x| < 3.5 here)
-   local s, term, n = x, x, 0
-   repeat
-      n = n + 1
-      term = -term * x * x / n
-      s = s + term / (2 * n + 1)
-   until math.abs(term) < 1e-13
-   return 2 / math.sqrt(math.pi) * s
-end
+local erf = require('support').erf   -- power series, to 1e-13 (|x| < 3.5 here)
 local ACT = {
    relu = function(v) return v > 0 and v or 0 end,
    gelu = function(v)

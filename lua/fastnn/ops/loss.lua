@@ -560,29 +560,13 @@ end
 -- the fused ones are the functions above, the other spellings aliases (nn.nll_loss is nn.nll, nn.l1 nn.mae)
 local F = {cross_entropy = M.cross_entropy, binary_cross_entropy = M.binary_cross_entropy,
            bce_with_logits = M.bce_with_logits, nll = M.nll_loss}
-function F.mse(p, t, opts, extra)
-   if extra ~= nil then too_many('mse', 4, extra, TAKES) end
-   return mse(p, t, opts, 2)
-end
-function F.mae(p, t, opts, extra)
-   if extra ~= nil then too_many('mae', 4, extra, TAKES) end
-   return mae(p, t, opts, 2)
-end
-function F.huber(p, t, opts, extra)
-   if extra ~= nil then too_many('huber', 4, extra, TAKES) end
-   return huber(p, t, opts, 2)
-end
-function F.categorical_cross_entropy(p, t, opts, extra)
-   if extra ~= nil then too_many('categorical_cross_entropy', 4, extra, TAKES) end
-   return categorical_cross_entropy(p, t, opts, 2)
-end
-function F.sparse_categorical_cross_entropy(p, t, opts, extra)
-   if extra ~= nil then too_many('sparse_categorical_cross_entropy', 4, extra, TAKES) end
-   return sparse_categorical_cross_entropy(p, t, opts, 2)
-end
-function F.kl_div(q, p, opts, extra)
-   if extra ~= nil then too_many('kl_div', 4, extra, TAKES) end
-   return kl_div(q, p, opts, 2)
+-- (input, target[, opts]) under nn's names, each refusing an argument past its options
+for name, f in pairs{mse = mse, mae = mae, huber = huber, categorical_cross_entropy = categorical_cross_entropy,
+                     sparse_categorical_cross_entropy = sparse_categorical_cross_entropy, kl_div = kl_div} do
+   F[name] = function(p, t, opts, extra)
+      if extra ~= nil then too_many(name, 4, extra, TAKES) end
+      return f(p, t, opts, 2)
+   end
 end
 function F.cosine_embedding(a, b, y, opts, extra)
    if extra ~= nil then too_many('cosine_embedding', 5, extra, 'input1, input2, target[, opts]') end
