@@ -9,9 +9,9 @@ local fnn = require 'fastnn'
 local describe_value = require('fastnn.options').describe
 local Tensor = fnn.Tensor
 
--- the files whose bindings refuse extras (nn's layers are other work; autograd, device and
--- precision add methods of their own)
-local FILES = {'fastnn/tensor.lua', 'fastnn/public.lua'}
+-- the files whose bindings refuse extras (nn's layers are other work)
+local FILES = {'fastnn/tensor.lua', 'fastnn/public.lua', 'fastnn/autograd.lua', 'fastnn/device.lua',
+               'fastnn/precision.lua'}
 for _, f in ipairs{'elementwise', 'view', 'shape', 'index', 'sort', 'embedding', 'loss', 'conv', 'pool', 'rnn',
                    'reduction', 'linalg', 'norm', 'attention'} do
    FILES[#FILES + 1] = 'fastnn/ops/' .. f .. '.lua'
@@ -67,6 +67,21 @@ CASES.clamp = function() return pack(x23(), 0, 1) end
 CASES.matmul = function() return pack(r(2, 3), r(3, 4)) end
 CASES.bmm = function() return pack(r(2, 2, 3), r(2, 3, 4)) end
 CASES.outer = function() return pack(r(2), r(3)) end
+-- autograd, device and precision: the methods and functions of their own
+CASES.backward = function()
+   local p = fnn.Param(fnn.randn(3))
+   return pack(p:tensor() * 2, fnn.ones(3))
+end
+for _, n in ipairs{'detach', 'grad_fn', 'device', 'bf16'} do CASES[n] = function() return pack(x23()) end end
+CASES.bfloat16 = function() return pack(x23()), 'bf16' end
+CASES.to = function() return pack(x23(), 'cpu') end
+CASES.to_device = function() return pack(x23(), 'cpu'), 'to' end
+for _, n in ipairs{'is_grad_enabled', 'live_nodes', 'is_autocast_enabled', 'get_float32_precision'} do
+   CASES[n] = function() return pack() end
+end
+CASES.set_float32_precision = function() return pack('ieee') end
+CASES.gradients_are_finite = function() return pack({fnn.Param(fnn.ones(2))}) end
+CASES.gradcheck = function() return pack(function(a) return a * 2 end, {fnn.randn(2)}, {eps = 1e-2}) end
 -- norm and attention: every argument given, options last
 CASES.layer_norm = function() return pack(r(2, 3), r(3), r(3), {eps = 1e-5}) end
 CASES.add_layer_norm = function() return pack(r(2, 3), r(2, 3), r(3), r(3), {eps = 1e-5}) end
@@ -185,6 +200,11 @@ end
 -- public functions of these files that CASES leaves out, each with its reason
 local EXEMPT = {
    __tostring = "Tensor's printing metamethod: tostring passes exactly the tensor",
+   -- fn(...) runners: what follows fn is fn's own arguments
+   no_grad = 'fnn.no_grad(fn, ...) passes its arguments to fn',
+   enable_grad = 'fnn.enable_grad(fn, ...) passes its arguments to fn',
+   detect_anomaly = 'fnn.detect_anomaly(fn, ...) passes its arguments to fn',
+   autocast = "fnn.autocast(mode, fn, ...) passes its arguments to fn",
 }
 
 -- the tables walked, by the prefix their specific CASES entries take

@@ -5,24 +5,28 @@ local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local unpack = unpack or table.unpack
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 local M = {}
 
 -- y:backward() for a scalar, y:backward(grad) otherwise; gradients accumulate into Params
-function Tensor.backward(t, grad)
+function Tensor.backward(t, grad, extra)
+   if extra ~= nil then too_many('backward', 3, extra, 't, grad') end
    if grad ~= nil and not istype(grad) then
       error(('backward: gradient is a %s, expected a tensor'):format(type(grad)), 2)
    end
    if C.fnn_backward(t, grad) ~= 0 then fail() end
 end
 
-function Tensor.detach(t)
+function Tensor.detach(t, extra)
+   if extra ~= nil then too_many('detach', 2, extra, 't') end
    local out = new()
    if C.fnn_detach(out, t) ~= 0 then fail() end
    return done(out)
 end
 
 -- the name of the op that made t, nil for plain data
-function Tensor.grad_fn(t)
+function Tensor.grad_fn(t, extra)
+   if extra ~= nil then too_many('grad_fn', 2, extra, 't') end
    local name = C.fnn_grad_fn_name(t)
    if name == nil then return nil end
    return ffi.string(name)
@@ -43,8 +47,14 @@ end
 M.no_grad = with_flag(C.fnn_grad_enabled, C.fnn_set_grad_enabled, 0)
 M.enable_grad = with_flag(C.fnn_grad_enabled, C.fnn_set_grad_enabled, 1)
 M.detect_anomaly = with_flag(C.fnn_anomaly_enabled, C.fnn_set_anomaly_enabled, 1)
-function M.is_grad_enabled() return C.fnn_grad_enabled() ~= 0 end
-function M.live_nodes() return tonumber(C.fnn_live_nodes()) end
+function M.is_grad_enabled(extra)
+   if extra ~= nil then too_many('is_grad_enabled', 1, extra, '') end
+   return C.fnn_grad_enabled() ~= 0
+end
+function M.live_nodes(extra)
+   if extra ~= nil then too_many('live_nodes', 1, extra, '') end
+   return tonumber(C.fnn_live_nodes())
+end
 
 -- ---------------------------------------------------------------------------
 -- Param: a trainable leaf. It owns a private copy of its value; p:tensor()
@@ -98,7 +108,8 @@ end
 
 -- ---------------------------------------------------------------------------
 -- gradients_are_finite(params): the cheap guard before a step
-function M.gradients_are_finite(params)
+function M.gradients_are_finite(params, extra)
+   if extra ~= nil then too_many('gradients_are_finite', 2, extra, 'params') end
    for _, p in ipairs(params) do
       if C.fnn_grad_all_finite(p.node) == 0 then return false end
    end
@@ -116,7 +127,8 @@ local GRADCHECK = require('fastnn.options').declare('fnn.gradcheck', {
    {'atol', 'number', 1e-2, 'absolute tolerance', min = 0},
    {'rtol', 'number', 1e-2, 'relative tolerance', min = 0},
 })
-function M.gradcheck(fn, inputs, opts)
+function M.gradcheck(fn, inputs, opts, extra)
+   if extra ~= nil then too_many('gradcheck', 4, extra, 'fn, inputs, opts') end
    opts = GRADCHECK:check(opts, 2)
    local eps, atol, rtol = opts.eps, opts.atol, opts.rtol
    local first = function(y) return y end

@@ -19,7 +19,7 @@ function M.is_available() return device.Device.cuda(0) ~= nil end
 
 -- synchronize(d): d a Device, 'cuda', 'cuda:<n>' or nil (cuda:0); the CPU returns at once
 function M.synchronize(d)
-   local dev = device.parse('synchronize', d or 'cuda')
+   local dev = device._parse('synchronize', d or 'cuda')
    if C.fnn_device_synchronize(dev.id) ~= 0 then fail() end
 end
 

@@ -10,6 +10,7 @@ local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 local floor = math.floor
 
 local CPU, CUDA = 0, 1          -- fnn_device_type
@@ -90,16 +91,20 @@ local function parse(op, d, level)
    error(("%s: device is %s, expected a Device, 'cpu', 'cuda' or 'cuda:<n>'"):format(
       op, type(d) == 'string' and ("'" .. d .. "'") or type(d)), level)
 end
-M.parse = parse
+M._parse = parse   -- for Module:to_device, fnn.cuda and DataLoader; not a fastnn function
 fnn_tensor.parse_device = parse   -- the creators' {device = ...} (tensor.lua)
 
 -- t:device(): where t's data lives
-function Tensor.device(t) return device_of(t.device_) end
+function Tensor.device(t, extra)
+   if extra ~= nil then too_many('device', 2, extra, 't') end
+   return device_of(t.device_)
+end
 
 -- t:to(device): t on that device (t itself when already there); differentiable.
 -- A GPU out of memory first gets the collector and the allocator cache back, then one retry.
 local stats = ffi.new('int64_t[2]')
-function Tensor.to(t, d)
+function Tensor.to(t, d, extra)
+   if extra ~= nil then too_many('to', 3, extra, 't, device') end
    if not fnn_tensor.is_tensor(t) then error(('to: expected a tensor, got a %s'):format(type(t)), 2) end
    local dev = parse('to', d)
    local out = new()
@@ -119,7 +124,7 @@ function Tensor.to(t, d)
    return done(out)
 end
 
--- fnn.to_device(t, device): the same as a function
-function M.to_device(t, d) return Tensor.to(t, d) end
+-- fnn.to_device(t, device): the same as a function (itself, so its errors land at the caller's line)
+M.to_device = Tensor.to
 
 return M

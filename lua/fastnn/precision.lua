@@ -29,6 +29,7 @@ local fnn_tensor = require 'fastnn.tensor'
 local options = require 'fastnn.options'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
 local new, done, fail = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 
 local M = {}
 
@@ -46,7 +47,8 @@ local PRECISION_OPTS = options.declare('fnn.set_float32_precision', {
    {'rnn', 'string', nil, 'the recurrent layers\' products (LSTM, GRU, SimpleRNN)', values = {'ieee', 'bf16'}},
 })
 local emulated_noted = false
-function M.set_float32_precision(mode)
+function M.set_float32_precision(mode, extra)
+   if extra ~= nil then too_many('set_float32_precision', 2, extra, 'mode') end
    local set = {}
    if type(mode) == 'table' then
       local o = PRECISION_OPTS:check(mode, 2)
@@ -64,7 +66,8 @@ function M.set_float32_precision(mode)
    end
    if (set.matmul == 'bf16' or set.conv == 'bf16' or set.rnn == 'bf16') then M.note_emulated() end
 end
-function M.get_float32_precision()
+function M.get_float32_precision(extra)
+   if extra ~= nil then too_many('get_float32_precision', 1, extra, '') end
    local t = {}
    for _, f in ipairs(FAMILIES) do t[f] = ffi.string(C.fnn_get_float32_precision(f)) end
    return t
@@ -92,7 +95,8 @@ end
 -- ---------------------------------------------------------------------------
 -- conversions
 
-function Tensor.bf16(t)
+function Tensor.bf16(t, extra)
+   if extra ~= nil then too_many('bf16', 2, extra, 't') end
    local out = new()
    if C.fnn_to_dtype(out, t, BF16) ~= 0 then fail() end
    return done(out)
@@ -298,6 +302,9 @@ function M.autocast(mode, fn, ...)
    return unpack(r, 2, table.maxn(r))
 end
 
-function M.is_autocast_enabled() return autocast_depth > 0 end
+function M.is_autocast_enabled(extra)
+   if extra ~= nil then too_many('is_autocast_enabled', 1, extra, '') end
+   return autocast_depth > 0
+end
 
 return M

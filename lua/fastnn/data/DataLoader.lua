@@ -35,7 +35,7 @@ local bit = require 'bit'
 local fnn_tensor = require 'fastnn.tensor'
 local C, new, done, fail, istype = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local floor = math.floor
-local parse_device = require('fastnn.device').parse
+local parse_device = require('fastnn.device')._parse
 
 local DataLoader = require('fastnn.class')('DataLoader')
 

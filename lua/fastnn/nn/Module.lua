@@ -291,7 +291,7 @@ end
 -- to_device(d): every parameter and buffer onto d (a Device, 'cpu', 'cuda' or 'cuda:<n>').
 -- A moved parameter drops its gradient, which lives on the old device.
 function Module:to_device(d)
-   local dev = require('fastnn.device').parse('to_device', d)   -- raises at the caller's line
+   local dev = require('fastnn.device')._parse('to_device', d)   -- raises at the caller's line
    for _, p in ipairs(self:parameters()) do
       local t = p:tensor():detach()
       if t:device() ~= dev then
