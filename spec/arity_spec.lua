@@ -368,4 +368,25 @@ describe('arity', function()
       assert.is_nil(y)
       assert.equals('relu: unexpected argument 2 (5); relu takes (x)', msg)
    end)
+
+   it('refuses an argument past the last of an nn class\'s __init, at the caller\'s line', function()
+      local nn = fnn.nn
+      local line = debug.getinfo(1, 'l').currentline; local ok, err = pcall(function() local m = nn.Linear(3, 4, {}, 5); return m end)
+      assert.is_false(ok)
+      assert.matches(THIS .. ':' .. line .. ': nn.Linear: unexpected argument 4 (5); it takes 3', err, 1, true)
+      assert.matches('nn.ReLU: unexpected argument 1 (a table {inplace = true})',
+                     select(2, pcall(nn.ReLU, {inplace = true})), 1, true)
+      assert.matches("nn.Conv2d: unexpected argument 5 ('same')",
+                     select(2, pcall(nn.Conv2d, 1, 2, 3, {padding = 1}, 'same')), 1, true)
+      -- trailing nils are none; a user's class is held to its own __init; a vararg __init takes all
+      assert.equals(4, nn.Linear(3, 4, nil, nil).weight:tensor():size(1))
+      local Pair = nn.Module:extend('Pair')
+      function Pair:__init(a, b) self.a, self.b = a, b end
+      assert.equals(2, Pair(1, 2).b)
+      assert.matches('nn.Pair: unexpected argument 3 (3); it takes 2', select(2, pcall(Pair, 1, 2, 3)), 1, true)
+      local Many = nn.Module:extend('Many')
+      function Many:__init(...) self.n = select('#', ...) end
+      assert.equals(4, Many(1, 2, 3, 4).n)
+      assert.equals(2, #nn.Sequential(nn.Linear(2, 2), nn.ReLU()))
+   end)
 end)

@@ -39,8 +39,31 @@
 local Param = require('fastnn.autograd').Param
 local class = require 'fastnn.class'
 
+-- an argument past the last of a class's __init is refused, never dropped (nn.Linear(3, 4, {}, 5)):
+-- __init's parameter count, read once per __init (a vararg __init takes what it takes)
+local describe = require('fastnn.options').describe
+local init_params = setmetatable({}, {__mode = 'k'})
+local function check_arity(cls, ...)
+   local init = cls.__init
+   local np = init_params[init]
+   if np == nil then
+      local info = debug.getinfo(init, 'u')
+      np = false
+      if not info.isvararg then np = info.nparams - 1 end   -- without self
+      init_params[init] = np
+   end
+   if not np then return end
+   for i = np + 1, select('#', ...) do
+      local v = select(i, ...)
+      if v ~= nil then
+         error(('%s: unexpected argument %d (%s); it takes %d'):format(cls:_full_name(), i, describe(v), np), 3)
+      end
+   end
+end
+
 -- Class(...) makes an instance and runs __init
 local function construct(cls, ...)
+   check_arity(cls, ...)
    local self = setmetatable({}, cls)
    rawset(self, 'training', true)
    self:__init(...)
