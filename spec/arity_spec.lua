@@ -389,4 +389,15 @@ describe('arity', function()
       assert.equals(4, Many(1, 2, 3, 4).n)
       assert.equals(2, #nn.Sequential(nn.Linear(2, 2), nn.ReLU()))
    end)
+
+   it('refuses an argument past an optimizer\'s options, at the caller\'s line', function()
+      local params = {fnn.Param(fnn.ones(2))}
+      local line = debug.getinfo(1, 'l').currentline; local ok, err = pcall(function() local o = fnn.optim.SGD(params, 0.1, {momentum = 0.9}, 5); return o end)
+      assert.is_false(ok)
+      assert.matches(THIS .. ':' .. line .. ': optim.SGD: unexpected argument 4 (5); it takes (params, lr, opts)', err, 1,
+                     true)
+      assert.matches('optim.Adam: unexpected argument 4 (true)', select(2, pcall(fnn.optim.Adam, params, 1e-3, {}, true)),
+                     1, true)
+      assert.equals(0.1, fnn.optim.SGD(params, 0.1, nil, nil).options.lr)
+   end)
 end)

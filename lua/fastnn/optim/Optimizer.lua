@@ -62,7 +62,11 @@ local function strip_where(msg)
 end
 
 -- the constructor: Class(params, lr, opts) | Class(params, opts) | Class(opts)
-local function build(cls, params, lr, opts)
+local function build(cls, params, lr, opts, extra)
+   if extra ~= nil then   -- refused, never dropped
+      error(('optim.%s: unexpected argument 4 (%s); it takes (params, lr, opts)'):format(cls._name,
+            options.describe(extra)), 0)
+   end
    if type(lr) == 'table' and opts == nil then lr, opts = nil, lr end
    if lr ~= nil and type(lr) ~= 'number' then
       error(('optim.%s: lr is a %s, expected a number'):format(cls._name, type(lr)), 0)
