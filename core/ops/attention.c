@@ -204,22 +204,29 @@ typedef struct {
     const unsigned char *pad;
 } attn_fwd_ctx;
 
-/* one row of scores -> probabilities over the keys query i may see (keys 0..last, not padding) */
-static FNN_CLONES_V3 void attn_softmax_row(float *restrict s, int64_t Tk, int64_t last, const unsigned char *restrict pad) {
-    if (last > Tk - 1) last = Tk - 1;
-    const int64_t n = last + 1 > 0 ? last + 1 : 0;
+/* the largest of s[0..n) over the keys that are not padding (pad NULL: every key), -inf when none */
+static inline float attn_row_max(const float *restrict s, int64_t n, const unsigned char *restrict pad) {
     float mx = -FNN_INFF;
     if (pad) {
         for (int64_t j = 0; j < n; j++)
             if (!pad[j] && s[j] > mx) mx = s[j];
-    } else {   /* 8 lanes, so the loops vectorize */
-        float m8[8] = {-FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF};
-        int64_t j = 0;
-        for (; j + 8 <= n; j += 8)
-            for (int l = 0; l < 8; l++) m8[l] = s[j + l] > m8[l] ? s[j + l] : m8[l];
-        for (; j < n; j++) mx = s[j] > mx ? s[j] : mx;
-        for (int l = 0; l < 8; l++) mx = m8[l] > mx ? m8[l] : mx;
+        return mx;
     }
+    /* 8 lanes, so the loops vectorize */
+    float m8[8] = {-FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF};
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; l++) m8[l] = s[j + l] > m8[l] ? s[j + l] : m8[l];
+    for (; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+    for (int l = 0; l < 8; l++) mx = m8[l] > mx ? m8[l] : mx;
+    return mx;
+}
+
+/* one row of scores -> probabilities over the keys query i may see (keys 0..last, not padding) */
+static FNN_CLONES_V3 void attn_softmax_row(float *restrict s, int64_t Tk, int64_t last, const unsigned char *restrict pad) {
+    if (last > Tk - 1) last = Tk - 1;
+    const int64_t n = last + 1 > 0 ? last + 1 : 0;
+    const float mx = attn_row_max(s, n, pad);
     if (mx == -FNN_INFF) {   /* no visible key (or all -inf): zeros */
         memset(s, 0, sizeof(float) * (size_t)Tk);
         return;
@@ -365,18 +372,7 @@ static inline int64_t attn_seen(const fnn_attn_args *a, int64_t i, int64_t j0, i
  * updated. Returns the factor its partial output is rescaled by (1: the max did not move) */
 static FNN_CLONES_V3 float attn_online_row(float *restrict s, int64_t nk, int64_t n, const unsigned char *restrict pad,
                                            float *m, float *l) {
-    float mx = -FNN_INFF;
-    if (pad) {
-        for (int64_t j = 0; j < n; j++)
-            if (!pad[j] && s[j] > mx) mx = s[j];
-    } else {
-        float m8[8] = {-FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF, -FNN_INFF};
-        int64_t j = 0;
-        for (; j + 8 <= n; j += 8)
-            for (int t = 0; t < 8; t++) m8[t] = s[j + t] > m8[t] ? s[j + t] : m8[t];
-        for (; j < n; j++) mx = s[j] > mx ? s[j] : mx;
-        for (int t = 0; t < 8; t++) mx = m8[t] > mx ? m8[t] : mx;
-    }
+    const float mx = attn_row_max(s, n, pad);
     const float m0 = *m, m1 = mx > m0 ? mx : m0;
     if (m1 == -FNN_INFF) {   /* no key seen yet (or only -inf scores): the output stays zero */
         memset(s, 0, sizeof(float) * (size_t)nk);

@@ -532,21 +532,12 @@ end
 local too_many = fnn_tensor.too_many
 local TAKES = 'input, target[, opts]'
 
-function M.cross_entropy(logits, targets, opts, extra)
-   if extra ~= nil then too_many('cross_entropy', 4, extra, TAKES) end
-   return cross_entropy(logits, targets, opts, 2)
-end
-function M.nll_loss(log_probs, targets, opts, extra)
-   if extra ~= nil then too_many('nll_loss', 4, extra, TAKES) end
-   return nll_loss(log_probs, targets, opts, 2)
-end
-function M.binary_cross_entropy(pred, target, opts, extra)
-   if extra ~= nil then too_many('binary_cross_entropy', 4, extra, TAKES) end
-   return binary_cross_entropy(pred, target, opts, 2)
-end
-function M.bce_with_logits(logits, target, opts, extra)
-   if extra ~= nil then too_many('bce_with_logits', 4, extra, TAKES) end
-   return bce_with_logits(logits, target, opts, 2)
+for name, f in pairs{cross_entropy = cross_entropy, nll_loss = nll_loss, binary_cross_entropy = binary_cross_entropy,
+                     bce_with_logits = bce_with_logits} do
+   M[name] = function(input, target, opts, extra)
+      if extra ~= nil then too_many(name, 4, extra, TAKES) end
+      return f(input, target, opts, 2)
+   end
 end
 -- PyTorch's F.mse_loss(input, target, reduction = 'mean'): the fused mean, or with {reduction} (a
 -- string too) nn.mse's 'sum' and 'none'
