@@ -126,7 +126,7 @@ local calls = {
          if is_opts(a.s) and a.s.dtype ~= nil and a.s.dtype ~= 'int64' then return nil end
          return reference(a.v) and (int64 and 'any' or (reference(a.v))) or nil, int64 and 'int64' or nil
       end
-      if type(a.v) == 'number' then return {} end   -- a number is a 0-d tensor whatever the shape
+      if type(a.v) == 'number' then return nil end   -- a number is a 0-d tensor: a shape is refused, not ignored
       if type(a.v) ~= 'table' then return nil end
       local s, count = shape_of(a.s)
       if not s then return nil end
