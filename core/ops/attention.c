@@ -222,6 +222,20 @@ static inline float attn_row_max(const float *restrict s, int64_t n, const unsig
     return mx;
 }
 
+/* s[0..n) -> exp(s - m), 0 at padding keys; returns their sum (8 lanes, a fixed order) */
+static inline float attn_exp_sum(float *restrict s, int64_t n, float m, const unsigned char *restrict pad) {
+    for (int64_t j = 0; j < n; j++) s[j] = fnn_expf(s[j] - m);
+    if (pad)
+        for (int64_t j = 0; j < n; j++) s[j] = pad[j] ? 0.0f : s[j];
+    float a8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; l++) a8[l] += s[j + l];
+    float sum = ((a8[0] + a8[4]) + (a8[1] + a8[5])) + ((a8[2] + a8[6]) + (a8[3] + a8[7]));
+    for (; j < n; j++) sum += s[j];
+    return sum;
+}
+
 /* one row of scores -> probabilities over the keys query i may see (keys 0..last, not padding) */
 static FNN_CLONES_V3 void attn_softmax_row(float *restrict s, int64_t Tk, int64_t last, const unsigned char *restrict pad) {
     if (last > Tk - 1) last = Tk - 1;
@@ -231,18 +245,9 @@ static FNN_CLONES_V3 void attn_softmax_row(float *restrict s, int64_t Tk, int64_
         memset(s, 0, sizeof(float) * (size_t)Tk);
         return;
     }
-    for (int64_t j = 0; j < n; j++) s[j] = fnn_expf(s[j] - mx);
-    if (pad)
-        for (int64_t j = 0; j < n; j++) s[j] = pad[j] ? 0.0f : s[j];
-    float a8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (int l = 0; l < 8; l++) a8[l] += s[j + l];
-    float sum = ((a8[0] + a8[4]) + (a8[1] + a8[5])) + ((a8[2] + a8[6]) + (a8[3] + a8[7]));
-    for (; j < n; j++) sum += s[j];
-    const float inv = 1.0f / sum;
-    for (j = 0; j < n; j++) s[j] *= inv;
-    for (j = n; j < Tk; j++) s[j] = 0;
+    const float inv = 1.0f / attn_exp_sum(s, n, mx, pad);
+    for (int64_t j = 0; j < n; j++) s[j] *= inv;
+    for (int64_t j = n; j < Tk; j++) s[j] = 0;
 }
 
 /* the own kernel's path for a product of m rows and m*n*k multiply-adds */
@@ -378,16 +383,8 @@ static FNN_CLONES_V3 float attn_online_row(float *restrict s, int64_t nk, int64_
         memset(s, 0, sizeof(float) * (size_t)nk);
         return 1.0f;
     }
-    for (int64_t j = 0; j < n; j++) s[j] = fnn_expf(s[j] - m1);
-    if (pad)
-        for (int64_t j = 0; j < n; j++) s[j] = pad[j] ? 0.0f : s[j];
+    const float sum = attn_exp_sum(s, n, m1, pad);
     for (int64_t j = n; j < nk; j++) s[j] = 0;
-    float a8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (int t = 0; t < 8; t++) a8[t] += s[j + t];
-    float sum = ((a8[0] + a8[4]) + (a8[1] + a8[5])) + ((a8[2] + a8[6]) + (a8[3] + a8[7]));
-    for (; j < n; j++) sum += s[j];
     const float r = m0 == m1 ? 1.0f : m0 == -FNN_INFF ? 0.0f : fnn_expf(m0 - m1);
     *l = *l * r + sum;
     *m = m1;
