@@ -91,6 +91,97 @@ describe('slices', function()
       approx(want, p:grad())
    end)
 
+   -- the slices' gradients meet in one accumulator (copied in while no two overlap, the rest zeroed once):
+   -- y = sum_i (slice_i * W_i):sum() [+ (x * W0):sum()], so dx is each W_i placed at its slice, summed
+   local function slices_case(shape, slices, whole, through_op)
+      fnn.manual_seed(#slices * 7 + #shape)
+      local p = Param(fnn.randn(table.unpack(shape)))
+      local x = through_op and p:tensor() * 1.5 or p:tensor()
+      local strides, n = {}, 1
+      for d = #shape, 1, -1 do strides[d] = n; n = n * shape[d] end
+      local want = {}
+      for i = 1, n do want[i] = 0 end
+      local y
+      local function add(term) y = y and y + term or term end
+      if whole then
+         local w0 = fnn.randn(table.unpack(shape))
+         add((x * w0):sum())
+         local f = w0:to_flat()
+         for i = 1, n do want[i] = want[i] + f[i] end
+      end
+      for _, sl in ipairs(slices) do
+         local kind, d, start, len = sl[1], sl[2], sl[3], sl[4]
+         local part = kind == 'narrow' and x:narrow(d, start, len) or x:select(d, start)
+         local w = fnn.randn(table.unpack(part:shape()))
+         add((part * w):sum())
+         local f, pshape = w:to_flat(), part:shape()
+         -- walk the slice's elements in order, mapping each to x's flat position
+         local idx = {}
+         for k = 1, #pshape do idx[k] = 1 end
+         for e = 1, #f do
+            local pos, k = 1, 1
+            for dd = 1, #shape do
+               local v
+               if dd == d then
+                  if kind == 'narrow' then v = start + idx[k] - 1; k = k + 1 else v = start end
+               else v = idx[k]; k = k + 1 end
+               pos = pos + (v - 1) * strides[dd]
+            end
+            want[pos] = want[pos] + f[e]
+            for kk = #pshape, 1, -1 do
+               idx[kk] = idx[kk] + 1
+               if idx[kk] <= pshape[kk] then break end
+               idx[kk] = 1
+            end
+         end
+      end
+      y:backward()
+      if through_op then for i = 1, n do want[i] = want[i] * 1.5 end end
+      approx(want, p:grad(), 1e-5)
+   end
+
+   it('a split into parts that cover the tensor (attention\'s q, k, v) gives each part\'s gradient in place',
+      function()
+      slices_case({4, 6, 21}, {{'narrow', 3, 1, 7}, {'narrow', 3, 8, 7}, {'narrow', 3, 15, 7}})
+      slices_case({4, 6, 21}, {{'narrow', 3, 15, 7}, {'narrow', 3, 1, 7}, {'narrow', 3, 8, 7}}, false, true)
+      slices_case({5, 33}, {{'narrow', 1, 1, 2}, {'narrow', 1, 3, 3}})
+   end)
+
+   it('slices that leave parts uncovered give zeros there', function()
+      slices_case({4, 6, 21}, {{'narrow', 3, 1, 7}, {'narrow', 3, 15, 7}})
+      slices_case({4, 6, 21}, {{'narrow', 3, 8, 7}}, false, true)
+      slices_case({7, 5, 3}, {{'select', 1, 2}, {'select', 1, 6}, {'narrow', 1, 4, 1}})
+   end)
+
+   it('overlapping slices, slices along two dims and more than eight slices add up', function()
+      slices_case({4, 6, 21}, {{'narrow', 2, 1, 4}, {'narrow', 2, 3, 4}})
+      slices_case({4, 6, 21}, {{'narrow', 3, 1, 7}, {'narrow', 2, 2, 3}, {'narrow', 3, 8, 14}})
+      local ten = {}
+      for i = 1, 10 do ten[i] = {'select', 2, i} end
+      slices_case({3, 10, 9}, ten)
+      ten[11] = {'narrow', 2, 4, 5}
+      slices_case({3, 10, 9}, ten, false, true)
+   end)
+
+   it('slices mixed with a use of the whole tensor (fan-out of both kinds)', function()
+      slices_case({4, 6, 21}, {{'narrow', 3, 1, 7}, {'narrow', 3, 8, 7}}, true)
+      slices_case({4, 6, 21}, {{'narrow', 3, 1, 7}, {'narrow', 3, 8, 7}, {'narrow', 3, 15, 7}}, true, true)
+      slices_case({3, 10, 9}, {{'select', 2, 3}, {'narrow', 2, 5, 6}}, true)
+   end)
+
+   it('slice gradients accumulate over two backward passes into a Param', function()
+      local p = Param(fnn.randn(4, 30))
+      for _ = 1, 2 do
+         local x = p:tensor()
+         local y = (x:narrow(2, 1, 10) * 2):sum() + (x:narrow(2, 11, 10) * 3):sum()
+         y:backward()
+      end
+      local g = p:grad():to_table()
+      for r = 1, 4 do
+         for c = 1, 30 do assert.equals(c <= 10 and 4 or c <= 20 and 6 or 0, g[r][c]) end
+      end
+   end)
+
    it('gradients of many narrows of one tensor (an unrolled sequence) are exact', function()
       local p = Param(fnn.randn(50 * 3, 8))
       local total

@@ -114,9 +114,70 @@ static void add_into(float *dst, const int64_t *stride, const float *src, int nd
     }
 }
 
+/* ---- lazy slice accumulators ----
+ * q, k, v = qkv:split(C, 3): each narrow's gradient lands in a slice of qkv's accumulator. Zero-filling
+ * the whole accumulator for the first slice and adding every slice in wrote and read it twice over;
+ * instead the buffer starts uninitialised, a slice that overlaps no earlier one is copied in, and the
+ * parts no slice wrote are zeroed once, before anything else reads or adds to the accumulator (its node
+ * is run, or a gradient of another kind arrives). A slice along another dim, or overlapping, ends it. */
+enum { LAZY_MAX = 16, LAZY_RANGES = 8 };
+typedef struct { fnn_node *node; int dim, n; int64_t lo[LAZY_RANGES], hi[LAZY_RANGES]; } lazy_acc;
+typedef struct { lazy_acc v[LAZY_MAX]; int len; } lazy_set;
+
+static int lazy_find(const lazy_set *l, const fnn_node *node) {
+    for (int k = 0; k < l->len; k++) if (l->v[k].node == node) return k;
+    return -1;
+}
+
+/* the contiguous accumulator acc seen as [outer, size, inner] around dim */
+static void around(const fnn_tensor *acc, int dim, int64_t *outer, int64_t *size, int64_t *inner) {
+    *outer = fnn_numel_of(dim, acc->shape);
+    *size = acc->shape[dim];
+    *inner = fnn_numel_of(acc->ndim - dim - 1, acc->shape + dim + 1);
+}
+
+/* positions lo..hi-1 of dim in acc: zeroed (src NULL) or copied from src ([outer, hi - lo, inner], contiguous) */
+static void write_slab(fnn_tensor *acc, int dim, int64_t lo, int64_t hi, const float *src) {
+    int64_t outer, size, inner;
+    around(acc, dim, &outer, &size, &inner);
+    float *y = fnn_data(acc);
+    size_t bytes = (size_t)((hi - lo) * inner) * sizeof(float);
+    for (int64_t o = 0; o < outer; o++) {
+        float *dst = y + (o * size + lo) * inner;
+        if (src) memcpy(dst, src + o * (hi - lo) * inner, bytes);
+        else memset(dst, 0, bytes);
+    }
+}
+
+/* entry k's accumulator made whole (what no slice wrote is zeroed) and dropped from the set */
+static void lazy_finish(lazy_set *l, int k) {
+    lazy_acc *e = &l->v[k];
+    fnn_tensor *acc = &e->node->grad;
+    for (int i = 1; i < e->n; i++)   /* the ranges in order (at most LAZY_RANGES) */
+        for (int j = i; j > 0 && e->lo[j - 1] > e->lo[j]; j--) {
+            int64_t lo = e->lo[j], hi = e->hi[j];
+            e->lo[j] = e->lo[j - 1]; e->hi[j] = e->hi[j - 1];
+            e->lo[j - 1] = lo; e->hi[j - 1] = hi;
+        }
+    int64_t pos = 0;
+    for (int i = 0; i < e->n; i++) {
+        if (e->lo[i] > pos) write_slab(acc, e->dim, pos, e->lo[i], NULL);
+        if (e->hi[i] > pos) pos = e->hi[i];
+    }
+    if (pos < acc->shape[e->dim]) write_slab(acc, e->dim, pos, acc->shape[e->dim], NULL);
+    l->v[k] = l->v[--l->len];
+}
+
+/* node's accumulator, if lazy, made whole before it is read or added to */
+static void lazy_settle(lazy_set *l, const fnn_node *node) {
+    int k = lazy_find(l, node);
+    if (k >= 0) lazy_finish(l, k);
+}
+
 /* the gradient of a narrow/select, added in place into the slice of its input's accumulator
- * (made unique and contiguous first). *done = false: not applicable, run the rule instead. */
-static int embed_into(fnn_node *n, bool *done) {
+ * (made unique and contiguous first), or copied there while the accumulator is lazy (above).
+ * *done = false: not applicable, run the rule instead. */
+static int embed_into(fnn_node *n, lazy_set *lazy, bool *done) {
     *done = false;
     fnn_node *nx = n->next[0];
     const fnn_tensor *g = &n->grad;
@@ -124,7 +185,34 @@ static int embed_into(fnn_node *n, bool *done) {
         fnn_numel_of(n->in_ndim[0], n->in_shape[0]) <= FNN_INLINE_FLOATS)
         return FNN_STATUS_OK;
     if (fnn_anomaly_enabled()) FNN_TRY(check_finite(n, g, 0));
+    const fnn_slice_attrs *a = FNN_ATTRS(n, fnn_slice_attrs);
+    int d = a->dim;
+    int64_t lo = a->start, hi = lo + (n->op->embeds == FNN_EMBEDS_NARROW ? g->shape[d] : 1);
     fnn_tensor *acc = &nx->grad;
+    int k = lazy_find(lazy, nx);
+    if (k < 0 && acc->ndim < 0 && lazy->len < LAZY_MAX) {
+        FNN_TRY(fnn_empty(acc, n->in_ndim[0], n->in_shape[0]));
+        k = lazy->len++;
+        lazy->v[k] = (lazy_acc){.node = nx, .dim = d};
+    }
+    if (k >= 0) {
+        lazy_acc *e = &lazy->v[k];
+        bool apart = e->dim == d && e->n < LAZY_RANGES;
+        for (int i = 0; i < e->n && apart; i++) apart = hi <= e->lo[i] || lo >= e->hi[i];
+        if (apart) {
+            fnn_tensor tmp;
+            int rc;
+            const float *src = fnn_contiguous_data(g, &tmp, &rc);
+            if (!rc) {
+                write_slab(acc, d, lo, hi, src);
+                e->lo[e->n] = lo; e->hi[e->n++] = hi;
+                *done = true;
+            }
+            fnn_tensor_clear(&tmp);
+            return rc;
+        }
+        lazy_finish(lazy, k);
+    }
     if (!owns_buffer(acc)) {
         fnn_tensor fresh;
         if (acc->ndim < 0) FNN_TRY(fnn_zeros(&fresh, n->in_ndim[0], n->in_shape[0]));
@@ -132,8 +220,6 @@ static int embed_into(fnn_node *n, bool *done) {
         fnn_tensor_clear(acc);
         *acc = fresh;
     }
-    const fnn_slice_attrs *a = FNN_ATTRS(n, fnn_slice_attrs);
-    int d = a->dim;
     fnn_tensor view, tmp;
     if (n->op->embeds == FNN_EMBEDS_NARROW) FNN_TRY(fnn_narrow_view(&view, acc, d, a->start, g->shape[d]));
     else FNN_TRY(fnn_select_view(&view, acc, d, a->start));
@@ -169,6 +255,7 @@ int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
 
     /* 1. find every node and count its consumers */
     node_list all = {0}, stack = {0}, ready = {0};
+    lazy_set lazy = {.len = 0};
     int rc = FNN_STATUS_OK;
     if ((rc = push(&stack, start))) goto done;
     start->visited = 1;
@@ -204,6 +291,7 @@ int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
     if ((rc = push(&ready, start))) goto restore;
     while (ready.len) {
         fnn_node *n = ready.v[--ready.len];
+        lazy_settle(&lazy, n);   /* every slice is in: what none wrote is zero */
         if (n->is_leaf) {
             if (!n->frozen && n->grad.ndim >= 0) {
                 fnn_tensor g;
@@ -220,7 +308,7 @@ int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
         bool embedded = false;
         const int64_t t_rule = fnn_profile_maybe() && fnn_profiling() ? fnn_profile_now() : 0;   /* fnn.profile */
         fnn_pin_op(n->op->info.name);   /* out-of-memory errors while n's gradient is made name its op */
-        if (n->op->embeds && n->grad.ndim >= 0 && (rc = embed_into(n, &embedded))) {
+        if (n->op->embeds && n->grad.ndim >= 0 && (rc = embed_into(n, &lazy, &embedded))) {
             if (dins != dins_local) free(dins);
             goto restore;
         }
@@ -242,6 +330,7 @@ int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
                 break;
             }
             if (fnn_anomaly_enabled() && (rc = check_finite(n, &dins[i], i))) break;
+            lazy_settle(&lazy, nx);
             rc = accumulate(&nx->grad, &dins[i]);
         }
         for (int i = 0; i < n->n_inputs; i++) fnn_tensor_clear(&dins[i]);
