@@ -59,6 +59,8 @@ ROWS = [
     # fastnn against its own figures (the 'PyTorch' column holds the second figure)
     ("data_loader shuffled epoch, batch 128 / mlp_fmnist epoch", "loader_s|mlp_hand_s", "s", "fnn_data_loader",
      "data_loader", "fnn_data_loader", "data_loader", "le", 0.05),
+    ("data_loader shuffled epoch, DataLoader(..., {reuse = true}) / mlp_fmnist epoch", "loader_reuse_s|mlp_hand_s", "s",
+     "fnn_data_loader", "data_loader", "fnn_data_loader", "data_loader", "le", 0.05),   # issue 32: batch buffers reused
     ("mlp_fmnist via DataLoader:prefetch(2) / hand-batched", "mlp_loader_s|mlp_hand_s", "s", "fnn_data_loader",
      "data_loader", "fnn_data_loader", "data_loader", "le", 1.0),
     ("keras fit() on mlp_fmnist / the hand-written loop", "fit_sec_per_epoch|hand_sec_per_epoch", "s",
