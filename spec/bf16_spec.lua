@@ -201,6 +201,24 @@ describe('every op on bfloat16 inputs', function()
       assert.matches('bf16_spec.lua:' .. line .. ': max_pool2d: kernel 0x0 must be positive', e, 1, true)
    end)
 
+   it('runs nn.Flatten and nn.Identity on bf16 as they are: a view and the input, no cast nodes, float32 gradients',
+      function()
+      fnn.manual_seed(9)
+      local p = fnn.Param(fnn.randn(3, 7, 5))
+      local x = p:tensor():bf16()
+      local y = fnn.autocast('bf16', function() return nn.Flatten():forward(x) end)
+      assert.equals('bfloat16', y:dtype())
+      assert.equals('reshape', y:grad_fn())   -- a view of x (the widened path ended in a narrowing node)
+      assert.same({3, 35}, y:shape())
+      assert_rounded_equal(y, nn.Flatten():forward(x:float()), 'nn.Flatten')
+      assert.is_true(rawequal(x, fnn.autocast('bf16', function() return nn.Identity():forward(x) end)))
+      local w = fnn.randn(3, 35)
+      local l = (y:float() * w):sum()
+      l:backward()
+      assert.equals('float32', p:grad():dtype())
+      assert.equals(0, (p:grad() - w:reshape(3, 7, 5)):abs():max():item())   -- float32 all the way: w itself
+   end)
+
    it('keeps an op\'s errors at the caller\'s line on the wrapper\'s short path, inside autocast too', function()
       local a, b = fnn.randn(2, 3):bf16(), fnn.randn(4, 5)
       local line = debug.getinfo(1, 'l').currentline + 1

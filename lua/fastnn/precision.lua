@@ -125,7 +125,11 @@ M.GEMM_OPS, M.FLOAT32_OPS = GEMM_OPS, FLOAT32_OPS
 -- float32 only) still goes through the widening path below
 local NATIVE_BF16 = {}
 for _, n in ipairs{'max_pool1d', 'max_pool2d', 'max_pool3d', 'avg_pool1d', 'avg_pool2d', 'avg_pool3d',
-                   'MaxPool1d', 'MaxPool2d', 'MaxPool3d', 'AvgPool1d', 'AvgPool2d', 'AvgPool3d'} do
+                   'MaxPool1d', 'MaxPool2d', 'MaxPool3d', 'AvgPool1d', 'AvgPool2d', 'AvgPool3d',
+                   -- a view and the identity: widening around them made two full-size copies for the
+                   -- same values. (The elementwise activation layers keep the wrapper: the family's own
+                   -- bf16 path, elementwise.c's map_bf16, is slower on this CPU than widen, float32, round)
+                   'Flatten', 'Identity'} do
    NATIVE_BF16[n] = true
 end
 M.NATIVE_BF16 = NATIVE_BF16
