@@ -29,7 +29,17 @@ FNN_BF16_FN float fnn_bf16_to_f32(uint16_t h) {
     return f;
 }
 
-/* f rounded to the nearest bfloat16, as a float32 */
-FNN_BF16_FN float fnn_bf16_round(float f) { return fnn_bf16_to_f32(fnn_bf16_from_f32(f)); }
+/* f rounded to the nearest bfloat16, as a float32: fnn_bf16_to_f32(fnn_bf16_from_f32(f)) bit for bit,
+ * computed in 32-bit lanes (no narrowing to 16 bits and back, half the vector work in the GEMMs'
+ * operand rounding). The sum may wrap only for u >= 0xffff8000, a NaN, which takes the other side */
+FNN_BF16_FN float fnn_bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    uint32_t r = (u & 0x7fffffffu) > 0x7f800000u ? (u & 0xffff0000u) | 0x00400000u : rounded;
+    float out;
+    memcpy(&out, &r, sizeof out);
+    return out;
+}
 
 #endif

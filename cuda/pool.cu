@@ -467,17 +467,18 @@ static int upsample_bilinear_backward(int ordinal, const fnn_pool_args *a) {
 
 /* the family's rows: every op (registry_spec checks it); the 1-d, 2-d and 3-d pools share their
  * launchers, the geometry telling them apart */
+/* forward_bf16 NULL: these rows take float32 only; autocast widens a bfloat16 tensor on the GPU */
 extern "C" const fnn_pool_row fnn_cuda_pool_rows[] = {
-    {"max_pool1d", max_pool_forward, max_pool_backward},
-    {"max_pool2d", max_pool_forward, max_pool_backward},
-    {"max_pool3d", max_pool_forward, max_pool_backward},
-    {"avg_pool1d", avg_pool_forward, avg_pool_backward},
-    {"avg_pool2d", avg_pool_forward, avg_pool_backward},
-    {"avg_pool3d", avg_pool_forward, avg_pool_backward},
-    {"adaptive_avg_pool2d", adaptive_avg_pool_forward, adaptive_avg_pool_backward},
-    {"upsample_nearest", upsample_nearest_forward, upsample_nearest_backward},
-    {"upsample_bilinear2d", upsample_bilinear_forward, upsample_bilinear_backward},
-    {NULL, NULL, NULL},
+    {"max_pool1d", max_pool_forward, max_pool_backward, NULL},
+    {"max_pool2d", max_pool_forward, max_pool_backward, NULL},
+    {"max_pool3d", max_pool_forward, max_pool_backward, NULL},
+    {"avg_pool1d", avg_pool_forward, avg_pool_backward, NULL},
+    {"avg_pool2d", avg_pool_forward, avg_pool_backward, NULL},
+    {"avg_pool3d", avg_pool_forward, avg_pool_backward, NULL},
+    {"adaptive_avg_pool2d", adaptive_avg_pool_forward, adaptive_avg_pool_backward, NULL},
+    {"upsample_nearest", upsample_nearest_forward, upsample_nearest_backward, NULL},
+    {"upsample_bilinear2d", upsample_bilinear_forward, upsample_bilinear_backward, NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 /* ==== host side: nothing more; spec/gpu/emulate.sh compiles everything above this line for the host ==== */

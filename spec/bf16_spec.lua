@@ -183,6 +183,49 @@ describe('every op on bfloat16 inputs', function()
       assert.matches('bf16_spec.lua:' .. line .. ': matmul: shapes [2,3] and [4,5]', e, 1, true)
    end)
 
+   it('pools bfloat16 in C on the CPU: no conversion nodes, errors at the caller\'s line, layers too', function()
+      fnn.manual_seed(8)
+      local x = fnn.Param(fnn.randn(2, 3, 7, 9)):tensor():bf16()   -- in a graph: the result's node shows
+      for _, op in ipairs{'max_pool2d', 'avg_pool2d'} do
+         local y = fnn.autocast('bf16', function() return fnn[op](x, 2) end)
+         assert.equals('bfloat16', y:dtype())
+         assert.equals(op, y:grad_fn())   -- the pool itself made it (the widening path ends in a bf16 node)
+         assert_rounded_equal(y, fnn[op](x:float(), 2), op)
+      end
+      local m = nn.MaxPool2d(3, {stride = 2, padding = 1})
+      local y = m:forward(x)
+      assert.equals('bfloat16', y:dtype())
+      assert_rounded_equal(y, m:forward(x:float()), 'nn.MaxPool2d')
+      local line = debug.getinfo(1, 'l').currentline + 1
+      local e = err_of(function() local z = fnn.max_pool2d(x, 0); return z end)
+      assert.matches('bf16_spec.lua:' .. line .. ': max_pool2d: kernel 0x0 must be positive', e, 1, true)
+   end)
+
+   it('runs nn.Flatten and nn.Identity on bf16 as they are: a view and the input, no cast nodes, float32 gradients',
+      function()
+      fnn.manual_seed(9)
+      local p = fnn.Param(fnn.randn(3, 7, 5))
+      local x = p:tensor():bf16()
+      local y = fnn.autocast('bf16', function() return nn.Flatten():forward(x) end)
+      assert.equals('bfloat16', y:dtype())
+      assert.equals('reshape', y:grad_fn())   -- a view of x (the widened path ended in a narrowing node)
+      assert.same({3, 35}, y:shape())
+      assert_rounded_equal(y, nn.Flatten():forward(x:float()), 'nn.Flatten')
+      assert.is_true(rawequal(x, fnn.autocast('bf16', function() return nn.Identity():forward(x) end)))
+      local w = fnn.randn(3, 35)
+      local l = (y:float() * w):sum()
+      l:backward()
+      assert.equals('float32', p:grad():dtype())
+      assert.equals(0, (p:grad() - w:reshape(3, 7, 5)):abs():max():item())   -- float32 all the way: w itself
+   end)
+
+   it('keeps an op\'s errors at the caller\'s line on the wrapper\'s short path, inside autocast too', function()
+      local a, b = fnn.randn(2, 3):bf16(), fnn.randn(4, 5)
+      local line = debug.getinfo(1, 'l').currentline + 1
+      local e = err_of(function() return fnn.autocast('bf16', function() local y = fnn.linear(a, b); return y end) end)
+      assert.matches('bf16_spec.lua:' .. line .. ': linear', e, 1, true)
+   end)
+
    it('runs inside nn\'s layers: a bf16 input gives a bf16 output', function()
       fnn.manual_seed(6)
       local x = fnn.randn(3, 8)

@@ -183,6 +183,25 @@ function M.avg_pool(x, nd, kernel, opts)
    end)
 end
 
+-- the gradient of sum(gy * avg_pool(x)) with gy[i] = i (as max_pool_grad): each window's gy over its
+-- divisor goes to every in-bounds input of it
+function M.avg_pool_grad(x, nd, kernel, opts)
+   local k, s, p, ceil_mode, cip = pool_opts(nd, kernel, opts)
+   local done = 0
+   return by_planes(x, nd, function(v, sp)
+      local dx = {}
+      for i = 1, #v do dx[i] = 0 end
+      local n = 0
+      local _, osp = windows(sp, k, s, p, ceil_mode, function(list, padded)
+         n = n + 1
+         for _, i in ipairs(list) do dx[i] = dx[i] + (done + n) / (cip and padded or #list) end
+         return 0
+      end)
+      done = done + numel(osp)
+      return dx, sp
+   end)
+end
+
 -- adaptive average pooling of the last two dims to size {oh, ow}: window i covers
 -- [floor(i L / out), ceil((i + 1) L / out))
 function M.adaptive_avg_pool2d(x, size)

@@ -15,6 +15,7 @@
  * (pool.h); the entry points and backward rules call the row of the tensor's backend (a cuda
  * input: cuda/pool.cu's, same geometry, the argmax offsets staying on the device). */
 #include "pool.h"
+#include "../bf16.h"
 #include "../fastmath.h"
 #include <limits.h>
 #include <math.h>
@@ -31,12 +32,18 @@ static const char *layouts(int dims) {
     }
 }
 
-/* the usable-input checks of every op here: float32 on a device whose backend has the op's row
- * (*row), batched or unbatched rank */
+/* the usable-input checks of every op here: float32 (or bfloat16 where the row has a forward_bf16)
+ * on a device whose backend has the op's row (*row), batched or unbatched rank */
 static int check_spatial(const char *op, const fnn_tensor *x, int dims, const fnn_pool_row **row) {
-    FNN_TRY(fnn_check_input(op, x));
+    if (x && !x->freed && x->dtype == FNN_DTYPE_BFLOAT16) FNN_TRY(fnn_check_input_any(op, x));
+    else FNN_TRY(fnn_check_input(op, x));
     *row = fnn_pool_row_for(x->device, op);
     if (!*row || !(*row)->forward) return FNN_ROW_REFUSED(op, x->device, false);
+    if (x->dtype == FNN_DTYPE_BFLOAT16 && !(*row)->forward_bf16) {
+        char dev[32];
+        return FNN_FAIL(FNN_STATUS_ARG, "%s: the %s backend takes float32 only, got a bfloat16 tensor %s; convert it "
+                        "with :float()", op, fnn_device_name(x->device, dev, sizeof dev), fnn_shape_of(x).s);
+    }
     FNN_CHECK(x->ndim == dims + 2 || x->ndim == dims + 1, FNN_STATUS_SHAPE, "%s: input %s must be %s", op,
               fnn_shape_of(x).s, layouts(dims));
     return FNN_STATUS_OK;
@@ -64,7 +71,7 @@ static int new_spatial_output(fnn_tensor *out, const fnn_tensor *x, int dims, co
     int64_t shape[FNN_MAX_DIMS];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     for (int i = 0; i < dims; i++) shape[x->ndim - dims + i] = sp[3 - dims + i];
-    return fnn_new_output(out, x->device, x->ndim, shape);
+    return fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape);
 }
 
 /* split [0, n) into `parts` near-equal ranges; range t */
@@ -91,11 +98,20 @@ static void node_sizes(fnn_pool_args *a, int dims, const fnn_node *n) {
  * the entry points check, shape and allocate, then call the row of the tensor's backend: the CPU's
  * rows sit beside each op's kernels below, cuda/pool.cu's there */
 
-/* a's forward through row, x made contiguous (the kernels read whole planes) */
-static int row_forward(const fnn_pool_row *row, const fnn_tensor *x, fnn_pool_args *a) {
+/* a's forward through row into out, x made contiguous (the kernels read whole planes); a bfloat16 x
+ * (check_spatial: the row has forward_bf16) goes to it, with out bfloat16 as well */
+static int row_forward(const fnn_pool_row *row, const fnn_tensor *x, fnn_tensor *out, fnn_pool_args *a) {
     fnn_tensor xt;
     int rc;
+    if (x->dtype == FNN_DTYPE_BFLOAT16) {
+        a->xh = fnn_contiguous_bytes(x, &xt, &rc);
+        a->yh = fnn_bytes(out);
+        if (!rc) rc = row->forward_bf16(fnn_device_ordinal(x->device), a);
+        fnn_tensor_clear(&xt);
+        return rc;
+    }
     a->x = fnn_contiguous_data(x, &xt, &rc);
+    a->y = fnn_data(out);
     if (!rc) rc = row->forward(fnn_device_ordinal(x->device), a);
     fnn_tensor_clear(&xt);
     return rc;
@@ -108,7 +124,7 @@ static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, fn
     if (!row || !row->backward) return FNN_ROW_REFUSED(n->op->info.name, dout->device, true);
     fnn_tensor dyt;
     int rc;
-    a->dy = fnn_contiguous_data(dout, &dyt, &rc);
+    a->dy = fnn_contiguous_data(dout, &dyt, &rc);   /* float32: a bfloat16 output's gradient is (to_dtype.c) */
     if (!rc) rc = fnn_new_output(&din[0], dout->device, n->in_ndim[0], n->in_shape[0]);
     if (!rc) {
         a->dx = fnn_data(&din[0]);
@@ -448,6 +464,65 @@ static int pool_forward_cpu(const fnn_pool_args *a, fnn_range_fn planes_fn) {
     return FNN_STATUS_OK;
 }
 
+/* both pools' bfloat16 forward on the CPU: each plane widened (exactly) into a slot's float32 scratch,
+ * pooled there by the float32 plane function, and its result rounded into yh: the numbers of
+ * widen -> float32 pool -> round, without two full-size float32 tensors between (autocast's
+ * max_pool2d on a conv's bfloat16 output). Slot t owns planes split_range(t) and its scratch */
+typedef struct {
+    pool_job j;               /* the geometry and the whole output's argmax offsets (or NULL) */
+    fnn_range_fn planes_fn;   /* the float32 kernel */
+    const uint16_t *xh;
+    uint16_t *yh;
+    float *scratch;           /* slots x (plane + oplane) floats */
+    int64_t slots;
+} bf16_job;
+
+/* a plane's conversions, in AVX2 lanes where the CPU has them (the baseline build is SSE) */
+FNN_CLONES_V3 static void plane_widen(float *y, const uint16_t *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = fnn_bf16_to_f32(x[i]);
+}
+FNN_CLONES_V3 static void plane_round(uint16_t *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = fnn_bf16_from_f32(x[i]);
+}
+
+static void bf16_forward_slots(void *ctx, int64_t lo, int64_t hi) {
+    const bf16_job *b = ctx;
+    const pool_geom *g = b->j.g;
+    const int64_t plane = g->in[0] * g->in[1] * g->in[2], oplane = g->out[0] * g->out[1] * g->out[2];
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t p0, p1;
+        split_range(g->planes, b->slots, t, &p0, &p1);
+        float *xs = b->scratch + t * (plane + oplane), *ys = xs + plane;
+        for (int64_t p = p0; p < p1; p++) {
+            const uint16_t *xh = b->xh + p * plane;
+            uint16_t *yh = b->yh + p * oplane;
+            plane_widen(xs, xh, plane);
+            pool_job one = b->j;
+            one.x = xs;
+            one.y = ys;
+            one.idx = b->j.idx ? b->j.idx + p * oplane : NULL;
+            b->planes_fn(&one, 0, 1);
+            plane_round(yh, ys, oplane);
+        }
+    }
+}
+
+static int pool_forward_bf16_cpu(const fnn_pool_args *a, fnn_range_fn planes_fn) {
+    pool_geom g;
+    pool_geom_of_args(&g, a);
+    const int64_t plane = g.in[0] * g.in[1] * g.in[2], oplane = g.out[0] * g.out[1] * g.out[2];
+    int slots = slots_for(g.planes, g.planes * (plane + oplane * g.k[0] * g.k[1] * g.k[2]));
+    if (slots < 1) return FNN_STATUS_OK;   /* no planes */
+    int64_t bytes = (int64_t)sizeof(float) * slots * (plane + oplane);
+    float *scratch = fnn_alloc(FNN_DEVICE_CPU, bytes);
+    if (!scratch) return fnn_last_status();
+    bf16_job b = {.j = {&g, NULL, NULL, NULL, NULL, (float *)(void *)a->idx}, .planes_fn = planes_fn, .xh = a->xh,
+                  .yh = a->yh, .scratch = scratch, .slots = slots};
+    fnn_parallel_for(slots, slots, bf16_forward_slots, &b);
+    fnn_free(FNN_DEVICE_CPU, scratch, bytes);
+    return FNN_STATUS_OK;
+}
+
 /* max and avg pool's rule: a max pool's saved[0] holds the argmax offsets [planes * Do * Ho * Wo] (int32
  * bits); an avg pool saves nothing */
 static int pool_rule(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
@@ -480,11 +555,11 @@ static int max_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x,
     int64_t nout = g.planes * g.out[0] * g.out[1] * g.out[2];
     const fnn_tensor *ins[1] = {x};
     bool node = fnn_needs_node(1, ins);
-    fnn_pool_args a = {.y = fnn_data(out)};
+    fnn_pool_args a = {.y = NULL};   /* row_forward points it (or yh) at out */
     pool_args_of(&a, &g);
     if (node) rc = fnn_new_output(&idx, x->device, 1, &nout);   /* argmax offsets, for backward only */
     if (!rc && node) a.idx = (int32_t *)(void *)fnn_data(&idx);
-    if (!rc) rc = row_forward(row, x, &a);
+    if (!rc) rc = row_forward(row, x, out, &a);
     if (!rc && node) {
         fnn_node *n = fnn_attach_node(out, def, 1, ins);
         if (!n || fnn_save(n, 0, &idx)) rc = fnn_last_status();
@@ -618,9 +693,9 @@ static int avg_pool(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *x,
     pool_geom g;
     FNN_TRY(pool_setup(def->info.name, &g, out, x, dims, k, s, p, ceil_mode, &row));
     g.count_include_pad = count_include_pad != 0;
-    fnn_pool_args a = {.y = fnn_data(out)};
+    fnn_pool_args a = {.y = NULL};   /* row_forward points it (or yh) at out */
     pool_args_of(&a, &g);
-    int rc = row_forward(row, x, &a);
+    int rc = row_forward(row, x, out, &a);
     const fnn_tensor *ins[1] = {x};
     if (!rc && fnn_needs_node(1, ins)) {
         fnn_node *n = fnn_attach_node(out, def, 1, ins);
@@ -744,7 +819,7 @@ int fnn_adaptive_avg_pool2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, in
     FNN_TRY(new_spatial_output(out, x, 2, sp));
     fnn_pool_args a = {.y = fnn_data(out), .planes = fnn_numel_of(nd - 2, x->shape), .in = {1, H, W},
                        .out = {1, oh, ow}};
-    int rc = row_forward(row, x, &a);
+    int rc = row_forward(row, x, out, &a);
     const fnn_tensor *ins[1] = {x};
     if (!rc && fnn_needs_node(1, ins) && !fnn_attach_node(out, &ADAPTIVE_AVG_POOL2D, 1, ins)) rc = fnn_last_status();
     if (rc) fnn_tensor_clear(out);
@@ -920,7 +995,7 @@ int fnn_upsample_nearest(fnn_tensor *out, const fnn_tensor *x, int dims, const i
     fnn_pool_args a = {.idx = NULL};
     FNN_TRY(resize_setup("upsample_nearest", &a, out, x, dims, size, &row));
     a.y = fnn_data(out);
-    int rc = row_forward(row, x, &a);
+    int rc = row_forward(row, x, out, &a);
     const fnn_tensor *ins[1] = {x};
     if (!rc && fnn_needs_node(1, ins)) {
         fnn_node *n = fnn_attach_node(out, &UPSAMPLE_NEAREST, 1, ins);
@@ -1113,7 +1188,7 @@ int fnn_upsample_bilinear2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, in
     fnn_pool_args a = {.align_corners = align_corners != 0};
     FNN_TRY(resize_setup("upsample_bilinear2d", &a, out, x, 2, size, &row));
     a.y = fnn_data(out);
-    int rc = row_forward(row, x, &a);
+    int rc = row_forward(row, x, out, &a);
     const fnn_tensor *ins[1] = {x};
     if (!rc && fnn_needs_node(1, ins)) {
         fnn_node *n = fnn_attach_node(out, &UPSAMPLE_BILINEAR2D, 1, ins);
@@ -1124,25 +1199,28 @@ int fnn_upsample_bilinear2d(fnn_tensor *out, const fnn_tensor *x, int64_t oh, in
     return rc;
 }
 
-/* The CPU's rows: every op of the family (the CUDA rows: cuda/pool.cu). The 1-d, 2-d and 3-d pools
+/* The CPU's rows: every op of the family (the CUDA rows: cuda/pool.cu); the max and avg pools take
+ * bfloat16 too (forward_bf16), the others float32 only. The 1-d, 2-d and 3-d pools
  * share their kernels, the geometry telling them apart. */
 /* the CPU rows of max and avg pool: the shared drivers with each kind's plane functions */
 static int max_pool_cpu(int ord, const fnn_pool_args *a) { (void)ord; return pool_forward_cpu(a, max_forward_planes); }
 static int max_pool_grad_cpu(int ord, const fnn_pool_args *a) { (void)ord; return pool_grad_cpu(a, max_backward_planes); }
 static int avg_pool_cpu(int ord, const fnn_pool_args *a) { (void)ord; return pool_forward_cpu(a, avg_forward_planes); }
 static int avg_pool_grad_cpu(int ord, const fnn_pool_args *a) { (void)ord; return pool_grad_cpu(a, avg_backward_planes); }
+static int max_pool_bf16_cpu(int ord, const fnn_pool_args *a) { (void)ord; return pool_forward_bf16_cpu(a, max_forward_planes); }
+static int avg_pool_bf16_cpu(int ord, const fnn_pool_args *a) { (void)ord; return pool_forward_bf16_cpu(a, avg_forward_planes); }
 
 const fnn_pool_row fnn_cpu_pool_rows[] = {
-    {"max_pool1d", max_pool_cpu, max_pool_grad_cpu},
-    {"max_pool2d", max_pool_cpu, max_pool_grad_cpu},
-    {"max_pool3d", max_pool_cpu, max_pool_grad_cpu},
-    {"avg_pool1d", avg_pool_cpu, avg_pool_grad_cpu},
-    {"avg_pool2d", avg_pool_cpu, avg_pool_grad_cpu},
-    {"avg_pool3d", avg_pool_cpu, avg_pool_grad_cpu},
-    {"adaptive_avg_pool2d", adaptive_avg_pool_cpu, adaptive_avg_pool_grad_cpu},
-    {"upsample_nearest", upsample_nearest_cpu, upsample_nearest_grad_cpu},
-    {"upsample_bilinear2d", upsample_bilinear_cpu, upsample_bilinear_grad_cpu},
-    {NULL, NULL, NULL},
+    {"max_pool1d", max_pool_cpu, max_pool_grad_cpu, max_pool_bf16_cpu},
+    {"max_pool2d", max_pool_cpu, max_pool_grad_cpu, max_pool_bf16_cpu},
+    {"max_pool3d", max_pool_cpu, max_pool_grad_cpu, max_pool_bf16_cpu},
+    {"avg_pool1d", avg_pool_cpu, avg_pool_grad_cpu, avg_pool_bf16_cpu},
+    {"avg_pool2d", avg_pool_cpu, avg_pool_grad_cpu, avg_pool_bf16_cpu},
+    {"avg_pool3d", avg_pool_cpu, avg_pool_grad_cpu, avg_pool_bf16_cpu},
+    {"adaptive_avg_pool2d", adaptive_avg_pool_cpu, adaptive_avg_pool_grad_cpu, NULL},
+    {"upsample_nearest", upsample_nearest_cpu, upsample_nearest_grad_cpu, NULL},
+    {"upsample_bilinear2d", upsample_bilinear_cpu, upsample_bilinear_grad_cpu, NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 const fnn_op_def *const fnn_ops_pool[] = {&MAX_POOL1D, &MAX_POOL2D, &MAX_POOL3D, &AVG_POOL1D, &AVG_POOL2D,

@@ -21,6 +21,8 @@ typedef struct fnn_pool_args {
     int64_t k[3], s[3], p[3];  /* max/avg pools: kernel, stride, padding (1, 1, 0 along dims the op lacks) */
     int count_include_pad;     /* avg pools: divide by the window clipped to the padded input, not the input */
     int align_corners;         /* upsample_bilinear2d: corner centres meet, else half-pixel centres */
+    const uint16_t *xh;        /* forward_bf16: the input as bfloat16 [planes, in] (x unused) */
+    uint16_t *yh;              /* forward_bf16: the output as bfloat16 [planes, out] (y unused) */
 } fnn_pool_args;
 /* forward: y of x (max: windows padded with -inf, the first maximum in row-major window order wins
  * ties, a nan wins; avg: the window's sum / its divisor; adaptive_avg_pool2d: output o of n along an
@@ -31,6 +33,11 @@ typedef int (*fnn_pool_fn)(int ordinal, const fnn_pool_args *a);
 typedef struct fnn_pool_row {
     const char *op;            /* the registry name; NULL ends a table */
     fnn_pool_fn forward, backward;
+    /* a bfloat16 input into a bfloat16 output (xh, yh), the same numbers as the float32 forward on the
+     * widened input rounded back; NULL: the row takes float32 only, and the entry point refuses a
+     * bfloat16 tensor (autocast's wrapper widens it first). The backward is the float32 one either
+     * way: a bfloat16 tensor's gradient is float32 (to_dtype.c) */
+    fnn_pool_fn forward_bf16;
 } fnn_pool_row;
 /* the CPU rows: core/ops/pool.c; the CUDA rows: cuda/ */
 FNN_ROW_GLUE(pool, fnn_pool_row)

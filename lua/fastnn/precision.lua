@@ -120,6 +120,19 @@ for _, n in ipairs{'softmax', 'log_softmax', 'layer_norm', 'batch_norm', 'group_
                    'kl_div', 'cosine_embedding',
                    'sum', 'mean', 'var', 'std', 'norm', 'prod', 'logsumexp', 'cumsum'} do FLOAT32_OPS[n] = true end
 M.GEMM_OPS, M.FLOAT32_OPS = GEMM_OPS, FLOAT32_OPS
+-- ops (and nn layers) that take bfloat16 in C on the CPU and follow promotion there (bf16 in, bf16
+-- out): core/ops/pool.c's forward_bf16 rows. A bfloat16 tensor on another device (whose row takes
+-- float32 only) still goes through the widening path below
+local NATIVE_BF16 = {}
+for _, n in ipairs{'max_pool1d', 'max_pool2d', 'max_pool3d', 'avg_pool1d', 'avg_pool2d', 'avg_pool3d',
+                   'MaxPool1d', 'MaxPool2d', 'MaxPool3d', 'AvgPool1d', 'AvgPool2d', 'AvgPool3d',
+                   -- a view and the identity: widening around them made two full-size copies for the
+                   -- same values. (The elementwise activation layers keep the wrapper: the family's own
+                   -- bf16 path, elementwise.c's map_bf16, is slower on this CPU than widen, float32, round)
+                   'Flatten', 'Identity'} do
+   NATIVE_BF16[n] = true
+end
+M.NATIVE_BF16 = NATIVE_BF16
 
 local function is_bf16(v) return istype(T, v) and v.dtype_ == BF16 end
 
@@ -169,6 +182,37 @@ local function widen(args, n)
    return all_bf16 and any_float
 end
 
+-- v is not a bfloat16 tensor off the CPU (device = type * 256 + ordinal; the CPU's type is 0)
+local function host_or_not_bf16(v) return not (istype(T, v) and v.dtype_ == BF16 and v.device_ >= 256) end
+
+-- an argument's kind for the short path: 1 a bfloat16 tensor, 2 a float32 one, 3 a list of tensors
+-- (cat, stack: the table path), 0 anything else
+local function kind(v)
+   if istype(T, v) then return v.dtype_ == BF16 and 1 or v.dtype_ == F32 and 2 or 0 end
+   if type(v) == 'table' and istype(T, v[1]) then return 3 end
+   return 0
+end
+
+local function narrow1(v)
+   if istype(T, v) and v.dtype_ == F32 then return v:bf16() end
+   return v
+end
+
+-- the op's pcall results, narrowed when asked, without a table for up to three results; tail-called
+-- by the wrapper, so an error lands at the wrapper's caller, the user's line, as the table path's
+local function finish(narrow, ok, ...)
+   if not ok then error((...), 2) end
+   if not narrow then return ... end
+   local n = select('#', ...)
+   if n == 1 then return narrow1((...)) end
+   local r1, r2, r3 = ...
+   if n == 2 then return narrow1(r1), narrow1(r2) end
+   if n == 3 then return narrow1(r1), narrow1(r2), narrow1(r3) end
+   local r = {...}
+   for i = 1, n do r[i] = narrow1(r[i]) end
+   return unpack(r, 1, n)
+end
+
 local function narrow_results(r, from, to)
    for i = from, to do
       if istype(T, r[i]) and r[i].dtype_ == F32 then r[i] = r[i]:bf16() end
@@ -180,6 +224,7 @@ end
 local function wrap(name, f)
    local gemm, f32_out = GEMM_OPS[name], FLOAT32_OPS[name]
    local compare = name == 'eq' or name == 'ne' or name == 'lt' or name == 'le' or name == 'gt' or name == 'ge'
+   local native = NATIVE_BF16[name]
    return function(...)
       -- the float32 path: four arguments looked at without a loop (most ops take no more)
       if autocast_depth == 0 then
@@ -190,6 +235,31 @@ local function wrap(name, f)
          end
       end
       local n = select('#', ...)
+      if n <= 4 then
+         local a, b, c, d = ...
+         -- the C op takes these bfloat16 tensors itself: a tail call, so its errors name the user's line
+         if native and host_or_not_bf16(a) and host_or_not_bf16(b) and host_or_not_bf16(c) and
+            host_or_not_bf16(d) then
+            return f(...)
+         end
+         -- the short path: no argument table, no results table (a list argument takes the table path)
+         local ka, kb, kc, kd = kind(a), kind(b), kind(c), kind(d)
+         if ka ~= 3 and kb ~= 3 and kc ~= 3 and kd ~= 3 then
+            local narrow = ka + kb + kc + kd > 0 and ka ~= 2 and kb ~= 2 and kc ~= 2 and kd ~= 2
+            if ka == 1 then a = a:float() end
+            if kb == 1 then b = b:float() end
+            if kc == 1 then c = c:float() end
+            if kd == 1 then d = d:float() end
+            if autocast_depth > 0 then
+               if gemm then narrow = true elseif f32_out then narrow = false end
+            end
+            if compare then narrow = false end
+            if n == 1 then return finish(narrow, pcall(f, a)) end
+            if n == 2 then return finish(narrow, pcall(f, a, b)) end
+            if n == 3 then return finish(narrow, pcall(f, a, b, c)) end
+            return finish(narrow, pcall(f, a, b, c, d))
+         end
+      end
       local args = {...}
       local narrow = widen(args, n)
       if autocast_depth > 0 then

@@ -42,6 +42,48 @@ local function pool(kind, nd, input, kernel, opts, extra)
            fn = function(x) return fnn[op](view(x), kernel, opts) end,
            ref = function(x) return N[kind .. '_pool'](view(x):contiguous(), nd, kernel, opts) end}
 end
+-- x's values rounded to bfloat16, as float32
+local function rounded(x) return x:bf16():float() end
+-- a case of a pool on x:bf16() (fn asserts the bf16 result); ref: the naive pool of the rounded values,
+-- rounded. max is exact; avg may round a sum in another order across a bf16 boundary (one bf16 ulp)
+local function bf16_pool(kind, nd, input, kernel, o, extra)
+   extra = extra or {}
+   local op, view = ('%s_pool%dd'):format(kind, nd), extra.view or same
+   return {op = op, gradcheck = false, parity = kind == 'max' and EXACT or {0, 2 ^ -7},
+           value_tol = kind == 'avg' and 2 ^ -7 or nil,
+           inputs = function() return input() end,
+           fn = function(x)
+              local y = fnn[op](view(x:bf16()), kernel, o)
+              assert(y:dtype() == 'bfloat16', op .. ' of a bf16 input gave ' .. y:dtype())
+              return y
+           end,
+           ref = function(x) return rounded(N[kind .. '_pool'](view(rounded(x)):contiguous(), nd, kernel, o)) end}
+end
+-- a values case of a pool's gradient through bfloat16: fn returns d/dx of sum(gy * pool(x:bf16())),
+-- gy = 1, 2, ... (float32 all the way: the gradient of a bf16 tensor is float32); ref: the naive
+-- adjoint at the rounded values (max: the same argmax; avg: the input's values do not enter)
+local function bf16_grad(kind, nd, input, kernel, o)
+   local op = ('%s_pool%dd'):format(kind, nd)
+   return {op = op, gradcheck = false, parity = EXACT,
+           inputs = function() return input() end,
+           fn = function(t)
+              local p = fnn.Param(t)
+              local y = fnn[op](p:tensor():bf16(), kernel, o)
+              assert(y:dtype() == 'bfloat16', op .. ' of a bf16 input gave ' .. y:dtype())
+              local gy = {}
+              for i = 1, y:numel() do gy[i] = i end
+              y:float():mul(fnn.tensor(gy, y:shape()):to(y:device())):sum():backward()
+              local g = p:grad()
+              assert(g:dtype() == 'float32', op .. ': a bf16 input\'s gradient is ' .. g:dtype())
+              return g
+           end,
+           ref = function(t)
+              local x = rounded(t)
+              if kind == 'max' then return N.max_pool_grad(x, nd, kernel, o) end
+              -- avg: the adjoint of the naive pool, column by column of the identity
+              return N.avg_pool_grad(x, nd, kernel, o)
+           end}
+end
 -- a values case of max pooling's gradient: fn returns d/dx of sum(gy * max_pool(x)), gy = 1, 2, ...
 -- (row-major over the output), the routing at ties that finite differences cannot see
 local function max_grad(nd, x, kernel, opts)
@@ -154,6 +196,22 @@ local cases = {
    pool('avg', 2, U{3, 10, 9}, {3, 2}, opts({2, 1}, {1, 0}), {view = T(2, 3)}),
    pool('avg', 3, U{1, 2, 5, 4, 6}, {2, 3, 2}, opts({2, 1, 2}, {1, 1, 0}, true),
         {view = function(x) return x:permute(1, 2, 5, 3, 4) end}),
+
+   -- bfloat16 inputs (the CPU's forward_bf16 rows; on a GPU the wrapper widens): a bf16 result whose
+   -- values are the naive pool of the same (bf16) values, rounded to bf16
+   bf16_pool('max', 2, D{3, 2, 9, 7}, 2),                                        -- the 2x2 fast path, odd sizes
+   bf16_pool('max', 2, D{2, 3, 10, 9}, 3, opts(2, 1, true), {view = T(3, 4)}),   -- overlapping, non-contiguous
+   bf16_pool('max', 1, D{3, 9}, 3, {stride = 2, padding = 1, ceil_mode = true}),  -- unbatched
+   bf16_pool('max', 3, D{1, 2, 5, 4, 6}, {2, 3, 2}, opts({2, 1, 2}, {1, 1, 0})),
+   bf16_pool('avg', 2, U{2, 2, 4, 6}, 2),
+   bf16_pool('avg', 2, U{1, 2, 5, 6}, 3, opts(2, 1, true, false)),
+   bf16_pool('avg', 1, U{2, 8, 3}, 3, opts(2, 1, true, false), {view = T(2, 3)}),
+   bf16_pool('avg', 3, U{2, 5, 4, 5}, 3, opts(2, 1, true, true)),
+   -- their gradients: float32 (a bf16 tensor's gradient), the naive adjoint at the bf16 values
+   bf16_grad('max', 2, D{2, 3, 9, 7}, 2),
+   bf16_grad('max', 2, D{1, 2, 6, 7}, 3, opts(2, 1, true)),
+   bf16_grad('avg', 2, U{2, 2, 5, 6}, 3, opts(2, 1, true, false)),
+   bf16_grad('avg', 1, U{2, 3, 9}, 2),
 }
 
 -- kernel, stride, padding and ceil_mode of max pooling in 1-3 dims
