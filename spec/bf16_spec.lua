@@ -177,6 +177,33 @@ describe('every op on bfloat16 inputs', function()
       assert.equals('int64', a:bf16():argmax(2):dtype())
    end)
 
+   -- elementwise.c's tiled pass (contiguous operands of one shape; tiles of 1024) and its general path
+   -- (broadcast, strided) against the float32 op on the same values, past a tile's end, at 1 and 2 threads
+   it('runs the elementwise family on bf16 in tiles: the float32 op\'s numbers, any size, any thread count',
+      function()
+      local threads = fnn.get_num_threads()
+      fnn.manual_seed(12)
+      local a, b, c = fnn.randn(3, 2049), fnn.randn(3, 2049), fnn.randn(2049)
+      local ab, bb = a:bf16(), b:bf16()
+      local af, bf = ab:float(), bb:float()
+      for _, n in ipairs{1, 2} do
+         fnn.set_num_threads(n)
+         assert_rounded_equal(ab + bb, af + bf, 'add, tiled')
+         assert_rounded_equal(ab * bb, af * bf, 'mul, tiled')
+         assert_rounded_equal(ab:relu(), af:relu(), 'relu, tiled')
+         assert_rounded_equal(ab:gelu(), af:gelu(), 'gelu, tiled')
+         assert_rounded_equal(ab + c:bf16(), af + c:bf16():float(), 'add, broadcast')
+         assert_rounded_equal(ab:t():exp(), af:t():exp(), 'exp, strided')
+         local mixed = ab * b                                   -- bf16 with float32: float32, unrounded
+         assert.equals('float32', mixed:dtype())
+         assert.equals(0, (mixed - af * b):abs():max():item())
+         local mask = ab:gt(bb)
+         assert.equals('float32', mask:dtype())
+         assert.equals(0, (mask - af:gt(bf)):abs():max():item())
+      end
+      fnn.set_num_threads(threads)
+   end)
+
    it('raises an op\'s refusal at the caller\'s line, naming the op and the shapes', function()
       local line = debug.getinfo(1, 'l').currentline + 1
       local e = err_of(function() local y = fnn.randn(2, 3):bf16():matmul(fnn.randn(4, 5):bf16()); return y end)
@@ -217,6 +244,32 @@ describe('every op on bfloat16 inputs', function()
       l:backward()
       assert.equals('float32', p:grad():dtype())
       assert.equals(0, (p:grad() - w:reshape(3, 7, 5)):abs():max():item())   -- float32 all the way: w itself
+   end)
+
+   it('runs the activation layers on bf16 in C: bf16 out, no cast nodes, the widened op\'s numbers and gradients',
+      function()
+      for _, make in ipairs{
+         function() return nn.ReLU() end, function() return nn.SiLU() end, function() return nn.Swish() end,
+         function() return nn.Mish() end, function() return nn.Softsign() end,
+         function() return nn.HardSigmoid() end, function() return nn.LeakyReLU(0.2) end,
+         function() return nn.GELU() end, function() return nn.GELU({approximate = 'tanh'}) end} do
+         local m = make()
+         fnn.manual_seed(4)
+         local v = fnn.randn(5, 3000) * 3                    -- long enough for the tiled path's pieces
+         local p, q = fnn.Param(v:bf16():float()), fnn.Param(v:bf16():float())
+         local y = fnn.autocast('bf16', function() return m:forward(p:tensor():bf16()) end)
+         assert.equals('bfloat16', y:dtype(), tostring(m))
+         assert.is_not.equals('bf16', y:grad_fn(), tostring(m))   -- made by the op, not by a narrowing
+         local want = m:forward(q:tensor())                         -- float32 on the same values
+         assert_rounded_equal(y, want, tostring(m))
+         local w = fnn.randn(5, 3000)
+         local l1 = (y:float() * w):sum()
+         l1:backward()
+         local l2 = (want * w):sum()
+         l2:backward()
+         assert.equals('float32', p:grad():dtype())
+         assert.equals(0, (p:grad() - q:grad()):abs():max():item(), tostring(m))
+      end
    end)
 
    it('keeps an op\'s errors at the caller\'s line on the wrapper\'s short path, inside autocast too', function()

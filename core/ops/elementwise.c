@@ -21,6 +21,7 @@
  * ...) refuse int64, as every float-only op does. */
 #include "../internal.h"
 #include "../fastmath.h"
+#include "../bf16.h"
 #include "int64.h"
 #include "elementwise.h"
 
@@ -145,6 +146,69 @@ static void map_run(row_fn row, float *y, const float *const *x, int64_t (*s)[FN
 static int map_f32(const char *name, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code, float k0,
                    float k1);
 
+static row_fn cpu_kernel(int code);
+
+/* The CPU's bfloat16 map in one pass (inputs of the output's shape, contiguous): tiles of MAP_TILE
+ * elements, each bf16 input widened into a float32 tile on the stack, the float32 row run on the
+ * tiles, the result rounded back tile by tile while it is in L1. Three full-size passes through two
+ * float32 temporaries cost relu on a [128,32,28,28] bf16 activation 2.3x the float32 op. */
+enum { MAP_TILE = 1024 };
+typedef struct {
+    row_fn row;
+    int nin;
+    const void *x[3];
+    bool bf[3], ybf;
+    void *y;
+    int64_t n;
+    float k0, k1;
+} tile_args;
+
+FNN_CLONES_V3 static void widen_tile(float *dst, const uint16_t *src, int64_t m) {
+    for (int64_t i = 0; i < m; i++) dst[i] = fnn_bf16_to_f32(src[i]);
+}
+FNN_CLONES_V3 static void round_tile(uint16_t *dst, const float *src, int64_t m) {
+    for (int64_t i = 0; i < m; i++) dst[i] = fnn_bf16_from_f32(src[i]);
+}
+
+static void map_tiles(void *ctx, int64_t lo, int64_t hi) {
+    const tile_args *a = ctx;
+    _Alignas(64) float buf[4][MAP_TILE];
+    for (int64_t t = lo; t < hi; t++) {
+        const int64_t e0 = t * MAP_TILE, m = a->n - e0 < MAP_TILE ? a->n - e0 : MAP_TILE;
+        const float *x[3] = {NULL, NULL, NULL};
+        for (int k = 0; k < 3; k++) {
+            if (k >= a->nin) x[k] = x[0];   /* an unused operand repeats the first (nin >= 1) */
+            else if (a->bf[k]) { widen_tile(buf[k], (const uint16_t *)a->x[k] + e0, m); x[k] = buf[k]; }
+            else x[k] = (const float *)a->x[k] + e0;
+        }
+        float *y = a->ybf ? buf[3] : (float *)a->y + e0;
+        a->row(y, x[0], 1, x[1], 1, x[2], 1, m, a->k0, a->k1);
+        if (a->ybf) round_tile((uint16_t *)a->y + e0, buf[3], m);
+    }
+}
+
+/* the tiled path when it applies (*done); out is bf16 when ybf, else float32 */
+static int map_bf16_tiled(const char *name, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code,
+                          float k0, float k1, bool ybf, bool *done) {
+    *done = false;
+    for (int k = 0; k < nin; k++) {
+        const fnn_tensor *t = ins[k];
+        if (t->freed || fnn_device_type_of(t->device) != FNN_DEVICE_CPU || !fnn_tensor_is_contiguous(t) ||
+            (t->dtype != FNN_DTYPE_BFLOAT16 && t->dtype != FNN_DTYPE_FLOAT32) || !fnn_same_shape(t, ins[0]))
+            return FNN_STATUS_OK;   /* the general path checks and broadcasts */
+    }
+    for (int k = 0; k < nin; k++) FNN_TRY(fnn_check_input_any(name, ins[k]));
+    tile_args a = {.row = cpu_kernel(code), .nin = nin, .ybf = ybf, .n = fnn_tensor_numel(ins[0]), .k0 = k0, .k1 = k1};
+    FNN_ASSERT(a.row != NULL);
+    for (int k = 0; k < nin; k++) { a.x[k] = fnn_data(ins[k]); a.bf[k] = ins[k]->dtype == FNN_DTYPE_BFLOAT16; }
+    FNN_TRY(fnn_empty_on(out, ins[0]->device, ins[0]->ndim, ins[0]->shape,
+                         ybf ? FNN_DTYPE_BFLOAT16 : FNN_DTYPE_FLOAT32));
+    a.y = fnn_data(out);
+    fnn_parallel_for((a.n + MAP_TILE - 1) / MAP_TILE, fnn_threads_for(a.n), map_tiles, &a);
+    *done = true;
+    return FNN_STATUS_OK;
+}
+
 /* bfloat16 inputs: widened exactly to float32, the formula run in float32, and the result rounded back
  * to bfloat16 when every input was bfloat16 (PyTorch's promotion: with a float32 input it is float32),
  * except the comparisons' 0/1 masks, which stay float32 as for any dtype. A gradient rule mixes its
@@ -152,20 +216,25 @@ static int map_f32(const char *name, fnn_tensor *out, int nin, const fnn_tensor 
  * float32 (core/ops/to_dtype.c). */
 static int map_bf16(const char *name, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code, float k0,
                     float k1) {
-    fnn_tensor wide[3], mid;
-    const fnn_tensor *use[3];
-    bool all_bf16 = true;
-    int rc = FNN_STATUS_OK, made = 0;
     fnn_set_op(name);   /* named before its casts (which name themselves), so fnn.profile counts the op */
-    for (int k = 0; k < nin && !rc; k++) {
-        use[k] = ins[k];
-        if (ins[k]->dtype != FNN_DTYPE_BFLOAT16) { all_bf16 = false; continue; }
-        if (!(rc = fnn_cast(&wide[made], ins[k], FNN_DTYPE_FLOAT32))) use[k] = &wide[made++];
-    }
+    bool all_bf16 = true;
+    for (int k = 0; k < nin; k++) all_bf16 = all_bf16 && ins[k]->dtype == FNN_DTYPE_BFLOAT16;
     const bool mask = code == FNN_MAP_eq || code == FNN_MAP_ne || code == FNN_MAP_lt || code == FNN_MAP_le ||
                       code == FNN_MAP_gt || code == FNN_MAP_ge;
-    if (!rc) rc = map_f32(name, all_bf16 && !mask ? &mid : out, nin, use, code, k0, k1);
-    if (!rc && all_bf16 && !mask) {
+    const bool narrow = all_bf16 && !mask;
+    bool tiled = false;
+    FNN_TRY(map_bf16_tiled(name, out, nin, ins, code, k0, k1, narrow, &tiled));
+    if (tiled) return FNN_STATUS_OK;
+    fnn_tensor wide[3], mid;
+    const fnn_tensor *use[3];
+    int rc = FNN_STATUS_OK, made = 0;
+    for (int k = 0; k < nin && !rc; k++) {
+        use[k] = ins[k];
+        if (ins[k]->dtype != FNN_DTYPE_BFLOAT16) continue;
+        if (!(rc = fnn_cast(&wide[made], ins[k], FNN_DTYPE_FLOAT32))) use[k] = &wide[made++];
+    }
+    if (!rc) rc = map_f32(name, narrow ? &mid : out, nin, use, code, k0, k1);
+    if (!rc && narrow) {
         rc = fnn_cast(out, &mid, FNN_DTYPE_BFLOAT16);
         fnn_tensor_clear(&mid);
     }

@@ -127,9 +127,13 @@ local NATIVE_BF16 = {}
 for _, n in ipairs{'max_pool1d', 'max_pool2d', 'max_pool3d', 'avg_pool1d', 'avg_pool2d', 'avg_pool3d',
                    'MaxPool1d', 'MaxPool2d', 'MaxPool3d', 'AvgPool1d', 'AvgPool2d', 'AvgPool3d',
                    -- a view and the identity: widening around them made two full-size copies for the
-                   -- same values. (The elementwise activation layers keep the wrapper: the family's own
-                   -- bf16 path, elementwise.c's map_bf16, is slower on this CPU than widen, float32, round)
-                   'Flatten', 'Identity'} do
+                   -- same values
+                   'Flatten', 'Identity',
+                   -- the activation layers whose gradient reads the input, not the output: elementwise.c
+                   -- runs them on bf16 in one tiled pass, the same numbers and float32 gradients as widen,
+                   -- float32, round (Sigmoid, Tanh, ELU and SELU keep the wrapper: their backward reads the
+                   -- output, which would be the rounded one)
+                   'ReLU', 'SiLU', 'Swish', 'Mish', 'Softsign', 'HardSigmoid', 'LeakyReLU', 'GELU'} do
    NATIVE_BF16[n] = true
 end
 M.NATIVE_BF16 = NATIVE_BF16
