@@ -61,9 +61,77 @@ local function check_arity(cls, ...)
    end
 end
 
+-- an input past the last of a class's forward is refused, never dropped (model:forward(x, 5), a
+-- one-input layer called as layer(x, y)). The first construction of each class replaces the forward
+-- it resolves to with a checking tail call, made once per forward function and cached: m(x) reaches
+-- it through __call, m:forward(x) directly, and a child's forward inside a container too. The cost
+-- is one count of the arguments per call. The parameters are the class's own forward's: under
+-- fastnn.precision's autocast wrapper (a vararg function) the layer's forward is its upvalue f.
+local checked_forward = setmetatable({}, {__mode = 'k'})   -- forward -> its checking wrapper
+local is_checker = setmetatable({}, {__mode = 'k'})        -- the wrappers themselves
+local NOT_CALLABLE = {}                                     -- forwards that only raise 'no forward'
+
+local function own_forward(f)
+   for _ = 1, 4 do
+      local info = debug.getinfo(f, 'Su')
+      if not (info.isvararg and info.source:find('fastnn/precision.lua', 1, true)) then return f, info end
+      local inner
+      for i = 1, 60 do
+         local name, v = debug.getupvalue(f, i)
+         if name == nil then break end
+         if name == 'f' and type(v) == 'function' then inner = v end
+      end
+      if not inner then return f, info end
+      f = inner
+   end
+   return f, debug.getinfo(f, 'u')
+end
+
+-- the inputs a forward takes, by name: '(x)', '(q, k, v, opts)'
+local function input_names(f, np)
+   local names = {}
+   for i = 2, np + 1 do names[#names + 1] = debug.getlocal(f, i) or '?' end
+   return '(' .. table.concat(names, ', ') .. ')'
+end
+
+local function refuse_input(self, f, np, ...)
+   for i = np + 1, select('#', ...) do
+      local v = select(i, ...)
+      if v ~= nil then
+         error(('%s:forward: unexpected argument %d (%s); it takes %s'):format(self:_full_name(), i, describe(v),
+               input_names(f, np)), 3)   -- 1 here, 2 the checking forward, 3 the user
+      end
+   end
+end
+
+local function checking_forward(f)
+   local w = checked_forward[f]
+   if w then return w end
+   local own, info = own_forward(f)
+   -- a vararg forward takes what it takes; one that names not even self (function M.forward() error(e) end)
+   -- reads no argument, so there is no count to hold it to
+   if info.isvararg or info.nparams == 0 or NOT_CALLABLE[own] then return f end
+   local np = info.nparams - 1                                -- without self
+   w = function(self, ...)
+      if select('#', ...) > np then refuse_input(self, own, np, ...) end
+      return f(self, ...)   -- a tail call: forward's error levels count as without this wrapper
+   end
+   checked_forward[f], is_checker[w] = w, true
+   return w
+end
+
+local function check_forward(cls)
+   local f = cls.forward
+   if type(f) == 'function' and not is_checker[f] then
+      local w = checking_forward(f)
+      if w ~= f then rawset(cls, 'forward', w) end
+   end
+end
+
 -- Class(...) makes an instance and runs __init
 local function construct(cls, ...)
    check_arity(cls, ...)
+   check_forward(cls)
    local self = setmetatable({}, cls)
    rawset(self, 'training', true)
    self:__init(...)
@@ -124,6 +192,8 @@ function Module:__init() end
 function Module:forward()
    error(('%s: forward is not defined'):format(self:_full_name()), 2)
 end
+NOT_CALLABLE[Module.forward] = true
+Module._not_callable_forward = NOT_CALLABLE   -- ModuleList's joins it
 
 function Module:_full_name()
    local n = self._name
