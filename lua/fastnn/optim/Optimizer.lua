@@ -454,7 +454,10 @@ end
 
 function Optimizer:__tostring()
    local parts = {}
-   for _, k in ipairs(option_names(self.defaults)) do
+   local names = {}
+   for k in pairs(self.defaults) do names[#names + 1] = k end
+   table.sort(names)
+   for _, k in ipairs(names) do
       local v = self.options[k]
       if type(v) == 'table' then v = '{' .. table.concat(v, ', ') .. '}' end
       parts[#parts + 1] = k .. '=' .. tostring(v)
