@@ -699,6 +699,8 @@ describe('arity above the ops', function()
       refused('nn.Linear:forward: unexpected argument 2 (5); it takes (x)', function() return l:forward(x, 5) end)
       refused('nn.Linear:forward: unexpected argument 3 (true); it takes (x)', function() return l(x, nil, true) end)
       assert.same({2, 4}, l(x, nil):shape())   -- a trailing nil is none
+      refused("nn.Linear:forward: unexpected argument 5 ('last'); it takes (x)",
+              function() return l(x, nil, nil, nil, 'last') end)   -- the last of the four slots looked at
       -- forwards of other shapes: several inputs and an options table, a state, a loss, a `_` self
       local q = fnn.randn(1, 3, 4)
       local mha = nn.MultiheadAttention(4, 2)
