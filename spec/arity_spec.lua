@@ -586,6 +586,40 @@ describe('arity above the ops', function()
       ['keras:output_shape'] = function() return method(mlp(), 'output_shape', 'Sequential:output_shape', {4, 3}) end,
    }
    ROWS['keras:save_to_path'], ROWS['keras:load_from_path'] = ROWS['keras:save_weights'], ROWS['keras:load_weights']
+   -- nn.Module's own methods, on a plain Module (a class's own overrides are its own)
+   local function model()
+      local m = nn.Module()
+      m:add_module('lin', nn.Linear(3, 2))
+      m:add_module('bn', nn.BatchNorm1d(2))
+      return m
+   end
+   local function module_row(name, ...)
+      local args = pack(...)
+      ROWS['Module:' .. name] = function()
+         return method(model(), name, 'nn.Module:' .. name, unpack(args, 1, args.n))
+      end
+   end
+   for _, name in ipairs{'named_children', 'children', 'named_modules', 'modules', 'named_parameters', 'named_buffers',
+                         'parameters', 'buffers', 'eval', 'zero_grad', 'freeze', 'unfreeze'} do
+      module_row(name)
+   end
+   module_row('train', false)
+   module_row('to_device', 'cpu')
+   module_row('num_parameters', {trainable = true})
+   module_row('apply', function() end)
+   module_row('is_instance_of', nn.Sequential)
+   module_row('set_buffer', 'bn.running_mean', fnn.zeros(2))
+   local Double = nn.Module:extend('Double')   -- its output_shape is the base's (forward on zeros)
+   function Double.forward(_, x) return x * 2 end
+   ROWS['Module:output_shape'] = function() return method(Double(), 'output_shape', 'nn.Double:output_shape', {4, 3}) end
+   ROWS['Module:add_module'] = function() return method(nn.Module(), 'add_module', 'nn.Module:add_module', 'a', nn.ReLU()) end
+   ROWS['Module:register_parameter'] = function()
+      return method(nn.Module(), 'register_parameter', 'nn.Module:register_parameter', 'w', fnn.Param(fnn.ones(2)))
+   end
+   ROWS['Module:register_buffer'] = function()
+      return method(nn.Module(), 'register_buffer', 'nn.Module:register_buffer', 'b', fnn.ones(2))
+   end
+   ROWS['Module:extend'] = function() return method(nn.Module, 'extend', 'nn.Module:extend', 'Extended') end
    -- what Lookahead hands on to the optimizer it wraps
    for _, name in ipairs{'zero_grad', 'lr', 'parameters', 'gradients_are_finite', 'steps'} do
       ROWS['Lookahead:' .. name] = function()
@@ -597,6 +631,9 @@ describe('arity above the ops', function()
    local EXEMPT_ABOVE = {
       ['Optimizer:extend'] = 'optim.Optimizer:extend(name, defaults, state_tensors) makes a class; a class writer\'s call',
       ['profile.profile'] = 'fnn.profile(fn, ...) passes its arguments to fn',
+      ['Module:forward'] = "the layers' forward: one check for every class, in construct (its own test below)",
+      ['Module:short_str'] = "a layer writer's hook most classes define; printing calls it with exactly self",
+      ['Module:is_module'] = 'nn.Module.is_module(v): a predicate of one value, read on every field assignment',
    }
    -- a class writer's hooks, in any optimizer or schedule class: the base calls them with exactly
    -- their arguments (update(p, group, st), rate(t), ...); a user does not
@@ -643,6 +680,9 @@ describe('arity above the ops', function()
          end
       end
       walk_class(list, getmetatable(writer), function() return 'SummaryWriter' end)
+      for k, f in pairs(nn.Module) do
+         if type(f) == 'function' and type(k) == 'string' and not k:match('^_') then list['Module:' .. k] = true end
+      end
       walk_class(list, getmetatable(report))
       for k, f in pairs(nn.Sequential) do
          if type(f) == 'function' and not k:match('^_') and debug.getinfo(f, 'S').source:find('fastnn/keras/', 1, true) then
