@@ -401,3 +401,392 @@ describe('arity', function()
       assert.equals(0.1, fnn.optim.SGD(params, 0.1, nil, nil).options.lr)
    end)
 end)
+
+-- The layer above the ops: a layer's forward (one check for every class, in nn.Module's construct),
+-- the optimizers' methods, the LR schedules, serialization, tensorboard, onnx, fnn.profile's
+-- report and the Keras-style model methods. ROWS is driven like CASES: a valid call, the same with
+-- a trailing nil, and with one more value, refused at the caller's line as "<op>: unexpected
+-- argument <N> (<value>)", N counting the user's arguments (not self). The walk below lists
+-- every public function of those modules; one without a row or an exemption fails the spec.
+describe('arity above the ops', function()
+   local nn, optim = fnn.nn, fnn.optim
+   local serialize = require 'fastnn.serialize'
+   local tensorboard = require 'fastnn.tensorboard'
+   local onnx = require 'fastnn.onnx'
+   local keras_model = require 'fastnn.keras.model'
+   local tmp = os.tmpname()
+   os.remove(tmp)
+   os.execute('mkdir -p ' .. tmp)
+   local function path(name) return tmp .. '/' .. name end
+   local function params() return {fnn.Param(fnn.ones(2))} end
+   local function stepped(cls)   -- an optimizer whose one parameter has stepped once
+      local p = fnn.Param(fnn.ones(2))
+      local o = optim[cls]({p}, 0.1)
+      ;(p:tensor() * p:tensor()):sum():backward()
+      o:step()
+      return o
+   end
+   local function mlp()
+      local m = nn.Sequential(nn.Linear(3, 2))
+      m:compile{optimizer = 'sgd', loss = 'mse'}
+      return m
+   end
+   local X, Y = fnn.randn(4, 3), fnn.randn(4, 2)
+   local writer = tensorboard.SummaryWriter(path('tb'))
+   local report = fnn.profile(function() return fnn.ones(2) + 1 end)
+
+   -- key -> function returning (f, args as a pack, op name in the message, method?): f(unpack(args))
+   -- is the call; a method's args start with self, which the message's count leaves out
+   local function method(obj, name, op, ...) return obj[name], pack(obj, ...), op, true end
+   local ROWS = {
+      -- optim: the base's methods (every optimizer inherits them) on SGD, Adam's own update_many aside
+      ['Optimizer:bind'] = function() return method(optim.SGD{lr = 0.1}, 'bind', 'optim.SGD:bind', params()) end,
+      ['Optimizer:step'] = function() return method(stepped('Adam'), 'step', 'optim.Adam:step', function() end) end,
+      ['Optimizer:zero_grad'] = function() return method(stepped('SGD'), 'zero_grad', 'optim.SGD:zero_grad') end,
+      ['Optimizer:parameters'] = function() return method(stepped('SGD'), 'parameters', 'optim.SGD:parameters') end,
+      ['Optimizer:gradients_are_finite'] = function()
+         return method(stepped('SGD'), 'gradients_are_finite', 'optim.SGD:gradients_are_finite')
+      end,
+      ['Optimizer:lr'] = function() return method(stepped('RMSprop'), 'lr', 'optim.RMSprop:lr') end,
+      ['Optimizer:set_lr'] = function() return method(stepped('SGD'), 'set_lr', 'optim.SGD:set_lr', 0.5) end,
+      ['Optimizer:steps'] = function() return method(stepped('Lion'), 'steps', 'optim.Lion:steps') end,
+      ['Optimizer:state'] = function() return method(stepped('SGD'), 'state', 'optim.SGD:state') end,
+      ['Optimizer:load_state'] = function()
+         local o = stepped('Adam')
+         return method(o, 'load_state', 'optim.Adam:load_state', o:state())
+      end,
+      ['Lookahead:step'] = function()
+         return method(optim.Lookahead(stepped('SGD'), 2), 'step', 'optim.Lookahead:step', function() end)
+      end,
+      ['tensorboard.crc32c'] = function() return tensorboard.crc32c, pack('abc') end,
+      ['tensorboard.masked_crc32c'] = function() return tensorboard.masked_crc32c, pack('abc') end,
+      ['Lookahead:set_lr'] = function() return method(optim.Lookahead(stepped('SGD')), 'set_lr', 'optim.Lookahead:set_lr', 0.2) end,
+      ['Lookahead:state'] = function() return method(optim.Lookahead(stepped('SGD')), 'state', 'optim.Lookahead:state') end,
+      ['Lookahead:load_state'] = function()
+         local o = optim.Lookahead(stepped('SGD'))
+         return method(o, 'load_state', 'optim.Lookahead:load_state', o:state())
+      end,
+      ['Ema:update'] = function() return method(optim.Ema(params()), 'update', 'optim.Ema:update') end,
+      ['Ema:swap_in'] = function() return method(optim.Ema(params()), 'swap_in', 'optim.Ema:swap_in') end,
+      ['Ema:swap_out'] = function()
+         local e = optim.Ema(params())
+         e:swap_in()
+         return method(e, 'swap_out', 'optim.Ema:swap_out')
+      end,
+      ['Ema:state'] = function() return method(optim.Ema(params()), 'state', 'optim.Ema:state') end,
+      ['Ema:load_state'] = function()
+         local e = optim.Ema(params())
+         return method(e, 'load_state', 'optim.Ema:load_state', e:state())
+      end,
+      ['ReduceOnPlateau:step'] = function()
+         return method(optim.ReduceOnPlateau(stepped('SGD')), 'step', 'optim.ReduceOnPlateau:step', 1.5)
+      end,
+      ['ReduceOnPlateau:lr'] = function() return method(optim.ReduceOnPlateau(stepped('SGD')), 'lr', 'optim.ReduceOnPlateau:lr') end,
+      ['Schedule:lr_at'] = function() return method(optim.StepDecay(0.1, 10), 'lr_at', 'optim.StepDecay:lr_at', 3) end,
+      ['Schedule:__call'] = function() local s = optim.OneCycle(0.1, 100); return getmetatable(s).__call, pack(s, 3), 'optim.OneCycle', true end,
+      ['Schedule:apply'] = function()
+         return method(optim.CosineAnnealing(0.1, 10), 'apply', 'optim.CosineAnnealing:apply', stepped('SGD'), 2)
+      end,
+      -- the constructors of the classes built with __new or a schedule's __init (the optimizers' and
+      -- nn's constructors have their own blocks above)
+      ['optim.Ema'] = function() return optim.Ema, pack(params(), 0.9) end,
+      ['optim.Lookahead'] = function() return optim.Lookahead, pack(stepped('SGD'), 3, 0.5) end,
+      ['optim.ReduceOnPlateau'] = function() return optim.ReduceOnPlateau, pack(stepped('SGD'), {patience = 2}) end,
+      ['optim.StepDecay'] = function() return optim.StepDecay, pack(0.1, 10, 0.5) end,
+      ['optim.CosineAnnealing'] = function() return optim.CosineAnnealing, pack(0.1, 10, {min = 0.01}) end,
+      ['optim.ExponentialDecay'] = function() return optim.ExponentialDecay, pack(0.1, 10, 0.9, {staircase = true}) end,
+      ['optim.OneCycle'] = function() return optim.OneCycle, pack(0.1, 100, {pct_start = 0.3}) end,
+      ['optim.Warmup'] = function() return optim.Warmup, pack(optim.StepDecay(0.1, 10), 5) end,
+      ['optim.clip_grad_norm'] = function() return optim.clip_grad_norm, pack(stepped('SGD'):parameters(), 1) end,
+      ['optim.clip_grad_value'] = function() return optim.clip_grad_value, pack(stepped('SGD'):parameters(), 1) end,
+      ['optim.gradients_are_finite'] = function() return optim.gradients_are_finite, pack(params()) end,
+      -- serialization (fnn.save and friends are these, by a tail call)
+      ['serialize.save'] = function() return fnn.save, pack(nn.Linear(2, 2), path('a.fdl'), {}), 'save' end,
+      ['serialize.load'] = function()
+         local m = nn.Linear(2, 2)
+         fnn.save(m, path('b.fdl'))
+         return fnn.load, pack(m, path('b.fdl'), {}), 'load'
+      end,
+      ['serialize.save_training'] = function()
+         return fnn.save_training, pack(nn.Linear(2, 2), stepped('SGD'), 3, path('c.fdl'), {}), 'save_training'
+      end,
+      ['serialize.load_training'] = function()
+         local m = nn.Linear(2, 2)
+         local o = optim.SGD(m:parameters(), 0.1)
+         fnn.save_training(m, o, 3, path('d.fdl'))
+         return fnn.load_training, pack(m, o, path('d.fdl'), {}), 'load_training'
+      end,
+      ['serialize.save_safetensors'] = function()
+         return fnn.save_safetensors, pack({w = fnn.ones(2)}, path('e.safetensors'), {}), 'save_safetensors'
+      end,
+      ['serialize.load_safetensors'] = function()
+         fnn.save_safetensors({w = fnn.ones(2)}, path('f.safetensors'))
+         return fnn.load_safetensors, pack(path('f.safetensors'), {}), 'load_safetensors'
+      end,
+      ['serialize.info'] = function()
+         fnn.save(nn.Linear(2, 2), path('g.fdl'))
+         return serialize.info, pack(path('g.fdl')), 'info'
+      end,
+      -- tensorboard
+      ['tensorboard.SummaryWriter'] = function() return tensorboard.SummaryWriter, pack(path('tb2'), {max_queue = 5}) end,
+      ['SummaryWriter:add_scalar'] = function() return method(writer, 'add_scalar', 'SummaryWriter:add_scalar', 'a', 1, 0) end,
+      ['SummaryWriter:add_scalars'] = function()
+         return method(writer, 'add_scalars', 'SummaryWriter:add_scalars', 'b', {x = 1}, 0)
+      end,
+      ['SummaryWriter:add_histogram'] = function()
+         return method(writer, 'add_histogram', 'SummaryWriter:add_histogram', 'c', fnn.randn(8), 0)
+      end,
+      ['SummaryWriter:add_image'] = function()
+         return method(writer, 'add_image', 'SummaryWriter:add_image', 'd', fnn.rand(3, 2, 2), 0)
+      end,
+      ['SummaryWriter:add_text'] = function() return method(writer, 'add_text', 'SummaryWriter:add_text', 'e', 'hi', 0) end,
+      ['SummaryWriter:flush'] = function() return method(writer, 'flush', 'SummaryWriter:flush') end,
+      ['SummaryWriter:close'] = function()
+         return method(tensorboard.SummaryWriter(path('tb3')), 'close', 'SummaryWriter:close')
+      end,
+      ['SummaryWriter:get_logdir'] = function() return method(writer, 'get_logdir', 'SummaryWriter:get_logdir') end,
+      -- onnx
+      ['onnx.export'] = function()
+         return onnx.export, pack(nn.Sequential(nn.Linear(3, 2), nn.ReLU()), {X}, path('m.onnx'), {})
+      end,
+      ['onnx.load'] = function()
+         onnx.export(nn.Sequential(nn.Linear(3, 2)), {X}, path('n.onnx'))
+         return onnx.load, pack(path('n.onnx'))
+      end,
+      -- fnn.profile's report
+      ['Report:text'] = function() return method(report, 'text', 'profile report:text', 3) end,
+      -- the Keras-style model methods (Sequential's; Graph's are the same functions)
+      ['keras:compile'] = function() return method(mlp(), 'compile', 'Sequential:compile', {optimizer = 'adam', loss = 'mse'}) end,
+      ['keras:fit'] = function() return method(mlp(), 'fit', 'Sequential:fit', X, Y, {epochs = 1, verbose = 0}) end,
+      ['keras:train_batch'] = function() return method(mlp(), 'train_batch', 'Sequential:train_batch', X, Y) end,
+      ['keras:evaluate'] = function() return method(mlp(), 'evaluate', 'Sequential:evaluate', X, Y, {batch_size = 2}) end,
+      ['keras:predict'] = function() return method(mlp(), 'predict', 'Sequential:predict', X, {batch_size = 2}) end,
+      ['keras:summary'] = function()
+         local m = mlp()
+         m:build({4, 3})
+         return method(m, 'summary', 'Sequential:summary', {print = false})
+      end,
+      ['keras:learning_rate'] = function() return method(mlp(), 'learning_rate', 'Sequential:learning_rate') end,
+      ['keras:set_learning_rate'] = function()
+         return method(mlp(), 'set_learning_rate', 'Sequential:set_learning_rate', 0.1)
+      end,
+      ['keras:set_seed'] = function() return method(mlp(), 'set_seed', 'Sequential:set_seed', 3) end,
+      ['keras:input_shape'] = function()
+         local m = mlp()
+         m:build({4, 3})
+         return method(m, 'input_shape', 'Sequential:input_shape')
+      end,
+      ['keras:save_weights'] = function() return method(mlp(), 'save_weights', 'Sequential:save_weights', path('h.fdl')) end,
+      ['keras:load_weights'] = function()
+         local m = mlp()
+         m:save_weights(path('i.fdl'))
+         return method(m, 'load_weights', 'Sequential:load_weights', path('i.fdl'))
+      end,
+      ['keras:build'] = function() return method(mlp(), 'build', 'Sequential:build', {4, 3}) end,
+      ['keras:output_shape'] = function() return method(mlp(), 'output_shape', 'Sequential:output_shape', {4, 3}) end,
+   }
+   ROWS['keras:save_to_path'], ROWS['keras:load_from_path'] = ROWS['keras:save_weights'], ROWS['keras:load_weights']
+   -- nn.Module's own methods, on a plain Module (a class's own overrides are its own)
+   local function model()
+      local m = nn.Module()
+      m:add_module('lin', nn.Linear(3, 2))
+      m:add_module('bn', nn.BatchNorm1d(2))
+      return m
+   end
+   local function module_row(name, ...)
+      local args = pack(...)
+      ROWS['Module:' .. name] = function()
+         return method(model(), name, 'nn.Module:' .. name, unpack(args, 1, args.n))
+      end
+   end
+   for _, name in ipairs{'named_children', 'children', 'named_modules', 'modules', 'named_parameters', 'named_buffers',
+                         'parameters', 'buffers', 'eval', 'zero_grad', 'freeze', 'unfreeze'} do
+      module_row(name)
+   end
+   module_row('train', false)
+   module_row('to_device', 'cpu')
+   module_row('num_parameters', {trainable = true})
+   module_row('apply', function() end)
+   module_row('is_instance_of', nn.Sequential)
+   module_row('set_buffer', 'bn.running_mean', fnn.zeros(2))
+   local Double = nn.Module:extend('Double')   -- its output_shape is the base's (forward on zeros)
+   function Double.forward(_, x) return x * 2 end
+   ROWS['Module:output_shape'] = function() return method(Double(), 'output_shape', 'nn.Double:output_shape', {4, 3}) end
+   ROWS['Module:add_module'] = function() return method(nn.Module(), 'add_module', 'nn.Module:add_module', 'a', nn.ReLU()) end
+   ROWS['Module:register_parameter'] = function()
+      return method(nn.Module(), 'register_parameter', 'nn.Module:register_parameter', 'w', fnn.Param(fnn.ones(2)))
+   end
+   ROWS['Module:register_buffer'] = function()
+      return method(nn.Module(), 'register_buffer', 'nn.Module:register_buffer', 'b', fnn.ones(2))
+   end
+   ROWS['Module:extend'] = function() return method(nn.Module, 'extend', 'nn.Module:extend', 'Extended') end
+   -- what Lookahead hands on to the optimizer it wraps
+   for _, name in ipairs{'zero_grad', 'lr', 'parameters', 'gradients_are_finite', 'steps'} do
+      ROWS['Lookahead:' .. name] = function()
+         return method(optim.Lookahead(stepped('SGD')), name, 'optim.Lookahead:' .. name)
+      end
+   end
+
+   -- public functions of these modules that ROWS leaves out, each with its reason
+   local EXEMPT_ABOVE = {
+      ['Optimizer:extend'] = 'optim.Optimizer:extend(name, defaults, state_tensors) makes a class; a class writer\'s call',
+      ['profile.profile'] = 'fnn.profile(fn, ...) passes its arguments to fn',
+      ['Module:forward'] = "the layers' forward: one check for every class, in construct (its own test below)",
+      ['Module:short_str'] = "a layer writer's hook most classes define; printing calls it with exactly self",
+      ['Module:is_module'] = 'nn.Module.is_module(v): a predicate of one value, read on every field assignment',
+   }
+   -- a class writer's hooks, in any optimizer or schedule class: the base calls them with exactly
+   -- their arguments (update(p, group, st), rate(t), ...); a user does not
+   local HOOKS = {update = true, update_many = true, check_options = true, check_range = true, check_betas = true,
+                  required_state = true, coupled_decay = true, zero_state = true, zeros_like_param = true,
+                  full_like_param = true, rate = true, describe = true}
+   local function exempt(key) return EXEMPT_ABOVE[key] or HOOKS[key:match(':(.*)$') or ''] end
+
+   -- 'Owner:name' for each public function of a class chain (the class that holds it names it)
+   local function walk_class(list, cls, owner_of)
+      local c = cls
+      while c do
+         for k, f in pairs(c) do
+            if type(f) == 'function' and type(k) == 'string' and (not k:match('^_') or k == '__call') then
+               list[(owner_of and owner_of(c) or rawget(c, '_name') or '?') .. ':' .. k] = true
+            end
+         end
+         c = rawget(c, '_parent')
+      end
+   end
+   local function walked()
+      local list = {}
+      local dir = package.searchpath('fastnn.optim.Optimizer', package.path):gsub('Optimizer%.lua$', '')
+      for file in io.popen('ls ' .. dir):lines() do
+         local name = file:match('^(%u%w*)%.lua$')
+         if name then
+            local cls = optim[name]
+            if rawget(cls, '_name') ~= 'Optimizer' and (rawget(cls, 'rate') or rawget(cls, '__new')) then
+               list['optim.' .. name] = true   -- a schedule or a __new class: its constructor here
+            end
+            -- the schedules' common methods under Schedule's name, the optimizers' under Optimizer's
+            walk_class(list, cls, function(c)
+               local parent = rawget(c, '_parent')
+               if parent and rawget(parent, '_parent') == nil and rawget(parent, 'lr_at') then return 'Schedule' end
+               if rawget(c, 'lr_at') and not rawget(c, 'rate') then return 'Schedule' end
+               return rawget(c, '_name')
+            end)
+         end
+      end
+      for _, m in ipairs{{'optim', optim}, {'serialize', serialize}, {'tensorboard', tensorboard}, {'onnx', onnx},
+                         {'profile', require('fastnn.profile')}} do
+         for k, f in pairs(m[2]) do
+            if type(f) == 'function' and not k:match('^_') and not k:match('^try_') then list[m[1] .. '.' .. k] = true end
+         end
+      end
+      walk_class(list, getmetatable(writer), function() return 'SummaryWriter' end)
+      for k, f in pairs(nn.Module) do
+         if type(f) == 'function' and type(k) == 'string' and not k:match('^_') then list['Module:' .. k] = true end
+      end
+      walk_class(list, getmetatable(report))
+      for k, f in pairs(nn.Sequential) do
+         if type(f) == 'function' and not k:match('^_') and debug.getinfo(f, 'S').source:find('fastnn/keras/', 1, true) then
+            list['keras:' .. k] = true
+         end
+      end
+      return list
+   end
+
+   it('refuses an argument past the last, at the caller\'s line, naming the function and the position', function()
+      local checked = 0
+      local keys = {}
+      for k in pairs(ROWS) do keys[#keys + 1] = k end
+      table.sort(keys)
+      for i, key in ipairs(keys) do
+         local f, args, as, is_method = ROWS[key]()
+         as = as or key
+         local ok, err = pcall(f, unpack(args, 1, args.n))
+         if not ok then error(key .. ': the valid call failed: ' .. tostring(err)) end
+         f, args = ROWS[key]()
+         ok, err = pcall(f, unpack(args, 1, args.n + 1))
+         if not ok then error(key .. ': a trailing nil was refused: ' .. tostring(err)) end
+         f, args = ROWS[key]()
+         local extra = EXTRAS[i % #EXTRAS + 1]
+         if type(extra) == 'function' then extra = extra() end
+         args[args.n + 1] = extra
+         local line
+         ok, err, line = call('', key, f, args, args.n + 1)
+         assert(not ok, key .. ': an extra argument was accepted')
+         local pos = is_method and args.n or args.n + 1
+         local want = ('%s: unexpected argument %d (%s)'):format(as, pos, describe_value(extra))
+         assert(tostring(err):find(want, 1, true), key .. ': expected "' .. want .. '", got: ' .. tostring(err))
+         assert.equals(THIS .. ':' .. line .. ': ', err:match('^[^:]+:%d+: '), key .. ': raised at ' .. err)
+         assert.is_nil(err:find('0x%x+'), key .. ': an address in ' .. err)
+         checked = checked + 1
+      end
+      assert.is_true(checked > 60, 'only ' .. checked .. ' functions checked')
+   end)
+
+   it('refuses an input past the last of a layer\'s forward, called or direct, at the caller\'s line', function()
+      local x = fnn.randn(2, 3)
+      -- f() at a known line of this file -> the message
+      local function err_at(f)
+         local line = debug.getinfo(1, 'l').currentline; local ok, err = pcall(function() local y = f(); return y end)
+         assert.is_false(ok, 'an extra input was accepted')
+         return err:gsub('^' .. THIS:gsub('%p', '%%%0') .. ':' .. line .. ': ', '', 1), err
+      end
+      local function refused(want, f)
+         local msg, err = err_at(f)
+         assert.equals(want, msg, 'raised at ' .. err)
+      end
+      local l = nn.Linear(3, 4)
+      refused('nn.Linear:forward: unexpected argument 2 (a tensor [2,3]); it takes (x)', function() return l(x, x) end)
+      refused('nn.Linear:forward: unexpected argument 2 (5); it takes (x)', function() return l:forward(x, 5) end)
+      refused('nn.Linear:forward: unexpected argument 3 (true); it takes (x)', function() return l(x, nil, true) end)
+      assert.same({2, 4}, l(x, nil):shape())   -- a trailing nil is none
+      refused("nn.Linear:forward: unexpected argument 5 ('last'); it takes (x)",
+              function() return l(x, nil, nil, nil, 'last') end)   -- the last of the four slots looked at
+      -- forwards of other shapes: several inputs and an options table, a state, a loss, a `_` self
+      local q = fnn.randn(1, 3, 4)
+      local mha = nn.MultiheadAttention(4, 2)
+      refused('nn.MultiheadAttention:forward: unexpected argument 5 (1); it takes (q, k, v, opts)',
+              function() return mha(q, q, q, {}, 1) end)
+      assert.same({1, 3, 4}, mha(q, q, q, {}):shape())
+      local lstm = nn.LSTM(3, 2)
+      refused("nn.LSTM:forward: unexpected argument 3 ('h'); it takes (x, state)",
+              function() return lstm(fnn.randn(1, 2, 3), nil, 'h') end)
+      refused('nn.MSELoss:forward: unexpected argument 3 (a table {}); it takes (pred, target)', function() return nn.MSELoss()(x, x, {}) end)
+      refused('nn.Identity:forward: unexpected argument 2 (2); it takes (x)', function() return nn.Identity()(x, 2) end)
+      -- a container names the child that refused, at the caller's line
+      local model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+      refused('Sequential[1] nn.Linear(3 -> 2): nn.Linear:forward: unexpected argument 2 (5); it takes (x)',
+              function() return model(x, 5) end)
+      -- under autocast the count is the layer's own forward's, not the precision wrapper's (a vararg)
+      refused('nn.Linear:forward: unexpected argument 2 (5); it takes (x)',
+              function() return fnn.autocast('bf16', function() return l(x:bf16(), 5) end) end)
+      assert.same({2, 4}, fnn.autocast('bf16', function() return l(x:bf16()) end):shape())
+      -- a user's class is held to its own forward; a vararg forward takes all; a forward defined
+      -- again after the first construction is checked from the next one
+      local Pair = nn.Module:extend('PairInput')
+      function Pair.forward(_, a, b) return a + b end
+      local pair = Pair()
+      assert.same({2, 3}, pair(x, x):shape())
+      refused('nn.PairInput:forward: unexpected argument 3 (1); it takes (a, b)', function() return pair(x, x, 1) end)
+      local Many = nn.Module:extend('ManyInputs')
+      function Many.forward(_, ...) return select('#', ...) end
+      assert.equals(4, Many()(1, 2, 3, 4))
+      function Pair.forward(_, a) return a end
+      refused('nn.PairInput:forward: unexpected argument 2 (a tensor [2,3]); it takes (a)', function() return Pair()(x, x) end)
+      -- the check is one wrapper per forward function, shared by the classes that inherit it
+      local Sub = nn.Linear:extend('SubLinear')
+      assert.equals(nn.Linear.forward, Sub(3, 4).forward)
+   end)
+
+   it('lists every public function of these modules (completeness)', function()
+      local list = walked()
+      local missing, stale = {}, {}
+      for key in pairs(list) do
+         if not ROWS[key] and not exempt(key) then missing[#missing + 1] = key end
+      end
+      for key in pairs(ROWS) do if not list[key] then stale[#stale + 1] = key end end
+      table.sort(missing)
+      table.sort(stale)
+      assert.same({}, missing, 'functions without an arity row: ' .. table.concat(missing, ', '))
+      assert.same({}, stale, 'rows naming no function: ' .. table.concat(stale, ', '))
+   end)
+end)

@@ -8,6 +8,7 @@
 -- only; on a GPU the times are those of the launches (call fnn.cuda.synchronize() inside fn to
 -- count the kernels' time once).
 local ffi = require 'ffi'
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 
@@ -18,7 +19,8 @@ local Report = require('fastnn.class')('Report')
 local KIND = {[0] = 'forward', [1] = 'backward', [2] = 'step'}
 
 -- report:text(n): the first n rows (all by default) as an aligned table
-function Report:text(n)
+function Report:text(n, extra)
+   if extra ~= nil then too_many('profile report:text', 2, extra, 'n') end
    n = math.min(n or #self.rows, #self.rows)
    local lines = {('%-28s %-8s %9s %11s %7s'):format('op', 'pass', 'calls', 'ms', 'share')}
    for i = 1, n do

@@ -33,6 +33,7 @@ local function raise(msg) error(msg, 0) end
 local function last_error() return ffi.string(C.fnn_last_error()) end
 
 local public = require 'fastnn.public'
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 
 -- the options of each function, declared once (docs/options.md); each reads only what check returns
 local options = require 'fastnn.options'
@@ -372,7 +373,8 @@ local function float_dtype(op, opts)
    return code
 end
 
-local function save_impl(model, path, opts)
+local function save_impl(model, path, opts, extra)
+   if extra ~= nil then too_many('save', 4, extra, 'model, path, opts') end
    local op = 'save'
    opts = check_opts(op, opts)
    check_path(op, path)
@@ -405,7 +407,10 @@ local function load_into(op, model, path, opts)
    end)
 end
 
-local function load_impl(model, path, opts) return load_into('load', model, path, opts) end
+local function load_impl(model, path, opts, extra)
+   if extra ~= nil then too_many('load', 4, extra, 'model, path, opts') end
+   return load_into('load', model, path, opts)
+end
 
 -- ---------------------------------------------------------------------------
 -- training state: the optimizer's state() with its tensors stored as tensors and the rest as JSON
@@ -519,7 +524,8 @@ local function check_optimizer(op, opt)
    end
 end
 
-local function save_training_impl(model, opt, step, path, opts)
+local function save_training_impl(model, opt, step, path, opts, extra)
+   if extra ~= nil then too_many('save_training', 6, extra, 'model, opt, step, path, opts') end
    local op = 'save_training'
    opts = check_opts(op, opts)
    check_optimizer(op, opt)
@@ -542,7 +548,8 @@ local function strip_position(msg)
    return (tostring(msg):gsub('^[^:\n]+:%d+: ', ''))
 end
 
-local function load_training_impl(model, opt, path, opts)
+local function load_training_impl(model, opt, path, opts, extra)
+   if extra ~= nil then too_many('load_training', 5, extra, 'model, opt, path, opts') end
    local op = 'load_training'
    opts = check_opts(op, opts)
    check_optimizer(op, opt)
@@ -613,7 +620,8 @@ end
 -- ---------------------------------------------------------------------------
 -- safetensors exchange
 
-local function save_safetensors_impl(obj, path, opts)
+local function save_safetensors_impl(obj, path, opts, extra)
+   if extra ~= nil then too_many('save_safetensors', 4, extra, 'obj, path, opts') end
    local op = 'save_safetensors'
    opts = check_opts(op, opts)
    check_path(op, path)
@@ -651,9 +659,13 @@ end
 
 -- load_safetensors(path[, {dtype = 'keep'}]) -> {name = tensor}, metadata; load_safetensors(model, path, opts)
 -- loads by name (into the model's float32 tensors: a BF16 file widens)
-local function load_safetensors_impl(a, b, c)
+local function load_safetensors_impl(a, b, c, extra)
    local op = 'load_safetensors'
-   if is_module(a) then return load_into(op, a, b, c) end
+   if is_module(a) then
+      if extra ~= nil then too_many(op, 4, extra, 'model, path, opts') end
+      return load_into(op, a, b, c)
+   end
+   if c ~= nil then too_many(op, 3, c, 'path, opts') end
    local opts = check_opts(op, b)
    return with_file(op, a, function(f)
       check_version(op, f)
@@ -667,7 +679,8 @@ end
 
 -- info(path): what a file holds, without reading the data:
 -- {tensors = {{name =, dtype = 'F16', shape = {..}}, ...} (file order), metadata = {..}, checksummed = bool}
-local function info_impl(path)
+local function info_impl(path, extra)
+   if extra ~= nil then too_many('info', 2, extra, 'path') end
    return with_file('info', path, function(f)
       local list = {}
       for i, fe in ipairs(f.entries) do list[i] = {name = fe.name, dtype = fe.st_name, shape = fe.shape} end

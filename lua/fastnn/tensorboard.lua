@@ -11,6 +11,7 @@
 -- libpng). Events are queued and written when max_queue are queued, every flush_secs, and on
 -- flush() and close(): a crash loses at most what was added since the last flush.
 local ffi = require 'ffi'
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 local tensor = require 'fastnn.tensor'
 local options = require 'fastnn.options'
 local C = tensor.C
@@ -44,7 +45,8 @@ end
 
 -- SummaryWriter(log_dir, {flush_secs = 120, max_queue = 10}): a new event file in log_dir (made
 -- when missing; PyTorch's runs/<date> when log_dir is nil)
-function M.SummaryWriter(log_dir, opts)
+function M.SummaryWriter(log_dir, opts, extra)
+   if extra ~= nil then too_many('tensorboard.SummaryWriter', 3, extra, 'log_dir, opts') end
    if log_dir == nil then log_dir = 'runs/' .. os.date('%b%d_%H-%M-%S') end
    if type(log_dir) ~= 'string' or log_dir == '' then
       error(('tensorboard.SummaryWriter: log_dir is %s, expected a directory name'):format(show(log_dir)), 2)
@@ -105,7 +107,8 @@ local function on_cpu(t)
 end
 
 -- add_scalar(tag, value, step): value a number or a one-element tensor
-function SummaryWriter:add_scalar(tag, value, step)
+function SummaryWriter:add_scalar(tag, value, step, extra)
+   if extra ~= nil then too_many('SummaryWriter:add_scalar', 4, extra, 'tag, value, step') end
    local h = live(self, 'add_scalar')
    check_tag('add_scalar', tag)
    value = scalar_of('add_scalar', value, 'value')
@@ -116,7 +119,8 @@ end
 -- add_scalars(main_tag, {key = value, ...}, step): PyTorch's layout, each key a run of its own
 -- (the directory <log_dir>/<main_tag with '/' as '_'>_<key>) holding the scalar main_tag, so
 -- TensorBoard draws the keys as the curves of one chart
-function SummaryWriter:add_scalars(main_tag, values, step)
+function SummaryWriter:add_scalars(main_tag, values, step, extra)
+   if extra ~= nil then too_many('SummaryWriter:add_scalars', 4, extra, 'main_tag, values, step') end
    live(self, 'add_scalars')
    check_tag('add_scalars', main_tag, 'main_tag')
    if type(values) ~= 'table' or tensor.is_tensor(values) or next(values) == nil then
@@ -151,7 +155,8 @@ end
 
 -- add_histogram(tag, values, step): values a tensor (any shape) or a Lua array of numbers, all finite;
 -- PyTorch's (TensorFlow's) default buckets
-function SummaryWriter:add_histogram(tag, values, step)
+function SummaryWriter:add_histogram(tag, values, step, extra)
+   if extra ~= nil then too_many('SummaryWriter:add_histogram', 4, extra, 'tag, values, step') end
    local h = live(self, 'add_histogram')
    check_tag('add_histogram', tag)
    local n, buf
@@ -179,7 +184,8 @@ function SummaryWriter:add_histogram(tag, values, step)
 end
 
 -- add_image(tag, img, step): img [C, H, W] in [0, 1] (C 1 grey, 3 RGB, 4 RGBA), stored as PNG
-function SummaryWriter:add_image(tag, img, step)
+function SummaryWriter:add_image(tag, img, step, extra)
+   if extra ~= nil then too_many('SummaryWriter:add_image', 4, extra, 'tag, img, step') end
    local h = live(self, 'add_image')
    check_tag('add_image', tag)
    if not tensor.is_tensor(img) then
@@ -199,7 +205,8 @@ function SummaryWriter:add_image(tag, img, step)
 end
 
 -- add_text(tag, text, step): markdown for TensorBoard's text plugin
-function SummaryWriter:add_text(tag, text, step)
+function SummaryWriter:add_text(tag, text, step, extra)
+   if extra ~= nil then too_many('SummaryWriter:add_text', 4, extra, 'tag, text, step') end
    local h = live(self, 'add_text')
    check_tag('add_text', tag)
    if type(text) ~= 'string' then
@@ -210,7 +217,8 @@ function SummaryWriter:add_text(tag, text, step)
 end
 
 -- every queued event to the files (this writer's and add_scalars' runs), synced to disk
-function SummaryWriter:flush()
+function SummaryWriter:flush(extra)
+   if extra ~= nil then too_many('SummaryWriter:flush', 1, extra, '') end
    local h = live(self, 'flush')
    if C.fnn_tb_flush(h) ~= 0 then c_failed('flush', 2) end
    for _, g in pairs(self.groups) do
@@ -219,7 +227,8 @@ function SummaryWriter:flush()
 end
 
 -- flush and close the files; a closed writer refuses further calls (closing twice is harmless)
-function SummaryWriter:close()
+function SummaryWriter:close(extra)
+   if extra ~= nil then too_many('SummaryWriter:close', 1, extra, '') end
    if getmetatable(self) ~= SummaryWriter then
       error(('SummaryWriter:close: call it with a colon (writer:close()), got %s as the writer'):format(show(self)), 2)
    end
@@ -235,13 +244,18 @@ function SummaryWriter:close()
    if failed then error('SummaryWriter:close: ' .. failed:gsub('^tensorboard: ', ''), 2) end
 end
 
-function SummaryWriter:get_logdir() return self.log_dir end
+function SummaryWriter:get_logdir(extra)
+   if extra ~= nil then too_many('SummaryWriter:get_logdir', 1, extra, '') end
+   return self.log_dir
+end
 
-M.crc32c = function(s)
+M.crc32c = function(s, extra)
+   if extra ~= nil then too_many('tensorboard.crc32c', 2, extra, 's') end
    if type(s) ~= 'string' then error(('tensorboard.crc32c: expected a string, got %s'):format(show(s)), 2) end
    return tonumber(C.fnn_crc32c(s, #s))
 end
-M.masked_crc32c = function(s)
+M.masked_crc32c = function(s, extra)
+   if extra ~= nil then too_many('tensorboard.masked_crc32c', 2, extra, 's') end
    if type(s) ~= 'string' then error(('tensorboard.masked_crc32c: expected a string, got %s'):format(show(s)), 2) end
    return tonumber(C.fnn_crc32c_masked(s, #s))
 end

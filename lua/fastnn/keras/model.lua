@@ -34,6 +34,7 @@
 -- A model class supplies _keras_forward(xs) -> outputs (Lua arrays), _keras_arity() -> inlets,
 -- outlets, _keras_build(shapes) and _keras_rows() (summary lines), then calls M.install(cls).
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 local nn = require 'fastnn.nn'
@@ -773,12 +774,39 @@ M.methods = {compile = compile, fit = fit, train_batch = train_batch, evaluate =
              summary = summary, learning_rate = learning_rate, set_learning_rate = set_learning_rate,
              set_seed = set_seed}
 
+-- model:name(...) refusing a positional argument past the last of impl(self, ...) (fit(x, y, opts, 5),
+-- predict(x, {}, 2)): the count and names are read once, here; a tail call into the method, so its
+-- own errors keep their level. (Misspelt option keys are the options declarations'.)
+local function refuse_extra(self, name, np, names, ...)
+   for i = np + 1, select('#', ...) do
+      local v = select(i, ...)
+      if v ~= nil then too_many(self._name .. ':' .. name, i, v, names, 3) end   -- 1 too_many, 2 here, 3 the method, 4 the user
+   end
+end
+function M.checked(name, impl, method)
+   local np = debug.getinfo(impl, 'u').nparams - 1   -- without self
+   local names = {}
+   for i = 2, np + 1 do names[#names + 1] = debug.getlocal(impl, i) end
+   names = table.concat(names, ', ')
+   method = method or impl
+   return function(self, ...)
+      if select('#', ...) > np then refuse_extra(self, name, np, names, ...) end
+      return method(self, ...)
+   end
+end
+
 function M.install(cls)
-   for k, f in pairs(M.methods) do cls[k] = guarded(f) end
-   cls.input_shape = unguarded_input_shape
+   for k, f in pairs(M.methods) do cls[k] = M.checked(k, f, guarded(f)) end
+   cls.input_shape = M.checked('input_shape', unguarded_input_shape)
    -- tail calls: fnn.save / fnn.load raise at our caller's line
-   function cls:save_weights(path) return require('fastnn').save(self, path) end
-   function cls:load_weights(path) return require('fastnn').load(self, path) end
+   function cls:save_weights(path, extra)
+      if extra ~= nil then too_many(self._name .. ':save_weights', 2, extra, 'path') end
+      return require('fastnn').save(self, path)
+   end
+   function cls:load_weights(path, extra)
+      if extra ~= nil then too_many(self._name .. ':load_weights', 2, extra, 'path') end
+      return require('fastnn').load(self, path)
+   end
    cls.save_to_path, cls.load_from_path = cls.save_weights, cls.load_weights   -- the seed's names
    return cls
 end

@@ -49,17 +49,18 @@ function M.install(Sequential)
    model.install(Sequential)
    Sequential._keras_single_input, Sequential._keras_single_output = true, true
 
-   Sequential.build = model.guarded(function(self, s)
+   local function build(self, s)
       local shapes = walk(self, s, 'Sequential:build')
       rawset(self, '_shapes', shapes)
       rawset(self, '_input_shapes', {shapes[1]})
       rawset(self, 'built', true)
       model._bind(self)
       return self
-   end)
+   end
+   Sequential.build = model.checked('build', build, model.guarded(build))
 
    -- output_shape(): the built model's; output_shape(s): for inputs of shape s
-   Sequential.output_shape = model.guarded(function(self, s)
+   local function output_shape(self, s)
       if s == nil then
          local shapes = rawget(self, '_shapes')
          if not shapes then fail('Sequential:output_shape: the model is not built; call build(input_shape) first') end
@@ -67,7 +68,8 @@ function M.install(Sequential)
       end
       local shapes = walk(self, s, 'Sequential:output_shape')
       return shapes[#shapes]
-   end)
+   end
+   Sequential.output_shape = model.checked('output_shape', output_shape, model.guarded(output_shape))
 
    function Sequential:_keras_arity() return 1, 1 end
    function Sequential:_keras_forward(xs) return {self:forward(xs[1])} end

@@ -89,5 +89,6 @@ function ModuleList:forward()
    error(('%s has no forward: call its modules from your own forward, or use nn.Sequential'):format(
       self:_full_name()), 2)
 end
+Module._not_callable_forward[ModuleList.forward] = true   -- it raises its own message
 
 return ModuleList

@@ -16,6 +16,7 @@
 -- Their names are in nn/init.lua's table; none has a file, so Conv2D and Conv2d cannot collide on
 -- a case-insensitive file system.
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 local nn = require 'fastnn.nn'
 local shape = require 'fastnn.nn.shape'
 local activation_fn = require('fastnn.nn.activations').activation_fn
@@ -136,20 +137,23 @@ function KerasLayer:named_children()
    local inner = rawget(self, 'inner')
    return inner and inner:named_children() or {}
 end
-function KerasLayer:set_buffer(n, t)
+function KerasLayer:set_buffer(n, t, extra)
+   if extra ~= nil then too_many(self:_full_name() .. ':set_buffer', 3, extra, 'n, t') end
    local inner = rawget(self, 'inner')
    if not inner then error(('%s has no buffer %s (it is not built)'):format(self:short_str(), tostring(n)), 2) end
    local ok, err = pcall(inner.set_buffer, inner, n, t)
    if not ok then rethrow(err, 2) end
    return self
 end
-function KerasLayer:train(mode)
+function KerasLayer:train(mode, extra)
+   if extra ~= nil then too_many(self:_full_name() .. ':train', 2, extra, 'mode') end
    Module.train(self, mode)
    local inner = rawget(self, 'inner')
    if inner then inner:train(mode) end
    return self
 end
-function KerasLayer:to_device(d)
+function KerasLayer:to_device(d, extra)
+   if extra ~= nil then too_many(self:_full_name() .. ':to_device', 2, extra, 'd') end
    local inner = rawget(self, 'inner')
    if inner then
       pull(self, inner)

@@ -181,7 +181,10 @@ end
 
 -- layer:output_shape(shape): the output shape for an input of `shape` (batch dim included),
 -- raising at the caller's line what the layer refuses
-function M.module_output_shape(self, s)
+function M.module_output_shape(self, s, extra)
+   if extra ~= nil then   -- an argument past the last is refused, never dropped
+      require('fastnn.tensor').too_many(self:_full_name() .. ':output_shape', 2, extra, 's')
+   end
    local bad = M.check(s)
    if bad then error(('%s: output_shape: %s'):format(self:short_str(), bad), 2) end
    if type(self.build) == 'function' and not rawget(self, 'built') then

@@ -13,6 +13,7 @@
 -- the module, its entry's export_call, since the direction and gate layout are the module's).
 -- fnn.onnx.load (load.lua) reads such files back, and torch.onnx.export's of the same family.
 local ffi = require 'ffi'
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 local tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 local options = require 'fastnn.options'
@@ -168,7 +169,8 @@ local function names_for(given, n, default, what)
 end
 
 -- export(model, inputs, path, opts): see the top of this file
-function M.export(model, inputs, path, opts)
+function M.export(model, inputs, path, opts, extra)
+   if extra ~= nil then too_many('onnx.export', 5, extra, 'model, inputs, path, opts') end
    if type(model) ~= 'table' or type(model.forward) ~= 'function' then
       error(('onnx.export: model is %s, expected a module'):format(show(model)), 2)
    end

@@ -9,6 +9,7 @@
 -- 0-dim ones and those a node reads as state (BatchNormalization's running statistics) buffers;
 -- integer ones (shapes) are kept as CPU tensors and read as plain numbers.
 local ffi = require 'ffi'
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 local tensor = require 'fastnn.tensor'
 local ops = require 'fastnn.onnx.ops'   -- the operator table the exporter writes from
 local C, show = tensor.C, require('fastnn.options').describe
@@ -124,7 +125,8 @@ local function model_class()
 end
 
 -- load(path): see the top of this file
-function M.load(path)
+function M.load(path, extra)
+   if extra ~= nil then too_many('onnx.load', 2, extra, 'path') end
    if type(path) ~= 'string' or path == '' then
       error(('onnx.load: path is %s, expected a file name'):format(show(path)), 2)
    end

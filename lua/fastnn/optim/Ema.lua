@@ -8,6 +8,7 @@
 -- swap_out() puts the trained values back. STATE: the shadow weights and the update count.
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 local C = fnn_tensor.C
 local fail = fnn_tensor.fail
 local optim = require 'fastnn.optim'
@@ -15,7 +16,8 @@ local param_list, copy_of = optim._param_list, optim._copy_of
 
 local Ema = require('fastnn.class')('Ema')
 
-function Ema.__new(cls, params, decay)
+function Ema.__new(cls, params, decay, extra)
+   if extra ~= nil then too_many('optim.Ema', 3, extra, 'params, decay') end
    local list = param_list('optim.Ema', params)
    decay = decay or 0.999
    if type(decay) ~= 'number' or decay < 0 or decay > 1 then
@@ -26,7 +28,8 @@ function Ema.__new(cls, params, decay)
    return self
 end
 
-function Ema:update()
+function Ema:update(extra)
+   if extra ~= nil then too_many('optim.Ema:update', 1, extra, '') end
    if self._backup then error('optim.Ema: update() while the averages are swapped in; call swap_out() first', 2) end
    for i, p in ipairs(self.params) do
       if C.fnn_optim_lerp(self.shadow[i], p:tensor():detach(), 1 - self.decay) ~= 0 then fail() end
@@ -35,7 +38,8 @@ function Ema:update()
    return self
 end
 
-function Ema:swap_in()
+function Ema:swap_in(extra)
+   if extra ~= nil then too_many('optim.Ema:swap_in', 1, extra, '') end
    if self._backup then error('optim.Ema: the averages are already swapped in', 2) end
    local backup = {}
    for i, p in ipairs(self.params) do
@@ -46,16 +50,21 @@ function Ema:swap_in()
    return self
 end
 
-function Ema:swap_out()
+function Ema:swap_out(extra)
+   if extra ~= nil then too_many('optim.Ema:swap_out', 1, extra, '') end
    if not self._backup then error('optim.Ema: swap_out() without swap_in()', 2) end
    for i, p in ipairs(self.params) do p:set(self._backup[i]) end
    self._backup = nil
    return self
 end
 
-function Ema:state() return {optimizer = 'Ema', decay = self.decay, updates = self.updates, shadow = self.shadow} end
+function Ema:state(extra)
+   if extra ~= nil then too_many('optim.Ema:state', 1, extra, '') end
+   return {optimizer = 'Ema', decay = self.decay, updates = self.updates, shadow = self.shadow}
+end
 
-function Ema:load_state(s)
+function Ema:load_state(s, extra)
+   if extra ~= nil then too_many('optim.Ema:load_state', 2, extra, 's') end
    if type(s) ~= 'table' or s.optimizer ~= 'Ema' or type(s.shadow) ~= 'table' or #s.shadow ~= #self.params then
       error(('optim.Ema: load_state: expected a state from Ema:state() for %d parameters'):format(#self.params), 2)
    end

@@ -5,13 +5,15 @@
 -- STATE: the inner optimizer's, the slow weights and the fast-step count.
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 local C = fnn_tensor.C
 local fail = fnn_tensor.fail
 local copy_of = require('fastnn.optim')._copy_of
 
 local Lookahead = require('fastnn.class')('Lookahead')
 
-function Lookahead.__new(cls, inner, k, alpha)
+function Lookahead.__new(cls, inner, k, alpha, extra)
+   if extra ~= nil then too_many('optim.Lookahead', 4, extra, 'inner, k, alpha') end
    if type(inner) ~= 'table' or type(inner.step) ~= 'function' or type(inner.parameters) ~= 'function' then
       error('optim.Lookahead: expected an optimizer to wrap, got a ' .. type(inner), 2)
    end
@@ -27,7 +29,8 @@ function Lookahead.__new(cls, inner, k, alpha)
    return self
 end
 
-function Lookahead:step(closure)
+function Lookahead:step(closure, extra)
+   if extra ~= nil then too_many('optim.Lookahead:step', 2, extra, 'closure') end
    local loss = self.inner:step(closure)
    self._count = self._count + 1
    if self._count % self.k == 0 then
@@ -41,15 +44,23 @@ function Lookahead:step(closure)
 end
 
 for _, name in ipairs{'zero_grad', 'lr', 'parameters', 'gradients_are_finite', 'steps'} do
-   Lookahead[name] = function(self, ...) return self.inner[name](self.inner, ...) end
+   Lookahead[name] = function(self, extra)   -- each takes nothing: an extra is refused under Lookahead's name
+      if extra ~= nil then too_many('optim.Lookahead:' .. name, 1, extra, '') end
+      return self.inner[name](self.inner)
+   end
 end
-function Lookahead:set_lr(lr) self.inner:set_lr(lr); return self end
+function Lookahead:set_lr(lr, extra)
+   if extra ~= nil then too_many('optim.Lookahead:set_lr', 2, extra, 'lr') end
+   self.inner:set_lr(lr); return self
+end
 
-function Lookahead:state()
+function Lookahead:state(extra)
+   if extra ~= nil then too_many('optim.Lookahead:state', 1, extra, '') end
    return {optimizer = 'Lookahead', inner = self.inner:state(), count = self._count, slow = self._slow}
 end
 
-function Lookahead:load_state(s)
+function Lookahead:load_state(s, extra)
+   if extra ~= nil then too_many('optim.Lookahead:load_state', 2, extra, 's') end
    if type(s) ~= 'table' or s.optimizer ~= 'Lookahead' or type(s.slow) ~= 'table' then
       error(('optim.Lookahead: load_state: expected a state from Lookahead:state(), got %s'):format(
          type(s) == 'table' and ('one from optim.' .. show_value(s.optimizer)) or type(s)), 2)

@@ -15,6 +15,7 @@
 -- for the coefficient to put into the gradient.
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 local autograd = require 'fastnn.autograd'
 local C, new, done, fail = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail
 local Param = autograd.Param
@@ -158,7 +159,8 @@ function Optimizer.check_betas(cls, b)
 end
 
 -- bind(params): add parameters (a list, a module, or a list of groups)
-function Optimizer:bind(params)
+function Optimizer:bind(params, extra)
+   if extra ~= nil then too_many(('optim.%s:bind'):format(self._name), 2, extra, 'params') end
    local ok, r = pcall(self._bind, self, params)
    if not ok then error(strip_where(r), 2) end
    return r
@@ -215,7 +217,8 @@ end
 
 -- step(closure): one update of every parameter that has a gradient (frozen ones are skipped).
 -- closure, when given, is called first (grad on) and its result returned.
-function Optimizer:step(closure)
+function Optimizer:step(closure, extra)
+   if extra ~= nil then too_many(('optim.%s:step'):format(self._name), 2, extra, 'closure') end
    local loss
    if closure ~= nil then loss = autograd.enable_grad(closure) end
    local state = self._state
@@ -273,14 +276,16 @@ function Optimizer.full_like_param(p, v)
    return done(out)
 end
 
-function Optimizer:zero_grad()
+function Optimizer:zero_grad(extra)
+   if extra ~= nil then too_many(('optim.%s:zero_grad'):format(self._name), 1, extra, '') end
    for _, group in ipairs(self.groups) do
       local params = group.params
       for i = 1, #params do C.fnn_param_zero_grad(params[i].node) end
    end
 end
 
-function Optimizer:parameters()
+function Optimizer:parameters(extra)
+   if extra ~= nil then too_many(('optim.%s:parameters'):format(self._name), 1, extra, '') end
    local out = {}
    for _, group in ipairs(self.groups) do
       for _, p in ipairs(group.params) do out[#out + 1] = p end
@@ -288,18 +293,21 @@ function Optimizer:parameters()
    return out
 end
 
-function Optimizer:gradients_are_finite()
+function Optimizer:gradients_are_finite(extra)
+   if extra ~= nil then too_many(('optim.%s:gradients_are_finite'):format(self._name), 1, extra, '') end
    return autograd.gradients_are_finite(self:parameters())
 end
 
 -- the learning rate of the first group (the default when unbound)
-function Optimizer:lr()
+function Optimizer:lr(extra)
+   if extra ~= nil then too_many(('optim.%s:lr'):format(self._name), 1, extra, '') end
    local g = self.groups[1]
    return g and g.lr or self.options.lr
 end
 
 -- set_lr(lr): every group (schedules call this each step)
-function Optimizer:set_lr(lr)
+function Optimizer:set_lr(lr, extra)
+   if extra ~= nil then too_many(('optim.%s:set_lr'):format(self._name), 2, extra, 'lr') end
    if type(lr) ~= 'number' or lr < 0 then
       error(('optim.%s: set_lr: invalid learning rate %s'):format(self._name, tostring(lr)), 2)
    end
@@ -308,12 +316,16 @@ function Optimizer:set_lr(lr)
    return self
 end
 
-function Optimizer:steps() return self._steps end
+function Optimizer:steps(extra)
+   if extra ~= nil then too_many(('optim.%s:steps'):format(self._name), 1, extra, '') end
+   return self._steps
+end
 
 -- state(): plain tables. {steps = n, groups = {options per group},
 -- params = {[i] = {step = n, <state tensor name> = tensor}}} with i the position
 -- in parameters(). Tensors are the live ones; load_state copies what it is given.
-function Optimizer:state()
+function Optimizer:state(extra)
+   if extra ~= nil then too_many(('optim.%s:state'):format(self._name), 1, extra, '') end
    local s = {optimizer = self._name, steps = self._steps, groups = {}, params = {}}
    for gi, g in ipairs(self.groups) do
       local opts = {}
@@ -347,7 +359,8 @@ function Optimizer.required_state(g) return {} end
 -- load_state(s): refuses (leaving this optimizer unchanged) a state for another
 -- parameter count, with a mis-shaped tensor, or missing a buffer its options need (Adam's
 -- exp_avg_sq made again as zeros beside a loaded exp_avg and step would take steps ~30x lr)
-function Optimizer:load_state(s)
+function Optimizer:load_state(s, extra)
+   if extra ~= nil then too_many(('optim.%s:load_state'):format(self._name), 2, extra, 's') end
    local name = self._name
    if type(s) ~= 'table' or type(s.params) ~= 'table' then
       error(('optim.%s: load_state: expected a table from state()'):format(name), 2)
@@ -441,7 +454,10 @@ end
 
 function Optimizer:__tostring()
    local parts = {}
-   for _, k in ipairs(option_names(self.defaults)) do
+   local names = {}
+   for k in pairs(self.defaults) do names[#names + 1] = k end
+   table.sort(names)
+   for _, k in ipairs(names) do
       local v = self.options[k]
       if type(v) == 'table' then v = '{' .. table.concat(v, ', ') .. '}' end
       parts[#parts + 1] = k .. '=' .. tostring(v)

@@ -4,6 +4,7 @@
 --   sched:step(val_loss)   -- after each evaluation; returns the (possibly reduced) rate
 -- When the metric has not improved for more than `patience` calls, the optimizer's rate is
 -- multiplied by factor (not below min_lr), then `cooldown` calls pass before counting again.
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ReduceOnPlateau = require('fastnn.class')('ReduceOnPlateau')
 
@@ -23,7 +24,8 @@ local function opt_number(what, v, lo)
    return v
 end
 
-function ReduceOnPlateau.__new(cls, opt, opts)
+function ReduceOnPlateau.__new(cls, opt, opts, extra)
+   if extra ~= nil then too_many('optim.ReduceOnPlateau', 3, extra, 'opt, opts') end
    if type(opt) ~= 'table' or type(opt.set_lr) ~= 'function' or type(opt.lr) ~= 'function' then
       error('optim.ReduceOnPlateau: expected an optimizer first, got a ' .. type(opt), 2)
    end
@@ -57,7 +59,8 @@ function ReduceOnPlateau:_improved(v)
    return self.threshold_mode == 'rel' and v > b * (1 + th) or (self.threshold_mode == 'abs' and v > b + th)
 end
 
-function ReduceOnPlateau:step(metric)
+function ReduceOnPlateau:step(metric, extra)
+   if extra ~= nil then too_many('optim.ReduceOnPlateau:step', 2, extra, 'metric') end
    if type(metric) ~= 'number' or metric ~= metric then
       error(('optim.ReduceOnPlateau: step: metric is %s, expected a number'):format(show_value(metric)), 2)
    end
@@ -78,7 +81,10 @@ function ReduceOnPlateau:step(metric)
    return self.opt:lr()
 end
 
-function ReduceOnPlateau:lr() return self.opt:lr() end
+function ReduceOnPlateau:lr(extra)
+   if extra ~= nil then too_many('optim.ReduceOnPlateau:lr', 1, extra, '') end
+   return self.opt:lr()
+end
 
 function ReduceOnPlateau:__tostring()
    return ('optim.ReduceOnPlateau(factor=%g, patience=%d, mode=%s, best=%g)'):format(self.factor, self.patience,

@@ -6,6 +6,7 @@
 -- at the user's line are level 3 there) and `rate(self, step)`.
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local class = require 'fastnn.class'
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 local M = {}
 
 local function check_step(name, step)
@@ -18,19 +19,23 @@ end
 -- what every schedule has; a schedule class extends it
 local Schedule = class('Schedule')
 
-function Schedule:lr_at(step)
+function Schedule:lr_at(step, extra)
+   if extra ~= nil then too_many(('optim.%s:lr_at'):format(self._name), 2, extra, 'step') end
    check_step(self._name, step)
    return self:rate(step)
 end
 
-Schedule.__call = function(self, step)
+Schedule.__call = function(self, step, extra)
+   if extra ~= nil then too_many(('optim.%s'):format(self._name), 2, extra, 'step') end
    check_step(self._name, step)
    return self:rate(step)
 end
 
 -- apply(opt, step): opt:set_lr(lr_at(step)); returns the rate
-function Schedule:apply(opt, step)
-   local lr = self:lr_at(step)
+function Schedule:apply(opt, step, extra)
+   if extra ~= nil then too_many(('optim.%s:apply'):format(self._name), 3, extra, 'opt, step') end
+   check_step(self._name, step)
+   local lr = self:rate(step)
    opt:set_lr(lr)
    return lr
 end
@@ -38,8 +43,30 @@ end
 Schedule.__tostring = function(self) return ('optim.%s(%s)'):format(self._name, self:describe()) end
 function Schedule:describe() return '' end
 
+-- Class(...) runs __init after refusing an argument past its last (StepDecay(0.1, 10, 0.5, 3)):
+-- __init's parameter count, read once per class
+local init_takes = setmetatable({}, {__mode = 'k'})
+local function construct(cls, ...)
+   local init = cls.__init
+   local takes = init_takes[init]
+   if takes == nil then
+      local np = debug.getinfo(init, 'u').nparams - 1   -- without self
+      local names = {}
+      for i = 2, np + 1 do names[#names + 1] = debug.getlocal(init, i) end
+      takes = {np, table.concat(names, ', ')}
+      init_takes[init] = takes
+   end
+   for i = takes[1] + 1, select('#', ...) do
+      local v = select(i, ...)
+      if v ~= nil then too_many('optim.' .. cls._name, i, v, takes[2]) end   -- 1 too_many, 2 here, 3 the user
+   end
+   local self = setmetatable({}, cls)
+   self:__init(...)
+   return self
+end
+
 -- a schedule class named name
-function M.class(name) return class.extend(Schedule, name) end
+function M.class(name) return class.extend(Schedule, name, {construct = construct}) end
 
 -- a number check for constructors, raised at the user's line (1 here, 2 __init, 3 the class call, 4 user)
 function M.number(name, what, v, lo, hi)

@@ -5,6 +5,7 @@
 -- first use. Every update runs in C, fused per parameter (core/optim.c).
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 local C = fnn_tensor.C
 local Param = require('fastnn.autograd').Param
 
@@ -47,7 +48,8 @@ end
 -- clip_grad_norm(params, max_norm): scales every gradient by max_norm / norm
 -- when the global L2 norm over all of them exceeds max_norm (PyTorch's
 -- clip_grad_norm_, with its 1e-6 guard). Returns the norm before clipping.
-function optim.clip_grad_norm(params, max_norm)
+function optim.clip_grad_norm(params, max_norm, extra)
+   if extra ~= nil then too_many('optim.clip_grad_norm', 3, extra, 'params, max_norm') end
    local list = param_list('clip_grad_norm', params)
    bound('clip_grad_norm', 'max_norm', max_norm)
    local sq = 0
@@ -63,7 +65,8 @@ function optim.clip_grad_norm(params, max_norm)
 end
 
 -- clip_grad_value(params, v): clamps every gradient element into [-v, v]
-function optim.clip_grad_value(params, value)
+function optim.clip_grad_value(params, value, extra)
+   if extra ~= nil then too_many('optim.clip_grad_value', 3, extra, 'params, value') end
    local list = param_list('clip_grad_value', params)
    bound('clip_grad_value', 'value', value)
    for i = 1, #list do
@@ -72,7 +75,8 @@ function optim.clip_grad_value(params, value)
    end
 end
 
-function optim.gradients_are_finite(params)
+function optim.gradients_are_finite(params, extra)
+   if extra ~= nil then too_many('optim.gradients_are_finite', 2, extra, 'params') end
    return require('fastnn.autograd').gradients_are_finite(param_list('gradients_are_finite', params))
 end
 
