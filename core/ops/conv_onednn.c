@@ -344,8 +344,12 @@ static size_t run_bytes(const conv_prim *p) {
 
 /* run p on the user's buffers data[0..2] (p->a's order) and bias (its DNNL_ARG_BIAS or
  * DNNL_ARG_DIFF_BIAS, NULL for none), with block (run_bytes) as its scratch: inputs reordered into
- * p's layout, the primitive, the output reordered out, all on one stream of this call */
-static dnnl_status_t run_on(const conv_prim *p, char *block, void *const data[3], int bias_arg, const void *bias) {
+ * p's layout, the primitive, the output reordered out, all on one stream of this call. An input i
+ * with shared[i] (not NULL) has its p-layout copy there instead of in block: made here unless
+ * ready[i] says an earlier run of the same layout made it (backward data and backward weights
+ * share diff_dst's) */
+static dnnl_status_t run_on(const conv_prim *p, char *block, void *const data[3], int bias_arg, const void *bias,
+                            char *const shared[3], const bool ready[3]) {
     dnnl_memory_t user[3] = {NULL, NULL, NULL}, inner[3] = {NULL, NULL, NULL}, bm = NULL, sm = NULL;
     dnnl_stream_t stream = NULL;
     dnnl_status_t s = dnnl_stream_create(&stream, fnn_onednn_engine(), dnnl_stream_default_flags);
@@ -360,9 +364,10 @@ static dnnl_status_t run_on(const conv_prim *p, char *block, void *const data[3]
         const conv_arg *a = &p->a[i];
         if (!(user[i] = mem_over(&a->user, data[i]))) { s = dnnl_out_of_memory; break; }
         if (!a->reorder) continue;
-        if (!(inner[i] = mem_over(&a->inner, block + at))) { s = dnnl_out_of_memory; break; }
+        char *buf = shared[i] ? shared[i] : block + at;
+        if (!(inner[i] = mem_over(&a->inner, buf))) { s = dnnl_out_of_memory; break; }
         at += aligned(a->bytes);
-        if (!a->out) {
+        if (!a->out && !(shared[i] && ready[i])) {
             dnnl_exec_arg_t ra[3] = {{DNNL_ARG_FROM, user[i]}, {DNNL_ARG_TO, inner[i]}};
             s = exec(a->reorder, stream, 2, ra, sm);
         }
@@ -425,6 +430,9 @@ typedef struct {
     int64_t wsz;
     char *block;                /* per slot: per_slot bytes */
     size_t per_slot;
+    char *shared[3];            /* input i's p-layout copies (run_on), per slot shared_slot bytes; NULL: in block */
+    bool ready[3];              /* shared[i] already holds them */
+    size_t shared_slot;
     dnnl_status_t st[MAX_SLOTS];
 } onednn_job;
 
@@ -442,7 +450,9 @@ static void job_slot(void *ctx, int64_t s0, int64_t s1) {
             d[2] = j->part + (s - 1) * (j->wsz + g->O);
             if (bias) bias = (float *)d[2] + j->wsz;
         }
-        j->st[s] = run_on(p, j->block + (size_t)s * j->per_slot, d, j->bias_arg, bias);
+        char *sh[3];
+        for (int i = 0; i < 3; i++) sh[i] = j->shared[i] ? j->shared[i] + (size_t)s * j->shared_slot : NULL;
+        j->st[s] = run_on(p, j->block + (size_t)s * j->per_slot, d, j->bias_arg, bias, sh, j->ready);
         if (j->st[s] == dnnl_success && j->bias_in)   /* dx + bias_in per input channel */
             for (int64_t n = 0; n < nb; n++)
                 for (int64_t c = 0; c < g->C; c++) {
@@ -600,8 +610,31 @@ static int conv_backward_run(const conv_geom *g, int dev, const float *x, const 
         rc = job_prepare(&jw, g, db ? K_BWD_WEIGHTS_BIAS : K_BWD_WEIGHTS, data, stride, DNNL_ARG_DIFF_BIAS, db, NULL,
                          flops, ow);
     }
+    /* both wanted: diff_dst is reordered into the primitives' layout once, by backward data, and
+     * backward weights reads that copy (one reorder of dy a layer and step instead of two) */
+    char *dyb = NULL;
+    int64_t dyb_bytes = 0;
+    if (!rc && dx && dw && jd.slots == jw.slots && jd.q == jw.q) {
+        bool same = true;
+        size_t per = 0;
+        for (int k = 0; k < 2 && same; k++) {
+            const conv_prim *pd = jd.prim[k], *pw = jw.prim[k];
+            if (!pd && !pw) continue;
+            same = pd && pw && pd->a[0].reorder && pw->a[1].reorder &&
+                   dnnl_memory_desc_equal(&pd->a[0].inner, &pw->a[1].inner);
+            if (same && aligned(pd->a[0].bytes) > per) per = aligned(pd->a[0].bytes);
+        }
+        if (same && per > 0) {
+            dyb_bytes = (int64_t)(per * (size_t)jd.slots);
+            if (!(dyb = fnn_alloc(dev, dyb_bytes))) rc = fnn_last_status();
+            jd.shared[0] = jw.shared[1] = dyb;
+            jd.shared_slot = jw.shared_slot = per;
+            jw.ready[1] = true;
+        }
+    }
     if (!rc && dx) rc = job_run(&jd, dev);
     if (!rc && dw) rc = job_run(&jw, dev);
+    if (dyb) fnn_free(dev, dyb, dyb_bytes);
     job_end(&jd, od);
     job_end(&jw, ow);
     if (!rc && db && !dw)   /* the bias gradient alone: sums of dy per channel, in a fixed order */
