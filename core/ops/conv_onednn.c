@@ -12,7 +12,10 @@
  * layouts oneDNN runs its own im2col + gemm ("gemm:jit"), 1.2-4x slower than conv.c's; blocked,
  * its direct JIT kernels run 1.5-2.7x faster than conv.c's even with the reorders (one thread,
  * measured in the commit that added this). A 1-d or 2-d geometry (conv.h pads them to 3-d) gets
- * a 1-d or 2-d descriptor.
+ * a 1-d or 2-d descriptor. Repeated reorders are saved: a backward wanting dx and dw reorders
+ * diff_dst once for both kinds, and a forward whose weight will want a gradient keeps its blocked
+ * src (conv.c saves it on the node, fnn_conv_args.keep_x) for the backward weights, which read it
+ * where the batch split and layout still match (else reorder x again).
  *
  * Threads: as conv.c, the images are split over the threads (conv_image_slots), one OpenMP region
  * per call, each slot running a one-thread primitive of its sub-batch; the weight and bias
