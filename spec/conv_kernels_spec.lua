@@ -159,6 +159,80 @@ describe('the CPU convolutions under the two kernel sets', function()
       assert(ok, err)
    end)
 
+   -- resnet_small's kinds of layer with odd channel counts (not multiples of the 8-channel blocks)
+   -- and batches 3 (split 1 + 2 over two threads) and 1: the backward with both gradients reuses
+   -- diff_dst's blocked copy (conv_onednn.c), with one of them it reorders its own
+   local resnet_like = {
+      {name = '3x3 pad 1, 12 -> 20, batch 3', x = {3, 12, 24, 24}, w = {20, 12, 3, 3}, opts = {padding = 1}},
+      {name = '3x3 stride 2 pad 1, 12 -> 20, batch 3', x = {3, 12, 40, 40}, w = {20, 12, 3, 3},
+       opts = {stride = 2, padding = 1}},
+      {name = '1x1 stride 2, 13 -> 24, batch 3', x = {3, 13, 48, 48}, w = {24, 13, 1, 1}, opts = {stride = 2}},
+      {name = '3x3 pad 1, 5 -> 11, batch 1', x = {1, 5, 30, 30}, w = {11, 5, 3, 3}, opts = {padding = 1}},
+   }
+   -- the gradients wanted: x and w (the shared copy), x alone (w frozen), w alone (x plain data)
+   local function run_wanting(cfg, want_x, want_w)
+      fnn.manual_seed(11)
+      local x, w = fnn.randn(cfg.x), fnn.randn(cfg.w)
+      local px, pw = want_x and fnn.Param(x) or nil, want_w and fnn.Param(w) or nil
+      local y = fnn.conv2d(px and px:tensor() or x, pw and pw:tensor() or w, nil, cfg.opts)
+      local gy = fnn.randn(y:shape())
+      ;(y * gy):sum():backward()
+      return {y = y:to_flat(), dx = px and px:grad():to_flat(), dw = pw and pw:grad():to_flat()}
+   end
+   it('matches the portable kernels on resnet-shaped layers with odd channels, each gradient alone or both, '
+      .. '2 threads and 1', function()
+      local saved = fnn.get_num_threads()
+      local ok, err = pcall(function()
+         for _, t in ipairs({2, 1}) do
+            fnn.set_num_threads(t)
+            for _, cfg in ipairs(resnet_like) do
+               for _, want in ipairs({{true, true}, {true, false}, {false, true}}) do
+                  local a = with_kernels('onednn', function() return run_wanting(cfg, want[1], want[2]) end)
+                  local p = with_kernels('portable', function() return run_wanting(cfg, want[1], want[2]) end)
+                  support.approx(p.y, a.y, 1e-4)
+                  if want[1] then support.approx(p.dx, a.dx, 1e-4) else assert.is_nil(a.dx) end
+                  if want[2] then support.approx(p.dw, a.dw, 1e-4) else assert.is_nil(a.dw) end
+                  -- both wanted or one alone: the same bits for the gradient they share
+                  local both = with_kernels('onednn', function() return run_wanting(cfg, true, true) end)
+                  if want[1] then same_bits(both.dx, a.dx, cfg.name .. ' dx') end
+                  if want[2] then same_bits(both.dw, a.dw, cfg.name .. ' dw') end
+               end
+            end
+         end
+      end)
+      fnn.set_num_threads(saved)
+      assert(ok, err)
+   end)
+
+   -- the forward keeps x's blocked copy for the weight gradient (conv_onednn.c); with the threads
+   -- changed between forward and backward the batch split differs and the backward reorders x itself
+   it('gives the portable gradients with the threads changed between forward and backward', function()
+      local saved = fnn.get_num_threads()
+      local ok, err = pcall(function()
+         for _, tt in ipairs({{2, 1}, {1, 2}}) do
+            for _, cfg in ipairs(resnet_like) do
+               local r = {}
+               for _, k in ipairs({'onednn', 'portable'}) do
+                  r[k] = with_kernels(k, function()
+                     fnn.set_num_threads(tt[1])
+                     fnn.manual_seed(5)
+                     local px, pw = fnn.Param(fnn.randn(cfg.x)), fnn.Param(fnn.randn(cfg.w))
+                     local y = fnn.conv2d(px:tensor(), pw:tensor(), nil, cfg.opts)
+                     local loss = (y * fnn.randn(y:shape())):sum()
+                     fnn.set_num_threads(tt[2])
+                     loss:backward()
+                     return {dx = px:grad():to_flat(), dw = pw:grad():to_flat()}
+                  end)
+               end
+               support.approx(r.portable.dx, r.onednn.dx, 1e-4)
+               support.approx(r.portable.dw, r.onednn.dw, 1e-4)
+            end
+         end
+      end)
+      fnn.set_num_threads(saved)
+      assert(ok, err)
+   end)
+
    it('runs the bias gradient alone (the weight frozen) and the input gradient alone', function()
       local cfg = cases.conv2d[1]
       for _, k in ipairs({'onednn', 'portable'}) do

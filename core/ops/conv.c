@@ -316,9 +316,10 @@ static int job_scratch(conv_job *j, int dev, bool need_col, bool want_dw, bool w
 }
 
 /* y = conv(x, w) + b over the whole batch: the depthwise kernel, or im2col + sgemm per image */
-static int run_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y) {
+static int run_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
+                       fnn_tensor *keep_x) {
     if (g->N * g->O * g->L == 0) return FNN_STATUS_OK;
-    int rc = fnn_onednn_conv_forward(g, dev, x, w, b, y);
+    int rc = fnn_onednn_conv_forward(g, dev, x, w, b, y, keep_x);
     if (rc != FNN_ONEDNN_DECLINED) return rc;
     if (g->depthwise) { fnn_depthwise_forward(g, x, w, b, y); return FNN_STATUS_OK; }
     conv_job j = {g, conv_image_slots(g->N, 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L),
@@ -334,7 +335,7 @@ static int run_forward(const conv_geom *g, int dev, const float *x, const float 
 /* any of dx = conv^T(dy, w) + bias_in, dw and db (pointers NULL when not wanted; x is read only
  * for dw, w only for dx); dw / db come out as sums in a fixed order whatever the threads */
 static int run_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
-                        const float *bias_in, float *dx, float *dw, float *db) {
+                        const float *bias_in, float *dx, float *dw, float *db, const void *x_kept) {
     if (g->N == 0 || g->O == 0 || g->C == 0) {   /* nothing flows through: bias_in or zeros */
         if (dx) for (int64_t i = 0; i < g->N * g->C * g->S; i++) dx[i] = bias_in ? bias_in[(i / g->S) % g->C] : 0.0f;
         if (dw) memset(dw, 0, sizeof(float) * (size_t)(g->O * g->Kg));
@@ -344,7 +345,7 @@ static int run_backward(const conv_geom *g, int dev, const float *x, const float
                 for (int64_t o = 0; o < g->O; o++) db[o] += sum_floats(dy + (n * g->O + o) * g->L, g->L);
         return FNN_STATUS_OK;
     }
-    int rc = fnn_onednn_conv_backward(g, dev, x, w, dy, bias_in, dx, dw, db);
+    int rc = fnn_onednn_conv_backward(g, dev, x, w, dy, bias_in, dx, dw, db, x_kept);
     if (rc != FNN_ONEDNN_DECLINED) return rc;
     if (g->depthwise) {
         if (dx) fnn_depthwise_input_grad(g, w, dy, bias_in, dx);
@@ -513,7 +514,8 @@ static int conv_setup(const conv_opts *o, const fnn_tensor *x, const fnn_tensor 
 
 /* a convolution node's numbers (conv and conv_transpose, 1d to 3d): the first nd entries of each
  * array are used; the padding after and output_padding are in the shapes. saved[0] = x
- * (contiguous; kept only when w needs a gradient), saved[1] = w (contiguous; only when x needs one) */
+ * (contiguous; kept only when w needs a gradient), saved[1] = w (contiguous; only when x needs one),
+ * saved[2] = x in the row's own layout where the forward kept it (fnn_conv_args.keep_x) */
 typedef struct {
     int64_t stride[3], pad_before[3], dilation[3];
     int64_t groups;
@@ -581,7 +583,13 @@ static int conv_apply(const fnn_op_def *def, const fnn_conv_row *row, fnn_tensor
     fnn_tensor_init(&wt);
     fnn_tensor_init(&bt);
     int rc;
-    fnn_conv_args a = {g, NULL, NULL, NULL, fnn_data(out), NULL, NULL, NULL, NULL};
+    fnn_conv_args a = {g, NULL, NULL, NULL, fnn_data(out), NULL, NULL, NULL, NULL, NULL, NULL};
+    /* dw will be wanted (a node whose weight needs a gradient): the row may keep x in its kernels'
+     * layout for the backward weights, one more copy of x until the backward (saved[2]) */
+    fnn_tensor kept;
+    fnn_tensor_init(&kept);
+    const fnn_tensor *wdep[1] = {w};
+    if (fnn_needs_node(1, wdep)) a.keep_x = &kept;
     a.x = fnn_contiguous_data(x, &xt, &rc);
     if (!rc) a.w = fnn_contiguous_data(w, &wt, &rc);
     if (!rc && b) a.b = fnn_contiguous_data(b, &bt, &rc);
@@ -594,8 +602,10 @@ static int conv_apply(const fnn_op_def *def, const fnn_conv_row *row, fnn_tensor
             node_record(n, o);
             if (n->next[1]) rc = fnn_save(n, 0, xt.ndim >= 0 ? &xt : x);   /* x for dw */
             if (!rc && n->next[0]) rc = fnn_save(n, 1, wt.ndim >= 0 ? &wt : w);   /* w for dx */
+            if (!rc && n->next[1] && kept.ndim >= 0) rc = fnn_save(n, 2, &kept);   /* x as the row keeps it */
         }
     }
+    fnn_tensor_clear(&kept);
     fnn_tensor_clear(&xt);
     fnn_tensor_clear(&wt);
     fnn_tensor_clear(&bt);
@@ -612,12 +622,13 @@ static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, bo
     node_geom(&g, n, transposed);
     fnn_tensor dyt;
     int rc;
-    fnn_conv_args a = {&g, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    fnn_conv_args a = {&g, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     a.dy = fnn_contiguous_data(dout, &dyt, &rc);
     if (!rc) rc = grad_outputs(n, dout->device, din, &a.dx, &a.dw, &a.db);
     if (!rc) {
         a.x = a.dw ? fnn_data(&n->saved[0]) : NULL;
         a.w = a.dx ? fnn_data(&n->saved[1]) : NULL;
+        a.x_kept = a.dw && n->saved[2].ndim >= 0 ? fnn_data(&n->saved[2]) : NULL;
         rc = row->backward(fnn_device_ordinal(dout->device), &a);
     }
     fnn_tensor_clear(&dyt);
@@ -706,20 +717,22 @@ const fnn_op_def *const fnn_ops_conv[] = {&CONV1D, &CONV2D, &CONV3D, &CONV_TRANS
  * forward (dx) and weight gradient (dw) */
 
 static int cpu_conv_forward(int ordinal, const fnn_conv_args *a) {
-    return run_forward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), a->x, a->w, a->b, a->y);
+    return run_forward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), a->x, a->w, a->b, a->y, a->keep_x);
 }
 static int cpu_conv_backward(int ordinal, const fnn_conv_args *a) {
-    return run_backward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), a->x, a->w, a->dy, NULL, a->dx, a->dw, a->db);
+    return run_backward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), a->x, a->w, a->dy, NULL, a->dx, a->dw, a->db,
+                        a->x_kept);
 }
 static int cpu_conv_transpose_forward(int ordinal, const fnn_conv_args *a) {
-    return run_backward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), NULL, a->w, a->x, a->b, a->y, NULL, NULL);
+    return run_backward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), NULL, a->w, a->x, a->b, a->y, NULL, NULL,
+                        NULL);
 }
 static int cpu_conv_transpose_backward(int ordinal, const fnn_conv_args *a) {
     const conv_geom *g = a->g;
     const int dev = fnn_make_device(FNN_DEVICE_CPU, ordinal);
     int rc = FNN_STATUS_OK;
-    if (a->dx) rc = run_forward(g, dev, a->dy, a->w, NULL, a->dx);
-    if (!rc && a->dw) rc = run_backward(g, dev, a->dy, NULL, a->x, NULL, NULL, a->dw, NULL);
+    if (a->dx) rc = run_forward(g, dev, a->dy, a->w, NULL, a->dx, NULL);
+    if (!rc && a->dw) rc = run_backward(g, dev, a->dy, NULL, a->x, NULL, NULL, a->dw, NULL, NULL);
     if (!rc && a->db)
         for (int64_t c = 0; c < g->C; c++) {
             float s = 0;

@@ -61,12 +61,16 @@ void fnn_depthwise_weight_grad(const conv_geom *g, const float *x, const float *
  * returns FNN_STATUS_OK, an error status, or FNN_ONEDNN_DECLINED: not run (the portable kernels
  * are selected, the build has no oneDNN, oneDNN refuses the geometry), use im2col. The backward
  * fills any of dx (+ bias_in per input channel), dw and db (dx or dw must be wanted); x is read
- * only for dw, w only for dx. */
+ * only for dw, w only for dx. keep_x (NULL: not wanted): the forward may make it a float tensor holding
+ * x in the primitives' blocked layout (left empty where there is no reorder to save); x_kept (NULL:
+ * none) is that tensor's data, which the backward weights read instead of reordering x again where
+ * its layout and batch split still match (else x is reordered as without it). */
 enum { FNN_ONEDNN_DECLINED = 1 };
 bool fnn_onednn_conv_wants(const conv_geom *g);
-int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y);
+int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
+                            fnn_tensor *keep_x);
 int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
-                             const float *bias_in, float *dx, float *dw, float *db);
+                             const float *bias_in, float *dx, float *dw, float *db, const void *x_kept);
 
 /* the rows. Arguments in the op's own terms (a transposed op's x is the [N, O, Do, Ho, Wo] side of
  * its geometry, its y the [N, C, D, H, W] side); every buffer contiguous (the entry points borrow
@@ -81,6 +85,10 @@ typedef struct fnn_conv_args {
     float *y;                  /* forward: the output, every element written */
     const float *dy;           /* backward: the output's gradient */
     float *dx, *dw, *db;       /* backward: the gradients wanted (NULL: not), every element written */
+    fnn_tensor *keep_x;        /* forward, NULL or an empty tensor: conv1d/2d/3d's backward will want dw, so
+                                  the row may keep x in its kernels' own layout there (the CPU's: oneDNN's
+                                  blocked copy), for the node to save */
+    const void *x_kept;        /* backward: that tensor's data where dw is wanted and it was kept (NULL: none) */
 } fnn_conv_args;
 /* conv1d/2d/3d: forward y = conv(x, w) + b; backward dx = conv^T(dy, w), dw, db = the sums of dy per
  * output channel. conv_transpose1d/2d/3d: forward y = conv^T(x, w) + b (the input gradient of the

@@ -12,7 +12,10 @@
  * layouts oneDNN runs its own im2col + gemm ("gemm:jit"), 1.2-4x slower than conv.c's; blocked,
  * its direct JIT kernels run 1.5-2.7x faster than conv.c's even with the reorders (one thread,
  * measured in the commit that added this). A 1-d or 2-d geometry (conv.h pads them to 3-d) gets
- * a 1-d or 2-d descriptor.
+ * a 1-d or 2-d descriptor. Repeated reorders are saved: a backward wanting dx and dw reorders
+ * diff_dst once for both kinds, and a forward whose weight will want a gradient keeps its blocked
+ * src (conv.c saves it on the node, fnn_conv_args.keep_x) for the backward weights, which read it
+ * where the batch split and layout still match (else reorder x again).
  *
  * Threads: as conv.c, the images are split over the threads (conv_image_slots), one OpenMP region
  * per call, each slot running a one-thread primitive of its sub-batch; the weight and bias
@@ -335,17 +338,22 @@ static dnnl_status_t exec(dnnl_primitive_t prim, dnnl_stream_t stream, int n, dn
     return dnnl_primitive_execute(prim, stream, n, args);
 }
 
-/* the scratch block one run of p takes: its scratchpad, then the reordered copies */
-static size_t run_bytes(const conv_prim *p) {
+/* the scratch block one run of p takes: its scratchpad, then the reordered copies that have no
+ * shared place (run_on) */
+static size_t run_bytes(const conv_prim *p, char *const shared[3]) {
     size_t bytes = aligned(p->scratch);
-    for (int i = 0; i < 3; i++) bytes += p->a[i].reorder ? aligned(p->a[i].bytes) : 0;
+    for (int i = 0; i < 3; i++) bytes += p->a[i].reorder && !shared[i] ? aligned(p->a[i].bytes) : 0;
     return bytes;
 }
 
 /* run p on the user's buffers data[0..2] (p->a's order) and bias (its DNNL_ARG_BIAS or
  * DNNL_ARG_DIFF_BIAS, NULL for none), with block (run_bytes) as its scratch: inputs reordered into
- * p's layout, the primitive, the output reordered out, all on one stream of this call */
-static dnnl_status_t run_on(const conv_prim *p, char *block, void *const data[3], int bias_arg, const void *bias) {
+ * p's layout, the primitive, the output reordered out, all on one stream of this call. An input i
+ * with shared[i] (not NULL) has its p-layout copy there instead of in block: made here unless
+ * ready[i] says an earlier run of the same layout made it (backward data and backward weights
+ * share diff_dst's) */
+static dnnl_status_t run_on(const conv_prim *p, char *block, void *const data[3], int bias_arg, const void *bias,
+                            char *const shared[3], const bool ready[3]) {
     dnnl_memory_t user[3] = {NULL, NULL, NULL}, inner[3] = {NULL, NULL, NULL}, bm = NULL, sm = NULL;
     dnnl_stream_t stream = NULL;
     dnnl_status_t s = dnnl_stream_create(&stream, fnn_onednn_engine(), dnnl_stream_default_flags);
@@ -360,9 +368,10 @@ static dnnl_status_t run_on(const conv_prim *p, char *block, void *const data[3]
         const conv_arg *a = &p->a[i];
         if (!(user[i] = mem_over(&a->user, data[i]))) { s = dnnl_out_of_memory; break; }
         if (!a->reorder) continue;
-        if (!(inner[i] = mem_over(&a->inner, block + at))) { s = dnnl_out_of_memory; break; }
-        at += aligned(a->bytes);
-        if (!a->out) {
+        char *buf = shared[i] ? shared[i] : block + at;
+        if (!(inner[i] = mem_over(&a->inner, buf))) { s = dnnl_out_of_memory; break; }
+        if (!shared[i]) at += aligned(a->bytes);
+        if (!a->out && !(shared[i] && ready[i])) {
             dnnl_exec_arg_t ra[3] = {{DNNL_ARG_FROM, user[i]}, {DNNL_ARG_TO, inner[i]}};
             s = exec(a->reorder, stream, 2, ra, sm);
         }
@@ -425,6 +434,9 @@ typedef struct {
     int64_t wsz;
     char *block;                /* per slot: per_slot bytes */
     size_t per_slot;
+    char *shared[3];            /* input i's p-layout copies (run_on), per slot shared_slot bytes; NULL: in block */
+    bool ready[3];              /* shared[i] already holds them */
+    size_t shared_slot[3];      /* their bytes per slot */
     dnnl_status_t st[MAX_SLOTS];
 } onednn_job;
 
@@ -442,7 +454,9 @@ static void job_slot(void *ctx, int64_t s0, int64_t s1) {
             d[2] = j->part + (s - 1) * (j->wsz + g->O);
             if (bias) bias = (float *)d[2] + j->wsz;
         }
-        j->st[s] = run_on(p, j->block + (size_t)s * j->per_slot, d, j->bias_arg, bias);
+        char *sh[3];
+        for (int i = 0; i < 3; i++) sh[i] = j->shared[i] ? j->shared[i] + (size_t)s * j->shared_slot[i] : NULL;
+        j->st[s] = run_on(p, j->block + (size_t)s * j->per_slot, d, j->bias_arg, bias, sh, j->ready);
         if (j->st[s] == dnnl_success && j->bias_in)   /* dx + bias_in per input channel */
             for (int64_t n = 0; n < nb; n++)
                 for (int64_t c = 0; c < g->C; c++) {
@@ -483,7 +497,7 @@ static int job_run(onednn_job *j, int dev) {
     const int slots = j->slots;
     size_t per = 0;
     for (int k = 0; k < 2; k++)
-        if (j->prim[k]) { size_t b = run_bytes(j->prim[k]); per = b > per ? b : per; }
+        if (j->prim[k]) { size_t b = run_bytes(j->prim[k], j->shared); per = b > per ? b : per; }
     j->per_slot = aligned(per);
     j->wsz = j->kind >= K_BWD_WEIGHTS ? g->O * g->Kg : 0;
     const int64_t part_n = j->kind >= K_BWD_WEIGHTS ? (slots - 1) * (j->wsz + g->O) : 0;
@@ -518,9 +532,11 @@ static int job_run(onednn_job *j, int dev) {
  * order of the sums); before, these convs fell back to im2col, 1.6x slower on resnet_small. Each of
  * x, w, dy that is given is replaced by its rounded copy (or kept: autocast's are bf16 values already);
  * owned[] collects the copies for emulated_free. */
-static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y);
+static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
+                            fnn_tensor *keep_x);
 static int conv_backward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
-                             const float *dy_in, const float *bias_in, float *dx, float *dw, float *db);
+                             const float *dy_in, const float *bias_in, float *dx, float *dw, float *db,
+                             const void *x_kept);
 
 typedef struct {
     float *owned[3];
@@ -547,41 +563,96 @@ static void emulated_free(emulated_inputs *e) {
         if (e->owned[i]) fnn_free(FNN_DEVICE_CPU, e->owned[i], (int64_t)sizeof(float) * e->n[i]);
 }
 
-int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y) {
+int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
+                            fnn_tensor *keep_x) {
     if (!fnn_onednn_conv_wants(g)) return FNN_ONEDNN_DECLINED;
     emulated_inputs e;
     int rc = emulate_bf16(&e, g, &x, &w, NULL);
-    if (!rc) rc = conv_forward_run(g, dev, x, w, b, y);
+    if (!rc) rc = conv_forward_run(g, dev, x, w, b, y, keep_x);
     emulated_free(&e);
     return rc;
 }
 
-static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y) {
+/* the forward's blocked copy of x for the backward weights (fnn_onednn_conv_forward's keep_x): this
+ * head, then per slot per_slot bytes; the backward reads it where its own batch split and src
+ * layouts are these (the same thread count, the same primitives' choice) */
+typedef struct {
+    int64_t slots, q;
+    size_t per_slot;
+    dnnl_memory_desc_t md[2];   /* src's layout for sub-batches of q and q + 1 images (md[1] unused: one size) */
+} kept_head;
+static size_t kept_head_bytes(void) { return aligned(sizeof(kept_head)); }
+
+/* keep (empty) as a float tensor for j's blocked src copies, j->shared[0] pointed into it; left empty
+ * where a prim reads x as it is (no reorder to save) */
+static int kept_make(onednn_job *j, int dev, fnn_tensor *keep) {
+    kept_head h;
+    memset(&h, 0, sizeof h);
+    h.slots = j->slots;
+    h.q = j->q;
+    for (int k = 0; k < 2; k++) {
+        const conv_prim *p = j->prim[k];
+        if (!p) continue;
+        if (!p->a[0].reorder) return FNN_STATUS_OK;
+        h.md[k] = p->a[0].inner;
+        if (aligned(p->a[0].bytes) > h.per_slot) h.per_slot = aligned(p->a[0].bytes);
+    }
+    const size_t bytes = kept_head_bytes() + h.per_slot * (size_t)j->slots;
+    const int64_t n = (int64_t)((bytes + sizeof(float) - 1) / sizeof(float));
+    FNN_TRY(fnn_new_output(keep, dev, 1, &n));
+    char *base = (char *)fnn_data(keep);
+    memcpy(base, &h, sizeof h);
+    j->shared[0] = base + kept_head_bytes();
+    j->shared_slot[0] = h.per_slot;
+    return FNN_STATUS_OK;
+}
+
+/* point j (backward weights) at the forward's kept src copies where they fit it */
+static void kept_use(onednn_job *j, const void *kept) {
+    kept_head h;
+    memcpy(&h, kept, sizeof h);
+    if (h.slots != j->slots || h.q != j->q) return;
+    for (int k = 0; k < 2; k++) {
+        const conv_prim *p = j->prim[k];
+        if (p && (!p->a[0].reorder || !dnnl_memory_desc_equal(&h.md[k], &p->a[0].inner) ||
+                  aligned(p->a[0].bytes) > h.per_slot))
+            return;
+    }
+    j->shared[0] = (char *)kept + kept_head_bytes();
+    j->shared_slot[0] = h.per_slot;
+    j->ready[0] = true;
+}
+
+static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
+                            fnn_tensor *keep_x) {
     void *const data[3] = {(void *)x, (void *)w, y};
     const int64_t stride[3] = {g->C * g->S, 0, g->O * g->L};
     const double flops = 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L;
     onednn_job j;
     bool owned[2];
     int rc = job_prepare(&j, g, b ? K_FWD_BIAS : K_FWD, data, stride, DNNL_ARG_BIAS, b, NULL, flops, owned);
+    if (!rc && keep_x) rc = kept_make(&j, dev, keep_x);
     if (!rc) rc = job_run(&j, dev);
     job_end(&j, owned);
+    if (rc && keep_x) fnn_tensor_clear(keep_x);
     return rc;
 }
 
 int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
-                             const float *bias_in, float *dx, float *dw, float *db) {
+                             const float *bias_in, float *dx, float *dw, float *db, const void *x_kept) {
     if (!fnn_onednn_conv_wants(g) || (!dx && !dw)) return FNN_ONEDNN_DECLINED;
     /* the bias gradient alone (no dw) sums dy as given, as it does with bf16 units */
     const float *dy_in = dy;
     emulated_inputs e;
     int rc = emulate_bf16(&e, g, dw ? &x : NULL, dx ? &w : NULL, &dy);
-    if (!rc) rc = conv_backward_run(g, dev, x, w, dy, dy_in, bias_in, dx, dw, db);
+    if (!rc) rc = conv_backward_run(g, dev, x, w, dy, dy_in, bias_in, dx, dw, db, x_kept);
     emulated_free(&e);
     return rc;
 }
 
 static int conv_backward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
-                             const float *dy_in, const float *bias_in, float *dx, float *dw, float *db) {
+                             const float *dy_in, const float *bias_in, float *dx, float *dw, float *db,
+                             const void *x_kept) {
     const double flops = 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L;
     onednn_job jd, jw;
     bool od[2] = {false, false}, ow[2] = {false, false};
@@ -599,9 +670,33 @@ static int conv_backward_run(const conv_geom *g, int dev, const float *x, const 
         const int64_t stride[3] = {g->C * g->S, g->O * g->L, 0};
         rc = job_prepare(&jw, g, db ? K_BWD_WEIGHTS_BIAS : K_BWD_WEIGHTS, data, stride, DNNL_ARG_DIFF_BIAS, db, NULL,
                          flops, ow);
+        if (!rc && x_kept) kept_use(&jw, x_kept);   /* src as the forward reordered it */
+    }
+    /* both wanted: diff_dst is reordered into the primitives' layout once, by backward data, and
+     * backward weights reads that copy (one reorder of dy a layer and step instead of two) */
+    char *dyb = NULL;
+    int64_t dyb_bytes = 0;
+    if (!rc && dx && dw && jd.slots == jw.slots && jd.q == jw.q) {
+        bool same = true;
+        size_t per = 0;
+        for (int k = 0; k < 2 && same; k++) {
+            const conv_prim *pd = jd.prim[k], *pw = jw.prim[k];
+            if (!pd && !pw) continue;
+            same = pd && pw && pd->a[0].reorder && pw->a[1].reorder &&
+                   dnnl_memory_desc_equal(&pd->a[0].inner, &pw->a[1].inner);
+            if (same && aligned(pd->a[0].bytes) > per) per = aligned(pd->a[0].bytes);
+        }
+        if (same && per > 0) {
+            dyb_bytes = (int64_t)(per * (size_t)jd.slots);
+            if (!(dyb = fnn_alloc(dev, dyb_bytes))) rc = fnn_last_status();
+            jd.shared[0] = jw.shared[1] = dyb;
+            jd.shared_slot[0] = jw.shared_slot[1] = per;
+            jw.ready[1] = true;
+        }
     }
     if (!rc && dx) rc = job_run(&jd, dev);
     if (!rc && dw) rc = job_run(&jw, dev);
+    if (dyb) fnn_free(dev, dyb, dyb_bytes);
     job_end(&jd, od);
     job_end(&jw, ow);
     if (!rc && db && !dw)   /* the bias gradient alone: sums of dy per channel, in a fixed order */
@@ -619,13 +714,14 @@ static int conv_backward_run(const conv_geom *g, int dev, const float *x, const 
 }
 #else
 bool fnn_onednn_conv_wants(const conv_geom *g) { (void)g; return false; }
-int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y) {
-    (void)g; (void)dev; (void)x; (void)w; (void)b; (void)y;
+int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
+                            fnn_tensor *keep_x) {
+    (void)g; (void)dev; (void)x; (void)w; (void)b; (void)y; (void)keep_x;
     return FNN_ONEDNN_DECLINED;
 }
 int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
-                             const float *bias_in, float *dx, float *dw, float *db) {
-    (void)g; (void)dev; (void)x; (void)w; (void)dy; (void)bias_in; (void)dx; (void)dw; (void)db;
+                             const float *bias_in, float *dx, float *dw, float *db, const void *x_kept) {
+    (void)g; (void)dev; (void)x; (void)w; (void)dy; (void)bias_in; (void)dx; (void)dw; (void)db; (void)x_kept;
     return FNN_ONEDNN_DECLINED;
 }
 #endif
