@@ -12,14 +12,15 @@
 --
 -- Reused buffers: DataLoader(ds, B, {reuse = true}) (or :reuse()) writes each batch into buffers
 -- the loader owns for the pass and overwrites with a later batch, as Torch7's iterators did: a
--- batch (its inputs and targets) is valid until the loop asks for the next one; keep one longer
--- with :clone(). A fresh batch is memory the CPU has not touched for a while (batches are freed
--- only when Lua's GC runs); the same buffer stays in cache, so a shuffled Fashion-MNIST epoch of
--- batches is ~1.8x faster. On the main thread one buffer per tensor serves the pass; with prefetch(k)
--- a pool of k + 1 + workers (the batch held, the k made ahead, a batch a worker was still making
--- when the loop made it itself). The last batch of a pass is a view of its buffer's first rows.
--- It applies to the datasets the core gathers without Lua (prefetch_source(): TensorDataset, so
--- Mnist, FashionMnist and CsvDataset, and TextDataset) on the cpu; others are refused by name.
+-- batch (its inputs and targets) is valid until the loop asks for the next one; to keep one
+-- longer, copy it (batch.inputs * 1). A fresh batch is memory the CPU has not touched for a while
+-- (batches are freed only when Lua's GC runs); the same buffer stays in cache, so a shuffled
+-- Fashion-MNIST epoch of batches is ~1.8x faster. On the main thread one buffer per tensor serves
+-- the pass; with prefetch(k) a pool of k + 1 + workers (the batch held, the k made ahead, a batch
+-- a worker was still making when the loop made it itself). The last batch of a pass is a view of
+-- its buffer's first rows. It applies to the datasets the core gathers without Lua
+-- (prefetch_source(): TensorDataset, so Mnist, FashionMnist and CsvDataset, and TextDataset) on
+-- the cpu; others are refused by name.
 --
 -- Background prefetch: loader:prefetch(k) makes a C thread assemble the next k batches of a
 -- pass while the caller works on the current one; loader:prefetch(k, {workers = n}) makes n
@@ -62,7 +63,7 @@ local OPTS = require('fastnn.options').declare('data.DataLoader', {
    {'device', 'any', nil, "move each batch there: a Device, 'cpu', 'cuda' or 'cuda:<n>' (as :to_device(d))"},
    {'reuse', 'boolean', false, 'write each batch into buffers the loader overwrites with a later batch (as '
     .. ':reuse()): a batch, its inputs and targets, is valid only until the loop asks for the next one (keep one '
-    .. 'with :clone()); datasets with prefetch_source() (TensorDataset, Mnist, TextDataset) on the cpu'},
+    .. 'with a copy: batch.inputs * 1); datasets with prefetch_source() (TensorDataset, Mnist, TextDataset) on the cpu'},
 })
 
 local reuse_refusal   -- below: why {reuse = true} cannot apply
