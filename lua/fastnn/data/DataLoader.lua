@@ -48,6 +48,7 @@ local fnn_tensor = require 'fastnn.tensor'
 local C, new, done, fail, istype = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local floor = math.floor
 local parse_device = require('fastnn.device')._parse
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last: refused, never dropped
 
 local DataLoader = require('fastnn.class')('DataLoader')
 
@@ -68,7 +69,8 @@ local OPTS = require('fastnn.options').declare('data.DataLoader', {
 
 local reuse_refusal   -- below: why {reuse = true} cannot apply
 
-function DataLoader.__new(cls, ds, batch_size, opts)
+function DataLoader.__new(cls, ds, batch_size, opts, extra)
+   if extra ~= nil then too_many('data.DataLoader', 4, extra, 'dataset, batch_size, opts') end
    if type(ds) ~= 'table' or type(ds.len) ~= 'function' then
       error('DataLoader: expected a dataset (a table with len() and get(i), write(...) or take(...))', 2)
    end
@@ -92,12 +94,14 @@ function DataLoader.__new(cls, ds, batch_size, opts)
    return self
 end
 
-function DataLoader:shuffle(on)
+function DataLoader:shuffle(on, extra)
+   if extra ~= nil then too_many('DataLoader:shuffle', 3, extra, 'loader, on') end
    self._shuffle = on == nil or on and true or false
    return self
 end
 
-function DataLoader:drop_last(on)
+function DataLoader:drop_last(on, extra)
+   if extra ~= nil then too_many('DataLoader:drop_last', 3, extra, 'loader, on') end
    self._drop_last = on == nil or on and true or false
    return self
 end
@@ -116,7 +120,8 @@ local function next_u64(s)
    return bit.bxor(z, bit.rshift(z, 31))
 end
 
-function DataLoader:seed(n)
+function DataLoader:seed(n, extra)
+   if extra ~= nil then too_many('DataLoader:seed', 3, extra, 'loader, n') end
    if type(n) ~= 'number' then error('DataLoader:seed: expected a number', 2) end
    self._rng = seed_state(n)
    return self
@@ -126,7 +131,8 @@ end
 -- pinned host buffer (a cached one) and copied on the device's copy stream: iter() returns the batch
 -- once the copy is queued, so the loop makes batch k+1 (and the GPU copies it) while the GPU still
 -- computes on batch k; the compute stream waits for the copy on the GPU, never the host.
-function DataLoader:to_device(d)
+function DataLoader:to_device(d, extra)
+   if extra ~= nil then too_many('DataLoader:to_device', 3, extra, 'loader, device') end
    local was = self._device
    self._device = d
    local refused = self._reuse and reuse_refusal(self)
@@ -160,7 +166,8 @@ reuse_refusal = function(self)
 end
 
 -- reuse(on): write each batch into buffers the loader overwrites (see the top of this file)
-function DataLoader:reuse(on)
+function DataLoader:reuse(on, extra)
+   if extra ~= nil then too_many('DataLoader:reuse', 3, extra, 'loader, on') end
    on = on == nil or on and true or false
    if on then
       local was = self._reuse
@@ -179,7 +186,8 @@ local PREFETCH_OPTS = require('fastnn.options').declare('data.DataLoader:prefetc
    {'workers', 'integer', 1, 'threads that make the batches, 1..64 (each batch is the same for any number)',
     min = 1, max = 64},
 })
-function DataLoader:prefetch(k, opts)
+function DataLoader:prefetch(k, opts, extra)
+   if extra ~= nil then too_many('DataLoader:prefetch', 4, extra, 'loader, k, opts') end
    local o = PREFETCH_OPTS:check(opts, 2)
    if k == nil or k == true then k = 2 end
    if k == false then k = 0 end
@@ -192,7 +200,8 @@ function DataLoader:prefetch(k, opts)
 end
 
 -- true when iter() makes the batches on the background thread (prefetch on, a dataset the core reads)
-function DataLoader:is_prefetching()
+function DataLoader:is_prefetching(extra)
+   if extra ~= nil then too_many('DataLoader:is_prefetching', 2, extra, 'loader') end
    local ds = self.dataset
    return self._prefetch > 0 and (type(ds.prefetch_source) == 'function' or type(ds.prefetch_images) == 'function')
 end
@@ -206,7 +215,8 @@ end
 -- divide n; with drop_last, floor(n/world) items (the tail of the permutation is dropped),
 -- then whole batches only. The batch at step k of the world is the batch at step k of one
 -- process at batch world*B over the same permutation.
-function DataLoader:shard(rank, world)
+function DataLoader:shard(rank, world, extra)
+   if extra ~= nil then too_many('DataLoader:shard', 4, extra, 'loader, rank, world') end
    if type(world) ~= 'number' or world < 1 or world ~= floor(world) then
       error(('DataLoader:shard: world size is %s, expected a positive integer'):format(show_value(world)), 2)
    end
@@ -235,7 +245,8 @@ local function shard_ids(self, ids, n)
    return out, m
 end
 
-function DataLoader:len()
+function DataLoader:len(extra)
+   if extra ~= nil then too_many('DataLoader:len', 2, extra, 'loader') end
    local n, b = self.dataset:len(), self.batch_size
    if self._shard then n = shard_count(self, n) end
    if self._drop_last then return floor(n / b) end
@@ -246,7 +257,8 @@ end
 -- float targets must hold whole numbers (a refusal names the first that does not)
 local Batch = require('fastnn.class')('Batch')
 local flat_shape = ffi.new('int64_t[1]', -1)
-function Batch:labels()
+function Batch:labels(extra)
+   if extra ~= nil then too_many('labels', 2, extra, 'batch') end
    local t = self.targets
    if t == nil then error('labels: this batch has no targets', 2) end
    local flat = new()
@@ -406,7 +418,8 @@ local function iter_prefetch(self, ids, limit, device, batch_seed)
 end
 
 -- iter(): an iterator over one pass, yielding batch, batch_index
-function DataLoader:iter()
+function DataLoader:iter(extra)
+   if extra ~= nil then too_many('DataLoader:iter', 2, extra, 'loader') end
    local ds, b = self.dataset, self.batch_size
    local n = ds:len()
    local ids = order_of(self, n)
