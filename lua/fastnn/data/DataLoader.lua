@@ -64,7 +64,8 @@ local OPTS = require('fastnn.options').declare('data.DataLoader', {
    {'device', 'any', nil, "move each batch there: a Device, 'cpu', 'cuda' or 'cuda:<n>' (as :to_device(d))"},
    {'reuse', 'boolean', false, 'write each batch into buffers the loader overwrites with a later batch (as '
     .. ':reuse()): a batch, its inputs and targets, is valid only until the loop asks for the next one (keep one '
-    .. 'with a copy: batch.inputs * 1); datasets with prefetch_source() (TensorDataset, Mnist, TextDataset) on the cpu'},
+    .. 'with a copy: batch.inputs * 1); for datasets with prefetch_source() (TensorDataset, Mnist, TextDataset) on the '
+    .. "cpu, refused for others and with a device other than 'cpu'"},
 })
 
 local reuse_refusal   -- below: why {reuse = true} cannot apply
@@ -462,8 +463,9 @@ function DataLoader:iter(extra)
 end
 
 function DataLoader:__tostring()
-   return ('data.DataLoader(%d items, batch %d%s%s%s)'):format(self.dataset:len(), self.batch_size,
+   return ('data.DataLoader(%d items, batch %d%s%s%s%s)'):format(self.dataset:len(), self.batch_size,
       self._shuffle and ', shuffled' or '', self._drop_last and ', drop_last' or '',
+      self._reuse and ', reused buffers' or '',
       self._prefetch > 0 and (', prefetch %d%s%s'):format(self._prefetch,
          self._workers > 1 and (', %d workers'):format(self._workers) or '',
          self:is_prefetching() and '' or ' (main thread: a Lua dataset)') or '')
