@@ -106,6 +106,36 @@ describe('DataLoader reuse', function()
       end
    end)
 
+   it('leaves no buffer behind when a pass ends or is abandoned, main thread or prefetch', function()
+      local ds = items(300)
+      local function settle() collectgarbage(); collectgarbage() end
+      for _, depth in ipairs{0, 3} do
+         for _ in data.DataLoader(ds, 10, {reuse = true, prefetch = depth, workers = 2}):iter() do end
+      end
+      settle()
+      local base = fnn.live_bytes()
+      for _, depth in ipairs{0, 1, 3} do
+         for _ = 1, 5 do   -- whole passes, and passes left after a few batches
+            for _ in data.DataLoader(ds, 7, {shuffle = true, reuse = true, prefetch = depth, workers = 2}):iter() do end
+            for batch, i in data.DataLoader(ds, 7, {shuffle = true, reuse = true, prefetch = depth}):iter() do
+               if i == 3 then break end
+            end
+         end
+      end
+      settle()
+      assert.equals(base, fnn.live_bytes())
+      -- a batch held past its pass keeps its buffer alive (and readable) until it is dropped
+      local last
+      for batch in data.DataLoader(ds, 7, {reuse = true, prefetch = 2}):iter() do last = batch end
+      settle()
+      assert.equals(300 % 7, last.size)
+      assert.same(ds.inputs:narrow(1, 295, 6):to_flat(), last.inputs:to_flat())
+      assert.is_true(fnn.live_bytes() > base)
+      last = nil
+      settle()
+      assert.equals(base, fnn.live_bytes())
+   end)
+
    it('makes batches with no autograd history, from a dataset that has some', function()
       local p = fnn.Param(fnn.randn(10, 3))
       local ds = data.TensorDataset(p:tensor() * 2, fnn.randperm(10))
