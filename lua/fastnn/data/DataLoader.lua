@@ -443,8 +443,9 @@ function DataLoader:iter(extra)
       local it = iter_prefetch(self, ids, limit, device, batch_seed)   -- not a tail call: errors count levels from here
       return it
    end
-   local make = self._reuse and reuse_maker(ds, b) or ds.take and (ds.wants_seed and function(m, at) return ds:take(m, at, batch_seed()) end
-                             or function(m, at) return ds:take(m, at) end)
+   local make = self._reuse and reuse_maker(ds, b)
+      or ds.take and (ds.wants_seed and function(m, at) return ds:take(m, at, batch_seed()) end
+                      or function(m, at) return ds:take(m, at) end)
       or ds.write and function(m, at) return batch_by_write(ds, m, at) end
       or function(m, at) return batch_by_get(ds, m, at) end
    local pos, index = 0, 0
