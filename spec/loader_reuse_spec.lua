@@ -104,6 +104,12 @@ describe('DataLoader reuse', function()
             assert.is_true(n >= 1 and n <= depth + 1 + w, ('%d buffers for depth %d, %d workers'):format(n, depth, w))
          end
       end
+      -- the windows of a TextDataset too (44 windows, 11 batches)
+      local text = data.TextDataset(TEXT, 5, {text = true, stride = 5})
+      assert.equals(11, ids(data.DataLoader(text, 4)))
+      assert.equals(1, ids(data.DataLoader(text, 4, {reuse = true})))
+      local n = ids(data.DataLoader(text, 4, {reuse = true, prefetch = 2, workers = 2}))
+      assert.is_true(n >= 1 and n <= 5, n .. ' buffers for depth 2, 2 workers')
    end)
 
    it('leaves no buffer behind when a pass ends or is abandoned, main thread or prefetch', function()

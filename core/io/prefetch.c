@@ -112,11 +112,11 @@ static void make_batch(fnn_prefetch *p, int64_t k, slot *s) {
     int rc;
     if (p->kind == FNN_PREFETCH_IMAGES) {
         rc = fnn_image_take(&s->x, &s->y, p->set, m, ids, p->seeds[k]);
-    } else if (p->kind == FNN_PREFETCH_WINDOWS) {
-        rc = fnn_take_windows(&s->x, &s->y, &p->a, p->context, p->stride, m, ids);
-    } else if (s->buf >= 0) {
+    } else if (s->buf >= 0) {   /* reuse: rows or windows into a pool buffer */
         rc = fnn_take_batch_into(&s->x, &s->y, &p->pool_x[s->buf], &p->pool_y[s->buf], p->kind, &p->a,
                                  p->b.ndim >= 0 ? &p->b : NULL, p->context, p->stride, m, ids, p->batch);
+    } else if (p->kind == FNN_PREFETCH_WINDOWS) {
+        rc = fnn_take_windows(&s->x, &s->y, &p->a, p->context, p->stride, m, ids);
     } else {
         rc = fnn_take_rows(&s->x, &p->a, m, ids);
         if (rc == FNN_STATUS_OK && p->b.ndim >= 0) rc = fnn_take_rows(&s->y, &p->b, m, ids);
