@@ -790,3 +790,155 @@ describe('arity above the ops', function()
       assert.same({}, stale, 'rows naming no function: ' .. table.concat(stale, ', '))
    end)
 end)
+
+-- ---------------------------------------------------------------------------------------------
+-- fastnn.data: the data module's public functions (DataLoader and its batches, the datasets'
+-- constructors and methods, the transforms, data.*) refuse an argument past their last, at the
+-- caller's line, as the bindings above do; a completeness walk fails on one not listed here.
+describe('arity: fastnn.data', function()
+   local data = fnn.data
+   local T = data.transforms
+   local ffi = require 'ffi'
+   local dir = io.popen('mktemp -d /tmp/fastnn-arity-data-XXXXXX'):read('*l')
+   teardown(function() os.execute('rm -rf ' .. dir) end)
+   local csv = dir .. '/t.csv'
+   do
+      local fh = assert(io.open(csv, 'w'))
+      fh:write('a,b,y\n1,2,0\n3,4,1\n')
+      fh:close()
+   end
+   local NOWHERE = 'http://127.0.0.1:9/'   -- refused at once: a download fails without the network
+   local saved = {data.Mnist.mirrors, data.FashionMnist.mirrors, data.dir()}
+   data.Mnist.mirrors, data.FashionMnist.mirrors = {NOWHERE}, {NOWHERE}
+   data.set_dir(dir .. '/data')
+   teardown(function() data.Mnist.mirrors, data.FashionMnist.mirrors = saved[1], saved[2]; data.set_dir(saved[3]) end)
+
+   local function ds() return data.TensorDataset(fnn.randn(5, 2), fnn.randperm(5)) end
+   local function loader() return data.DataLoader(ds(), 2) end
+   local function text() return data.TextDataset('abcdefgh', 2, {text = true}) end
+   local function pics() return data.ImageFolder('spec/fixtures', {transform = T.Compose{T.Resize{4, 4}, T.Grayscale()}}) end
+   local function ids() local a = ffi.new('int64_t[2]'); a[0], a[1] = 2, 1; return a end
+   local function pic() return fnn.rand(3, 4, 4) end
+   local quiet = {progress = false, connect_timeout = 1}
+
+   -- label -> {function, args maker, op name in the message; raises = true: the valid call may
+   -- fail for its own reason (it downloads), never for its arity}
+   local C = {
+      ['data.DataLoader'] = {data.DataLoader, function() return pack(ds(), 2, {shuffle = true}) end},
+      ['DataLoader:shuffle'] = {data.DataLoader.shuffle, function() return pack(loader(), true) end},
+      ['DataLoader:drop_last'] = {data.DataLoader.drop_last, function() return pack(loader(), true) end},
+      ['DataLoader:seed'] = {data.DataLoader.seed, function() return pack(loader(), 3) end},
+      ['DataLoader:to_device'] = {data.DataLoader.to_device, function() return pack(loader(), 'cpu') end},
+      ['DataLoader:reuse'] = {data.DataLoader.reuse, function() return pack(loader(), true) end},
+      ['DataLoader:prefetch'] = {data.DataLoader.prefetch, function() return pack(loader(), 2, {workers = 1}) end},
+      ['DataLoader:is_prefetching'] = {data.DataLoader.is_prefetching, function() return pack(loader()) end},
+      ['DataLoader:shard'] = {data.DataLoader.shard, function() return pack(loader(), 0, 2) end},
+      ['DataLoader:len'] = {data.DataLoader.len, function() return pack(loader()) end},
+      ['DataLoader:iter'] = {data.DataLoader.iter, function() return pack(loader()) end},
+      ['labels'] = {function(b, ...) return b:labels(...) end, function() local b = loader():iter()(); return pack(b) end},
+      ['data.TensorDataset'] = {data.TensorDataset, function() return pack(fnn.ones(3, 2), fnn.ones(3)) end},
+      ['TensorDataset:len'] = {data.TensorDataset.len, function() return pack(ds()) end},
+      ['TensorDataset:get'] = {data.TensorDataset.get, function() return pack(ds(), 2) end},
+      ['TensorDataset:take'] = {data.TensorDataset.take, function() return pack(ds(), 2, ids()) end},
+      ['TensorDataset:prefetch_source'] = {data.TensorDataset.prefetch_source, function() return pack(ds()) end},
+      ['data.TextDataset'] = {data.TextDataset, function() return pack('abcdefgh', 2, {text = true}) end},
+      ['TextDataset:len'] = {data.TextDataset.len, function() return pack(text()) end},
+      ['TextDataset:vocab_size'] = {data.TextDataset.vocab_size, function() return pack(text()) end},
+      ['TextDataset:encode'] = {data.TextDataset.encode, function() return pack(text(), 'abc') end},
+      ['TextDataset:decode'] = {data.TextDataset.decode, function() return pack(text(), {1, 2}) end},
+      ['TextDataset:window'] = {data.TextDataset.window, function() return pack(text(), 2) end},
+      ['TextDataset:get'] = {data.TextDataset.get, function() return pack(text(), 2) end},
+      ['TextDataset:take'] = {data.TextDataset.take, function() return pack(text(), 2, ids()) end},
+      ['TextDataset:prefetch_source'] = {data.TextDataset.prefetch_source, function() return pack(text()) end},
+      ['data.ImageFolder'] = {data.ImageFolder, function() return pack('spec/fixtures', {extensions = {'.jpg'}}) end},
+      ['ImageFolder:len'] = {data.ImageFolder.len, function() return pack(pics()) end},
+      ['ImageFolder:get'] = {data.ImageFolder.get, function() return pack(pics(), 1) end},
+      ['ImageFolder:take'] = {data.ImageFolder.take, function() return pack(pics(), 2, ids(), 7) end},
+      ['ImageFolder:prefetch_images'] = {data.ImageFolder.prefetch_images, function()
+         local pp = ffi.new('fnn_prefetch *[1]')
+         local seeds = ffi.new('uint64_t[1]')
+         return pack(pics(), pp, 2, ids(), 2, 1, 1, seeds)
+      end, free = function(args) require('fastnn.C').fnn_prefetch_free(args[2][0]) end},
+      ['data.CsvDataset'] = {data.CsvDataset, function() return pack(csv, {header = true}) end},
+      ['data.dir'] = {data.dir, function() return pack() end},
+      ['data.set_dir'] = {data.set_dir, function() return pack(dir .. '/data') end},
+      ['data.try_download'] = {data.try_download, function() return pack(NOWHERE .. 'x', dir .. '/dl', quiet) end},
+      ['data.download'] = {data.download, function() return pack(NOWHERE .. 'x', dir .. '/dl', quiet) end,
+                           raises = true},
+      ['data.file_digest'] = {data.file_digest, function() return pack(csv, 'md5') end},
+      ['transforms.state'] = {T.state, function() return pack(3) end},
+      ['transforms.is_transform'] = {T.is_transform, function() return pack(T.Grayscale()) end},
+      ['transforms.Compose'] = {T.Compose, function() return pack({T.Grayscale()}) end},
+      ['transforms.Resize'] = {T.Resize, function() return pack({2, 3}) end},
+      ['transforms.CenterCrop'] = {T.CenterCrop, function() return pack(2) end},
+      ['transforms.RandomResizedCrop'] = {T.RandomResizedCrop, function() return pack(2, {scale = {0.5, 1}}) end},
+      ['transforms.RandomHorizontalFlip'] = {T.RandomHorizontalFlip, function() return pack(0.5) end},
+      ['transforms.ColorJitter'] = {T.ColorJitter, function() return pack({brightness = 0.1}) end},
+      ['transforms.Normalize'] = {T.Normalize, function() return pack({0.5}, {0.25}) end},
+      ['transforms.Grayscale'] = {T.Grayscale, function() return pack() end},
+      ['transforms.Grayscale:apply'] = {function(t, ...) return t:apply(...) end,
+                                        function() return pack(T.Grayscale(), pic(), 3) end, as = 'transforms.Grayscale'},
+      ['transforms.Grayscale()'] = {function(t, ...) return t(...) end, function() return pack(T.Grayscale(), pic(), 3) end,
+                                    as = 'transforms.Grayscale'},
+   }
+   for _, name in ipairs{'Mnist', 'FashionMnist'} do
+      local D = data[name]
+      C[name .. '.set_mirrors'] = {D.set_mirrors, function() return pack({NOWHERE}) end}
+      C[name .. '.dir'] = {D.dir, function() return pack() end}
+      C[name .. '.dirs'] = {D.dirs, function() return pack() end}
+      C[name .. '.try_load'] = {D.try_load, function() return pack('test', quiet) end}
+      C[name .. '.load'] = {D.load, function() return pack('test', quiet) end, raises = true}
+   end
+
+   -- op name in the message: the label up to a trailing "()" or ":apply"
+   local function op_of(label, case) return case.as or label end
+
+   it("refuses an argument past the last of every function, at the caller's line, naming it", function()
+      local labels = {}
+      for label in pairs(C) do labels[#labels + 1] = label end
+      table.sort(labels)
+      for i, label in ipairs(labels) do
+         local case = C[label]
+         local f, make = case[1], case[2]
+         for _, trailing_nil in ipairs{false, true} do
+            local args = make()
+            if trailing_nil then args.n = args.n + 1 end
+            local ok, err = call('data', label, f, args, args.n)
+            if case.free and ok then case.free(args) end
+            if not case.raises then assert(ok, label .. ': the valid call failed: ' .. tostring(err)) end
+            if not ok then assert.is_nil(err:find('unexpected argument', 1, true), label .. ': ' .. err) end
+         end
+         local args = make()
+         local extra = EXTRAS[i % #EXTRAS + 1]
+         if type(extra) == 'function' then extra = extra() end
+         args[args.n + 1] = extra
+         local ok, err, line = call('data', label, f, args, args.n + 1)
+         assert(not ok, label .. ': an extra argument was accepted')
+         local want = ('%s: unexpected argument %d (%s)'):format(op_of(label, case), args.n + 1, describe_value(extra))
+         assert(err:find(want, 1, true), label .. ': expected "' .. want .. '", got: ' .. err)
+         assert.equals(THIS .. ':' .. line .. ': ', err:match('^[^:]+:%d+: '), label .. ': raised at ' .. err)
+      end
+   end)
+
+   it('lists every public function of the data module (completeness)', function()
+      local listed = {}
+      for _, case in pairs(C) do listed[case[1]] = true end
+      local missing = {}
+      local function walk(prefix, t, sep)
+         for name, f in pairs(t) do
+            if type(f) == 'function' and type(name) == 'string' and not name:match('^_') then
+               if not listed[f] then missing[#missing + 1] = prefix .. sep .. name end
+            end
+         end
+      end
+      for _, name in ipairs{'DataLoader', 'TensorDataset', 'TextDataset', 'ImageFolder', 'CsvDataset'} do
+         walk(name, data[name], ':')
+      end
+      walk('data', data, '.')
+      walk('transforms', T, '.')
+      walk('Mnist', data.Mnist, '.')
+      walk('FashionMnist', data.FashionMnist, '.')
+      table.sort(missing)
+      assert.same({}, missing, 'data functions without an arity case: ' .. table.concat(missing, ', '))
+   end)
+end)

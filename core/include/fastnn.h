@@ -704,6 +704,15 @@ FNN_API int fnn_read_idx(fnn_tensor *out, const char *path, double scale);
 /* gather rows: x [N, ...] of any dtype, ids 1-based -> [n, ...] (no autograd; batching) */
 FNN_API int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t *ids);
 
+/* one batch written into buffers the caller keeps and reuses (DataLoader's reuse): kind ROWS takes
+ * rows of a (and of b unless NULL), WINDOWS fnn_take_windows of the tokens a, over ids[0..n); xbuf and
+ * ybuf are kept when they are cpu buffers of the batch's dtype and row shape with >= n rows, else made
+ * [max(cap, n), ...]; inputs and targets become views of their first n rows (targets empty when the
+ * dataset has none). No node: the batch carries no autograd history. The dataset must be on the cpu. */
+FNN_API int fnn_take_batch_into(fnn_tensor *inputs, fnn_tensor *targets, fnn_tensor *xbuf, fnn_tensor *ybuf, int kind,
+                                const fnn_tensor *a, const fnn_tensor *b, int64_t context, int64_t stride, int64_t n,
+                                const int64_t *ids, int64_t cap);
+
 /* ---- data: core/io/download.c (libcurl, OpenSSL's libcrypto) ---- */
 /* hex (len >= 2 * digest bytes + 1) = the lowercase hex digest of a file; algo "md5" or "sha256" */
 FNN_API int fnn_file_digest(const char *path, const char *algo, char *hex, int len);
@@ -752,6 +761,12 @@ FNN_API int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, 
  * worker holds its own reference to set */
 FNN_API int fnn_prefetch_new_images(fnn_prefetch **out, fnn_image_set *set, int64_t n, const int64_t *order,
                                     int64_t batch, int depth, int workers, const uint64_t *seeds);
+/* the same (ROWS or WINDOWS) with reused buffers (DataLoader's reuse): each batch is written into one
+ * of depth + 1 + workers buffers of the pass, which a later batch overwrites; a batch handed over
+ * is views of its buffer and is not written again until the next fnn_prefetch_next */
+FNN_API int fnn_prefetch_new_reuse(fnn_prefetch **out, int kind, const fnn_tensor *a, const fnn_tensor *b,
+                                   int64_t context, int64_t stride, int64_t n, const int64_t *order, int64_t batch,
+                                   int depth, int workers);
 FNN_API int fnn_prefetch_next(fnn_prefetch *p, fnn_tensor *inputs, fnn_tensor *targets);
 FNN_API void fnn_prefetch_free(fnn_prefetch *p);
 

@@ -38,6 +38,7 @@
 typedef struct {
     fnn_tensor x, y;
     bool ready;          /* made (or failed), waiting for the caller */
+    int buf;             /* reuse: the pool buffer it is written in (-1: fresh tensors) */
     int status;          /* FNN_STATUS_OK, or the failure (msg) */
     char msg[1024];
 } slot;
@@ -68,6 +69,14 @@ struct fnn_prefetch {
     uint64_t *seeds;              /* IMAGES: each batch's seed for its random transforms */
     bool stop;                    /* the caller is freeing: the worker leaves */
     bool failed;                  /* a batch failed: nothing more is claimed */
+    /* reuse: a pool of buffers each batch is written into. In use at once: the batch the caller
+     * holds, the depth batches claimed ahead of it, and the batches of workers the caller stole
+     * from, still writing (at most one each): depth + 1 + workers. A batch is given the first
+     * free buffer, so the pass cycles through the fewest (and warmest). */
+    bool reuse;
+    int npool, held;              /* held: the buffer of the batch the caller holds (-1: none) */
+    fnn_tensor *pool_x, *pool_y;
+    bool *busy;
 };
 
 static double now_s(void) {
@@ -81,6 +90,18 @@ static void slot_init(slot *s) {
     fnn_tensor_init(&s->y);
     s->ready = false;
     s->status = FNN_STATUS_OK;
+    s->buf = -1;
+}
+
+/* under the lock: a free pool buffer, marked busy; -1 without reuse (or, never by the count
+ * above, none free: the batch is then made in fresh tensors) */
+static int acquire(fnn_prefetch *p) {
+    for (int i = 0; p->reuse && i < p->npool; i++)
+        if (!p->busy[i]) { p->busy[i] = true; return i; }
+    return -1;
+}
+static void release(fnn_prefetch *p, int buf) {   /* under the lock */
+    if (buf >= 0 && p->busy) p->busy[buf] = false;
 }
 
 /* batch k of the pass into s (no lock held: s belongs to whoever claimed batch k) */
@@ -91,6 +112,9 @@ static void make_batch(fnn_prefetch *p, int64_t k, slot *s) {
     int rc;
     if (p->kind == FNN_PREFETCH_IMAGES) {
         rc = fnn_image_take(&s->x, &s->y, p->set, m, ids, p->seeds[k]);
+    } else if (s->buf >= 0) {   /* reuse: rows or windows into a pool buffer */
+        rc = fnn_take_batch_into(&s->x, &s->y, &p->pool_x[s->buf], &p->pool_y[s->buf], p->kind, &p->a,
+                                 p->b.ndim >= 0 ? &p->b : NULL, p->context, p->stride, m, ids, p->batch);
     } else if (p->kind == FNN_PREFETCH_WINDOWS) {
         rc = fnn_take_windows(&s->x, &s->y, &p->a, p->context, p->stride, m, ids);
     } else {
@@ -113,6 +137,7 @@ static void publish(fnn_prefetch *p, int64_t k, const slot *made) {
     s->x = made->x;
     s->y = made->y;
     s->status = made->status;
+    s->buf = made->buf;
     if (made->status != FNN_STATUS_OK) {
         memcpy(s->msg, made->msg, sizeof s->msg);
         p->failed = true;
@@ -146,8 +171,10 @@ static void *worker(void *arg) {
             continue;
         }
         w->k = k;
+        int buf = acquire(p);
         pthread_mutex_unlock(&p->lock);
         slot_init(&made);
+        made.buf = buf;
         make_batch(p, k, &made);
         /* a dataset on a GPU: this thread gathered the batch on its own stream, which the caller's
          * kernels are not ordered after, so the worker waits for its stream (the caller never does).
@@ -166,6 +193,7 @@ static void *worker(void *arg) {
         pthread_mutex_lock(&p->lock);
         w->k = -1;
         if (w->stolen) {   /* the caller made it meanwhile: ours goes to the trash */
+            release(p, made.buf);   /* written: its buffer is free again (the trash holds views) */
             w->trash_x = made.x;
             w->trash_y = made.y;
             w->stolen = false;
@@ -189,6 +217,13 @@ static void prefetch_release(fnn_prefetch *p) {   /* everything but the thread *
             fnn_tensor_clear(&p->workers[i].trash_x);
             fnn_tensor_clear(&p->workers[i].trash_y);
         }
+    for (int i = 0; p->pool_x && i < p->npool; i++) {
+        fnn_tensor_clear(&p->pool_x[i]);
+        fnn_tensor_clear(&p->pool_y[i]);
+    }
+    free(p->pool_x);
+    free(p->pool_y);
+    free(p->busy);
     free(p->workers);
     free(p->ring);
     free(p->order);
@@ -210,6 +245,7 @@ static int prefetch_init(fnn_prefetch *p, int kind, int64_t n, const int64_t *or
     p->nbatches = (n + batch - 1) / batch;
     p->depth = depth;
     p->nworkers = workers;
+    p->held = -1;
     p->order = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
     p->ring = calloc((size_t)depth, sizeof(slot));
     p->workers = calloc((size_t)workers, sizeof(worker_rec));
@@ -271,8 +307,9 @@ static int prefetch_start(fnn_prefetch *p, fnn_prefetch **out) {
     return FNN_STATUS_OK;
 }
 
-int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fnn_tensor *b, int64_t context,
-                     int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth, int workers) {
+static int prefetch_new_rows(fnn_prefetch **out, int kind, const fnn_tensor *a, const fnn_tensor *b, int64_t context,
+                             int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth, int workers,
+                             bool reuse) {
     FNN_CHECK(out != NULL, FNN_STATUS_ARG, "prefetch: expected an out pointer");
     *out = NULL;
     FNN_CHECK(kind == FNN_PREFETCH_ROWS || kind == FNN_PREFETCH_WINDOWS, FNN_STATUS_ARG,
@@ -290,10 +327,36 @@ int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fn
     FNN_TRY(prefetch_init(p, kind, n, order, batch, depth, workers));
     p->context = context;
     p->stride = stride;
+    if (reuse) {
+        p->reuse = true;
+        p->npool = depth + 1 + workers;
+        p->pool_x = calloc((size_t)p->npool, sizeof(fnn_tensor));
+        p->pool_y = calloc((size_t)p->npool, sizeof(fnn_tensor));
+        p->busy = calloc((size_t)p->npool, sizeof(bool));
+        if (!p->pool_x || !p->pool_y || !p->busy) {
+            free(p->pool_x); free(p->pool_y); p->pool_x = p->pool_y = NULL;   /* nothing in them to clear */
+            prefetch_release(p);
+            return FNN_FAIL(FNN_STATUS_OOM, "prefetch: out of memory");
+        }
+        for (int i = 0; i < p->npool; i++) {
+            fnn_tensor_init(&p->pool_x[i]);
+            fnn_tensor_init(&p->pool_y[i]);
+        }
+    }
     int rc = fnn_tensor_ref(&p->a, a);
     if (rc == FNN_STATUS_OK && b) rc = fnn_tensor_ref(&p->b, b);
     if (rc != FNN_STATUS_OK) { prefetch_release(p); return rc; }
     return prefetch_start(p, out);
+}
+
+int fnn_prefetch_new(fnn_prefetch **out, int kind, const fnn_tensor *a, const fnn_tensor *b, int64_t context,
+                     int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth, int workers) {
+    return prefetch_new_rows(out, kind, a, b, context, stride, n, order, batch, depth, workers, false);
+}
+
+int fnn_prefetch_new_reuse(fnn_prefetch **out, int kind, const fnn_tensor *a, const fnn_tensor *b, int64_t context,
+                           int64_t stride, int64_t n, const int64_t *order, int64_t batch, int depth, int workers) {
+    return prefetch_new_rows(out, kind, a, b, context, stride, n, order, batch, depth, workers, true);
 }
 
 int fnn_prefetch_new_images(fnn_prefetch **out, fnn_image_set *set, int64_t n, const int64_t *order, int64_t batch,
@@ -321,8 +384,10 @@ int fnn_prefetch_new_images(fnn_prefetch **out, fnn_image_set *set, int64_t n, c
 /* under the lock: the caller makes claimed batch k itself into *made, timing it; the lock is
  * dropped meanwhile */
 static void caller_make(fnn_prefetch *p, int64_t k, slot *made) {
+    int buf = acquire(p);
     pthread_mutex_unlock(&p->lock);
     slot_init(made);
+    made->buf = buf;
     double t0 = now_s();
     make_batch(p, k, made);
     double dt = now_s() - t0;
@@ -336,7 +401,9 @@ static int hand_over(fnn_prefetch *p, slot *s, fnn_tensor *inputs, fnn_tensor *t
     if (rc == FNN_STATUS_OK) {
         *inputs = s->x;      /* move the headers: the references go with them */
         *targets = s->y;
+        p->held = s->buf;    /* not written again until the caller asks for the next batch */
     } else {
+        release(p, s->buf);
         fnn_tensor_clear(&s->x);
         fnn_tensor_clear(&s->y);
         FNN_FAIL(rc, "%s", s->msg);
@@ -345,6 +412,7 @@ static int hand_over(fnn_prefetch *p, slot *s, fnn_tensor *inputs, fnn_tensor *t
     fnn_tensor_init(&s->x);
     fnn_tensor_init(&s->y);
     s->ready = false;
+    s->buf = -1;
     p->consumed = rc == FNN_STATUS_OK ? p->consumed + 1 : p->nbatches;   /* nothing after a failure */
     pthread_cond_broadcast(&p->emptied);   /* every worker may wait on it */
     return rc;
@@ -356,6 +424,8 @@ int fnn_prefetch_next(fnn_prefetch *p, fnn_tensor *inputs, fnn_tensor *targets) 
     fnn_tensor_init(targets);
     slot made;
     pthread_mutex_lock(&p->lock);
+    release(p, p->held);   /* the batch handed over last is over: its buffer may be written again */
+    p->held = -1;
     /* the late copies of stolen batches are ours to drop (rare: dropped here, under the lock) */
     bool dropped = false;
     for (int i = 0; i < p->started; i++) {

@@ -8,6 +8,7 @@
  * Decoding is strict UTF-8 (no overlongs, surrogates or values past U+10FFFF): a file that is not
  * UTF-8 is refused at the first bad byte, with its offset, rather than silently mangled. */
 #include "internal.h"
+#include "batch.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -253,11 +254,7 @@ int fnn_text_decode(const fnn_tensor *vocab, const fnn_tensor *ids, int bytes, c
 
 /* ---- windows: tokens [N] int64; window i (1-based) starts at (i - 1) * stride ----
  * inputs [n, context] = tokens[s .. s + context - 1], targets [n, context] = tokens[s + 1 .. s + context] */
-int fnn_take_windows(fnn_tensor *inputs, fnn_tensor *targets, const fnn_tensor *tokens, int64_t context,
-                     int64_t stride, int64_t n, const int64_t *ids) {
-    FNN_CHECK(inputs && targets && tokens, FNN_STATUS_ARG, "take_windows: expected two headers and the tokens");
-    fnn_tensor_init(inputs);
-    fnn_tensor_init(targets);
+int fnn_take_windows_check(const fnn_tensor *tokens, int64_t context, int64_t stride, int64_t n, const int64_t *ids) {
     FNN_TRY(fnn_check_input_any("take_windows", tokens));
     FNN_CHECK(tokens->dtype == FNN_DTYPE_INT64 && tokens->ndim == 1 && (tokens->stride[0] == 1 || tokens->shape[0] <= 1),
               FNN_STATUS_ARG, "take_windows: tokens must be a contiguous 1-D int64 tensor, got %s %s",
@@ -273,18 +270,31 @@ int fnn_take_windows(fnn_tensor *inputs, fnn_tensor *targets, const fnn_tensor *
         FNN_CHECK(ids[i] >= 1 && ids[i] <= windows, FNN_STATUS_ARG,
                   "take_windows: window %lld outside 1..%lld (%lld tokens, context %lld, stride %lld)",
                   (long long)ids[i], (long long)windows, (long long)total, (long long)context, (long long)stride);
-    int64_t shape[2] = {n, context};
-    int dev = fnn_make_device(FNN_DEVICE_CPU, 0);
-    FNN_TRY(fnn_new_output_dtype(inputs, dev, FNN_DTYPE_INT64, 2, shape));
-    int rc = fnn_new_output_dtype(targets, dev, FNN_DTYPE_INT64, 2, shape);
-    if (rc != FNN_STATUS_OK) { fnn_tensor_clear(inputs); return rc; }
+    return FNN_STATUS_OK;
+}
+
+void fnn_take_windows_write(int64_t *x, int64_t *y, const fnn_tensor *tokens, int64_t context, int64_t stride,
+                            int64_t n, const int64_t *ids) {
     const int64_t *t = fnn_data_i64(tokens);
-    int64_t *x = fnn_data_i64(inputs), *y = fnn_data_i64(targets);
     size_t row = sizeof(int64_t) * (size_t)context;
     for (int64_t i = 0; i < n; i++) {
         const int64_t *w = t + (ids[i] - 1) * stride;
         memcpy(x + i * context, w, row);
         memcpy(y + i * context, w + 1, row);
     }
+}
+
+int fnn_take_windows(fnn_tensor *inputs, fnn_tensor *targets, const fnn_tensor *tokens, int64_t context,
+                     int64_t stride, int64_t n, const int64_t *ids) {
+    FNN_CHECK(inputs && targets && tokens, FNN_STATUS_ARG, "take_windows: expected two headers and the tokens");
+    fnn_tensor_init(inputs);
+    fnn_tensor_init(targets);
+    FNN_TRY(fnn_take_windows_check(tokens, context, stride, n, ids));
+    int64_t shape[2] = {n, context};
+    int dev = fnn_make_device(FNN_DEVICE_CPU, 0);
+    FNN_TRY(fnn_new_output_dtype(inputs, dev, FNN_DTYPE_INT64, 2, shape));
+    int rc = fnn_new_output_dtype(targets, dev, FNN_DTYPE_INT64, 2, shape);
+    if (rc != FNN_STATUS_OK) { fnn_tensor_clear(inputs); return rc; }
+    fnn_take_windows_write(fnn_data_i64(inputs), fnn_data_i64(targets), tokens, context, stride, n, ids);
     return FNN_STATUS_OK;
 }

@@ -19,6 +19,7 @@
 local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local TensorDataset = require 'fastnn.data.TensorDataset'
+local too_many = fnn_tensor.too_many
 
 local CsvDataset = require('fastnn.class').extend(TensorDataset, 'CsvDataset')
 
@@ -72,7 +73,8 @@ local OPTS = require('fastnn.options').declare('data.CsvDataset', {
    {'missing', 'number', nil, 'the value of an empty field (0/0 for NaN)', default_doc = 'an error'},
 })
 
-function CsvDataset.__new(cls, path, opts)
+function CsvDataset.__new(cls, path, opts, extra)
+   if extra ~= nil then too_many('data.CsvDataset', 3, extra, 'path, opts') end
    opts = OPTS:check(opts, 2)
    if type(path) ~= 'string' then error('CsvDataset: expected a path', 2) end
    local delim = opts.delimiter or ','

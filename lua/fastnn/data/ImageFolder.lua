@@ -18,6 +18,7 @@ local fnn_tensor = require 'fastnn.tensor'
 local image = require 'fastnn.image'
 local transforms = require 'fastnn.data.transforms'
 local C = fnn_tensor.C
+local too_many = fnn_tensor.too_many
 local show = options.show
 
 local ImageFolder = require('fastnn.class')('ImageFolder')
@@ -43,7 +44,8 @@ local function list(dir, kind)
    return names
 end
 
-function ImageFolder.__new(cls, root, opts)
+function ImageFolder.__new(cls, root, opts, extra)
+   if extra ~= nil then too_many('data.ImageFolder', 3, extra, 'root, opts') end
    if type(root) ~= 'string' or root == '' then error('ImageFolder: expected a folder path, got ' .. show(root), 2) end
    local o = OPTS:check(opts, 2)
    root = root:gsub('/+$', '')
@@ -97,7 +99,10 @@ function ImageFolder.__new(cls, root, opts)
    return self
 end
 
-function ImageFolder:len() return #self.files end
+function ImageFolder:len(extra)
+   if extra ~= nil then too_many('ImageFolder:len', 2, extra, 'dataset') end
+   return #self.files
+end
 
 local function load_one(self, i, state)
    local x = image.load(self.files[i])
@@ -106,7 +111,8 @@ local function load_one(self, i, state)
 end
 
 -- item i (1-based): the picture (transformed) and its class id
-function ImageFolder:get(i)
+function ImageFolder:get(i, extra)
+   if extra ~= nil then too_many('ImageFolder:get', 3, extra, 'dataset, i') end
    if type(i) ~= 'number' or i ~= math.floor(i) or i < 1 or i > #self.files then
       error(('ImageFolder:get: index %s outside 1..%d'):format(show(i), #self.files), 2)
    end
@@ -116,7 +122,8 @@ end
 -- take(n, ids, seed): pictures ids[0..n-1] stacked [n, C, H, W], and their class ids (float [n]),
 -- made in C (fnn_image_take: no Lua per picture). Item k's random state is derived from seed and k,
 -- so a batch depends only on its seed and ids; seed nil: one draw from fastnn's random source.
-function ImageFolder:take(n, ids, seed)
+function ImageFolder:take(n, ids, seed, extra)
+   if extra ~= nil then too_many('ImageFolder:take', 5, extra, 'dataset, n, ids, seed') end
    if seed == nil then seed = math.floor(C.fnn_random_uniform() * 2^52) end
    local x, y = fnn_tensor.new(), fnn_tensor.new()
    if C.fnn_image_take(x, y, self._set, n, ids, seed) ~= 0 then error(fnn_tensor.last_error(), 0) end
@@ -125,7 +132,10 @@ end
 
 -- DataLoader's prefetch: C threads (`workers` of them) make the batches of a pass (the order ids[0..n), seeds[k] for
 -- batch k) with the same fnn_image_take
-function ImageFolder:prefetch_images(pp, n, ids, batch, depth, workers, seeds)
+function ImageFolder:prefetch_images(pp, n, ids, batch, depth, workers, seeds, extra)
+   if extra ~= nil then
+      too_many('ImageFolder:prefetch_images', 9, extra, 'dataset, pp, n, ids, batch, depth, workers, seeds')
+   end
    return C.fnn_prefetch_new_images(pp, self._set, n, ids, batch, depth, workers, seeds)
 end
 

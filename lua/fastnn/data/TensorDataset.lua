@@ -5,9 +5,11 @@ local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
 local fnn_take_rows = C.fnn_take_rows
+local too_many = fnn_tensor.too_many
 
 local TensorDataset = require('fastnn.class')('TensorDataset')
-function TensorDataset.__new(cls, inputs, targets)
+function TensorDataset.__new(cls, inputs, targets, extra)
+   if extra ~= nil then too_many('data.TensorDataset', 3, extra, 'inputs, targets') end
    if not istype(inputs) then
       error(('TensorDataset: inputs is a %s, expected a tensor'):format(type(inputs)), 2)
    end
@@ -26,10 +28,14 @@ function TensorDataset.__new(cls, inputs, targets)
    return setmetatable({inputs = inputs, targets = targets, n = n}, cls)
 end
 
-function TensorDataset:len() return self.n end
+function TensorDataset:len(extra)
+   if extra ~= nil then too_many('TensorDataset:len', 2, extra, 'dataset') end
+   return self.n
+end
 
 -- item i (1-based): input row, target row (a number when targets are 1-D)
-function TensorDataset:get(i)
+function TensorDataset:get(i, extra)
+   if extra ~= nil then too_many('TensorDataset:get', 3, extra, 'dataset, i') end
    if type(i) ~= 'number' or i ~= math.floor(i) or i < 1 or i > self.n then
       error(('TensorDataset:get: index %s outside 1..%d'):format(tostring(i), self.n), 2)
    end
@@ -41,7 +47,8 @@ function TensorDataset:get(i)
 end
 
 -- take(n, ids): rows ids[0..n-1] (an int64_t buffer of 1-based ids) of inputs and targets
-function TensorDataset:take(n, ids)
+function TensorDataset:take(n, ids, extra)
+   if extra ~= nil then too_many('TensorDataset:take', 4, extra, 'dataset, n, ids') end
    local x = new()
    if fnn_take_rows(x, self.inputs, n, ids) ~= 0 then fail() end
    x = done(x)
@@ -53,7 +60,8 @@ function TensorDataset:take(n, ids)
 end
 
 -- what DataLoader's background thread needs to make batches without Lua: rows of these tensors
-function TensorDataset:prefetch_source()
+function TensorDataset:prefetch_source(extra)
+   if extra ~= nil then too_many('TensorDataset:prefetch_source', 2, extra, 'dataset') end
    return C.FNN_PREFETCH_ROWS, self.inputs, self.targets, 0, 0
 end
 

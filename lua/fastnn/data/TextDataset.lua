@@ -21,6 +21,7 @@ local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 local new, done, fail, istype = fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
+local too_many = fnn_tensor.too_many
 local floor = math.floor
 
 local TextDataset = require('fastnn.class')('TextDataset')
@@ -43,7 +44,8 @@ local OPTS = require('fastnn.options').declare('data.TextDataset', {
    {'text', 'boolean', false, 'the first argument is the text itself even if a file has that name'},
 })
 
-function TextDataset.__new(cls, source, context, opts)
+function TextDataset.__new(cls, source, context, opts, extra)
+   if extra ~= nil then too_many('data.TextDataset', 4, extra, 'source, context, opts') end
    opts = OPTS:check(opts, 2)
    if type(source) ~= 'string' then
       error(('TextDataset: expected a path or a string of text, got a %s'):format(type(source)), 2)
@@ -82,11 +84,18 @@ function TextDataset.__new(cls, source, context, opts)
                         n = floor((n_tokens - context - 1) / stride) + 1}, cls)
 end
 
-function TextDataset:len() return self.n end
-function TextDataset:vocab_size() return tonumber(self.vocab.shape_[0]) end
+function TextDataset:len(extra)
+   if extra ~= nil then too_many('TextDataset:len', 2, extra, 'dataset') end
+   return self.n
+end
+function TextDataset:vocab_size(extra)
+   if extra ~= nil then too_many('TextDataset:vocab_size', 2, extra, 'dataset') end
+   return tonumber(self.vocab.shape_[0])
+end
 
 -- str -> int64 [n] ids under this vocabulary (an unknown character is an error naming it)
-function TextDataset:encode(str)
+function TextDataset:encode(str, extra)
+   if extra ~= nil then too_many('TextDataset:encode', 3, extra, 'dataset, str') end
    if type(str) ~= 'string' then error('TextDataset:encode: expected a string', 2) end
    local ids = new()
    if C.fnn_text_encode(ids, nil, str, #str, self.vocab, self.bytes and 1 or 0) ~= 0 then fail() end
@@ -94,7 +103,8 @@ function TextDataset:encode(str)
 end
 
 -- ids (tensor of any shape, Lua array, or one number) -> the text
-function TextDataset:decode(ids)
+function TextDataset:decode(ids, extra)
+   if extra ~= nil then too_many('TextDataset:decode', 3, extra, 'dataset, ids') end
    if type(ids) == 'number' then ids = {ids} end
    if type(ids) == 'table' then ids = fnn_tensor.long(ids) end
    if not istype(ids) then error('TextDataset:decode: expected ids (a tensor, a Lua array or a number)', 2) end
@@ -111,26 +121,30 @@ local function check_index(self, i, op)
    end
 end
 
-function TextDataset:window(i)
+function TextDataset:window(i, extra)
+   if extra ~= nil then too_many('TextDataset:window', 3, extra, 'dataset, i') end
    check_index(self, i, 'window')
    return self.tokens:narrow(1, (i - 1) * self.stride + 1, self.context + 1)
 end
 
-function TextDataset:get(i)
+function TextDataset:get(i, extra)
+   if extra ~= nil then too_many('TextDataset:get', 3, extra, 'dataset, i') end
    check_index(self, i, 'get')
    local s = (i - 1) * self.stride + 1
    return self.tokens:narrow(1, s, self.context), self.tokens:narrow(1, s + 1, self.context)
 end
 
 -- take(n, ids): windows ids[0..n-1] (an int64_t buffer of 1-based ids) -> inputs, targets [n, context]
-function TextDataset:take(n, ids)
+function TextDataset:take(n, ids, extra)
+   if extra ~= nil then too_many('TextDataset:take', 4, extra, 'dataset, n, ids') end
    local x, y = new(), new()
    if C.fnn_take_windows(x, y, self.tokens, self.context, self.stride, n, ids) ~= 0 then fail() end
    return done(x), done(y)
 end
 
 -- what DataLoader's background thread needs to make batches without Lua
-function TextDataset:prefetch_source()
+function TextDataset:prefetch_source(extra)
+   if extra ~= nil then too_many('TextDataset:prefetch_source', 2, extra, 'dataset') end
    return C.FNN_PREFETCH_WINDOWS, self.tokens, nil, self.context, self.stride
 end
 

@@ -13,6 +13,7 @@ local fnn_tensor = require 'fastnn.tensor'
 local TensorDataset = require 'fastnn.data.TensorDataset'
 local C, new, done = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done
 local shape_str = fnn_tensor.shape_str
+local too_many = fnn_tensor.too_many
 
 local idx = {}
 idx.HEIGHT, idx.WIDTH, idx.CLASSES = 28, 28, 10
@@ -109,14 +110,24 @@ function idx.dataset(name, d)
       {'connect_timeout', 'number', nil, 'seconds to connect', min = 0, default_doc = 'data.defaults.connect_timeout'},
    })
 
-   function D.set_mirrors(list) D.mirrors = idx.mirror_list(name, list) end
+   function D.set_mirrors(list, extra)
+      if extra ~= nil then too_many(name .. '.set_mirrors', 2, extra, 'list') end
+      D.mirrors = idx.mirror_list(name, list)
+   end
 
-   function D.dir() return require('fastnn.data').dir() .. '/' .. D.SUBDIR end
+   function D.dir(extra)
+      if extra ~= nil then too_many(name .. '.dir', 1, extra, '') end
+      return require('fastnn.data').dir() .. '/' .. D.SUBDIR
+   end
 
    -- the directories searched before downloading, in order
-   function D.dirs() return D.SYSTEM_DIR and {D.SYSTEM_DIR, D.dir()} or {D.dir()} end
+   function D.dirs(extra)
+      if extra ~= nil then too_many(name .. '.dirs', 1, extra, '') end
+      return D.SYSTEM_DIR and {D.SYSTEM_DIR, D.dir()} or {D.dir()}
+   end
 
-   function D.try_load(split, opts)
+   function D.try_load(split, opts, extra)
+      if extra ~= nil then too_many(name .. '.try_load', 3, extra, 'split, opts') end
       local bad = OPTS:try(opts)
       if bad then error(bad, 2) end   -- a mistake of the caller's, not a failed download
       split = split or 'train'
@@ -148,7 +159,8 @@ function idx.dataset(name, d)
       return ds
    end
 
-   function D.load(split, opts)
+   function D.load(split, opts, extra)
+      if extra ~= nil then too_many(name .. '.load', 3, extra, 'split, opts') end
       local bad = OPTS:try(opts)
       if bad then error(bad, 2) end
       local ds, err = D.try_load(split, opts)

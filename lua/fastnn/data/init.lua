@@ -17,6 +17,7 @@
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local ffi = require 'ffi'
 local C = require 'fastnn.C'
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last: refused, never dropped
 
 local data = {}
 
@@ -26,7 +27,8 @@ data.defaults = {connect_timeout = 15, timeout = 600, progress = 'auto'}
 
 local chosen_dir = nil
 
-function data.dir()
+function data.dir(extra)
+   if extra ~= nil then too_many('data.dir', 1, extra, '') end
    if chosen_dir then return chosen_dir end
    local env = os.getenv('FASTNN_DATA')
    if env and env ~= '' then return env end
@@ -35,7 +37,8 @@ function data.dir()
    return '.fastnn-data'
 end
 
-function data.set_dir(path)
+function data.set_dir(path, extra)
+   if extra ~= nil then too_many('data.set_dir', 2, extra, 'path') end
    if path ~= nil and (type(path) ~= 'string' or path == '') then
       error(('data.set_dir: expected a directory path or nil, got %s'):format(show_value(path)), 2)
    end
@@ -81,19 +84,22 @@ local function try_download(urls, dest, opts, level)
    return dest
 end
 
-function data.try_download(urls, dest, opts)
+function data.try_download(urls, dest, opts, extra)
+   if extra ~= nil then too_many('data.try_download', 4, extra, 'urls, dest, opts') end
    local path, err = try_download(urls, dest, opts, 3)   -- not a tail call: level 3 is the caller
    return path, err
 end
 
-function data.download(urls, dest, opts)
+function data.download(urls, dest, opts, extra)
+   if extra ~= nil then too_many('data.download', 4, extra, 'urls, dest, opts') end
    local path, err = try_download(urls, dest, opts, 3)
    if not path then error(err, 2) end
    return path
 end
 
 -- the hex digest of a file ('md5' or 'sha256', through OpenSSL's libcrypto), or nil, err
-function data.file_digest(path, algo)
+function data.file_digest(path, algo, extra)
+   if extra ~= nil then too_many('data.file_digest', 3, extra, 'path, algo') end
    local buf = ffi.new('char[129]')
    if C.fnn_file_digest(path, algo or 'sha256', buf, 129) ~= 0 then return nil, ffi.string(C.fnn_last_error()) end
    return ffi.string(buf)

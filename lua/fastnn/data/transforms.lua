@@ -22,6 +22,7 @@ local ffi = require 'ffi'
 local options = require 'fastnn.options'
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
+local too_many = fnn_tensor.too_many
 local show = options.show
 local floor = math.floor
 
@@ -41,7 +42,8 @@ local function make(name, steps)
 end
 
 -- a seed (a number, or nil: one draw from fastnn's random source) as a splitmix64 state
-function M.state(seed)
+function M.state(seed, extra)
+   if extra ~= nil then too_many('transforms.state', 2, extra, 'seed') end
    if seed == nil then seed = floor(C.fnn_random_uniform() * 2^52) end
    local s = ffi.new('uint64_t[1]')
    s[0] = ffi.cast('uint64_t', seed) * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL
@@ -49,7 +51,8 @@ function M.state(seed)
 end
 
 -- apply to one picture; state: a uint64_t[1] from M.state (advanced), a number (a seed), or nil
-function Transform:apply(x, state)
+function Transform:apply(x, state, extra)
+   if extra ~= nil then too_many('transforms.' .. self.name, 4, extra, 'transform, x, state') end
    if not fnn_tensor.is_tensor(x) then
       error(('transforms.%s: expected a picture tensor [C,H,W], got %s'):format(self.name, show(x)), 2)
    end
@@ -62,7 +65,10 @@ Transform.__call = Transform.apply
 
 function Transform:__tostring() return 'transforms.' .. self.name end
 
-local function is_transform(t) return getmetatable(t) == Transform end
+local function is_transform(t, extra)
+   if extra ~= nil then too_many('transforms.is_transform', 2, extra, 't') end
+   return getmetatable(t) == Transform
+end
 M.is_transform = is_transform
 
 local function size_arg(op, size)
@@ -76,7 +82,8 @@ local function size_arg(op, size)
    error(('transforms.%s: expected a size (a positive whole number or {h, w}), got %s'):format(op, show(size)), 3)
 end
 
-function M.Compose(list)
+function M.Compose(list, extra)
+   if extra ~= nil then too_many('transforms.Compose', 2, extra, 'list') end
    if type(list) ~= 'table' then error('transforms.Compose: expected a list of transforms, got ' .. show(list), 2) end
    local steps = {}
    for i, t in ipairs(list) do
@@ -88,7 +95,8 @@ function M.Compose(list)
    return make('Compose', steps)
 end
 
-function M.Resize(size)
+function M.Resize(size, extra)
+   if extra ~= nil then too_many('transforms.Resize', 2, extra, 'size') end
    if type(size) == 'number' then
       local h = size_arg('Resize', size)
       return make('Resize', {{kind = C.FNN_TRANSFORM_RESIZE, h = h, w = 0}})
@@ -97,7 +105,8 @@ function M.Resize(size)
    return make('Resize', {{kind = C.FNN_TRANSFORM_RESIZE, h = h, w = w}})
 end
 
-function M.CenterCrop(size)
+function M.CenterCrop(size, extra)
+   if extra ~= nil then too_many('transforms.CenterCrop', 2, extra, 'size') end
    local h, w = size_arg('CenterCrop', size)
    return make('CenterCrop', {{kind = C.FNN_TRANSFORM_CENTER_CROP, h = h, w = w}})
 end
@@ -110,14 +119,16 @@ local RRC = options.declare('data.transforms.RandomResizedCrop', {
     check = function(v) if not (pair(v) and v[1] > 0 and v[1] <= v[2]) then return 'expected {lo, hi} with 0 < lo <= hi' end end},
 })
 
-function M.RandomResizedCrop(size, opts)
+function M.RandomResizedCrop(size, opts, extra)
+   if extra ~= nil then too_many('transforms.RandomResizedCrop', 3, extra, 'size, opts') end
    local h, w = size_arg('RandomResizedCrop', size)
    local o = RRC:check(opts, 2)
    return make('RandomResizedCrop', {{kind = C.FNN_TRANSFORM_RANDOM_RESIZED_CROP, h = h, w = w,
                                       p = {o.scale[1], o.scale[2], o.ratio[1], o.ratio[2]}}})
 end
 
-function M.RandomHorizontalFlip(p)
+function M.RandomHorizontalFlip(p, extra)
+   if extra ~= nil then too_many('transforms.RandomHorizontalFlip', 2, extra, 'p') end
    if p == nil then p = 0.5 end
    if type(p) ~= 'number' or p < 0 or p > 1 then
       error('transforms.RandomHorizontalFlip: expected a probability 0..1, got ' .. show(p), 2)
@@ -131,7 +142,8 @@ local JITTER = options.declare('data.transforms.ColorJitter', {
    {'saturation', 'number', 0, 'the factor is drawn from [max(0, 1 - a), 1 + a] (colour pictures)', min = 0},
 })
 
-function M.ColorJitter(opts)
+function M.ColorJitter(opts, extra)
+   if extra ~= nil then too_many('transforms.ColorJitter', 2, extra, 'opts') end
    local o = JITTER:check(opts, 2)
    return make('ColorJitter', {{kind = C.FNN_TRANSFORM_COLOR_JITTER, p = {o.brightness, o.contrast, o.saturation}}})
 end
@@ -147,7 +159,8 @@ local function values(op, what, v)
    return v
 end
 
-function M.Normalize(mean, std)
+function M.Normalize(mean, std, extra)
+   if extra ~= nil then too_many('transforms.Normalize', 3, extra, 'mean, std') end
    mean, std = values('Normalize', 'mean', mean), values('Normalize', 'std', std)
    if #mean ~= #std then
       error(('transforms.Normalize: %d means and %d stds'):format(#mean, #std), 2)
@@ -160,7 +173,8 @@ function M.Normalize(mean, std)
    return make('Normalize', {{kind = C.FNN_TRANSFORM_NORMALIZE, h = #mean, p = p}})
 end
 
-function M.Grayscale()
+function M.Grayscale(extra)
+   if extra ~= nil then too_many('transforms.Grayscale', 1, extra, '') end
    return make('Grayscale', {{kind = C.FNN_TRANSFORM_GRAYSCALE}})
 end
 
