@@ -11,7 +11,7 @@
 -- The order of a pass is an int64_t buffer of 1-based ids (exact at any length).
 --
 -- Reused buffers: DataLoader(ds, B, {reuse = true}) (or :reuse()) writes each batch into buffers
--- the loader owns for the pass and overwrites with a later batch, as Torch7's iterators did: a
+-- the loader owns for the pass and overwrites with a later batch, as Torch7's modules reuse their output tensors: a
 -- batch (its inputs and targets) is valid until the loop asks for the next one; to keep one
 -- longer, copy it (batch.inputs * 1). A fresh batch is memory the CPU has not touched for a while
 -- (batches are freed only when Lua's GC runs); the same buffer stays in cache, so a shuffled
