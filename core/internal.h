@@ -355,6 +355,9 @@ bool fnn_bf16_native(void);           /* oneDNN runs bf16 products on this CPU's
 void fnn_to_bf16_matrix(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld);
 void fnn_round_bf16_matrix(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld);
 void fnn_from_bf16(float *dst, const uint16_t *src, int64_t n);   /* n bf16 values widened, exactly */
+/* the same, and n floats rounded to bf16 bits, serially: for loops already split over the threads */
+void fnn_bf16_widen_run(float *dst, const uint16_t *src, int64_t n);
+void fnn_bf16_narrow_run(uint16_t *dst, const float *src, int64_t n);
 /* x's n values as bfloat16 values held in float32, for a float32 kernel standing in for bf16 units:
  * x itself when every value is one already (autocast's activations), else a rounded copy that *owned
  * holds (the caller fnn_frees it, n floats); NULL with an error set when out of memory */

@@ -115,3 +115,10 @@ void fnn_round_bf16_matrix(float *dst, const float *src, int64_t rows, int64_t c
 }
 
 void fnn_from_bf16(float *dst, const uint16_t *src, int64_t n) { convert(CONV_WIDEN, src, 1, n, n, dst); }
+/* the same on the calling thread, for kernels already inside their own parallel loop (a tile, a plane) */
+void fnn_bf16_widen_run(float *dst, const uint16_t *src, int64_t n) {
+    convert_run(&(conv_job){.src = src, .dst = dst, .kind = CONV_WIDEN}, 0, 0, n);
+}
+void fnn_bf16_narrow_run(uint16_t *dst, const float *src, int64_t n) {
+    convert_run(&(conv_job){.src = src, .dst = dst, .kind = CONV_TO_BF16}, 0, 0, n);
+}

@@ -21,7 +21,6 @@
  * ...) refuse int64, as every float-only op does. */
 #include "../internal.h"
 #include "../fastmath.h"
-#include "../bf16.h"
 #include "int64.h"
 #include "elementwise.h"
 
@@ -163,13 +162,6 @@ typedef struct {
     float k0, k1;
 } tile_args;
 
-FNN_CLONES_V3 static void widen_tile(float *dst, const uint16_t *src, int64_t m) {
-    for (int64_t i = 0; i < m; i++) dst[i] = fnn_bf16_to_f32(src[i]);
-}
-FNN_CLONES_V3 static void round_tile(uint16_t *dst, const float *src, int64_t m) {
-    for (int64_t i = 0; i < m; i++) dst[i] = fnn_bf16_from_f32(src[i]);
-}
-
 static void map_tiles(void *ctx, int64_t lo, int64_t hi) {
     const tile_args *a = ctx;
     _Alignas(64) float buf[4][MAP_TILE];
@@ -178,12 +170,12 @@ static void map_tiles(void *ctx, int64_t lo, int64_t hi) {
         const float *x[3] = {NULL, NULL, NULL};
         for (int k = 0; k < 3; k++) {
             if (k >= a->nin) x[k] = x[0];   /* an unused operand repeats the first (nin >= 1) */
-            else if (a->bf[k]) { widen_tile(buf[k], (const uint16_t *)a->x[k] + e0, m); x[k] = buf[k]; }
+            else if (a->bf[k]) { fnn_bf16_widen_run(buf[k], (const uint16_t *)a->x[k] + e0, m); x[k] = buf[k]; }
             else x[k] = (const float *)a->x[k] + e0;
         }
         float *y = a->ybf ? buf[3] : (float *)a->y + e0;
         a->row(y, x[0], 1, x[1], 1, x[2], 1, m, a->k0, a->k1);
-        if (a->ybf) round_tile((uint16_t *)a->y + e0, buf[3], m);
+        if (a->ybf) fnn_bf16_narrow_run((uint16_t *)a->y + e0, buf[3], m);
     }
 }
 

@@ -477,14 +477,6 @@ typedef struct {
     int64_t slots;
 } bf16_job;
 
-/* a plane's conversions, in AVX2 lanes where the CPU has them (the baseline build is SSE) */
-FNN_CLONES_V3 static void plane_widen(float *y, const uint16_t *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = fnn_bf16_to_f32(x[i]);
-}
-FNN_CLONES_V3 static void plane_round(uint16_t *y, const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = fnn_bf16_from_f32(x[i]);
-}
-
 static void bf16_forward_slots(void *ctx, int64_t lo, int64_t hi) {
     const bf16_job *b = ctx;
     const pool_geom *g = b->j.g;
@@ -496,13 +488,13 @@ static void bf16_forward_slots(void *ctx, int64_t lo, int64_t hi) {
         for (int64_t p = p0; p < p1; p++) {
             const uint16_t *xh = b->xh + p * plane;
             uint16_t *yh = b->yh + p * oplane;
-            plane_widen(xs, xh, plane);
+            fnn_bf16_widen_run(xs, xh, plane);
             pool_job one = b->j;
             one.x = xs;
             one.y = ys;
             one.idx = b->j.idx ? b->j.idx + p * oplane : NULL;
             b->planes_fn(&one, 0, 1);
-            plane_round(yh, ys, oplane);
+            fnn_bf16_narrow_run(yh, ys, oplane);
         }
     }
 }
