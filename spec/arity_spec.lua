@@ -620,6 +620,17 @@ describe('arity above the ops', function()
       return method(nn.Module(), 'register_buffer', 'nn.Module:register_buffer', 'b', fnn.ones(2))
    end
    ROWS['Module:extend'] = function() return method(nn.Module, 'extend', 'nn.Module:extend', 'Extended') end
+   -- ModuleList's own methods (nn.Sequential inherits add, insert, remove, get, len)
+   local function list() return nn.ModuleList(nn.ReLU(), nn.Tanh()) end
+   ROWS['ModuleList:add'] = function() return method(list(), 'add', 'nn.ModuleList:add', nn.ReLU()) end
+   ROWS['ModuleList:append'] = function() return method(list(), 'append', 'nn.ModuleList:add', nn.ReLU()) end
+   ROWS['ModuleList:insert'] = function() return method(list(), 'insert', 'nn.ModuleList:insert', nn.ReLU(), 1) end
+   ROWS['ModuleList:remove'] = function() return method(list(), 'remove', 'nn.ModuleList:remove', 1) end
+   ROWS['ModuleList:get'] = function() return method(list(), 'get', 'nn.ModuleList:get', 2) end
+   ROWS['ModuleList:len'] = function() return method(list(), 'len', 'nn.ModuleList:len') end
+   ROWS['ModuleList:named_children'] = function()
+      return method(list(), 'named_children', 'nn.ModuleList:named_children')
+   end
    -- what Lookahead hands on to the optimizer it wraps
    for _, name in ipairs{'zero_grad', 'lr', 'parameters', 'gradients_are_finite', 'steps'} do
       ROWS['Lookahead:' .. name] = function()
@@ -634,6 +645,7 @@ describe('arity above the ops', function()
       ['Module:forward'] = "the layers' forward: one check for every class, in construct (its own test below)",
       ['Module:short_str'] = "a layer writer's hook most classes define; printing calls it with exactly self",
       ['Module:is_module'] = 'nn.Module.is_module(v): a predicate of one value, read on every field assignment',
+      ['ModuleList:forward'] = 'raises its own message: a ModuleList has no forward',
    }
    -- a class writer's hooks, in any optimizer or schedule class: the base calls them with exactly
    -- their arguments (update(p, group, st), rate(t), ...); a user does not
@@ -682,6 +694,11 @@ describe('arity above the ops', function()
       walk_class(list, getmetatable(writer), function() return 'SummaryWriter' end)
       for k, f in pairs(nn.Module) do
          if type(f) == 'function' and type(k) == 'string' and not k:match('^_') then list['Module:' .. k] = true end
+      end
+      for k, f in pairs(nn.ModuleList) do
+         if type(f) == 'function' and type(k) == 'string' and not k:match('^_') and rawget(nn.ModuleList, k) then
+            list['ModuleList:' .. k] = true
+         end
       end
       walk_class(list, getmetatable(report))
       for k, f in pairs(nn.Sequential) do

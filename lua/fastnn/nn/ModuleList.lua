@@ -14,6 +14,7 @@ local show_value = require('fastnn.options').show   -- a value in a message: nev
 local nn = require 'fastnn.nn'
 local Module = nn.Module
 local is_module = Module.is_module
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 
 local ModuleList = Module:extend('ModuleList')
 
@@ -37,7 +38,8 @@ function ModuleList:__init(...)
 end
 
 -- add(m): appends m and returns the container, so calls chain
-function ModuleList:add(m)
+function ModuleList:add(m, extra)
+   if extra ~= nil then too_many(self:_full_name() .. ':add', 2, extra, 'm') end
    check_module(self, 'add: argument', m, 3)
    rawset(self, #self + 1, m)
    return self
@@ -57,7 +59,8 @@ local function position(self, op, i, n)
 end
 
 -- insert(m, pos = #self + 1): Torch7's argument order
-function ModuleList:insert(m, pos)
+function ModuleList:insert(m, pos, extra)
+   if extra ~= nil then too_many(self:_full_name() .. ':insert', 3, extra, 'm, pos') end
    check_module(self, 'insert: argument', m, 3)
    local n = #self
    local p = pos == nil and n + 1 or position(self, 'insert', pos, n + 1)
@@ -67,7 +70,8 @@ function ModuleList:insert(m, pos)
 end
 
 -- remove(pos = #self): takes the module out and returns it
-function ModuleList:remove(pos)
+function ModuleList:remove(pos, extra)
+   if extra ~= nil then too_many(self:_full_name() .. ':remove', 2, extra, 'pos') end
    local n = #self
    local p = position(self, 'remove', pos == nil and n or pos, n)
    local m = rawget(self, p)
@@ -76,10 +80,17 @@ function ModuleList:remove(pos)
    return m
 end
 
-function ModuleList:get(i) return rawget(self, position(self, 'get', i, #self)) end
-function ModuleList:len() return #self end
+function ModuleList:get(i, extra)
+   if extra ~= nil then too_many(self:_full_name() .. ':get', 2, extra, 'i') end
+   return rawget(self, position(self, 'get', i, #self))
+end
+function ModuleList:len(extra)
+   if extra ~= nil then too_many(self:_full_name() .. ':len', 1, extra, '') end
+   return #self
+end
 
-function ModuleList:named_children()
+function ModuleList:named_children(extra)
+   if extra ~= nil then too_many(self:_full_name() .. ':named_children', 1, extra, '') end
    local out = {}
    for i = 1, #self do out[i] = {tostring(i), self[i]} end
    return out
