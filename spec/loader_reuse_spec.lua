@@ -6,18 +6,7 @@
 local fnn = require 'fastnn'
 local data = fnn.data
 
--- the batches of one pass as plain Lua values, read as each batch comes (before the next one)
-local function batches(loader)
-   local out = {}
-   for batch, index in loader:iter() do
-      assert.equals(#out + 1, index)
-      out[#out + 1] = {size = batch.size, inputs = batch.inputs:to_flat(), ishape = batch.inputs:shape(),
-                       idtype = batch.inputs:dtype(),
-                       targets = batch.targets and batch.targets:to_flat(),
-                       tshape = batch.targets and batch.targets:shape()}
-   end
-   return out
-end
+local batches = require('support').batches
 
 -- 23 items: inputs [23, 3, 2] random, targets int64 ids (a permutation, so they identify items)
 local function items(n)

@@ -5,18 +5,7 @@
 local fnn = require 'fastnn'
 local data = fnn.data
 
--- the batches of one pass as plain Lua values
-local function batches(loader)
-   local out = {}
-   for batch, index in loader:iter() do
-      assert.equals(#out + 1, index)
-      out[#out + 1] = {size = batch.size, inputs = batch.inputs:to_flat(), ishape = batch.inputs:shape(),
-                       idtype = batch.inputs:dtype(),
-                       targets = batch.targets and batch.targets:to_flat(),
-                       tshape = batch.targets and batch.targets:shape()}
-   end
-   return out
-end
+local batches = require('support').batches
 
 local function threads()
    local f = assert(io.open('/proc/self/stat'))

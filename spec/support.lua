@@ -97,4 +97,18 @@ function M.erf(x)
    return 2 / math.sqrt(math.pi) * s
 end
 
+
+-- the batches of one pass of a DataLoader as plain Lua values, read as each batch comes (before the
+-- next one, so a loader that reuses its buffers is read correctly too)
+function M.batches(loader)
+   local out = {}
+   for batch, index in loader:iter() do
+      assert.equals(#out + 1, index)
+      out[#out + 1] = {size = batch.size, inputs = batch.inputs:to_flat(), ishape = batch.inputs:shape(),
+                       idtype = batch.inputs:dtype(),
+                       targets = batch.targets and batch.targets:to_flat(),
+                       tshape = batch.targets and batch.targets:shape()}
+   end
+   return out
+end
 return M
