@@ -168,6 +168,14 @@ describe('the CPU convolutions under the two kernel sets', function()
        opts = {stride = 2, padding = 1}},
       {name = '1x1 stride 2, 13 -> 24, batch 3', x = {3, 13, 48, 48}, w = {24, 13, 1, 1}, opts = {stride = 2}},
       {name = '3x3 pad 1, 5 -> 11, batch 1', x = {1, 5, 30, 30}, w = {11, 5, 3, 3}, opts = {padding = 1}},
+      -- 1, 2 and 4 input channels: oneDNN's weight gradient would pad them to a channel block, so
+      -- im2col runs the backward; 3 channels get oneDNN's unpadded kernel (conv_onednn.c)
+      {name = '3x3 pad 1, 1 -> 16, batch 4 (cnn_fmnist\'s first layer)', x = {4, 1, 20, 20}, w = {16, 1, 3, 3},
+       opts = {padding = 1}},
+      {name = '3x3 pad 1, 2 -> 8, batch 3', x = {3, 2, 17, 17}, w = {8, 2, 3, 3}, opts = {padding = 1}},
+      {name = '3x3 stride 2 pad 1, 4 -> 8, batch 3', x = {3, 4, 19, 19}, w = {8, 4, 3, 3}, opts = {stride = 2, padding = 1}},
+      {name = '3x3 pad 1, 3 -> 16, batch 3 (resnet_small\'s stem)', x = {3, 3, 16, 16}, w = {16, 3, 3, 3},
+       opts = {padding = 1}},
    }
    -- the gradients wanted: x and w (the shared copy), x alone (w frozen), w alone (x plain data)
    local function run_wanting(cfg, want_x, want_w)
