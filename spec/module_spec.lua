@@ -215,6 +215,31 @@ describe('Module:to_device', function()
       assert.same({1, 2}, m(fnn.ones(1, 2)):shape())
    end)
 
+   -- busted loads fastnn afresh for each spec file while tensors keep the methods of the process's
+   -- first load (the ffi metatype is bound once): a later load's modules must hand those methods
+   -- Devices they take (this test failed with "to: device is table" before Devices were per process)
+   it('works from a second load of fastnn in the same process, as busted makes one per spec file', function()
+      local saved = {}
+      for name, m in pairs(package.loaded) do
+         if name == 'fastnn' or name:match('^fastnn%.') then saved[name] = m; package.loaded[name] = nil end
+      end
+      local ok, err = pcall(function()
+         local fnn2 = require 'fastnn'
+         assert.are_not.equal(fnn, fnn2)   -- a real second load
+         assert.equals(fnn.Device.cpu(), fnn2.Device.cpu())
+         assert.equals(fnn2.Device.cpu(), fnn.ones(2):device())
+         local m = fnn2.nn.Linear(2, 2)
+         assert.equals(m, m:to_device('cpu'))
+         assert.equals(m, m:to_device(fnn2.Device.cpu()))
+         assert.equals('cpu', tostring(m.weight:tensor():device()))
+      end)
+      for name in pairs(package.loaded) do
+         if name == 'fastnn' or name:match('^fastnn%.') then package.loaded[name] = nil end
+      end
+      for name, m in pairs(saved) do package.loaded[name] = m end
+      assert(ok, err)
+   end)
+
    it('refuses an unknown device at the caller line', function()
       local m = nn.Linear(1, 1)
       local ok, err = pcall(function() m:to_device('tpu') end)

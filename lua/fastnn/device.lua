@@ -17,12 +17,22 @@ local CPU, CUDA = 0, 1          -- fnn_device_type
 local STATUS_OOM = -3
 
 local M = {}
-local Device = require('fastnn.class')('Device')
+-- The Device class and its objects are per process, not per load of this module: the tensor
+-- metatype is bound once per process (ffi.metatype), so tensors keep the methods of the first load,
+-- and t:device() / t:to(d) must agree with a later load's Device (busted loads fastnn afresh for each
+-- spec file: module_spec's to_device failed after any earlier file with "device is table")
+local PER_PROCESS = debug.getregistry()
+local kept = PER_PROCESS['fastnn.device']
+if not kept then
+   kept = {class = require('fastnn.class')('Device'), by_id = {}}
+   PER_PROCESS['fastnn.device'] = kept
+end
+local Device = kept.class
 M.Device = Device
 function Device.__new() error('Device: there is one per device: Device.cpu(), Device.cuda(i) or Device.best()', 2) end
 
 -- one object per device id, so devices compare with == and can key tables
-local by_id = {}
+local by_id = kept.by_id
 local function device_of(id)
    local d = by_id[id]
    if not d then
