@@ -27,6 +27,7 @@ local ffi = require 'ffi'
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
 local new, istype, shape_str = fnn_tensor.new, fnn_tensor.is_tensor, fnn_tensor.shape_str
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 local floor, huge = math.floor, math.huge
 
 local BeamSearch = require('fastnn.class')('BeamSearch')
@@ -40,7 +41,8 @@ local OPTS = require('fastnn.options').declare('nn.BeamSearch', {
 
 local function whole(v, min) return type(v) == 'number' and v == floor(v) and v >= min and v <= 2 ^ 53 end
 
-function BeamSearch.__new(cls, opts)
+function BeamSearch.__new(cls, opts, extra)
+   if extra ~= nil then too_many('nn.BeamSearch', 2, extra, 'opts') end
    if opts == nil then opts = {} end
    if type(opts) ~= 'table' then
       error(('BeamSearch: options are a table like {width = 4, max_len = 20, eos = 3, length_penalty = 1}, '
@@ -146,7 +148,8 @@ local function add_hyp(hyps, width, h)
 end
 
 -- bs:search(step, prefix) -> ids (prefix included), score, hyps
-function BeamSearch:search(step, prefix)
+function BeamSearch:search(step, prefix, extra)
+   if extra ~= nil then too_many('BeamSearch:search', 3, extra, 'step, prefix') end
    local mt = getmetatable(step)
    if type(step) ~= 'function' and not (mt and mt.__call) then
       error(('BeamSearch:search: step is a %s, expected a function seq -> log-probabilities [V]'):format(

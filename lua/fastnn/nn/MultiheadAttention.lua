@@ -13,6 +13,7 @@
 --   keys and values cached in kv ({k = [N,H,cap,D], v = ...}, nn.StackCache's per-layer buffers)
 --   at 1 .. pos-1 and x's own (causal); x's keys and values are appended to kv first.
 local fnn_tensor = require 'fastnn.tensor'
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 local nn = require 'fastnn.nn'
 local init = require 'fastnn.initializers'
 local C = fnn_tensor.C
@@ -158,7 +159,9 @@ function MHA:forward(q, k, v, opts)
    return self:_merge(o, N, Tq)
 end
 
-function MHA:forward_cached(x, kv, pos)
+-- called per token: the check is one nil test
+function MHA:forward_cached(x, kv, pos, extra)
+   if extra ~= nil then too_many(self:_full_name() .. ':forward_cached', 4, extra, 'x, kv, pos') end
    check_input(self, 'input', x)
    local N, t = tonumber(x.shape_[0]), tonumber(x.shape_[1])
    local qh, kh, vh = self:_project(x, x, x, N, t, t)

@@ -16,6 +16,7 @@ local ffi = require 'ffi'
 local bit = require 'bit'
 local fnn_tensor = require 'fastnn.tensor'
 local C, fail, istype, shape_str = fnn_tensor.C, fnn_tensor.fail, fnn_tensor.is_tensor, fnn_tensor.shape_str
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 local floor = math.floor
 local fnn_sample = C.fnn_sample
 
@@ -48,7 +49,8 @@ local OPTS = require('fastnn.options').declare('nn.Sampler', {
     min = 0, min_open = true, max = 1, default_doc = '1 (off)'},
 })
 
-function Sampler.__new(cls, opts)
+function Sampler.__new(cls, opts, extra)
+   if extra ~= nil then too_many('nn.Sampler', 2, extra, 'opts') end
    local self = setmetatable({_temperature = 1, _top_k = 0, _top_p = 1}, cls)
    if opts == nil then return self end
    if type(opts) ~= 'table' then
@@ -66,19 +68,23 @@ end
 
 -- the chained setters: sampler:temperature(t), sampler:top_k(k), sampler:top_p(p)
 for name in pairs(SETTINGS) do
-   Sampler[name] = function(self, v)
+   local op = 'Sampler:' .. name
+   Sampler[name] = function(self, v, extra)
+      if extra ~= nil then too_many(op, 2, extra, name == 'top_k' and 'k' or name == 'top_p' and 'p' or 't') end
       self['_' .. name] = checked(name, v, 3)
       return self
    end
 end
 
 -- the settings as a table (top_k nil when off)
-function Sampler:settings()
+function Sampler:settings(extra)
+   if extra ~= nil then too_many('Sampler:settings', 1, extra, '') end
    return {temperature = self._temperature, top_k = self._top_k > 0 and self._top_k or nil, top_p = self._top_p}
 end
 
 -- sampler:sample(logits) -> a 1-based id (a Lua number)
-function Sampler:sample(logits)
+function Sampler:sample(logits, extra)
+   if extra ~= nil then too_many('Sampler:sample', 2, extra, 'logits') end
    if not istype(logits) then
       error(('Sampler:sample: logits are a %s, expected a tensor [V], [1, V] or [1, 1, V]'):format(type(logits)), 2)
    end

@@ -12,6 +12,7 @@
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local C = fnn_tensor.C
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 
 local StackCache = require('fastnn.class')('StackCache')
 
@@ -21,7 +22,8 @@ local OPTS = require('fastnn.options').declare('nn.StackCache', {
    {'capacity', 'integer', 256, 'positions preallocated (it grows when a step needs more)', min = 1},
 })
 
-function StackCache.__new(cls, layers, heads, head_dim, opts)
+function StackCache.__new(cls, layers, heads, head_dim, opts, extra)
+   if extra ~= nil then too_many('nn.StackCache', 5, extra, 'layers, heads, head_dim, opts') end
    for i, v in ipairs{layers, heads, head_dim} do
       if not positive_int(v) then
          error(('nn.StackCache: size %d is %s, expected a positive integer (StackCache(layers, heads, head_dim))'):format(
@@ -36,9 +38,19 @@ function StackCache.__new(cls, layers, heads, head_dim, opts)
                         kv = {}}, cls)
 end
 
-function StackCache:len() return self.n end
-function StackCache:capacity() return self.cap end
-function StackCache:reset() self.n = 0; return self end
+function StackCache:len(extra)
+   if extra ~= nil then too_many('nn.StackCache:len', 1, extra, '') end
+   return self.n
+end
+function StackCache:capacity(extra)
+   if extra ~= nil then too_many('nn.StackCache:capacity', 1, extra, '') end
+   return self.cap
+end
+function StackCache:reset(extra)
+   if extra ~= nil then too_many('nn.StackCache:reset', 1, extra, '') end
+   self.n = 0
+   return self
+end
 
 -- buffers for a step of t positions at batch N on device (nil: the CPU), where the step's keys
 -- are (the caller's caller sees the error: level 3)

@@ -10,6 +10,7 @@
 --   (nn.MultiheadAttention:forward_cached); what nn.TransformerStack:forward_cached calls.
 -- Children named as PyTorch's: self_attn, linear1, dropout, linear2, norm1, norm2, dropout1, dropout2.
 local fnn_tensor = require 'fastnn.tensor'
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 local nn = require 'fastnn.nn'
 local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 
@@ -130,7 +131,8 @@ function Layer:forward(x, opts)
    return self.norm2:forward(x + self.dropout2:forward(self:_ff(x)))
 end
 
-function Layer:forward_cached(x, kv, pos)
+function Layer:forward_cached(x, kv, pos, extra)
+   if extra ~= nil then too_many(self:_full_name() .. ':forward_cached', 4, extra, 'x, kv, pos') end
    if self.norm_first then
       x = x + self.dropout1:forward(self.self_attn:forward_cached(self.norm1:forward(x), kv, pos))
       return x + self.dropout2:forward(self:_ff(self.norm2:forward(x)))

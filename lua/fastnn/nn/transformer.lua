@@ -17,6 +17,7 @@
 -- nn.TransformerEncoder is this class with causal = false.
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 local nn = require 'fastnn.nn'
 local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 
@@ -55,7 +56,8 @@ function Stack:__init(width, heads, mlp_width, layers, opts)
    fill(self, nn.TransformerEncoderLayer, width, heads, mlp_width, layers, o, opts)
 end
 
-function Stack.causal(width, heads, mlp_width, layers, dropout)
+function Stack.causal(width, heads, mlp_width, layers, dropout, extra)
+   if extra ~= nil then too_many('nn.TransformerStack.causal', 6, extra, 'width, heads, mlp_width, layers, dropout') end
    return Stack(width, heads, mlp_width, layers, {dropout = dropout or 0, norm_first = true, activation = 'gelu',
                                                   causal = true})
 end
@@ -83,14 +85,16 @@ function Stack:forward(x, opts)
    return x
 end
 
-function Stack:new_cache(opts)
+function Stack:new_cache(opts, extra)
+   if extra ~= nil then too_many(self:_full_name() .. ':new_cache', 2, extra, 'opts') end
    if not self.causal then
       error(('%s: new_cache needs a causal stack (TransformerStack.causal)'):format(self:short_str()), 2)
    end
    return nn.StackCache(self.num_layers, self.heads, self.width / self.heads, opts)
 end
 
-function Stack:forward_cached(x, cache)
+function Stack:forward_cached(x, cache, extra)
+   if extra ~= nil then too_many(self:_full_name() .. ':forward_cached', 3, extra, 'x, cache') end
    check(self, x)
    if getmetatable(cache) ~= nn.StackCache then
       error(('%s: forward_cached needs a cache from new_cache(), got a %s'):format(self:short_str(), type(cache)), 2)
