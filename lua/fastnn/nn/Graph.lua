@@ -15,6 +15,7 @@ local shape = require 'fastnn.nn.shape'
 local is_tensor = fnn_tensor.is_tensor
 local child_error = nn.Module._child_error
 local fail = nn.Module._fail
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 local unpack = unpack or table.unpack
 
 local Graph = nn.ModuleList:extend('Graph')
@@ -132,11 +133,24 @@ local function run(self, xs)
    return outs
 end
 
--- forward(x1, x2, ...) or forward{x1, x2, ...} -> y1, y2, ... (one per outlet)
+-- forward(x1, x2, ...) or forward{x1, x2, ...} -> y1, y2, ... (one per outlet). A value past the
+-- inlets (past the table of the table form) is refused, not dropped; trailing nils are none
 function Graph:forward(...)
    local xs = ...
-   if select('#', ...) ~= 1 or is_tensor(xs) or type(xs) ~= 'table' then xs = {...} end
    local n_in = #rawget(self, '_inlets')
+   local n = select('#', ...)
+   while n > 0 and select(n, ...) == nil do n = n - 1 end
+   local tabled = n >= 1 and type(xs) == 'table' and not is_tensor(xs)
+   local past = tabled and 1 or n_in
+   if n > past then
+      for i = past + 1, n do
+         local v = select(i, ...)
+         if v ~= nil then
+            too_many('Graph:forward', i, v, tabled and '{x1, ..., xn}' or ('%d inputs, one per inlet'):format(n_in))
+         end
+      end
+   end
+   if not tabled then xs = {...} end
    if #xs ~= n_in then
       error(('Graph: the model has %d inlets, got %d inputs'):format(n_in, #xs), 2)
    end
@@ -155,7 +169,7 @@ function Graph:forward(...)
 end
 
 -- output_shape(): the outlets' shapes (a Lua array); output_shape{s1, s2, ...}: for these inlet shapes
-Graph.output_shape = nn.Module._guarded(function(self, ins)
+local output_shape = nn.Module._guarded(function(self, ins)
    local nodes, outlets = rawget(self, '_nodes'), rawget(self, '_outlets')
    local shapes = rawget(self, '_shapes')
    if ins ~= nil then
@@ -169,6 +183,10 @@ Graph.output_shape = nn.Module._guarded(function(self, ins)
    for i, k in ipairs(outlets) do out[i] = shape.copy(shapes[k]) end
    return out
 end)
+function Graph:output_shape(ins, extra)
+   if extra ~= nil then too_many('Graph:output_shape', 2, extra, 'shapes') end
+   return output_shape(self, ins)   -- a tail call: its errors stand at the caller's line
+end
 
 function Graph:short_str()
    return ('nn.Graph(%d inlets, %d outlets, %d nodes)'):format(#rawget(self, '_inlets'), #rawget(self, '_outlets'),

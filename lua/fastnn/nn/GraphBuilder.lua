@@ -19,6 +19,7 @@ local shape = require 'fastnn.nn.shape'
 local Graph = nn.Graph
 local is_module = nn.Module.is_module
 local fail = nn.Module._fail
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 
 local GraphBuilder = require('fastnn.class')('GraphBuilder')
 local Node = require('fastnn.class')('Node')
@@ -28,7 +29,8 @@ function Node:__tostring()
 end
 GraphBuilder.Node = Node
 
-function GraphBuilder.__new(cls)
+function GraphBuilder.__new(cls, extra)
+   if extra ~= nil then too_many('nn.GraphBuilder', 1, extra, '') end
    return setmetatable({_nodes = {}, _inlets = {}}, cls)
 end
 
@@ -45,7 +47,8 @@ local function name_of(op, opts)
 end
 
 -- input(shape, {name}): an inlet taking tensors of `shape` (batch dim included)
-function GraphBuilder:input(s, opts)
+function GraphBuilder:input(s, opts, extra)
+   if extra ~= nil then too_many('GraphBuilder:input', 3, extra, 'shape, opts') end
    local bad = shape.check(s)
    if bad then error(('GraphBuilder:input: %s'):format(bad), 2) end
    local node = setmetatable({builder = self, index = #self._nodes + 1, kind = 'input', inlet = #self._inlets + 1,
@@ -56,7 +59,8 @@ function GraphBuilder:input(s, opts)
 end
 
 -- add(layer, nodes, {name}): a node calling layer on the outputs of `nodes`
-function GraphBuilder:add(layer, inputs, opts)
+function GraphBuilder:add(layer, inputs, opts, extra)
+   if extra ~= nil then too_many('GraphBuilder:add', 4, extra, 'layer, nodes, opts') end
    if not is_module(layer) then
       error(('GraphBuilder:add: layer is a %s, expected a module (nn.Dense(4), nn.Add(), ...)'):format(type(layer)), 2)
    end
@@ -166,7 +170,11 @@ local function build(self, outlets)
 end
 
 -- build(outlets): the nn.Graph from the inlets to these nodes (one node or a Lua array)
-GraphBuilder.build = nn.Module._guarded(build)
+local guarded_build = nn.Module._guarded(build)
+function GraphBuilder:build(outlets, extra)
+   if extra ~= nil then too_many('GraphBuilder:build', 2, extra, 'outlets') end
+   return guarded_build(self, outlets)   -- a tail call: its errors stand at the caller's line
+end
 
 function GraphBuilder:__tostring()
    return ('nn.GraphBuilder(%d inlets, %d nodes)'):format(#self._inlets, #self._nodes)
