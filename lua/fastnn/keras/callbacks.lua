@@ -16,20 +16,29 @@
 -- one from plain functions (LambdaCallback's take no self).
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local class = require 'fastnn.class'
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 local M = {}
+
+-- a constructor's extra, at the user's line: 1 too_many, 2 here, 3 __init, 4 the class call, 5 the user
+local function ctor_extra(name, pos, v, takes) too_many('nn.callbacks.' .. name, pos, v, takes, 4) end
 
 local Callback = class('Callback')
 M.Callback = Callback
-function Callback:set_model(model) self.model = model end
+function Callback:set_model(model, extra)
+   if extra ~= nil then too_many('nn.callbacks.Callback:set_model', 2, extra, 'model') end
+   self.model = model
+end
 -- Callback{on_epoch_end = function(self, epoch, logs) ... end}: the table itself becomes the callback
-function Callback.__new(cls, t)
+function Callback.__new(cls, t, extra)
+   if extra ~= nil then too_many('nn.callbacks.Callback', 2, extra, 'methods') end
    if t ~= nil and type(t) ~= 'table' then error('nn.callbacks.Callback: expected a table of methods', 2) end
    return setmetatable(t or {}, cls)
 end
 
 local HOOKS = {'on_train_begin', 'on_train_end', 'on_epoch_begin', 'on_epoch_end', 'on_batch_begin', 'on_batch_end'}
 
-function M.LambdaCallback(fns)
+function M.LambdaCallback(fns, extra)
+   if extra ~= nil then too_many('nn.callbacks.LambdaCallback', 2, extra, 'fns') end
    if type(fns) ~= 'table' then error('nn.callbacks.LambdaCallback: expected a table of functions', 2) end
    local cb = setmetatable({}, Callback)
    for _, h in ipairs(HOOKS) do
@@ -159,7 +168,8 @@ M._snapshot, M._restore = snapshot, restore
 -- weights (and buffers) of the best epoch are put back when it stops. stopped_epoch and best
 -- say what happened.
 local EarlyStopping = callback_class('EarlyStopping')
-function EarlyStopping:__init(opts)
+function EarlyStopping:__init(opts, extra)
+   if extra ~= nil then ctor_extra('EarlyStopping', 2, extra, 'opts') end
    opts = opts_of('EarlyStopping', opts)
    self.monitor = opts.monitor or 'val_loss'
    self.min_delta = math.abs(opts.min_delta or 0)
@@ -173,12 +183,14 @@ function EarlyStopping:_better(v, ref)
    if self.mode == 'min' then return v < ref - self.min_delta end
    return v > ref + self.min_delta
 end
-function EarlyStopping:on_train_begin()
+function EarlyStopping:on_train_begin(_logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.EarlyStopping:on_train_begin', 2, extra, 'logs') end
    self.wait, self.stopped_epoch, self.best_epoch = 0, 0, 0
    self.best = self.mode == 'min' and math.huge or -math.huge
    self.best_weights = nil
 end
-function EarlyStopping:on_epoch_end(epoch, logs)
+function EarlyStopping:on_epoch_end(epoch, logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.EarlyStopping:on_epoch_end', 3, extra, 'epoch, logs') end
    if epoch <= self.start_from_epoch then return end
    local v = monitored('EarlyStopping', self.monitor, logs)
    if self.restore_best_weights and self.best_weights == nil then self.best_weights = snapshot(self.model) end
@@ -202,7 +214,8 @@ end
 -- (step = the optimizer's step count), or fnn.save(model, path) with save_weights_only. '{epoch}'
 -- in path is replaced by the epoch number ('{epoch:03d}' pads it). last_path is the last file.
 local ModelCheckpoint = callback_class('ModelCheckpoint')
-function ModelCheckpoint:__init(path, opts)
+function ModelCheckpoint:__init(path, opts, extra)
+   if extra ~= nil then ctor_extra('ModelCheckpoint', 3, extra, 'path, opts') end
    path, opts = path_opts_of('ModelCheckpoint', path, opts)
    self.path = path
    self.monitor = opts.monitor or 'val_loss'
@@ -211,12 +224,14 @@ function ModelCheckpoint:__init(path, opts)
    self.mode = mode_of('ModelCheckpoint', opts.mode, self.monitor)
    self.best = self.mode == 'min' and math.huge or -math.huge
 end
-function ModelCheckpoint:path_for(epoch)
+function ModelCheckpoint:path_for(epoch, extra)
+   if extra ~= nil then too_many('nn.callbacks.ModelCheckpoint:path_for', 2, extra, 'epoch') end
    return (self.path:gsub('{epoch:?([^}]*)}', function(f)
       return f ~= '' and ('%' .. f):format(epoch) or tostring(epoch)
    end))
 end
-function ModelCheckpoint:on_epoch_end(epoch, logs)
+function ModelCheckpoint:on_epoch_end(epoch, logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.ModelCheckpoint:on_epoch_end', 3, extra, 'epoch, logs') end
    if self.save_best_only then
       local v = monitored('ModelCheckpoint', self.monitor, logs)
       local better = self.mode == 'min' and v < self.best or self.mode == 'max' and v > self.best
@@ -241,7 +256,8 @@ end
 --                                 is the first; {per = 'epoch'} uses lr_at(epoch - 1)
 -- The rate in force is logged as logs.lr at each epoch's end.
 local LearningRateScheduler = callback_class('LearningRateScheduler')
-function LearningRateScheduler:__init(schedule, opts)
+function LearningRateScheduler:__init(schedule, opts, extra)
+   if extra ~= nil then ctor_extra('LearningRateScheduler', 3, extra, 'schedule, opts') end
    local is_fn = type(schedule) == 'function'
    local is_sched = type(schedule) == 'table' and type(schedule.lr_at) == 'function'
    if not (is_fn or is_sched) then
@@ -259,7 +275,8 @@ function LearningRateScheduler:__init(schedule, opts)
       error('nn.callbacks.LearningRateScheduler: a function is called per epoch; pass a schedule for per = step', 3)
    end
 end
-function LearningRateScheduler:on_epoch_begin(epoch)
+function LearningRateScheduler:on_epoch_begin(epoch, _logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.LearningRateScheduler:on_epoch_begin', 3, extra, 'epoch, logs') end
    if self.per ~= 'epoch' then return end
    local opt, lr = self.model.optimizer
    if type(self.schedule) == 'function' then lr = self.schedule(epoch, opt:lr())
@@ -269,19 +286,24 @@ function LearningRateScheduler:on_epoch_begin(epoch)
    end
    opt:set_lr(lr)
 end
-function LearningRateScheduler:on_batch_begin()
+function LearningRateScheduler:on_batch_begin(_batch, _logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.LearningRateScheduler:on_batch_begin', 3, extra, 'batch, logs') end
    if self.per ~= 'step' then return end
    local opt = self.model.optimizer
    opt:set_lr(self.schedule:lr_at(opt:steps()))
 end
-function LearningRateScheduler:on_epoch_end(_, logs) logs.lr = self.model.optimizer:lr() end
+function LearningRateScheduler:on_epoch_end(_, logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.LearningRateScheduler:on_epoch_end', 3, extra, 'epoch, logs') end
+   logs.lr = self.model.optimizer:lr()
+end
 
 -- ---------------------------------------------------------------------------
 -- ReduceLROnPlateau{monitor = 'val_loss', factor = 0.1, patience = 10, mode = 'auto',
 -- min_delta = 1e-4, cooldown = 0, min_lr = 0} (Keras): multiplies the rate by factor when the
 -- figure has not improved by min_delta for `patience` epochs; then waits `cooldown` epochs.
 local ReduceLROnPlateau = callback_class('ReduceLROnPlateau')
-function ReduceLROnPlateau:__init(opts)
+function ReduceLROnPlateau:__init(opts, extra)
+   if extra ~= nil then ctor_extra('ReduceLROnPlateau', 2, extra, 'opts') end
    opts = opts_of('ReduceLROnPlateau', opts)
    self.monitor = opts.monitor or 'val_loss'
    self.factor = opts.factor or 0.1
@@ -295,11 +317,13 @@ function ReduceLROnPlateau:__init(opts)
    self.cooldown = opts.cooldown or 0
    self.min_lr = opts.min_lr or 0
 end
-function ReduceLROnPlateau:on_train_begin()
+function ReduceLROnPlateau:on_train_begin(_logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.ReduceLROnPlateau:on_train_begin', 2, extra, 'logs') end
    self.wait, self.cooling = 0, 0
    self.best = self.mode == 'min' and math.huge or -math.huge
 end
-function ReduceLROnPlateau:on_epoch_end(_, logs)
+function ReduceLROnPlateau:on_epoch_end(_, logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.ReduceLROnPlateau:on_epoch_end', 3, extra, 'epoch, logs') end
    local v = monitored('ReduceLROnPlateau', self.monitor, logs)
    local opt = self.model.optimizer
    logs.lr = opt:lr()
@@ -328,11 +352,13 @@ end
 -- CSVLogger(path, {separator = ',', append = false}): one row per epoch: epoch, then the logs'
 -- keys in sorted order (the header names them)
 local CSVLogger = callback_class('CSVLogger')
-function CSVLogger:__init(path, opts)
+function CSVLogger:__init(path, opts, extra)
+   if extra ~= nil then ctor_extra('CSVLogger', 3, extra, 'path, opts') end
    path, opts = path_opts_of('CSVLogger', path, opts)
    self.path, self.separator, self.append = path, opts.separator or ',', opts.append and true or false
 end
-function CSVLogger:on_train_begin()
+function CSVLogger:on_train_begin(_logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.CSVLogger:on_train_begin', 2, extra, 'logs') end
    local f, err = io.open(self.path, self.append and 'a' or 'w')
    if not f then error(('nn.callbacks.CSVLogger: cannot open %s: %s'):format(self.path, tostring(err)), 0) end
    self.file, self.keys = f, nil
@@ -342,7 +368,8 @@ function CSVLogger:on_train_begin()
       if r then self.has_header = r:read(1) ~= nil; r:close() end
    end
 end
-function CSVLogger:on_epoch_end(epoch, logs)
+function CSVLogger:on_epoch_end(epoch, logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.CSVLogger:on_epoch_end', 3, extra, 'epoch, logs') end
    if not self.keys then
       local keys = {}
       for k, v in pairs(logs) do if type(v) == 'number' then keys[#keys + 1] = k end end
@@ -360,7 +387,8 @@ function CSVLogger:on_epoch_end(epoch, logs)
    self.file:write(table.concat(row, self.separator), '\n')
    self.file:flush()
 end
-function CSVLogger:on_train_end()
+function CSVLogger:on_train_end(_logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.CSVLogger:on_train_end', 2, extra, 'logs') end
    if self.file then self.file:close(); self.file = nil end
 end
 
@@ -372,7 +400,8 @@ end
 -- is fit's 1-based epoch number. With histogram_freq = k, every k-th epoch adds a histogram of each
 -- parameter (by its named_parameters() name) to the train run. Each epoch's events are flushed.
 local TensorBoard = class('TensorBoard')
-function TensorBoard:__init(opts)
+function TensorBoard:__init(opts, extra)
+   if extra ~= nil then ctor_extra('TensorBoard', 2, extra, 'opts') end
    if type(opts) == 'string' then opts = {log_dir = opts} end
    opts = opts_of('TensorBoard', opts)
    self.log_dir = opts.log_dir
@@ -386,8 +415,12 @@ function TensorBoard:_writer(name)
    end
    return w
 end
-function TensorBoard:on_train_begin() self.writers = {} end
-function TensorBoard:on_epoch_end(epoch, logs)
+function TensorBoard:on_train_begin(_logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.TensorBoard:on_train_begin', 2, extra, 'logs') end
+   self.writers = {}
+end
+function TensorBoard:on_epoch_end(epoch, logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.TensorBoard:on_epoch_end', 3, extra, 'epoch, logs') end
    local keys = {}
    for k, v in pairs(logs) do
       if type(v) == 'number' and k ~= 'lr' then keys[#keys + 1] = k end   -- lr: epoch_learning_rate below
@@ -408,7 +441,8 @@ function TensorBoard:on_epoch_end(epoch, logs)
    end
    for _, w in pairs(self.writers) do w:flush() end
 end
-function TensorBoard:on_train_end()
+function TensorBoard:on_train_end(_logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.TensorBoard:on_train_end', 2, extra, 'logs') end
    for _, w in pairs(self.writers or {}) do w:close() end
    self.writers = {}
 end
@@ -418,8 +452,12 @@ M.TensorBoard = TensorBoard
 -- History (made by fit, which returns its table): history.loss, history.val_loss, ... per epoch,
 -- history.epoch the epoch numbers
 local History = callback_class('History')
-function History:__init() self.history = {epoch = {}} end
-function History:on_epoch_end(epoch, logs)
+function History:__init(extra)
+   if extra ~= nil then ctor_extra('History', 1, extra, '') end
+   self.history = {epoch = {}}
+end
+function History:on_epoch_end(epoch, logs, extra)
+   if extra ~= nil then too_many('nn.callbacks.History:on_epoch_end', 3, extra, 'epoch, logs') end
    local h = self.history
    h.epoch[#h.epoch + 1] = epoch
    for k, v in pairs(logs) do

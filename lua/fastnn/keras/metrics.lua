@@ -24,6 +24,7 @@ local fnn_tensor = require 'fastnn.tensor'
 local autograd = require 'fastnn.autograd'
 require 'fastnn'   -- the tensor methods below
 local is_tensor, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
+local too_many = fnn_tensor.too_many   -- an argument past the last is refused, never dropped
 
 local M = {}
 
@@ -37,11 +38,13 @@ local options = require 'fastnn.options'
 local THRESHOLD = {'threshold', 'number', 0.5, 'a prediction above it counts as positive'}
 local K = {'k', 'integer', 5, 'a hit when the target is among the k highest scores', min = 1}
 
-function Metric:extend(cls_name, default_name, entries)
+function Metric:extend(cls_name, default_name, entries, extra)
+   if extra ~= nil then too_many('nn.metrics.Metric:extend', 4, extra, 'cls_name, default_name, entries') end
    local list = {{'name', 'string', default_name, 'the key in the history and in evaluate\'s table'}}
    for _, e in ipairs(entries or {}) do list[#list + 1] = e end
    local OPTS = options.declare('nn.metrics.' .. cls_name, list)
-   local cls = class.extend(self, cls_name, {construct = function(c, opts)
+   local cls = class.extend(self, cls_name, {construct = function(c, opts, extra)
+      if extra ~= nil then too_many('nn.metrics.' .. cls_name, 2, extra, 'opts') end
       opts = OPTS:check(opts, 2)
       local m = setmetatable({}, c)
       m.name = opts.name
@@ -54,8 +57,18 @@ function Metric:extend(cls_name, default_name, entries)
    return cls
 end
 function Metric:__init() end
-function Metric:reset() self.total, self.count = 0, 0 end
-function Metric:result() return self.count > 0 and self.total / self.count or 0 end
+-- every metric's reset, update and result refuse what follows their arguments, named by the class
+local function refuse(self, method, pos, v, takes)
+   too_many(('nn.metrics.%s:%s'):format(rawget(getmetatable(self), '_class') or 'Metric', method), pos, v, takes, 3)
+end
+function Metric:reset(extra)
+   if extra ~= nil then refuse(self, 'reset', 1, extra, '') end
+   self.total, self.count = 0, 0
+end
+function Metric:result(extra)
+   if extra ~= nil then refuse(self, 'result', 1, extra, '') end
+   return self.count > 0 and self.total / self.count or 0
+end
 
 local function check_pair(who, pred, target)
    if not is_tensor(pred) then error(('%s: prediction is a %s, expected a tensor'):format(who, type(pred)), 3) end
@@ -81,7 +94,8 @@ local function sum(t) return t:sum():item() end
 -- cls:update(pred, target) adds counter(self, pred, target) -> hits, n (run without a graph on the
 -- checked pair) to the running total and count
 local function counting(cls, counter)
-   function cls:update(pred, target)
+   function cls:update(pred, target, extra)
+      if extra ~= nil then refuse(self, 'update', 3, extra, 'pred, target') end
       pred, target = check_pair(self.name, pred, target)
       local hits, n = autograd.no_grad(counter, self, pred, target)
       self.total, self.count = self.total + hits, self.count + n
@@ -117,7 +131,8 @@ M.BinaryAccuracy = BinaryAccuracy
 -- 'accuracy': the variant is chosen from the shapes of the first batch, as Keras chooses it
 local Accuracy = Metric:extend('Accuracy', 'accuracy', {THRESHOLD})
 function Accuracy:__init(opts) self.threshold = opts.threshold end
-function Accuracy:update(pred, target)
+function Accuracy:update(pred, target, extra)
+   if extra ~= nil then refuse(self, 'update', 3, extra, 'pred, target') end
    if is_tensor(pred) and (is_tensor(target) or type(target) == 'table') and not self.kind then
       local t = is_tensor(target) and target or fnn_tensor.tensor(target)
       local same = t:dim() == pred:dim() and t:numel() == pred:numel()
@@ -172,8 +187,12 @@ M.MeanAbsoluteError = error_metric('MeanAbsoluteError', 'mae', function(d) retur
 local function confusion(cls_name, default_name, result)
    local cls = Metric:extend(cls_name, default_name, {THRESHOLD})
    function cls:__init(opts) self.threshold = opts.threshold end
-   function cls:reset() self.tp, self.fp, self.fn = 0, 0, 0 end
-   function cls:update(pred, target)
+   function cls:reset(extra)
+      if extra ~= nil then refuse(self, 'reset', 1, extra, '') end
+      self.tp, self.fp, self.fn = 0, 0, 0
+   end
+   function cls:update(pred, target, extra)
+      if extra ~= nil then refuse(self, 'update', 3, extra, 'pred, target') end
       pred, target = check_pair(self.name, pred, target)
       local tp, fp, fn = autograd.no_grad(function()
          local t = fit_shape(self.name, target, pred, pred):float():gt(0.5)
@@ -183,7 +202,10 @@ local function confusion(cls_name, default_name, result)
       end)
       self.tp, self.fp, self.fn = self.tp + tp, self.fp + fp, self.fn + fn
    end
-   cls.result = result
+   function cls:result(extra)
+      if extra ~= nil then refuse(self, 'result', 1, extra, '') end
+      return result(self)
+   end
    return cls
 end
 local function ratio(a, b) return b > 0 and a / b or 0 end
@@ -210,8 +232,12 @@ function AUC:__init(opts)
    self.thresholds = th
    self._th = fnn_tensor.tensor(th):reshape(1, n)
 end
-function AUC:reset() self.tp, self.fp, self.pos, self.neg = nil, nil, 0, 0 end
-function AUC:update(pred, target)
+function AUC:reset(extra)
+   if extra ~= nil then refuse(self, 'reset', 1, extra, '') end
+   self.tp, self.fp, self.pos, self.neg = nil, nil, 0, 0
+end
+function AUC:update(pred, target, extra)
+   if extra ~= nil then refuse(self, 'update', 3, extra, 'pred, target') end
    pred, target = check_pair(self.name, pred, target)
    autograd.no_grad(function()
       local t = fit_shape(self.name, target, pred, pred):float():gt(0.5):reshape(-1, 1)
@@ -224,7 +250,8 @@ function AUC:update(pred, target)
       self.pos, self.neg = self.pos + pos, self.neg + t:numel() - pos
    end)
 end
-function AUC:result()
+function AUC:result(extra)
+   if extra ~= nil then refuse(self, 'result', 1, extra, '') end
    if not self.tp or self.pos == 0 or self.neg == 0 then return 0 end
    local tp, fp = self.tp:to_flat(), self.fp:to_flat()
    local area = 0
@@ -241,7 +268,8 @@ M.AUC = AUC
 -- Mean / Average of plain numbers
 
 local Mean = Metric:extend('Mean', 'mean')
-function Mean:update(value, weight)
+function Mean:update(value, weight, extra)
+   if extra ~= nil then refuse(self, 'update', 3, extra, 'value, weight') end
    if is_tensor(value) then value = value:mean():item() end
    if type(value) ~= 'number' then error(('%s: value is a %s, expected a number'):format(self.name, type(value)), 2) end
    weight = weight or 1
@@ -270,7 +298,8 @@ M.names = names
 
 -- get(spec, level): a fresh metric for a name (logged under that name), or the metric object
 -- itself (anything with update and result)
-function M.get(spec, level)
+function M.get(spec, level, extra)
+   if extra ~= nil then too_many('nn.metrics.get', 3, extra, 'spec, level') end
    level = (level or 1) + 1
    if type(spec) == 'string' then
       local cls = NAMES[spec] or NAMES[spec:lower()]

@@ -6,6 +6,7 @@
 --   verbose = 0: nothing.
 -- Redraws are throttled to 20 a second, so the bar costs nothing next to a training step.
 local ffi = require 'ffi'
+local too_many = require('fastnn.tensor').too_many   -- an argument past the last is refused, never dropped
 
 local M = {}
 
@@ -18,7 +19,8 @@ local have_libc = pcall(ffi.cdef, [[
 ]])
 
 local ts = have_libc and ffi.new('struct fnn_keras_timespec') or nil
-function M.now()
+function M.now(extra)
+   if extra ~= nil then too_many('progress.now', 1, extra, '') end
    if ts then
       ffi.C.fnn_keras_clock_gettime(1, ts)   -- CLOCK_MONOTONIC
       return tonumber(ts.sec) + 1e-9 * tonumber(ts.nsec)
@@ -27,14 +29,16 @@ function M.now()
 end
 
 -- is stdout a terminal? FASTNN_PROGRESS=bar|line overrides
-function M.is_terminal()
+function M.is_terminal(extra)
+   if extra ~= nil then too_many('progress.is_terminal', 1, extra, '') end
    local env = os.getenv('FASTNN_PROGRESS')
    if env == 'bar' then return true end
    if env == 'line' then return false end
    return have_libc and ffi.C.fnn_keras_isatty(1) == 1
 end
 
-local function fmt_time(s)
+local function fmt_time(s, extra)
+   if extra ~= nil then too_many('progress.fmt_time', 2, extra, 's') end
    if s >= 3600 then return ('%d:%02d:%02d'):format(s / 3600, (s % 3600) / 60, s % 60) end
    if s >= 60 then return ('%d:%02d'):format(s / 60, s % 60) end
    if s >= 1 then return ('%ds'):format(s + 0.5) end
@@ -44,7 +48,8 @@ end
 M.fmt_time = fmt_time
 
 -- ' - loss: 0.1234 - accuracy: 0.9000' for the keys in order that logs has
-function M.figures(keys, logs)
+function M.figures(keys, logs, extra)
+   if extra ~= nil then too_many('progress.figures', 3, extra, 'keys, logs') end
    local parts = {}
    for _, k in ipairs(keys) do
       local v = logs[k]
@@ -56,7 +61,8 @@ end
 local Progress = require('fastnn.class')('Progress')
 
 -- new{verbose, epochs, steps, keys = function() -> ordered log keys, out = file}
-function M.new(opts)
+function M.new(opts, extra)
+   if extra ~= nil then too_many('progress.new', 2, extra, 'opts') end
    local self = setmetatable({}, Progress)
    self.verbose, self.epochs, self.steps, self.keys = opts.verbose, opts.epochs, opts.steps, opts.keys
    self.out = opts.out or io.stdout
@@ -64,7 +70,9 @@ function M.new(opts)
    return self
 end
 
-function Progress:on_epoch_begin(epoch)
+-- the callback hooks fit calls: (epoch, logs) and (batch, logs), as every callback's
+function Progress:on_epoch_begin(epoch, _logs, extra)
+   if extra ~= nil then too_many('Progress:on_epoch_begin', 3, extra, 'epoch, logs') end
    self.epoch, self.t0, self.last_draw, self.width = epoch, M.now(), -1, 0
    if self.bar then self.out:write(('Epoch %d/%d\n'):format(epoch, self.epochs)); self.out:flush() end
 end
@@ -91,7 +99,8 @@ function Progress:_draw(step, logs, final_text)
    self.out:flush()
 end
 
-function Progress:on_batch_end(step, logs)
+function Progress:on_batch_end(step, logs, extra)
+   if extra ~= nil then too_many('Progress:on_batch_end', 3, extra, 'batch, logs') end
    if not self.bar then return end
    local t = M.now()
    if step < self.steps and t - self.last_draw < 0.05 then return end
@@ -99,7 +108,8 @@ function Progress:on_batch_end(step, logs)
    if step < self.steps then self:_draw(step, logs) end
 end
 
-function Progress:on_epoch_end(epoch, logs)
+function Progress:on_epoch_end(epoch, logs, extra)
+   if extra ~= nil then too_many('Progress:on_epoch_end', 3, extra, 'epoch, logs') end
    if self.verbose == 0 then return end
    local elapsed = M.now() - self.t0
    local per = self.steps > 0 and elapsed / self.steps or 0
