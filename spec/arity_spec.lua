@@ -959,3 +959,359 @@ describe('arity: fastnn.data', function()
       assert.same({}, missing, 'data functions without an arity case: ' .. table.concat(missing, ', '))
    end)
 end)
+
+-- ---------------------------------------------------------------------------------------------
+-- Decoding (forward_cached, new_cache, nn.StackCache, nn.Sampler, nn.BeamSearch), the functional
+-- model API (nn.GraphBuilder, nn.Graph) and the Keras-style callbacks, metrics and progress object
+-- refuse an argument past their last at the caller's line, as the blocks above. R is driven like
+-- ROWS; the walk lists every public function of these classes and modules (and each class that
+-- builds with __new or __init, as its own constructor) and fails on one that no row calls.
+describe('arity: decoding, graphs, callbacks, metrics, progress', function()
+   local nn, optim = fnn.nn, fnn.optim
+   local callbacks, metrics = nn.callbacks, nn.metrics
+   local progress = require 'fastnn.keras.progress'
+   local tmp = os.tmpname()
+   os.remove(tmp)
+   os.execute('mkdir -p ' .. tmp)
+   teardown(function() os.execute('rm -rf ' .. tmp) end)
+   local function path(name) return tmp .. '/' .. name end
+   local function method(obj, name, op, ...) return obj[name], pack(obj, ...), op, true end
+
+   -- decoding: a causal stack of width 4 (2 heads of 2), its layers' caches, one position at a time
+   local function kv() return {k = fnn.zeros(1, 2, 8, 2), v = fnn.zeros(1, 2, 8, 2)} end
+   local function stack() return nn.TransformerStack.causal(4, 2, 8, 2):eval() end
+   local function x1() return fnn.randn(1, 1, 4) end
+   local function logprobs() return fnn.tensor({0.2, 0.5, 0.3}):log() end
+   -- a graph of one inlet [2, 3] and one Linear
+   local function builder()
+      local b = nn.GraphBuilder()
+      local input = b:input({2, 3})
+      return b, input, b:add(nn.Linear(3, 2), input)
+   end
+   local function graph()
+      local b, _, h = builder()
+      local g = b:build(h)
+      g:compile{optimizer = 'sgd', loss = 'mse'}
+      return g
+   end
+   local function model()   -- a compiled model with an optimizer, for the callbacks' hooks
+      local m = nn.Sequential(nn.Linear(3, 2))
+      m:compile{optimizer = 'sgd', loss = 'mse'}
+      return m
+   end
+   local function hooked(cb) cb:set_model(model()); return cb end
+   local function bar() return progress.new{verbose = 0, epochs = 1, steps = 2, keys = function() return {} end} end
+
+   local R = {
+      ['MultiheadAttention:forward_cached'] = function()
+         return method(nn.MultiheadAttention(4, 2):eval(), 'forward_cached', 'nn.MultiheadAttention:forward_cached',
+                       x1(), kv(), 1)
+      end,
+      ['TransformerEncoderLayer:forward_cached'] = function()
+         return method(nn.TransformerEncoderLayer(4, 2, 8, {dropout = 0}):eval(), 'forward_cached',
+                       'nn.TransformerEncoderLayer:forward_cached', x1(), kv(), 1)
+      end,
+      ['TransformerStack:forward_cached'] = function()
+         local s = stack()
+         return method(s, 'forward_cached', 'nn.TransformerStack:forward_cached', x1(), s:new_cache())
+      end,
+      ['TransformerStack:new_cache'] = function()
+         return method(stack(), 'new_cache', 'nn.TransformerStack:new_cache', {capacity = 4})
+      end,
+      ['TransformerStack.causal'] = function()
+         return nn.TransformerStack.causal, pack(4, 2, 8, 1, 0), 'nn.TransformerStack.causal'
+      end,
+      ['StackCache'] = function() return nn.StackCache, pack(2, 2, 2, {capacity = 4}), 'nn.StackCache' end,
+      ['StackCache:len'] = function() return method(stack():new_cache(), 'len', 'nn.StackCache:len') end,
+      ['StackCache:capacity'] = function() return method(stack():new_cache(), 'capacity', 'nn.StackCache:capacity') end,
+      ['StackCache:reset'] = function() return method(stack():new_cache(), 'reset', 'nn.StackCache:reset') end,
+      ['Sampler'] = function() return nn.Sampler, pack({temperature = 0.5}), 'nn.Sampler' end,
+      ['Sampler:temperature'] = function() return method(nn.Sampler(), 'temperature', 'Sampler:temperature', 0.8) end,
+      ['Sampler:top_k'] = function() return method(nn.Sampler(), 'top_k', 'Sampler:top_k', 2) end,
+      ['Sampler:top_p'] = function() return method(nn.Sampler(), 'top_p', 'Sampler:top_p', 0.9) end,
+      ['Sampler:settings'] = function() return method(nn.Sampler(), 'settings', 'Sampler:settings') end,
+      ['Sampler:sample'] = function() return method(nn.Sampler(), 'sample', 'Sampler:sample', logprobs()) end,
+      ['BeamSearch'] = function() return nn.BeamSearch, pack({width = 2, max_len = 3}), 'nn.BeamSearch' end,
+      ['BeamSearch:search'] = function()
+         return method(nn.BeamSearch{width = 2, max_len = 3}, 'search', 'BeamSearch:search', logprobs, {1})
+      end,
+      -- the functional model API
+      ['GraphBuilder'] = function() return nn.GraphBuilder, pack(), 'nn.GraphBuilder' end,
+      ['GraphBuilder:input'] = function()
+         return method(nn.GraphBuilder(), 'input', 'GraphBuilder:input', {2, 3}, {name = 'x'})
+      end,
+      ['GraphBuilder:add'] = function()
+         local b, input = builder()
+         return method(b, 'add', 'GraphBuilder:add', nn.ReLU(), input, {name = 'act'})
+      end,
+      ['GraphBuilder:build'] = function()
+         local b, _, h = builder()
+         return method(b, 'build', 'GraphBuilder:build', {h})
+      end,
+      ['Graph:forward'] = function() return method(graph(), 'forward', 'Graph:forward', fnn.randn(2, 3)) end,
+      ['Graph:forward{}'] = function() return method(graph(), 'forward', 'Graph:forward', {fnn.randn(2, 3)}) end,
+      ['Graph:output_shape'] = function() return method(graph(), 'output_shape', 'Graph:output_shape', {{5, 3}}) end,
+      -- Graph's Keras-style methods are made by the factory whose Sequential rows are above (keras:*)
+      ['Graph:fit'] = function()
+         return method(graph(), 'fit', 'Graph:fit', {fnn.randn(4, 3)}, {fnn.randn(4, 2)}, {epochs = 1, verbose = 0})
+      end,
+      ['Graph:predict'] = function() return method(graph(), 'predict', 'Graph:predict', {fnn.randn(4, 3)}, {batch_size = 2}) end,
+      -- the callbacks: the constructors, then each class's hooks with the arguments fit passes
+      ['callbacks.Callback'] = function() return callbacks.Callback, pack({}), 'nn.callbacks.Callback' end,
+      ['callbacks.LambdaCallback'] = function()
+         return callbacks.LambdaCallback, pack({on_epoch_end = function() end}), 'nn.callbacks.LambdaCallback'
+      end,
+      ['callbacks.EarlyStopping'] = function()
+         return callbacks.EarlyStopping, pack({patience = 1}), 'nn.callbacks.EarlyStopping'
+      end,
+      ['callbacks.ModelCheckpoint'] = function()
+         return callbacks.ModelCheckpoint, pack(path('m-{epoch}.fdl'), {save_weights_only = true}),
+                'nn.callbacks.ModelCheckpoint'
+      end,
+      ['callbacks.LearningRateScheduler'] = function()
+         return callbacks.LearningRateScheduler, pack(function(_, lr) return lr end, {per = 'epoch'}),
+                'nn.callbacks.LearningRateScheduler'
+      end,
+      ['callbacks.ReduceLROnPlateau'] = function()
+         return callbacks.ReduceLROnPlateau, pack({patience = 1}), 'nn.callbacks.ReduceLROnPlateau'
+      end,
+      ['callbacks.CSVLogger'] = function()
+         return callbacks.CSVLogger, pack(path('log.csv'), {append = true}), 'nn.callbacks.CSVLogger'
+      end,
+      ['callbacks.TensorBoard'] = function()
+         return callbacks.TensorBoard, pack({log_dir = path('tb')}), 'nn.callbacks.TensorBoard'
+      end,
+      ['callbacks.History'] = function() return callbacks.History, pack(), 'nn.callbacks.History' end,
+      ['Callback:set_model'] = function()
+         return method(callbacks.Callback(), 'set_model', 'nn.callbacks.Callback:set_model', model())
+      end,
+      ['EarlyStopping:on_train_begin'] = function()
+         return method(hooked(callbacks.EarlyStopping()), 'on_train_begin',
+                       'nn.callbacks.EarlyStopping:on_train_begin', {})
+      end,
+      ['EarlyStopping:on_epoch_end'] = function()
+         local cb = hooked(callbacks.EarlyStopping())
+         cb:on_train_begin({})
+         return method(cb, 'on_epoch_end', 'nn.callbacks.EarlyStopping:on_epoch_end', 1, {val_loss = 1})
+      end,
+      ['ModelCheckpoint:path_for'] = function()
+         return method(callbacks.ModelCheckpoint(path('c-{epoch:03d}.fdl')), 'path_for',
+                       'nn.callbacks.ModelCheckpoint:path_for', 7)
+      end,
+      ['ModelCheckpoint:on_epoch_end'] = function()
+         return method(hooked(callbacks.ModelCheckpoint(path('d.fdl'))), 'on_epoch_end',
+                       'nn.callbacks.ModelCheckpoint:on_epoch_end', 1, {val_loss = 1})
+      end,
+      ['LearningRateScheduler:on_epoch_begin'] = function()
+         return method(hooked(callbacks.LearningRateScheduler(function(_, lr) return lr / 2 end)), 'on_epoch_begin',
+                       'nn.callbacks.LearningRateScheduler:on_epoch_begin', 1, {})
+      end,
+      ['LearningRateScheduler:on_batch_begin'] = function()
+         return method(hooked(callbacks.LearningRateScheduler(optim.StepDecay(0.1, 10))), 'on_batch_begin',
+                       'nn.callbacks.LearningRateScheduler:on_batch_begin', 1, {})
+      end,
+      ['LearningRateScheduler:on_epoch_end'] = function()
+         return method(hooked(callbacks.LearningRateScheduler(optim.StepDecay(0.1, 10))), 'on_epoch_end',
+                       'nn.callbacks.LearningRateScheduler:on_epoch_end', 1, {})
+      end,
+      ['ReduceLROnPlateau:on_train_begin'] = function()
+         return method(hooked(callbacks.ReduceLROnPlateau()), 'on_train_begin',
+                       'nn.callbacks.ReduceLROnPlateau:on_train_begin', {})
+      end,
+      ['ReduceLROnPlateau:on_epoch_end'] = function()
+         local cb = hooked(callbacks.ReduceLROnPlateau())
+         cb:on_train_begin({})
+         return method(cb, 'on_epoch_end', 'nn.callbacks.ReduceLROnPlateau:on_epoch_end', 1, {val_loss = 1})
+      end,
+      ['CSVLogger:on_train_begin'] = function()
+         return method(hooked(callbacks.CSVLogger(path('a.csv'))), 'on_train_begin',
+                       'nn.callbacks.CSVLogger:on_train_begin', {})
+      end,
+      ['CSVLogger:on_epoch_end'] = function()
+         local cb = hooked(callbacks.CSVLogger(path('b.csv')))
+         cb:on_train_begin({})
+         return method(cb, 'on_epoch_end', 'nn.callbacks.CSVLogger:on_epoch_end', 1, {loss = 1})
+      end,
+      ['CSVLogger:on_train_end'] = function()
+         local cb = hooked(callbacks.CSVLogger(path('c.csv')))
+         cb:on_train_begin({})
+         return method(cb, 'on_train_end', 'nn.callbacks.CSVLogger:on_train_end', {})
+      end,
+      ['TensorBoard:on_train_begin'] = function()
+         return method(callbacks.TensorBoard(path('tb1')), 'on_train_begin', 'nn.callbacks.TensorBoard:on_train_begin', {})
+      end,
+      ['TensorBoard:on_epoch_end'] = function()
+         local cb = callbacks.TensorBoard(path('tb2'))
+         cb.model = model()
+         cb:on_train_begin({})
+         return method(cb, 'on_epoch_end', 'nn.callbacks.TensorBoard:on_epoch_end', 1, {loss = 1, val_loss = 2})
+      end,
+      ['TensorBoard:on_train_end'] = function()
+         local cb = callbacks.TensorBoard(path('tb3'))
+         cb:on_train_begin({})
+         return method(cb, 'on_train_end', 'nn.callbacks.TensorBoard:on_train_end', {})
+      end,
+      ['History:on_epoch_end'] = function()
+         return method(callbacks.History(), 'on_epoch_end', 'nn.callbacks.History:on_epoch_end', 1, {loss = 1})
+      end,
+      -- the metrics' own functions (each class's below)
+      ['metrics.get'] = function() return metrics.get, pack('accuracy', 1), 'nn.metrics.get' end,
+      -- fit's progress object and its module's helpers
+      ['progress.new'] = function()
+         return progress.new, pack({verbose = 0, epochs = 1, steps = 2, keys = function() return {} end}), 'progress.new'
+      end,
+      ['progress.now'] = function() return progress.now, pack(), 'progress.now' end,
+      ['progress.is_terminal'] = function() return progress.is_terminal, pack(), 'progress.is_terminal' end,
+      ['progress.fmt_time'] = function() return progress.fmt_time, pack(1.5), 'progress.fmt_time' end,
+      ['progress.figures'] = function() return progress.figures, pack({'loss'}, {loss = 1}), 'progress.figures' end,
+      ['Progress:on_epoch_begin'] = function() return method(bar(), 'on_epoch_begin', 'Progress:on_epoch_begin', 1, {}) end,
+      ['Progress:on_batch_end'] = function()
+         local p = bar()
+         p:on_epoch_begin(1, {})
+         return method(p, 'on_batch_end', 'Progress:on_batch_end', 1, {loss = 1})
+      end,
+      ['Progress:on_epoch_end'] = function()
+         local p = bar()
+         p:on_epoch_begin(1, {})
+         return method(p, 'on_epoch_end', 'Progress:on_epoch_end', 1, {loss = 1})
+      end,
+   }
+   -- every metric class: its constructor, update with a batch it takes, result and reset
+   local r = fnn.randn
+   local function ids() return {1, 2, 3, 1} end
+   local function probs() return fnn.rand(4, 1) end
+   local BATCH = {
+      Accuracy = function() return r(4, 3), ids() end,
+      SparseCategoricalAccuracy = function() return r(4, 3), ids() end,
+      SparseTopKCategoricalAccuracy = function() return r(4, 3), ids() end,
+      CategoricalAccuracy = function() return r(4, 3), fnn.eye(4, 3) end,
+      TopKCategoricalAccuracy = function() return r(4, 3), fnn.eye(4, 3) end,
+      BinaryAccuracy = function() return probs(), fnn.ones(4, 1) end,
+      MeanSquaredError = function() return r(4, 3), r(4, 3) end,
+      MeanAbsoluteError = function() return r(4, 3), r(4, 3) end,
+      Precision = function() return probs(), fnn.ones(4, 1) end,
+      Recall = function() return probs(), fnn.ones(4, 1) end,
+      F1Score = function() return probs(), fnn.ones(4, 1) end,
+      AUC = function() return probs(), fnn.tensor({{1}, {0}, {1}, {0}}) end,
+      Mean = function() return 2.5, 2 end,
+      Average = function() return 2.5, 2 end,
+   }
+   local function metric_name(cls) return rawget(cls, '_class') end
+   for name, batch in pairs(BATCH) do
+      local cls = metrics[name]
+      local op = 'nn.metrics.' .. name
+      R['metrics.' .. name] = function() return cls, pack({name = 'm'}), op end
+      local function fed()
+         local m = cls()
+         m:update(batch())
+         return m
+      end
+      R[name .. ':update'] = function() return method(cls(), 'update', op .. ':update', batch()) end
+      R[name .. ':result'] = function() return method(fed(), 'result', op .. ':result') end
+      R[name .. ':reset'] = function() return method(fed(), 'reset', op .. ':reset') end
+   end
+   local made = 0
+   R['Metric:extend'] = function()
+      made = made + 1   -- a class per call: each declares its options under its own name
+      return method(metrics.Metric, 'extend', 'nn.metrics.Metric:extend', 'ArityMetric' .. made, 'arity_metric', {})
+   end
+
+   -- public functions of these classes and modules that no row calls, each with its reason
+   local EXEMPT = {
+      forward = "a layer's forward: nn.Module's one check for every class (the block above)",
+      short_str = "a layer writer's hook; printing calls it with exactly self",
+      ['Metric()'] = 'the base class: a metric is made by a class of Metric:extend (their constructors are rows)',
+      ['Progress()'] = 'fit makes its progress object with progress.new (a row), not by calling the class',
+   }
+   -- the classes walked: name, class, whether Module's construct checks its constructor
+   local CLASSES = {
+      {'MultiheadAttention', nn.MultiheadAttention, true}, {'TransformerEncoderLayer', nn.TransformerEncoderLayer, true},
+      {'TransformerDecoderLayer', nn.TransformerDecoderLayer, true}, {'TransformerStack', nn.TransformerStack, true},
+      {'TransformerEncoder', nn.TransformerEncoder, true}, {'TransformerDecoder', nn.TransformerDecoder, true},
+      {'StackCache', nn.StackCache}, {'Sampler', nn.Sampler}, {'BeamSearch', nn.BeamSearch},
+      {'GraphBuilder', nn.GraphBuilder}, {'Graph', nn.Graph, true}, {'Progress', getmetatable(bar())},
+   }
+   for name, v in pairs(callbacks) do
+      if type(v) == 'table' and rawget(v, '_name') then CLASSES[#CLASSES + 1] = {name, v} end
+   end
+   for name, v in pairs(metrics) do
+      if type(v) == 'table' and rawget(v, '_name') then CLASSES[#CLASSES + 1] = {name == 'Metric' and 'Metric' or name, v} end
+   end
+   local MODULES = {{'callbacks', callbacks}, {'metrics', metrics}, {'progress', progress}}
+
+   -- label -> the function (or class) the walk found
+   local function walked()
+      local list = {}
+      for _, c in ipairs(CLASSES) do
+         local name, cls, module_init = c[1], c[2], c[3]
+         for k, f in pairs(cls) do
+            if type(f) == 'function' and type(k) == 'string' and not k:match('^_') then
+               list[name .. ':' .. k] = f
+            end
+         end
+         if not module_init then list[name .. '()'] = cls end   -- calling the class builds one
+      end
+      for _, m in ipairs(MODULES) do
+         for k, f in pairs(m[2]) do
+            if type(f) == 'function' and not k:match('^_') then list[m[1] .. '.' .. k] = f end
+         end
+      end
+      return list
+   end
+
+   local function exempt(label, f)
+      if EXEMPT[label] or EXEMPT[label:match(':(.*)$') or ''] then return true end
+      -- Graph's Keras-style methods: fastnn/keras/model.lua's checked factory (its rows: keras:*, Graph:fit)
+      return label:match('^Graph:') and debug.getinfo(f, 'S').source:find('fastnn/keras/model.lua', 1, true) ~= nil
+   end
+
+   it("refuses an argument past the last, at the caller's line, naming the function and the position", function()
+      local keys = {}
+      for k in pairs(R) do keys[#keys + 1] = k end
+      table.sort(keys)
+      for i, key in ipairs(keys) do
+         local f, args, as, is_method = R[key]()
+         local ok, err = pcall(f, unpack(args, 1, args.n))
+         if not ok then error(key .. ': the valid call failed: ' .. tostring(err)) end
+         f, args = R[key]()
+         ok, err = pcall(f, unpack(args, 1, args.n + 1))
+         if not ok then error(key .. ': a trailing nil was refused: ' .. tostring(err)) end
+         f, args = R[key]()
+         local extra = EXTRAS[i % #EXTRAS + 1]
+         if type(extra) == 'function' then extra = extra() end
+         args[args.n + 1] = extra
+         local line
+         ok, err, line = call('', key, f, args, args.n + 1)
+         assert(not ok, key .. ': an extra argument was accepted')
+         local pos = is_method and args.n or args.n + 1
+         local want = ('%s: unexpected argument %d (%s)'):format(as, pos, describe_value(extra))
+         assert(tostring(err):find(want, 1, true), key .. ': expected "' .. want .. '", got: ' .. tostring(err))
+         assert.equals(THIS .. ':' .. line .. ': ', err:match('^[^:]+:%d+: '), key .. ': raised at ' .. err)
+         assert.is_nil(err:find('0x%x+'), key .. ': an address in ' .. err)
+      end
+   end)
+
+   it('refuses what follows the inputs of a graph, behind nils too, and takes trailing nils', function()
+      local g = graph()
+      local x = fnn.randn(2, 3)
+      local function err_of(...) return select(2, pcall(g.forward, g, ...)) end
+      assert.matches('Graph:forward: unexpected argument 4 (5)', err_of(x, nil, nil, 5), 1, true)
+      assert.matches('Graph:forward: unexpected argument 2 (a tensor [2,3])', err_of({x}, x), 1, true)
+      assert.matches('Graph:forward: unexpected argument 3 (true)', err_of({x}, nil, true), 1, true)
+      assert.same({2, 2}, g(x, nil, nil):shape())
+      assert.same({2, 2}, g({x}, nil):shape())
+   end)
+
+   it('lists every public function of these classes and modules (completeness)', function()
+      local called = {}
+      for _, make in pairs(R) do called[(make())] = true end
+      local missing, n = {}, 0
+      for label, f in pairs(walked()) do
+         if not called[f] and not exempt(label, f) then missing[#missing + 1] = label end
+         n = n + 1
+      end
+      assert.is_true(n > 100, 'only ' .. n .. ' functions walked')
+      table.sort(missing)
+      assert.same({}, missing, 'functions without an arity row: ' .. table.concat(missing, ', '))
+   end)
+end)
