@@ -1055,7 +1055,9 @@ describe('arity: decoding, graphs, callbacks, metrics, progress', function()
       ['Graph:fit'] = function()
          return method(graph(), 'fit', 'Graph:fit', {fnn.randn(4, 3)}, {fnn.randn(4, 2)}, {epochs = 1, verbose = 0})
       end,
-      ['Graph:predict'] = function() return method(graph(), 'predict', 'Graph:predict', {fnn.randn(4, 3)}, {batch_size = 2}) end,
+      ['Graph:predict'] = function()
+         return method(graph(), 'predict', 'Graph:predict', {fnn.randn(4, 3)}, {batch_size = 2})
+      end,
       -- the callbacks: the constructors, then each class's hooks with the arguments fit passes
       ['callbacks.Callback'] = function() return callbacks.Callback, pack({}), 'nn.callbacks.Callback' end,
       ['callbacks.LambdaCallback'] = function()
@@ -1138,7 +1140,8 @@ describe('arity: decoding, graphs, callbacks, metrics, progress', function()
          return method(cb, 'on_train_end', 'nn.callbacks.CSVLogger:on_train_end', {})
       end,
       ['TensorBoard:on_train_begin'] = function()
-         return method(callbacks.TensorBoard(path('tb1')), 'on_train_begin', 'nn.callbacks.TensorBoard:on_train_begin', {})
+         return method(callbacks.TensorBoard(path('tb1')), 'on_train_begin', 'nn.callbacks.TensorBoard:on_train_begin',
+                       {})
       end,
       ['TensorBoard:on_epoch_end'] = function()
          local cb = callbacks.TensorBoard(path('tb2'))
@@ -1158,13 +1161,16 @@ describe('arity: decoding, graphs, callbacks, metrics, progress', function()
       ['metrics.get'] = function() return metrics.get, pack('accuracy', 1), 'nn.metrics.get' end,
       -- fit's progress object and its module's helpers
       ['progress.new'] = function()
-         return progress.new, pack({verbose = 0, epochs = 1, steps = 2, keys = function() return {} end}), 'progress.new'
+         return progress.new, pack({verbose = 0, epochs = 1, steps = 2, keys = function() return {} end}),
+                'progress.new'
       end,
       ['progress.now'] = function() return progress.now, pack(), 'progress.now' end,
       ['progress.is_terminal'] = function() return progress.is_terminal, pack(), 'progress.is_terminal' end,
       ['progress.fmt_time'] = function() return progress.fmt_time, pack(1.5), 'progress.fmt_time' end,
       ['progress.figures'] = function() return progress.figures, pack({'loss'}, {loss = 1}), 'progress.figures' end,
-      ['Progress:on_epoch_begin'] = function() return method(bar(), 'on_epoch_begin', 'Progress:on_epoch_begin', 1, {}) end,
+      ['Progress:on_epoch_begin'] = function()
+         return method(bar(), 'on_epoch_begin', 'Progress:on_epoch_begin', 1, {})
+      end,
       ['Progress:on_batch_end'] = function()
          local p = bar()
          p:on_epoch_begin(1, {})
@@ -1196,7 +1202,6 @@ describe('arity: decoding, graphs, callbacks, metrics, progress', function()
       Mean = function() return 2.5, 2 end,
       Average = function() return 2.5, 2 end,
    }
-   local function metric_name(cls) return rawget(cls, '_class') end
    for name, batch in pairs(BATCH) do
       local cls = metrics[name]
       local op = 'nn.metrics.' .. name
@@ -1225,7 +1230,8 @@ describe('arity: decoding, graphs, callbacks, metrics, progress', function()
    }
    -- the classes walked: name, class, whether Module's construct checks its constructor
    local CLASSES = {
-      {'MultiheadAttention', nn.MultiheadAttention, true}, {'TransformerEncoderLayer', nn.TransformerEncoderLayer, true},
+      {'MultiheadAttention', nn.MultiheadAttention, true},
+      {'TransformerEncoderLayer', nn.TransformerEncoderLayer, true},
       {'TransformerDecoderLayer', nn.TransformerDecoderLayer, true}, {'TransformerStack', nn.TransformerStack, true},
       {'TransformerEncoder', nn.TransformerEncoder, true}, {'TransformerDecoder', nn.TransformerDecoder, true},
       {'StackCache', nn.StackCache}, {'Sampler', nn.Sampler}, {'BeamSearch', nn.BeamSearch},
@@ -1235,7 +1241,7 @@ describe('arity: decoding, graphs, callbacks, metrics, progress', function()
       if type(v) == 'table' and rawget(v, '_name') then CLASSES[#CLASSES + 1] = {name, v} end
    end
    for name, v in pairs(metrics) do
-      if type(v) == 'table' and rawget(v, '_name') then CLASSES[#CLASSES + 1] = {name == 'Metric' and 'Metric' or name, v} end
+      if type(v) == 'table' and rawget(v, '_name') then CLASSES[#CLASSES + 1] = {name, v} end
    end
    local MODULES = {{'callbacks', callbacks}, {'metrics', metrics}, {'progress', progress}}
 
