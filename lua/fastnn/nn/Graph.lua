@@ -141,13 +141,10 @@ function Graph:forward(...)
    local n = select('#', ...)
    while n > 0 and select(n, ...) == nil do n = n - 1 end
    local tabled = n >= 1 and type(xs) == 'table' and not is_tensor(xs)
-   local past = tabled and 1 or n_in
-   if n > past then
-      for i = past + 1, n do
-         local v = select(i, ...)
-         if v ~= nil then
-            too_many('Graph:forward', i, v, tabled and '{x1, ..., xn}' or ('%d inputs, one per inlet'):format(n_in))
-         end
+   for i = (tabled and 1 or n_in) + 1, n do
+      local v = select(i, ...)
+      if v ~= nil then
+         too_many('Graph:forward', i, v, tabled and '{x1, ..., xn}' or ('%d inputs, one per inlet'):format(n_in))
       end
    end
    if not tabled then xs = {...} end
