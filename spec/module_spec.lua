@@ -2,7 +2,8 @@
 -- freezing, devices, the tree, and the error prefix at the caller's line.
 local fnn = require 'fastnn'
 local nn = fnn.nn
-local approx = require('support').approx
+local support = require 'support'
+local approx = support.approx
 
 local function names_of(list)
    local r = {}
@@ -219,12 +220,7 @@ describe('Module:to_device', function()
    -- first load (the ffi metatype is bound once): a later load's modules must hand those methods
    -- Devices they take (this test failed with "to: device is table" before Devices were per process)
    it('works from a second load of fastnn in the same process, as busted makes one per spec file', function()
-      local saved = {}
-      for name, m in pairs(package.loaded) do
-         if name == 'fastnn' or name:match('^fastnn%.') then saved[name] = m; package.loaded[name] = nil end
-      end
-      local ok, err = pcall(function()
-         local fnn2 = require 'fastnn'
+      support.second_load(function(fnn2)
          assert.are_not.equal(fnn, fnn2)   -- a real second load
          assert.equals(fnn.Device.cpu(), fnn2.Device.cpu())
          assert.equals(fnn2.Device.cpu(), fnn.ones(2):device())
@@ -233,11 +229,6 @@ describe('Module:to_device', function()
          assert.equals(m, m:to_device(fnn2.Device.cpu()))
          assert.equals('cpu', tostring(m.weight:tensor():device()))
       end)
-      for name in pairs(package.loaded) do
-         if name == 'fastnn' or name:match('^fastnn%.') then package.loaded[name] = nil end
-      end
-      for name, m in pairs(saved) do package.loaded[name] = m end
-      assert(ok, err)
    end)
 
    it('refuses an unknown device at the caller line', function()

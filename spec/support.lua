@@ -111,4 +111,19 @@ function M.batches(loader)
    end
    return out
 end
+-- f(fnn2) with fastnn loaded a second time in this process (package.loaded's fastnn modules set
+-- aside, then put back), as busted does for each spec file while tensors keep the methods of the
+-- process's first load (the ffi metatype is bound once); errors in f are raised after the restore
+function M.second_load(f)
+   local saved = {}
+   for name, m in pairs(package.loaded) do
+      if name == 'fastnn' or name:match('^fastnn%.') then saved[name] = m; package.loaded[name] = nil end
+   end
+   local ok, err = pcall(function() f(require 'fastnn') end)
+   for name in pairs(package.loaded) do
+      if name == 'fastnn' or name:match('^fastnn%.') then package.loaded[name] = nil end
+   end
+   for name, m in pairs(saved) do package.loaded[name] = m end
+   assert(ok, err)
+end
 return M

@@ -40,9 +40,17 @@ function M.set_gc_threshold(bytes, extra)
 end
 
 -- fnn.profile (profile.lua) turns this on for the duration of its function: new() and done()
--- then bracket each op's C call for the core's per-thread timer (core/profile.c)
+-- then bracket each op's C call for the core's per-thread timer (core/profile.c). A flag per load
+-- of this module (an upvalue: nothing to look up per op), every load's set together: tensors keep
+-- the first load's methods (the metatype is bound once per process), so a second load's profile
+-- must turn the first load's flag on too (busted loads fastnn afresh for each spec file)
 local profiling = false
-function M.set_profiling(on) profiling = on end
+do
+   local setters = debug.getregistry()['fastnn.profiling_setters'] or {}
+   debug.getregistry()['fastnn.profiling_setters'] = setters
+   setters[#setters + 1] = function(on) profiling = on end
+   function M.set_profiling(on) for i = 1, #setters do setters[i](on) end end
+end
 function M.profiling() return profiling end
 
 local function new()   -- zero-filled; C fills every field (T(-1) would not compile)
