@@ -281,10 +281,12 @@ end
 local loader_order = C.fnn_loader_order
 local function order_of(self, n)
    local ids = self._spare_ids
-   if ids ~= nil and self._spare_n >= n then
+   local cap = self._spare_n
+   if ids ~= nil and cap >= n then
       self._spare_ids = nil
    else
-      ids = ffi.new('int64_t[?]', math.max(n, 1))
+      cap = math.max(n, 1)
+      ids = ffi.new('int64_t[?]', cap)
    end
    local s = nil
    if self._shuffle and n > 1 then
@@ -294,12 +296,12 @@ local function order_of(self, n)
       end
    end
    if loader_order(ids, n, s) ~= 0 then error(fnn_tensor.last_error(), 3) end
-   return ids
+   return ids, cap
 end
 -- the order buffer of a pass that is over (nothing reads it again), for the next pass
-local function spare_order(self, ids)
-   local n = ffi.sizeof(ids) / 8
-   if self._spare_ids == nil or self._spare_n < n then self._spare_ids, self._spare_n = ids, n end
+-- (cap: the ids it holds; passed along, as ffi.sizeof of a buffer would stop the JIT's trace)
+local function spare_order(self, ids, cap)
+   if self._spare_ids == nil or self._spare_n < cap then self._spare_ids, self._spare_n = ids, cap end
 end
 
 -- ---------------------------------------------------------------------------
@@ -396,7 +398,7 @@ end
 
 -- the batches of one pass from the background thread
 local fnn_prefetch_next, fnn_prefetch_free = C.fnn_prefetch_next, C.fnn_prefetch_free
-local function iter_prefetch(self, ids, limit, device, batch_seed)
+local function iter_prefetch(self, ids, cap, limit, device, batch_seed)
    local ds = self.dataset
    local pp = ffi.new('fnn_prefetch *[1]')
    local rc
@@ -411,7 +413,7 @@ local function iter_prefetch(self, ids, limit, device, batch_seed)
                                                                              limit, ids, self.batch_size,
                                                                              self._prefetch, self._workers)
    end
-   spare_order(self, ids)   -- the workers took a copy
+   spare_order(self, ids, cap)   -- the workers took a copy
    if rc ~= 0 then error(fnn_tensor.last_error(), 3) end
    local p = ffi.gc(pp[0], fnn_prefetch_free)   -- an abandoned pass: the GC stops the thread
    local index = 0
@@ -465,11 +467,12 @@ function DataLoader:iter(extra)
    if extra ~= nil then too_many('DataLoader:iter', 2, extra, 'loader') end
    local ds, b = self.dataset, self.batch_size
    local n = ds:len()
-   local ids = order_of(self, n)
+   local ids, cap = order_of(self, n)
    if self._shard then
       local all = ids
       ids, n = shard_ids(self, all, n)
-      spare_order(self, all)
+      spare_order(self, all, cap)
+      cap = math.max(n, 1)
    end
    local limit = self._drop_last and floor(n / b) * b or n
    local device = self._device ~= nil and parse_device('to_device', self._device) or nil
@@ -486,7 +489,7 @@ function DataLoader:iter(extra)
       return nil
    end
    if self:is_prefetching() then
-      local it = iter_prefetch(self, ids, limit, device, batch_seed)   -- not a tail call: errors count levels from here
+      local it = iter_prefetch(self, ids, cap, limit, device, batch_seed)   -- not a tail call: errors count levels from here
       return it
    end
    local make = self._reuse and reuse_maker(ds, b)
@@ -499,7 +502,7 @@ function DataLoader:iter(extra)
       local batch = setmetatable({}, Batch)
       return function()
          if pos >= limit then
-            if ids ~= nil then spare_order(self, ids); ids = nil end
+            if ids ~= nil then spare_order(self, ids, cap); ids = nil end
             return nil
          end
          local m = limit - pos < b and limit - pos or b
@@ -512,7 +515,7 @@ function DataLoader:iter(extra)
    end
    return function()
       if pos >= limit then
-         if ids ~= nil then spare_order(self, ids); ids = nil end
+         if ids ~= nil then spare_order(self, ids, cap); ids = nil end
          return nil
       end
       local m = limit - pos < b and limit - pos or b
