@@ -8,12 +8,17 @@
 -- fastnn's random source (reproducible under fnn.manual_seed).
 -- A batch is {inputs = tensor [B, ...], targets = tensor [B, ...], size = B}
 -- and batch:labels() gives the targets as an int64 tensor of 1-based class ids.
--- The order of a pass is an int64_t buffer of 1-based ids (exact at any length).
+-- The order of a pass is an int64_t buffer of 1-based ids (exact at any length), drawn in C
+-- (fnn_loader_order: a Fisher-Yates over the loader's splitmix64 stream, the same draws as the Lua
+-- loop it replaced, so a seed gives the same batches as before).
 --
 -- Reused buffers: DataLoader(ds, B, {reuse = true}) (or :reuse()) writes each batch into buffers
 -- the loader owns for the pass and overwrites with a later batch, as Torch7's modules reuse their output tensors: a
 -- batch (its inputs and targets) is valid until the loop asks for the next one; to keep one
--- longer, copy it (batch.inputs * 1). A fresh batch is memory the CPU has not touched for a while
+-- longer, copy it (batch.inputs * 1). The batch table and its two tensors are the same objects
+-- for every batch of a pass too (refilled in place, the last batch's inputs then shorter), so a
+-- batch costs Lua no allocation: keep neither the table nor batch.inputs across batches, only
+-- copies. A fresh batch is memory the CPU has not touched for a while
 -- (batches are freed only when Lua's GC runs); the same buffer stays in cache, so a shuffled
 -- Fashion-MNIST epoch of batches is ~1.8x faster. On the main thread one buffer per tensor serves
 -- the pass; with prefetch(k) a pool of k + 1 + workers (the batch held, the k made ahead, a batch
