@@ -178,6 +178,31 @@ describe('DataLoader order', function()
       end
    end)
 
+   it('hands a finished pass\'s buffer to any loader, never one a pass still reads', function()
+      local big, small = numbered(50), numbered(20)
+      local sa, sb = seed_state(1), seed_state(2)
+      local a = data.DataLoader(big, 6, {shuffle = true, seed = 1})
+      local b = data.DataLoader(small, 3, {shuffle = true, seed = 2, reuse = true})
+      assert.same(want_batches(ref_order(50, sa), 6), batches(a))   -- its 50-id buffer is spare now
+      local wa, wb = want_batches(ref_order(50, sa), 6), want_batches(ref_order(20, sb), 3)
+      local ia, ib = a:iter(), b:iter()   -- b takes the spare, a makes its own
+      local ga, gb = {}, {}
+      local function read(batch)
+         return {size = batch.size, inputs = batch.inputs:to_flat(), ishape = batch.inputs:shape(),
+                 idtype = batch.inputs:dtype(), targets = batch.targets:to_flat(), tshape = batch.targets:shape()}
+      end
+      for _ = 1, #wb do
+         gb[#gb + 1] = read(ib())
+         local x = ia()
+         if x then ga[#ga + 1] = read(x) end
+      end
+      assert.is_nil(ib())   -- b's pass over: its buffer is spare again, while a's pass still reads its own
+      assert.same(want_batches(ref_order(20, sb), 3), batches(b))
+      for batch in ia do ga[#ga + 1] = read(batch) end
+      assert.same(wa, ga)
+      assert.same(wb, gb)
+   end)
+
    it('with shard: each rank\'s slice of the reference permutation (seed 0 unless given)', function()
       local n = 17
       local ds = numbered(n)

@@ -279,16 +279,18 @@ end
 
 -- filled and shuffled in C (fnn_loader_order): the Fisher-Yates over next_u64's stream that this
 -- file ran in Lua until then, draw for draw, so a seed still gives the same passes
--- The buffer goes back to the loader when its pass is over (spare_order), for the next pass: a
--- fresh one is a new mapping each pass (~0.15 ms of page faults for Fashion-MNIST's 480 KB). A
--- pass that is still going (two iterators at once, a pass left by a break) keeps its own, and
--- the next pass makes a new one.
+-- The buffer is handed back when its pass is over (spare_order), for the next pass of any loader
+-- (a training loop's next epoch, a loader made anew each epoch, a validation loader in between):
+-- a fresh one is a new mapping each pass (~0.15 ms of page faults for Fashion-MNIST's 480 KB). One
+-- spare, the largest, held weakly (the GC may take it). A pass that is still going (two iterators
+-- at once, a pass left by a break) keeps its own; the next pass then makes a new one.
+local spare = setmetatable({}, {__mode = 'v'})   -- spare.ids: an order buffer of spare_n ids
+local spare_n = 0
 local loader_order = C.fnn_loader_order
 local function order_of(self, n)
-   local ids = self._spare_ids
-   local cap = self._spare_n
+   local ids, cap = spare.ids, spare_n
    if ids ~= nil and cap >= n then
-      self._spare_ids = nil
+      spare.ids = nil
    else
       cap = math.max(n, 1)
       ids = ffi.new('int64_t[?]', cap)
@@ -305,8 +307,8 @@ local function order_of(self, n)
 end
 -- the order buffer of a pass that is over (nothing reads it again), for the next pass
 -- (cap: the ids it holds; passed along, as ffi.sizeof of a buffer would stop the JIT's trace)
-local function spare_order(self, ids, cap)
-   if self._spare_ids == nil or self._spare_n < cap then self._spare_ids, self._spare_n = ids, cap end
+local function spare_order(ids, cap)
+   if spare.ids == nil or spare_n < cap then spare.ids, spare_n = ids, cap end
 end
 
 -- ---------------------------------------------------------------------------
@@ -418,7 +420,7 @@ local function iter_prefetch(self, ids, cap, limit, device, batch_seed)
                                                                              limit, ids, self.batch_size,
                                                                              self._prefetch, self._workers)
    end
-   spare_order(self, ids, cap)   -- the workers took a copy
+   spare_order(ids, cap)   -- the workers took a copy
    if rc ~= 0 then error(fnn_tensor.last_error(), 3) end
    local p = ffi.gc(pp[0], fnn_prefetch_free)   -- an abandoned pass: the GC stops the thread
    local index = 0
@@ -476,7 +478,7 @@ function DataLoader:iter(extra)
    if self._shard then
       local all = ids
       ids, n = shard_ids(self, all, n)
-      spare_order(self, all, cap)
+      spare_order(all, cap)
       cap = math.max(n, 1)
    end
    local limit = self._drop_last and floor(n / b) * b or n
@@ -507,7 +509,7 @@ function DataLoader:iter(extra)
       local batch = setmetatable({}, Batch)
       return function()
          if pos >= limit then
-            if ids ~= nil then spare_order(self, ids, cap); ids = nil end
+            if ids ~= nil then spare_order(ids, cap); ids = nil end
             return nil
          end
          local m = limit - pos < b and limit - pos or b
@@ -520,7 +522,7 @@ function DataLoader:iter(extra)
    end
    return function()
       if pos >= limit then
-         if ids ~= nil then spare_order(self, ids, cap); ids = nil end
+         if ids ~= nil then spare_order(ids, cap); ids = nil end
          return nil
       end
       local m = limit - pos < b and limit - pos or b
