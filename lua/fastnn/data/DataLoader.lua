@@ -386,6 +386,11 @@ end
 -- same two headers, so a batch allocates nothing: no cdata, no finalizer, no table (iter() reuses
 -- the batch table too). The headers are cleared (their references dropped) before each batch.
 local clear = C.fnn_tensor_clear
+-- Ctrl-C: under a host that set an interrupt flag (tensor.lua), done() polls it for every op, so a
+-- compiled loop still stops at its next op. The reused headers never pass through done(): the
+-- maker polls the flag itself, so a bare loop over a long pass stops at its next batch too
+local host_flag = debug.getregistry()['fastnn.interrupt_flag']
+local interrupt_flag = type(host_flag) == 'userdata' and ffi.cast('volatile int32_t *', host_flag) or nil
 local function reuse_maker(ds, b)
    local kind, a, t, context, stride = ds:prefetch_source()
    context, stride = context or 0, stride or 0
@@ -398,6 +403,7 @@ local function reuse_maker(ds, b)
       if take_into(x, y, xbuf, ybuf, kind, a, t, context, stride, m, at, b) ~= 0 then
          error(fnn_tensor.last_error(), 0)
       end
+      if interrupt_flag ~= nil and interrupt_flag[0] ~= 0 then debug.getregistry()['fastnn.raise_interrupted']() end
       if y.ndim >= 0 then return x, y end
       return x, nil
    end
@@ -457,6 +463,7 @@ local function iter_prefetch(self, ids, cap, limit, device, batch_seed)
       index = index + 1
       if batch then
          batch.inputs, batch.targets, batch.size = x, y.ndim >= 0 and y or nil, tonumber(x.shape_[0])
+         if interrupt_flag ~= nil and interrupt_flag[0] ~= 0 then debug.getregistry()['fastnn.raise_interrupted']() end
          return batch, index
       end
       x = done(x)
