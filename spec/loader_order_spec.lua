@@ -254,7 +254,7 @@ end)
 
 -- Ctrl-C in a bare loop over a reused pass: the batches skip done(), where ops poll the host's
 -- interrupt flag, so the loader polls it itself. A launcher child (as interrupt_leak_spec) runs a
--- pass of 2,000,000 one-row batches (a second or more) and interrupts itself after 0.2 s: the
+-- pass of 3,000,000 one-row batches (~1 s here) and interrupts itself after 0.1 s: the
 -- pass must stop at a batch in the middle, not at its end.
 describe('DataLoader reuse and Ctrl-C', function()
    local process = require 'spec.process'
@@ -263,12 +263,12 @@ local ffi = require 'ffi'
 ffi.cdef 'int getpid(void);'
 local fnn = require 'fastnn'
 local data = fnn.data
-local N = 2000000
+local N = 3000000
 local ds = data.TensorDataset(fnn.zeros(N, 1), fnn.zeros(N))
 for _, depth in ipairs{0, 2} do
    local loader = data.DataLoader(ds, 1, {shuffle = true, seed = 1, reuse = true, prefetch = depth})
    for _ in data.DataLoader(ds, 1000, {reuse = true}):iter() do end   -- traces warm
-   os.execute(('(sleep 0.2; kill -INT %d) &'):format(ffi.C.getpid()))
+   os.execute(('(sleep 0.1; kill -INT %d) &'):format(ffi.C.getpid()))
    local seen = 0
    local ok, err = pcall(function() for _ in loader:iter() do seen = seen + 1 end end)
    print(('prefetch %d: %s after %s of %d batches'):format(depth, ok and 'finished' or tostring(err):match('interrupted') or tostring(err),
@@ -284,6 +284,6 @@ end
       local out = p:read('*a')
       p:close()
       os.remove(path)
-      assert.matches('prefetch 0: interrupted after part of 2000000 batches\nprefetch 2: interrupted after part of 2000000 batches\nrc=0\n$', out)
+      assert.matches('prefetch 0: interrupted after part of 3000000 batches\nprefetch 2: interrupted after part of 3000000 batches\nrc=0\n$', out)
    end)
 end)
