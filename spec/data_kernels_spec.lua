@@ -167,6 +167,36 @@ describe('take_rows', function()
       end
    end)
 
+   -- rows of 2, 4 and 8 bytes take their own copy loop (core/ops/index.c's gather_range): labels,
+   -- bf16 pairs, int64 ids, a column of a wider tensor (rows apart by its stride), in one thread and
+   -- split over the threads (past 64 KB), against a naive copy
+   it('gathers rows of 2, 4, 8 and 12 bytes, strided ones too, as a naive loop', function()
+      fnn.manual_seed(4)
+      local wide = fnn.randn(9000, 3)
+      local cases = {
+         {fnn.randn(9000), 'float32 [N]'},                                   -- 4 bytes
+         {fnn.randn(9000, 2), 'float32 [N,2]'},                              -- 8 bytes
+         {fnn.randn(9000):bf16(), 'bfloat16 [N]'},                           -- 2 bytes
+         {fnn.randn(9000, 4):bf16(), 'bfloat16 [N,4]'},                      -- 8 bytes
+         {fnn.randperm(9000), 'int64 [N]'},                                  -- 8 bytes
+         {wide:narrow(2, 2, 1), 'float32 column [N,1], row stride 3'},       -- 4 bytes, strided
+         {wide, 'float32 [N,3]'},                                            -- 12 bytes: memcpy
+      }
+      for _, case in ipairs(cases) do
+         local src, what = case[1], case[2]
+         local from = src:to_table()
+         for _, m in ipairs{1, 5, 128, 9000} do   -- 9000 8-byte rows: 72 KB, split over the threads
+            local ids = {}
+            for i = 1, m do ids[i] = (i * 7919 + 13) % 9000 + 1 end
+            if m > 1 then ids[m] = ids[1] end
+            local t = assert(take_rows(src, ids))
+            local want = {}
+            for i, id in ipairs(ids) do want[i] = from[id] end
+            assert.are.same(want, t:to_table(), what .. ', ' .. m .. ' rows')
+         end
+      end
+   end)
+
    it('refuses an id out of range', function()
       local _, err = take_rows(x, {1, 5})
       assert.matches('take_rows: id 5 outside 1%.%.4 %(rows of %[4,3%]%)', err)

@@ -704,6 +704,11 @@ FNN_API int fnn_read_idx(fnn_tensor *out, const char *path, double scale);
 /* gather rows: x [N, ...] of any dtype, ids 1-based -> [n, ...] (no autograd; batching) */
 FNN_API int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t *ids);
 
+/* the order of one DataLoader pass: ids[0..n) = 1..n, then, when state is not NULL, shuffled by
+ * Fisher-Yates (i = n-1 down to 1: swap ids[i] and ids[r % (i + 1)]) with r the splitmix64 stream
+ * of *state, which is advanced past the draws (the loader draws its next numbers after them) */
+FNN_API int fnn_loader_order(int64_t *ids, int64_t n, uint64_t *state);
+
 /* one batch written into buffers the caller keeps and reuses (DataLoader's reuse): kind ROWS takes
  * rows of a (and of b unless NULL), WINDOWS fnn_take_windows of the tokens a, over ids[0..n); xbuf and
  * ybuf are kept when they are cpu buffers of the batch's dtype and row shape with >= n rows, else made

@@ -8,12 +8,17 @@
 -- fastnn's random source (reproducible under fnn.manual_seed).
 -- A batch is {inputs = tensor [B, ...], targets = tensor [B, ...], size = B}
 -- and batch:labels() gives the targets as an int64 tensor of 1-based class ids.
--- The order of a pass is an int64_t buffer of 1-based ids (exact at any length).
+-- The order of a pass is an int64_t buffer of 1-based ids (exact at any length), drawn in C
+-- (fnn_loader_order: a Fisher-Yates over the loader's splitmix64 stream, the same draws as the Lua
+-- loop it replaced, so a seed gives the same batches as before).
 --
 -- Reused buffers: DataLoader(ds, B, {reuse = true}) (or :reuse()) writes each batch into buffers
 -- the loader owns for the pass and overwrites with a later batch, as Torch7's modules reuse their output tensors: a
 -- batch (its inputs and targets) is valid until the loop asks for the next one; to keep one
--- longer, copy it (batch.inputs * 1). A fresh batch is memory the CPU has not touched for a while
+-- longer, copy it (batch.inputs * 1). The batch table and its two tensors are the same objects
+-- for every batch of a pass too (refilled in place, the last batch's inputs then shorter), so a
+-- batch costs Lua no allocation: keep neither the table nor batch.inputs across batches, only
+-- copies. A fresh batch is memory the CPU has not touched for a while
 -- (batches are freed only when Lua's GC runs); the same buffer stays in cache, so a shuffled
 -- Fashion-MNIST epoch of batches is ~1.8x faster. On the main thread one buffer per tensor serves
 -- the pass; with prefetch(k) a pool of k + 1 + workers (the batch held, the k made ahead, a batch
@@ -272,20 +277,38 @@ end
 -- ---------------------------------------------------------------------------
 -- the order of one pass: an int64_t buffer of 1-based ids, shuffled in place
 
+-- filled and shuffled in C (fnn_loader_order): the Fisher-Yates over next_u64's stream that this
+-- file ran in Lua until then, draw for draw, so a seed still gives the same passes
+-- The buffer is handed back when its pass is over (spare_order), for the next pass of any loader
+-- (a training loop's next epoch, a loader made anew each epoch, a validation loader in between):
+-- a fresh one is a new mapping each pass (~0.15 ms of page faults for Fashion-MNIST's 480 KB). One
+-- spare, the largest, held weakly (the GC may take it). A pass that is still going (two iterators
+-- at once, a pass left by a break) keeps its own; the next pass then makes a new one.
+local spare = setmetatable({}, {__mode = 'v'})   -- spare.ids: an order buffer of spare_n ids
+local spare_n = 0
+local loader_order = C.fnn_loader_order
 local function order_of(self, n)
-   local ids = ffi.new('int64_t[?]', math.max(n, 1))
-   for i = 0, n - 1 do ids[i] = i + 1 end
+   local ids, cap = spare.ids, spare_n
+   if ids ~= nil and cap >= n then
+      spare.ids = nil
+   else
+      cap = math.max(n, 1)
+      ids = ffi.new('int64_t[?]', cap)
+   end
+   local s = nil
    if self._shuffle and n > 1 then
-      local s = self._rng
+      s = self._rng
       if s == nil then   -- one fresh stream per pass from fastnn's random source
          s = seed_state(floor(C.fnn_random_uniform() * 2^52))
       end
-      for i = n - 1, 1, -1 do
-         local j = tonumber(next_u64(s) % (i + 1))
-         ids[i], ids[j] = ids[j], ids[i]
-      end
    end
-   return ids
+   if loader_order(ids, n, s) ~= 0 then error(fnn_tensor.last_error(), 3) end
+   return ids, cap
+end
+-- the order buffer of a pass that is over (nothing reads it again), for the next pass
+-- (cap: the ids it holds; passed along, as ffi.sizeof of a buffer would stop the JIT's trace)
+local function spare_order(ids, cap)
+   if spare.ids == nil or spare_n < cap then spare.ids, spare_n = ids, cap end
 end
 
 -- ---------------------------------------------------------------------------
@@ -359,23 +382,36 @@ end
 -- ---------------------------------------------------------------------------
 
 -- reuse on the main thread: every batch of the pass is written into the same two buffers (the
--- previous batch is over once the loop asks for the next), views of their first m rows
+-- previous batch is over once the loop asks for the next), views of their first m rows held in the
+-- same two headers, so a batch allocates nothing: no cdata, no finalizer, no table (iter() reuses
+-- the batch table too). The headers are cleared (their references dropped) before each batch.
+local clear = C.fnn_tensor_clear
+-- Ctrl-C: under a host that set an interrupt flag (tensor.lua), done() polls it for every op, so a
+-- compiled loop still stops at its next op. The reused headers never pass through done(): the
+-- maker polls the flag itself, so a bare loop over a long pass stops at its next batch too
+local host_flag = debug.getregistry()['fastnn.interrupt_flag']
+local interrupt_flag = type(host_flag) == 'userdata' and ffi.cast('volatile int32_t *', host_flag) or nil
 local function reuse_maker(ds, b)
    local kind, a, t, context, stride = ds:prefetch_source()
-   local xbuf, ybuf = ffi.gc(new(), C.fnn_tensor_clear), ffi.gc(new(), C.fnn_tensor_clear)
+   context, stride = context or 0, stride or 0
+   local xbuf, ybuf = ffi.gc(new(), clear), ffi.gc(new(), clear)
+   local x, y = ffi.gc(new(), clear), ffi.gc(new(), clear)
    local take_into = C.fnn_take_batch_into
    return function(m, at)
-      local x, y = new(), new()
-      if take_into(x, y, xbuf, ybuf, kind, a, t, context or 0, stride or 0, m, at, b) ~= 0 then
+      clear(x)
+      clear(y)
+      if take_into(x, y, xbuf, ybuf, kind, a, t, context, stride, m, at, b) ~= 0 then
          error(fnn_tensor.last_error(), 0)
       end
-      return done(x), y.ndim >= 0 and done(y) or nil
+      if interrupt_flag ~= nil and interrupt_flag[0] ~= 0 then debug.getregistry()['fastnn.raise_interrupted']() end
+      if y.ndim >= 0 then return x, y end
+      return x, nil
    end
 end
 
 -- the batches of one pass from the background thread
 local fnn_prefetch_next, fnn_prefetch_free = C.fnn_prefetch_next, C.fnn_prefetch_free
-local function iter_prefetch(self, ids, limit, device, batch_seed)
+local function iter_prefetch(self, ids, cap, limit, device, batch_seed)
    local ds = self.dataset
    local pp = ffi.new('fnn_prefetch *[1]')
    local rc
@@ -390,6 +426,7 @@ local function iter_prefetch(self, ids, limit, device, batch_seed)
                                                                              limit, ids, self.batch_size,
                                                                              self._prefetch, self._workers)
    end
+   spare_order(ids, cap)   -- the workers took a copy
    if rc ~= 0 then error(fnn_tensor.last_error(), 3) end
    local p = ffi.gc(pp[0], fnn_prefetch_free)   -- an abandoned pass: the GC stops the thread
    local index = 0
@@ -398,22 +435,43 @@ local function iter_prefetch(self, ids, limit, device, batch_seed)
       fnn_prefetch_free(p)
       p = nil
    end
+   -- reuse: one batch table and two pairs of headers, taking turns: the next batch is asked for
+   -- in the pair the batch held does not use, so the last batch of a pass stays readable after it
+   local batch, pairs_, turn
+   if self._reuse then
+      batch = setmetatable({}, Batch)
+      pairs_ = {{ffi.gc(new(), clear), ffi.gc(new(), clear)}, {ffi.gc(new(), clear), ffi.gc(new(), clear)}}
+      turn = 1
+   end
    return function()
       if p == nil then return nil end
-      local x, y = new(), new()
+      local x, y
+      if batch then
+         turn = 3 - turn
+         x, y = pairs_[turn][1], pairs_[turn][2]
+         clear(x)
+         clear(y)
+      else
+         x, y = new(), new()
+      end
       if fnn_prefetch_next(p, x, y) ~= 0 then
          local msg = fnn_tensor.last_error()
          finish()
          error(msg, 2)
       end
       if x.ndim < 0 then finish() return nil end
+      index = index + 1
+      if batch then
+         batch.inputs, batch.targets, batch.size = x, y.ndim >= 0 and y or nil, tonumber(x.shape_[0])
+         if interrupt_flag ~= nil and interrupt_flag[0] ~= 0 then debug.getregistry()['fastnn.raise_interrupted']() end
+         return batch, index
+      end
       x = done(x)
       y = y.ndim >= 0 and done(y) or nil
       if device ~= nil then
          x = send(x, device)
          if y ~= nil then y = send(y, device) end
       end
-      index = index + 1
       return setmetatable({inputs = x, targets = y, size = tonumber(x.shape_[0])}, Batch), index
    end
 end
@@ -423,8 +481,13 @@ function DataLoader:iter(extra)
    if extra ~= nil then too_many('DataLoader:iter', 2, extra, 'loader') end
    local ds, b = self.dataset, self.batch_size
    local n = ds:len()
-   local ids = order_of(self, n)
-   if self._shard then ids, n = shard_ids(self, ids, n) end
+   local ids, cap = order_of(self, n)
+   if self._shard then
+      local all = ids
+      ids, n = shard_ids(self, all, n)
+      spare_order(all, cap)
+      cap = math.max(n, 1)
+   end
    local limit = self._drop_last and floor(n / b) * b or n
    local device = self._device ~= nil and parse_device('to_device', self._device) or nil
    if self._reuse then
@@ -440,7 +503,7 @@ function DataLoader:iter(extra)
       return nil
    end
    if self:is_prefetching() then
-      local it = iter_prefetch(self, ids, limit, device, batch_seed)   -- not a tail call: errors count levels from here
+      local it = iter_prefetch(self, ids, cap, limit, device, batch_seed)   -- not a tail call: errors count levels from here
       return it
    end
    local make = self._reuse and reuse_maker(ds, b)
@@ -449,9 +512,27 @@ function DataLoader:iter(extra)
       or ds.write and function(m, at) return batch_by_write(ds, m, at) end
       or function(m, at) return batch_by_get(ds, m, at) end
    local pos, index = 0, 0
+   if self._reuse then   -- one batch table for the pass, as the headers and buffers (device is nil)
+      local batch = setmetatable({}, Batch)
+      return function()
+         if pos >= limit then
+            if ids ~= nil then spare_order(ids, cap); ids = nil end
+            return nil
+         end
+         local m = limit - pos < b and limit - pos or b
+         batch.inputs, batch.targets = make(m, ids + pos)
+         batch.size = m
+         pos = pos + m
+         index = index + 1
+         return batch, index
+      end
+   end
    return function()
-      if pos >= limit then return nil end
-      local m = math.min(b, limit - pos)
+      if pos >= limit then
+         if ids ~= nil then spare_order(ids, cap); ids = nil end
+         return nil
+      end
+      local m = limit - pos < b and limit - pos or b
       local x, y = make(m, ids + pos)
       if device ~= nil then
          x = send(x, device)
