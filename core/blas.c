@@ -337,6 +337,7 @@ static bool gemm_bf16(int act, bool ta, bool tb, int64_t m, int64_t n, int64_t k
     uint16_t *a16 = fnn_alloc(FNN_DEVICE_CPU, abytes), *b16 = a16 ? fnn_alloc(FNN_DEVICE_CPU, bbytes) : NULL;
     bool ok = false;
     if (b16) {
+        /* linear's bfloat16 x reaches here widened (ops/linalg.c's entry); its own bytes could stand for a16 */
         fnn_to_bf16_matrix(a16, a, ar, ac, lda);
         fnn_to_bf16_matrix(b16, b, br, bc, ldb);
         mm_entry key = {.m = m, .n = n, .k = k, .lda = ac, .ldw = bc, .ldc = ldc, .ta = ta, .tw = tb,

@@ -53,6 +53,9 @@ bool fnn_prec_bf16(int family) {
     return autocast_depth > 0 || atomic_load_explicit(&precision[family], memory_order_relaxed) == PREC_BF16;
 }
 
+/* an autocast region is open on this thread: linear narrows its own output to bfloat16 (ops/linalg.c) */
+bool fnn_autocast_on(void) { return autocast_depth > 0; }
+
 int fnn_autocast_enter(void) { return ++autocast_depth; }
 int fnn_autocast_exit(void) { return autocast_depth > 0 ? --autocast_depth : 0; }
 
