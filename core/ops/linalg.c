@@ -500,13 +500,21 @@ static int linear_operand(const fnn_tensor *t, const char *what) {
 }
 
 int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b) {
-    return fnn_linear_act(out, x, w, b, NULL);
+    return fnn_linear_to(out, x, w, b, NULL, -1);
 }
 
 int fnn_linear_act(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
                    const char *activation) {
+    return fnn_linear_to(out, x, w, b, activation, -1);
+}
+
+int fnn_linear_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
+                  const char *activation, int dtype) {
     int act;
     FNN_TRY(activation_of(activation, &act));
+    FNN_CHECK(dtype == -1 || dtype == FNN_DTYPE_FLOAT32 || dtype == FNN_DTYPE_BFLOAT16, FNN_STATUS_ARG,
+              "linear: output dtype code %d is not float32 (%d), bfloat16 (%d) or -1 (the rule)", dtype,
+              FNN_DTYPE_FLOAT32, FNN_DTYPE_BFLOAT16);
     FNN_TRY(linear_operand(x, "input"));
     FNN_TRY(linear_operand(w, "weight"));
     FNN_TRY(fnn_check_same_device("linear", x, w));
@@ -534,7 +542,13 @@ int fnn_linear_act(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
      * The products are the float32 op's on the widened operands (fnn_gemm_prec rounds them under bf16
      * precision or autocast), and the row rounds its float32 result into out (a.yh) */
     const bool all_bf16 = fnn_is_bf16(x) && fnn_is_bf16(w) && (!b || fnn_is_bf16(b));
-    const bool narrow = fnn_in_host_memory(x) && (all_bf16 || fnn_autocast_on());
+    const bool narrow = dtype == -1 ? fnn_in_host_memory(x) && (all_bf16 || fnn_autocast_on())
+                                    : dtype == FNN_DTYPE_BFLOAT16;
+    if (narrow && !fnn_in_host_memory(x)) {
+        char dev[32];
+        return FNN_FAIL(FNN_STATUS_ARG, "linear: the %s backend makes a float32 output only, not bfloat16",
+                        fnn_device_name(x->device, dev, sizeof dev));
+    }
     FNN_TRY(fnn_new_output_dtype(out, x->device, narrow ? FNN_DTYPE_BFLOAT16 : FNN_DTYPE_FLOAT32, x->ndim, shape));
     const fnn_tensor *ins[3] = {x, w, b};
     const bool node = fnn_needs_node(3, ins);

@@ -108,6 +108,18 @@ Tensor.bfloat16 = Tensor.bf16
 -- the ops' wrapper
 
 local autocast_depth = 0   -- this Lua state's open regions (the C side keeps the thread's)
+-- wrapped ops and layers running on widened inputs inside a region: C's autocast narrowing (linear's)
+-- is held meanwhile (fnn_autocast_hold), since the wrapper narrows their results, and the ops inside
+-- them (MultiheadAttention's linear before its attention) expect float32 as everywhere else
+local held = 0
+local function hold()
+   held = held + 1
+   C.fnn_autocast_hold(1)
+end
+local function release()
+   held = held - 1
+   C.fnn_autocast_hold(-1)
+end
 
 -- autocast's lists, by the name the op is reached under (fnn.<name> / Tensor:<name>)
 local GEMM_OPS = {}
@@ -214,8 +226,10 @@ local function narrow1(v)
 end
 
 -- the op's pcall results, narrowed when asked, without a table for up to three results; tail-called
--- by the wrapper, so an error lands at the wrapper's caller, the user's line, as the table path's
-local function finish(narrow, ok, ...)
+-- by the wrapper, so an error lands at the wrapper's caller, the user's line, as the table path's.
+-- was_held: the wrapper held C's autocast narrowing around the call (released first)
+local function finish(narrow, was_held, ok, ...)
+   if was_held then release() end
    if not ok then error((...), 2) end
    if not narrow then return ... end
    local n = select('#', ...)
@@ -259,8 +273,8 @@ local function wrap(name, f, own)
             host_or_not_bf16(d) then
             return f(...)
          end
-         if native_host and host_or_not_tensor(a) and host_or_not_tensor(b) and host_or_not_tensor(c) and
-            host_or_not_tensor(d) then
+         if native_host and held == 0 and host_or_not_tensor(a) and host_or_not_tensor(b) and
+            host_or_not_tensor(c) and host_or_not_tensor(d) then
             return f(...)
          end
          -- the short path: no argument table, no results table (a list argument takes the table path)
@@ -271,25 +285,30 @@ local function wrap(name, f, own)
             if kb == 1 then b = b:float() end
             if kc == 1 then c = c:float() end
             if kd == 1 then d = d:float() end
-            if autocast_depth > 0 then
+            local h = autocast_depth > 0
+            if h then
                if gemm then narrow = true elseif f32_out then narrow = false end
+               hold()
             end
             if compare then narrow = false end
-            if n == 1 then return finish(narrow, pcall(f, a)) end
-            if n == 2 then return finish(narrow, pcall(f, a, b)) end
-            if n == 3 then return finish(narrow, pcall(f, a, b, c)) end
-            return finish(narrow, pcall(f, a, b, c, d))
+            if n == 1 then return finish(narrow, h, pcall(f, a)) end
+            if n == 2 then return finish(narrow, h, pcall(f, a, b)) end
+            if n == 3 then return finish(narrow, h, pcall(f, a, b, c)) end
+            return finish(narrow, h, pcall(f, a, b, c, d))
          end
       end
       local args = {...}
       local narrow = widen(args, n)
-      if autocast_depth > 0 then
+      local h = autocast_depth > 0
+      if h then
          if gemm then narrow = true elseif f32_out then narrow = false end
+         hold()
       end
       if compare then narrow = false end
       -- an error raised for the op's caller lands here without a position (pcall is a C frame):
       -- raised again at the user's line
       local r = {pcall(f, unpack(args, 1, n))}
+      if h then release() end
       if not r[1] then error(r[2], 2) end
       local m = table.maxn(r)
       if narrow then narrow_results(r, 2, m) end
