@@ -144,12 +144,13 @@ typedef struct {
     const char *op;
     fnn_mm_fn fn;
     int ordinal;
+    unsigned exact;   /* fnn_mm_args' exact for its products */
 } kernel;
 
 /* the kernel of op's row on device; an error naming the device when that backend has none */
 static int kernel_of(kernel *kn, const char *op, int device, bool backward) {
     const fnn_mm_row *row = fnn_linalg_row_for(device, op);
-    *kn = (kernel){op, row ? (backward ? row->backward : row->forward) : NULL, fnn_device_ordinal(device)};
+    *kn = (kernel){op, row ? (backward ? row->backward : row->forward) : NULL, fnn_device_ordinal(device), 0};
     if (kn->fn) return FNN_STATUS_OK;
     return FNN_ROW_REFUSED(op, device, backward);
 }
@@ -166,7 +167,7 @@ static int gemm_args(fnn_mm_args *g, const char *op, bool ta, bool tb, int64_t m
     g->op = op, g->zero = NULL, g->ta = ta, g->tb = tb, g->m = m, g->n = n, g->k = k;
     g->a = a, g->lda = lda, g->sa = sa, g->b = b, g->ldb = ldb, g->sb = sb, g->beta = beta;
     g->c = c, g->ldc = ldc, g->sc = sc, g->batch = batch, g->bias = NULL, g->db = NULL;
-    g->act = FNN_ACT_NONE, g->y = NULL, g->dz = NULL, g->yh = NULL;
+    g->act = FNN_ACT_NONE, g->y = NULL, g->dz = NULL, g->yh = NULL, g->exact = 0;
     return FNN_STATUS_OK;
 }
 
@@ -176,6 +177,7 @@ static int gemm_call(const kernel *kn, bool ta, bool tb, int64_t m, int64_t n, i
                      float beta, float *c, int64_t ldc, int64_t sc, int64_t batch) {
     fnn_mm_args g;
     FNN_TRY(gemm_args(&g, kn->op, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch));
+    g.exact = kn->exact;
     return kn->fn(kn->ordinal, &g);
 }
 
@@ -420,8 +422,9 @@ static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_init(&ww);
     /* a bfloat16 x or w (saved as given) widened, exactly: the float32 GEMMs of the widened composition */
     int rc = FNN_STATUS_OK;
-    if (fnn_is_bf16(w) && n->next[0]) rc = fnn_cast(&ww, w, FNN_DTYPE_FLOAT32), w = &ww;
-    if (!rc && fnn_is_bf16(x) && n->next[1]) rc = fnn_cast(&xw, x, FNN_DTYPE_FLOAT32), x = &xw;
+    kernel kdx = kn, kdw = kn;   /* dx = G W, dw = G^T X: W, X the second operands, exact when widened */
+    if (fnn_is_bf16(w) && n->next[0]) rc = fnn_cast(&ww, w, FNN_DTYPE_FLOAT32), w = &ww, kdx.exact = 2u;
+    if (!rc && fnn_is_bf16(x) && n->next[1]) rc = fnn_cast(&xw, x, FNN_DTYPE_FLOAT32), x = &xw, kdw.exact = 2u;
     if (!rc) rc = rows_operand(&G, g, &gtmp);          /* G [M, out] */
     if (!rc && act) {                                  /* dz [M, out] (and db), then G = dz */
         int64_t shape[2] = {G.r, w->shape[0]};
@@ -439,7 +442,7 @@ static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
         view_of(&W, w, AS_MATRIX, 0, NULL);
         rc = fnn_new_output(&din[0], x->device, x->ndim, x->shape);
         if (!rc) rc = rows_operand(&C, &din[0], &ctmp);  /* fresh and contiguous: never copied */
-        if (!rc) rc = gemm_views(&kn, &din[0], 0, NULL, &G, &W, &C);
+        if (!rc) rc = gemm_views(&kdx, &din[0], 0, NULL, &G, &W, &C);
     }
     if (!rc && n->next[1]) {                           /* dw [out, in] = G^T [out, M] @ X [M, in] */
         rc = rows_operand(&X, x, &xtmp);
@@ -448,7 +451,7 @@ static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
             mview Gt = G;
             transpose(&Gt);
             view_of(&C, &din[1], AS_MATRIX, 0, NULL);
-            rc = gemm_views(&kn, &din[1], 0, NULL, &Gt, &X, &C);
+            rc = gemm_views(&kdw, &din[1], 0, NULL, &Gt, &X, &C);
         }
     }
     if (!rc && n->next[2] && !act) {                   /* db [out] = sum over the rows of G, made by the row */
@@ -566,7 +569,7 @@ int fnn_linear_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, con
     /* gelu's gradient reads z = x w^T + b: kept beside y when a gradient may be asked for (relu's reads y) */
     const bool keep_z = act == FNN_ACT_GELU && node;
     int rc = keep_z ? fnn_new_output(&z, x->device, x->ndim, shape) : FNN_STATUS_OK;
-    /* bfloat16 operands widened (exact: fnn_gemm_prec's bf16_exact scan then skips the rounding copy of x),
+    /* bfloat16 operands widened (exact, and flagged so: fnn_gemm_prec_exact uses them without a scan or a copy),
      * and the float32 result the row rounds into out (relu's gradient reads it, as it read the float32 y) */
     const fnn_tensor *xf = x, *wf = w, *bf = b;
     if (!rc && fnn_is_bf16(x)) rc = fnn_cast(&xw, x, FNN_DTYPE_FLOAT32), xf = &xw;
@@ -592,6 +595,7 @@ int fnn_linear_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, con
             if (bf) a.bias = fnn_data(bf), a.bias_stride = bf->stride[0];
             if (act) a.act = act, a.y = C.p;
             if (narrow) a.yh = fnn_bytes(out);
+            a.exact = (fnn_is_bf16(x) ? 1u : 0u) | (fnn_is_bf16(w) ? 2u : 0u);   /* X and W^T: widened */
             rc = row->forward(fnn_device_ordinal(x->device), &a);
         }
     }
@@ -630,8 +634,8 @@ static int cpu_gemm(int ordinal, const fnn_mm_args *a) {
     (void)ordinal;
     if (a->zero) memset(a->zero, 0, sizeof(float) * (size_t)a->zero_n);
     for (int64_t i = 0; i < a->batch; i++)
-        fnn_gemm_prec(FNN_PREC_MATMUL, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a + i * a->sa, a->lda,
-                      a->b + i * a->sb, a->ldb, a->beta, a->c + i * a->sc, a->ldc);
+        fnn_gemm_prec_exact(FNN_PREC_MATMUL, a->exact, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a + i * a->sa,
+                            a->lda, a->b + i * a->sb, a->ldb, a->beta, a->c + i * a->sc, a->ldc);
     return FNN_STATUS_OK;
 }
 
@@ -708,8 +712,8 @@ static int cpu_linear_act(const fnn_mm_args *a) {
     if (!in_kernel) {
         if (a->zero) memset(a->zero, 0, sizeof(float) * (size_t)a->zero_n);
         if (a->batch)
-            fnn_gemm_prec(FNN_PREC_MATMUL, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a, a->lda, a->b, a->ldb, 0.0f, a->c,
-                          a->ldc);
+            fnn_gemm_prec_exact(FNN_PREC_MATMUL, a->exact, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a, a->lda, a->b,
+                                a->ldb, 0.0f, a->c, a->ldc);
     }
     FNN_ASSERT(a->ldc == a->n || a->m <= 1);
     act_fwd p = {cpu_map_row(), a->act == FNN_ACT_RELU ? FNN_MAP_relu_f : FNN_MAP_gelu_f, a->c, a->y,
@@ -799,8 +803,8 @@ static int cpu_linear(int ordinal, const fnn_mm_args *a) {
         }
     }
     if (a->batch)
-        fnn_gemm_prec(FNN_PREC_MATMUL, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a, a->lda, a->b, a->ldb,
-                      a->bias ? 1.0f : a->beta, a->c, a->ldc);
+        fnn_gemm_prec_exact(FNN_PREC_MATMUL, a->exact, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a, a->lda, a->b,
+                            a->ldb, a->bias ? 1.0f : a->beta, a->c, a->ldc);
     return narrow_output(a, a->c);
 }
 
