@@ -88,7 +88,8 @@ describe('linear on bfloat16', function()
                         local b0 = bias and fnn.randn(s.w[1]) or nil
                         local oshape = {table.unpack(s.x)}
                         oshape[#oshape] = s.w[1]
-                        local r = fnn.randn(table.unpack(oshape)):bf16():float()
+                        -- a float32 gradient with more bits than bf16: the backward rounds it itself
+                        local r = fnn.randn(table.unpack(oshape))
                         local what = ('x %s, %s, %s'):format(table.concat(s.x, 'x'), bias and 'bias' or 'no bias',
                                                              act or 'no activation')
                         local y, gx, gw, gb = run(mode, true, x0, w0, b0, act or nil, r)
@@ -108,6 +109,48 @@ describe('linear on bfloat16', function()
          end
       end
    end
+
+   it('rounds the gradient for both backward products under autocast, and sums it unrounded for db', function()
+      -- independent of the composition (which runs the same rule): products of bf16-rounded operands
+      -- summed in doubles, against the float32 sums within 1e-5 of their magnitude
+      local round = require('spec.bf16_reference').round
+      fnn.manual_seed(12)
+      local B, K, N = 9, 7, 13
+      local px, pw, pb = nn.Param(fnn.randn(B, K)), nn.Param(fnn.randn(N, K)), nn.Param(fnn.randn(N))
+      local r = fnn.randn(B, N)   -- the output's gradient: float32 with more bits than bf16
+      fnn.autocast('bf16', function()
+         local loss = (fnn.linear(px:tensor():bf16(), pw:tensor(), pb:tensor()) * r):sum()
+         loss:backward()
+      end)
+      local X, W, G = px:tensor():bf16():to_flat(), pw:tensor():to_flat(), r:to_flat()
+      local dx, dw, db = px:grad():to_flat(), pw:grad():to_flat(), pb:grad():to_flat()
+      local function near(got, want, mag, what)
+         assert(math.abs(got - want) <= 1e-5 * mag + 1e-30, ('%s: %.9g, want %.9g'):format(what, got, want))
+      end
+      for i = 0, B - 1 do
+         for k = 0, K - 1 do
+            local s, m = 0, 0
+            for j = 0, N - 1 do
+               local t = round(G[i * N + j + 1]) * round(W[j * K + k + 1])
+               s, m = s + t, m + math.abs(t)
+            end
+            near(dx[i * K + k + 1], s, m, 'dx')
+         end
+      end
+      for j = 0, N - 1 do
+         local sb, mb = 0, 0
+         for i = 0, B - 1 do sb, mb = sb + G[i * N + j + 1], mb + math.abs(G[i * N + j + 1]) end
+         near(db[j + 1], sb, mb, 'db')
+         for k = 0, K - 1 do
+            local s, m = 0, 0
+            for i = 0, B - 1 do
+               local t = round(G[i * N + j + 1]) * X[i * K + k + 1]
+               s, m = s + t, m + math.abs(t)
+            end
+            near(dw[j * K + k + 1], s, m, 'dw')
+         end
+      end
+   end)
 
    it('keeps the rule for non-contiguous operands: a transposed bf16 x, a bf16 bias at stride 2', function()
       fnn.manual_seed(3)

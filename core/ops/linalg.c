@@ -410,8 +410,8 @@ typedef struct { int act; } linear_attrs;
 static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0], *w = &n->saved[1];
     const int act = FNN_ATTRS(n, linear_attrs)->act;
-    fnn_tensor gtmp, xtmp, ctmp, dz, xw, ww;
-    mview G, X, W, C;
+    fnn_tensor gtmp, xtmp, ctmp, dz, xw, ww, grd;
+    mview G, G0, X, W, C;   /* G0: G before it is rounded (the bias gradient sums the gradient itself) */
     kernel kn;
     FNN_TRY(kernel_of(&kn, "linear", g->device, true));
     fnn_tensor_init(&gtmp);
@@ -420,6 +420,7 @@ static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_init(&dz);
     fnn_tensor_init(&xw);
     fnn_tensor_init(&ww);
+    fnn_tensor_init(&grd);
     /* a bfloat16 x or w (saved as given) widened, exactly: the float32 GEMMs of the widened composition */
     int rc = FNN_STATUS_OK;
     kernel kdx = kn, kdw = kn;   /* dx = G W, dw = G^T X: W, X the second operands, exact when widened */
@@ -438,6 +439,20 @@ static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
         fnn_tensor_clear(&gtmp);
         if (!rc) rc = rows_operand(&G, &dz, &gtmp);    /* dense: never copied */
     }
+    G0 = G;
+    /* under bf16 precision (autocast) both products would round G into a copy of their own: rounded once
+     * here instead (the same values, fnn_round_bf16_matrix as theirs) and flagged exact to both. Not where
+     * oneDNN's bf16 matmul converts the operands itself (bf16 units), nor off the host */
+    if (!rc && n->next[0] && n->next[1] && G.r > 0 && G.c > 0 && (G.s1 == 1 || G.c == 1) &&
+        fnn_in_host_memory(g) && fnn_prec_bf16(FNN_PREC_MATMUL) && !fnn_bf16_native()) {
+        int64_t shape[2] = {G.r, G.c};
+        rc = fnn_new_output(&grd, g->device, 2, shape);
+        if (!rc) {
+            fnn_round_bf16_matrix(fnn_data(&grd), G.p, G.r, G.c, G.r > 1 ? G.s0 : G.c);
+            G.p = fnn_data(&grd), G.s0 = G.c, G.s1 = 1;
+            kdx.exact |= 1u, kdw.exact |= 1u;   /* G (and G^T) is the first operand of both */
+        }
+    }
     if (!rc && n->next[0]) {                           /* dx [M, in] = G [M, out] @ W [out, in] */
         view_of(&W, w, AS_MATRIX, 0, NULL);
         rc = fnn_new_output(&din[0], x->device, x->ndim, x->shape);
@@ -455,8 +470,8 @@ static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
         }
     }
     if (!rc && n->next[2] && !act) {                   /* db [out] = sum over the rows of G, made by the row */
-        fnn_mm_args a = {.op = "linear", .m = G.r, .n = w->shape[0], .db = &din[2], .g = g, .gp = G.p, .g_s0 = G.s0,
-                         .g_s1 = G.s1};
+        fnn_mm_args a = {.op = "linear", .m = G0.r, .n = w->shape[0], .db = &din[2], .g = g, .gp = G0.p, .g_s0 = G0.s0,
+                         .g_s1 = G0.s1};
         rc = kn.fn(kn.ordinal, &a);
     }
     fnn_tensor_clear(&gtmp);
@@ -465,6 +480,7 @@ static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     fnn_tensor_clear(&dz);
     fnn_tensor_clear(&xw);
     fnn_tensor_clear(&ww);
+    fnn_tensor_clear(&grd);
     if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
     return rc;
 }
