@@ -337,6 +337,7 @@ static bool gemm_bf16(int act, bool ta, bool tb, int64_t m, int64_t n, int64_t k
     uint16_t *a16 = fnn_alloc(FNN_DEVICE_CPU, abytes), *b16 = a16 ? fnn_alloc(FNN_DEVICE_CPU, bbytes) : NULL;
     bool ok = false;
     if (b16) {
+        /* linear's bfloat16 x reaches here widened (ops/linalg.c's entry); its own bytes could stand for a16 */
         fnn_to_bf16_matrix(a16, a, ar, ac, lda);
         fnn_to_bf16_matrix(b16, b, br, bc, ldb);
         mm_entry key = {.m = m, .n = n, .k = k, .lda = ac, .ldw = bc, .ldc = ldc, .ta = ta, .tw = tb,
@@ -394,11 +395,12 @@ static bool bf16_exact(const float *x, int64_t rows, int64_t cols, int64_t ld) {
 }
 
 /* the rounded copy of op(X)'s storage: X is (t ? inner x outer : outer x inner) at ld; NULL with *ld_out
- * = ld when X holds bfloat16 values already (the caller uses X itself) or there is no memory for it */
-static float *rounded(const float *x, bool t, int64_t outer, int64_t inner, int64_t ld, int64_t *ld_out) {
+ * = ld when X holds bfloat16 values already (exact: known, so not scanned; the caller uses X itself) or
+ * there is no memory for it */
+static float *rounded(const float *x, bool exact, bool t, int64_t outer, int64_t inner, int64_t ld, int64_t *ld_out) {
     int64_t rows = t ? inner : outer, cols = t ? outer : inner;
     *ld_out = ld;
-    if (bf16_exact(x, rows, cols, ld)) return NULL;
+    if (exact || bf16_exact(x, rows, cols, ld)) return NULL;
     float *r = fnn_alloc(FNN_DEVICE_CPU, (int64_t)sizeof(float) * rows * cols);
     if (r) {
         fnn_round_bf16_matrix(r, x, rows, cols, ld);
@@ -422,6 +424,11 @@ const float *fnn_bf16_values(const float *x, int64_t n, float **owned) {
 
 void fnn_gemm_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    fnn_gemm_prec_exact(family, 0, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void fnn_gemm_prec_exact(int family, unsigned exact, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     if (!fnn_prec_bf16(family) || m <= 0 || n <= 0 || k <= 0) {
         fnn_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
@@ -430,7 +437,7 @@ void fnn_gemm_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k
         fnn_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, NULL, beta, c, ldc))
         return;
     int64_t la, lb;   /* an operand without a copy (bf16 values already, or no memory: exact) is used as is */
-    float *ra = rounded(a, ta, m, k, lda, &la), *rb = rounded(b, tb, k, n, ldb, &lb);
+    float *ra = rounded(a, exact & 1u, ta, m, k, lda, &la), *rb = rounded(b, exact & 2u, tb, k, n, ldb, &lb);
     fnn_sgemm(ta, tb, m, n, k, alpha, ra ? ra : a, la, rb ? rb : b, lb, beta, c, ldc);
     if (ra) fnn_free(FNN_DEVICE_CPU, ra, (int64_t)sizeof(float) * m * k);
     if (rb) fnn_free(FNN_DEVICE_CPU, rb, (int64_t)sizeof(float) * k * n);

@@ -335,8 +335,13 @@ bool fnn_in_parallel(void);           /* inside an OpenMP parallel region (threa
 /* ---- float32 precision per GEMM-bound family (precision.c; fnn_set_float32_precision) ---- */
 enum { FNN_PREC_MATMUL, FNN_PREC_CONV, FNN_PREC_RNN, FNN_PREC_FAMILIES };
 bool fnn_prec_bf16(int family);       /* the family may compute with bfloat16 operands */
+bool fnn_autocast_on(void);           /* fnn.autocast has a region open on this thread, not held */
 /* fnn_sgemm under the family's precision: under bf16 the operands are rounded to bfloat16 (oneDNN's
  * bf16 matmul where the CPU has bf16 units, else rounded float32 copies through fnn_sgemm) */
+/* fnn_gemm_prec with operands known to hold bfloat16 values (exact: bit 0 a, bit 1 b; widened from bf16
+ * tensors), which it uses as they are without scanning them */
+void fnn_gemm_prec_exact(int family, unsigned exact, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 void fnn_gemm_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 /* fnn_gemm_fused under the family's precision (bf16: fnn_gemm_bf16); false: the caller takes fnn_gemm_prec */

@@ -53,6 +53,19 @@ bool fnn_prec_bf16(int family) {
     return autocast_depth > 0 || atomic_load_explicit(&precision[family], memory_order_relaxed) == PREC_BF16;
 }
 
+/* fastnn.precision's wrapped ops and layers running on this thread (fnn_autocast_hold) */
+static _Thread_local int autocast_held;
+
+/* an autocast region is open on this thread and not held: linear narrows its own output to bfloat16
+ * (ops/linalg.c) */
+bool fnn_autocast_on(void) { return autocast_depth > 0 && autocast_held == 0; }
+
+int fnn_autocast_hold(int delta) {
+    autocast_held += delta;
+    if (autocast_held < 0) autocast_held = 0;
+    return autocast_held;
+}
+
 int fnn_autocast_enter(void) { return ++autocast_depth; }
 int fnn_autocast_exit(void) { return autocast_depth > 0 ? --autocast_depth : 0; }
 

@@ -209,6 +209,11 @@ FNN_API const char *fnn_get_float32_precision(const char *family);
  * products with bfloat16 operands, whatever the setting above; each returns the depth after it */
 FNN_API int fnn_autocast_enter(void);
 FNN_API int fnn_autocast_exit(void);
+/* held (delta +1, released by -1; returns the count after): the ops that make autocast's bfloat16 output
+ * themselves (linear) return float32 inside an open region, as every other op does; fastnn.precision
+ * holds it while a wrapped op or layer runs on its widened inputs, since the wrapper narrows its results.
+ * Their products still take bfloat16 operands */
+FNN_API int fnn_autocast_hold(int delta);
 
 /* ---- elementwise: core/ops/elementwise.c ----
  * int64 follows PyTorch's promotion: add, sub, mul (and neg) of int64 with int64 or a whole number
@@ -294,12 +299,18 @@ FNN_API int fnn_logcumsumexp(fnn_tensor *out, const fnn_tensor *x, int dim);   /
 FNN_API int fnn_matmul(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
 FNN_API int fnn_bmm(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);   /* [B,n,k]x[B,k,m] */
 FNN_API int fnn_outer(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b); /* [n]x[m] -> [n,m] */
-/* linear: x [..., in], w [out, in], b [out] or NULL -> [..., out] */
+/* linear: x [..., in], w [out, in], b [out] or NULL -> [..., out]. Each operand float32, or bfloat16 on
+ * the CPU (widened exactly; the sums in float32). The output is bfloat16 inside an autocast region (not
+ * held) or when every operand is bfloat16, float32 otherwise; its gradients are float32 */
 FNN_API int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b);
 /* linear then an activation, as one node: act(x w^T + b) with activation "relu" or "gelu" (the exact, erf
  * GELU), NULL for none; the same values and gradients as fnn_linear followed by fnn_relu / fnn_gelu */
 FNN_API int fnn_linear_act(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
                            const char *activation);
+/* fnn_linear_act with the output's dtype chosen: FNN_DTYPE_FLOAT32, FNN_DTYPE_BFLOAT16 (the CPU only), or
+ * -1 for the rule above (nn.Linear asks for bfloat16 from a bfloat16 x: a layer's output follows its input) */
+FNN_API int fnn_linear_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
+                          const char *activation, int dtype);
 
 /* ---- conv: core/ops/conv.c ----
  * images are [N,C,H,W] (or unbatched [C,H,W]); sizes follow PyTorch:

@@ -144,12 +144,13 @@ typedef struct {
     const char *op;
     fnn_mm_fn fn;
     int ordinal;
+    unsigned exact;   /* fnn_mm_args' exact for its products */
 } kernel;
 
 /* the kernel of op's row on device; an error naming the device when that backend has none */
 static int kernel_of(kernel *kn, const char *op, int device, bool backward) {
     const fnn_mm_row *row = fnn_linalg_row_for(device, op);
-    *kn = (kernel){op, row ? (backward ? row->backward : row->forward) : NULL, fnn_device_ordinal(device)};
+    *kn = (kernel){op, row ? (backward ? row->backward : row->forward) : NULL, fnn_device_ordinal(device), 0};
     if (kn->fn) return FNN_STATUS_OK;
     return FNN_ROW_REFUSED(op, device, backward);
 }
@@ -166,7 +167,7 @@ static int gemm_args(fnn_mm_args *g, const char *op, bool ta, bool tb, int64_t m
     g->op = op, g->zero = NULL, g->ta = ta, g->tb = tb, g->m = m, g->n = n, g->k = k;
     g->a = a, g->lda = lda, g->sa = sa, g->b = b, g->ldb = ldb, g->sb = sb, g->beta = beta;
     g->c = c, g->ldc = ldc, g->sc = sc, g->batch = batch, g->bias = NULL, g->db = NULL;
-    g->act = FNN_ACT_NONE, g->y = NULL, g->dz = NULL;
+    g->act = FNN_ACT_NONE, g->y = NULL, g->dz = NULL, g->yh = NULL, g->exact = 0;
     return FNN_STATUS_OK;
 }
 
@@ -176,6 +177,7 @@ static int gemm_call(const kernel *kn, bool ta, bool tb, int64_t m, int64_t n, i
                      float beta, float *c, int64_t ldc, int64_t sc, int64_t batch) {
     fnn_mm_args g;
     FNN_TRY(gemm_args(&g, kn->op, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch));
+    g.exact = kn->exact;
     return kn->fn(kn->ordinal, &g);
 }
 
@@ -408,14 +410,23 @@ typedef struct { int act; } linear_attrs;
 static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     const fnn_tensor *x = &n->saved[0], *w = &n->saved[1];
     const int act = FNN_ATTRS(n, linear_attrs)->act;
-    fnn_tensor gtmp, xtmp, ctmp, dz;
-    mview G, X, W, C;
+    fnn_tensor gtmp, xtmp, ctmp, dz, xw, ww, grd;
+    mview G, G0, X, W, C;   /* G0: G before it is rounded (the bias gradient sums the gradient itself) */
     kernel kn;
     FNN_TRY(kernel_of(&kn, "linear", g->device, true));
+    fnn_tensor_init(&gtmp);
     fnn_tensor_init(&xtmp);
     fnn_tensor_init(&ctmp);
     fnn_tensor_init(&dz);
-    int rc = rows_operand(&G, g, &gtmp);               /* G [M, out] */
+    fnn_tensor_init(&xw);
+    fnn_tensor_init(&ww);
+    fnn_tensor_init(&grd);
+    /* a bfloat16 x or w (saved as given) widened, exactly: the float32 GEMMs of the widened composition */
+    int rc = FNN_STATUS_OK;
+    kernel kdx = kn, kdw = kn;   /* dx = G W, dw = G^T X: W, X the second operands, exact when widened */
+    if (fnn_is_bf16(w) && n->next[0]) rc = fnn_cast(&ww, w, FNN_DTYPE_FLOAT32), w = &ww, kdx.exact = 2u;
+    if (!rc && fnn_is_bf16(x) && n->next[1]) rc = fnn_cast(&xw, x, FNN_DTYPE_FLOAT32), x = &xw, kdw.exact = 2u;
+    if (!rc) rc = rows_operand(&G, g, &gtmp);          /* G [M, out] */
     if (!rc && act) {                                  /* dz [M, out] (and db), then G = dz */
         int64_t shape[2] = {G.r, w->shape[0]};
         rc = fnn_new_output(&dz, g->device, 2, shape);
@@ -428,11 +439,25 @@ static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
         fnn_tensor_clear(&gtmp);
         if (!rc) rc = rows_operand(&G, &dz, &gtmp);    /* dense: never copied */
     }
+    G0 = G;
+    /* under bf16 precision (autocast) both products would round G into a copy of their own: rounded once
+     * here instead (the same values, fnn_round_bf16_matrix as theirs) and flagged exact to both. Not where
+     * oneDNN's bf16 matmul converts the operands itself (bf16 units), nor off the host */
+    if (!rc && n->next[0] && n->next[1] && G.r > 0 && G.c > 0 && (G.s1 == 1 || G.c == 1) &&
+        fnn_in_host_memory(g) && fnn_prec_bf16(FNN_PREC_MATMUL) && !fnn_bf16_native()) {
+        int64_t shape[2] = {G.r, G.c};
+        rc = fnn_new_output(&grd, g->device, 2, shape);
+        if (!rc) {
+            fnn_round_bf16_matrix(fnn_data(&grd), G.p, G.r, G.c, G.r > 1 ? G.s0 : G.c);
+            G.p = fnn_data(&grd), G.s0 = G.c, G.s1 = 1;
+            kdx.exact |= 1u, kdw.exact |= 1u;   /* G (and G^T) is the first operand of both */
+        }
+    }
     if (!rc && n->next[0]) {                           /* dx [M, in] = G [M, out] @ W [out, in] */
         view_of(&W, w, AS_MATRIX, 0, NULL);
         rc = fnn_new_output(&din[0], x->device, x->ndim, x->shape);
         if (!rc) rc = rows_operand(&C, &din[0], &ctmp);  /* fresh and contiguous: never copied */
-        if (!rc) rc = gemm_views(&kn, &din[0], 0, NULL, &G, &W, &C);
+        if (!rc) rc = gemm_views(&kdx, &din[0], 0, NULL, &G, &W, &C);
     }
     if (!rc && n->next[1]) {                           /* dw [out, in] = G^T [out, M] @ X [M, in] */
         rc = rows_operand(&X, x, &xtmp);
@@ -441,18 +466,21 @@ static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
             mview Gt = G;
             transpose(&Gt);
             view_of(&C, &din[1], AS_MATRIX, 0, NULL);
-            rc = gemm_views(&kn, &din[1], 0, NULL, &Gt, &X, &C);
+            rc = gemm_views(&kdw, &din[1], 0, NULL, &Gt, &X, &C);
         }
     }
     if (!rc && n->next[2] && !act) {                   /* db [out] = sum over the rows of G, made by the row */
-        fnn_mm_args a = {.op = "linear", .m = G.r, .n = w->shape[0], .db = &din[2], .g = g, .gp = G.p, .g_s0 = G.s0,
-                         .g_s1 = G.s1};
+        fnn_mm_args a = {.op = "linear", .m = G0.r, .n = w->shape[0], .db = &din[2], .g = g, .gp = G0.p, .g_s0 = G0.s0,
+                         .g_s1 = G0.s1};
         rc = kn.fn(kn.ordinal, &a);
     }
     fnn_tensor_clear(&gtmp);
     fnn_tensor_clear(&xtmp);
     fnn_tensor_clear(&ctmp);
     fnn_tensor_clear(&dz);
+    fnn_tensor_clear(&xw);
+    fnn_tensor_clear(&ww);
+    fnn_tensor_clear(&grd);
     if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
     return rc;
 }
@@ -477,17 +505,40 @@ static int activation_of(const char *name, int *act) {
     return FNN_STATUS_OK;
 }
 
+/* a linear operand: float32, or bfloat16 on the CPU, whose row rounds a bfloat16 output (yh); the CUDA rows
+ * take float32 only (fastnn.precision widens there) */
+static int linear_operand(const fnn_tensor *t, const char *what) {
+    if (!t || t->freed || t->dtype != FNN_DTYPE_BFLOAT16) return fnn_check_input("linear", t);
+    FNN_TRY(fnn_check_input_any("linear", t));
+    if (!fnn_in_host_memory(t)) {
+        char dev[32];
+        return FNN_FAIL(FNN_STATUS_ARG, "linear: the %s backend takes float32 only, got a bfloat16 %s %s; convert it "
+                        "with :float()", fnn_device_name(t->device, dev, sizeof dev), what, fnn_shape_of(t).s);
+    }
+    return FNN_STATUS_OK;
+}
+
 int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b) {
-    return fnn_linear_act(out, x, w, b, NULL);
+    return fnn_linear_to(out, x, w, b, NULL, -1);
 }
 
 int fnn_linear_act(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
                    const char *activation) {
+    return fnn_linear_to(out, x, w, b, activation, -1);
+}
+
+int fnn_linear_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
+                  const char *activation, int dtype) {
     int act;
     FNN_TRY(activation_of(activation, &act));
-    FNN_TRY(check_pair("linear", x, w));
+    FNN_CHECK(dtype == -1 || dtype == FNN_DTYPE_FLOAT32 || dtype == FNN_DTYPE_BFLOAT16, FNN_STATUS_ARG,
+              "linear: output dtype code %d is not float32 (%d), bfloat16 (%d) or -1 (the rule)", dtype,
+              FNN_DTYPE_FLOAT32, FNN_DTYPE_BFLOAT16);
+    FNN_TRY(linear_operand(x, "input"));
+    FNN_TRY(linear_operand(w, "weight"));
+    FNN_TRY(fnn_check_same_device("linear", x, w));
     if (b) {
-        FNN_TRY(fnn_check_input("linear", b));
+        FNN_TRY(linear_operand(b, "bias"));
         FNN_TRY(fnn_check_same_device("linear", x, b));
     }
     FNN_CHECK(w->ndim == 2, FNN_STATUS_SHAPE, "linear: weight %s must be 2-D [out, in]", fnn_shape_of(w).s);
@@ -505,21 +556,46 @@ int fnn_linear_act(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
     int64_t shape[FNN_MAX_DIMS];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     shape[x->ndim - 1] = w->shape[0];
-    FNN_TRY(fnn_new_output(out, x->device, x->ndim, shape));
+    /* bfloat16 out (precision.lua's rule, so the wrapper's numbers): inside an autocast region (a GEMM-bound
+     * op there returns bfloat16), or when every float input is bfloat16 (promotion); float32 otherwise.
+     * The products are the float32 op's on the widened operands (fnn_gemm_prec rounds them under bf16
+     * precision or autocast), and the row rounds its float32 result into out (a.yh) */
+    const bool all_bf16 = fnn_is_bf16(x) && fnn_is_bf16(w) && (!b || fnn_is_bf16(b));
+    const bool narrow = dtype == -1 ? fnn_in_host_memory(x) && (all_bf16 || fnn_autocast_on())
+                                    : dtype == FNN_DTYPE_BFLOAT16;
+    if (narrow && !fnn_in_host_memory(x)) {
+        char dev[32];
+        return FNN_FAIL(FNN_STATUS_ARG, "linear: the %s backend makes a float32 output only, not bfloat16",
+                        fnn_device_name(x->device, dev, sizeof dev));
+    }
+    FNN_TRY(fnn_new_output_dtype(out, x->device, narrow ? FNN_DTYPE_BFLOAT16 : FNN_DTYPE_FLOAT32, x->ndim, shape));
     const fnn_tensor *ins[3] = {x, w, b};
     const bool node = fnn_needs_node(3, ins);
 
     mview X, Wt, C;
-    fnn_tensor xtmp, wtmp, ctmp, z;
+    fnn_tensor xtmp, wtmp, ctmp, z, xw, ww, bw, y32;
+    fnn_tensor_init(&xtmp);
     fnn_tensor_init(&wtmp);
     fnn_tensor_init(&ctmp);
     fnn_tensor_init(&z);
+    fnn_tensor_init(&xw);
+    fnn_tensor_init(&ww);
+    fnn_tensor_init(&bw);
+    fnn_tensor_init(&y32);
     /* gelu's gradient reads z = x w^T + b: kept beside y when a gradient may be asked for (relu's reads y) */
     const bool keep_z = act == FNN_ACT_GELU && node;
     int rc = keep_z ? fnn_new_output(&z, x->device, x->ndim, shape) : FNN_STATUS_OK;
-    if (!rc) rc = rows_operand(&X, x, &xtmp);                        /* X [M, in] */
-    if (!rc) rc = operand(&Wt, w, AS_MATRIX, true, 0, NULL, &wtmp);  /* W^T [in, out]: CblasTrans, no copy */
-    if (!rc) rc = rows_operand(&C, out, &ctmp);                      /* C [M, out] */
+    /* bfloat16 operands widened (exact, and flagged so: fnn_gemm_prec_exact uses them without a scan or a copy),
+     * and the float32 result the row rounds into out (relu's gradient reads it, as it read the float32 y) */
+    const fnn_tensor *xf = x, *wf = w, *bf = b;
+    if (!rc && fnn_is_bf16(x)) rc = fnn_cast(&xw, x, FNN_DTYPE_FLOAT32), xf = &xw;
+    if (!rc && fnn_is_bf16(w)) rc = fnn_cast(&ww, w, FNN_DTYPE_FLOAT32), wf = &ww;
+    if (!rc && b && fnn_is_bf16(b)) rc = fnn_cast(&bw, b, FNN_DTYPE_FLOAT32), bf = &bw;
+    if (!rc && narrow) rc = fnn_new_output(&y32, x->device, x->ndim, shape);
+    fnn_set_op("linear");   /* the casts named themselves: the errors after are linear's */
+    if (!rc) rc = rows_operand(&X, xf, &xtmp);                       /* X [M, in] */
+    if (!rc) rc = operand(&Wt, wf, AS_MATRIX, true, 0, NULL, &wtmp); /* W^T [in, out]: CblasTrans, no copy */
+    if (!rc) rc = rows_operand(&C, narrow ? &y32 : out, &ctmp);      /* C [M, out] */
     if (!rc && C.r > 0 && C.c > 0) {
         /* one GEMM, C = X W^T (+ b), the bias added by the row; an empty inner dim: C zeroed (+ b).
          * With an activation C is z (a buffer of its own when kept, else y itself) and y = act(z) */
@@ -532,29 +608,38 @@ int fnn_linear_act(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, co
                        X.c > 0 ? 1 : 0);
         if (!rc) {
             if (X.c == 0) a.zero = pre, a.zero_n = C.r * C.c;
-            if (b) a.bias = fnn_data(b), a.bias_stride = b->stride[0];
+            if (bf) a.bias = fnn_data(bf), a.bias_stride = bf->stride[0];
             if (act) a.act = act, a.y = C.p;
+            if (narrow) a.yh = fnn_bytes(out);
+            a.exact = (fnn_is_bf16(x) ? 1u : 0u) | (fnn_is_bf16(w) ? 2u : 0u);   /* X and W^T: widened */
             rc = row->forward(fnn_device_ordinal(x->device), &a);
         }
     }
     fnn_tensor_clear(&xtmp);
     fnn_tensor_clear(&wtmp);
     fnn_tensor_clear(&ctmp);
+    fnn_tensor_clear(&xw);
+    fnn_tensor_clear(&ww);
+    fnn_tensor_clear(&bw);
     if (rc || !node) {
         fnn_tensor_clear(&z);
+        fnn_tensor_clear(&y32);
         if (rc) fnn_tensor_clear(out);
         return rc;
     }
 
+    /* x and w saved as given (a bfloat16 x: half the bytes), widened again by the rule */
     fnn_node *n = fnn_attach_node(out, &LINEAR, 3, ins);
     if (!n || fnn_save(n, 0, x) || fnn_save(n, 1, w) ||
-        (act == FNN_ACT_RELU && fnn_save(n, 2, out)) || (keep_z && fnn_save(n, 2, &z))) {
+        (act == FNN_ACT_RELU && fnn_save(n, 2, narrow ? &y32 : out)) || (keep_z && fnn_save(n, 2, &z))) {
         fnn_tensor_clear(&z);
+        fnn_tensor_clear(&y32);
         fnn_tensor_clear(out);
         return fnn_last_status();
     }
     FNN_ATTRS(n, linear_attrs)->act = act;
     fnn_tensor_clear(&z);
+    fnn_tensor_clear(&y32);
     return FNN_STATUS_OK;
 }
 
@@ -565,8 +650,8 @@ static int cpu_gemm(int ordinal, const fnn_mm_args *a) {
     (void)ordinal;
     if (a->zero) memset(a->zero, 0, sizeof(float) * (size_t)a->zero_n);
     for (int64_t i = 0; i < a->batch; i++)
-        fnn_gemm_prec(FNN_PREC_MATMUL, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a + i * a->sa, a->lda,
-                      a->b + i * a->sb, a->ldb, a->beta, a->c + i * a->sc, a->ldc);
+        fnn_gemm_prec_exact(FNN_PREC_MATMUL, a->exact, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a + i * a->sa,
+                            a->lda, a->b + i * a->sb, a->ldb, a->beta, a->c + i * a->sc, a->ldc);
     return FNN_STATUS_OK;
 }
 
@@ -596,6 +681,7 @@ typedef struct {
     float *z, *y;               /* dense [m, n]; y == z: in place */
     const float *bias;          /* added to z first (the GEMM left it out); NULL: in z already */
     int64_t bias_stride, m, n, rows;
+    uint16_t *yh;               /* y rounded into it, block by block (linear's bfloat16 output); NULL: none */
 } act_fwd;
 
 static void act_fwd_blocks(void *ctx, int64_t lo, int64_t hi) {
@@ -611,7 +697,15 @@ static void act_fwd_blocks(void *ctx, int64_t lo, int64_t hi) {
                 else for (int64_t j = 0; j < n; j++) zi[j] += p->bias[j * p->bias_stride];
             }
         map_block(p->map, p->code, p->y + r0 * n, z, n, 1, z, r1 - r0, n);
+        if (p->yh) fnn_bf16_narrow_run(p->yh + r0 * n, p->y + r0 * n, (r1 - r0) * n);   /* while in cache */
     }
+}
+
+/* linear's float32 result y [m, n] (at ldc) rounded into its bfloat16 output, when it has one: one pass
+ * over the threads (the GEMM writes whole C; a GEMM per block of rows would repack W for each) */
+static int narrow_output(const fnn_mm_args *a, const float *y) {
+    if (a->yh && a->m > 0 && a->n > 0) fnn_to_bf16_matrix(a->yh, y, a->m, a->n, a->ldc);
+    return FNN_STATUS_OK;
 }
 
 /* linear with an activation: z = X W^T + b in C, y = act(z). relu with y in place of z goes inside
@@ -629,17 +723,17 @@ static int cpu_linear_act(const fnn_mm_args *a) {
         const int post = a->act == FNN_ACT_RELU && a->y == a->c ? FNN_ACT_RELU : FNN_ACT_NONE;
         in_kernel = fnn_gemm_fused_act_prec(FNN_PREC_MATMUL, post, false, true, a->m, a->n, a->k, a->a, a->lda, a->b,
                                             a->tb ? a->ldb : max1(a->k), a->bias, a->c, a->ldc);
-        if (in_kernel && post) return FNN_STATUS_OK;
+        if (in_kernel && post) return narrow_output(a, a->c);
     }
     if (!in_kernel) {
         if (a->zero) memset(a->zero, 0, sizeof(float) * (size_t)a->zero_n);
         if (a->batch)
-            fnn_gemm_prec(FNN_PREC_MATMUL, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a, a->lda, a->b, a->ldb, 0.0f, a->c,
-                          a->ldc);
+            fnn_gemm_prec_exact(FNN_PREC_MATMUL, a->exact, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a, a->lda, a->b,
+                                a->ldb, 0.0f, a->c, a->ldc);
     }
     FNN_ASSERT(a->ldc == a->n || a->m <= 1);
     act_fwd p = {cpu_map_row(), a->act == FNN_ACT_RELU ? FNN_MAP_relu_f : FNN_MAP_gelu_f, a->c, a->y,
-                 in_kernel ? NULL : a->bias, a->bias_stride, a->m, a->n, block_rows(a->n)};
+                 in_kernel ? NULL : a->bias, a->bias_stride, a->m, a->n, block_rows(a->n), a->yh};
     FNN_ASSERT(p.map != NULL);
     fnn_parallel_for((a->m + p.rows - 1) / p.rows, fnn_threads_for(a->m * a->n), act_fwd_blocks, &p);
     return FNN_STATUS_OK;
@@ -715,7 +809,7 @@ static int cpu_linear(int ordinal, const fnn_mm_args *a) {
     if (!a->ta && w_rows && (!a->bias || a->bias_stride == 1) &&
         fnn_gemm_fused_prec(FNN_PREC_MATMUL, false, true, a->m, a->n, a->k, a->a, a->lda, a->b,
                             a->tb ? a->ldb : max1(a->k), a->bias, 0.0f, a->c, a->ldc))
-        return FNN_STATUS_OK;
+        return narrow_output(a, a->c);
     if (a->zero) memset(a->zero, 0, sizeof(float) * (size_t)a->zero_n);
     if (a->bias) {
         for (int64_t i = 0; i < a->m; i++) {
@@ -725,9 +819,9 @@ static int cpu_linear(int ordinal, const fnn_mm_args *a) {
         }
     }
     if (a->batch)
-        fnn_gemm_prec(FNN_PREC_MATMUL, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a, a->lda, a->b, a->ldb,
-                      a->bias ? 1.0f : a->beta, a->c, a->ldc);
-    return FNN_STATUS_OK;
+        fnn_gemm_prec_exact(FNN_PREC_MATMUL, a->exact, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a, a->lda, a->b,
+                            a->ldb, a->bias ? 1.0f : a->beta, a->c, a->ldc);
+    return narrow_output(a, a->c);
 }
 
 /* linear's backward: its GEMMs, or db = the column sums of G, row by row (the inner loop vectorizes) */

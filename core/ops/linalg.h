@@ -44,6 +44,13 @@ typedef struct fnn_mm_args {
     const float *saved;         /* backward: what act' reads, dense [m, n]: y for relu (y > 0 exactly where
                                  * z > 0), z for gelu */
     fnn_tensor *dz;             /* backward: made by the engine, dense [m, n] on g's device; NULL: no activation */
+    /* linear's forward with a bfloat16 output (NULL: none): the row's float32 result (y with an activation,
+     * else C; dense, ldc = n) rounded into yh [m, n] (to nearest even, bf16.h). Only the CPU's row reads
+     * it: linear's entry takes bfloat16 operands on the CPU only (cuda/linalg.cu's rows take float32) */
+    uint16_t *yh;
+    /* operands known to hold bfloat16 values (bit 0: a, bit 1: b; linear's widened bf16 x or w): the CPU's
+     * bf16-precision GEMM uses them as they are without scanning them (a hint: 0 is always right) */
+    unsigned exact;
     /* linear's backward, when db is set: db (made by the row, [n]) = the column sums of G [m, n]
      * (g the output's gradient, G its rows at g_s0 / g_s1 as the engine folded them), or of dz when
      * dz is set (the one pass over G that makes dz adds them up) */

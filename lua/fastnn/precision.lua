@@ -8,8 +8,9 @@
 --
 -- Every op takes bfloat16 tensors. The ops that compute on bfloat16 in C are the views and copies
 -- (by element size), the conversions and the elementwise family (core/ops/elementwise.c widens and
--- rounds back itself, so the arithmetic operators pay nothing here); every other op is wrapped
--- here: its bfloat16 inputs are
+-- rounds back itself, so the arithmetic operators pay nothing here), and on the CPU the pools and
+-- linear (nn.Linear, nn.Dense), which also make autocast's bfloat16 output themselves (NATIVE_BF16,
+-- NATIVE_HOST below); every other op is wrapped here: its bfloat16 inputs are
 -- widened to float32 (exactly), it runs in float32 (its sums in float32), and its float results are
 -- rounded back to bfloat16 when every float input was bfloat16 (PyTorch's promotion: bf16 with bf16
 -- is bf16, with float32 is float32). Comparisons keep their float32 0/1 masks and indices stay int64.
@@ -107,6 +108,18 @@ Tensor.bfloat16 = Tensor.bf16
 -- the ops' wrapper
 
 local autocast_depth = 0   -- this Lua state's open regions (the C side keeps the thread's)
+-- wrapped ops and layers running on widened inputs inside a region: C's autocast narrowing (linear's)
+-- is held meanwhile (fnn_autocast_hold), since the wrapper narrows their results, and the ops inside
+-- them (MultiheadAttention's linear before its attention) expect float32 as everywhere else
+local held = 0
+local function hold()
+   held = held + 1
+   C.fnn_autocast_hold(1)
+end
+local function release()
+   held = held - 1
+   C.fnn_autocast_hold(-1)
+end
 
 -- autocast's lists, by the name the op is reached under (fnn.<name> / Tensor:<name>)
 local GEMM_OPS = {}
@@ -137,6 +150,14 @@ for _, n in ipairs{'max_pool1d', 'max_pool2d', 'max_pool3d', 'avg_pool1d', 'avg_
    NATIVE_BF16[n] = true
 end
 M.NATIVE_BF16 = NATIVE_BF16
+-- ops (and layers) that take bfloat16 in C on the CPU and narrow their own output there by the rule
+-- above, autocast's included (core/ops/linalg.c's linear: bf16 out inside a region, even from a
+-- float32 x): called as they are when every tensor argument is on the CPU (a float32 tensor on
+-- another device too, since autocast's narrowing of its output is still the wrapper's). Dense is
+-- an nn.Linear inside, and the activation after it takes bfloat16 in C
+local NATIVE_HOST = {}
+for _, n in ipairs{'linear', 'Linear', 'Dense'} do NATIVE_HOST[n] = true end
+M.NATIVE_HOST = NATIVE_HOST
 
 local function is_bf16(v) return istype(T, v) and v.dtype_ == BF16 end
 
@@ -188,6 +209,8 @@ end
 
 -- v is not a bfloat16 tensor off the CPU (device = type * 256 + ordinal; the CPU's type is 0)
 local function host_or_not_bf16(v) return not (istype(T, v) and v.dtype_ == BF16 and v.device_ >= 256) end
+-- v is not a tensor off the CPU
+local function host_or_not_tensor(v) return not (istype(T, v) and v.device_ >= 256) end
 
 -- an argument's kind for the short path: 1 a bfloat16 tensor, 2 a float32 one, 3 a list of tensors
 -- (cat, stack: the table path), 0 anything else
@@ -203,8 +226,10 @@ local function narrow1(v)
 end
 
 -- the op's pcall results, narrowed when asked, without a table for up to three results; tail-called
--- by the wrapper, so an error lands at the wrapper's caller, the user's line, as the table path's
-local function finish(narrow, ok, ...)
+-- by the wrapper, so an error lands at the wrapper's caller, the user's line, as the table path's.
+-- was_held: the wrapper held C's autocast narrowing around the call (released first)
+local function finish(narrow, was_held, ok, ...)
+   if was_held then release() end
    if not ok then error((...), 2) end
    if not narrow then return ... end
    local n = select('#', ...)
@@ -224,11 +249,13 @@ local function narrow_results(r, from, to)
 end
 
 -- f, reached as `name`, wrapped: untouched (one scan of the arguments) unless a bfloat16 tensor is
--- among them or an autocast region is open
-local function wrap(name, f)
+-- among them or an autocast region is open. own: the name its C support is listed under (a layer's
+-- class name, while `name` is its policy: 'matmul', 'softmax'); default name
+local function wrap(name, f, own)
+   own = own or name
    local gemm, f32_out = GEMM_OPS[name], FLOAT32_OPS[name]
    local compare = name == 'eq' or name == 'ne' or name == 'lt' or name == 'le' or name == 'gt' or name == 'ge'
-   local native = NATIVE_BF16[name]
+   local native, native_host = NATIVE_BF16[own], NATIVE_HOST[own]
    return function(...)
       -- the float32 path: four arguments looked at without a loop (most ops take no more)
       if autocast_depth == 0 then
@@ -246,6 +273,10 @@ local function wrap(name, f)
             host_or_not_bf16(d) then
             return f(...)
          end
+         if native_host and held == 0 and host_or_not_tensor(a) and host_or_not_tensor(b) and
+            host_or_not_tensor(c) and host_or_not_tensor(d) then
+            return f(...)
+         end
          -- the short path: no argument table, no results table (a list argument takes the table path)
          local ka, kb, kc, kd = kind(a), kind(b), kind(c), kind(d)
          if ka ~= 3 and kb ~= 3 and kc ~= 3 and kd ~= 3 then
@@ -254,25 +285,30 @@ local function wrap(name, f)
             if kb == 1 then b = b:float() end
             if kc == 1 then c = c:float() end
             if kd == 1 then d = d:float() end
-            if autocast_depth > 0 then
+            local h = autocast_depth > 0
+            if h then
                if gemm then narrow = true elseif f32_out then narrow = false end
+               hold()
             end
             if compare then narrow = false end
-            if n == 1 then return finish(narrow, pcall(f, a)) end
-            if n == 2 then return finish(narrow, pcall(f, a, b)) end
-            if n == 3 then return finish(narrow, pcall(f, a, b, c)) end
-            return finish(narrow, pcall(f, a, b, c, d))
+            if n == 1 then return finish(narrow, h, pcall(f, a)) end
+            if n == 2 then return finish(narrow, h, pcall(f, a, b)) end
+            if n == 3 then return finish(narrow, h, pcall(f, a, b, c)) end
+            return finish(narrow, h, pcall(f, a, b, c, d))
          end
       end
       local args = {...}
       local narrow = widen(args, n)
-      if autocast_depth > 0 then
+      local h = autocast_depth > 0
+      if h then
          if gemm then narrow = true elseif f32_out then narrow = false end
+         hold()
       end
       if compare then narrow = false end
       -- an error raised for the op's caller lands here without a position (pcall is a C frame):
       -- raised again at the user's line
       local r = {pcall(f, unpack(args, 1, n))}
+      if h then release() end
       if not r[1] then error(r[2], 2) end
       local m = table.maxn(r)
       if narrow then narrow_results(r, 2, m) end
@@ -340,7 +376,7 @@ local function wrap_layer(name, cls)
    local f = rawget(cls, 'forward') or cls.forward
    if type(f) ~= 'function' or rawget(cls, '_precision_wrapped') == f then return end
    local policy = GEMM_LAYERS[name] and 'matmul' or FLOAT32_LAYERS[name] and 'softmax' or name
-   local w = wrap(policy, f)
+   local w = wrap(policy, f, name)
    cls.forward = w
    rawset(cls, '_precision_wrapped', w)
 end

@@ -166,6 +166,21 @@ add{op = 'linear', sizes = {1, 129, 1025}, parity = function(n) return tol(n or 
     inputs = function(n) return r1(2, n or 2, 5), r1(3, 5) end,
     fn = function(x, w) return x:linear(w) end, ref = function(x, w) return lin(x, w) end}
 
+-- bfloat16 operands (core/ops/linalg.c widens them on the CPU and its row rounds the output): x, w, b
+-- multiples of 1/8 in [-1/2, 1/2], exact in bf16 with every sum of 4 products, so the steps of 1/4 keep
+-- the difference quotients exact and the reference is the plain loop
+local function eighths(...)
+   local t = fnn.rand(...)
+   local v = t:to_flat()
+   for i = 1, #v do v[i] = math.floor(v[i] * 9) / 8 - 0.5 end
+   return fnn.tensor(v, t:shape())
+end
+add{op = 'linear', eps = 0.25, inputs = function() return eighths(2, 3, 4), eighths(5, 4), eighths(5) end,
+    fn = function(x, w, b) return fnn.linear(x:bf16(), w:bf16(), b:bf16()):float() end,
+    ref = function(x, w, b) return lin(x, w, b:to_flat()) end}
+add{op = 'linear', eps = 0.25, inputs = function() return eighths(3, 4), eighths(5, 4) end,   -- bf16 x, float32 out
+    fn = function(x, w) return fnn.linear(x:bf16(), w) end, ref = function(x, w) return lin(x, w) end}
+
 -- linear with its activation option (one node: relu inside oneDNN's kernel from about 2^18
 -- multiply-adds on, gelu in the pass after the GEMM; the small sizes take the GEMM and one pass):
 -- the naive product, then the activation by its definition (gelu through erf's power series, which

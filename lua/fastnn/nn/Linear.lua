@@ -6,7 +6,8 @@
 local fnn_tensor = require 'fastnn.tensor'
 local nn = require 'fastnn.nn'
 local C, new, done, fail, istype = fnn_tensor.C, fnn_tensor.new, fnn_tensor.done, fnn_tensor.fail, fnn_tensor.is_tensor
-local fnn_linear = C.fnn_linear_act
+local fnn_linear = C.fnn_linear_to
+local BF16 = 3
 local Param = nn.Param
 local describe = require('fastnn.options').describe
 
@@ -46,7 +47,10 @@ function Linear:forward(x)
    end
    local b = self.bias
    local out = new()
-   if fnn_linear(out, x, self.weight:tensor(), b and b:tensor() or nil, self.activation) ~= 0 then fail() end
+   -- a bfloat16 x gives a bfloat16 output whatever the (float32) parameters: a layer's output follows
+   -- its input (fastnn.precision's rule for layers); else linear's own rule (autocast, promotion)
+   if fnn_linear(out, x, self.weight:tensor(), b and b:tensor() or nil, self.activation,
+                 x.dtype_ == BF16 and BF16 or -1) ~= 0 then fail() end
    return done(out)
 end
 
