@@ -333,6 +333,19 @@ describe('autograd through bfloat16', function()
 end)
 
 describe('fnn.autocast', function()
+   -- tensors keep the first load's methods (the metatype is bound once per process): a region opened
+   -- by a later load (busted loads fastnn afresh for each spec file) must reach their wrappers too
+   it('opens its region for tensor methods when fastnn was loaded again in the process', function()
+      local x, w = fnn.randn(3, 4), fnn.randn(4, 5)
+      require('support').second_load(function(fnn2)
+         local y, mine = fnn2.autocast('bf16', function() return x:matmul(w), fnn2.matmul(x, w) end)
+         assert.equals('bfloat16', y:dtype())
+         assert.equals('bfloat16', mine:dtype())
+         assert.is_true(fnn2.autocast('bf16', function() return fnn.is_autocast_enabled() end))
+      end)
+      assert.equals('float32', x:matmul(w):dtype())
+   end)
+
    it('runs the GEMM-bound ops with bf16 operands and returns bf16', function()
       fnn.manual_seed(10)
       local x, w, b = fnn.randn(8, 40), fnn.randn(6, 40), fnn.randn(6)

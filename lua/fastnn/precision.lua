@@ -108,6 +108,17 @@ Tensor.bfloat16 = Tensor.bf16
 -- the ops' wrapper
 
 local autocast_depth = 0   -- this Lua state's open regions (the C side keeps the thread's)
+-- a depth per load of this module (an upvalue the wrappers test per call), every load's moved
+-- together: tensors keep the first load's methods, so a region opened by a later load (busted
+-- loads fastnn afresh for each spec file) must be seen by the first load's wrappers too
+local move_depth
+do
+   local registry = debug.getregistry()
+   local movers = registry['fastnn.autocast_depth_movers'] or {}
+   registry['fastnn.autocast_depth_movers'] = movers
+   movers[#movers + 1] = function(d) autocast_depth = autocast_depth + d end
+   move_depth = function(d) for i = 1, #movers do movers[i](d) end end
+end
 -- wrapped ops and layers running on widened inputs inside a region: C's autocast narrowing (linear's)
 -- is held meanwhile (fnn_autocast_hold), since the wrapper narrows their results, and the ops inside
 -- them (MultiheadAttention's linear before its attention) expect float32 as everywhere else
@@ -403,11 +414,11 @@ function M.autocast(mode, fn, ...)
       error(('autocast: expected a function to run, got %s'):format(options.show(fn)), 2)
    end
    M.note_emulated()
-   autocast_depth = autocast_depth + 1
+   move_depth(1)
    C.fnn_autocast_enter()
    local r = {pcall(fn, ...)}
    C.fnn_autocast_exit()
-   autocast_depth = autocast_depth - 1
+   move_depth(-1)
    if not r[1] then error(r[2], 0) end
    return unpack(r, 2, table.maxn(r))
 end
