@@ -156,7 +156,7 @@ M.NATIVE_BF16 = NATIVE_BF16
 -- inside a region, even from a float32 x): called as they are when every tensor argument is on the
 -- CPU (a float32 tensor on another device too, since autocast's narrowing of its output is still the
 -- wrapper's). Dense is an nn.Linear inside, and the Keras convolutions an nn.Conv*d inside; the
--- activation after them takes bfloat16 in C. SeparableConv keeps its depthwise result float32
+-- activation after them takes bfloat16 in C.
 local NATIVE_HOST = {}
 for _, n in ipairs{'linear', 'Linear', 'Dense',
                    'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d',

@@ -16,7 +16,7 @@ local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 local tuple, parse, run = conv._tuple, conv._parse, conv._run
 local Param = nn.Param
 local floor, concat = math.floor, table.concat
-local F32, BF16 = 0, 3   -- dtype codes
+local BF16 = 3   -- the dtype code
 
 local options = require 'fastnn.options'
 
@@ -331,12 +331,12 @@ function SeparableConv:__init(inputs, outputs, kernel, opts)
 end
 
 -- both convolutions through run, so that their errors name this layer at the user's line. The
--- depthwise result stays float32 between them (the numbers of the layer on its widened input); the
--- output follows a bfloat16 x, or the op's rule (autocast)
+-- depthwise result follows the op's rule (float32 from a bf16 x and float32 weights; bf16 under
+-- autocast, which the pointwise products would round anyway); the output follows a bfloat16 x
 function SeparableConv:forward(x)
    M.check_input(self, x, 2)
    local label, pw = M.label(self), self.pointwise
-   local h = run(self.depthwise.spec, x, self.depthwise.weight:tensor(), nil, label, 2, F32)
+   local h = run(self.depthwise.spec, x, self.depthwise.weight:tensor(), nil, label, 2)
    local y = run(pw.spec, h, pw.weight:tensor(), pw.bias and pw.bias:tensor() or nil, label, 2,
                  x.dtype_ == BF16 and BF16 or nil)
    return y
