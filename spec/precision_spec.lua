@@ -266,3 +266,35 @@ describe('recurrent layers under bf16', function()
       end)
    end
 end)
+
+describe('the ops that take bfloat16 in C on the CPU and narrow their own output (NATIVE_HOST)', function()
+   local precision = require 'fastnn.precision'
+   it('names only ops and layers that exist, the convolutions and their layers among them', function()
+      for name in pairs(precision.NATIVE_HOST) do
+         assert(type(fnn[name]) == 'function' or nn[name] ~= nil, ('NATIVE_HOST names unknown %s'):format(name))
+      end
+      for _, name in ipairs{'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d',
+                            'Conv2d', 'ConvTranspose3d', 'DepthwiseConv1d', 'SeparableConv2d', 'Conv2D',
+                            'Conv1DTranspose', 'DepthwiseConv2D', 'SeparableConv1D'} do
+         assert.is_true(precision.NATIVE_HOST[name], name)
+      end
+   end)
+
+   it('held (fnn_autocast_hold: inside a wrapped op), a convolution in an autocast region returns float32',
+      function()
+      -- the wrapper holds C's narrowing while a wrapped op runs on widened inputs, since it narrows the
+      -- results itself: a convolution called inside (a layer's forward) gives that op float32, as linear does
+      local C = require('fastnn.tensor').C
+      fnn.manual_seed(6)
+      local x, w = fnn.randn(1, 2, 5), fnn.randn(3, 2, 3)
+      local y, z = fnn.autocast('bf16', function()
+         C.fnn_autocast_hold(1)
+         local ok, r = pcall(fnn.conv1d, x, w)
+         C.fnn_autocast_hold(-1)
+         assert(ok, r)
+         return r, fnn.conv1d(x, w)
+      end)
+      assert.equals('float32', y:dtype())
+      assert.equals('bfloat16', z:dtype())
+   end)
+end)

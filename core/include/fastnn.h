@@ -319,13 +319,21 @@ FNN_API int fnn_linear_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor
  * w [O, C/groups, *k], b [O] or NULL -> [N,O,*out],
  * out = floor((in + pad_before + pad_after - dil (k - 1) - 1) / stride) + 1 per dim.
  * stride[nd], dilation[nd]; padding[2*nd] = {before, after} for each dim in turn; a NULL array
- * means the defaults (1, 0, 1). groups = C gives the direct depthwise kernels. */
+ * means the defaults (1, 0, 1). groups = C gives the direct depthwise kernels.
+ * x, w and b each float32, or bfloat16 on the CPU (widened exactly; the sums in float32). The output is
+ * bfloat16 inside an autocast region (not held) or when every operand is bfloat16, float32 otherwise;
+ * its gradients are float32 */
 FNN_API int fnn_conv(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd, const int *stride, const int *padding, const int *dilation, int groups);
 /* conv_transpose: nd = 1, 2 or 3 (conv_transpose1d/2d/3d), the input gradient of conv:
  * x [N,Cin,*in] or [Cin,*in], w [Cin, Cout/groups, *k], b [Cout] or NULL -> [N,Cout,*out],
  * out = (in - 1) stride - pad_before - pad_after + dil (k - 1) + output_padding + 1;
- * output_padding[nd] must be smaller than the stride or the dilation of its dim */
+ * output_padding[nd] must be smaller than the stride or the dilation of its dim; dtypes as conv */
 FNN_API int fnn_conv_transpose(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd, const int *stride, const int *padding, const int *output_padding, const int *dilation, int groups);
+/* fnn_conv and fnn_conv_transpose with the output's dtype chosen: FNN_DTYPE_FLOAT32, FNN_DTYPE_BFLOAT16 (the
+ * CPU only), or -1 for the rule above (nn.Conv2d asks for bfloat16 from a bfloat16 x: a layer's output
+ * follows its input) */
+FNN_API int fnn_conv_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd, const int *stride, const int *padding, const int *dilation, int groups, int dtype);
+FNN_API int fnn_conv_transpose_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd, const int *stride, const int *padding, const int *output_padding, const int *dilation, int groups, int dtype);
 /* conv2d: x [N,C,H,W], w [O, C/groups, kh, kw], b [O] or NULL -> [N,O,Ho,Wo]; fnn_conv with
  * nd = 2 and the same padding on both sides */
 FNN_API int fnn_conv2d(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups);

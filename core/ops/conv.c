@@ -222,7 +222,25 @@ typedef struct {
     const float *bias_in;      /* added to dx per input channel (a transposed convolution's bias) */
     float *col;                /* per slot: col [Kg, L] */
     float *dw_part, *db_part;  /* partial sums of slots 1.. (slot 0 writes dw / db itself) */
+    unsigned exact;            /* CONV_EXACT_* (conv.h): x, w, dy hold bfloat16 values, used by fnn_gemm_prec_exact
+                                  as they are (col, im2col's copy of x, holds them too) */
+    bool prec_bf16;            /* the calling thread's fnn_prec_bf16(FNN_PREC_CONV): autocast's depth is per thread, so a
+                                  slot on another thread enters a region of its own (slot_prec) */
 } conv_job;
+
+/* fnn_gemm_prec_exact's flags for a product of the job's inputs a_bit and b_bit (CONV_EXACT_*) */
+static inline unsigned exact_ab(unsigned exact, unsigned a_bit, unsigned b_bit) {
+    return (exact & a_bit ? 1u : 0u) | (exact & b_bit ? 2u : 0u);
+}
+
+/* a slot running where the caller's bf16 precision does not reach (the caller inside fnn.autocast, the
+ * slot on a worker thread, whose autocast depth is its own): entered for the slot (true: exit after), so
+ * every image's products take bf16 operands, not the caller's thread's images alone */
+static bool slot_prec_enter(const conv_job *j) {
+    if (!j->prec_bf16 || fnn_prec_bf16(FNN_PREC_CONV)) return false;
+    fnn_autocast_enter();
+    return true;
+}
 
 /* forward of the images of one slot, per image and group:
  *     y[n, g] [Og, L] = w[g] [Og, Kg] @ col [Kg, L] + b
@@ -231,6 +249,7 @@ static void conv_forward_slot(void *ctx, int64_t s0, int64_t s1) {
     const conv_job *j = ctx;
     const conv_geom *g = j->g;
     const int64_t Og = g->Og, Kg = g->Kg, L = g->L, S = g->S;
+    const bool entered = slot_prec_enter(j);
     for (int64_t s = s0; s < s1; s++) {
         int64_t n0, n1;
         split_range(g->N, j->slots, s, &n0, &n1);
@@ -245,10 +264,11 @@ static void conv_forward_slot(void *ctx, int64_t s0, int64_t s1) {
                 if (Kg == 0) continue;   /* no input channels: the bias alone */
                 const float *xg = j->x + (n * g->C + gr * g->Cg) * S, *src = xg;
                 if (!g->pointwise) { im2col(col, xg, g); src = col; }
-                fnn_gemm_prec(FNN_PREC_CONV, false, false, Og, L, Kg, 1.0f, j->w + gr * Og * Kg, Kg, src, L,
-                              bias ? 1.0f : 0.0f, yg, L);
+                fnn_gemm_prec_exact(FNN_PREC_CONV, exact_ab(j->exact, CONV_EXACT_W, CONV_EXACT_X), false, false, Og, L,
+                                    Kg, 1.0f, j->w + gr * Og * Kg, Kg, src, L, bias ? 1.0f : 0.0f, yg, L);
             }
     }
+    if (entered) fnn_autocast_exit();
 }
 
 /* backward of the images of one slot, per image and group:
@@ -260,6 +280,7 @@ static void conv_backward_slot(void *ctx, int64_t s0, int64_t s1) {
     const conv_job *j = ctx;
     const conv_geom *g = j->g;
     const int64_t Og = g->Og, Kg = g->Kg, L = g->L, O = g->O, S = g->S;
+    const bool entered = slot_prec_enter(j);
     for (int64_t s = s0; s < s1; s++) {
         int64_t n0, n1;
         split_range(g->N, j->slots, s, &n0, &n1);
@@ -279,14 +300,14 @@ static void conv_backward_slot(void *ctx, int64_t s0, int64_t s1) {
                 if (dw) {   /* dw[g] [Og, Kg] += dy [Og, L] @ col^T [L, Kg] */
                     const float *xg = j->x + (n * g->C + gr * g->Cg) * S, *src = xg;
                     if (!g->pointwise) { im2col(col, xg, g); src = col; }
-                    fnn_gemm_prec(FNN_PREC_CONV, false, true, Og, Kg, L, 1.0f, dyg, L, src, L, 1.0f, dw + gr * Og * Kg,
-                                  Kg);
+                    fnn_gemm_prec_exact(FNN_PREC_CONV, exact_ab(j->exact, CONV_EXACT_DY, CONV_EXACT_X), false, true, Og,
+                                        Kg, L, 1.0f, dyg, L, src, L, 1.0f, dw + gr * Og * Kg, Kg);
                 }
                 if (dxn) {   /* col [Kg, L] = w[g]^T [Kg, Og] @ dy [Og, L], folded back onto dx */
                     const float *wg = j->w + gr * Og * Kg;
                     float *dxg = dxn + gr * g->Cg * S;
-                    fnn_gemm_prec(FNN_PREC_CONV, true, false, Kg, L, Og, 1.0f, wg, Kg, dyg, L, 0.0f,
-                                  g->pointwise ? dxg : col, L);
+                    fnn_gemm_prec_exact(FNN_PREC_CONV, exact_ab(j->exact, CONV_EXACT_W, CONV_EXACT_DY), true, false, Kg,
+                                        L, Og, 1.0f, wg, Kg, dyg, L, 0.0f, g->pointwise ? dxg : col, L);
                     if (!g->pointwise) col2im(dxg, col, g);
                 }
             }
@@ -295,6 +316,7 @@ static void conv_backward_slot(void *ctx, int64_t s0, int64_t s1) {
                     for (int64_t i = 0; i < S; i++) dxn[c * S + i] += j->bias_in[c];
         }
     }
+    if (entered) fnn_autocast_exit();
 }
 
 /* the job's scratch in one counted block: a col buffer per slot, then the slots' dw / db partial
@@ -315,15 +337,16 @@ static int job_scratch(conv_job *j, int dev, bool need_col, bool want_dw, bool w
     return FNN_STATUS_OK;
 }
 
-/* y = conv(x, w) + b over the whole batch: the depthwise kernel, or im2col + sgemm per image */
+/* y = conv(x, w) + b over the whole batch: the depthwise kernel, or im2col + sgemm per image. exact:
+ * CONV_EXACT_X, _W for the inputs that hold bfloat16 values (the depthwise kernels are float32 only) */
 static int run_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                       fnn_tensor *keep_x) {
+                       fnn_tensor *keep_x, unsigned exact) {
     if (g->N * g->O * g->L == 0) return FNN_STATUS_OK;
-    int rc = fnn_onednn_conv_forward(g, dev, x, w, b, y, keep_x);
+    int rc = fnn_onednn_conv_forward(g, dev, x, w, b, y, keep_x, exact);
     if (rc != FNN_ONEDNN_DECLINED) return rc;
     if (g->depthwise) { fnn_depthwise_forward(g, x, w, b, y); return FNN_STATUS_OK; }
     conv_job j = {g, conv_image_slots(g->N, 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L),
-                  x, w, b, NULL, y, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+                  x, w, b, NULL, y, NULL, NULL, NULL, NULL, NULL, NULL, NULL, exact, fnn_prec_bf16(FNN_PREC_CONV)};
     void *block;
     int64_t bytes;
     FNN_TRY(job_scratch(&j, dev, true, false, false, &block, &bytes));
@@ -335,7 +358,8 @@ static int run_forward(const conv_geom *g, int dev, const float *x, const float 
 /* any of dx = conv^T(dy, w) + bias_in, dw and db (pointers NULL when not wanted; x is read only
  * for dw, w only for dx); dw / db come out as sums in a fixed order whatever the threads */
 static int run_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
-                        const float *bias_in, float *dx, float *dw, float *db, const void *x_kept) {
+                        const float *bias_in, float *dx, float *dw, float *db, const void *x_kept,
+                        unsigned exact) {
     if (g->N == 0 || g->O == 0 || g->C == 0) {   /* nothing flows through: bias_in or zeros */
         if (dx) for (int64_t i = 0; i < g->N * g->C * g->S; i++) dx[i] = bias_in ? bias_in[(i / g->S) % g->C] : 0.0f;
         if (dw) memset(dw, 0, sizeof(float) * (size_t)(g->O * g->Kg));
@@ -345,7 +369,7 @@ static int run_backward(const conv_geom *g, int dev, const float *x, const float
                 for (int64_t o = 0; o < g->O; o++) db[o] += sum_floats(dy + (n * g->O + o) * g->L, g->L);
         return FNN_STATUS_OK;
     }
-    int rc = fnn_onednn_conv_backward(g, dev, x, w, dy, bias_in, dx, dw, db, x_kept);
+    int rc = fnn_onednn_conv_backward(g, dev, x, w, dy, bias_in, dx, dw, db, x_kept, exact);
     if (rc != FNN_ONEDNN_DECLINED) return rc;
     if (g->depthwise) {
         if (dx) fnn_depthwise_input_grad(g, w, dy, bias_in, dx);
@@ -353,7 +377,8 @@ static int run_backward(const conv_geom *g, int dev, const float *x, const float
         return FNN_STATUS_OK;
     }
     double flops = 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L * ((dx != NULL) + (dw != NULL));
-    conv_job j = {g, conv_image_slots(g->N, flops), x, w, NULL, dy, NULL, dx, dw, db, bias_in, NULL, NULL, NULL};
+    conv_job j = {g, conv_image_slots(g->N, flops), x, w, NULL, dy, NULL, dx, dw, db, bias_in, NULL, NULL, NULL,
+                  exact, fnn_prec_bf16(FNN_PREC_CONV)};
     void *block;
     int64_t bytes;
     FNN_TRY(job_scratch(&j, dev, dx || dw, dw != NULL, db != NULL, &block, &bytes));
@@ -416,17 +441,30 @@ static void opts_read(conv_opts *o, int nd, bool transposed, const int *stride, 
     }
 }
 
+/* a convolution's operand: float32, or bfloat16 on the CPU (the entry widens it; the CUDA rows take
+ * float32 only, and fastnn.precision widens there) */
+static int conv_operand(const char *op, const fnn_tensor *t, const char *what) {
+    if (!t || t->freed || t->dtype != FNN_DTYPE_BFLOAT16) return fnn_check_input(op, t);
+    FNN_TRY(fnn_check_input_any(op, t));
+    if (!fnn_in_host_memory(t)) {
+        char dev[32];
+        return FNN_FAIL(FNN_STATUS_ARG, "%s: the %s backend takes float32 only, got a bfloat16 %s %s; convert it "
+                        "with :float()", op, fnn_device_name(t->device, dev, sizeof dev), what, fnn_shape_of(t).s);
+    }
+    return FNN_STATUS_OK;
+}
+
 /* every check of a convolution (plain or transposed) on x, w and b; then its geometry and the
  * output shape (oshape, *ondim) */
 static int conv_setup(const conv_opts *o, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
                       conv_geom *g, int *ondim, int64_t *oshape, const fnn_conv_row **row) {
     const char *op = o->op;
     const int nd = o->nd;
-    FNN_TRY(fnn_check_input(op, x));
-    FNN_TRY(fnn_check_input(op, w));
+    FNN_TRY(conv_operand(op, x, "input"));
+    FNN_TRY(conv_operand(op, w, "weight"));
     FNN_TRY(fnn_check_same_device(op, x, w));
     if (b) {
-        FNN_TRY(fnn_check_input(op, b));
+        FNN_TRY(conv_operand(op, b, "bias"));
         FNN_TRY(fnn_check_same_device(op, x, b));
     }
     *row = fnn_conv_row_for(x->device, op);
@@ -576,62 +614,78 @@ static int grad_outputs(const fnn_node *n, int dev, fnn_tensor *din, float **dx,
 
 /* the shared part of a convolution's entry, once out is made: borrow the operands contiguous, run
  * the forward through the row of x's backend (nothing to run for an empty output) and record def's
- * node, which keeps x (for dw) and w (for dx) */
+ * node, which keeps x (for dw) and w (for dx). bfloat16 operands (the CPU only) are widened, exactly,
+ * and flagged so (fnn_conv_args.exact); a bfloat16 out gets the row's float32 result rounded (to
+ * nearest even), so the numbers are those of the float32 op on the widened operands, rounded. x and
+ * w are saved as given (a bfloat16 x: half the bytes), widened again by the backward */
 static int conv_apply(const fnn_op_def *def, const fnn_conv_row *row, fnn_tensor *out, const fnn_tensor *x,
                       const fnn_tensor *w, const fnn_tensor *b, const conv_geom *g, const conv_opts *o) {
-    fnn_tensor xt, wt, bt;
-    fnn_tensor_init(&wt);
-    fnn_tensor_init(&bt);
-    int rc;
-    fnn_conv_args a = {g, NULL, NULL, NULL, fnn_data(out), NULL, NULL, NULL, NULL, NULL, NULL};
+    const bool narrow = fnn_is_bf16(out);
+    fnn_tensor xt, wt, bt, xw, ww, bw, y32, kept;
+    fnn_tensor *tmps[8] = {&xt, &wt, &bt, &xw, &ww, &bw, &y32, &kept};
+    for (int i = 0; i < 8; i++) fnn_tensor_init(tmps[i]);
+    int rc = FNN_STATUS_OK;
+    const fnn_tensor *xf = x, *wf = w, *bf = b;
+    if (fnn_is_bf16(x)) rc = fnn_cast(&xw, x, FNN_DTYPE_FLOAT32), xf = &xw;
+    if (!rc && fnn_is_bf16(w)) rc = fnn_cast(&ww, w, FNN_DTYPE_FLOAT32), wf = &ww;
+    if (!rc && b && fnn_is_bf16(b)) rc = fnn_cast(&bw, b, FNN_DTYPE_FLOAT32), bf = &bw;
+    if (!rc && narrow) rc = fnn_new_output(&y32, out->device, out->ndim, out->shape);
+    fnn_set_op(o->op);   /* the casts named themselves: what follows is the convolution's */
+    fnn_conv_args a = {g, NULL, NULL, NULL, narrow ? fnn_data(&y32) : fnn_data(out), NULL, NULL, NULL, NULL, NULL,
+                       NULL, (fnn_is_bf16(x) ? 1u : 0u) | (fnn_is_bf16(w) ? 2u : 0u)};
     /* dw will be wanted (a node whose weight needs a gradient): the row may keep x in its kernels'
      * layout for the backward weights, one more copy of x until the backward (saved[2]) */
-    fnn_tensor kept;
-    fnn_tensor_init(&kept);
     const fnn_tensor *wdep[1] = {w};
     if (fnn_needs_node(1, wdep)) a.keep_x = &kept;
-    a.x = fnn_contiguous_data(x, &xt, &rc);
-    if (!rc) a.w = fnn_contiguous_data(w, &wt, &rc);
-    if (!rc && b) a.b = fnn_contiguous_data(b, &bt, &rc);
-    if (!rc && fnn_tensor_numel(out) > 0) rc = row->forward(fnn_device_ordinal(x->device), &a);
+    if (!rc) a.x = fnn_contiguous_data(xf, &xt, &rc);
+    if (!rc) a.w = fnn_contiguous_data(wf, &wt, &rc);
+    if (!rc && bf) a.b = fnn_contiguous_data(bf, &bt, &rc);
+    const int64_t numel = fnn_tensor_numel(out);
+    if (!rc && numel > 0) rc = row->forward(fnn_device_ordinal(x->device), &a);
+    if (!rc && narrow && numel > 0) fnn_to_bf16_matrix(fnn_bytes(out), fnn_data(&y32), 1, numel, numel);
     const fnn_tensor *ins[3] = {x, w, b};
     if (!rc && fnn_needs_node(3, ins)) {
         fnn_node *n = fnn_attach_node(out, def, 3, ins);
         if (!n) rc = fnn_last_status();
         else {
             node_record(n, o);
-            if (n->next[1]) rc = fnn_save(n, 0, xt.ndim >= 0 ? &xt : x);   /* x for dw */
-            if (!rc && n->next[0]) rc = fnn_save(n, 1, wt.ndim >= 0 ? &wt : w);   /* w for dx */
+            /* x for dw, w for dx: float32 ones contiguous, bfloat16 ones as given */
+            if (n->next[1]) rc = fnn_save(n, 0, fnn_is_bf16(x) || xt.ndim < 0 ? x : &xt);
+            if (!rc && n->next[0]) rc = fnn_save(n, 1, fnn_is_bf16(w) || wt.ndim < 0 ? w : &wt);
             if (!rc && n->next[1] && kept.ndim >= 0) rc = fnn_save(n, 2, &kept);   /* x as the row keeps it */
         }
     }
-    fnn_tensor_clear(&kept);
-    fnn_tensor_clear(&xt);
-    fnn_tensor_clear(&wt);
-    fnn_tensor_clear(&bt);
+    for (int i = 0; i < 8; i++) fnn_tensor_clear(tmps[i]);
     if (rc) fnn_tensor_clear(out);
     return rc;
 }
 
 /* din of n's inputs from dout through the backward of its op's row in dout's backend: the saved x
- * where dw is wanted, the saved w where dx is */
+ * where dw is wanted, the saved w where dx is (widened where they were saved as bfloat16) */
 static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, bool transposed) {
     const fnn_conv_row *row = fnn_conv_row_for(dout->device, n->op->info.name);
     if (!row || !row->backward) return FNN_ROW_REFUSED(n->op->info.name, dout->device, true);
     conv_geom g;
     node_geom(&g, n, transposed);
-    fnn_tensor dyt;
+    fnn_tensor dyt, xw, ww;
+    fnn_tensor_init(&xw);
+    fnn_tensor_init(&ww);
     int rc;
-    fnn_conv_args a = {&g, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    fnn_conv_args a = {&g, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
     a.dy = fnn_contiguous_data(dout, &dyt, &rc);
     if (!rc) rc = grad_outputs(n, dout->device, din, &a.dx, &a.dw, &a.db);
+    const fnn_tensor *x = &n->saved[0], *w = &n->saved[1];
+    if (!rc && a.dw && fnn_is_bf16(x)) rc = fnn_cast(&xw, x, FNN_DTYPE_FLOAT32), x = &xw, a.exact |= 1u;
+    if (!rc && a.dx && fnn_is_bf16(w)) rc = fnn_cast(&ww, w, FNN_DTYPE_FLOAT32), w = &ww, a.exact |= 2u;
     if (!rc) {
-        a.x = a.dw ? fnn_data(&n->saved[0]) : NULL;
-        a.w = a.dx ? fnn_data(&n->saved[1]) : NULL;
+        a.x = a.dw ? fnn_data(x) : NULL;
+        a.w = a.dx ? fnn_data(w) : NULL;
         a.x_kept = a.dw && n->saved[2].ndim >= 0 ? fnn_data(&n->saved[2]) : NULL;
         rc = row->backward(fnn_device_ordinal(dout->device), &a);
     }
     fnn_tensor_clear(&dyt);
+    fnn_tensor_clear(&xw);
+    fnn_tensor_clear(&ww);
     if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
     return rc;
 }
@@ -650,15 +704,29 @@ static const fnn_op_def CONV3D = {.info = {.name = "conv3d", .family = "conv", .
     .backward = conv_rule};
 static const fnn_op_def *const CONV_DEFS[4] = {NULL, &CONV1D, &CONV2D, &CONV3D};
 
-/* conv and conv_transpose once their options are read: the geometry, the output, then the row */
+/* conv and conv_transpose once their options are read: the geometry, the output, then the row. The
+ * output's dtype: float32 or bfloat16 as asked, or for -1 precision.lua's rule, so the numbers the
+ * wrapper made around the float32 op: bfloat16 inside an autocast region (not held: a GEMM-bound op
+ * there returns bfloat16) or when every float input is bfloat16 (promotion), float32 otherwise */
 static int conv_run(const fnn_op_def *def, const conv_opts *o, fnn_tensor *out, const fnn_tensor *x,
-                    const fnn_tensor *w, const fnn_tensor *b) {
+                    const fnn_tensor *w, const fnn_tensor *b, int dtype) {
+    FNN_CHECK(dtype == -1 || dtype == FNN_DTYPE_FLOAT32 || dtype == FNN_DTYPE_BFLOAT16, FNN_STATUS_ARG,
+              "%s: output dtype code %d is not float32 (%d), bfloat16 (%d) or -1 (the rule)", o->op, dtype,
+              FNN_DTYPE_FLOAT32, FNN_DTYPE_BFLOAT16);
     conv_geom g;
     int ondim;
     int64_t oshape[FNN_MAX_DIMS];
     const fnn_conv_row *row;
     FNN_TRY(conv_setup(o, x, w, b, &g, &ondim, oshape, &row));
-    FNN_TRY(fnn_new_output(out, x->device, ondim, oshape));
+    const bool all_bf16 = fnn_is_bf16(x) && fnn_is_bf16(w) && (!b || fnn_is_bf16(b));
+    const bool narrow = dtype == -1 ? fnn_in_host_memory(x) && (all_bf16 || fnn_autocast_on())
+                                    : dtype == FNN_DTYPE_BFLOAT16;
+    if (narrow && !fnn_in_host_memory(x)) {
+        char dev[32];
+        return FNN_FAIL(FNN_STATUS_ARG, "%s: the %s backend makes a float32 output only, not bfloat16", o->op,
+                        fnn_device_name(x->device, dev, sizeof dev));
+    }
+    FNN_TRY(fnn_new_output_dtype(out, x->device, narrow ? FNN_DTYPE_BFLOAT16 : FNN_DTYPE_FLOAT32, ondim, oshape));
     return conv_apply(def, row, out, x, w, b, &g, o);
 }
 
@@ -666,11 +734,16 @@ static int conv_run(const fnn_op_def *def, const conv_opts *o, fnn_tensor *out, 
  * out = (in + pad_before + pad_after - dil (k - 1) - 1) / stride + 1 per spatial dim */
 int fnn_conv(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd,
              const int *stride, const int *padding, const int *dilation, int groups) {
+    return fnn_conv_to(out, x, w, b, nd, stride, padding, dilation, groups, -1);
+}
+
+int fnn_conv_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd,
+                const int *stride, const int *padding, const int *dilation, int groups, int dtype) {
     fnn_tensor_init(out);
     FNN_CHECK(nd >= 1 && nd <= 3, FNN_STATUS_ARG, "conv: %d spatial dims, expected 1, 2 or 3", nd);
     conv_opts o;
     opts_read(&o, nd, false, stride, padding, NULL, dilation, groups);
-    return conv_run(CONV_DEFS[nd], &o, out, x, w, b);
+    return conv_run(CONV_DEFS[nd], &o, out, x, w, b, dtype);
 }
 
 /* the 2-d form with symmetric padding, kept for C callers */
@@ -701,11 +774,17 @@ static const fnn_op_def *const CONV_TRANSPOSE_DEFS[4] = {NULL, &CONV_TRANSPOSE1D
 int fnn_conv_transpose(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd,
                        const int *stride, const int *padding, const int *output_padding, const int *dilation,
                        int groups) {
+    return fnn_conv_transpose_to(out, x, w, b, nd, stride, padding, output_padding, dilation, groups, -1);
+}
+
+int fnn_conv_transpose_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd,
+                          const int *stride, const int *padding, const int *output_padding, const int *dilation,
+                          int groups, int dtype) {
     fnn_tensor_init(out);
     FNN_CHECK(nd >= 1 && nd <= 3, FNN_STATUS_ARG, "conv_transpose: %d spatial dims, expected 1, 2 or 3", nd);
     conv_opts o;
     opts_read(&o, nd, true, stride, padding, output_padding, dilation, groups);
-    return conv_run(CONV_TRANSPOSE_DEFS[nd], &o, out, x, w, b);
+    return conv_run(CONV_TRANSPOSE_DEFS[nd], &o, out, x, w, b, dtype);
 }
 
 const fnn_op_def *const fnn_ops_conv[] = {&CONV1D, &CONV2D, &CONV3D, &CONV_TRANSPOSE1D, &CONV_TRANSPOSE2D,
@@ -716,23 +795,30 @@ const fnn_op_def *const fnn_ops_conv[] = {&CONV1D, &CONV2D, &CONV3D, &CONV_TRANS
  * pass of its geometry's convolution (its bias as bias_in), its backward that convolution's
  * forward (dx) and weight gradient (dw) */
 
+/* the args' exact bits (x: bit 0, w: bit 1) as run_forward / run_backward's, x and w in the roles given */
+static unsigned exact_of(const fnn_conv_args *a, unsigned x_role, unsigned w_role) {
+    return (a->exact & 1u ? x_role : 0u) | (a->exact & 2u ? w_role : 0u);
+}
+
 static int cpu_conv_forward(int ordinal, const fnn_conv_args *a) {
-    return run_forward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), a->x, a->w, a->b, a->y, a->keep_x);
+    return run_forward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), a->x, a->w, a->b, a->y, a->keep_x,
+                       exact_of(a, CONV_EXACT_X, CONV_EXACT_W));
 }
 static int cpu_conv_backward(int ordinal, const fnn_conv_args *a) {
     return run_backward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), a->x, a->w, a->dy, NULL, a->dx, a->dw, a->db,
-                        a->x_kept);
+                        a->x_kept, exact_of(a, CONV_EXACT_X, CONV_EXACT_W));
 }
 static int cpu_conv_transpose_forward(int ordinal, const fnn_conv_args *a) {
     return run_backward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), NULL, a->w, a->x, a->b, a->y, NULL, NULL,
-                        NULL);
+                        NULL, exact_of(a, CONV_EXACT_DY, CONV_EXACT_W));
 }
 static int cpu_conv_transpose_backward(int ordinal, const fnn_conv_args *a) {
     const conv_geom *g = a->g;
     const int dev = fnn_make_device(FNN_DEVICE_CPU, ordinal);
     int rc = FNN_STATUS_OK;
-    if (a->dx) rc = run_forward(g, dev, a->dy, a->w, NULL, a->dx, NULL);
-    if (!rc && a->dw) rc = run_backward(g, dev, a->dy, NULL, a->x, NULL, NULL, a->dw, NULL, NULL);
+    if (a->dx) rc = run_forward(g, dev, a->dy, a->w, NULL, a->dx, NULL, exact_of(a, 0, CONV_EXACT_W));
+    if (!rc && a->dw)
+        rc = run_backward(g, dev, a->dy, NULL, a->x, NULL, NULL, a->dw, NULL, NULL, exact_of(a, CONV_EXACT_DY, 0));
     if (!rc && a->db)
         for (int64_t c = 0; c < g->C; c++) {
             float s = 0;

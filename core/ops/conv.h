@@ -64,13 +64,17 @@ void fnn_depthwise_weight_grad(const conv_geom *g, const float *x, const float *
  * only for dw, w only for dx. keep_x (NULL: not wanted): the forward may make it a float tensor holding
  * x in the primitives' blocked layout (left empty where there is no reorder to save); x_kept (NULL:
  * none) is that tensor's data, which the backward weights read instead of reordering x again where
- * its layout and batch split still match (else x is reordered as without it). */
+ * its layout and batch split still match (else x is reordered as without it). exact (CONV_EXACT_*):
+ * the inputs known to hold bfloat16 values (widened from bf16 tensors), which bf16 precision without
+ * bf16 units uses as they are, without scanning or rounding them again (a hint: 0 is always right). */
 enum { FNN_ONEDNN_DECLINED = 1 };
+enum { CONV_EXACT_X = 1u, CONV_EXACT_W = 2u, CONV_EXACT_DY = 4u };
 bool fnn_onednn_conv_wants(const conv_geom *g);
 int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x);
+                            fnn_tensor *keep_x, unsigned exact);
 int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
-                             const float *bias_in, float *dx, float *dw, float *db, const void *x_kept);
+                             const float *bias_in, float *dx, float *dw, float *db, const void *x_kept,
+                             unsigned exact);
 
 /* the rows. Arguments in the op's own terms (a transposed op's x is the [N, O, Do, Ho, Wo] side of
  * its geometry, its y the [N, C, D, H, W] side); every buffer contiguous (the entry points borrow
@@ -89,6 +93,10 @@ typedef struct fnn_conv_args {
                                   the row may keep x in its kernels' own layout there (the CPU's: oneDNN's
                                   blocked copy), for the node to save */
     const void *x_kept;        /* backward: that tensor's data where dw is wanted and it was kept (NULL: none) */
+    /* x and w known to hold bfloat16 values (bit 0: x, bit 1: w; the entry widened them from bfloat16
+     * tensors, which only the CPU's rows get): bf16 precision uses them without rounding them again.
+     * A hint, 0 always right; the CUDA rows ignore it */
+    unsigned exact;
 } fnn_conv_args;
 /* conv1d/2d/3d: forward y = conv(x, w) + b; backward dx = conv^T(dy, w), dw, db = the sums of dy per
  * output channel. conv_transpose1d/2d/3d: forward y = conv^T(x, w) + b (the input gradient of the

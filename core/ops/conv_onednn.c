@@ -541,8 +541,9 @@ static int job_run(onednn_job *j, int dev) {
 /* bf16 precision on a CPU without bf16 units: the float32 primitives on the inputs rounded to bfloat16
  * (a product of two bf16 values is exact in float32, so the numbers are the bf16 kernels' up to the
  * order of the sums); before, these convs fell back to im2col, 1.6x slower on resnet_small. Each of
- * x, w, dy that is given is replaced by its rounded copy (or kept: autocast's are bf16 values already);
- * owned[] collects the copies for emulated_free. */
+ * x, w, dy that is given is replaced by its rounded copy (or kept: autocast's are bf16 values already,
+ * found by a scan, or the ones exact flags as widened from bfloat16 tensors, not scanned); owned[]
+ * collects the copies for emulated_free. */
 static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
                             fnn_tensor *keep_x);
 static int conv_backward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
@@ -554,13 +555,15 @@ typedef struct {
     int64_t n[3];
 } emulated_inputs;
 
-static int emulate_bf16(emulated_inputs *e, const conv_geom *g, const float **x, const float **w, const float **dy) {
+static int emulate_bf16(emulated_inputs *e, const conv_geom *g, const float **x, const float **w, const float **dy,
+                        unsigned exact) {
     memset(e, 0, sizeof *e);
     if (!fnn_prec_bf16(FNN_PREC_CONV) || fnn_bf16_native()) return FNN_STATUS_OK;
     const float **in[3] = {x, w, dy};
     const int64_t n[3] = {g->N * g->C * g->S, g->O * g->Kg, g->N * g->O * g->L};
+    const unsigned bit[3] = {CONV_EXACT_X, CONV_EXACT_W, CONV_EXACT_DY};
     for (int i = 0; i < 3; i++) {
-        if (!in[i] || !*in[i]) continue;
+        if (!in[i] || !*in[i] || (exact & bit[i])) continue;
         const float *r = fnn_bf16_values(*in[i], n[i], &e->owned[i]);
         if (!r) return FNN_STATUS_OOM;
         e->n[i] = n[i];
@@ -575,10 +578,10 @@ static void emulated_free(emulated_inputs *e) {
 }
 
 int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x) {
+                            fnn_tensor *keep_x, unsigned exact) {
     if (!fnn_onednn_conv_wants(g)) return FNN_ONEDNN_DECLINED;
     emulated_inputs e;
-    int rc = emulate_bf16(&e, g, &x, &w, NULL);
+    int rc = emulate_bf16(&e, g, &x, &w, NULL, exact);
     if (!rc) rc = conv_forward_run(g, dev, x, w, b, y, keep_x);
     emulated_free(&e);
     return rc;
@@ -650,12 +653,13 @@ static int conv_forward_run(const conv_geom *g, int dev, const float *x, const f
 }
 
 int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
-                             const float *bias_in, float *dx, float *dw, float *db, const void *x_kept) {
+                             const float *bias_in, float *dx, float *dw, float *db, const void *x_kept,
+                             unsigned exact) {
     if (!fnn_onednn_conv_wants(g) || (!dx && !dw)) return FNN_ONEDNN_DECLINED;
     /* the bias gradient alone (no dw) sums dy as given, as it does with bf16 units */
     const float *dy_in = dy;
     emulated_inputs e;
-    int rc = emulate_bf16(&e, g, dw ? &x : NULL, dx ? &w : NULL, &dy);
+    int rc = emulate_bf16(&e, g, dw ? &x : NULL, dx ? &w : NULL, &dy, exact);
     if (!rc) rc = conv_backward_run(g, dev, x, w, dy, dy_in, bias_in, dx, dw, db, x_kept);
     emulated_free(&e);
     return rc;
@@ -728,13 +732,15 @@ static int conv_backward_run(const conv_geom *g, int dev, const float *x, const 
 #else
 bool fnn_onednn_conv_wants(const conv_geom *g) { (void)g; return false; }
 int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x) {
-    (void)g; (void)dev; (void)x; (void)w; (void)b; (void)y; (void)keep_x;
+                            fnn_tensor *keep_x, unsigned exact) {
+    (void)g; (void)dev; (void)x; (void)w; (void)b; (void)y; (void)keep_x; (void)exact;
     return FNN_ONEDNN_DECLINED;
 }
 int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
-                             const float *bias_in, float *dx, float *dw, float *db, const void *x_kept) {
+                             const float *bias_in, float *dx, float *dw, float *db, const void *x_kept,
+                             unsigned exact) {
     (void)g; (void)dev; (void)x; (void)w; (void)dy; (void)bias_in; (void)dx; (void)dw; (void)db; (void)x_kept;
+    (void)exact;
     return FNN_ONEDNN_DECLINED;
 }
 #endif

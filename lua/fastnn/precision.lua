@@ -8,9 +8,10 @@
 --
 -- Every op takes bfloat16 tensors. The ops that compute on bfloat16 in C are the views and copies
 -- (by element size), the conversions and the elementwise family (core/ops/elementwise.c widens and
--- rounds back itself, so the arithmetic operators pay nothing here), and on the CPU the pools and
--- linear (nn.Linear, nn.Dense), which also make autocast's bfloat16 output themselves (NATIVE_BF16,
--- NATIVE_HOST below); every other op is wrapped here: its bfloat16 inputs are
+-- rounds back itself, so the arithmetic operators pay nothing here), and on the CPU the pools,
+-- linear (nn.Linear, nn.Dense) and the convolutions (their nn and Keras layers), which also make
+-- autocast's bfloat16 output themselves (NATIVE_BF16, NATIVE_HOST below); every other op is
+-- wrapped here: its bfloat16 inputs are
 -- widened to float32 (exactly), it runs in float32 (its sums in float32), and its float results are
 -- rounded back to bfloat16 when every float input was bfloat16 (PyTorch's promotion: bf16 with bf16
 -- is bf16, with float32 is float32). Comparisons keep their float32 0/1 masks and indices stay int64.
@@ -162,12 +163,20 @@ for _, n in ipairs{'max_pool1d', 'max_pool2d', 'max_pool3d', 'avg_pool1d', 'avg_
 end
 M.NATIVE_BF16 = NATIVE_BF16
 -- ops (and layers) that take bfloat16 in C on the CPU and narrow their own output there by the rule
--- above, autocast's included (core/ops/linalg.c's linear: bf16 out inside a region, even from a
--- float32 x): called as they are when every tensor argument is on the CPU (a float32 tensor on
--- another device too, since autocast's narrowing of its output is still the wrapper's). Dense is
--- an nn.Linear inside, and the activation after it takes bfloat16 in C
+-- above, autocast's included (core/ops/linalg.c's linear, core/ops/conv.c's convolutions: bf16 out
+-- inside a region, even from a float32 x): called as they are when every tensor argument is on the
+-- CPU (a float32 tensor on another device too, since autocast's narrowing of its output is still the
+-- wrapper's). Dense is an nn.Linear inside, and the Keras convolutions an nn.Conv*d inside; the
+-- activation after them takes bfloat16 in C.
 local NATIVE_HOST = {}
-for _, n in ipairs{'linear', 'Linear', 'Dense'} do NATIVE_HOST[n] = true end
+for _, n in ipairs{'linear', 'Linear', 'Dense',
+                   'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d',
+                   'Conv1d', 'Conv2d', 'Conv3d', 'ConvTranspose1d', 'ConvTranspose2d', 'ConvTranspose3d',
+                   'DepthwiseConv1d', 'DepthwiseConv2d', 'SeparableConv1d', 'SeparableConv2d',
+                   'Conv1D', 'Conv2D', 'Conv3D', 'Conv1DTranspose', 'Conv2DTranspose', 'Conv3DTranspose',
+                   'DepthwiseConv1D', 'DepthwiseConv2D', 'SeparableConv1D', 'SeparableConv2D'} do
+   NATIVE_HOST[n] = true
+end
 M.NATIVE_HOST = NATIVE_HOST
 
 local function is_bf16(v) return istype(T, v) and v.dtype_ == BF16 end

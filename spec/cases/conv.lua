@@ -79,6 +79,24 @@ local W = {wide = true}
 
 local function transpose34(x) return x:transpose(3, 4) end
 
+-- bfloat16 operands (core/ops/conv.c widens them on the CPU and rounds a bfloat16 output): x, w, b
+-- multiples of 1/8 in [-1/2, 1/2] with at most 4 products a sum, exact in bf16 with the steps of 1/4
+-- (eps), so the difference quotients are exact and the reference is the naive loop
+local function eighths(shape)
+   local t = fnn.rand(shape)
+   local v = t:to_flat()
+   for i = 1, #v do v[i] = math.floor(v[i] * 9) / 8 - 0.5 end
+   return fnn.tensor(v, t:shape())
+end
+local function bf16_case(op, xs, ws, bs, opts, every)
+   local transposed = op:find('transpose') ~= nil
+   return {op = op, eps = 0.25,
+      inputs = function() return eighths(xs), eighths(ws), eighths{bs} end,
+      fn = every and function(x, w, b) return fnn[op](x:bf16(), w:bf16(), b:bf16(), opts):float() end   -- bf16 out
+         or function(x, w, b) return fnn[op](x:bf16(), w, b, opts) end,                               -- float32 out
+      ref = function(x, w, b) return N.conv(transposed, x, w, b, opts) end}
+end
+
 return {
    -- small cases in [-2, 2] (the default parity tolerance)
    conv('conv2d', {2, 2, 4, 4}, {3, 2, 3, 3}, true, {padding = 1}, W),
@@ -152,4 +170,12 @@ return {
    conv('conv_transpose2d', {3, 4, 3, 5}, {4, 2, 1, 1}, true),
    conv('conv_transpose2d', {2, 3, 4, 4}, {3, 1, 3, 3}, true, {groups = 3, stride = 2}),
    conv('conv_transpose2d', {2, 3, 6, 4}, {3, 2, 2, 2}, true, {stride = 2}, {view = transpose34}),
+
+   -- bfloat16 operands: every input bf16 (a bf16 output), a bf16 x alone (float32); depthwise
+   bf16_case('conv2d', {2, 2, 4, 3}, {3, 2, 1, 2}, 3, {padding = 1}, true),
+   bf16_case('conv1d', {2, 3, 7}, {4, 3, 1}, 4, {stride = 2}, false),
+   bf16_case('conv3d', {1, 2, 3, 3, 2}, {4, 1, 2, 2, 1}, 4, {groups = 2}, true),
+   bf16_case('conv_transpose1d', {2, 3, 5}, {3, 2, 2}, 2, {stride = 2}, true),
+   bf16_case('conv_transpose2d', {2, 3, 3, 3}, {3, 1, 2, 2}, 3, {stride = 2, groups = 3}, false),
+   bf16_case('conv_transpose3d', {1, 2, 2, 2, 2}, {2, 2, 1, 2, 1}, 2, {stride = {2, 1, 1}}, true),
 }

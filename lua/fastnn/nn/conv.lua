@@ -16,6 +16,7 @@ local istype, shape_str = fnn_tensor.is_tensor, fnn_tensor.shape_str
 local tuple, parse, run = conv._tuple, conv._parse, conv._run
 local Param = nn.Param
 local floor, concat = math.floor, table.concat
+local BF16 = 3   -- the dtype code
 
 local options = require 'fastnn.options'
 
@@ -180,7 +181,10 @@ end
 function Conv:forward(x)
    M.check_input(self, x, 2)
    local b = self.bias
-   local y = run(self.spec, x, self.weight:tensor(), b and b:tensor() or nil, M.label(self), 2)
+   -- a bfloat16 x gives a bfloat16 output whatever the (float32) parameters: a layer's output follows
+   -- its input (fastnn.precision's rule for layers); else the op's own rule (autocast, promotion)
+   local y = run(self.spec, x, self.weight:tensor(), b and b:tensor() or nil, M.label(self), 2,
+                 x.dtype_ == BF16 and BF16 or nil)
    return y
 end
 
@@ -326,12 +330,15 @@ function SeparableConv:__init(inputs, outputs, kernel, opts)
       self.depthwise.kernel, m
 end
 
--- both convolutions through run, so that their errors name this layer at the user's line
+-- both convolutions through run, so that their errors name this layer at the user's line. The
+-- depthwise result follows the op's rule (float32 from a bf16 x and float32 weights; bf16 under
+-- autocast, which the pointwise products would round anyway); the output follows a bfloat16 x
 function SeparableConv:forward(x)
    M.check_input(self, x, 2)
    local label, pw = M.label(self), self.pointwise
    local h = run(self.depthwise.spec, x, self.depthwise.weight:tensor(), nil, label, 2)
-   local y = run(pw.spec, h, pw.weight:tensor(), pw.bias and pw.bias:tensor() or nil, label, 2)
+   local y = run(pw.spec, h, pw.weight:tensor(), pw.bias and pw.bias:tensor() or nil, label, 2,
+                 x.dtype_ == BF16 and BF16 or nil)
    return y
 end
 

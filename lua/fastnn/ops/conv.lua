@@ -11,6 +11,8 @@
 --        (PyTorch's); output_padding must be smaller than the stride or the dilation; padding
 --        'same' gives in * stride (Keras)
 -- Each is also a tensor method: x:conv1d(w, b, opts). (The pools are in fastnn.ops.pool.)
+-- x, w and b may be bfloat16 on the CPU: core/ops/conv.c widens them, and the output is bfloat16 inside
+-- fnn.autocast or when every float input is bfloat16 (fastnn.precision's rule, made in C: no cast nodes)
 local show_value = require('fastnn.options').show   -- a value in a message: never an address
 local fnn_tensor = require 'fastnn.tensor'
 local Tensor, C = fnn_tensor.Tensor, fnn_tensor.C
@@ -30,7 +32,7 @@ local function is_int(v) return type(v) == 'number' and v == floor(v) end
 
 local ffi = require 'ffi'
 local ffi_string = ffi.string
-local fnn_conv, fnn_conv_transpose = C.fnn_conv, C.fnn_conv_transpose
+local fnn_conv, fnn_conv_transpose = C.fnn_conv_to, C.fnn_conv_transpose_to
 local max, ceil = math.max, math.ceil
 local stride_buf, pad_buf, opad_buf, dil_buf = ffi.new('int[3]'), ffi.new('int[6]'), ffi.new('int[3]'),
    ffi.new('int[3]')
@@ -120,8 +122,9 @@ end
 M._parse = parse
 
 -- y = the convolution of spec s on x, w, b. label (a layer's, or nil) replaces the op's name in a
--- message
-local function run(s, x, w, b, label, level)
+-- message. dtype: the output's dtype code (0 float32, 3 bfloat16: the layers'), or nil for the C
+-- op's rule (bfloat16 under autocast or from every float input bfloat16, as fastnn.precision's)
+local function run(s, x, w, b, label, level, dtype)
    local nd, pad = s.nd, s.pad
    for i = 1, nd do
       stride_buf[i - 1], dil_buf[i - 1], opad_buf[i - 1] = s.stride[i], s.dil[i], s.opad[i]
@@ -152,6 +155,9 @@ local function run(s, x, w, b, label, level)
    end
    local padded
    if s.mode then   -- PyTorch's _conv_forward: F.pad(x, widths, mode), then a convolution with padding 0
+      -- core/ops/shape.c's pad_mode rows move 4- and 8-byte elements only: a bfloat16 x is widened
+      -- first (exact; the convolution's output dtype is the same either way)
+      if x.dtype_ == 3 then x = x:float() end
       local xnd, widths = x.ndim, {}
       for i = nd, 1, -1 do
          widths[#widths + 1], widths[#widths + 2] = tonumber(pad_buf[2 * i - 2]), tonumber(pad_buf[2 * i - 1])
@@ -168,8 +174,10 @@ local function run(s, x, w, b, label, level)
    end
    local out = new()
    local rc
-   if s.transposed then rc = fnn_conv_transpose(out, x, w, b, nd, stride_buf, pad_buf, opad_buf, dil_buf, s.groups)
-   else rc = fnn_conv(out, x, w, b, nd, stride_buf, pad_buf, dil_buf, s.groups) end
+   dtype = dtype or -1
+   if s.transposed then
+      rc = fnn_conv_transpose(out, x, w, b, nd, stride_buf, pad_buf, opad_buf, dil_buf, s.groups, dtype)
+   else rc = fnn_conv(out, x, w, b, nd, stride_buf, pad_buf, dil_buf, s.groups, dtype) end
    if rc ~= 0 then
       local msg = ffi_string(C.fnn_last_error())
       if label then msg = label .. ': ' .. msg:gsub('^[%w_]+: ', '', 1) end
