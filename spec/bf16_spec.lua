@@ -103,6 +103,32 @@ describe('the bfloat16 dtype', function()
 end)
 
 describe('every op on bfloat16 inputs', function()
+   -- pad, pad_mode and repeat's rows move 4- and 8-byte elements: their C entries refuse bf16 by name
+   -- (they wrote it as floats past the output's end); the Lua ops widen first, so users get bf16 back
+   it('pads and repeats bf16 through the Lua ops, and the C entries refuse it rather than overrun', function()
+      local ffi = require 'ffi'
+      local C = require('fastnn.tensor').C
+      local x = fnn.arange(1, 13):reshape(3, 4):bf16()
+      local pads = ffi.new('int64_t[2]', {2, 2})
+      local reps = ffi.new('int64_t[2]', {2, 3})
+      local calls = {
+         function(out) return C.fnn_pad(out, x, 1, pads, 0) end,
+         function(out) return C.fnn_pad_mode(out, x, 1, pads, 1) end,
+         function(out) return C.fnn_repeat(out, x, 2, reps) end,
+      }
+      for i, call in ipairs(calls) do
+         local out = ffi.new('fnn_tensor')
+         C.fnn_tensor_init(out)
+         assert.are_not.equal(0, call(out))
+         local e = require('fastnn.tensor').last_error()
+         assert.matches((i == 3 and 'repeat' or 'pad') .. ': takes float32 or int64, got a bfloat16 tensor %[3,4%]', e)
+      end
+      local reflect = fnn.pad(x, {1, 1}, {mode = 'reflect'})
+      assert.equals('bfloat16', reflect:dtype())
+      assert.same(fnn.pad(x:float(), {1, 1}, {mode = 'reflect'}):to_table(), reflect:float():to_table())
+      assert.same(fnn['repeat'](x:float(), {2, 1}):to_table(), fnn['repeat'](x, {2, 1}):float():to_table())
+   end)
+
    -- each case: a name, the op, and inputs (float32; the case runs them as bf16)
    local pos = function(...) return fnn.rand(...) + 0.5 end
    local CASES = {

@@ -65,6 +65,16 @@ static void copy_nd(void *dst, const int64_t *ds, const void *src, const int64_t
     fnn_parallel_for(n / shape[ndim - 1], fnn_threads_for(n), copy_rows, &a);
 }
 
+/* pad, pad_mode and repeat's rows move 4- and 8-byte elements (float32, int64): a bfloat16 tensor is
+ * refused by name here, where those rows would read and write it as floats past its end (the Lua
+ * layer widens bf16 before calling them: precision.lua) */
+static int check_not_bf16(const char *op, const fnn_tensor *x) {
+    FNN_CHECK(x->dtype != FNN_DTYPE_BFLOAT16, FNN_STATUS_ARG,
+              "%s: takes float32 or int64, got a bfloat16 tensor %s; convert it with :float() first", op,
+              fnn_shape_of(x).s);
+    return FNN_STATUS_OK;
+}
+
 /* ================= contiguous ================= */
 
 /* the gradient passes through unchanged */
@@ -268,6 +278,7 @@ static const fnn_op_def REPEAT = {.info = {.name = "repeat", .family = "shape", 
  * more counts than dims add leading dims */
 int fnn_repeat(fnn_tensor *out, const fnn_tensor *x, int ndim, const int64_t *repeats) {
     FNN_TRY(fnn_check_input_any("repeat", x));
+    FNN_TRY(check_not_bf16("repeat", x));
     FNN_TRY(fnn_check_ndim("repeat", ndim));
     FNN_CHECK(ndim >= x->ndim, FNN_STATUS_ARG, "repeat: %d repeat counts for %s; need at least %d (one per dim)",
               ndim, fnn_shape_of(x).s, x->ndim);
@@ -315,6 +326,7 @@ static const fnn_op_def PAD = {.info = {.name = "pad", .family = "shape", .diffe
  * F.pad order), new places filled with value; negative widths crop */
 int fnn_pad(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t *pads, double value) {
     FNN_TRY(fnn_check_input_any("pad", x));
+    FNN_TRY(check_not_bf16("pad", x));
     FNN_CHECK(npairs >= 0 && npairs <= x->ndim, FNN_STATUS_ARG, "pad: %d (before, after) pairs for %s, which has %d dims",
               npairs, fnn_shape_of(x).s, x->ndim);
     int64_t shape[FNN_MAX_DIMS], before[FNN_MAX_DIMS] = {0};
@@ -460,6 +472,7 @@ int fnn_pad_mode(fnn_tensor *out, const fnn_tensor *x, int npairs, const int64_t
     if (mode == FNN_PAD_CONSTANT) return fnn_pad(out, x, npairs, pads, 0.0);
     const char *m = pad_kind_name[mode];
     FNN_TRY(fnn_check_input_any("pad", x));
+    FNN_TRY(check_not_bf16("pad", x));
     FNN_CHECK(npairs >= 0 && npairs <= x->ndim, FNN_STATUS_ARG,
               "pad (%s): %d (before, after) pairs for %s, which has %d dims", m, npairs, fnn_shape_of(x).s, x->ndim);
     int64_t shape[FNN_MAX_DIMS], before[FNN_MAX_DIMS] = {0};
