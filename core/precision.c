@@ -69,6 +69,14 @@ int fnn_autocast_hold(int delta) {
 int fnn_autocast_enter(void) { return ++autocast_depth; }
 int fnn_autocast_exit(void) { return autocast_depth > 0 ? --autocast_depth : 0; }
 
+/* the depth is per thread: fnn_parallel_team hands the caller's to its workers for the region */
+int fnn_autocast_depth(void) { return autocast_depth; }
+int fnn_autocast_set_depth(int depth) {
+    int was = autocast_depth;
+    autocast_depth = depth;
+    return was;
+}
+
 /* ---- conversions: a rows x cols matrix at leading dimension ld into a dense one ----
  * A dense matrix (ld == cols: every tensor conversion) is cut into flat chunks, so a single long row
  * (to_dtype's vectors) still spreads over the team; each chunk is a loop the compiler vectorizes. */

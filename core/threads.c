@@ -101,13 +101,18 @@ void fnn_parallel_team(int64_t n, int threads, fnn_range_fn fn, void *ctx) {
 #ifdef _OPENMP
     if (threads > 1) {
         fnn_omp_team_mark(threads);
+        /* autocast's depth is per thread: the workers take the caller's for the region, so a product
+         * on a worker rounds its operands as the caller's would (conv's image slots, attention's heads) */
+        const int depth = fnn_autocast_depth();
         #pragma omp parallel num_threads(threads)
         {
+            const int own = depth ? fnn_autocast_set_depth(depth) : 0;
             /* schedule(static)'s split: the first n % T threads take one item more */
             int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
             int64_t q = n / nt, r = n % nt;
             int64_t lo = t * q + (t < r ? t : r), hi = lo + q + (t < r);
             if (lo < hi) fn(ctx, lo, hi);
+            if (depth) fnn_autocast_set_depth(own);
         }
         return;
     }

@@ -224,22 +224,11 @@ typedef struct {
     float *dw_part, *db_part;  /* partial sums of slots 1.. (slot 0 writes dw / db itself) */
     unsigned exact;            /* CONV_EXACT_* (conv.h): x, w, dy hold bfloat16 values, used by fnn_gemm_prec_exact
                                   as they are (col, im2col's copy of x, holds them too) */
-    bool prec_bf16;            /* the calling thread's fnn_prec_bf16(FNN_PREC_CONV): autocast's depth is per thread, so a
-                                  slot on another thread enters a region of its own (slot_prec) */
 } conv_job;
 
 /* fnn_gemm_prec_exact's flags for a product of the job's inputs a_bit and b_bit (CONV_EXACT_*) */
 static inline unsigned exact_ab(unsigned exact, unsigned a_bit, unsigned b_bit) {
     return (exact & a_bit ? 1u : 0u) | (exact & b_bit ? 2u : 0u);
-}
-
-/* a slot running where the caller's bf16 precision does not reach (the caller inside fnn.autocast, the
- * slot on a worker thread, whose autocast depth is its own): entered for the slot (true: exit after), so
- * every image's products take bf16 operands, not the caller's thread's images alone */
-static bool slot_prec_enter(const conv_job *j) {
-    if (!j->prec_bf16 || fnn_prec_bf16(FNN_PREC_CONV)) return false;
-    fnn_autocast_enter();
-    return true;
 }
 
 /* forward of the images of one slot, per image and group:
@@ -249,7 +238,6 @@ static void conv_forward_slot(void *ctx, int64_t s0, int64_t s1) {
     const conv_job *j = ctx;
     const conv_geom *g = j->g;
     const int64_t Og = g->Og, Kg = g->Kg, L = g->L, S = g->S;
-    const bool entered = slot_prec_enter(j);
     for (int64_t s = s0; s < s1; s++) {
         int64_t n0, n1;
         split_range(g->N, j->slots, s, &n0, &n1);
@@ -268,7 +256,6 @@ static void conv_forward_slot(void *ctx, int64_t s0, int64_t s1) {
                                     Kg, 1.0f, j->w + gr * Og * Kg, Kg, src, L, bias ? 1.0f : 0.0f, yg, L);
             }
     }
-    if (entered) fnn_autocast_exit();
 }
 
 /* backward of the images of one slot, per image and group:
@@ -280,7 +267,6 @@ static void conv_backward_slot(void *ctx, int64_t s0, int64_t s1) {
     const conv_job *j = ctx;
     const conv_geom *g = j->g;
     const int64_t Og = g->Og, Kg = g->Kg, L = g->L, O = g->O, S = g->S;
-    const bool entered = slot_prec_enter(j);
     for (int64_t s = s0; s < s1; s++) {
         int64_t n0, n1;
         split_range(g->N, j->slots, s, &n0, &n1);
@@ -316,7 +302,6 @@ static void conv_backward_slot(void *ctx, int64_t s0, int64_t s1) {
                     for (int64_t i = 0; i < S; i++) dxn[c * S + i] += j->bias_in[c];
         }
     }
-    if (entered) fnn_autocast_exit();
 }
 
 /* the job's scratch in one counted block: a col buffer per slot, then the slots' dw / db partial
@@ -346,7 +331,7 @@ static int run_forward(const conv_geom *g, int dev, const float *x, const float 
     if (rc != FNN_ONEDNN_DECLINED) return rc;
     if (g->depthwise) { fnn_depthwise_forward(g, x, w, b, y); return FNN_STATUS_OK; }
     conv_job j = {g, conv_image_slots(g->N, 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L),
-                  x, w, b, NULL, y, NULL, NULL, NULL, NULL, NULL, NULL, NULL, exact, fnn_prec_bf16(FNN_PREC_CONV)};
+                  x, w, b, NULL, y, NULL, NULL, NULL, NULL, NULL, NULL, NULL, exact};
     void *block;
     int64_t bytes;
     FNN_TRY(job_scratch(&j, dev, true, false, false, &block, &bytes));
@@ -378,7 +363,7 @@ static int run_backward(const conv_geom *g, int dev, const float *x, const float
     }
     double flops = 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L * ((dx != NULL) + (dw != NULL));
     conv_job j = {g, conv_image_slots(g->N, flops), x, w, NULL, dy, NULL, dx, dw, db, bias_in, NULL, NULL, NULL,
-                  exact, fnn_prec_bf16(FNN_PREC_CONV)};
+                  exact};
     void *block;
     int64_t bytes;
     FNN_TRY(job_scratch(&j, dev, dx || dw, dw != NULL, db != NULL, &block, &bytes));
