@@ -295,7 +295,9 @@ FNN_API int fnn_cumsum(fnn_tensor *out, const fnn_tensor *x, int dim);   /* runn
 FNN_API int fnn_logcumsumexp(fnn_tensor *out, const fnn_tensor *x, int dim);   /* running log-sum-exp along dim */
 
 /* ---- linalg: core/ops/linalg.c ---- */
-/* matmul: 1-D..N-D with batch broadcasting, PyTorch rules */
+/* matmul: 1-D..N-D with batch broadcasting, PyTorch rules. matmul, bmm and outer take float32 operands, or
+ * bfloat16 on the CPU (widened exactly; the sums in float32); the output is bfloat16 inside an autocast region
+ * (not held) or when both operands are bfloat16, float32 otherwise; their gradients are float32 */
 FNN_API int fnn_matmul(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
 FNN_API int fnn_bmm(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);   /* [B,n,k]x[B,k,m] */
 FNN_API int fnn_outer(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b); /* [n]x[m] -> [n,m] */
