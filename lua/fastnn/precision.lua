@@ -156,7 +156,8 @@ M.NATIVE_BF16 = NATIVE_BF16
 -- another device too, since autocast's narrowing of its output is still the wrapper's). Dense is
 -- an nn.Linear inside, and the activation after it takes bfloat16 in C
 local NATIVE_HOST = {}
-for _, n in ipairs{'linear', 'Linear', 'Dense', 'matmul', 'bmm', 'outer'} do NATIVE_HOST[n] = true end
+for _, n in ipairs{'linear', 'Linear', 'Dense', 'matmul', 'bmm', 'outer', 'attention',
+                   'scaled_dot_product_attention'} do NATIVE_HOST[n] = true end
 M.NATIVE_HOST = NATIVE_HOST
 
 local function is_bf16(v) return istype(T, v) and v.dtype_ == BF16 end
