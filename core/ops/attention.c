@@ -190,9 +190,26 @@ static int attn_view_bhtc(fnn_tensor *out, fnn_tensor *tmp, int64_t B, int64_t H
 
 /* heads run one per thread slot when there is enough work and enough heads; else in order, each
  * gemm threaded by the GEMM library. A flop counts about an eighth of fnn_threads_for's unit (as in conv.c) */
+/* a part of attn_run's heads on any thread, under the caller's bf16 precision: autocast's depth belongs to
+ * the thread that opened the region (precision.c), and a worker that did not see it multiplied its heads'
+ * operands unrounded, so under autocast the numbers depended on the thread count */
+typedef struct { fnn_range_fn fn; void *ctx; } attn_part;
+static void attn_part_bf16(void *p, int64_t lo, int64_t hi) {
+    const attn_part *j = p;
+    const bool enter = !fnn_prec_bf16(FNN_PREC_MATMUL);
+    if (enter) fnn_autocast_enter();
+    j->fn(j->ctx, lo, hi);
+    if (enter) fnn_autocast_exit();
+}
+
 static void attn_run(int64_t heads, double flops, fnn_range_fn fn, void *ctx) {
     int t = fnn_threads_for((int64_t)(flops > 1e15 ? 1e15 : flops) / 8);
     if (t <= 1 || heads < t) { fn(ctx, 0, heads); return; }
+    if (fnn_prec_bf16(FNN_PREC_MATMUL)) {
+        attn_part part = {fn, ctx};
+        fnn_sgemm_parallel_for(heads, t, attn_part_bf16, &part);
+        return;
+    }
     fnn_sgemm_parallel_for(heads, t, fn, ctx);
 }
 
