@@ -295,7 +295,9 @@ FNN_API int fnn_cumsum(fnn_tensor *out, const fnn_tensor *x, int dim);   /* runn
 FNN_API int fnn_logcumsumexp(fnn_tensor *out, const fnn_tensor *x, int dim);   /* running log-sum-exp along dim */
 
 /* ---- linalg: core/ops/linalg.c ---- */
-/* matmul: 1-D..N-D with batch broadcasting, PyTorch rules */
+/* matmul: 1-D..N-D with batch broadcasting, PyTorch rules. matmul, bmm and outer take float32 operands, or
+ * bfloat16 on the CPU (widened exactly; the sums in float32); the output is bfloat16 inside an autocast region
+ * (not held) or when both operands are bfloat16, float32 otherwise; their gradients are float32 */
 FNN_API int fnn_matmul(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);
 FNN_API int fnn_bmm(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b);   /* [B,n,k]x[B,k,m] */
 FNN_API int fnn_outer(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b); /* [n]x[m] -> [n,m] */
@@ -490,7 +492,10 @@ FNN_API int fnn_embedding(fnn_tensor *out, const fnn_tensor *weight, const fnn_t
  * sees key j when j <= i + Tk - Tq (a cached step's new queries see the whole prefix);
  * key_padding_mask [B,Tk] (float32 or int64, nonzero = padding) or NULL hides keys. A query that
  * sees no key gets zeros. No mask tensor is made. Differentiable in q, k and v. The result is a
- * view of [B,Tq,H,Dv] storage, so transposing dims 2 and 3 back gives a contiguous tensor */
+ * view of [B,Tq,H,Dv] storage, so transposing dims 2 and 3 back gives a contiguous tensor. q, k, v
+ * float32, or bfloat16 on the CPU (widened exactly, computed in float32; a bfloat16 mask is read as its
+ * values): the output is bfloat16 inside an autocast region (not held) or when q, k and v are all
+ * bfloat16, float32 otherwise; the gradients are float32 */
 FNN_API int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, const fnn_tensor *v,
                           const fnn_tensor *key_padding_mask, int causal, double scale);
 /* attention_cache_append: writes k [B,H,t,D] and v [B,H,t,Dv] IN PLACE into rows pos..pos+t-1

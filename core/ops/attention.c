@@ -193,6 +193,8 @@ static int attn_view_bhtc(fnn_tensor *out, fnn_tensor *tmp, int64_t B, int64_t H
 static void attn_run(int64_t heads, double flops, fnn_range_fn fn, void *ctx) {
     int t = fnn_threads_for((int64_t)(flops > 1e15 ? 1e15 : flops) / 8);
     if (t <= 1 || heads < t) { fn(ctx, 0, heads); return; }
+    /* the workers take the caller's autocast depth (fnn_parallel_team), so every head rounds its
+     * operands under autocast at any thread count */
     fnn_sgemm_parallel_for(heads, t, fn, ctx);
 }
 
@@ -628,7 +630,17 @@ static int attention_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (!row || !row->backward) return FNN_ROW_REFUSED("attention", q->device, true);
     fnn_attn_args a = {0};
     const fnn_tensor *used;
-    int rc = attn_read(q, &tmp[0], &a.q, &used);   /* saved as read: no copies but g's */
+    /* a bfloat16 q, k or v (saved as given) widened, exactly: the float32 op of the widened composition */
+    fnn_tensor wide[3];
+    const fnn_tensor *qkv[3] = {q, k, v};
+    int rc = FNN_STATUS_OK;
+    for (int i = 0; i < 3; i++) {
+        fnn_tensor_init(&wide[i]);
+        if (!rc && fnn_is_bf16(qkv[i])) rc = fnn_cast(&wide[i], qkv[i], FNN_DTYPE_FLOAT32), qkv[i] = &wide[i];
+    }
+    q = qkv[0], k = qkv[1], v = qkv[2];
+    fnn_set_op("attention");
+    if (!rc) rc = attn_read(q, &tmp[0], &a.q, &used);   /* saved as read: no copies but g's (and the widened) */
     if (!rc) rc = attn_read(k, &tmp[1], &a.k, &used);
     if (!rc) rc = attn_read(v, &tmp[2], &a.v, &used);
     if (!rc) rc = attn_read(g, &tmp[3], &a.g, &used);
@@ -665,6 +677,7 @@ static int attention_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
         if (t[i].ndim >= 0 && !rc) rc = attn_view_bhtc(&din[i], &t[i], B, H, T[i], Cc[i]);
     for (int i = 0; i < 3; i++) fnn_tensor_clear(&t[i]);
     for (int i = 0; i < 4; i++) fnn_tensor_clear(&tmp[i]);
+    for (int i = 0; i < 3; i++) fnn_tensor_clear(&wide[i]);
     fnn_tensor_clear(&ds);
     if (rc) for (int i = 0; i < 3; i++) fnn_tensor_clear(&din[i]);
     return rc;
@@ -712,6 +725,9 @@ static int cpu_attention(int ordinal, const fnn_attn_args *a) {
     }
     if (pad) fnn_free(FNN_DEVICE_CPU, pad, pad_bytes);
     if (fx.failed) return FNN_FAIL(FNN_STATUS_OOM, "attention: cannot allocate a thread's block scratch");
+    /* the bfloat16 output: one pass over the threads after the heads (as linear's narrow_output) */
+    const int64_t on = a->B * a->Tq * a->H * a->Dv;
+    if (a->oh && on > 0) fnn_to_bf16_matrix(a->oh, a->o, 1, on, on);
     return FNN_STATUS_OK;
 }
 static int cpu_attention_grad(int ordinal, const fnn_attn_args *a) {
@@ -735,11 +751,23 @@ static int cpu_attention_grad(int ordinal, const fnn_attn_args *a) {
     return FNN_STATUS_OK;
 }
 
+/* q, k or v: float32, or bfloat16 on the CPU (the CUDA rows take float32 only: fastnn.precision widens there) */
+static int attn_operand(const fnn_tensor *t, const char *what) {
+    if (!t || t->freed || t->dtype != FNN_DTYPE_BFLOAT16) return fnn_check_input("attention", t);
+    FNN_TRY(fnn_check_input_any("attention", t));
+    if (!fnn_in_host_memory(t)) {
+        char dev[32];
+        return FNN_FAIL(FNN_STATUS_ARG, "attention: the %s backend takes float32 only, got a bfloat16 %s %s; convert "
+                        "it with :float()", fnn_device_name(t->device, dev, sizeof dev), what, fnn_shape_of(t).s);
+    }
+    return FNN_STATUS_OK;
+}
+
 int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, const fnn_tensor *v,
                   const fnn_tensor *key_padding_mask, int causal, double scale) {
-    FNN_TRY(fnn_check_input("attention", q));
-    FNN_TRY(fnn_check_input("attention", k));
-    FNN_TRY(fnn_check_input("attention", v));
+    FNN_TRY(attn_operand(q, "q"));
+    FNN_TRY(attn_operand(k, "k"));
+    FNN_TRY(attn_operand(v, "v"));
     FNN_TRY(fnn_check_same_device("attention", q, k));
     FNN_TRY(fnn_check_same_device("attention", q, v));
     FNN_CHECK(q->ndim == 4 && k->ndim == 4 && v->ndim == 4 && k->shape[0] == q->shape[0] &&
@@ -763,17 +791,34 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
     if (!row || !row->forward) return FNN_ROW_REFUSED("attention", q->device, false);
     const fnn_tensor *ins[3] = {q, k, v};
     const bool grad = fnn_needs_node(3, ins);
-    fnn_tensor qt, kt, vt, o, p;
+    /* bfloat16 out (precision.lua's rule, so the wrapper's numbers): inside an autocast region not held, or
+     * when q, k and v are all bfloat16 (the mask, inside the options, is not an input to it); float32
+     * otherwise. The row computes in float32 on the widened operands (its products rounded under bf16
+     * precision or autocast) and rounds o into out (oh) */
+    const bool narrow =
+        fnn_in_host_memory(q) && ((fnn_is_bf16(q) && fnn_is_bf16(k) && fnn_is_bf16(v)) || fnn_autocast_on());
+    fnn_tensor qt, kt, vt, o, p, oh, wide[4];
     fnn_tensor_init(&o);
     fnn_tensor_init(&p);
+    fnn_tensor_init(&oh);
     fnn_tensor_init(&qt);
     fnn_tensor_init(&kt);
     fnn_tensor_init(&vt);
+    for (int i = 0; i < 4; i++) fnn_tensor_init(&wide[i]);
     fnn_attn_args a = {0};
     const fnn_tensor *qu = NULL, *ku = NULL, *vu = NULL;
-    int rc = attn_read(q, &qt, &a.q, &qu);
-    if (!rc) rc = attn_read(k, &kt, &a.k, &ku);
-    if (!rc) rc = attn_read(v, &vt, &a.v, &vu);
+    /* bfloat16 q, k, v widened once, exactly, into contiguous float32 operands (the composition's :float()),
+     * and a bfloat16 mask (read by the rows as float32 or int64) */
+    const fnn_tensor *qf = q, *kf = k, *vf = v;
+    int rc = FNN_STATUS_OK;
+    if (fnn_is_bf16(q)) rc = fnn_cast(&wide[0], q, FNN_DTYPE_FLOAT32), qf = &wide[0];
+    if (!rc && fnn_is_bf16(k)) rc = fnn_cast(&wide[1], k, FNN_DTYPE_FLOAT32), kf = &wide[1];
+    if (!rc && fnn_is_bf16(v)) rc = fnn_cast(&wide[2], v, FNN_DTYPE_FLOAT32), vf = &wide[2];
+    if (!rc && m && fnn_is_bf16(m)) rc = fnn_cast(&wide[3], m, FNN_DTYPE_FLOAT32), m = &wide[3];
+    fnn_set_op("attention");   /* the casts named themselves */
+    if (!rc) rc = attn_read(qf, &qt, &a.q, &qu);
+    if (!rc) rc = attn_read(kf, &kt, &a.k, &ku);
+    if (!rc) rc = attn_read(vf, &vt, &a.v, &vu);
     /* what the row keeps (attention.h): P, or lse. With lse and a backward to come, the output's storage
      * holds [o | lse | the mask as float32 0/1], saved whole (a node has four slots: q, k, v and this) */
     const bool keep_lse = row->lse_from_tk > 0 && Tk >= row->lse_from_tk;
@@ -781,6 +826,7 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
     int64_t oshape[4] = {B, Tq, H, Dv}, pshape[4] = {B, H, Tq, Tk}, flat[1] = {on + ln + mn};
     if (!rc) rc = keep_lse ? fnn_new_output(&o, q->device, 1, flat) : fnn_new_output(&o, q->device, 4, oshape);
     if (!rc && !keep_lse) rc = fnn_new_output(&p, q->device, 4, pshape);
+    if (!rc && narrow) rc = fnn_new_output_dtype(&oh, q->device, FNN_DTYPE_BFLOAT16, 4, oshape);
     if (!rc) {
         a.mask = m ? fnn_bytes(m) : NULL;
         a.mask_i64 = m && fnn_is_int64(m);
@@ -793,10 +839,11 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
         a.scale = (float)scale;
         a.causal = causal != 0;
         if (mn) attn_mask_floats(&a, a.o + on + ln);   /* on the host: only the CPU's row keeps lse */
+        a.oh = narrow ? fnn_bytes(&oh) : NULL;
         rc = row->forward(fnn_device_ordinal(q->device), &a);
         /* after the kernel: a small o's data is copied; o itself is kept for the node */
         int64_t shape[4] = {B, H, Tq, Dv}, stride[4] = {Tq * H * Dv, Dv, H * Dv, 1};
-        if (!rc) rc = fnn_make_view(out, &o, 4, shape, stride, 0);
+        if (!rc) rc = fnn_make_view(out, narrow ? &oh : &o, 4, shape, stride, 0);
     }
     if (!rc && grad) {
         fnn_node *n = fnn_attach_node(out, &ATTENTION, 3, ins);
@@ -804,7 +851,9 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
         else {
             *FNN_ATTRS(n, attention_attrs) =
                 (attention_attrs){.scale = scale, .causal = causal != 0, .padded = key_padding_mask != NULL};
-            if (fnn_save(n, 0, qu) || fnn_save(n, 1, ku) || fnn_save(n, 2, vu) || fnn_save(n, 3, keep_lse ? &o : &p))
+            /* a bfloat16 q, k or v saved as given (half the bytes), widened again by the rule */
+            if (fnn_save(n, 0, fnn_is_bf16(q) ? q : qu) || fnn_save(n, 1, fnn_is_bf16(k) ? k : ku) ||
+                fnn_save(n, 2, fnn_is_bf16(v) ? v : vu) || fnn_save(n, 3, keep_lse ? &o : &p))
                 rc = fnn_last_status();
         }
     }
@@ -813,6 +862,8 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
     fnn_tensor_clear(&vt);
     fnn_tensor_clear(&o);
     fnn_tensor_clear(&p);
+    fnn_tensor_clear(&oh);
+    for (int i = 0; i < 4; i++) fnn_tensor_clear(&wide[i]);
     if (rc) fnn_tensor_clear(out);
     return rc;
 }

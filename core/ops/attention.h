@@ -43,6 +43,10 @@ typedef struct fnn_attn_args {
     int64_t B, H, Tq, Tk, D, Dv;
     float scale;
     int causal;             /* query i sees keys 0 .. i + Tk - Tq */
+    /* forward with a bfloat16 output (NULL: none): o's [B,Tq,H,Dv] values rounded into oh [B,Tq,H,Dv] (to
+     * nearest even, bf16.h) after the heads; o stays float32 (the lse backward reads it). Only the CPU's row
+     * reads it: the entry takes and makes bfloat16 on the CPU only (cuda/attention.cu's rows take float32) */
+    uint16_t *oh;
 } fnn_attn_args;
 typedef int (*fnn_attn_fn)(int ordinal, const fnn_attn_args *a);
 

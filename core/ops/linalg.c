@@ -329,17 +329,28 @@ static int mm_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     kernel kn;
     FNN_TRY(plan(op, &p, a, at->as_a, b, at->as_b));
     FNN_TRY(kernel_of(&kn, op, g->device, true));
-    if (n->next[0]) {
-        FNN_TRY(fnn_new_output(&din[0], a->device, a->ndim, a->shape));
-        int rc = product(&kn, &din[0], p.as_a, g, p.as_out, false, b, p.as_b, true, p.nb, p.bshape);
-        if (rc) { fnn_tensor_clear(&din[0]); return rc; }
+    /* a bfloat16 a or b (saved as given) widened, exactly, where a product reads it: da = g b^T (b second),
+     * db = a^T g (a first), each flagged exact there (the float32 GEMMs of the widened composition) */
+    fnn_tensor aw, bw;
+    fnn_tensor_init(&aw);
+    fnn_tensor_init(&bw);
+    kernel kda = kn, kdb = kn;
+    int rc = FNN_STATUS_OK;
+    if (n->next[0] && fnn_is_bf16(b)) rc = fnn_cast(&bw, b, FNN_DTYPE_FLOAT32), b = &bw, kda.exact = 2u;
+    if (!rc && n->next[1] && fnn_is_bf16(a)) rc = fnn_cast(&aw, a, FNN_DTYPE_FLOAT32), a = &aw, kdb.exact = 1u;
+    fnn_set_op(op);   /* the casts named themselves */
+    if (!rc && n->next[0]) {
+        rc = fnn_new_output(&din[0], a->device, a->ndim, a->shape);
+        if (!rc) rc = product(&kda, &din[0], p.as_a, g, p.as_out, false, b, p.as_b, true, p.nb, p.bshape);
     }
-    if (n->next[1]) {
-        FNN_TRY(fnn_new_output(&din[1], b->device, b->ndim, b->shape));
-        int rc = product(&kn, &din[1], p.as_b, a, p.as_a, true, g, p.as_out, false, p.nb, p.bshape);
-        if (rc) { fnn_tensor_clear(&din[1]); return rc; }
+    if (!rc && n->next[1]) {
+        rc = fnn_new_output(&din[1], b->device, b->ndim, b->shape);
+        if (!rc) rc = product(&kdb, &din[1], p.as_b, a, p.as_a, true, g, p.as_out, false, p.nb, p.bshape);
     }
-    return FNN_STATUS_OK;
+    fnn_tensor_clear(&aw);
+    fnn_tensor_clear(&bw);
+    if (rc) for (int i = 0; i < 2; i++) fnn_tensor_clear(&din[i]);
+    return rc;
 }
 
 static const fnn_op_def MATMUL = {.info = {.name = "matmul", .family = "linalg", .differentiable = 1},
@@ -348,7 +359,17 @@ static const fnn_op_def BMM = {.info = {.name = "bmm", .family = "linalg", .diff
 static const fnn_op_def OUTER = {.info = {.name = "outer", .family = "linalg", .differentiable = 1},
     .backward = mm_rule};
 
-/* forward of every product: out [batch..., n?, m?] = a @ b, one node saving a and b */
+/* out (bfloat16, contiguous) = y (float32, contiguous, out's shape) rounded, by the row (its yh): the CPU's,
+ * since only the CPU takes or makes bfloat16 here */
+static int round_into(const kernel *kn, const fnn_tensor *y, fnn_tensor *out) {
+    const int64_t n = fnn_tensor_numel(y);
+    if (n == 0) return FNN_STATUS_OK;
+    fnn_mm_args g = {.op = kn->op, .m = 1, .n = n, .c = fnn_data(y), .ldc = n, .yh = fnn_bytes(out)};
+    return kn->fn(kn->ordinal, &g);
+}
+
+/* forward of every product: out [batch..., n?, m?] = a @ b, one node saving a and b (as given: a bfloat16
+ * operand's half the bytes, widened again by the rule) */
 static int mm_forward(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *a, int as_a, const fnn_tensor *b,
                       int as_b) {
     const char *op = def->info.name;
@@ -356,8 +377,28 @@ static int mm_forward(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *
     kernel kn;
     FNN_TRY(plan(op, &p, a, as_a, b, as_b));
     FNN_TRY(kernel_of(&kn, op, a->device, false));
-    FNN_TRY(fnn_new_output(out, a->device, p.out_ndim, p.out_shape));
-    int rc = product(&kn, out, p.as_out, a, as_a, false, b, as_b, false, p.nb, p.bshape);
+    /* bfloat16 out by precision.lua's rule (linear's): inside an autocast region not held, or when both
+     * operands are bfloat16; float32 otherwise. The products are the float32 op's on the widened operands
+     * (flagged exact: fnn_gemm_prec_exact rounds no copy of them under bf16 precision or autocast), into a
+     * float32 scratch the row then rounds into out */
+    const bool narrow = fnn_in_host_memory(a) && ((fnn_is_bf16(a) && fnn_is_bf16(b)) || fnn_autocast_on());
+    FNN_TRY(fnn_new_output_dtype(out, a->device, narrow ? FNN_DTYPE_BFLOAT16 : FNN_DTYPE_FLOAT32, p.out_ndim,
+                                 p.out_shape));
+    fnn_tensor aw, bw, y32;
+    fnn_tensor_init(&aw);
+    fnn_tensor_init(&bw);
+    fnn_tensor_init(&y32);
+    const fnn_tensor *af = a, *bf = b;
+    int rc = FNN_STATUS_OK;
+    if (fnn_is_bf16(a)) rc = fnn_cast(&aw, a, FNN_DTYPE_FLOAT32), af = &aw, kn.exact |= 1u;
+    if (!rc && fnn_is_bf16(b)) rc = fnn_cast(&bw, b, FNN_DTYPE_FLOAT32), bf = &bw, kn.exact |= 2u;
+    if (!rc && narrow) rc = fnn_new_output(&y32, a->device, p.out_ndim, p.out_shape);
+    fnn_set_op(op);   /* the casts named themselves: the errors after are the product's */
+    if (!rc) rc = product(&kn, narrow ? &y32 : out, p.as_out, af, as_a, false, bf, as_b, false, p.nb, p.bshape);
+    if (!rc && narrow) rc = round_into(&kn, &y32, out);
+    fnn_tensor_clear(&aw);
+    fnn_tensor_clear(&bw);
+    fnn_tensor_clear(&y32);
     if (rc) { fnn_tensor_clear(out); return rc; }
     const fnn_tensor *ins[2] = {a, b};
     if (!fnn_needs_node(2, ins)) return FNN_STATUS_OK;
@@ -367,9 +408,22 @@ static int mm_forward(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *
     return FNN_STATUS_OK;
 }
 
+/* a product's operand: float32, or bfloat16 on the CPU (the CUDA rows take float32 only: fastnn.precision
+ * widens there) */
+static int mm_operand(const char *op, const fnn_tensor *t, const char *what) {
+    if (!t || t->freed || t->dtype != FNN_DTYPE_BFLOAT16) return fnn_check_input(op, t);
+    FNN_TRY(fnn_check_input_any(op, t));
+    if (!fnn_in_host_memory(t)) {
+        char dev[32];
+        return FNN_FAIL(FNN_STATUS_ARG, "%s: the %s backend takes float32 only, got a bfloat16 %s %s; convert it "
+                        "with :float()", op, fnn_device_name(t->device, dev, sizeof dev), what, fnn_shape_of(t).s);
+    }
+    return FNN_STATUS_OK;
+}
+
 static int check_pair(const char *op, const fnn_tensor *a, const fnn_tensor *b) {
-    FNN_TRY(fnn_check_input(op, a));
-    FNN_TRY(fnn_check_input(op, b));
+    FNN_TRY(mm_operand(op, a, "argument 1"));
+    FNN_TRY(mm_operand(op, b, "argument 2"));
     return fnn_check_same_device(op, a, b);
 }
 
@@ -645,6 +699,15 @@ int fnn_linear_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, con
 
 /* ================= the CPU rows (blas.c) ================= */
 
+/* linear's float32 result y [m, n] (at ldc) rounded into its bfloat16 output, when it has one: one pass
+ * over the threads (the GEMM writes whole C; a GEMM per block of rows would repack W for each). matmul,
+ * bmm and outer round their whole scratch in a call of its own (round_into: the engine may have run the
+ * products as several batched calls) */
+static int narrow_output(const fnn_mm_args *a, const float *y) {
+    if (a->yh && a->m > 0 && a->n > 0) fnn_to_bf16_matrix(a->yh, y, a->m, a->n, a->ldc);
+    return FNN_STATUS_OK;
+}
+
 /* zero, then the batched GEMM as a loop of fnn_sgemm (each threaded by the BLAS library) */
 static int cpu_gemm(int ordinal, const fnn_mm_args *a) {
     (void)ordinal;
@@ -652,7 +715,7 @@ static int cpu_gemm(int ordinal, const fnn_mm_args *a) {
     for (int64_t i = 0; i < a->batch; i++)
         fnn_gemm_prec_exact(FNN_PREC_MATMUL, a->exact, a->ta, a->tb, a->m, a->n, a->k, 1.0f, a->a + i * a->sa,
                             a->lda, a->b + i * a->sb, a->ldb, a->beta, a->c + i * a->sc, a->ldc);
-    return FNN_STATUS_OK;
+    return narrow_output(a, a->c);   /* matmul's bfloat16 output: a call of its own (batch 0) */
 }
 
 /* ---- linear's activation on the CPU: passes over blocks of rows, each step of a block done while
@@ -699,13 +762,6 @@ static void act_fwd_blocks(void *ctx, int64_t lo, int64_t hi) {
         map_block(p->map, p->code, p->y + r0 * n, z, n, 1, z, r1 - r0, n);
         if (p->yh) fnn_bf16_narrow_run(p->yh + r0 * n, p->y + r0 * n, (r1 - r0) * n);   /* while in cache */
     }
-}
-
-/* linear's float32 result y [m, n] (at ldc) rounded into its bfloat16 output, when it has one: one pass
- * over the threads (the GEMM writes whole C; a GEMM per block of rows would repack W for each) */
-static int narrow_output(const fnn_mm_args *a, const float *y) {
-    if (a->yh && a->m > 0 && a->n > 0) fnn_to_bf16_matrix(a->yh, y, a->m, a->n, a->ldc);
-    return FNN_STATUS_OK;
 }
 
 /* linear with an activation: z = X W^T + b in C, y = act(z). relu with y in place of z goes inside

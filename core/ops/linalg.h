@@ -45,10 +45,12 @@ typedef struct fnn_mm_args {
                                  * z > 0), z for gelu */
     fnn_tensor *dz;             /* backward: made by the engine, dense [m, n] on g's device; NULL: no activation */
     /* linear's forward with a bfloat16 output (NULL: none): the row's float32 result (y with an activation,
-     * else C; dense, ldc = n) rounded into yh [m, n] (to nearest even, bf16.h). Only the CPU's row reads
-     * it: linear's entry takes bfloat16 operands on the CPU only (cuda/linalg.cu's rows take float32) */
+     * else C; dense, ldc = n) rounded into yh [m, n] (to nearest even, bf16.h). matmul's, bmm's and outer's:
+     * a call of its own after the products (batch 0, m 1, n the output's size, C their float32 scratch).
+     * Only the CPU's row reads it: the entries take bfloat16 operands on the CPU only (cuda/linalg.cu's rows
+     * take float32) */
     uint16_t *yh;
-    /* operands known to hold bfloat16 values (bit 0: a, bit 1: b; linear's widened bf16 x or w): the CPU's
+    /* operands known to hold bfloat16 values (bit 0: a, bit 1: b; a widened bf16 operand): the CPU's
      * bf16-precision GEMM uses them as they are without scanning them (a hint: 0 is always right) */
     unsigned exact;
     /* linear's backward, when db is set: db (made by the row, [n]) = the column sums of G [m, n]

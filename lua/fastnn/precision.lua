@@ -163,13 +163,14 @@ for _, n in ipairs{'max_pool1d', 'max_pool2d', 'max_pool3d', 'avg_pool1d', 'avg_
 end
 M.NATIVE_BF16 = NATIVE_BF16
 -- ops (and layers) that take bfloat16 in C on the CPU and narrow their own output there by the rule
--- above, autocast's included (core/ops/linalg.c's linear, core/ops/conv.c's convolutions: bf16 out
+-- above, autocast's included (core/ops/linalg.c's linear, matmul, bmm and outer, attention.c's attention,
+-- core/ops/conv.c's convolutions: bf16 out
 -- inside a region, even from a float32 x): called as they are when every tensor argument is on the
 -- CPU (a float32 tensor on another device too, since autocast's narrowing of its output is still the
 -- wrapper's). Dense is an nn.Linear inside, and the Keras convolutions an nn.Conv*d inside; the
 -- activation after them takes bfloat16 in C.
 local NATIVE_HOST = {}
-for _, n in ipairs{'linear', 'Linear', 'Dense',
+for _, n in ipairs{'linear', 'Linear', 'Dense', 'matmul', 'bmm', 'outer', 'attention', 'scaled_dot_product_attention',
                    'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d',
                    'Conv1d', 'Conv2d', 'Conv3d', 'ConvTranspose1d', 'ConvTranspose2d', 'ConvTranspose3d',
                    'DepthwiseConv1d', 'DepthwiseConv2d', 'SeparableConv1d', 'SeparableConv2d',

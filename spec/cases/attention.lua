@@ -175,4 +175,12 @@ for _, long in ipairs{false, true} do
       ref = function(q, k, v) return attention_ref(q, k, v, {causal = long, key_padding_mask = mask}) end}
 end
 
+-- a bfloat16 q (attention.c widens it on the CPU; float32 k, v: float32 out), held constant since the steps
+-- of finite differences are below bf16's spacing: multiples of 1/8, exact in bf16
+local Q16 = fnn.tensor{{{{0.5, -0.25, 0.125, 0}, {-0.375, 0.25, 0.5, -0.125}, {0.125, 0.375, -0.5, 0.25}},
+                        {{-0.125, 0, 0.25, 0.5}, {0.375, -0.5, -0.25, 0.125}, {0, 0.125, 0.375, -0.375}}}}:bf16()
+cases[#cases + 1] = {op = 'attention', inputs = function() return u(1, 2, 5, 4), u(1, 2, 5, 3) end,
+   fn = function(k, v) return fnn.attention(Q16:to(k:device()), k, v, {causal = true}) end,
+   ref = function(k, v) return attention_ref(Q16:float(), k, v, {causal = true}) end}
+
 return cases

@@ -166,7 +166,7 @@ add{op = 'linear', sizes = {1, 129, 1025}, parity = function(n) return tol(n or 
     inputs = function(n) return r1(2, n or 2, 5), r1(3, 5) end,
     fn = function(x, w) return x:linear(w) end, ref = function(x, w) return lin(x, w) end}
 
--- bfloat16 operands (core/ops/linalg.c widens them on the CPU and its row rounds the output): x, w, b
+-- bfloat16 operands (core/ops/linalg.c widens them on the CPU and its row rounds the output): operands
 -- multiples of 1/8 in [-1/2, 1/2], exact in bf16 with every sum of 4 products, so the steps of 1/4 keep
 -- the difference quotients exact and the reference is the plain loop
 local function eighths(...)
@@ -180,6 +180,17 @@ add{op = 'linear', eps = 0.25, inputs = function() return eighths(2, 3, 4), eigh
     ref = function(x, w, b) return lin(x, w, b:to_flat()) end}
 add{op = 'linear', eps = 0.25, inputs = function() return eighths(3, 4), eighths(5, 4) end,   -- bf16 x, float32 out
     fn = function(x, w) return fnn.linear(x:bf16(), w) end, ref = function(x, w) return lin(x, w) end}
+-- matmul, bmm and outer the same way (linalg.c's products take bf16 on the CPU): batch broadcasting with
+-- both operands bf16 (bf16 out), a 1-D bf16 a with a float32 b (float32 out), bmm, outer
+add{op = 'matmul', eps = 0.25, inputs = function() return eighths(2, 1, 3, 4), eighths(3, 4, 2) end,
+    fn = function(a, b) return fnn.matmul(a:bf16(), b:bf16()):float() end, ref = mm}
+add{op = 'matmul', eps = 0.25, inputs = function() return eighths(4), eighths(2, 4, 3) end,
+    fn = function(a, b) return fnn.matmul(a:bf16(), b) end, ref = mm}
+add{op = 'bmm', eps = 0.25, inputs = function() return eighths(2, 3, 4), eighths(2, 4, 5) end,
+    fn = function(a, b) return fnn.bmm(a:bf16(), b:bf16()):float() end, ref = mm}
+add{op = 'outer', eps = 0.25, inputs = function() return eighths(3), eighths(4) end,
+    fn = function(a, b) return fnn.outer(a:bf16(), b:bf16()):float() end,
+    ref = function(a, b) return mm(fnn.tensor(a:to_flat(), {3, 1}), fnn.tensor(b:to_flat(), {1, 4})) end}
 
 -- linear with its activation option (one node: relu inside oneDNN's kernel from about 2^18
 -- multiply-adds on, gelu in the pass after the GEMM; the small sizes take the GEMM and one pass):
