@@ -337,6 +337,7 @@ enum { FNN_PREC_MATMUL, FNN_PREC_CONV, FNN_PREC_RNN, FNN_PREC_FAMILIES };
 bool fnn_prec_bf16(int family);       /* the family may compute with bfloat16 operands */
 bool fnn_autocast_on(void);           /* fnn.autocast has a region open on this thread, not held */
 int fnn_autocast_depth(void);         /* this thread's autocast regions; set_depth returns the old */
+int fnn_check_float_or_host_bf16(const char *op, const fnn_tensor *t, const char *what);   /* precision.c */
 int fnn_autocast_set_depth(int depth);
 /* fnn_sgemm under the family's precision: under bf16 the operands are rounded to bfloat16 (oneDNN's
  * bf16 matmul where the CPU has bf16 units, else rounded float32 copies through fnn_sgemm) */

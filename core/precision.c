@@ -66,6 +66,19 @@ int fnn_autocast_hold(int delta) {
     return autocast_held;
 }
 
+/* an operand of a GEMM-bound op that takes bfloat16 in C: float32 anywhere, or bfloat16 in host memory
+ * (the CUDA rows take float32 only: fastnn.precision widens there, and a C caller is told so) */
+int fnn_check_float_or_host_bf16(const char *op, const fnn_tensor *t, const char *what) {
+    if (!t || t->freed || t->dtype != FNN_DTYPE_BFLOAT16) return fnn_check_input(op, t);
+    FNN_TRY(fnn_check_input_any(op, t));
+    if (!fnn_in_host_memory(t)) {
+        char dev[32];
+        return FNN_FAIL(FNN_STATUS_ARG, "%s: the %s backend takes float32 only, got a bfloat16 %s %s; convert it "
+                        "with :float()", op, fnn_device_name(t->device, dev, sizeof dev), what, fnn_shape_of(t).s);
+    }
+    return FNN_STATUS_OK;
+}
+
 int fnn_autocast_enter(void) { return ++autocast_depth; }
 int fnn_autocast_exit(void) { return autocast_depth > 0 ? --autocast_depth : 0; }
 

@@ -751,23 +751,11 @@ static int cpu_attention_grad(int ordinal, const fnn_attn_args *a) {
     return FNN_STATUS_OK;
 }
 
-/* q, k or v: float32, or bfloat16 on the CPU (the CUDA rows take float32 only: fastnn.precision widens there) */
-static int attn_operand(const fnn_tensor *t, const char *what) {
-    if (!t || t->freed || t->dtype != FNN_DTYPE_BFLOAT16) return fnn_check_input("attention", t);
-    FNN_TRY(fnn_check_input_any("attention", t));
-    if (!fnn_in_host_memory(t)) {
-        char dev[32];
-        return FNN_FAIL(FNN_STATUS_ARG, "attention: the %s backend takes float32 only, got a bfloat16 %s %s; convert "
-                        "it with :float()", fnn_device_name(t->device, dev, sizeof dev), what, fnn_shape_of(t).s);
-    }
-    return FNN_STATUS_OK;
-}
-
 int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, const fnn_tensor *v,
                   const fnn_tensor *key_padding_mask, int causal, double scale) {
-    FNN_TRY(attn_operand(q, "q"));
-    FNN_TRY(attn_operand(k, "k"));
-    FNN_TRY(attn_operand(v, "v"));
+    FNN_TRY(fnn_check_float_or_host_bf16("attention", q, "q"));
+    FNN_TRY(fnn_check_float_or_host_bf16("attention", k, "k"));
+    FNN_TRY(fnn_check_float_or_host_bf16("attention", v, "v"));
     FNN_TRY(fnn_check_same_device("attention", q, k));
     FNN_TRY(fnn_check_same_device("attention", q, v));
     FNN_CHECK(q->ndim == 4 && k->ndim == 4 && v->ndim == 4 && k->shape[0] == q->shape[0] &&

@@ -426,30 +426,17 @@ static void opts_read(conv_opts *o, int nd, bool transposed, const int *stride, 
     }
 }
 
-/* a convolution's operand: float32, or bfloat16 on the CPU (the entry widens it; the CUDA rows take
- * float32 only, and fastnn.precision widens there) */
-static int conv_operand(const char *op, const fnn_tensor *t, const char *what) {
-    if (!t || t->freed || t->dtype != FNN_DTYPE_BFLOAT16) return fnn_check_input(op, t);
-    FNN_TRY(fnn_check_input_any(op, t));
-    if (!fnn_in_host_memory(t)) {
-        char dev[32];
-        return FNN_FAIL(FNN_STATUS_ARG, "%s: the %s backend takes float32 only, got a bfloat16 %s %s; convert it "
-                        "with :float()", op, fnn_device_name(t->device, dev, sizeof dev), what, fnn_shape_of(t).s);
-    }
-    return FNN_STATUS_OK;
-}
-
 /* every check of a convolution (plain or transposed) on x, w and b; then its geometry and the
  * output shape (oshape, *ondim) */
 static int conv_setup(const conv_opts *o, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b,
                       conv_geom *g, int *ondim, int64_t *oshape, const fnn_conv_row **row) {
     const char *op = o->op;
     const int nd = o->nd;
-    FNN_TRY(conv_operand(op, x, "input"));
-    FNN_TRY(conv_operand(op, w, "weight"));
+    FNN_TRY(fnn_check_float_or_host_bf16(op, x, "input"));
+    FNN_TRY(fnn_check_float_or_host_bf16(op, w, "weight"));
     FNN_TRY(fnn_check_same_device(op, x, w));
     if (b) {
-        FNN_TRY(conv_operand(op, b, "bias"));
+        FNN_TRY(fnn_check_float_or_host_bf16(op, b, "bias"));
         FNN_TRY(fnn_check_same_device(op, x, b));
     }
     *row = fnn_conv_row_for(x->device, op);

@@ -408,22 +408,9 @@ static int mm_forward(const fnn_op_def *def, fnn_tensor *out, const fnn_tensor *
     return FNN_STATUS_OK;
 }
 
-/* a product's operand: float32, or bfloat16 on the CPU (the CUDA rows take float32 only: fastnn.precision
- * widens there) */
-static int mm_operand(const char *op, const fnn_tensor *t, const char *what) {
-    if (!t || t->freed || t->dtype != FNN_DTYPE_BFLOAT16) return fnn_check_input(op, t);
-    FNN_TRY(fnn_check_input_any(op, t));
-    if (!fnn_in_host_memory(t)) {
-        char dev[32];
-        return FNN_FAIL(FNN_STATUS_ARG, "%s: the %s backend takes float32 only, got a bfloat16 %s %s; convert it "
-                        "with :float()", op, fnn_device_name(t->device, dev, sizeof dev), what, fnn_shape_of(t).s);
-    }
-    return FNN_STATUS_OK;
-}
-
 static int check_pair(const char *op, const fnn_tensor *a, const fnn_tensor *b) {
-    FNN_TRY(mm_operand(op, a, "argument 1"));
-    FNN_TRY(mm_operand(op, b, "argument 2"));
+    FNN_TRY(fnn_check_float_or_host_bf16(op, a, "argument 1"));
+    FNN_TRY(fnn_check_float_or_host_bf16(op, b, "argument 2"));
     return fnn_check_same_device(op, a, b);
 }
 
@@ -559,19 +546,6 @@ static int activation_of(const char *name, int *act) {
     return FNN_STATUS_OK;
 }
 
-/* a linear operand: float32, or bfloat16 on the CPU, whose row rounds a bfloat16 output (yh); the CUDA rows
- * take float32 only (fastnn.precision widens there) */
-static int linear_operand(const fnn_tensor *t, const char *what) {
-    if (!t || t->freed || t->dtype != FNN_DTYPE_BFLOAT16) return fnn_check_input("linear", t);
-    FNN_TRY(fnn_check_input_any("linear", t));
-    if (!fnn_in_host_memory(t)) {
-        char dev[32];
-        return FNN_FAIL(FNN_STATUS_ARG, "linear: the %s backend takes float32 only, got a bfloat16 %s %s; convert it "
-                        "with :float()", fnn_device_name(t->device, dev, sizeof dev), what, fnn_shape_of(t).s);
-    }
-    return FNN_STATUS_OK;
-}
-
 int fnn_linear(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b) {
     return fnn_linear_to(out, x, w, b, NULL, -1);
 }
@@ -588,11 +562,11 @@ int fnn_linear_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, con
     FNN_CHECK(dtype == -1 || dtype == FNN_DTYPE_FLOAT32 || dtype == FNN_DTYPE_BFLOAT16, FNN_STATUS_ARG,
               "linear: output dtype code %d is not float32 (%d), bfloat16 (%d) or -1 (the rule)", dtype,
               FNN_DTYPE_FLOAT32, FNN_DTYPE_BFLOAT16);
-    FNN_TRY(linear_operand(x, "input"));
-    FNN_TRY(linear_operand(w, "weight"));
+    FNN_TRY(fnn_check_float_or_host_bf16("linear", x, "input"));
+    FNN_TRY(fnn_check_float_or_host_bf16("linear", w, "weight"));
     FNN_TRY(fnn_check_same_device("linear", x, w));
     if (b) {
-        FNN_TRY(linear_operand(b, "bias"));
+        FNN_TRY(fnn_check_float_or_host_bf16("linear", b, "bias"));
         FNN_TRY(fnn_check_same_device("linear", x, b));
     }
     FNN_CHECK(w->ndim == 2, FNN_STATUS_SHAPE, "linear: weight %s must be 2-D [out, in]", fnn_shape_of(w).s);
