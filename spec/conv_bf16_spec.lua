@@ -19,30 +19,9 @@ after_each(function()
    fnn.set_num_threads(1)
 end)
 
--- a and b hold the same dtype, shape and values (exactly)
-local function same(a, b, what)
-   assert.equals(b:dtype(), a:dtype(), what .. ': dtype')
-   assert.same(b:shape(), a:shape(), what .. ': shape')
-   local fa, fb = a:to_flat(), b:to_flat()
-   for i = 1, #fa do
-      if fa[i] ~= fb[i] then
-         error(('%s: element %d is %.9g, the composition gives %.9g'):format(what, i, fa[i], fb[i]), 2)
-      end
-   end
-end
+local same = require('support').same_tensor
 
--- the ways a convolution meets bfloat16: x (and w, b) converted from float32 leaves, inside autocast or
--- under bf16 precision, and the output dtype precision.lua's rule gives
-local MODES = {
-   {name = 'bf16 x, float32 w: float32 out', x = true, out = 'float32'},
-   {name = 'every input bf16: bf16 out', x = true, wb = true, out = 'bfloat16'},
-   {name = 'autocast, float32 x: bf16 out', autocast = true, out = 'bfloat16'},
-   {name = 'autocast, bf16 x: bf16 out', autocast = true, x = true, out = 'bfloat16'},
-   {name = 'autocast, every input bf16: bf16 out', autocast = true, x = true, wb = true, out = 'bfloat16'},
-   {name = "set_float32_precision('bf16'), bf16 x: float32 out", prec = true, x = true, out = 'float32'},
-   {name = "set_float32_precision('bf16'), every input bf16: bf16 out", prec = true, x = true, wb = true,
-    out = 'bfloat16'},
-}
+local MODES = require('support').BF16_MODES
 
 -- op, x's shape, w's shape, options, bias; odd sizes throughout. The 1-channel conv2d's weight gradient
 -- runs im2col under the oneDNN kernels (conv_onednn.c refuses its padded src layout), the depthwise ones

@@ -19,17 +19,7 @@ after_each(function()
    fnn.set_num_threads(1)
 end)
 
--- a and b hold the same dtype, shape and values (exactly)
-local function same(a, b, what)
-   assert.equals(b:dtype(), a:dtype(), what .. ': dtype')
-   assert.same(b:shape(), a:shape(), what .. ': shape')
-   local fa, fb = a:to_flat(), b:to_flat()
-   for i = 1, #fa do
-      if fa[i] ~= fb[i] and not (fa[i] ~= fa[i] and fb[i] ~= fb[i]) then
-         error(('%s: element %d is %.9g, the composition gives %.9g'):format(what, i, fa[i], fb[i]), 2)
-      end
-   end
-end
+local same = require('support').same_tensor
 
 -- the ways an op meets bfloat16: its operands (conv[i]: operand i converted from its float32 leaf),
 -- inside autocast or under bf16 precision, and the output dtype precision.lua's rule gives

@@ -126,4 +126,29 @@ function M.second_load(f)
    for name, m in pairs(saved) do package.loaded[name] = m end
    assert(ok, err)
 end
+-- the composition specs of the ops that take bfloat16 in C (linear_bf16, conv_bf16, matmul_bf16):
+-- a and b hold the same dtype, shape and values, exactly (NaN where the other has NaN)
+function M.same_tensor(a, b, what)
+   assert.equals(b:dtype(), a:dtype(), what .. ': dtype')
+   assert.same(b:shape(), a:shape(), what .. ': shape')
+   local fa, fb = a:to_flat(), b:to_flat()
+   for i = 1, #fa do
+      if fa[i] ~= fb[i] and not (fa[i] ~= fa[i] and fb[i] ~= fb[i]) then
+         error(('%s: element %d is %.9g, the composition gives %.9g'):format(what, i, fa[i], fb[i]), 2)
+      end
+   end
+end
+
+-- the ways an op with an input and weights meets bfloat16: x (and w, b) converted from float32 leaves,
+-- inside autocast or under bf16 precision, and the output dtype precision.lua's rule gives
+M.BF16_MODES = {
+   {name = 'bf16 x, float32 w: float32 out', x = true, out = 'float32'},
+   {name = 'every input bf16: bf16 out', x = true, wb = true, out = 'bfloat16'},
+   {name = 'autocast, float32 x: bf16 out', autocast = true, out = 'bfloat16'},
+   {name = 'autocast, bf16 x: bf16 out', autocast = true, x = true, out = 'bfloat16'},
+   {name = 'autocast, every input bf16: bf16 out', autocast = true, x = true, wb = true, out = 'bfloat16'},
+   {name = "set_float32_precision('bf16'), bf16 x: float32 out", prec = true, x = true, out = 'float32'},
+   {name = "set_float32_precision('bf16'), every input bf16: bf16 out", prec = true, x = true, wb = true,
+    out = 'bfloat16'},
+}
 return M
