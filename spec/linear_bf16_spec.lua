@@ -43,13 +43,7 @@ local function run(mode, native, x0, w0, b0, act, r)
       if not native and mode.out == 'bfloat16' then out = out:bf16() end
       ;(out * r):sum():backward()
    end
-   if native and mode.autocast then fnn.autocast('bf16', step)
-   else
-      -- autocast's products are bf16 precision's: the composition runs there, outside a region
-      if mode.autocast or mode.prec then fnn.set_float32_precision('bf16') end
-      step()
-      fnn.set_float32_precision('ieee')
-   end
+   require('support').bf16_run(native, mode, step)
    return out, px:grad(), pw:grad(), pb and pb:grad()
 end
 
@@ -169,12 +163,7 @@ describe('linear on bfloat16', function()
    it('passes finite differences on the bf16 path (values exact in bf16, steps of 1/4)', function()
       -- x, w, b multiples of 1/8 in [-1/2, 1/2] and steps of 1/4: every operand and every sum of 7
       -- products is exact in bf16, so the difference quotients are exact and bf16's tolerances hold
-      local function eighths(...)
-         local t = fnn.rand(...)
-         local v = t:to_flat()
-         for i = 1, #v do v[i] = math.floor(v[i] * 9) / 8 - 0.5 end
-         return fnn.tensor(v, t:shape())
-      end
+      local eighths = require('support').eighths
       fnn.manual_seed(5)
       local inputs = {eighths(2, 3, 7), eighths(13, 7), eighths(13)}
       local opts = {eps = 0.25, atol = 2e-2, rtol = 2e-2}

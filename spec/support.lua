@@ -151,4 +151,22 @@ M.BF16_MODES = {
    {name = "set_float32_precision('bf16'), every input bf16: bf16 out", prec = true, x = true, wb = true,
     out = 'bfloat16'},
 }
+-- a tensor of multiples of 1/8 in [-1/2, 1/2] (fnn.rand's shape arguments): exact in bf16, with the
+-- short sums of products the bf16 gradchecks take, so steps of 1/4 keep difference quotients exact
+function M.eighths(...)
+   local t = require('fastnn').rand(...)
+   local v = t:to_flat()
+   for i = 1, #v do v[i] = math.floor(v[i] * 9) / 8 - 0.5 end
+   return require('fastnn').tensor(v, t:shape())
+end
+
+-- step() as the bf16 composition specs run a mode: the op on bf16 in C inside autocast (native), else
+-- the widen-op-round composition under bf16 precision (autocast's products are bf16 precision's)
+function M.bf16_run(native, mode, step)
+   local fnn = require 'fastnn'
+   if native and mode.autocast then return fnn.autocast('bf16', step) end
+   if mode.autocast or mode.prec then fnn.set_float32_precision('bf16') end
+   step()
+   fnn.set_float32_precision('ieee')
+end
 return M

@@ -82,12 +82,7 @@ local function transpose34(x) return x:transpose(3, 4) end
 -- bfloat16 operands (core/ops/conv.c widens them on the CPU and rounds a bfloat16 output): x, w, b
 -- multiples of 1/8 in [-1/2, 1/2] with at most 4 products a sum, exact in bf16 with the steps of 1/4
 -- (eps), so the difference quotients are exact and the reference is the naive loop
-local function eighths(shape)
-   local t = fnn.rand(shape)
-   local v = t:to_flat()
-   for i = 1, #v do v[i] = math.floor(v[i] * 9) / 8 - 0.5 end
-   return fnn.tensor(v, t:shape())
-end
+local eighths = require('support').eighths
 local function bf16_case(op, xs, ws, bs, opts, every)
    local transposed = op:find('transpose') ~= nil
    return {op = op, eps = 0.25,

@@ -169,12 +169,7 @@ add{op = 'linear', sizes = {1, 129, 1025}, parity = function(n) return tol(n or 
 -- bfloat16 operands (core/ops/linalg.c widens them on the CPU and its row rounds the output): operands
 -- multiples of 1/8 in [-1/2, 1/2], exact in bf16 with every sum of 4 products, so the steps of 1/4 keep
 -- the difference quotients exact and the reference is the plain loop
-local function eighths(...)
-   local t = fnn.rand(...)
-   local v = t:to_flat()
-   for i = 1, #v do v[i] = math.floor(v[i] * 9) / 8 - 0.5 end
-   return fnn.tensor(v, t:shape())
-end
+local eighths = require('support').eighths
 add{op = 'linear', eps = 0.25, inputs = function() return eighths(2, 3, 4), eighths(5, 4), eighths(5) end,
     fn = function(x, w, b) return fnn.linear(x:bf16(), w:bf16(), b:bf16()):float() end,
     ref = function(x, w, b) return lin(x, w, b:to_flat()) end}
