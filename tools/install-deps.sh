@@ -50,10 +50,11 @@ if ! python3 -c 'import tensorboard, onnx, onnxruntime' >/dev/null 2>&1; then
   python3 -m pip install -q tensorboard onnx onnxruntime >/dev/null 2>&1 ||
     echo "install-deps: pip could not install tensorboard onnx onnxruntime" >&2
 fi
-# PyTorch from PyPI, where the PyTorch-names spec must run (FASTNN_REQUIRE_TORCH=1, as .ci/run sets)
-if [ "${FASTNN_REQUIRE_TORCH:-}" = 1 ] && ! python3 -c 'import torch' >/dev/null 2>&1; then
-  echo "installing (PyPI): torch"
-  python3 -m pip install -q torch >/dev/null 2>&1 || echo "install-deps: pip could not install torch" >&2
+# PyTorch from PyPI, where the PyTorch-names spec must run (FASTNN_REQUIRE_TORCH=1, as .ci/run sets), with
+# onnxscript, which torch.onnx.export imports (onnx_spec's PyTorch-exported models; not a torch dependency)
+if [ "${FASTNN_REQUIRE_TORCH:-}" = 1 ] && ! python3 -c 'import torch, onnxscript' >/dev/null 2>&1; then
+  echo "installing (PyPI): torch onnxscript"
+  python3 -m pip install -q torch onnxscript >/dev/null 2>&1 || echo "install-deps: pip could not install torch onnxscript" >&2
 fi
 [ -z "$missing" ] && exit 0
 echo "installing:$missing"
