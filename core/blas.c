@@ -314,8 +314,10 @@ bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const flo
 
 bool fnn_bf16_native(void) {
 #ifdef FASTNN_WITH_ONEDNN
-    const unsigned bf16 = dnnl_cpu_isa_avx512_core_bf16;   /* the ISA values are nested bit sets */
-    return onednn_on() && ((unsigned)dnnl_get_effective_cpu_isa() & bf16) == bf16;
+    /* the ISA values are nested bit sets */
+    const unsigned bf16 = dnnl_cpu_isa_avx512_core_bf16, amx = dnnl_cpu_isa_avx512_core_amx;
+    const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+    return onednn_on() && (isa & bf16) == bf16 && fnn_bf16_units_pay((isa & amx) == amx);
 #else
     return false;
 #endif
@@ -719,9 +721,23 @@ int64_t fnn_config(char *buf, int64_t cap) {
                     fnn_get_float32_precision("matmul"), fnn_get_float32_precision("conv"),
                     fnn_get_float32_precision("rnn"));
 #ifdef FASTNN_WITH_ONEDNN
+    const unsigned bf16 = dnnl_cpu_isa_avx512_core_bf16;
+    const bool units = onednn_on() && ((unsigned)dnnl_get_effective_cpu_isa() & bf16) == bf16;
+    char why[160];
+    if (fnn_bf16_dot_ratio() > 0)
+        snprintf(why, sizeof why, "; the AVX512-BF16 dot product retires %.2fx the float32 FMA's FLOPs here",
+                 fnn_bf16_dot_ratio());
+    else
+        why[0] = '\0';
     if (fnn_bf16_native())
-        len += snprintf(text + len, sizeof text - (size_t)len, "bf16_path\tonednn bf16 matmul and convolution (%s)\n",
-                        onednn_isa_name(dnnl_get_effective_cpu_isa()));
+        len += snprintf(text + len, sizeof text - (size_t)len,
+                        "bf16_path\tonednn bf16 matmul and convolution (%s%s; set_bf16_path '%s')\n",
+                        onednn_isa_name(dnnl_get_effective_cpu_isa()), why, fnn_get_bf16_path());
+    else if (units)
+        len += snprintf(text + len, sizeof text - (size_t)len, "bf16_path\temulated: operands rounded to bf16, "
+                        "float32 products (%s%s; set_bf16_path '%s')\n",
+                        strcmp(fnn_get_bf16_path(), "emulated") == 0 ? "asked for" : "the bf16 units are no faster",
+                        why, fnn_get_bf16_path());
     else
 #endif
         len += snprintf(text + len, sizeof text - (size_t)len, "bf16_path\temulated: operands rounded to bf16, "

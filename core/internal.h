@@ -359,6 +359,10 @@ bool fnn_gemm_fused_act_prec(int family, int act, bool ta, bool tb, int64_t m, i
 bool fnn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                    int64_t ldb, const float *bias, float beta, float *c, int64_t ldc);
 bool fnn_bf16_native(void);           /* oneDNN runs bf16 products on this CPU's units (AVX512-BF16, AMX) */
+/* core/bf16_units.c: the AVX512-BF16 dot product's FLOP rate over the float32 FMA's on this core, measured
+ * once (0 without it); whether bf16 precision should run on the units the CPU has (fnn_set_bf16_path) */
+double fnn_bf16_dot_ratio(void);
+bool fnn_bf16_units_pay(bool amx);
 /* a rows x cols float32 matrix at leading dimension ld into a dense one: bfloat16 bits, or rounded float32 */
 void fnn_to_bf16_matrix(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld);
 void fnn_round_bf16_matrix(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld);

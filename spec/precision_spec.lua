@@ -92,6 +92,75 @@ describe('fnn.set_float32_precision', function()
    end)
 end)
 
+describe('fnn.set_bf16_path', function()
+   -- oneDNN's bf16 kernels run bf16 precision only where the CPU's bf16 unit beats its float32 FMA
+   -- ('auto'); 'native' takes them wherever the CPU has bf16 units, 'emulated' never
+   local c0 = fnn.config()
+   local units = has_onednn and (c0.onednn_isa:match('BF16') or c0.onednn_isa:match('AMX')) ~= nil
+   local start = os.getenv('FASTNN_BF16_PATH') or 'auto'
+   after_each(function() fnn.set_bf16_path(start) end)
+
+   it('starts at auto (or FASTNN_BF16_PATH), sets and gets each path, and refuses another at the caller\'s line',
+      function()
+      assert.equals(start, fnn.get_bf16_path())
+      for _, p in ipairs{'native', 'emulated', 'auto'} do
+         fnn.set_bf16_path(p)
+         assert.equals(p, fnn.get_bf16_path())
+      end
+      local line = debug.getinfo(1, 'l').currentline + 1
+      local ok, err = pcall(function() fnn.set_bf16_path('amx') end)
+      assert.is_false(ok)
+      assert.matches('precision_spec.lua:' .. line .. ": fnn.set_bf16_path: path 'amx' is not one of 'auto', "
+                     .. "'native', 'emulated'", err, 1, true)
+      ok, err = pcall(fnn.set_bf16_path, 'native', 'extra')
+      assert.is_false(ok)
+      assert.matches('set_bf16_path', err, 1, true)
+      assert.equals('auto', fnn.get_bf16_path())
+   end)
+
+   it('decides what fnn.config() names: the bf16 kernels where asked and present, by the measured rate on auto',
+      function()
+      fnn.set_bf16_path('emulated')
+      assert.matches('^emulated', fnn.config().bf16_path)
+      fnn.set_bf16_path('native')
+      local native = fnn.config().bf16_path
+      if units then
+         assert.matches('^onednn bf16', native)
+      else
+         assert.matches('^emulated.*no bf16 units', native)
+      end
+      fnn.set_bf16_path('auto')
+      local auto = fnn.config().bf16_path
+      if units and not c0.onednn_isa:match('AMX') then
+         -- AVX512-BF16: the dot product's rate over the FMA's, measured once and named; 1.25 decides
+         local ratio = tonumber(auto:match('retires (%d+%.%d+)x the float32 FMA'))
+         assert.is_number(ratio)
+         assert.is_true(ratio > 0.1 and ratio < 10, auto)
+         assert.equals(ratio >= 1.25, auto:match('^onednn bf16') ~= nil, auto)
+         assert.equals(ratio >= 1.25, auto:match('^emulated.*no faster') == nil, auto)
+      elseif not units then
+         assert.matches('^emulated.*no bf16 units', auto)
+      end
+   end)
+
+   it('gives the same values either way: the emulated path bit for bit the float32 op on rounded operands, '
+      .. 'the bf16 kernels those up to the order of the sums', function()
+      fnn.manual_seed(11)
+      local a, b = fnn.randn(37, 129), fnn.randn(129, 65)
+      local want = a:bf16():float():matmul(b:bf16():float())
+      local scale = a:abs():bf16():float():matmul(b:abs():bf16():float())
+      local got = {}
+      for _, p in ipairs{'emulated', 'native'} do
+         fnn.set_bf16_path(p)
+         got[p] = with_precision('bf16', function() return a:matmul(b) end)
+         assert.equals('float32', got[p]:dtype())
+      end
+      assert.equals(0, max_abs_diff(got.emulated, want))
+      assert.is_true(excess(got.native, want, scale, 1e-6) <= 0)
+      if not units then assert.equals(0, max_abs_diff(got.native, want)) end
+   end)
+end)
+
 describe('bf16 rounding', function()
    -- k = 1: each output is one product x * 1, exact in float32, so the output is x rounded to bf16
    local one = fnn.ones(1, 1)

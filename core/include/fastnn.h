@@ -205,6 +205,12 @@ FNN_API int64_t fnn_config(char *buf, int64_t cap);
  * get returns the family's mode, NULL for an unknown family. */
 FNN_API int fnn_set_float32_precision(const char *family, const char *mode);
 FNN_API const char *fnn_get_float32_precision(const char *family);
+/* which kernels compute bf16 precision's products: "auto" (the default) runs oneDNN's bf16 kernels where
+ * the CPU's bf16 unit beats its float32 FMA (AMX; AVX512-BF16 measured once, core/bf16_units.c), and
+ * elsewhere float32 products on bf16-rounded operands; "native" the first wherever the CPU has bf16 units,
+ * "emulated" always the second. The values agree up to the order of the sums. FASTNN_BF16_PATH at load */
+FNN_API int fnn_set_bf16_path(const char *path);
+FNN_API const char *fnn_get_bf16_path(void);
 /* the calling thread's autocast regions (fnn.autocast): while one is open every family computes its
  * products with bfloat16 operands, whatever the setting above; each returns the depth after it */
 FNN_API int fnn_autocast_enter(void);

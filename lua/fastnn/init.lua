@@ -63,6 +63,7 @@ do
 end
 fnn.set_float32_precision, fnn.get_float32_precision = precision.set_float32_precision,
    precision.get_float32_precision
+fnn.set_bf16_path, fnn.get_bf16_path = precision.set_bf16_path, precision.get_bf16_path
 fnn.autocast, fnn.is_autocast_enabled = precision.autocast, precision.is_autocast_enabled
 
 -- the registry as Lua data: {name, family, differentiable, has_cuda}

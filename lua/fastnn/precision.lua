@@ -75,23 +75,41 @@ function M.get_float32_precision(extra)
    return t
 end
 
--- the one-time note that bf16 runs emulated on this CPU (SPEC: "a one-time note says so"). The path
--- depends only on the CPU and the kernels selected, so fnn.config() is read once per selection, not
--- at every autocast region
+-- the one-time note that bf16 runs emulated on this CPU (SPEC: "a one-time note says so"), with the reason
+-- fnn.config() gives: no bf16 units, or units no faster than the float32 FMA. The path depends only on the
+-- CPU, the kernels selected and fnn.set_bf16_path, so fnn.config() is read once per selection, not at every
+-- autocast region
 local path_read_for
 function M.note_emulated()
    if emulated_noted then return end
-   local kernels = ffi.string(C.fnn_get_kernels())
-   if path_read_for == kernels then return end
-   path_read_for = kernels
+   local selection = ffi.string(C.fnn_get_kernels()) .. ' ' .. ffi.string(C.fnn_get_bf16_path())
+   if path_read_for == selection then return end
+   path_read_for = selection
    local n = tonumber(C.fnn_config(nil, 0))
    local buf = ffi.new('char[?]', n + 1)
    C.fnn_config(buf, n + 1)
-   if ffi.string(buf):find('\nbf16_path\temulated') then
+   local why = ffi.string(buf):match('\nbf16_path\temulated[^(\n]*%(([^\n]*)%)')
+   if why then
       emulated_noted = true
-      io.stderr:write('fastnn: this CPU (or the portable kernels) has no bfloat16 units: bf16 precision is '
-                      .. 'emulated (bf16-rounded operands, float32 products), as exact as bf16 and no faster\n')
+      io.stderr:write('fastnn: bf16 precision is emulated here (bf16-rounded operands, float32 products: as exact '
+                      .. 'as bf16): ' .. why .. '\n')
    end
+end
+
+-- fnn.set_bf16_path('auto' | 'native' | 'emulated'): which kernels compute bf16 precision's products
+-- (core/bf16_units.c); fnn.get_bf16_path() returns the setting
+local BF16_PATHS = {auto = true, native = true, emulated = true}
+function M.set_bf16_path(path, extra)
+   if extra ~= nil then too_many('set_bf16_path', 2, extra, 'path') end
+   if not BF16_PATHS[path] then
+      local shown = type(path) == 'string' and ("'" .. path .. "'") or options.show(path)
+      error(("fnn.set_bf16_path: path %s is not one of 'auto', 'native', 'emulated'"):format(shown), 2)
+   end
+   C.fnn_set_bf16_path(path)
+end
+function M.get_bf16_path(extra)
+   if extra ~= nil then too_many('get_bf16_path', 1, extra, '') end
+   return ffi.string(C.fnn_get_bf16_path())
 end
 
 -- ---------------------------------------------------------------------------
