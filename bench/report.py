@@ -308,11 +308,15 @@ def main():
 
     selected = set(a.workloads.split()) if a.workloads else None
     summary = {"pass": 0, "fail": 0, "open": 0}
-    # issue 31: autocast 1.5x faster than float32 where the CPU has bf16 units; elsewhere (emulated
-    # bf16: rounded operands, float32 products) no more than 10% slower
-    bf16_units = any(u in meta.get("config", "") for u in ("AVX512-BF16", "AMX"))
-    bf16_rows = [r if not (r[0].endswith("autocast bf16 / fastnn float32") and not bf16_units)
-                 else (r[0] + " (no bf16 units)",) + r[1:8] + (1.1,) for r in BF16_ROWS]
+    # issue 31: autocast 1.5x faster than float32 where bf16 runs on the CPU's bf16 units; elsewhere
+    # (emulated bf16: rounded operands, float32 products; no units, or units no faster than the float32
+    # FMA, fnn.config()'s bf16_path) no more than 10% slower
+    config = meta.get("config", "")
+    has_units = any(u in config for u in ("AVX512-BF16", "AMX"))
+    on_units = has_units and ("bf16 path onednn" in config or "bf16 path" not in config)
+    why = "" if on_units else (" (bf16 units no faster: emulated)" if has_units else " (no bf16 units)")
+    bf16_rows = [r if not (r[0].endswith("autocast bf16 / fastnn float32") and why)
+                 else (r[0] + why,) + r[1:8] + (1.1,) for r in BF16_ROWS]
     rows = ROWS + (AVX2_ROWS if any(j.startswith("fnn_avx2_") for j in runs) else []) + \
         (bf16_rows if any(j.startswith("fnn_bf16_") for j in runs) else []) + \
         (COMPILE_ROWS if any(j.startswith("torch_compile_") for j in runs) else [])

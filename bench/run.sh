@@ -116,7 +116,7 @@ else
 fi
 
 # what the kernels run on (CPU, instruction sets, BLAS core, oneDNN and its ISA): the header names it
-CONFIG=$(env -u OPENBLAS_NUM_THREADS "${LUA[@]}" -e "local c = require('fastnn').config(); print(('kernels %s; isa %s; %s core %s (%s); oneDNN %s, ISA %s; threads %s; build %s'):format(c.kernels, c.isa, c.blas, c.blas_core, c.blas_core_note, c.onednn, c.onednn_isa or '-', c.threads, c.build))" 2>/dev/null || echo "fnn.config() failed")
+CONFIG=$(env -u OPENBLAS_NUM_THREADS "${LUA[@]}" -e "local c = require('fastnn').config(); print(('kernels %s; isa %s; %s core %s (%s); oneDNN %s, ISA %s; threads %s; bf16 path %s; build %s'):format(c.kernels, c.isa, c.blas, c.blas_core, c.blas_core_note, c.onednn, c.onednn_isa or '-', c.threads, c.bf16_path, c.build))" 2>/dev/null || echo "fnn.config() failed")
 echo "# fnn.config(): $CONFIG" 
 # raw OpenBLAS (sgemm_peak) runs on the core libfastnn runs it on (corrected where OpenBLAS chose a
 # generic one), so the "vs raw OpenBLAS" rows compare like with like

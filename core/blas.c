@@ -445,16 +445,47 @@ void fnn_gemm_prec_exact(int family, unsigned exact, bool ta, bool tb, int64_t m
     if (rb) fnn_free(FNN_DEVICE_CPU, rb, (int64_t)sizeof(float) * k * n);
 }
 
-bool fnn_gemm_fused_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                         const float *b, int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
-    if (fnn_prec_bf16(family)) return fnn_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, bias, beta, c, ldc);
+/* bf16 precision's fused GEMM off the bf16 units: the operands rounded as fnn_gemm_prec_exact rounds them,
+ * then the float32 primitive with its bias and activation inside, as under 'ieee' (the same bits as the
+ * float32 op on rounded operands). false, before any copy, where gemm_fused would refuse the shape */
+static bool gemm_fused_emulated(int act, unsigned exact, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                                const float *a, int64_t lda, const float *b, int64_t ldb, const float *bias, float beta,
+                                float *c, int64_t ldc) {
+#ifdef FASTNN_WITH_ONEDNN
+    if (!onednn_on() || m * n * k < MM_MIN_WORK || m <= 0 || n <= 0 || k <= 0 || (beta != 0.0f && beta != 1.0f))
+        return false;
+#ifdef _OPENMP
+    if (omp_in_parallel()) return false;
+#endif
+    int64_t la, lb;
+    float *ra = rounded(a, exact & 1u, ta, m, k, lda, &la), *rb = rounded(b, exact & 2u, tb, k, n, ldb, &lb);
+    bool ok = gemm_fused(act, ta, tb, m, n, k, ra ? ra : a, la, rb ? rb : b, lb, bias, beta, c, ldc);
+    if (ra) fnn_free(FNN_DEVICE_CPU, ra, (int64_t)sizeof(float) * m * k);
+    if (rb) fnn_free(FNN_DEVICE_CPU, rb, (int64_t)sizeof(float) * k * n);
+    return ok;
+#else
+    (void)act; (void)exact; (void)ta; (void)tb; (void)m; (void)n; (void)k; (void)a; (void)lda; (void)b; (void)ldb;
+    (void)bias; (void)beta; (void)c; (void)ldc;
+    return false;
+#endif
+}
+
+bool fnn_gemm_fused_prec(int family, unsigned exact, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                         int64_t lda, const float *b, int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
+    if (fnn_prec_bf16(family))
+        return fnn_bf16_native() ? fnn_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, bias, beta, c, ldc)
+                                 : gemm_fused_emulated(FNN_ACT_NONE, exact, ta, tb, m, n, k, a, lda, b, ldb, bias, beta,
+                                                       c, ldc);
     return fnn_gemm_fused(ta, tb, m, n, k, a, lda, b, ldb, bias, beta, c, ldc);
 }
 
-bool fnn_gemm_fused_act_prec(int family, int act, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-                             int64_t lda, const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc) {
+bool fnn_gemm_fused_act_prec(int family, int act, unsigned exact, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                             const float *a, int64_t lda, const float *b, int64_t ldb, const float *bias, float *c,
+                             int64_t ldc) {
     if (act != FNN_ACT_NONE && act != FNN_ACT_RELU) return false;   /* gelu: the caller's pass (it keeps z) */
-    if (fnn_prec_bf16(family)) return gemm_bf16(act, ta, tb, m, n, k, a, lda, b, ldb, bias, 0.0f, c, ldc);
+    if (fnn_prec_bf16(family))
+        return fnn_bf16_native() ? gemm_bf16(act, ta, tb, m, n, k, a, lda, b, ldb, bias, 0.0f, c, ldc)
+                                 : gemm_fused_emulated(act, exact, ta, tb, m, n, k, a, lda, b, ldb, bias, 0.0f, c, ldc);
     return gemm_fused(act, ta, tb, m, n, k, a, lda, b, ldb, bias, 0.0f, c, ldc);
 }
 

@@ -347,13 +347,15 @@ void fnn_gemm_prec_exact(int family, unsigned exact, bool ta, bool tb, int64_t m
                          const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 void fnn_gemm_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
-/* fnn_gemm_fused under the family's precision (bf16: fnn_gemm_bf16); false: the caller takes fnn_gemm_prec */
-bool fnn_gemm_fused_prec(int family, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                         const float *b, int64_t ldb, const float *bias, float beta, float *c, int64_t ldc);
+/* fnn_gemm_fused under the family's precision (bf16: fnn_gemm_bf16 on the units, else the float32 primitive on
+ * operands rounded as fnn_gemm_prec_exact rounds them, exact as there); false: the caller takes fnn_gemm_prec */
+bool fnn_gemm_fused_prec(int family, unsigned exact, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                         int64_t lda, const float *b, int64_t ldb, const float *bias, float beta, float *c, int64_t ldc);
 /* as fnn_gemm_fused_prec, C = act(op(A) op(B) + bias) with act (FNN_ACT_RELU or _NONE) as oneDNN's eltwise
  * post-op inside the kernel (beta 0); false: nothing done, the caller takes fnn_gemm_prec and its own pass */
-bool fnn_gemm_fused_act_prec(int family, int act, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-                             int64_t lda, const float *b, int64_t ldb, const float *bias, float *c, int64_t ldc);
+bool fnn_gemm_fused_act_prec(int family, int act, unsigned exact, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                             const float *a, int64_t lda, const float *b, int64_t ldb, const float *bias, float *c,
+                             int64_t ldc);
 /* as fnn_gemm_fused with bfloat16 copies of A and B (float32 bias, C and sums) through oneDNN's matmul;
  * false where the CPU has no bf16 units (fnn_bf16_native), in a parallel region or on a refused shape */
 bool fnn_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,

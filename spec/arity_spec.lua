@@ -76,10 +76,11 @@ for _, n in ipairs{'detach', 'grad_fn', 'device', 'bf16'} do CASES[n] = function
 CASES.bfloat16 = function() return pack(x23()), 'bf16' end
 CASES.to = function() return pack(x23(), 'cpu') end
 CASES.to_device = function() return pack(x23(), 'cpu'), 'to' end
-for _, n in ipairs{'is_grad_enabled', 'live_nodes', 'is_autocast_enabled', 'get_float32_precision'} do
+for _, n in ipairs{'is_grad_enabled', 'live_nodes', 'is_autocast_enabled', 'get_float32_precision', 'get_bf16_path'} do
    CASES[n] = function() return pack() end
 end
 CASES.set_float32_precision = function() return pack('ieee') end
+CASES.set_bf16_path = function() return pack(os.getenv('FASTNN_BF16_PATH') or 'auto') end
 CASES.gradients_are_finite = function() return pack({fnn.Param(fnn.ones(2))}) end
 CASES.gradcheck = function() return pack(function(a) return a * 2 end, {fnn.randn(2)}, {eps = 1e-2}) end
 -- norm and attention: every argument given, options last

@@ -159,6 +159,31 @@ describe('fnn.set_bf16_path', function()
       assert.is_true(excess(got.native, want, scale, 1e-6) <= 0)
       if not units then assert.equals(0, max_abs_diff(got.native, want)) end
    end)
+
+   it('runs linear\'s bias and activation inside the float32 kernel on the emulated path: the ieee op on '
+      .. 'rounded operands, bit for bit', function()
+      fnn.set_bf16_path('emulated')
+      for _, kernels in ipairs(PATHS) do
+         fnn.set_kernels(kernels)
+         for _, act in ipairs{false, 'relu', 'gelu'} do
+            for _, bias in ipairs{true, false} do
+               fnn.manual_seed(17)
+               local x, w, b = fnn.randn(96, 80), fnn.randn(48, 80), bias and fnn.randn(48) or nil
+               local r = rounded(fnn.randn(96, 48))
+               local opts = act and {activation = act} or nil
+               local function f(xx, ww, bb) return fnn.linear(xx, ww, bb, opts) end
+               local got = with_precision('bf16', function() return grads(f, {x, w, b}, r) end)
+               local want = grads(f, {rounded(x), rounded(w), b}, r)
+               local what = ('%s kernels, %s, %s'):format(kernels, act or 'no activation', bias and 'bias' or 'no bias')
+               -- gelu's gradient dz = g gelu'(z) has more bits than bf16, which bf16 precision rounds
+               -- for the products and ieee does not: its value only
+               for i = 1, act == 'gelu' and 1 or #want do
+                  assert.equals(0, max_abs_diff(got[i], want[i]), what .. ' ' .. i)
+               end
+            end
+         end
+      end
+   end)
 end)
 
 describe('bf16 rounding', function()

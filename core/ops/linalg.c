@@ -751,8 +751,8 @@ static int cpu_linear_act(const fnn_mm_args *a) {
     bool in_kernel = false;                                      /* the bias went in inside the GEMM */
     if (a->batch && !a->ta && w_rows && (!a->bias || a->bias_stride == 1)) {
         const int post = a->act == FNN_ACT_RELU && a->y == a->c ? FNN_ACT_RELU : FNN_ACT_NONE;
-        in_kernel = fnn_gemm_fused_act_prec(FNN_PREC_MATMUL, post, false, true, a->m, a->n, a->k, a->a, a->lda, a->b,
-                                            a->tb ? a->ldb : max1(a->k), a->bias, a->c, a->ldc);
+        in_kernel = fnn_gemm_fused_act_prec(FNN_PREC_MATMUL, post, a->exact, false, true, a->m, a->n, a->k, a->a,
+                                            a->lda, a->b, a->tb ? a->ldb : max1(a->k), a->bias, a->c, a->ldc);
         if (in_kernel && post) return narrow_output(a, a->c);
     }
     if (!in_kernel) {
@@ -837,7 +837,7 @@ static int cpu_linear(int ordinal, const fnn_mm_args *a) {
     /* a single column of W^T [k, 1] at ldb 1 is the row-major W [1, k] too */
     bool w_rows = a->tb || (a->n == 1 && a->ldb == 1);
     if (!a->ta && w_rows && (!a->bias || a->bias_stride == 1) &&
-        fnn_gemm_fused_prec(FNN_PREC_MATMUL, false, true, a->m, a->n, a->k, a->a, a->lda, a->b,
+        fnn_gemm_fused_prec(FNN_PREC_MATMUL, a->exact, false, true, a->m, a->n, a->k, a->a, a->lda, a->b,
                             a->tb ? a->ldb : max1(a->k), a->bias, 0.0f, a->c, a->ldc))
         return narrow_output(a, a->c);
     if (a->zero) memset(a->zero, 0, sizeof(float) * (size_t)a->zero_n);

@@ -190,7 +190,7 @@ static void rnn_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const fl
      * 2 threads); the backward's steps (dZ W_hh: 0.109-0.116 against 0.101-0.105) and the all-steps
      * products (input projection, weight gradients) stay with the GEMM */
     if (m <= RNN_STEP_ROWS && !ta && tb &&
-        fnn_gemm_fused_prec(FNN_PREC_RNN, ta, tb, m, n, k, a, lda, b, ldb, NULL, beta, c, ldc))
+        fnn_gemm_fused_prec(FNN_PREC_RNN, 0, ta, tb, m, n, k, a, lda, b, ldb, NULL, beta, c, ldc))
         return;
     fnn_gemm_prec(FNN_PREC_RNN, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
