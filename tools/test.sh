@@ -56,10 +56,11 @@ if [ -f "$log" ]; then
   # busted prints "<n> successes / <n> failures / <n> errors / <n> pending" per spec file
   read -r passed failed < <(grep -aE '^[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$log" |
     awk '{p += $1; f += $4 + $7 + $10} END {print p + 0, f + 0}')
-  # a spec file that crashed before printing its summary counts as one failure
+  # a ctest entry (a spec file, or a bf16 spec's _native run) that crashed before printing its summary
+  # counts as one failure
   summaries=$(grep -acE '^[0-9]+ success(es)? / ' "$log")
-  files=$(ls spec/*_spec.lua | wc -l)
-  [ "$summaries" -lt "$files" ] && failed=$((failed + files - summaries))
+  entries=$(cd "$dir" && ctest -N | sed -n 's/^Total Tests: //p')
+  [ "$summaries" -lt "$entries" ] && failed=$((failed + entries - summaries))
 fi
 failed=$((failed + cuda_failed))
 echo "$passed passed, $failed failed"
