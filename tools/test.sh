@@ -59,7 +59,7 @@ if [ -f "$log" ]; then
   # a ctest entry (a spec file, or a bf16 spec's _native run) that crashed before printing its summary
   # counts as one failure
   summaries=$(grep -acE '^[0-9]+ success(es)? / ' "$log")
-  entries=$(cd "$dir" && ctest -N | sed -n 's/^Total Tests: //p')
+  entries=$(cd "$dir" && ctest -N | sed -n 's/^Total Tests: //p')   # rewrites $log: after the counts
   [ "$summaries" -lt "$entries" ] && failed=$((failed + entries - summaries))
 fi
 failed=$((failed + cuda_failed))
