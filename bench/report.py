@@ -134,6 +134,13 @@ ROWS += [(f"bf16 gemm {label}, 2 threads / float32 FMA peak", "gflops", "GFLOP/s
                             ("shape_fc1", "char_gpt fc1 2048x128x512"), ("shape_fc2", "char_gpt fc2 2048x512x128"),
                             ("shape_lstm_step", "lstm_seq step 32x256x1024"), ("shape_mlp1", "mlp layer 128x784x128")]]
 ROWS = [r if r[4] != "bf16_fastnn_t2_n1024_t2" else r[:4] + ("bf16_fastnn_t2_n1024",) + r[5:] for r in ROWS]
+# the same on the bf16 units where fnn.set_bf16_path('auto') passed over them (bench/sgemm.lua prints these
+# only there): side figures, the measurement behind that choice
+ROWS += [(f"bf16 gemm {label} on the bf16 units ('native'), 2 threads / float32 FMA peak", "gflops", "GFLOP/s",
+          "fnn_sgemm", f"bf16_native_{key}", "blas_sgemm_t1", "fma_peak_t2", "info", None)
+         for key, label in [("fastnn_t2_n1024", "n=1024"), ("shape_qkv_t2", "char_gpt qkv 2048x128x384"),
+                            ("shape_lstm_step_t2", "lstm_seq step 32x256x1024"),
+                            ("shape_mlp1_t2", "mlp layer 128x784x128")]]
 
 METRICS = {m for row in ROWS + BF16_ROWS + COMPILE_ROWS for m in row[1].split("|")}
 SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
@@ -327,6 +334,8 @@ def main():
         F, R = job(fj), job(rj)
         fm, rm = metric.split("|") if "|" in metric else (metric, metric)   # "fnn metric|reference metric"
         fv, rv = F.median(fr, fm), R.median(rr, rm)
+        if fr.startswith("bf16_native_") and fv is None:
+            continue   # only where the bf16 units were passed over
         fcell = fmt(fv, unit) or F.why_missing(fm)
         rcell = fmt(rv, unit) or R.why_missing(rm)
         ratio, tcell, pcell = "", "", ""

@@ -100,5 +100,17 @@ B.main('sgemm', function()
    for _, s in ipairs(SHAPES) do
       B.result(('bf16_shape_%s_t2'):format(s[1]), {'gflops', shape_gflops(s[3], s[4], s[5], s[6], s[7]), 'GFLOP/s'})
    end
+   -- where the CPU has bf16 units that 'auto' passes over (no faster than its float32 FMA,
+   -- core/bf16_units.c), the same products on them too: the figures that decided it
+   if fnn.set_bf16_path and fnn.get_bf16_path() == 'auto' and fnn.config().bf16_path:match('^emulated.*no faster') then
+      fnn.set_bf16_path('native')
+      print('# bf16 path (side rows): ' .. fnn.config().bf16_path)
+      B.result('bf16_native_fastnn_t2_n1024', {'gflops', gflops(1024), 'GFLOP/s'})
+      for _, s in ipairs(SHAPES) do
+         B.result(('bf16_native_shape_%s_t2'):format(s[1]),
+                  {'gflops', shape_gflops(s[3], s[4], s[5], s[6], s[7]), 'GFLOP/s'})
+      end
+      fnn.set_bf16_path('auto')
+   end
    fnn.set_float32_precision('ieee')
 end)
