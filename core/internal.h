@@ -431,6 +431,7 @@ struct fnn_node {
     FNN_ATTRS_ALIGN unsigned char attrs[FNN_NODE_ATTR_BYTES];   /* the rule's numbers: FNN_ATTRS */
     int out_ndim;
     int64_t out_shape[FNN_MAX_DIMS];
+    int autocast;               /* made inside an autocast region: the rule runs with one open (bf16 products) */
     /* backward-time state */
     fnn_tensor grad;            /* gradient flowing into this node's output */
     int pending;                /* consumers not yet processed */

@@ -372,6 +372,34 @@ describe('fnn.autocast', function()
       assert.equals('float32', x:matmul(w):dtype())
    end)
 
+   it('gives a node made in the region bf16 products in its backward, wherever backward() is called', function()
+      -- the usual idiom closes the region before backward(): the node remembers it (PyTorch runs an
+      -- autocast product's backward in bf16 too). G = r is exact in bf16, so dW = r^T round(x)
+      fnn.manual_seed(12)
+      local x, r = fnn.randn(64, 96), fnn.randn(64, 32):bf16():float()
+      local function dw(inside)
+         local w = nn.Param(fnn.randn(32, 96))
+         local function step()
+            local y = fnn.autocast('bf16', function() return fnn.linear(x, w:tensor()) end)
+            local l = (y:float() * r):sum()
+            l:backward()
+         end
+         if inside then fnn.autocast('bf16', step) else step() end
+         return w:grad()
+      end
+      local after, inside = dw(false), dw(true)   -- dW does not depend on w
+      assert.equals(0, (after - inside):abs():max():item())
+      local want = r:t():matmul(x:bf16():float())
+      local exact = r:t():matmul(x)
+      local scale = r:abs():t():matmul(x:abs()):max():item()
+      assert.is_true((after - want):abs():max():item() <= 1e-5 * scale)
+      assert.is_true((after - exact):abs():max():item() > 1e-3)
+      -- a node made outside a region keeps float32 products when backward() runs outside one
+      local w = nn.Param(fnn.randn(32, 96))
+      ;(fnn.linear(x, w:tensor()) * r):sum():backward()
+      assert.is_true((w:grad() - exact):abs():max():item() <= 1e-5 * scale)
+   end)
+
    it('runs the GEMM-bound ops with bf16 operands and returns bf16', function()
       fnn.manual_seed(10)
       local x, w, b = fnn.randn(8, 40), fnn.randn(6, 40), fnn.randn(6)

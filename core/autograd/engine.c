@@ -317,8 +317,13 @@ int fnn_backward(const fnn_tensor *root, const fnn_tensor *grad) {
         } else if (n->grad.ndim >= 0) {
             if (!n->op->backward)
                 rc = FNN_FAIL(FNN_STATUS_INTERNAL, "backward: %s has no backward rule (please report)", n->op->info.name);
-            else
+            else {
+                /* a node made under autocast computes its products as it did forward, whenever backward()
+                 * runs (PyTorch runs an autocast product's backward in bf16 too) */
+                const int depth = n->autocast && fnn_autocast_depth() == 0 ? fnn_autocast_set_depth(1) : -1;
                 rc = n->op->backward(n, &n->grad, dins);
+                if (depth >= 0) fnn_autocast_set_depth(depth);
+            }
         }
         for (int i = 0; i < n->n_inputs && !rc; i++) {
             fnn_node *nx = n->next[i];

@@ -30,7 +30,7 @@ static fnn_node *node_alloc(int n_inputs) {
     n->op = NULL;
     n->out_ndim = 0;
     n->pending = n->visited = n->freed = 0;
-    n->is_leaf = n->frozen = 0;
+    n->is_leaf = n->frozen = n->autocast = 0;
     memset(n->attrs, 0, sizeof n->attrs);   /* an attribute a forward leaves unset reads as 0 */
     /* the per-input arrays live in the same block: shapes first (8-byte aligned), then pointers, then ints */
     n->in_shape = (int64_t (*)[FNN_MAX_DIMS])((char *)n + base);
@@ -51,6 +51,7 @@ fnn_node *fnn_attach_node(fnn_tensor *out, const fnn_op_def *op, int count, cons
     fnn_node *n = node_alloc(count);
     if (!n) return NULL;
     n->op = op;
+    n->autocast = fnn_autocast_depth() > 0;
     for (int i = 0; i < count; i++) {
         const fnn_tensor *t = inputs[i];
         if (!t) continue;
