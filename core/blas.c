@@ -283,11 +283,17 @@ static bool mm_run(const mm_entry *e, const void *a, const void *w, const float 
 }
 #endif
 
+#ifdef FASTNN_WITH_ONEDNN
+/* the products the fused matmul primitive takes: oneDNN's kernels, enough work, C = AB or C += AB */
+static bool fused_shape_ok(int64_t m, int64_t n, int64_t k, float beta) {
+    return onednn_on() && m * n * k >= MM_MIN_WORK && m > 0 && n > 0 && k > 0 && (beta == 0.0f || beta == 1.0f);
+}
+#endif
+
 static bool gemm_fused(int act, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                        const float *b, int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
 #ifdef FASTNN_WITH_ONEDNN
-    if (!onednn_on() || m * n * k < MM_MIN_WORK || m <= 0 || n <= 0 || k <= 0 || (beta != 0.0f && beta != 1.0f))
-        return false;
+    if (!fused_shape_ok(m, n, k, beta)) return false;
 #ifdef _OPENMP
     /* a primitive made for the pool's threads would split its work for them; inside a parallel
      * region it would get a team of one and compute only the first share: dnnl_sgemm there */
@@ -312,12 +318,21 @@ bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const flo
     return gemm_fused(FNN_ACT_NONE, ta, tb, m, n, k, a, lda, b, ldb, bias, beta, c, ldc);
 }
 
+#ifdef FASTNN_WITH_ONEDNN
+/* oneDNN runs here with bf16 units (AVX512-BF16 or better); *amx: its ISA has AMX tiles. The ISA values
+ * are nested bit sets */
+static bool onednn_bf16_units(bool *amx) {
+    const unsigned bf16 = dnnl_cpu_isa_avx512_core_bf16, tiles = dnnl_cpu_isa_avx512_core_amx;
+    const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+    *amx = (isa & tiles) == tiles;
+    return onednn_on() && (isa & bf16) == bf16;
+}
+#endif
+
 bool fnn_bf16_native(void) {
 #ifdef FASTNN_WITH_ONEDNN
-    /* the ISA values are nested bit sets */
-    const unsigned bf16 = dnnl_cpu_isa_avx512_core_bf16, amx = dnnl_cpu_isa_avx512_core_amx;
-    const unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
-    return onednn_on() && (isa & bf16) == bf16 && fnn_bf16_units_pay((isa & amx) == amx);
+    bool amx;
+    return onednn_bf16_units(&amx) && fnn_bf16_units_pay(amx);
 #else
     return false;
 #endif
@@ -411,6 +426,28 @@ static float *rounded(const float *x, bool exact, bool t, int64_t outer, int64_t
     return r;
 }
 
+/* op(A), op(B) of an m x n x k product as bf16 precision multiplies them: each rounded into a copy (rounded()),
+ * or used as is where it holds bf16 values already (exact: bit 0 a, bit 1 b) or no memory was left */
+typedef struct {
+    const float *a, *b;
+    int64_t lda, ldb;
+    float *own_a, *own_b;
+    int64_t bytes_a, bytes_b;
+} operands;
+
+static void round_operands(operands *r, unsigned exact, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                           const float *a, int64_t lda, const float *b, int64_t ldb) {
+    r->own_a = rounded(a, exact & 1u, ta, m, k, lda, &r->lda);
+    r->own_b = rounded(b, exact & 2u, tb, k, n, ldb, &r->ldb);
+    r->a = r->own_a ? r->own_a : a, r->b = r->own_b ? r->own_b : b;
+    r->bytes_a = (int64_t)sizeof(float) * m * k, r->bytes_b = (int64_t)sizeof(float) * k * n;
+}
+
+static void free_operands(const operands *r) {
+    if (r->own_a) fnn_free(FNN_DEVICE_CPU, r->own_a, r->bytes_a);
+    if (r->own_b) fnn_free(FNN_DEVICE_CPU, r->own_b, r->bytes_b);
+}
+
 const float *fnn_bf16_values(const float *x, int64_t n, float **owned) {
     *owned = NULL;
     /* scanned in rows of 4096, so float32 data stops the scan within its first row */
@@ -438,11 +475,10 @@ void fnn_gemm_prec_exact(int family, unsigned exact, bool ta, bool tb, int64_t m
     if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f) &&
         fnn_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, NULL, beta, c, ldc))
         return;
-    int64_t la, lb;   /* an operand without a copy (bf16 values already, or no memory: exact) is used as is */
-    float *ra = rounded(a, exact & 1u, ta, m, k, lda, &la), *rb = rounded(b, exact & 2u, tb, k, n, ldb, &lb);
-    fnn_sgemm(ta, tb, m, n, k, alpha, ra ? ra : a, la, rb ? rb : b, lb, beta, c, ldc);
-    if (ra) fnn_free(FNN_DEVICE_CPU, ra, (int64_t)sizeof(float) * m * k);
-    if (rb) fnn_free(FNN_DEVICE_CPU, rb, (int64_t)sizeof(float) * k * n);
+    operands r;
+    round_operands(&r, exact, ta, tb, m, n, k, a, lda, b, ldb);
+    fnn_sgemm(ta, tb, m, n, k, alpha, r.a, r.lda, r.b, r.ldb, beta, c, ldc);
+    free_operands(&r);
 }
 
 /* bf16 precision's fused GEMM off the bf16 units: the operands rounded as fnn_gemm_prec_exact rounds them,
@@ -452,16 +488,14 @@ static bool gemm_fused_emulated(int act, unsigned exact, bool ta, bool tb, int64
                                 const float *a, int64_t lda, const float *b, int64_t ldb, const float *bias, float beta,
                                 float *c, int64_t ldc) {
 #ifdef FASTNN_WITH_ONEDNN
-    if (!onednn_on() || m * n * k < MM_MIN_WORK || m <= 0 || n <= 0 || k <= 0 || (beta != 0.0f && beta != 1.0f))
-        return false;
+    if (!fused_shape_ok(m, n, k, beta)) return false;
 #ifdef _OPENMP
     if (omp_in_parallel()) return false;
 #endif
-    int64_t la, lb;
-    float *ra = rounded(a, exact & 1u, ta, m, k, lda, &la), *rb = rounded(b, exact & 2u, tb, k, n, ldb, &lb);
-    bool ok = gemm_fused(act, ta, tb, m, n, k, ra ? ra : a, la, rb ? rb : b, lb, bias, beta, c, ldc);
-    if (ra) fnn_free(FNN_DEVICE_CPU, ra, (int64_t)sizeof(float) * m * k);
-    if (rb) fnn_free(FNN_DEVICE_CPU, rb, (int64_t)sizeof(float) * k * n);
+    operands r;
+    round_operands(&r, exact, ta, tb, m, n, k, a, lda, b, ldb);
+    bool ok = gemm_fused(act, ta, tb, m, n, k, r.a, r.lda, r.b, r.ldb, bias, beta, c, ldc);
+    free_operands(&r);
     return ok;
 #else
     (void)act; (void)exact; (void)ta; (void)tb; (void)m; (void)n; (void)k; (void)a; (void)lda; (void)b; (void)ldb;
@@ -752,8 +786,8 @@ int64_t fnn_config(char *buf, int64_t cap) {
                     fnn_get_float32_precision("matmul"), fnn_get_float32_precision("conv"),
                     fnn_get_float32_precision("rnn"));
 #ifdef FASTNN_WITH_ONEDNN
-    const unsigned bf16 = dnnl_cpu_isa_avx512_core_bf16;
-    const bool units = onednn_on() && ((unsigned)dnnl_get_effective_cpu_isa() & bf16) == bf16;
+    bool amx;
+    const bool units = onednn_bf16_units(&amx);
     char why[160];
     if (fnn_bf16_dot_ratio() > 0)
         snprintf(why, sizeof why, "; the AVX512-BF16 dot product retires %.2fx the float32 FMA's FLOPs here",
