@@ -10,14 +10,7 @@
 local fnn = require 'fastnn'
 local nn = fnn.nn
 
-local has_onednn = not fnn.config().onednn:match('^not built')
-local KERNELS = has_onednn and {'onednn', 'portable'} or {'portable'}
-
-after_each(function()
-   fnn.set_float32_precision('ieee')
-   if has_onednn then fnn.set_kernels('onednn') end
-   fnn.set_num_threads(1)
-end)
+local KERNELS = require('support').bf16_kernels(after_each)   -- which puts the defaults back after each case
 
 local same = require('support').same_tensor
 
@@ -264,13 +257,7 @@ describe('the convolutions under autocast', function()
             ;(y * fnn.randn(table.unpack(y:shape()))):sum():backward()
          end)
       end)
-      local names = {}
-      for _, row in ipairs(report.rows) do
-         names[#names + 1] = row.name .. '/' .. row.kind
-         assert.is_not.equals('float', row.name, 'a widening node')
-         assert.is_not.equals('bf16', row.name, 'a narrowing node')
-      end
-      local all = table.concat(names, ' ')
+      local all = require('support').ops_without_casts(report)
       assert.matches('conv2d/forward', all, 1, true)
       assert.matches('conv_transpose2d/backward', all, 1, true)
       for _, p in ipairs(model:parameters()) do assert.equals('float32', p:grad():dtype()) end

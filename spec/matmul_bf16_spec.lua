@@ -10,14 +10,7 @@
 local fnn = require 'fastnn'
 local nn = fnn.nn
 
-local has_onednn = not fnn.config().onednn:match('^not built')
-local KERNELS = has_onednn and {'onednn', 'portable'} or {'portable'}
-
-after_each(function()
-   fnn.set_float32_precision('ieee')
-   if has_onednn then fnn.set_kernels('onednn') end
-   fnn.set_num_threads(1)
-end)
+local KERNELS = require('support').bf16_kernels(after_each)   -- which puts the defaults back after each case
 
 local same = require('support').same_tensor
 
@@ -144,20 +137,7 @@ describe('matmul, bmm, outer and attention on bfloat16', function()
    end
 
    it('saves the operands as given: the node holds the bf16 a, not a float32 copy of it', function()
-      fnn.manual_seed(4)
-      local w = nn.Param(fnn.randn(64, 32))
-      collectgarbage(); collectgarbage()
-      local base = fnn.live_bytes()
-      local x = fnn.randn(256, 64):bf16()
-      local y = x:matmul(w:tensor())
-      x = nil
-      collectgarbage(); collectgarbage()
-      -- y (float32, 32 KiB) and the saved bf16 x (32 KiB); the widening composition kept a float32
-      -- copy of x besides (64 KiB)
-      local held = fnn.live_bytes() - base
-      assert.is_true(held <= 2 * 32768 + 4096, ('%d bytes held'):format(held))
-      y:sum():backward()
-      assert.same({64, 32}, w:grad():shape())
+      require('support').holds_bf16_as_given(function(x, w) return x:matmul(w) end, {64, 32})
    end)
 
    it('attention saves q, k, v as given: bf16 in, the float32 copies gone after the forward', function()
@@ -234,13 +214,7 @@ describe('matmul and attention under autocast', function()
             ;(y * r):sum():backward()
          end)
       end)
-      local names = {}
-      for _, row in ipairs(report.rows) do
-         names[#names + 1] = row.name .. '/' .. row.kind
-         assert.is_not.equals('float', row.name, 'a widening node')
-         assert.is_not.equals('bf16', row.name, 'a narrowing node')
-      end
-      local all = table.concat(names, ' ')
+      local all = require('support').ops_without_casts(report)
       for _, op in ipairs{'matmul', 'attention', 'bmm'} do assert.matches(op .. '/forward', all, 1, true) end
       assert.equals('float32', wq:grad():dtype())
    end)

@@ -160,6 +160,51 @@ function M.eighths(...)
    return require('fastnn').tensor(v, t:shape())
 end
 
+-- the bf16 composition specs' kernel sets (oneDNN's where built, the portable ones); registers, through the
+-- calling spec file's after_each (busted's globals live in its environment), the hook that puts back what
+-- the cases change: ieee precision, oneDNN's kernels, 1 thread
+function M.bf16_kernels(after_each)
+   local fnn = require 'fastnn'
+   local has_onednn = not fnn.config().onednn:match('^not built')
+   after_each(function()
+      fnn.set_float32_precision('ieee')
+      if has_onednn then fnn.set_kernels('onednn') end
+      fnn.set_num_threads(1)
+   end)
+   return has_onednn and {'onednn', 'portable'} or {'portable'}
+end
+
+-- an op's node keeps its bf16 operand as given: op(x, w) on a bf16 x [256, 64] and a float32 Param w of
+-- w_shape holds its output (float32, 32 KiB) and the saved bf16 x (32 KiB), not a float32 copy of x
+-- besides (64 KiB); then backward gives w its gradient
+function M.holds_bf16_as_given(op, w_shape)
+   local fnn = require 'fastnn'
+   fnn.manual_seed(4)
+   local w = fnn.nn.Param(fnn.randn(table.unpack(w_shape)))
+   collectgarbage(); collectgarbage()
+   local base = fnn.live_bytes()
+   local x = fnn.randn(256, 64):bf16()
+   local y = op(x, w:tensor())
+   x = nil
+   collectgarbage(); collectgarbage()
+   local held = fnn.live_bytes() - base
+   assert.is_true(held <= 2 * 32768 + 4096, ('%d bytes held'):format(held))
+   y:sum():backward()
+   assert.same(w_shape, w:grad():shape())
+end
+
+-- an fnn.profile report of a step under autocast holds no widening (float) or narrowing (bf16) node: the
+-- GEMM-bound ops took and gave bf16 themselves; returns its rows as 'name/kind' words, space-separated
+function M.ops_without_casts(report)
+   local names = {}
+   for _, row in ipairs(report.rows) do
+      names[#names + 1] = row.name .. '/' .. row.kind
+      assert.is_not.equals('float', row.name, 'a widening node')
+      assert.is_not.equals('bf16', row.name, 'a narrowing node')
+   end
+   return table.concat(names, ' ')
+end
+
 -- step() as the bf16 composition specs run a mode: the op on bf16 in C inside autocast (native), else
 -- the widen-op-round composition under bf16 precision (autocast's products are bf16 precision's)
 function M.bf16_run(native, mode, step)
