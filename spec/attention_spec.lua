@@ -96,6 +96,28 @@ describe('fnn.attention', function()
       S.approx_abs({0, 0, 1, 1, 1, 1}, y2, 1e-6)
    end)
 
+   -- the softmax rows take exps in whole vectors past a query's last visible key (attention.c's
+   -- attn_exp_end): hidden keys whose scores overflow exp must still weigh nothing, in the whole-matrix
+   -- rows (T 19) and in the flash blocks (T 150, past one key block), forward and backward
+   for _, T in ipairs{19, 150} do
+      it(('ignores hidden keys whose scores overflow exp: causal, T %d'):format(T), function()
+         -- score(i, j) = 40 j for every query: key j > i would give exp(40 (j - i)) = inf
+         local kf, vf, qf = {}, {}, {}
+         for j = 1, T do
+            for d = 1, 4 do kf[#kf + 1], qf[#qf + 1], vf[#vf + 1] = 10 * j, 1, math.sin(j + d) end
+         end
+         local q0, k0, v0 = fnn.tensor(qf, {1, 1, T, 4}), fnn.tensor(kf, {1, 1, T, 4}), fnn.tensor(vf, {1, 1, T, 4})
+         local P = {fnn.Param(q0), fnn.Param(k0), fnn.Param(v0)}
+         local y = fnn.attention(P[1]:tensor(), P[2]:tensor(), P[3]:tensor(), {causal = true, scale = 1})
+         S.approx_abs(naive_attention(qf, kf, vf, 1, 1, T, T, 4, 4, true, nil, 1), y, 1e-5)
+         -- each query's weight is on its own key: y_i = v_i, so d(sum y w)/dv_i = w_i, and q, k get finite gradients
+         local w = fnn.randn(1, 1, T, 4)
+         ;(y * w):sum():backward()
+         S.approx_abs(w:to_flat(), P[3]:grad(), 1e-5)
+         for i = 1, 2 do assert.is_true(P[i]:grad():abs():max():item() < huge) end
+      end)
+   end
+
    -- fused against composed gradients: the plain-loop rows (Tq <= 2), the register-blocked kernel,
    -- and cblas (products above 2^22 multiply-adds), causal with a cached prefix (Tq < Tk)
    for _, c in ipairs{{2, 2, 2, 6, 3}, {2, 2, 12, 12, 8}, {1, 1, 40, 52, 16}, {1, 1, 520, 530, 16}} do
