@@ -232,13 +232,17 @@ static inline int64_t attn_exp_end(int64_t n, int64_t cap) {
     return full < cap ? full : cap;
 }
 
-/* s[0..n) -> exp(s - m), 0 at padding keys; returns their sum (8 lanes, a fixed order). s[n..cap) are
- * overwritten (the caller zeroes them) */
-static inline float attn_exp_sum(float *restrict s, int64_t n, int64_t cap, float m, const unsigned char *restrict pad) {
+/* s[0..n) -> exp(s - m), 0 at padding keys; s[n..cap) are overwritten (the caller zeroes them) */
+static inline void attn_exps(float *restrict s, int64_t n, int64_t cap, float m, const unsigned char *restrict pad) {
     const int64_t end = attn_exp_end(n, cap);
     for (int64_t j = 0; j < end; j++) s[j] = fnn_expf(s[j] - m);
     if (pad)
         for (int64_t j = 0; j < n; j++) s[j] = pad[j] ? 0.0f : s[j];
+}
+
+/* attn_exps, returning the sum of s[0..n) (8 lanes, a fixed order) */
+static inline float attn_exp_sum(float *restrict s, int64_t n, int64_t cap, float m, const unsigned char *restrict pad) {
+    attn_exps(s, n, cap, m, pad);
     float a8[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t j = 0;
     for (; j + 8 <= n; j += 8)
@@ -407,10 +411,7 @@ static FNN_CLONES_V4 float attn_online_row(float *restrict s, int64_t nk, int64_
 static FNN_CLONES_V4 void attn_lse_row(float *restrict s, int64_t nk, int64_t n, const unsigned char *restrict pad,
                                        float lse) {
     if (lse == FNN_INFF) n = 0;   /* the query sees no key */
-    const int64_t end = attn_exp_end(n, nk);   /* whole vectors; past n zeroed below */
-    for (int64_t j = 0; j < end; j++) s[j] = fnn_expf(s[j] - lse);
-    if (pad)
-        for (int64_t j = 0; j < n; j++) s[j] = pad[j] ? 0.0f : s[j];
+    attn_exps(s, n, nk, lse, pad);
     for (int64_t j = n; j < nk; j++) s[j] = 0;
 }
 
