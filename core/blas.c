@@ -157,6 +157,7 @@ typedef struct {
     int ta, tw, bias, sum, threads;
     int bf16;             /* bfloat16 src and weights (precision.c), float32 bias and dst */
     int act;              /* FNN_ACT_RELU: an eltwise relu post-op after the bias (linear's activation) */
+    int packed;           /* weights in the layout the primitive picks (format "any"; fnn_gemm_pack_b), not strided */
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src, wei, bia, dst, scr;
     int64_t scratch;      /* scratchpad bytes */
@@ -197,7 +198,8 @@ static bool mm_make(mm_entry *e) {
     dnnl_primitive_desc_t pd = NULL;
     const dnnl_data_type_t in = e->bf16 ? dnnl_bf16 : dnnl_f32;
     bool ok = dnnl_memory_desc_init_by_strides(&e->src, 2, sd, in, ss) == dnnl_success &&
-              dnnl_memory_desc_init_by_strides(&e->wei, 2, wd, in, ws) == dnnl_success &&
+              (e->packed ? dnnl_memory_desc_init_by_tag(&e->wei, 2, wd, in, dnnl_format_tag_any)
+                         : dnnl_memory_desc_init_by_strides(&e->wei, 2, wd, in, ws)) == dnnl_success &&
               dnnl_memory_desc_init_by_strides(&e->bia, 2, bd, dnnl_f32, bs) == dnnl_success &&
               dnnl_memory_desc_init_by_strides(&e->dst, 2, dd, dnnl_f32, ds) == dnnl_success &&
               dnnl_matmul_desc_init(&desc, &e->src, &e->wei, e->bias ? &e->bia : NULL, &e->dst) == dnnl_success &&
@@ -218,6 +220,11 @@ static bool mm_make(mm_entry *e) {
         ok = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
              strncmp(impl, "ref", 3) != 0;
     }
+    if (ok && e->packed) {   /* the layout it picked: what fnn_gemm_pack_b reorders B into */
+        const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        ok = wmd != NULL;
+        if (ok) e->wei = *wmd;
+    }
     if (ok) {
         const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         e->scratch = smd ? (int64_t)dnnl_memory_desc_get_size(smd) : 0;
@@ -233,7 +240,7 @@ static bool mm_make(mm_entry *e) {
 static bool same_shape(const mm_entry *a, const mm_entry *b) {
     return a->m == b->m && a->n == b->n && a->k == b->k && a->lda == b->lda && a->ldw == b->ldw &&
            a->ldc == b->ldc && a->ta == b->ta && a->tw == b->tw && a->bias == b->bias && a->sum == b->sum &&
-           a->threads == b->threads && a->bf16 == b->bf16 && a->act == b->act;
+           a->threads == b->threads && a->bf16 == b->bf16 && a->act == b->act && a->packed == b->packed;
 }
 
 /* the cached primitive for this shape, made on first use; NULL: none (a shape oneDNN refused stays
@@ -316,6 +323,95 @@ static bool gemm_fused(int act, bool ta, bool tb, int64_t m, int64_t n, int64_t 
 bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
                     int64_t ldb, const float *bias, float beta, float *c, int64_t ldc) {
     return gemm_fused(FNN_ACT_NONE, ta, tb, m, n, k, a, lda, b, ldb, bias, beta, c, ldc);
+}
+
+/* ================= one B for many products: the recurrent layers' weights =================
+ * A recurrent layer multiplies the same W_hh by a new batch of rows at every time step. oneDNN's
+ * matmul on strided weights copies them into its blocked layout on every call: for lstm_seq's W_hh
+ * (1 MB) a quarter of the 32 x 256 x 1024 step (75 us at 2 threads, Emerald Rapids). Reordered once
+ * into the layout the primitive picks (weights format "any"), every step runs on them as they are
+ * (55 us; the reorder costs about one step). */
+struct fnn_packed_b {
+#ifdef FASTNN_WITH_ONEDNN
+    const mm_entry *e;    /* the primitive of the products, made for packed weights */
+#endif
+    void *w;              /* op(B) in the primitive's layout */
+    int64_t bytes;
+};
+
+#ifdef FASTNN_WITH_ONEDNN
+/* w (e->wei's layout) = op(B) [k, n] from b at ldb (tb: b is [n, k]) */
+static bool pack_reorder(const mm_entry *e, bool tb, int64_t n, int64_t k, const float *b, int64_t ldb, void *w) {
+    dnnl_dims_t dims = {k, n}, strides = {tb ? 1 : ldb, tb ? ldb : 1};
+    dnnl_memory_desc_t user;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t r = NULL;
+    dnnl_stream_t stream = NULL;
+    dnnl_memory_t from = NULL, to = NULL;
+    bool ok = dnnl_memory_desc_init_by_strides(&user, 2, dims, dnnl_f32, strides) == dnnl_success &&
+              dnnl_reorder_primitive_desc_create(&pd, &user, mm.engine, &e->wei, mm.engine, NULL) == dnnl_success &&
+              dnnl_primitive_create(&r, pd) == dnnl_success &&
+              dnnl_stream_create(&stream, mm.engine, dnnl_stream_default_flags) == dnnl_success &&
+              dnnl_memory_create(&from, &user, mm.engine, (void *)b) == dnnl_success &&
+              dnnl_memory_create(&to, &e->wei, mm.engine, w) == dnnl_success;
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    fnn_onednn_team_mark();
+    ok = ok && dnnl_primitive_execute(r, stream, 2, args) == dnnl_success && dnnl_stream_wait(stream) == dnnl_success;
+    if (from) dnnl_memory_destroy(from);
+    if (to) dnnl_memory_destroy(to);
+    if (stream) dnnl_stream_destroy(stream);
+    if (r) dnnl_primitive_destroy(r);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+#endif
+
+fnn_packed_b *fnn_gemm_pack_b(bool tb, int64_t m, int64_t n, int64_t k, const float *b, int64_t ldb, int64_t lda,
+                              float beta, int64_t ldc) {
+#ifdef FASTNN_WITH_ONEDNN
+    if (!fused_shape_ok(m, n, k, beta)) return NULL;
+#ifdef _OPENMP
+    if (omp_in_parallel()) return NULL;   /* as gemm_fused: a primitive planned for the pool */
+    int threads = omp_get_max_threads();
+#else
+    int threads = 1;
+#endif
+    mm_entry key = {.m = m, .n = n, .k = k, .lda = lda, .ldc = ldc, .sum = beta != 0.0f, .threads = threads,
+                    .packed = 1};
+    const mm_entry *e = mm_find(&key);
+    if (!e) return NULL;
+    fnn_packed_b *p = malloc(sizeof *p);
+    if (!p) return NULL;
+    p->e = e;
+    p->bytes = (int64_t)dnnl_memory_desc_get_size(&e->wei);
+    p->w = fnn_alloc(FNN_DEVICE_CPU, p->bytes);
+    if (!p->w || !pack_reorder(e, tb, n, k, b, ldb, p->w)) {
+        fnn_gemm_packed_free(p);   /* no memory for the copy: the products take B as it is */
+        return NULL;
+    }
+    return p;
+#else
+    (void)tb; (void)m; (void)n; (void)k; (void)b; (void)ldb; (void)lda; (void)beta; (void)ldc;
+    return NULL;
+#endif
+}
+
+bool fnn_gemm_packed(const fnn_packed_b *p, const float *a, float *c) {
+#ifdef FASTNN_WITH_ONEDNN
+#ifdef _OPENMP
+    if (omp_in_parallel() || omp_get_max_threads() != p->e->threads) return false;
+#endif
+    return onednn_on() && mm_run(p->e, a, p->w, NULL, c);
+#else
+    (void)p; (void)a; (void)c;
+    return false;
+#endif
+}
+
+void fnn_gemm_packed_free(fnn_packed_b *p) {
+    if (!p) return;
+    if (p->w) fnn_free(FNN_DEVICE_CPU, p->w, p->bytes);
+    free(p);
 }
 
 #ifdef FASTNN_WITH_ONEDNN

@@ -218,6 +218,70 @@ describe('nn.LSTM, nn.GRU, nn.SimpleRNN', function()
          end
       end)
 
+      -- wide enough that each step's product with W_hh runs on weights prepared once per sequence (oneDNN's
+      -- layout, core/blas.c's fnn_gemm_pack_b): 16 rows, 128 units, 6 steps, with initial states so that
+      -- every step multiplies; forward against the formulas on 1 and 2 threads, gradients against the
+      -- portable kernels (OpenBLAS at every step) where oneDNN is built, and W_hh's against finite
+      -- differences of the formulas
+      it(name .. ' at 128 units and 16 rows (weights prepared once for the steps) as the formulas and the portable kernels', function()
+         local has_onednn = not fnn.config().onednn:match('^not built')
+         local threads = fnn.get_num_threads()
+         fnn.manual_seed(12)
+         local N, T, H = 16, 6, 128
+         local m = nn[name](5, H)
+         local x, h0 = fnn.randn(N, T, 5), fnn.randn(1, N, H) * 0.5
+         local c0 = is_lstm and fnn.randn(1, N, H) * 0.5 or nil
+         local state = is_lstm and {h0, c0} or h0
+         local outs = naive_stack(m, x, h0, c0)
+         local weights = fnn.randn(N, T, H)
+         local function run(kernels, nthreads)
+            fnn.set_kernels(kernels)
+            fnn.set_num_threads(nthreads)
+            local xp, hp = fnn.Param(x), fnn.Param(h0)
+            local cp = c0 and fnn.Param(c0)
+            m:zero_grad()
+            local y = m(xp:tensor(), is_lstm and {hp:tensor(), cp:tensor()} or hp:tensor())
+            ;(y * weights):sum():backward()
+            local grads = {xp:grad():to_flat(), hp:grad():to_flat(), cp and cp:grad():to_flat()}
+            for _, pair in ipairs(m:named_parameters()) do grads[#grads + 1] = pair[2]:grad():to_flat() end
+            return y, grads
+         end
+         local ok, err = pcall(function()
+            local y2 = run(has_onednn and 'onednn' or 'portable', 2)
+            approx(flat(outs), y2, 2e-5)
+            local y1, g1 = run(has_onednn and 'onednn' or 'portable', 1)
+            approx(flat(outs), y1, 2e-5)
+            if has_onednn then
+               local _, gp = run('portable', 1)
+               for k = 1, #gp do approx(gp[k], g1[k], 1e-4) end
+            end
+            -- W_hh's gradient at two entries against the formulas' finite differences
+            local p = m.weight_hh_l0
+            local base = p:tensor()
+            local vals, analytic = base:to_flat(), p:grad():to_flat()
+            local wv = weights:to_flat()
+            local function loss_with(j, v)
+               vals[j] = v
+               p:set(fnn.tensor(vals, base:shape()))
+               local s, o = 0, flat((naive_stack(m, x, h0, c0)))
+               for i = 1, #o do s = s + o[i] * wv[i] end
+               return s, p:tensor():to_flat()[j]
+            end
+            for _, j in ipairs{7, #vals - 300} do
+               local v0 = vals[j]
+               local lp, vp = loss_with(j, v0 + 1e-2)
+               local lm, vm = loss_with(j, v0 - 1e-2)
+               loss_with(j, v0)
+               local numeric = (lp - lm) / (vp - vm)
+               assert.is_true(math.abs(numeric - analytic[j]) < 2e-3 * math.max(1, math.abs(numeric)),
+                              ('weight_hh[%d]: analytic %.6g numeric %.6g'):format(j, analytic[j], numeric))
+            end
+         end)
+         if has_onednn then fnn.set_kernels('onednn') end
+         fnn.set_num_threads(threads)
+         assert(ok, err)
+      end)
+
       it(name .. ' makes one graph node per layer, not per step', function()
          local m = nn[name](4, 8, {num_layers = 2})
          local x = fnn.Param(fnn.randn(2, 40, 4))

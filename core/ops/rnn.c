@@ -333,7 +333,26 @@ static int cpu_colsum(int ordinal, float *out, const float *m, int64_t rows, int
     return FNN_STATUS_OK;
 }
 
-static const fnn_rnn_moves cpu_moves = {cpu_copy, cpu_fill_rows, cpu_gemm, cpu_colsum};
+/* W_hh for the steps' products, reordered once (blas.c's fnn_gemm_pack_b): a batch of rows against the
+ * same weights at every step, where the plain matmul copied them into its layout each time. Float32
+ * products only (bf16 precision rounds the operands per product: rnn_gemm) */
+static void *cpu_pack(int ordinal, bool tb, int64_t m, int64_t n, int64_t k, const float *b, int64_t ldb, int64_t lda,
+                      float beta, int64_t ldc) {
+    (void)ordinal;
+    if (m > RNN_STEP_ROWS || fnn_prec_bf16(FNN_PREC_RNN)) return NULL;
+    return fnn_gemm_pack_b(tb, m, n, k, b, ldb, lda, beta, ldc);
+}
+static bool cpu_gemm_packed(int ordinal, const void *packed, const float *a, float *c) {
+    (void)ordinal;
+    return fnn_gemm_packed(packed, a, c);
+}
+static void cpu_unpack(int ordinal, void *packed) {
+    (void)ordinal;
+    fnn_gemm_packed_free(packed);
+}
+
+static const fnn_rnn_moves cpu_moves = {cpu_copy, cpu_fill_rows, cpu_gemm, cpu_colsum, cpu_pack, cpu_gemm_packed,
+                                        cpu_unpack};
 
 /* ---- the loop's moves through a row, on any backend ---- */
 typedef struct {
@@ -352,6 +371,34 @@ static int side_rows(const rnn_side *d, float *dst, int64_t dld, const float *sr
 static int side_gemm(const rnn_side *d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
                      int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     return d->mv->gemm(d->ord, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* a loop's per-step product C [m, n] = A [m, k] op(B) + beta C, the same B at every step: B prepared once
+ * where the backend can (moves->pack) and the loop has enough steps to repay it (the CPU's reorder
+ * costs about one product), else B itself */
+enum { RNN_PACK_MIN_STEPS = 4 };
+typedef struct {
+    const rnn_side *d;
+    void *packed;
+    bool tb;
+    int64_t m, n, k, ldb, lda, ldc;
+    const float *b;
+    float beta;
+} rnn_product;
+
+static rnn_product step_product(const rnn_side *d, int64_t steps, bool tb, int64_t m, int64_t n, int64_t k,
+                                const float *b, int64_t ldb, int64_t lda, float beta, int64_t ldc) {
+    rnn_product p = {d, NULL, tb, m, n, k, ldb, lda, ldc, b, beta};
+    if (steps >= RNN_PACK_MIN_STEPS && d->mv->pack) p.packed = d->mv->pack(d->ord, tb, m, n, k, b, ldb, lda, beta, ldc);
+    return p;
+}
+static int step_product_run(const rnn_product *p, const float *a, float *c) {
+    if (p->packed && p->d->mv->gemm_packed(p->d->ord, p->packed, a, c)) return FNN_STATUS_OK;
+    return side_gemm(p->d, false, p->tb, p->m, p->n, p->k, a, p->lda, p->b, p->ldb, p->beta, c, p->ldc);
+}
+static void step_product_free(rnn_product *p) {
+    if (p->packed) p->d->mv->unpack(p->d->ord, p->packed);
+    p->packed = NULL;
 }
 
 /* an RNN layer's node: which cell (RNN_*), the sizes and the direction */
@@ -398,23 +445,22 @@ static int rnn_seq_rule(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
     if (rc) goto done;
     const bool want_h0 = nd->next[IN_H0] != NULL;
     const int64_t act_w = kind == FNN_RNN_LSTM ? 5 * H : kind == FNN_RNN_GRU ? 4 * H : 0;
+    /* dh_prev = dz W_hh (+ z dh for gru), at every step but the first unless h0 wants its gradient */
+    rnn_product dh_step = step_product(&d, want_h0 ? T : T - 1, false, N, H, GH, w_hh, H, GH,
+                                       kind == FNN_RNN_GRU ? 1.0f : 0.0f, H);
     for (int64_t s = T - 1; s >= 0; s--) {
         bool lstm = kind == FNN_RNN_LSTM;
         const fnn_rnn_args a = {.kind = kind, .N = N, .H = H, .g = gp + s * H, .g_ld = rows_out * H, .dh = dh,
                                 .acts = act_w ? acts + s * N * act_w : NULL, .c_prev = lstm ? cs + s * N * H : NULL,
                                 .h = hs + (s + 1) * N * H, .h_prev = hs + s * N * H, .dz = dZ + s * N * GH,
                                 .dhz = dHZ + s * N * GH, .dc = dc, .dh_direct = dhd};
-        if ((rc = row->backward(d.ord, &a))) goto done;
+        if ((rc = row->backward(d.ord, &a))) break;
         if (s == 0 && !want_h0) break;
-        /* dh_prev = dz W_hh (+ z dh for gru) */
-        if (kind == FNN_RNN_GRU) {
-            if ((rc = side_rows(&d, dh, H, dhd, H, N, H))) goto done;
-            rc = side_gemm(&d, false, false, N, H, GH, dHZ + s * N * GH, GH, w_hh, H, 1.0f, dh, H);
-        } else {
-            rc = side_gemm(&d, false, false, N, H, GH, dZ + s * N * GH, GH, w_hh, H, 0.0f, dh, H);
-        }
-        if (rc) goto done;
+        if (kind == FNN_RNN_GRU && (rc = side_rows(&d, dh, H, dhd, H, N, H))) break;
+        if ((rc = step_product_run(&dh_step, dHZ + s * N * GH, dh))) break;
     }
+    step_product_free(&dh_step);
+    if (rc) goto done;
     int64_t hshape[2] = {N, H};
     if (want_h0) {
         if ((rc = fnn_new_output(&din[IN_H0], dev, 2, hshape))) goto done;
@@ -506,15 +552,18 @@ static int rnn_fwd_steps(const fnn_rnn_row *row, int ord, const rnn_fwd *f) {
         rc = c0p ? side_rows(&d, cs, H, c0p, H, N, H) : d.mv->fill_rows(ord, cs, N, H, NULL, NULL);
     if (rc) return rc;
     const int64_t act_w = kind == FNN_RNN_LSTM ? 5 * H : kind == FNN_RNN_GRU ? 4 * H : 0;
+    /* h W_hh^T at every step (but the first without h0): into hz for gru, onto z's row block otherwise */
+    rnn_product h_step = step_product(&d, h0p ? T : T - 1, true, N, GH, H, wh, H, H,
+                                      kind == FNN_RNN_GRU ? 0.0f : 1.0f, GH);
     for (int64_t s = 0; s < T && !rc; s++) {
         float *zs = z + s * N * GH;
         const float *hprev = hs + s * N * H;
         bool zero_h = s == 0 && !h0p;   /* h W_hh^T is zero: no GEMM */
         if (kind == FNN_RNN_GRU) {
             if (zero_h) rc = d.mv->fill_rows(ord, hz, N, GH, NULL, NULL);
-            else rc = side_gemm(&d, false, true, N, GH, H, hprev, H, wh, H, 0.0f, hz, GH);
+            else rc = step_product_run(&h_step, hprev, hz);
         } else if (!zero_h) {
-            rc = side_gemm(&d, false, true, N, GH, H, hprev, H, wh, H, 1.0f, zs, GH);
+            rc = step_product_run(&h_step, hprev, zs);
         }
         bool lstm = kind == FNN_RNN_LSTM;
         const fnn_rnn_args a = {.kind = kind, .N = N, .H = H, .z = zs, .hz = hz, .b_hh = bh, .h_prev = hprev,
@@ -524,6 +573,7 @@ static int rnn_fwd_steps(const fnn_rnn_row *row, int ord, const rnn_fwd *f) {
                                 .out_ld = rows_out * H};
         if (!rc) rc = row->forward(ord, &a);
     }
+    step_product_free(&h_step);
     if (!rc && kind == FNN_RNN_LSTM) rc = side_rows(&d, o + T * H, rows_out * H, cs + T * N * H, H, N, H);
     return rc;
 }

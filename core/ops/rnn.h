@@ -62,6 +62,14 @@ typedef struct fnn_rnn_moves {
                 const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
     /* out [cols] = the column sums of m [rows, cols] */
     int (*colsum)(int ordinal, float *out, const float *m, int64_t rows, int64_t cols);
+    /* optional (NULL: every step calls gemm): op(B) prepared once for the steps' products C [m, n] =
+     * A [m, k] op(B) + beta C with the same B, sizes, lda and ldc. pack returns NULL where the backend
+     * prepares nothing, gemm_packed false where it did not run the product (the step then calls gemm
+     * with B itself); unpack frees what pack made */
+    void *(*pack)(int ordinal, bool tb, int64_t m, int64_t n, int64_t k, const float *b, int64_t ldb, int64_t lda,
+                  float beta, int64_t ldc);
+    bool (*gemm_packed)(int ordinal, const void *packed, const float *a, float *c);
+    void (*unpack)(int ordinal, void *packed);
 } fnn_rnn_moves;
 
 typedef struct fnn_rnn_row {
