@@ -335,8 +335,10 @@ struct fnn_packed_b {
 #ifdef FASTNN_WITH_ONEDNN
     const mm_entry *e;    /* the primitive of the products, made for packed weights */
 #endif
-    void *w;              /* op(B) in the primitive's layout */
+    void *w;              /* op(B) in the primitive's layout (rounded to bfloat16 values when round) */
     int64_t bytes;
+    bool round;           /* bf16 precision off the bf16 units: A is rounded into a dense copy per product */
+    int64_t m, k, lda;
 };
 
 #ifdef FASTNN_WITH_ONEDNN
@@ -367,7 +369,7 @@ static bool pack_reorder(const mm_entry *e, bool tb, int64_t n, int64_t k, const
 #endif
 
 fnn_packed_b *fnn_gemm_pack_b(bool tb, int64_t m, int64_t n, int64_t k, const float *b, int64_t ldb, int64_t lda,
-                              float beta, int64_t ldc) {
+                              float beta, int64_t ldc, bool round_bf16) {
 #ifdef FASTNN_WITH_ONEDNN
     if (!fused_shape_ok(m, n, k, beta)) return NULL;
 #ifdef _OPENMP
@@ -376,22 +378,36 @@ fnn_packed_b *fnn_gemm_pack_b(bool tb, int64_t m, int64_t n, int64_t k, const fl
 #else
     int threads = 1;
 #endif
-    mm_entry key = {.m = m, .n = n, .k = k, .lda = lda, .ldc = ldc, .sum = beta != 0.0f, .threads = threads,
-                    .packed = 1};
+    /* rounding, every A is a dense copy: the primitive reads it at lda k */
+    mm_entry key = {.m = m, .n = n, .k = k, .lda = round_bf16 ? k : lda, .ldc = ldc, .sum = beta != 0.0f,
+                    .threads = threads, .packed = 1};
     const mm_entry *e = mm_find(&key);
     if (!e) return NULL;
     fnn_packed_b *p = malloc(sizeof *p);
     if (!p) return NULL;
-    p->e = e;
-    p->bytes = (int64_t)dnnl_memory_desc_get_size(&e->wei);
+    *p = (fnn_packed_b){.e = e, .bytes = (int64_t)dnnl_memory_desc_get_size(&e->wei), .round = round_bf16, .m = m,
+                        .k = k, .lda = lda};
     p->w = fnn_alloc(FNN_DEVICE_CPU, p->bytes);
-    if (!p->w || !pack_reorder(e, tb, n, k, b, ldb, p->w)) {
+    bool ok = p->w != NULL;
+    if (ok && round_bf16) {   /* B's bfloat16 values, rounded once for every product (op(B)'s storage, dense) */
+        const int64_t rows = tb ? n : k, cols = tb ? k : n, bytes = (int64_t)sizeof(float) * rows * cols;
+        float *r = fnn_alloc(FNN_DEVICE_CPU, bytes);
+        ok = r != NULL;
+        if (ok) {
+            fnn_round_bf16_matrix(r, b, rows, cols, ldb);
+            ok = pack_reorder(e, tb, n, k, r, cols, p->w);
+            fnn_free(FNN_DEVICE_CPU, r, bytes);
+        }
+    } else if (ok) {
+        ok = pack_reorder(e, tb, n, k, b, ldb, p->w);
+    }
+    if (!ok) {
         fnn_gemm_packed_free(p);   /* no memory for the copy: the products take B as it is */
         return NULL;
     }
     return p;
 #else
-    (void)tb; (void)m; (void)n; (void)k; (void)b; (void)ldb; (void)lda; (void)beta; (void)ldc;
+    (void)tb; (void)m; (void)n; (void)k; (void)b; (void)ldb; (void)lda; (void)beta; (void)ldc; (void)round_bf16;
     return NULL;
 #endif
 }
@@ -401,7 +417,15 @@ bool fnn_gemm_packed(const fnn_packed_b *p, const float *a, float *c) {
 #ifdef _OPENMP
     if (omp_in_parallel() || omp_get_max_threads() != p->e->threads) return false;
 #endif
-    return onednn_on() && mm_run(p->e, a, p->w, NULL, c);
+    if (!onednn_on()) return false;
+    if (!p->round) return mm_run(p->e, a, p->w, NULL, c);
+    const int64_t bytes = (int64_t)sizeof(float) * p->m * p->k;
+    float *r = fnn_alloc(FNN_DEVICE_CPU, bytes);
+    if (!r) return false;
+    fnn_round_bf16_matrix(r, a, p->m, p->k, p->lda);
+    bool ok = mm_run(p->e, r, p->w, NULL, c);
+    fnn_free(FNN_DEVICE_CPU, r, bytes);
+    return ok;
 #else
     (void)p; (void)a; (void)c;
     return false;

@@ -361,6 +361,39 @@ describe('recurrent layers under bf16', function()
    end
 end)
 
+describe('recurrent layers under bf16, wide enough for W_hh prepared once (16 rows, 128 units)', function()
+   -- oneDNN's path rounds W_hh once and each step's rows (core/blas.c's fnn_gemm_pack_b); the portable
+   -- kernels round both at every product: the same numbers up to the order of the float32 sums
+   for _, kind in ipairs{'LSTM', 'GRU', 'SimpleRNN'} do
+      it(kind .. ': outputs and gradients as the portable kernels give them, rounded (not float32)', function()
+         fnn.manual_seed(23)
+         local layer = nn[kind](5, 128, {batch_first = true})
+         local x, h0 = fnn.randn(16, 6, 5), fnn.randn(1, 16, 128) * 0.5
+         local function run(path)
+            fnn.set_kernels(path)
+            layer:zero_grad()
+            local xp, hp = nn.Param(x), nn.Param(h0)
+            local state = kind == 'LSTM' and {hp:tensor(), hp:tensor() * 0.5} or hp:tensor()
+            local y = layer:forward(xp:tensor(), state)
+            ;(y * y):sum():backward()
+            local g = {y, xp:grad(), hp:grad()}
+            for _, p in ipairs(layer:parameters()) do g[#g + 1] = p:grad() end
+            return g
+         end
+         local exact = run(PATHS[1])
+         local got = with_precision({rnn = 'bf16'}, function() return run(PATHS[1]) end)
+         local portable = with_precision({rnn = 'bf16'}, function() return run('portable') end)
+         assert.equals('float32', got[1]:dtype())
+         for i = 1, #exact do
+            local scale = exact[i]:abs():max():item() + 1
+            assert.is_true(max_abs_diff(exact[i], got[i]) <= 2 ^ -5 * scale, kind .. ' result ' .. i)
+            assert.is_true(max_abs_diff(portable[i], got[i]) <= 2e-5 * scale, kind .. ' result ' .. i .. ' (portable)')
+         end
+         assert.is_true(max_abs_diff(exact[1], got[1]) > 2e-4, 'bf16 left the outputs float32')
+      end)
+   end
+end)
+
 describe('the ops that take bfloat16 in C on the CPU and narrow their own output (NATIVE_HOST)', function()
    local precision = require 'fastnn.precision'
    it('names only ops and layers that exist, the convolutions and their layers among them', function()

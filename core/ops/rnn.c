@@ -335,13 +335,16 @@ static int cpu_colsum(int ordinal, float *out, const float *m, int64_t rows, int
 }
 
 /* W_hh for the steps' products, reordered once (blas.c's fnn_gemm_pack_b): a batch of rows against the
- * same weights at every step, where the plain matmul copied them into its layout each time. Float32
- * products only (bf16 precision rounds the operands per product: rnn_gemm) */
+ * same weights at every step, where the plain matmul copied them into its layout each time. Under bf16
+ * precision off the bf16 units W_hh is also rounded once, where rnn_gemm's emulated product rounded it at
+ * every step (lstm_seq under autocast: 21.3 ms a step against 14.1 in float32); on the units the bf16
+ * matmul takes the products as before */
 static void *cpu_pack(int ordinal, bool tb, int64_t m, int64_t n, int64_t k, const float *b, int64_t ldb, int64_t lda,
                       float beta, int64_t ldc) {
     (void)ordinal;
-    if (m > RNN_STEP_ROWS || fnn_prec_bf16(FNN_PREC_RNN)) return NULL;
-    return fnn_gemm_pack_b(tb, m, n, k, b, ldb, lda, beta, ldc);
+    const bool bf16 = fnn_prec_bf16(FNN_PREC_RNN);
+    if (m > RNN_STEP_ROWS || (bf16 && fnn_bf16_native())) return NULL;
+    return fnn_gemm_pack_b(tb, m, n, k, b, ldb, lda, beta, ldc, bf16);
 }
 static bool cpu_gemm_packed(int ordinal, const void *packed, const float *a, float *c) {
     (void)ordinal;
