@@ -143,6 +143,30 @@ describe('matmul', function()
       end
    end)
 
+   -- a transposed right operand of a large enough product runs in oneDNN's matmul primitive (blas.c's
+   -- fnn_gemm_fused, as linear's forward) rather than the GEMM: as a plain product, batched, and summed
+   -- into one gradient over a broadcast batch (the primitive's sum post-op)
+   it('gives the naive product for x w^T above the primitive threshold, batched and summed over a batch', function()
+      fnn.manual_seed(9)
+      local a, w = fnn.randn(96, 80), fnn.randn(72, 80)
+      approx(mm(a:to_table(), transpose(w:to_table())), a:matmul(w:t()), 1e-4)
+      local ab, wb = fnn.randn(2, 70, 60), fnn.randn(2, 80, 60)
+      local c = fnn.bmm(ab, wb:transpose(2, 3))
+      local at, wt = ab:to_table(), wb:to_table()
+      approx(concat{mm(at[1], transpose(wt[1])), mm(at[2], transpose(wt[2]))}, c, 1e-4)
+      -- d/da of a [70, 60] times a broadcast batch b [3, 60, 80]: sum over i of g_i b_i^T
+      local pa, pb = fnn.Param(fnn.randn(70, 60)), fnn.Param(fnn.randn(3, 60, 80))
+      local g = fnn.randn(3, 70, 80)
+      pa:tensor():matmul(pb:tensor()):backward(g)
+      local gt, bt = g:to_table(), pb:tensor():to_table()
+      local want = mm(gt[1], transpose(bt[1]))
+      for i = 2, 3 do
+         local more = mm(gt[i], transpose(bt[i]))
+         for j = 1, #want do want[j] = want[j] + more[j] end
+      end
+      approx(want, pa:grad(), 1e-4)
+   end)
+
    it('reads truly strided and expanded operands', function()
       local x = fnn.randn(3, 4, 5)
       local a = x:select(3, 2)                -- [3,4], strides [20,5]: neither row- nor column-major
