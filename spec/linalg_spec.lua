@@ -447,6 +447,32 @@ describe('linear', function()
       assert.equals('linear', y:grad_fn())
    end)
 
+   -- db is summed in 32 fixed parts of rows over the threads: 150 rows make parts of 5, and a transposed
+   -- gradient is read through its strides; 1 and 2 threads give the same bits
+   it('sums db over many rows in parts, from a strided gradient, the same at 1 and 2 threads', function()
+      fnn.manual_seed(31)
+      local x, w, b = fnn.randn(3, 50, 7), fnn.randn(9, 7), fnn.Param(fnn.randn(9))
+      local g = fnn.randn(9, 50, 3):permute(3, 2, 1)   -- [3, 50, 9], not contiguous
+      assert.is_false(g:is_contiguous())
+      local gt = g:to_table()
+      local want = {}
+      for o = 1, 9 do
+         local s = 0
+         for i = 1, 3 do for j = 1, 50 do s = s + gt[i][j][o] end end
+         want[o] = s
+      end
+      local threads, got = fnn.get_num_threads(), {}
+      for _, t in ipairs{1, 2} do
+         fnn.set_num_threads(t)
+         b:zero_grad()
+         fnn.linear(x, w, b:tensor()):backward(g)
+         got[t] = b:grad():to_flat()
+         approx(want, b:grad(), 1e-5)
+      end
+      fnn.set_num_threads(threads)
+      assert.same(got[1], got[2])
+   end)
+
    it('refuses mismatched input, weight and bias, naming the shapes', function()
       local _, err = pcall(function() return fnn.linear(fnn.ones(2, 3), fnn.ones(4, 5)) end)
       assert.matches('linear: input %[2,3%] and weight %[4,5%] do not agree', err)
