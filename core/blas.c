@@ -44,6 +44,7 @@ char *openblas_get_corename(void);
 void gotoblas_dynamic_init(void) __attribute__((weak));
 void gotoblas_dynamic_quit(void) __attribute__((weak));
 void *blas_memory_alloc(int procpos) __attribute__((weak));
+int blas_thread_shutdown_(void) __attribute__((weak));   /* its pool; the next threaded call starts it again */
 int blas_memory_free(void *buffer) __attribute__((weak));
 
 /* ================= which kernels run ================= */
@@ -846,12 +847,19 @@ static void check_core(void) {
 #endif
 }
 
-/* at load, on the loading thread, before any GEMM: OpenBLAS's constructor has run (a dependency) */
+/* at load, on the loading thread, before any GEMM: OpenBLAS's constructor has run (a dependency).
+ * That constructor started OpenBLAS's pool (a thread per core but one), whose threads poll for work,
+ * yielding, for ~0.27 s before they sleep: on a machine with few cores they take the CPU from the
+ * first steps of a run (group_norm's forward and backward, [32, 64, 32, 32]: 3.4-4.5 ms a step for
+ * the first ~80 ms after load against 1.6-1.9 with OPENBLAS_NUM_THREADS=1, 2 vCPUs). The oneDNN
+ * kernels (the default) never call OpenBLAS on more than one thread, so the pool is stopped; the
+ * portable kernels' first threaded GEMM starts it again (exec_blas's lazy start, as after a fork). */
 __attribute__((constructor)) static void blas_load(void) {
     const char *env = getenv("FASTNN_KERNELS");
     if (env && *env && fnn_set_kernels(env) != FNN_STATUS_OK)
         fprintf(stderr, "fastnn: FASTNN_KERNELS=%s ignored: %s\n", env, fnn_last_error());
     pthread_once(&blas.once, check_core);
+    if (onednn_on() && blas_thread_shutdown_) blas_thread_shutdown_();
 }
 
 /* ================= fnn_config ================= */

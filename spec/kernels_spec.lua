@@ -221,7 +221,7 @@ describe("OpenBLAS's core", function()
       print('worst=' .. worst)
    ]]
    local function run(env)
-      local script = os.tmpname() .. '.lua'
+      local script = process.tmpname('.lua')
       process.write_file(script, probe)
       local out, err = os.tmpname(), os.tmpname()
       local cmd = ('env %s timeout 60 %s %s >%s 2>%s; echo $?'):format(env, process.quote(launcher),
@@ -261,6 +261,49 @@ describe("OpenBLAS's core", function()
          assert.equals(1, count, r.err)
          assert.matches('%d+ GFLOP/s on one thread', r.err)
          assert.matches('note=left at Prescott', r.out)
+      end
+   end)
+end)
+
+-- OpenBLAS starts a pool of threads when it loads, which poll for work for ~0.27 s: under the oneDNN
+-- kernels (which never call OpenBLAS on more than one thread) core/blas.c stops it at load; a threaded
+-- GEMM of the portable kernels starts it again. A child process counts its threads (/proc/self/status)
+describe("OpenBLAS's pool", function()
+   local launcher = process.program('fastnn-lua', 'FASTNN_LAUNCHER')
+   local function threads_of(env, code)
+      local out = os.tmpname()
+      local cmd = ('env -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS %s timeout 60 %s -e %s >%s 2>&1; echo $?'):format(
+         env, process.quote(launcher), process.quote([[
+            local function threads()
+               for line in io.lines('/proc/self/status') do
+                  local n = line:match('^Threads:%s*(%d+)')
+                  if n then return n end
+               end
+            end
+            local fnn = require 'fastnn'
+            io.write(threads())
+            ]] .. code .. [[
+            io.write(' ', threads())]]), out)
+      local p = io.popen(cmd)
+      local rc = tonumber(p:read('*a'))
+      p:close()
+      local text = process.read_all(out)
+      os.remove(out)
+      assert.equals(0, rc, text)
+      return text
+   end
+   local cores = tonumber(io.popen('nproc'):read('*l'))
+
+   it('is stopped at load under the oneDNN kernels and started again by the portable kernels', function()
+      assert(cores >= 2, 'one core: OpenBLAS starts no pool, so there is nothing to check here')
+      local kept = threads_of('FASTNN_KERNELS=portable', ''):match('^(%d+)')
+      assert.is_true(tonumber(kept) >= 2, kept)         -- the portable kernels keep it from the start
+      if has_onednn then
+         local product = "fnn.set_kernels('portable'); fnn.set_num_threads(2); " ..
+                         "local a = fnn.rand(512, 512); a:matmul(a):free()"
+         local before, after = threads_of('FASTNN_KERNELS=onednn', product):match('^(%d+) (%d+)$')
+         assert.equals('1', before)                     -- only the main thread: no pool polling
+         assert.is_true(tonumber(after) >= 2, after)    -- OpenBLAS's pool is back for its threaded GEMM
       end
    end)
 end)
