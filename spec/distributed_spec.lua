@@ -132,7 +132,7 @@ describe('distributed at world size 1 (no mpirun)', function()
    end)
 
    it('save_training writes and load_training reads in a world of one', function()
-      local path = os.tmpname() .. '.fdl'
+      local path = process.tmpname('.fdl')
       fnn.manual_seed(6)
       local model = nn.Linear(2, 3)
       local opt = optim.SGD(model:parameters(), 0.1)
@@ -262,7 +262,7 @@ describe('distributed under mpirun', function()
    for _, np in ipairs{2, 3} do
       describe(('on %d ranks'):format(np), function()
          -- one launch of spec/dist/suite.lua for every check below (MPI_Init costs ~0.5 s here)
-         local path = os.tmpname() .. '.fdl'
+         local path = process.tmpname('.fdl')
          local run
          local function suite()
             if not run then

@@ -38,7 +38,7 @@ local function run(args, opts)
 end
 
 local function script(text)
-   local path = os.tmpname() .. '.lua'
+   local path = process.tmpname('.lua')
    write_file(path, text)
    return path
 end

@@ -26,6 +26,14 @@ function M.write_file(path, text)
    f:close()
 end
 
+-- a fresh path ending in suffix ('.lua'): os.tmpname's file is made to reserve the name, so it is
+-- removed here (a name with a suffix appended left it behind in /tmp, a file per call)
+function M.tmpname(suffix)
+   local base = os.tmpname()
+   os.remove(base)
+   return base .. (suffix or '')
+end
+
 -- one shell word, whatever the string holds
 function M.quote(s) return "'" .. tostring(s):gsub("'", [['\'']]) .. "'" end
 
