@@ -418,6 +418,7 @@ describe('arity above the ops', function()
    local tmp = os.tmpname()
    os.remove(tmp)
    os.execute('mkdir -p ' .. tmp)
+   teardown(function() os.execute('rm -rf ' .. tmp) end)
    local function path(name) return tmp .. '/' .. name end
    local function params() return {fnn.Param(fnn.ones(2))} end
    local function stepped(cls)   -- an optimizer whose one parameter has stepped once
