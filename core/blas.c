@@ -370,19 +370,26 @@ static bool pack_reorder(const mm_entry *e, bool tb, int64_t n, int64_t k, const
 #endif
 
 fnn_packed_b *fnn_gemm_pack_b(bool tb, int64_t m, int64_t n, int64_t k, const float *b, int64_t ldb, int64_t lda,
-                              float beta, int64_t ldc, bool round_bf16) {
+                              float beta, int64_t ldc, bool round_bf16, bool serial) {
 #ifdef FASTNN_WITH_ONEDNN
     if (!fused_shape_ok(m, n, k, beta)) return NULL;
 #ifdef _OPENMP
     if (omp_in_parallel()) return NULL;   /* as gemm_fused: a primitive planned for the pool */
-    int threads = omp_get_max_threads();
+    const int pool = omp_get_max_threads(), threads = serial ? 1 : pool;
 #else
-    int threads = 1;
+    const int threads = 1;
 #endif
     /* rounding, every A is a dense copy: the primitive reads it at lda k */
     mm_entry key = {.m = m, .n = n, .k = k, .lda = round_bf16 ? k : lda, .ldc = ldc, .sum = beta != 0.0f,
                     .threads = threads, .packed = 1};
+#ifdef _OPENMP
+    /* oneDNN plans a primitive for the threads it may use when it is made: one, for a serial one */
+    if (threads != pool) omp_set_num_threads(threads);
     const mm_entry *e = mm_find(&key);
+    if (threads != pool) omp_set_num_threads(pool);
+#else
+    const mm_entry *e = mm_find(&key);
+#endif
     if (!e) return NULL;
     fnn_packed_b *p = malloc(sizeof *p);
     if (!p) return NULL;
@@ -409,6 +416,7 @@ fnn_packed_b *fnn_gemm_pack_b(bool tb, int64_t m, int64_t n, int64_t k, const fl
     return p;
 #else
     (void)tb; (void)m; (void)n; (void)k; (void)b; (void)ldb; (void)lda; (void)beta; (void)ldc; (void)round_bf16;
+    (void)serial;
     return NULL;
 #endif
 }
@@ -416,7 +424,8 @@ fnn_packed_b *fnn_gemm_pack_b(bool tb, int64_t m, int64_t n, int64_t k, const fl
 bool fnn_gemm_packed(const fnn_packed_b *p, const float *a, float *c) {
 #ifdef FASTNN_WITH_ONEDNN
 #ifdef _OPENMP
-    if (omp_in_parallel() || omp_get_max_threads() != p->e->threads) return false;
+    /* a serial primitive runs anywhere on its caller's thread; one planned for the pool, outside a region */
+    if (p->e->threads != 1 && (omp_in_parallel() || omp_get_max_threads() != p->e->threads)) return false;
 #endif
     if (!onednn_on()) return false;
     if (!p->round) return mm_run(p->e, a, p->w, NULL, c);

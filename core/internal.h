@@ -331,12 +331,13 @@ bool fnn_gemm_fused(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const flo
 /* one B for many products (a recurrent layer's W_hh, step after step): op(B) [k, n] (tb: b is [n, k] at ldb)
  * copied once into the layout oneDNN's matmul picks for products C [m, n] (at ldc) = A [m, k] (at lda)
  * op(B) + beta C, beta 0 or 1; round_bf16: B rounded to bfloat16 values once and each A per product (bf16
- * precision off the bf16 units, as fnn_gemm_prec rounds). NULL where fnn_gemm_fused would refuse the shape
- * (then nothing is copied). fnn_gemm_packed runs one such product, false when it did not (the caller
- * takes the plain GEMM). */
+ * precision off the bf16 units, as fnn_gemm_prec rounds); serial: the products run on one thread, inside
+ * a parallel region too (a block of rows per thread), else on the pool outside one. NULL where
+ * fnn_gemm_fused would refuse the shape (then nothing is copied). fnn_gemm_packed runs one such product,
+ * false when it did not (the caller takes the plain GEMM). */
 typedef struct fnn_packed_b fnn_packed_b;
 fnn_packed_b *fnn_gemm_pack_b(bool tb, int64_t m, int64_t n, int64_t k, const float *b, int64_t ldb, int64_t lda,
-                              float beta, int64_t ldc, bool round_bf16);
+                              float beta, int64_t ldc, bool round_bf16, bool serial);
 bool fnn_gemm_packed(const fnn_packed_b *p, const float *a, float *c);
 void fnn_gemm_packed_free(fnn_packed_b *p);
 /* the activation a GEMM may end in (linear's activation option, core/ops/linalg.h) */

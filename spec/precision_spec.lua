@@ -383,11 +383,16 @@ describe('recurrent layers under bf16, wide enough for W_hh prepared once (16 ro
          local exact = run(PATHS[1])
          local got = with_precision({rnn = 'bf16'}, function() return run(PATHS[1]) end)
          local portable = with_precision({rnn = 'bf16'}, function() return run('portable') end)
+         -- on 2 threads, two blocks of 8 rows, each block's steps on its thread (rnn.c's run_blocks)
+         fnn.set_num_threads(2)
+         local blocks = with_precision({rnn = 'bf16'}, function() return run(PATHS[1]) end)
+         fnn.set_num_threads(1)
          assert.equals('float32', got[1]:dtype())
          for i = 1, #exact do
             local scale = exact[i]:abs():max():item() + 1
             assert.is_true(max_abs_diff(exact[i], got[i]) <= 2 ^ -5 * scale, kind .. ' result ' .. i)
             assert.is_true(max_abs_diff(portable[i], got[i]) <= 2e-5 * scale, kind .. ' result ' .. i .. ' (portable)')
+            assert.is_true(max_abs_diff(portable[i], blocks[i]) <= 2e-5 * scale, kind .. ' result ' .. i .. ' (blocks)')
          end
          assert.is_true(max_abs_diff(exact[1], got[1]) > 2e-4, 'bf16 left the outputs float32')
       end)

@@ -219,15 +219,16 @@ describe('nn.LSTM, nn.GRU, nn.SimpleRNN', function()
       end)
 
       -- wide enough that each step's product with W_hh runs on weights prepared once per sequence (oneDNN's
-      -- layout, core/blas.c's fnn_gemm_pack_b): 16 rows, 128 units, 6 steps, with initial states so that
-      -- every step multiplies; forward against the formulas on 1 and 2 threads, gradients against the
-      -- portable kernels (OpenBLAS at every step) where oneDNN is built, and W_hh's against finite
-      -- differences of the formulas
-      it(name .. ' at 128 units and 16 rows (weights prepared once for the steps) as the formulas and the portable kernels', function()
+      -- layout, core/blas.c's fnn_gemm_pack_b): 32 rows, 128 units, 6 steps, with initial states so that
+      -- every step multiplies; on 2 threads the rows run as two blocks of 16, each block's steps on its
+      -- thread (rnn.c's run_blocks). Forward against the formulas on 1 and 2 threads, gradients on both
+      -- against the portable kernels (OpenBLAS at every step) where oneDNN is built, and W_hh's against
+      -- finite differences of the formulas
+      it(name .. ' at 128 units and 32 rows (weights prepared once, blocks of rows) as the formulas and the portable kernels', function()
          local has_onednn = not fnn.config().onednn:match('^not built')
          local threads = fnn.get_num_threads()
          fnn.manual_seed(12)
-         local N, T, H = 16, 6, 128
+         local N, T, H = 32, 6, 128
          local m = nn[name](5, H)
          local x, h0 = fnn.randn(N, T, 5), fnn.randn(1, N, H) * 0.5
          local c0 = is_lstm and fnn.randn(1, N, H) * 0.5 or nil
@@ -247,13 +248,13 @@ describe('nn.LSTM, nn.GRU, nn.SimpleRNN', function()
             return y, grads
          end
          local ok, err = pcall(function()
-            local y2 = run(has_onednn and 'onednn' or 'portable', 2)
+            local y2, g2 = run(has_onednn and 'onednn' or 'portable', 2)
             approx(flat(outs), y2, 2e-5)
             local y1, g1 = run(has_onednn and 'onednn' or 'portable', 1)
             approx(flat(outs), y1, 2e-5)
             if has_onednn then
                local _, gp = run('portable', 1)
-               for k = 1, #gp do approx(gp[k], g1[k], 1e-4) end
+               for k = 1, #gp do approx(gp[k], g1[k], 1e-4); approx(gp[k], g2[k], 1e-4) end
             end
             -- W_hh's gradient at two entries against the formulas' finite differences
             local p = m.weight_hh_l0

@@ -10,6 +10,7 @@
 #define FNN_CELL_TANH fnn_tanhf
 #include "rnn_cells.h"   /* the cells' arithmetic per unit, shared with cuda/rnn.cu */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ================= lstm_cell: z [N, 4H] (gates i, f, g, o), c [N, H] -> [N, 2H] = (h, c') ================= */
@@ -177,7 +178,7 @@ static rnn_layout rnn_layout_of(int kind, int64_t N, int64_t T, int64_t I, int64
     return l;
 }
 
-enum { RNN_STEP_ROWS = 256 };
+enum { RNN_STEP_ROWS = 256, RNN_PACK_MIN_STEPS = 4 };
 /* row-major C[m, n] = op(A) op(B) + beta C (beta 0 or 1); empty sizes need no call */
 static void rnn_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
@@ -259,14 +260,18 @@ static void rnn_back_rows(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* ---- the CPU's rows for the sequence layers: one step's cell over the threads, and the loop's moves ---- */
+/* inside a block of rows (run_blocks) the cell runs on the block's thread */
+static int cell_threads(const fnn_rnn_args *a) {
+    return fnn_in_parallel() ? 1 : fnn_threads_for(a->N * a->H * LSTM_WORK_PER_ELEM);
+}
 static int cpu_rnn_step(int ordinal, const fnn_rnn_args *a) {
     (void)ordinal;
-    fnn_parallel_for(a->N, fnn_threads_for(a->N * a->H * LSTM_WORK_PER_ELEM), rnn_step_rows, (void *)a);
+    fnn_parallel_for(a->N, cell_threads(a), rnn_step_rows, (void *)a);
     return FNN_STATUS_OK;
 }
 static int cpu_rnn_step_grad(int ordinal, const fnn_rnn_args *a) {
     (void)ordinal;
-    fnn_parallel_for(a->N, fnn_threads_for(a->N * a->H * LSTM_WORK_PER_ELEM), rnn_back_rows, (void *)a);
+    fnn_parallel_for(a->N, cell_threads(a), rnn_back_rows, (void *)a);
     return FNN_STATUS_OK;
 }
 
@@ -340,11 +345,11 @@ static int cpu_colsum(int ordinal, float *out, const float *m, int64_t rows, int
  * every step (lstm_seq under autocast: 21.3 ms a step against 14.1 in float32); on the units the bf16
  * matmul takes the products as before */
 static void *cpu_pack(int ordinal, bool tb, int64_t m, int64_t n, int64_t k, const float *b, int64_t ldb, int64_t lda,
-                      float beta, int64_t ldc) {
+                      float beta, int64_t ldc, bool serial) {
     (void)ordinal;
     const bool bf16 = fnn_prec_bf16(FNN_PREC_RNN);
     if (m > RNN_STEP_ROWS || (bf16 && fnn_bf16_native())) return NULL;
-    return fnn_gemm_pack_b(tb, m, n, k, b, ldb, lda, beta, ldc, bf16);
+    return fnn_gemm_pack_b(tb, m, n, k, b, ldb, lda, beta, ldc, bf16, serial);
 }
 static bool cpu_gemm_packed(int ordinal, const void *packed, const float *a, float *c) {
     (void)ordinal;
@@ -355,8 +360,43 @@ static void cpu_unpack(int ordinal, void *packed) {
     fnn_gemm_packed_free(packed);
 }
 
+/* a block of rows per thread: each thread's rows run every step, product and cell, with no barrier
+ * between steps where the step-by-step loop entered two parallel regions a step (the product's and
+ * the cell's); from RNN_BLOCK_ROWS rows a block, so that a block's product stays efficient */
+enum { RNN_BLOCK_ROWS = 8 };
+static int64_t cpu_row_blocks(int ordinal, int64_t rows, int64_t steps) {
+    (void)ordinal;
+    if (fnn_in_parallel() || steps < RNN_PACK_MIN_STEPS) return 1;
+    int64_t blocks = fnn_get_num_threads();
+    while (blocks > 1 && rows / blocks < RNN_BLOCK_ROWS) blocks--;
+    return blocks;
+}
+typedef struct {
+    int64_t blocks, rows;
+    int (*fn)(void *ctx, int64_t r0, int64_t r1);
+    void *ctx;
+    int *rc;
+} block_job;
+static void block_range(void *ctx, int64_t lo, int64_t hi) {
+    const block_job *j = ctx;
+    for (int64_t b = lo; b < hi; b++) j->rc[b] = j->fn(j->ctx, b * j->rows / j->blocks, (b + 1) * j->rows / j->blocks);
+}
+/* the CPU's moves never fail, so no block leaves an error message on its worker thread */
+static int cpu_run_blocks(int ordinal, int64_t blocks, int64_t rows, int (*fn)(void *ctx, int64_t r0, int64_t r1),
+                          void *ctx) {
+    (void)ordinal;
+    int *rc = calloc((size_t)blocks, sizeof *rc);
+    if (!rc) return FNN_FAIL(FNN_STATUS_OOM, "rnn: out of memory for %lld blocks of rows", (long long)blocks);
+    block_job j = {blocks, rows, fn, ctx, rc};
+    fnn_parallel_team(blocks, (int)blocks, block_range, &j);
+    int first = FNN_STATUS_OK;
+    for (int64_t b = 0; b < blocks && !first; b++) first = rc[b];
+    free(rc);
+    return first;
+}
+
 static const fnn_rnn_moves cpu_moves = {cpu_copy, cpu_fill_rows, cpu_gemm, cpu_colsum, cpu_pack, cpu_gemm_packed,
-                                        cpu_unpack};
+                                        cpu_unpack, cpu_row_blocks, cpu_run_blocks};
 
 /* ---- the loop's moves through a row, on any backend ---- */
 typedef struct {
@@ -380,29 +420,54 @@ static int side_gemm(const rnn_side *d, bool ta, bool tb, int64_t m, int64_t n, 
 /* a loop's per-step product C [m, n] = A [m, k] op(B) + beta C, the same B at every step: B prepared once
  * where the backend can (moves->pack) and the loop has enough steps to repay it (the CPU's reorder
  * costs about one product), else B itself */
-enum { RNN_PACK_MIN_STEPS = 4 };
 typedef struct {
     const rnn_side *d;
-    void *packed;
+    void *packed[2];      /* B prepared for products of m[0] and m[1] rows (a block's floor and ceiling) */
+    int64_t m[2];
     bool tb;
-    int64_t m, n, k, ldb, lda, ldc;
+    int64_t n, k, ldb, lda, ldc;
     const float *b;
     float beta;
 } rnn_product;
 
-static rnn_product step_product(const rnn_side *d, int64_t steps, bool tb, int64_t m, int64_t n, int64_t k,
-                                const float *b, int64_t ldb, int64_t lda, float beta, int64_t ldc) {
-    rnn_product p = {d, NULL, tb, m, n, k, ldb, lda, ldc, b, beta};
-    if (steps >= RNN_PACK_MIN_STEPS && d->mv->pack) p.packed = d->mv->pack(d->ord, tb, m, n, k, b, ldb, lda, beta, ldc);
-    return p;
-}
-static int step_product_run(const rnn_product *p, const float *a, float *c) {
-    if (p->packed && p->d->mv->gemm_packed(p->d->ord, p->packed, a, c)) return FNN_STATUS_OK;
-    return side_gemm(p->d, false, p->tb, p->m, p->n, p->k, a, p->lda, p->b, p->ldb, p->beta, c, p->ldc);
-}
 static void step_product_free(rnn_product *p) {
-    if (p->packed) p->d->mv->unpack(p->d->ord, p->packed);
-    p->packed = NULL;
+    for (int i = 0; i < 2; i++) {
+        if (p->packed[i]) p->d->mv->unpack(p->d->ord, p->packed[i]);
+        p->packed[i] = NULL;
+    }
+}
+/* the products of `blocks` blocks of `rows` rows (blocks 1: all rows, on the backend's pool; more: each
+ * block's on its thread, serial). false: blocks > 1 could not be prepared, and nothing was (the caller
+ * then runs one block) */
+static bool step_product(rnn_product *p, const rnn_side *d, int64_t steps, int64_t blocks, int64_t rows, bool tb,
+                         int64_t n, int64_t k, const float *b, int64_t ldb, int64_t lda, float beta, int64_t ldc) {
+    *p = (rnn_product){d, {NULL, NULL}, {rows / blocks, (rows + blocks - 1) / blocks}, tb, n, k, ldb, lda, ldc, b, beta};
+    if (steps < RNN_PACK_MIN_STEPS || !d->mv->pack) return blocks == 1;
+    for (int i = 0; i < (p->m[1] != p->m[0] ? 2 : 1); i++) {
+        p->packed[i] = d->mv->pack(d->ord, tb, p->m[i], n, k, b, ldb, lda, beta, ldc, blocks > 1);
+        if (!p->packed[i] && blocks > 1) { step_product_free(p); return false; }
+    }
+    return true;
+}
+/* C = A op(B) + beta C for m rows */
+static int step_product_run(const rnn_product *p, int64_t m, const float *a, float *c) {
+    const void *packed = m == p->m[0] ? p->packed[0] : m == p->m[1] ? p->packed[1] : NULL;
+    if (packed && p->d->mv->gemm_packed(p->d->ord, packed, a, c)) return FNN_STATUS_OK;
+    return side_gemm(p->d, false, p->tb, m, p->n, p->k, a, p->lda, p->b, p->ldb, p->beta, c, p->ldc);
+}
+
+/* how many blocks of rows a loop of `steps` steps runs in, with its product p prepared for them */
+static int64_t plan_blocks(rnn_product *p, const rnn_side *d, int64_t steps, int64_t rows, bool tb, int64_t n,
+                           int64_t k, const float *b, int64_t ldb, int64_t lda, float beta, int64_t ldc) {
+    int64_t blocks = d->mv->row_blocks && d->mv->run_blocks ? d->mv->row_blocks(d->ord, rows, steps) : 1;
+    if (blocks > 1 && step_product(p, d, steps, blocks, rows, tb, n, k, b, ldb, lda, beta, ldc)) return blocks;
+    step_product(p, d, steps, 1, rows, tb, n, k, b, ldb, lda, beta, ldc);
+    return 1;
+}
+/* fn over the blocks: on the backend's threads, or one call for all rows */
+static int run_blocks(const rnn_side *d, int64_t blocks, int64_t rows, int (*fn)(void *ctx, int64_t r0, int64_t r1),
+                      void *ctx) {
+    return blocks > 1 ? d->mv->run_blocks(d->ord, blocks, rows, fn, ctx) : fn(ctx, 0, rows);
 }
 
 /* an RNN layer's node: which cell (RNN_*), the sizes and the direction */
@@ -411,6 +476,40 @@ typedef struct {
     int kind;
     bool reverse;
 } rnn_attrs;
+
+/* the backward's steps for rows r0..r1-1 of the batch (all of them, or a block: run_blocks) */
+typedef struct {
+    const fnn_rnn_row *row;
+    const rnn_side *d;
+    int kind;
+    bool want_h0;
+    int64_t N, T, H, GH, rows_out;
+    const float *gp, *cs;
+    float *hs, *acts, *dZ, *dHZ, *dh, *dc, *dhd;
+    rnn_product dh_step;
+} rnn_bwd;
+
+static int bwd_rows(void *ctx, int64_t r0, int64_t r1) {
+    const rnn_bwd *b = ctx;
+    const int kind = b->kind;
+    const int64_t N = b->N, H = b->H, GH = b->GH, m = r1 - r0, g_ld = b->rows_out * H;
+    const int64_t act_w = kind == FNN_RNN_LSTM ? 5 * H : kind == FNN_RNN_GRU ? 4 * H : 0;
+    const bool lstm = kind == FNN_RNN_LSTM;
+    float *dh = b->dh + r0 * H;
+    int rc = FNN_STATUS_OK;
+    for (int64_t s = b->T - 1; s >= 0; s--) {
+        const int64_t at = s * N + r0;   /* this block's first row of step s in the time-major buffers */
+        const fnn_rnn_args a = {.kind = kind, .N = m, .H = H, .g = b->gp + r0 * g_ld + s * H, .g_ld = g_ld, .dh = dh,
+                                .acts = act_w ? b->acts + at * act_w : NULL, .c_prev = lstm ? b->cs + at * H : NULL,
+                                .h = b->hs + (at + N) * H, .h_prev = b->hs + at * H, .dz = b->dZ + at * GH,
+                                .dhz = b->dHZ + at * GH, .dc = b->dc + r0 * H, .dh_direct = b->dhd + r0 * H};
+        if ((rc = b->row->backward(b->d->ord, &a))) break;
+        if (s == 0 && !b->want_h0) break;
+        if (kind == FNN_RNN_GRU && (rc = side_rows(b->d, dh, H, b->dhd + r0 * H, H, m, H))) break;
+        if ((rc = step_product_run(&b->dh_step, m, b->dHZ + at * GH, dh))) break;
+    }
+    return rc;
+}
 
 /* saved[0] = workspace, saved[1] = w_ih, saved[2] = w_hh; rnn_attrs. Per step the row's cell
  * backward and one GEMM for dh; then the weight gradients as GEMMs over all steps, the biases as
@@ -448,22 +547,16 @@ static int rnn_seq_rule(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
     if (!rc && kind == FNN_RNN_LSTM) rc = side_rows(&d, dc, H, gp + T * H, rows_out * H, N, H);
     if (rc) goto done;
     const bool want_h0 = nd->next[IN_H0] != NULL;
-    const int64_t act_w = kind == FNN_RNN_LSTM ? 5 * H : kind == FNN_RNN_GRU ? 4 * H : 0;
-    /* dh_prev = dz W_hh (+ z dh for gru), at every step but the first unless h0 wants its gradient */
-    rnn_product dh_step = step_product(&d, want_h0 ? T : T - 1, false, N, H, GH, w_hh, H, GH,
-                                       kind == FNN_RNN_GRU ? 1.0f : 0.0f, H);
-    for (int64_t s = T - 1; s >= 0; s--) {
-        bool lstm = kind == FNN_RNN_LSTM;
-        const fnn_rnn_args a = {.kind = kind, .N = N, .H = H, .g = gp + s * H, .g_ld = rows_out * H, .dh = dh,
-                                .acts = act_w ? acts + s * N * act_w : NULL, .c_prev = lstm ? cs + s * N * H : NULL,
-                                .h = hs + (s + 1) * N * H, .h_prev = hs + s * N * H, .dz = dZ + s * N * GH,
-                                .dhz = dHZ + s * N * GH, .dc = dc, .dh_direct = dhd};
-        if ((rc = row->backward(d.ord, &a))) break;
-        if (s == 0 && !want_h0) break;
-        if (kind == FNN_RNN_GRU && (rc = side_rows(&d, dh, H, dhd, H, N, H))) break;
-        if ((rc = step_product_run(&dh_step, dHZ + s * N * GH, dh))) break;
+    {
+        /* dh_prev = dz W_hh (+ z dh for gru), at every step but the first unless h0 wants its gradient */
+        rnn_bwd b = {.row = row, .d = &d, .kind = kind, .want_h0 = want_h0, .N = N, .T = T, .H = H, .GH = GH,
+                     .rows_out = rows_out, .gp = gp, .cs = cs, .hs = hs, .acts = acts, .dZ = dZ, .dHZ = dHZ, .dh = dh,
+                     .dc = dc, .dhd = dhd};
+        const int64_t blocks = plan_blocks(&b.dh_step, &d, want_h0 ? T : T - 1, N, false, H, GH, w_hh, H, GH,
+                                           kind == FNN_RNN_GRU ? 1.0f : 0.0f, H);
+        rc = run_blocks(&d, blocks, N, bwd_rows, &b);
+        step_product_free(&b.dh_step);
     }
-    step_product_free(&dh_step);
     if (rc) goto done;
     int64_t hshape[2] = {N, H};
     if (want_h0) {
@@ -531,14 +624,51 @@ typedef struct {
     float *xs, *hs, *cs, *acts, *z, *hz, *o;
 } rnn_fwd;
 
+/* the forward's steps for rows r0..r1-1 of the batch (all of them, or a block: run_blocks) */
+typedef struct {
+    const fnn_rnn_row *row;
+    const rnn_side *d;
+    const rnn_fwd *f;
+    rnn_product h_step;
+} rnn_fwd_loop;
+
+static int fwd_rows(void *ctx, int64_t r0, int64_t r1) {
+    const rnn_fwd_loop *l = ctx;
+    const rnn_fwd *f = l->f;
+    const int kind = f->kind;
+    const int64_t N = f->N, H = f->H, GH = f->GH, m = r1 - r0, out_ld = f->rows_out * H;
+    const int64_t act_w = kind == FNN_RNN_LSTM ? 5 * H : kind == FNN_RNN_GRU ? 4 * H : 0;
+    const bool lstm = kind == FNN_RNN_LSTM;
+    float *hz = f->hz ? f->hz + r0 * GH : NULL;
+    int rc = FNN_STATUS_OK;
+    for (int64_t s = 0; s < f->T && !rc; s++) {
+        const int64_t at = s * N + r0;   /* this block's first row of step s in the time-major buffers */
+        float *zs = f->z + at * GH;
+        const float *hprev = f->hs + at * H;
+        bool zero_h = s == 0 && !f->h0p;   /* h W_hh^T is zero: no GEMM */
+        if (kind == FNN_RNN_GRU) {
+            if (zero_h) rc = l->d->mv->fill_rows(l->d->ord, hz, m, GH, NULL, NULL);
+            else rc = step_product_run(&l->h_step, m, hprev, hz);
+        } else if (!zero_h) {
+            rc = step_product_run(&l->h_step, m, hprev, zs);
+        }
+        const fnn_rnn_args a = {.kind = kind, .N = m, .H = H, .z = zs, .hz = hz, .b_hh = f->bh, .h_prev = hprev,
+                                .c_prev = lstm ? f->cs + at * H : NULL, .h = f->hs + (at + N) * H,
+                                .c = lstm ? f->cs + (at + N) * H : NULL,
+                                .acts = act_w && (f->grad || !lstm) ? f->acts + at * act_w : NULL,
+                                .out = f->o + r0 * out_ld + s * H, .out_ld = out_ld};
+        if (!rc) rc = l->row->forward(l->d->ord, &a);
+    }
+    return rc;
+}
+
 /* the forward's steps through the row of x's backend (on a device: launches only, no host reads) */
 static int rnn_fwd_steps(const fnn_rnn_row *row, int ord, const rnn_fwd *f) {
     const int kind = f->kind, reverse = f->reverse;
-    const bool grad = f->grad;
     const int64_t N = f->N, T = f->T, I = f->I, H = f->H, GH = f->GH, P = f->P, rows_out = f->rows_out;
     const fnn_tensor *x = f->x;
     const float *wi = f->wi, *wh = f->wh, *bi = f->bi, *bh = f->bh, *h0p = f->h0p, *c0p = f->c0p;
-    float *xs = f->xs, *hs = f->hs, *cs = f->cs, *acts = f->acts, *z = f->z, *hz = f->hz, *o = f->o;
+    float *xs = f->xs, *hs = f->hs, *cs = f->cs, *z = f->z, *o = f->o;
     const rnn_side d = {row->moves, ord};
     int rc = FNN_STATUS_OK;
     /* x in processing order, time-major, straight from x's strides: xs[s N + n] = x[n, t(s)] */
@@ -555,29 +685,12 @@ static int rnn_fwd_steps(const fnn_rnn_row *row, int ord, const rnn_fwd *f) {
     if (!rc && kind == FNN_RNN_LSTM)
         rc = c0p ? side_rows(&d, cs, H, c0p, H, N, H) : d.mv->fill_rows(ord, cs, N, H, NULL, NULL);
     if (rc) return rc;
-    const int64_t act_w = kind == FNN_RNN_LSTM ? 5 * H : kind == FNN_RNN_GRU ? 4 * H : 0;
     /* h W_hh^T at every step (but the first without h0): into hz for gru, onto z's row block otherwise */
-    rnn_product h_step = step_product(&d, h0p ? T : T - 1, true, N, GH, H, wh, H, H,
-                                      kind == FNN_RNN_GRU ? 0.0f : 1.0f, GH);
-    for (int64_t s = 0; s < T && !rc; s++) {
-        float *zs = z + s * N * GH;
-        const float *hprev = hs + s * N * H;
-        bool zero_h = s == 0 && !h0p;   /* h W_hh^T is zero: no GEMM */
-        if (kind == FNN_RNN_GRU) {
-            if (zero_h) rc = d.mv->fill_rows(ord, hz, N, GH, NULL, NULL);
-            else rc = step_product_run(&h_step, hprev, hz);
-        } else if (!zero_h) {
-            rc = step_product_run(&h_step, hprev, zs);
-        }
-        bool lstm = kind == FNN_RNN_LSTM;
-        const fnn_rnn_args a = {.kind = kind, .N = N, .H = H, .z = zs, .hz = hz, .b_hh = bh, .h_prev = hprev,
-                                .c_prev = lstm ? cs + s * N * H : NULL, .h = hs + (s + 1) * N * H,
-                                .c = lstm ? cs + (s + 1) * N * H : NULL,
-                                .acts = act_w && (grad || !lstm) ? acts + s * N * act_w : NULL, .out = o + s * H,
-                                .out_ld = rows_out * H};
-        if (!rc) rc = row->forward(ord, &a);
-    }
-    step_product_free(&h_step);
+    rnn_fwd_loop l = {.row = row, .d = &d, .f = f};
+    const int64_t blocks = plan_blocks(&l.h_step, &d, h0p ? T : T - 1, N, true, GH, H, wh, H, H,
+                                       kind == FNN_RNN_GRU ? 0.0f : 1.0f, GH);
+    rc = run_blocks(&d, blocks, N, fwd_rows, &l);
+    step_product_free(&l.h_step);
     if (!rc && kind == FNN_RNN_LSTM) rc = side_rows(&d, o + T * H, rows_out * H, cs + T * N * H, H, N, H);
     return rc;
 }

@@ -67,9 +67,17 @@ typedef struct fnn_rnn_moves {
      * prepares nothing, gemm_packed false where it did not run the product (the step then calls gemm
      * with B itself); unpack frees what pack made */
     void *(*pack)(int ordinal, bool tb, int64_t m, int64_t n, int64_t k, const float *b, int64_t ldb, int64_t lda,
-                  float beta, int64_t ldc);
+                  float beta, int64_t ldc, bool serial);
     bool (*gemm_packed)(int ordinal, const void *packed, const float *a, float *c);
     void (*unpack)(int ordinal, void *packed);
+    /* optional (NULL: one block): the batch's rows never meet inside a step, so blocks of them can run
+     * their whole loop of steps at once, each on one thread, without waiting for each other between
+     * steps. row_blocks says how many blocks (1: none) suit rows over steps; run_blocks calls fn(ctx, r0,
+     * r1) once per block, concurrently, and returns the first failure. A block's products are packed
+     * with serial = true (they run inside the block's thread) */
+    int64_t (*row_blocks)(int ordinal, int64_t rows, int64_t steps);
+    int (*run_blocks)(int ordinal, int64_t blocks, int64_t rows, int (*fn)(void *ctx, int64_t r0, int64_t r1),
+                      void *ctx);
 } fnn_rnn_moves;
 
 typedef struct fnn_rnn_row {
