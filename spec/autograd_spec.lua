@@ -147,6 +147,18 @@ describe('slices', function()
       slices_case({5, 33}, {{'narrow', 1, 1, 2}, {'narrow', 1, 3, 3}})
    end)
 
+   -- from 2^18 elements a slab is written over the threads (engine.c's write_slab): attention's split
+   -- at char_gpt's size, [2048, 384] in thirds, and one third left uncovered (zeroed), on 2 threads
+   it('a split of 2048 rows covering two thirds, on 2 threads, places each part and zeros the rest', function()
+      local threads = fnn.get_num_threads()
+      fnn.set_num_threads(2)
+      local ok, err = pcall(function()
+         slices_case({2048, 384}, {{'narrow', 2, 257, 128}, {'narrow', 2, 1, 128}}, false, true)
+      end)
+      fnn.set_num_threads(threads)
+      assert(ok, err)
+   end)
+
    it('slices that leave parts uncovered give zeros there', function()
       slices_case({4, 6, 21}, {{'narrow', 3, 1, 7}, {'narrow', 3, 15, 7}})
       slices_case({4, 6, 21}, {{'narrow', 3, 8, 7}}, false, true)

@@ -136,17 +136,23 @@ static void around(const fnn_tensor *acc, int dim, int64_t *outer, int64_t *size
     *inner = fnn_numel_of(acc->ndim - dim - 1, acc->shape + dim + 1);
 }
 
-/* positions lo..hi-1 of dim in acc: zeroed (src NULL) or copied from src ([outer, hi - lo, inner], contiguous) */
+/* positions lo..hi-1 of dim in acc: zeroed (src NULL) or copied from src ([outer, hi - lo, inner], contiguous),
+ * blocks of outer over the pool (char_gpt's q, k, v gradients into qkv's: 2048 rows of 512 bytes each) */
+typedef struct { float *y; const float *src; int64_t size, inner, lo, hi; } slab_job;
+static void slab_rows(void *ctx, int64_t o0, int64_t o1) {
+    const slab_job *j = ctx;
+    const int64_t width = (j->hi - j->lo) * j->inner;
+    for (int64_t o = o0; o < o1; o++) {
+        float *dst = j->y + (o * j->size + j->lo) * j->inner;
+        if (j->src) memcpy(dst, j->src + o * width, sizeof(float) * (size_t)width);
+        else memset(dst, 0, sizeof(float) * (size_t)width);
+    }
+}
 static void write_slab(fnn_tensor *acc, int dim, int64_t lo, int64_t hi, const float *src) {
     int64_t outer, size, inner;
     around(acc, dim, &outer, &size, &inner);
-    float *y = fnn_data(acc);
-    size_t bytes = (size_t)((hi - lo) * inner) * sizeof(float);
-    for (int64_t o = 0; o < outer; o++) {
-        float *dst = y + (o * size + lo) * inner;
-        if (src) memcpy(dst, src + o * (hi - lo) * inner, bytes);
-        else memset(dst, 0, bytes);
-    }
+    slab_job j = {fnn_data(acc), src, size, inner, lo, hi};
+    fnn_parallel_for(outer, fnn_threads_for(outer * (hi - lo) * inner), slab_rows, &j);
 }
 
 /* entry k's accumulator made whole (what no slice wrote is zeroed) and dropped from the set */
