@@ -122,6 +122,32 @@ describe('layer_norm', function()
       end
    end)
 
+   -- the backward sums dw and db in 32 fixed parts of rows, in the pass that makes dx: 1200 rows give parts
+   -- of 38, over the threads from this size; the bits are the same on 1 and 2 threads; zero rows give
+   -- zero dw and db
+   it('sums dw and db over many rows in parts, the same at 1 and 2 threads, and zeros for zero rows', function()
+      fnn.manual_seed(41)
+      local x, gy = fnn.randn(1200, 48) * 3 + 1, fnn.randn(1200, 48)
+      local w0, b0 = fnn.randn(48), fnn.randn(48)
+      local dx, dw, db = naive_grads(x:to_flat(), 48, w0:to_flat(), gy:to_flat())
+      local threads, bits = fnn.get_num_threads(), {}
+      for _, t in ipairs{1, 2} do
+         fnn.set_num_threads(t)
+         local px, pw, pb = fnn.Param(x), fnn.Param(w0), fnn.Param(b0)
+         fnn.layer_norm(px:tensor(), pw:tensor(), pb:tensor()):backward(gy)
+         approx(dx, px:grad(), 1e-4)
+         approx(dw, pw:grad(), 1e-4)
+         approx(db, pb:grad(), 1e-4)
+         bits[t] = {pw:grad():to_flat(), pb:grad():to_flat(), px:grad():to_flat()}
+      end
+      fnn.set_num_threads(threads)
+      assert.same(bits[1], bits[2])
+      local pw, pb = fnn.Param(fnn.randn(7)), fnn.Param(fnn.randn(7))
+      fnn.layer_norm(fnn.zeros(0, 7), pw:tensor(), pb:tensor()):backward(fnn.zeros(0, 7))
+      assert.same({0, 0, 0, 0, 0, 0, 0}, pw:grad():to_flat())
+      assert.same({0, 0, 0, 0, 0, 0, 0}, pb:grad():to_flat())
+   end)
+
    it('refuses mismatched shapes, naming op and shapes, at the caller\'s line', function()
       local line = debug.getinfo(1, 'l').currentline + 1
       local err = err_of(function() local _ = fnn.layer_norm(fnn.ones(3, 4), fnn.ones(5)) end)

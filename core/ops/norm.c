@@ -174,7 +174,7 @@ typedef struct {
 /* rows lo..hi-1: the moments in one pass of shifted sums in float lanes (pair_sums, as group_norm
  * does; two passes with a double accumulator were a chain of dependent adds, 7% of a char_gpt
  * step), then y */
-static FNN_CLONES_V3 void ln_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
+static FNN_CLONES_V4 void ln_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
     const ln_fwd_args *a = ctx;
     const int64_t n = a->n, m16 = n < 16 ? n : 16;
     for (int64_t i = lo; i < hi; i++) {
@@ -205,49 +205,40 @@ static FNN_CLONES_V3 void ln_fwd_rows(void *ctx, int64_t lo, int64_t hi) {
 typedef struct {
     const float *x, *g, *w, *stats;   /* x, g contiguous [rows, n]; w [n] or NULL; stats [rows, 2] */
     float *dx, *dw, *db;              /* dx [rows, n]; dw, db [n]; any may be NULL */
-    int64_t rows, n;
+    int64_t rows, n, per_part;        /* rows per part (LN_PARTS fixed parts, by rows alone) */
+    double *part;                     /* [parts, 2, n]: each part's sums of g xhat and of g (dw, db) */
 } ln_bwd_args;
 
-/* dx rows lo..hi-1: with gw = g*w and xhat = (x - mean) * rstd,
- * dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) */
-static FNN_CLONES_V3 void ln_bwd_rows(void *ctx, int64_t lo, int64_t hi) {
+/* parts lo..hi-1 of the rows, in one pass over x and g: dx with gw = g*w and xhat = (x - mean) * rstd,
+ * dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), and the part's column sums of g xhat and g
+ * for dw and db (added in part order after: the same bits at any thread count). The sums were a
+ * second pass over x and g by blocks of columns */
+enum { LN_PARTS = 32 };
+static FNN_CLONES_V4 void ln_bwd_parts(void *ctx, int64_t lo, int64_t hi) {
     const ln_bwd_args *a = ctx;
     const int64_t n = a->n;
-    for (int64_t i = lo; i < hi; i++) {
-        const float *xi = a->x + i * n, *gi = a->g + i * n;
-        float *di = a->dx + i * n;
-        const float m = a->stats[2 * i], r = a->stats[2 * i + 1];
-        double s1 = 0, s2 = 0;   /* sum g w, sum g w (x - m) */
-        pair_sums(gi, a->w, xi, n, 0.0f, m, &s1, &s2);
-        const float c1 = (float)(s1 / (double)n), c2 = (float)(s2 * r / (double)n);
-        for (int64_t j = 0; j < n; j++) {
-            float gw = a->w ? gi[j] * a->w[j] : gi[j];
-            di[j] = r * (gw - c1 - (xi[j] - m) * r * c2);
-        }
-    }
-}
-
-enum { LN_COLS = 16 };   /* columns per dw/db task: one 64-byte line of each row */
-
-/* dw, db for column blocks lo..hi-1: sums over all rows in row order, so the bits do not
- * depend on the thread count (each column is owned by one task) */
-static void ln_bwd_cols(void *ctx, int64_t lo, int64_t hi) {
-    const ln_bwd_args *a = ctx;
-    const int64_t n = a->n;
-    for (int64_t blk = lo; blk < hi; blk++) {
-        int64_t j0 = blk * LN_COLS, j1 = j0 + LN_COLS < n ? j0 + LN_COLS : n;
-        double sw[LN_COLS] = {0}, sb[LN_COLS] = {0};
-        for (int64_t i = 0; i < a->rows; i++) {
+    for (int64_t k = lo; k < hi; k++) {
+        double *sw = a->part ? a->part + k * 2 * n : NULL, *sb = sw ? sw + n : NULL;
+        if (sw) for (int64_t j = 0; j < 2 * n; j++) sw[j] = 0;
+        const int64_t end = (k + 1) * a->per_part < a->rows ? (k + 1) * a->per_part : a->rows;
+        for (int64_t i = k * a->per_part; i < end; i++) {
             const float *xi = a->x + i * n, *gi = a->g + i * n;
             const float m = a->stats[2 * i], r = a->stats[2 * i + 1];
-            for (int64_t j = j0; j < j1; j++) {
-                sw[j - j0] += gi[j] * ((xi[j] - m) * r);
-                sb[j - j0] += gi[j];
+            if (a->dx) {
+                float *di = a->dx + i * n;
+                double s1 = 0, s2 = 0;   /* sum g w, sum g w (x - m) */
+                pair_sums(gi, a->w, xi, n, 0.0f, m, &s1, &s2);
+                const float c1 = (float)(s1 / (double)n), c2 = (float)(s2 * r / (double)n);
+                for (int64_t j = 0; j < n; j++) {
+                    float gw = a->w ? gi[j] * a->w[j] : gi[j];
+                    di[j] = r * (gw - c1 - (xi[j] - m) * r * c2);
+                }
             }
-        }
-        for (int64_t j = j0; j < j1; j++) {
-            if (a->dw) a->dw[j] = (float)sw[j - j0];
-            if (a->db) a->db[j] = (float)sb[j - j0];
+            if (sw)
+                for (int64_t j = 0; j < n; j++) {
+                    sw[j] += gi[j] * ((xi[j] - m) * r);
+                    sb[j] += gi[j];
+                }
         }
     }
 }
@@ -261,11 +252,28 @@ static int layer_norm_cpu(int ordinal, const fnn_nrm_args *p) {
 }
 
 static int layer_norm_grad_cpu(int ordinal, const fnn_nrm_args *p) {
-    (void)ordinal;
-    ln_bwd_args a = {p->x, p->g, p->w, p->stats, p->y, p->dw, p->db, p->N, p->C};
     const int64_t rows = p->N, cols = p->C, total = rows * cols;
-    if (a.dx) fnn_parallel_for(rows, fnn_threads_for(total * 4), ln_bwd_rows, &a);
-    if (a.dw || a.db) fnn_parallel_for((cols + LN_COLS - 1) / LN_COLS, fnn_threads_for(total * 2), ln_bwd_cols, &a);
+    const int64_t parts = rows < LN_PARTS ? rows : LN_PARTS, per_part = parts ? (rows + parts - 1) / parts : 0;
+    if (per_part == 0) {   /* no rows: dw and db are zeros */
+        for (int64_t j = 0; j < cols; j++) { if (p->dw) p->dw[j] = 0; if (p->db) p->db[j] = 0; }
+        return FNN_STATUS_OK;
+    }
+    const int64_t used = (rows + per_part - 1) / per_part, bytes = (int64_t)sizeof(double) * used * 2 * cols;
+    const bool sums = p->dw || p->db;
+    const int dev = fnn_make_device(FNN_DEVICE_CPU, ordinal);
+    double *part = sums && bytes > 0 ? fnn_alloc(dev, bytes) : NULL;
+    if (sums && bytes > 0 && !part) return fnn_last_status();
+    ln_bwd_args a = {p->x, p->g, p->w, p->stats, p->y, p->dw, p->db, rows, cols, per_part, part};
+    fnn_parallel_for(used, fnn_threads_for(total * (p->y ? 6 : 2)), ln_bwd_parts, &a);
+    if (part) {
+        for (int64_t j = 0; j < cols; j++) {
+            double w = 0, b = 0;
+            for (int64_t k = 0; k < used; k++) { w += part[k * 2 * cols + j]; b += part[k * 2 * cols + cols + j]; }
+            if (p->dw) p->dw[j] = (float)w;
+            if (p->db) p->db[j] = (float)b;
+        }
+        fnn_free(dev, part, bytes);
+    }
     return FNN_STATUS_OK;
 }
 
