@@ -15,6 +15,18 @@ local default_kernels = os.getenv('FASTNN_KERNELS') or (has_onednn and 'onednn' 
 -- the largest |a - b| over the largest |a| (at least 1)
 local rel_diff = require('support').rel_diff
 
+-- a shell command's stdout and stderr (through a temporary file); a non-zero exit fails the spec
+local function child_output(command)
+   local out = os.tmpname()
+   local p = io.popen(('%s >%s 2>&1; echo $?'):format(command, out))
+   local rc = tonumber(p:read('*a'))
+   p:close()
+   local text = process.read_all(out)
+   os.remove(out)
+   assert.equals(0, rc, text)
+   return text
+end
+
 -- run(case) with each kernel path; case() returns a list of tensors (outputs and gradients)
 local function both_paths(case)
    local results = {}
@@ -271,8 +283,7 @@ end)
 describe("OpenBLAS's pool", function()
    local launcher = process.program('fastnn-lua', 'FASTNN_LAUNCHER')
    local function threads_of(env, code)
-      local out = os.tmpname()
-      local cmd = ('env -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS %s timeout 60 %s -e %s >%s 2>&1; echo $?'):format(
+      return child_output(('env -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS %s timeout 60 %s -e %s'):format(
          env, process.quote(launcher), process.quote([[
             local function threads()
                for line in io.lines('/proc/self/status') do
@@ -283,14 +294,7 @@ describe("OpenBLAS's pool", function()
             local fnn = require 'fastnn'
             io.write(threads())
             ]] .. code .. [[
-            io.write(' ', threads())]]), out)
-      local p = io.popen(cmd)
-      local rc = tonumber(p:read('*a'))
-      p:close()
-      local text = process.read_all(out)
-      os.remove(out)
-      assert.equals(0, rc, text)
-      return text
+            io.write(' ', threads())]])))
    end
    local cores = tonumber(io.popen('nproc'):read('*l'))
 
@@ -315,18 +319,10 @@ end)
 describe("OpenMP's wait policy", function()
    local launcher = process.program('fastnn-lua', 'FASTNN_LAUNCHER')
    local function policy(env)
-      local out = os.tmpname()
-      local cmd = ('env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY -u FASTNN_KERNELS %s timeout 60 %s -e %s >%s 2>&1; echo $?')
+      return child_output(('env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY -u FASTNN_KERNELS %s timeout 60 %s -e %s')
          :format(env, process.quote(launcher), process.quote(
             "local fnn = require 'fastnn'; io.write(os.getenv('GOMP_SPINCOUNT') or '-', ' ', " ..
-            "os.getenv('OMP_WAIT_POLICY') or '-')"), out)
-      local p = io.popen(cmd)
-      local rc = tonumber(p:read('*a'))
-      p:close()
-      local text = process.read_all(out)
-      os.remove(out)
-      assert.equals(0, rc, text)
-      return text
+            "os.getenv('OMP_WAIT_POLICY') or '-')")))
    end
 
    it('spins briefly with the oneDNN kernels and waits passively with the portable ones', function()
