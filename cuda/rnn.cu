@@ -249,7 +249,9 @@ static int seq_colsum(int ordinal, float *out, const float *m, int64_t rows, int
     return fnn_cuda_reduce(ordinal, FNN_RED_SUM, out, NULL, m, 1, rows, cols, 1.0, 0);
 }
 
-static const fnn_rnn_moves seq_moves = {fnn_cuda_seq_copy, seq_fill_rows, seq_gemm, seq_colsum};
+/* no packed weights (cuBLAS reads W_hh as it is) and no blocks of rows: every step's launches cover the batch */
+static const fnn_rnn_moves seq_moves = {fnn_cuda_seq_copy, seq_fill_rows, seq_gemm, seq_colsum,
+                                        nullptr, nullptr, nullptr, nullptr, nullptr};
 
 extern "C" const fnn_rnn_row fnn_cuda_rnn_rows[] = {
     {"lstm_cell", rnn_lstm_cell, rnn_lstm_cell_grad, NULL},
