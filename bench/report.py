@@ -303,7 +303,8 @@ def main():
         lines.append("torch.compile rows: PyTorch with TORCH_MODE=compile (torch.compile of the model, compiled in "
                      "the untimed warm-up) against fastnn's float32 jobs, in the same interleaved run.")
     if any(j.startswith("fnn_avx2_") for j in runs):
-        lines.append("AVX2-only rows: fastnn with ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell, PyTorch with "
+        lines.append("AVX2-only rows: fastnn built with FASTNN_MAX_CLONE=v3 (its own loops' CPU variants stop at "
+                     "AVX2) and run with ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell, PyTorch with "
                      "ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2, in the same "
                      "interleaved run; their target is README's Zen 3 ratio of df31ead.")
     lines.append(f"Run: {meta.get('date', '?')}, git {meta.get('git', '?')}, reps={meta.get('reps', '?')}"

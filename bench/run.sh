@@ -5,7 +5,8 @@
 #   bench/run.sh                  # every workload, 3 interleaved reps (takes a while)
 #   bench/run.sh --quick          # 1 rep of tiny_ops, mlp_fmnist, sgemm; no idle wait (< 2 min)
 #   bench/run.sh --avx2           # also every training workload and nn_ops as an AVX2-only CPU runs
-#                                 #   them (fastnn: ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell;
+#                                 #   them (fastnn: a build with FASTNN_MAX_CLONE=v3 in <build>-avx2,
+#                                 #   ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell;
 #                                 #   PyTorch: ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2
 #                                 #   ONEDNN_MAX_CPU_ISA=AVX2), interleaved with the rest
 #   bench/run.sh --bf16           # also every training workload in bf16, both ways on both sides:
@@ -164,11 +165,22 @@ for w in "${WANT[@]}"; do
       fi ;;
   esac
 done
-# the same workloads as an AVX2-only CPU runs them (Zen 3, say), in the same interleaved run
+# the same workloads as an AVX2-only CPU runs them (Zen 3, say), in the same interleaved run: oneDNN and
+# OpenBLAS capped by their variables, and the core's own loops by a build whose CPU variants stop at
+# AVX2 (FASTNN_MAX_CLONE=v3: GCC's function clones pick by the CPU itself, so the default build would run
+# its AVX-512 variants there)
 if [ "$AVX2" = 1 ]; then
+  AVX2_BUILD=${BUILD}-avx2
+  echo "# building fastnn with its CPU variants capped at AVX2 into $AVX2_BUILD"
+  cmake -S "$ROOT" -B "$AVX2_BUILD" -DCMAKE_BUILD_TYPE=Release -DFASTNN_MAX_CLONE=v3 >>"$RESULTS/build_$STAMP.log" 2>&1 \
+    && cmake --build "$AVX2_BUILD" -j"$(nproc)" >>"$RESULTS/build_$STAMP.log" 2>&1 \
+    || { grep -E 'error' "$RESULTS/build_$STAMP.log" | head -20; echo "bench/run.sh: the AVX2 build failed" >&2; exit 1; }
+  AVX2_ENV=(FASTNN_LIB="$AVX2_BUILD/libfastnn.so" ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell)
+  AVX2_LUA=("${LUA[@]}")
+  [ -x "$AVX2_BUILD/fastnn-lua" ] && [ "${LUA[0]}" = "$BUILD/fastnn-lua" ] && AVX2_LUA=("$AVX2_BUILD/fastnn-lua")
   for w in "${WANT[@]}"; do
     case "$w" in mlp_fmnist|cnn_fmnist|resnet_small|char_gpt|lstm_seq|nn_ops) ;; *) continue ;; esac
-    jobs+=("fnn_avx2_$w=$(q "${FNN_ENV[@]}" ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell "$HPY" "$ROOT/bench/rss.py" "$w" "${LUA[@]}" "$ROOT/bench/$w.lua")")
+    jobs+=("fnn_avx2_$w=$(q "${FNN_ENV[@]}" "${AVX2_ENV[@]}" "$HPY" "$ROOT/bench/rss.py" "$w" "${AVX2_LUA[@]}" "$ROOT/bench/$w.lua")")
     refdir=$SHARED/reference
     [ -f "$refdir/$w.py" ] || refdir=$ROOT/bench/reference
     if [ -n "$PY" ]; then

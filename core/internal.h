@@ -308,10 +308,16 @@ static inline void fnn_parallel_for(int64_t n, int threads, fnn_range_fn fn, voi
 /* ---- CPU variants picked at load time (GCC function multiversioning on x86-64 glibc) ----
  * FNN_CLONES_V3: the baseline and x86-64-v3 (AVX2 + FMA, 8 lanes); FNN_CLONES_V4 adds x86-64-v4
  * (AVX-512, 16 lanes). For hot loops that gain from wider lanes where the CPU has them; the build
- * stays runnable on any x86-64. -DFASTNN_NO_CLONES (or another compiler) builds the baseline only. */
+ * stays runnable on any x86-64. -DFASTNN_NO_CLONES (or another compiler) builds the baseline only;
+ * -DFASTNN_CLONES_MAX_V3 (CMake's FASTNN_MAX_CLONE=v3) stops at v3, so that an AVX-512 machine runs
+ * the core's own kernels as an AVX2-only CPU would (bench/run.sh --avx2, beside ONEDNN_MAX_CPU_ISA). */
 #if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
 #define FNN_CLONES_V3 __attribute__((target_clones("arch=x86-64-v3", "default")))
+#ifdef FASTNN_CLONES_MAX_V3
+#define FNN_CLONES_V4 FNN_CLONES_V3
+#else
 #define FNN_CLONES_V4 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 #else
 #define FNN_CLONES_V3
 #define FNN_CLONES_V4
