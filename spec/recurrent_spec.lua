@@ -283,6 +283,34 @@ describe('nn.LSTM, nn.GRU, nn.SimpleRNN', function()
          assert(ok, err)
       end)
 
+      -- rows that do not split evenly: 33 on 2 threads run as blocks of 16 and 17, each block size with its
+      -- own packed product; outputs and every gradient as the portable kernels on one thread give them
+      it(name .. ' in uneven blocks of rows (33 on 2 threads) as the portable kernels', function()
+         local has_onednn = not fnn.config().onednn:match('^not built')
+         local threads = fnn.get_num_threads()
+         fnn.manual_seed(33)
+         local m = nn[name](5, 128)
+         local x, h0, w = fnn.randn(33, 7, 5), fnn.randn(1, 33, 128) * 0.5, fnn.randn(33, 7, 128)
+         local function run(kernels, nthreads)
+            fnn.set_kernels(kernels)
+            fnn.set_num_threads(nthreads)
+            m:zero_grad()
+            local xp, hp = fnn.Param(x), fnn.Param(h0)
+            local y = m(xp:tensor(), is_lstm and {hp:tensor(), hp:tensor() * 0.5} or hp:tensor())
+            ;(y * w):sum():backward()
+            local r = {y:to_flat(), xp:grad():to_flat(), hp:grad():to_flat()}
+            for _, p in ipairs(m:parameters()) do r[#r + 1] = p:grad():to_flat() end
+            return r
+         end
+         local ok, err = pcall(function()
+            local blocks, want = run(has_onednn and 'onednn' or 'portable', 2), run('portable', 1)
+            for k = 1, #want do approx(want[k], blocks[k], 1e-4) end
+         end)
+         if has_onednn then fnn.set_kernels('onednn') end
+         fnn.set_num_threads(threads)
+         assert(ok, err)
+      end)
+
       it(name .. ' makes one graph node per layer, not per step', function()
          local m = nn[name](4, 8, {num_layers = 2})
          local x = fnn.Param(fnn.randn(2, 40, 4))
