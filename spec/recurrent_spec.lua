@@ -61,6 +61,17 @@ end
 
 local KIND = {LSTM = 'lstm', GRU = 'gru', SimpleRNN = 'rnn_tanh'}
 
+local has_onednn = not fnn.config().onednn:match('^not built')
+-- fn(), then the kernels (oneDNN's where built) and the thread count put back, whatever fn set; its
+-- failure raised after
+local function restoring_kernels(fn)
+   local threads = fnn.get_num_threads()
+   local ok, err = pcall(fn)
+   if has_onednn then fnn.set_kernels('onednn') end
+   fnn.set_num_threads(threads)
+   assert(ok, err)
+end
+
 -- the whole stack of module m on x (a tensor), naive; h0s/c0s tensors [L, N, H] or nil.
 -- Returns outs (nested [N][T][H]), hs[l][n], cs[l][n]
 local function naive_stack(m, x, h0s, c0s)
@@ -225,8 +236,6 @@ describe('nn.LSTM, nn.GRU, nn.SimpleRNN', function()
       -- against the portable kernels (OpenBLAS at every step) where oneDNN is built, and W_hh's against
       -- finite differences of the formulas
       it(name .. ' at 128 units and 32 rows (weights prepared once, blocks of rows) as the formulas and the portable kernels', function()
-         local has_onednn = not fnn.config().onednn:match('^not built')
-         local threads = fnn.get_num_threads()
          fnn.manual_seed(12)
          local N, T, H = 32, 6, 128
          local m = nn[name](5, H)
@@ -247,7 +256,7 @@ describe('nn.LSTM, nn.GRU, nn.SimpleRNN', function()
             for _, pair in ipairs(m:named_parameters()) do grads[#grads + 1] = pair[2]:grad():to_flat() end
             return y, grads
          end
-         local ok, err = pcall(function()
+         restoring_kernels(function()
             local y2, g2 = run(has_onednn and 'onednn' or 'portable', 2)
             approx(flat(outs), y2, 2e-5)
             local y1, g1 = run(has_onednn and 'onednn' or 'portable', 1)
@@ -278,16 +287,11 @@ describe('nn.LSTM, nn.GRU, nn.SimpleRNN', function()
                               ('weight_hh[%d]: analytic %.6g numeric %.6g'):format(j, analytic[j], numeric))
             end
          end)
-         if has_onednn then fnn.set_kernels('onednn') end
-         fnn.set_num_threads(threads)
-         assert(ok, err)
       end)
 
       -- rows that do not split evenly: 33 on 2 threads run as blocks of 16 and 17, each block size with its
       -- own packed product; outputs and every gradient as the portable kernels on one thread give them
       it(name .. ' in uneven blocks of rows (33 on 2 threads) as the portable kernels', function()
-         local has_onednn = not fnn.config().onednn:match('^not built')
-         local threads = fnn.get_num_threads()
          fnn.manual_seed(33)
          local m = nn[name](5, 128)
          local x, h0, w = fnn.randn(33, 7, 5), fnn.randn(1, 33, 128) * 0.5, fnn.randn(33, 7, 128)
@@ -302,13 +306,10 @@ describe('nn.LSTM, nn.GRU, nn.SimpleRNN', function()
             for _, p in ipairs(m:parameters()) do r[#r + 1] = p:grad():to_flat() end
             return r
          end
-         local ok, err = pcall(function()
+         restoring_kernels(function()
             local blocks, want = run(has_onednn and 'onednn' or 'portable', 2), run('portable', 1)
             for k = 1, #want do approx(want[k], blocks[k], 1e-4) end
          end)
-         if has_onednn then fnn.set_kernels('onednn') end
-         fnn.set_num_threads(threads)
-         assert(ok, err)
       end)
 
       it(name .. ' makes one graph node per layer, not per step', function()
