@@ -809,32 +809,42 @@ static void act_bwd_parts(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-/* linear's backward with an activation: dz = g act'(saved) and db = dz's column sums in one pass over g
- * (per-part sums added in part order: the same bits at any thread count) */
+/* linear's db from DB_PARTS fixed parts of G's m rows (by m alone, never by the thread count): db_begin
+ * makes db (zeroed) and the parts' scratch when a->db is asked for; db_end adds the parts into db in part
+ * order (the same bits at any thread count, on both backward paths below) and frees the scratch */
+typedef struct { float *db, *part; int64_t per_part, used, bytes; } db_split;
+static int db_begin(const fnn_mm_args *a, db_split *s) {
+    const int64_t m = a->m, n = a->n, parts = m < DB_PARTS ? m : DB_PARTS;
+    *s = (db_split){.per_part = parts ? (m + parts - 1) / parts : 0};
+    s->used = s->per_part ? (m + s->per_part - 1) / s->per_part : 0;
+    if (!a->db) return FNN_STATUS_OK;
+    FNN_TRY(fnn_new_output(a->db, a->g->device, 1, &n));
+    s->db = fnn_data(a->db);
+    memset(s->db, 0, sizeof(float) * (size_t)n);
+    s->bytes = (int64_t)sizeof(float) * s->used * n;
+    if (s->bytes > 0 && !(s->part = fnn_alloc(FNN_DEVICE_CPU, s->bytes))) {
+        fnn_tensor_clear(a->db);
+        return FNN_FAIL(FNN_STATUS_OOM, "linear: out of memory for the bias gradient's partial sums");
+    }
+    return FNN_STATUS_OK;
+}
+static void db_end(const fnn_mm_args *a, db_split *s) {
+    if (!s->part) return;
+    for (int64_t k = 0; k < s->used; k++)
+        for (int64_t j = 0; j < a->n; j++) s->db[j] += s->part[k * a->n + j];
+    fnn_free(FNN_DEVICE_CPU, s->part, s->bytes);
+}
+
+/* linear's backward with an activation: dz = g act'(saved) and db = dz's column sums in one pass over g */
 static int cpu_linear_act_backward(const fnn_mm_args *a) {
     const int64_t m = a->m, n = a->n;
-    const int64_t parts = m < DB_PARTS ? m : DB_PARTS, per_part = parts ? (m + parts - 1) / parts : 0;
-    float *db = NULL, *part = NULL;
-    const int64_t part_bytes = (int64_t)sizeof(float) * parts * n;
-    if (a->db) {
-        FNN_TRY(fnn_new_output(a->db, a->g->device, 1, &n));
-        db = fnn_data(a->db);
-        memset(db, 0, sizeof(float) * (size_t)n);
-        if (part_bytes > 0 && !(part = fnn_alloc(FNN_DEVICE_CPU, part_bytes))) {
-            fnn_tensor_clear(a->db);
-            return FNN_FAIL(FNN_STATUS_OOM, "linear: out of memory for the bias gradient's partial sums");
-        }
-    }
+    db_split s;
+    FNN_TRY(db_begin(a, &s));
     act_bwd p = {cpu_map_row(), a->act == FNN_ACT_RELU ? FNN_MAP_relu_g : FNN_MAP_gelu_g, a->gp, a->saved, a->g_s0,
-                 a->g_s1, fnn_data(a->dz), part, m, n, block_rows(n), per_part};
+                 a->g_s1, fnn_data(a->dz), s.part, m, n, block_rows(n), s.per_part};
     FNN_ASSERT(p.map != NULL);
-    if (per_part > 0 && n > 0)
-        fnn_parallel_for((m + per_part - 1) / per_part, fnn_threads_for(m * n), act_bwd_parts, &p);
-    if (part) {
-        for (int64_t k = 0; k * per_part < m; k++)
-            for (int64_t j = 0; j < n; j++) db[j] += part[k * n + j];
-        fnn_free(FNN_DEVICE_CPU, part, part_bytes);
-    }
+    if (s.used > 0 && n > 0) fnn_parallel_for(s.used, fnn_threads_for(m * n), act_bwd_parts, &p);
+    db_end(a, &s);
     return FNN_STATUS_OK;
 }
 
@@ -881,29 +891,16 @@ static void db_parts(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
-/* linear's backward: its GEMMs, or db = the column sums of G in DB_PARTS fixed parts of rows over the
- * pool, added in part order (the same bits at any thread count, and as the activation's path adds
- * dz's). Serial, char_gpt's nine bias gradients read 19 MB a step on one thread (~1.5 ms of ~30) */
+/* linear's backward: its GEMMs, or db = the column sums of G by db_begin's parts over the pool (serial,
+ * char_gpt's nine bias gradients read 19 MB a step on one thread, ~1.5 ms of ~30) */
 static int cpu_linear_backward(int ordinal, const fnn_mm_args *a) {
     if (a->dz) return cpu_linear_act_backward(a);
     if (!a->db) return cpu_gemm(ordinal, a);
-    const int64_t m = a->m, n = a->n;
-    const int64_t parts = m < DB_PARTS ? m : DB_PARTS, per_part = parts ? (m + parts - 1) / parts : 0;
-    const int64_t part_bytes = (int64_t)sizeof(float) * parts * n;
-    FNN_TRY(fnn_new_output(a->db, a->g->device, 1, &n));
-    float *db = fnn_data(a->db), *part = NULL;
-    memset(db, 0, sizeof(float) * (size_t)n);
-    if (part_bytes <= 0) return FNN_STATUS_OK;
-    if (!(part = fnn_alloc(FNN_DEVICE_CPU, part_bytes))) {
-        fnn_tensor_clear(a->db);
-        return FNN_FAIL(FNN_STATUS_OOM, "linear: out of memory for the bias gradient's partial sums");
-    }
-    db_sums p = {a->gp, a->g_s0, a->g_s1, m, n, per_part, part};
-    const int64_t used = (m + per_part - 1) / per_part;
-    fnn_parallel_for(used, fnn_threads_for(m * n), db_parts, &p);
-    for (int64_t k = 0; k < used; k++)
-        for (int64_t j = 0; j < n; j++) db[j] += part[k * n + j];
-    fnn_free(FNN_DEVICE_CPU, part, part_bytes);
+    db_split s;
+    FNN_TRY(db_begin(a, &s));
+    db_sums p = {a->gp, a->g_s0, a->g_s1, a->m, a->n, s.per_part, s.part};
+    if (s.part) fnn_parallel_for(s.used, fnn_threads_for(a->m * a->n), db_parts, &p);
+    db_end(a, &s);
     return FNN_STATUS_OK;
 }
 
