@@ -364,9 +364,9 @@ static void cpu_unpack(int ordinal, void *packed) {
  * between steps where the step-by-step loop entered two parallel regions a step (the product's and
  * the cell's); from RNN_BLOCK_ROWS rows a block, so that a block's product stays efficient */
 enum { RNN_BLOCK_ROWS = 8 };
-static int64_t cpu_row_blocks(int ordinal, int64_t rows, int64_t steps) {
+static int64_t cpu_row_blocks(int ordinal, int64_t rows) {
     (void)ordinal;
-    if (fnn_in_parallel() || steps < RNN_PACK_MIN_STEPS) return 1;
+    if (fnn_in_parallel()) return 1;
     int64_t blocks = fnn_get_num_threads();
     while (blocks > 1 && rows / blocks < RNN_BLOCK_ROWS) blocks--;
     return blocks;
@@ -459,7 +459,7 @@ static int step_product_run(const rnn_product *p, int64_t m, const float *a, flo
 /* how many blocks of rows a loop of `steps` steps runs in, with its product p prepared for them */
 static int64_t plan_blocks(rnn_product *p, const rnn_side *d, int64_t steps, int64_t rows, bool tb, int64_t n,
                            int64_t k, const float *b, int64_t ldb, int64_t lda, float beta, int64_t ldc) {
-    int64_t blocks = d->mv->row_blocks && d->mv->run_blocks ? d->mv->row_blocks(d->ord, rows, steps) : 1;
+    int64_t blocks = d->mv->row_blocks && d->mv->run_blocks ? d->mv->row_blocks(d->ord, rows) : 1;
     if (blocks > 1 && step_product(p, d, steps, blocks, rows, tb, n, k, b, ldb, lda, beta, ldc)) return blocks;
     step_product(p, d, steps, 1, rows, tb, n, k, b, ldb, lda, beta, ldc);
     return 1;

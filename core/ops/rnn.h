@@ -72,10 +72,11 @@ typedef struct fnn_rnn_moves {
     void (*unpack)(int ordinal, void *packed);
     /* optional (NULL: one block): the batch's rows never meet inside a step, so blocks of them can run
      * their whole loop of steps at once, each on one thread, without waiting for each other between
-     * steps. row_blocks says how many blocks (1: none) suit rows over steps; run_blocks calls fn(ctx, r0,
-     * r1) once per block, concurrently, and returns the first failure. A block's products are packed
-     * with serial = true (they run inside the block's thread) */
-    int64_t (*row_blocks)(int ordinal, int64_t rows, int64_t steps);
+     * steps. row_blocks says how many blocks (1: none) suit the rows; run_blocks calls fn(ctx, r0, r1)
+     * once per block, concurrently, and returns the first failure. Blocks run only where every block
+     * size's product could be packed with serial = true (they run inside the block's thread), which a
+     * loop of fewer than 4 steps never is */
+    int64_t (*row_blocks)(int ordinal, int64_t rows);
     int (*run_blocks)(int ordinal, int64_t blocks, int64_t rows, int (*fn)(void *ctx, int64_t r0, int64_t r1),
                       void *ctx);
 } fnn_rnn_moves;
