@@ -139,6 +139,48 @@ describe('the convolutions on bfloat16', function()
       end
    end)
 
+   it('rounds in the backward what its own precision says, whatever the forward ran under', function()
+      -- oneDNN's forward keeps its blocked copy of x for the backward weights: rounded under bf16
+      -- precision, as it is under ieee. A backward under the other precision must not read it as
+      -- its own x. Blocked layouts (16 channels), the images split over 2 threads or not
+      local emulated = fnn.config().bf16_path:match('^emulated') ~= nil
+      local function check(got, want, what)
+         if emulated then return same(got, want, what) end
+         local d = (got - want):abs():max():item()
+         assert(d <= 1e-5 * (want:abs():max():item() + 1), what .. (': off by %g'):format(d))
+      end
+      local function r16(t) return t:bf16():float() end
+      -- the ieee gradients of sum(conv2d(x, w) r) on the operands given
+      local function grads(x, w, r)
+         local px, pw = nn.Param(x), nn.Param(w)
+         ;(fnn.conv2d(px:tensor(), pw:tensor(), nil, {padding = 1}) * r):sum():backward()
+         return px:grad(), pw:grad()
+      end
+      fnn.manual_seed(31)
+      local x, w = fnn.randn(4, 16, 10, 9), fnn.randn(32, 16, 3, 3) * 0.2
+      local r = fnn.randn(4, 32, 10, 9)
+      for _, kernels in ipairs(KERNELS) do
+         for _, threads in ipairs{1, 2} do
+            fnn.set_kernels(kernels)
+            fnn.set_num_threads(threads)
+            -- the same kernels and threads: the same order of the sums
+            local want = {ieee = {grads(x, w, r)}, bf16 = {grads(r16(x), r16(w), r16(r))}}
+            for _, order in ipairs{{'ieee', 'bf16'}, {'bf16', 'ieee'}} do
+               local what = ('%s kernels, %d thread(s), forward %s, backward %s'):format(kernels, threads,
+                                                                                       order[1], order[2])
+               local px, pw = nn.Param(x), nn.Param(w)
+               fnn.set_float32_precision(order[1])
+               local y = fnn.conv2d(px:tensor(), pw:tensor(), nil, {padding = 1})
+               fnn.set_float32_precision(order[2])
+               ;(y * r):sum():backward()
+               fnn.set_float32_precision('ieee')
+               check(px:grad(), want[order[2]][1], what .. ': x gradient')
+               check(pw:grad(), want[order[2]][2], what .. ': w gradient')
+            end
+         end
+      end
+   end)
+
    it('keeps the rule for non-contiguous operands: a transposed bf16 x, a bf16 bias at stride 2', function()
       fnn.manual_seed(3)
       local x, w, b = fnn.randn(2, 3, 6, 7):bf16(), fnn.randn(4, 3, 3, 2):bf16(), fnn.randn(4, 2):bf16()

@@ -362,9 +362,10 @@ static size_t run_bytes(const conv_prim *p, char *const shared[3]) {
  * p's layout, the primitive, the output reordered out, all on one stream of this call. An input i
  * with shared[i] (not NULL) has its p-layout copy there instead of in block: made here unless
  * ready[i] says an earlier run of the same layout made it (backward data and backward weights
- * share diff_dst's) */
+ * share diff_dst's). round[i]: the copy made here is rounded to bfloat16 values in place, while it
+ * is still in cache (bf16 precision without bf16 units: see emulated_inputs) */
 static dnnl_status_t run_on(const conv_prim *p, char *block, void *const data[3], int bias_arg, const void *bias,
-                            char *const shared[3], const bool ready[3]) {
+                            char *const shared[3], const bool ready[3], const bool round[3]) {
     dnnl_memory_t user[3] = {NULL, NULL, NULL}, inner[3] = {NULL, NULL, NULL}, bm = NULL, sm = NULL;
     dnnl_stream_t stream = NULL;
     dnnl_status_t s = dnnl_stream_create(&stream, fnn_onednn_engine(), dnnl_stream_default_flags);
@@ -385,6 +386,10 @@ static dnnl_status_t run_on(const conv_prim *p, char *block, void *const data[3]
         if (!a->out && !(shared[i] && ready[i])) {
             dnnl_exec_arg_t ra[3] = {{DNNL_ARG_FROM, user[i]}, {DNNL_ARG_TO, inner[i]}};
             s = exec(a->reorder, stream, 2, ra, sm);
+            if (s == dnnl_success && round[i] && (s = dnnl_stream_wait(stream)) == dnnl_success) {
+                const int64_t n = (int64_t)(a->bytes / sizeof(float));   /* a float32 layout: padding is zeros */
+                fnn_round_bf16_matrix((float *)buf, (const float *)buf, 1, n, n);
+            }
         }
     }
     if (s == dnnl_success && bias && !(bm = mem_over(&p->bias, (void *)bias))) s = dnnl_out_of_memory;
@@ -447,6 +452,7 @@ typedef struct {
     size_t per_slot;
     char *shared[3];            /* input i's p-layout copies (run_on), per slot shared_slot bytes; NULL: in block */
     bool ready[3];              /* shared[i] already holds them */
+    bool round[3];              /* input i's p-layout copies rounded to bfloat16 values in place (run_on) */
     size_t shared_slot[3];      /* their bytes per slot */
     dnnl_status_t st[MAX_SLOTS];
 } onednn_job;
@@ -467,7 +473,7 @@ static void job_slot(void *ctx, int64_t s0, int64_t s1) {
         }
         char *sh[3];
         for (int i = 0; i < 3; i++) sh[i] = j->shared[i] ? j->shared[i] + (size_t)s * j->shared_slot[i] : NULL;
-        j->st[s] = run_on(p, j->block + (size_t)s * j->per_slot, d, j->bias_arg, bias, sh, j->ready);
+        j->st[s] = run_on(p, j->block + (size_t)s * j->per_slot, d, j->bias_arg, bias, sh, j->ready, j->round);
         if (j->st[s] == dnnl_success && j->bias_in)   /* dx + bias_in per input channel */
             for (int64_t n = 0; n < nb; n++)
                 for (int64_t c = 0; c < g->C; c++) {
@@ -540,35 +546,52 @@ static int job_run(onednn_job *j, int dev) {
 
 /* bf16 precision on a CPU without bf16 units: the float32 primitives on the inputs rounded to bfloat16
  * (a product of two bf16 values is exact in float32, so the numbers are the bf16 kernels' up to the
- * order of the sums); before, these convs fell back to im2col, 1.6x slower on resnet_small. Each of
- * x, w, dy that is given is replaced by its rounded copy (or kept: autocast's are bf16 values already,
- * found by a scan, or the ones exact flags as widened from bfloat16 tensors, not scanned); owned[]
- * collects the copies for emulated_free. */
-static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x);
-static int conv_backward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
-                             const float *dy_in, const float *bias_in, float *dx, float *dw, float *db,
-                             const void *x_kept);
-
+ * order of the sums); before, these convs fell back to im2col, 1.6x slower on resnet_small. An input
+ * that every primitive of its job reorders into a layout of its own is rounded there, in place, just
+ * after its reorder (run_on's round: that copy is in cache, and no rounded copy of the tensor is
+ * made); one a primitive reads as it is gets a rounded copy (fnn_bf16_values: autocast's bf16
+ * values, found by a scan, are used as they are), which owned[] keeps for emulated_free. Inputs that
+ * exact flags as widened from bfloat16 tensors are neither scanned nor rounded. */
 typedef struct {
-    float *owned[3];
+    float *owned[3];   /* x, w, dy: the rounded copies made */
     int64_t n[3];
 } emulated_inputs;
 
-static int emulate_bf16(emulated_inputs *e, const conv_geom *g, const float **x, const float **w, const float **dy,
-                        unsigned exact) {
-    memset(e, 0, sizeof *e);
-    if (!fnn_prec_bf16(FNN_PREC_CONV) || fnn_bf16_native()) return FNN_STATUS_OK;
-    const float **in[3] = {x, w, dy};
-    const int64_t n[3] = {g->N * g->C * g->S, g->O * g->Kg, g->N * g->O * g->L};
-    const unsigned bit[3] = {CONV_EXACT_X, CONV_EXACT_W, CONV_EXACT_DY};
-    for (int i = 0; i < 3; i++) {
-        if (!in[i] || !*in[i] || (exact & bit[i])) continue;
-        const float *r = fnn_bf16_values(*in[i], n[i], &e->owned[i]);
+/* the inputs (CONV_EXACT_* bits among given) that bf16 precision rounds here */
+static unsigned to_round(unsigned given, unsigned exact) {
+    if (!fnn_prec_bf16(FNN_PREC_CONV) || fnn_bf16_native()) return 0;
+    return given & ~exact;
+}
+
+/* does every primitive of j reorder its input i (so that run_on can round the copy it makes) */
+static bool reorders(const onednn_job *j, int i) {
+    for (int k = 0; k < 2; k++)
+        if (j->prim[k] && !j->prim[k]->a[i].reorder) return false;
+    return j->prim[0] != NULL;
+}
+
+/* the rounded copy of *p (n floats, input slot e of x, w, dy), made once; *p then points to it */
+static int rounded_copy(emulated_inputs *e, int slot, const float **p, int64_t n) {
+    if (!e->owned[slot]) {
+        const float *r = fnn_bf16_values(*p, n, &e->owned[slot]);
         if (!r) return FNN_STATUS_OOM;
-        e->n[i] = n[i];
-        *in[i] = r;
+        e->n[slot] = n;
+        *p = r;
+    } else {
+        *p = e->owned[slot];
     }
+    return FNN_STATUS_OK;
+}
+
+/* input i of j (the user's *p, n floats, slot of emulated_inputs) rounded: in place after its
+ * reorder where every primitive of j makes one, else through a rounded copy */
+static int round_input(onednn_job *j, int i, emulated_inputs *e, int slot, const float **p, int64_t n) {
+    if (reorders(j, i)) {
+        j->round[i] = true;
+        return FNN_STATUS_OK;
+    }
+    FNN_TRY(rounded_copy(e, slot, p, n));
+    j->data[i] = (void *)*p;
     return FNN_STATUS_OK;
 }
 
@@ -577,23 +600,27 @@ static void emulated_free(emulated_inputs *e) {
         if (e->owned[i]) fnn_free(FNN_DEVICE_CPU, e->owned[i], (int64_t)sizeof(float) * e->n[i]);
 }
 
+static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
+                            fnn_tensor *keep_x, unsigned round);
+static int conv_backward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
+                             const float *dy_in, const float *bias_in, float *dx, float *dw, float *db,
+                             const void *x_kept, unsigned round);
+
 int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
                             fnn_tensor *keep_x, unsigned exact) {
     if (!fnn_onednn_conv_wants(g)) return FNN_ONEDNN_DECLINED;
-    emulated_inputs e;
-    int rc = emulate_bf16(&e, g, &x, &w, NULL, exact);
-    if (!rc) rc = conv_forward_run(g, dev, x, w, b, y, keep_x);
-    emulated_free(&e);
-    return rc;
+    return conv_forward_run(g, dev, x, w, b, y, keep_x, to_round(CONV_EXACT_X | CONV_EXACT_W, exact));
 }
 
 /* the forward's blocked copy of x for the backward weights (fnn_onednn_conv_forward's keep_x): this
  * head, then per slot per_slot bytes; the backward reads it where its own batch split and src
- * layouts are these (the same thread count, the same primitives' choice) */
+ * layouts are these (the same thread count, the same primitives' choice) and its values are the
+ * ones it would read (rounded to bfloat16 or not, as the backward rounds x or not) */
 typedef struct {
     int64_t slots, q;
     size_t per_slot;
     dnnl_memory_desc_t md[2];   /* src's layout for sub-batches of q and q + 1 images (md[1] unused: one size) */
+    bool rounded;               /* the copies were rounded to bfloat16 values (run_on's round) */
 } kept_head;
 static size_t kept_head_bytes(void) { return aligned(sizeof(kept_head)); }
 
@@ -604,6 +631,7 @@ static int kept_make(onednn_job *j, int dev, fnn_tensor *keep) {
     memset(&h, 0, sizeof h);
     h.slots = j->slots;
     h.q = j->q;
+    h.rounded = j->round[0];
     for (int k = 0; k < 2; k++) {
         const conv_prim *p = j->prim[k];
         if (!p) continue;
@@ -621,11 +649,12 @@ static int kept_make(onednn_job *j, int dev, fnn_tensor *keep) {
     return FNN_STATUS_OK;
 }
 
-/* point j (backward weights) at the forward's kept src copies where they fit it */
-static void kept_use(onednn_job *j, const void *kept) {
+/* point j (backward weights) at the forward's kept src copies where they fit it: its layout, and
+ * rounded as this backward rounds x (round_x) */
+static void kept_use(onednn_job *j, const void *kept, bool round_x) {
     kept_head h;
     memcpy(&h, kept, sizeof h);
-    if (h.slots != j->slots || h.q != j->q) return;
+    if (h.slots != j->slots || h.q != j->q || h.rounded != round_x) return;
     for (int k = 0; k < 2; k++) {
         const conv_prim *p = j->prim[k];
         if (p && (!p->a[0].reorder || !dnnl_memory_desc_equal(&h.md[k], &p->a[0].inner) ||
@@ -638,16 +667,21 @@ static void kept_use(onednn_job *j, const void *kept) {
 }
 
 static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x) {
+                            fnn_tensor *keep_x, unsigned round) {
     void *const data[3] = {(void *)x, (void *)w, y};
     const int64_t stride[3] = {g->C * g->S, 0, g->O * g->L};
     const double flops = 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L;
     onednn_job j;
     bool owned[2];
+    emulated_inputs e;
+    memset(&e, 0, sizeof e);
     int rc = job_prepare(&j, g, b ? K_FWD_BIAS : K_FWD, data, stride, DNNL_ARG_BIAS, b, NULL, flops, owned);
+    if (!rc && (round & CONV_EXACT_X)) rc = round_input(&j, 0, &e, 0, &x, g->N * g->C * g->S);
+    if (!rc && (round & CONV_EXACT_W)) rc = round_input(&j, 1, &e, 1, &w, g->O * g->Kg);
     if (!rc && keep_x) rc = kept_make(&j, dev, keep_x);
     if (!rc) rc = job_run(&j, dev);
     job_end(&j, owned);
+    emulated_free(&e);
     if (rc && keep_x) fnn_tensor_clear(keep_x);
     return rc;
 }
@@ -657,22 +691,20 @@ int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const 
                              unsigned exact) {
     if (!fnn_onednn_conv_wants(g) || (!dx && !dw)) return FNN_ONEDNN_DECLINED;
     /* the bias gradient alone (no dw) sums dy as given, as it does with bf16 units */
-    const float *dy_in = dy;
-    emulated_inputs e;
-    int rc = emulate_bf16(&e, g, dw ? &x : NULL, dx ? &w : NULL, &dy, exact);
-    if (!rc) rc = conv_backward_run(g, dev, x, w, dy, dy_in, bias_in, dx, dw, db, x_kept);
-    emulated_free(&e);
-    return rc;
+    const unsigned given = (dw ? CONV_EXACT_X : 0u) | (dx ? CONV_EXACT_W : 0u) | CONV_EXACT_DY;
+    return conv_backward_run(g, dev, x, w, dy, dy, bias_in, dx, dw, db, x_kept, to_round(given, exact));
 }
 
 static int conv_backward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
                              const float *dy_in, const float *bias_in, float *dx, float *dw, float *db,
-                             const void *x_kept) {
+                             const void *x_kept, unsigned round) {
     const double flops = 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L;
     onednn_job jd, jw;
     bool od[2] = {false, false}, ow[2] = {false, false};
     memset(&jd, 0, sizeof jd);
     memset(&jw, 0, sizeof jw);
+    emulated_inputs e;
+    memset(&e, 0, sizeof e);
     int rc = FNN_STATUS_OK;
     /* both kinds prepared first, the one not wanted too (a cache lookup after the first call): where
      * either is refused, im2col does the whole backward, so a gradient has the same bits whether or
@@ -687,7 +719,22 @@ static int conv_backward_run(const conv_geom *g, int dev, const float *x, const 
         const int64_t stride[3] = {g->C * g->S, g->O * g->L, 0};
         rc = job_prepare(&jw, g, db && dw ? K_BWD_WEIGHTS_BIAS : K_BWD_WEIGHTS, data, stride, DNNL_ARG_DIFF_BIAS,
                          dw ? db : NULL, NULL, flops, ow);
-        if (!rc && dw && x_kept) kept_use(&jw, x_kept);   /* src as the forward reordered it */
+        /* src as the forward reordered it */
+        if (!rc && dw && x_kept) kept_use(&jw, x_kept, (round & CONV_EXACT_X) != 0);
+    }
+    /* bf16 precision's rounding (emulated_inputs' comment): x for dw (none where the kept copy serves),
+     * w for dx, dy for both: in place after the reorders where both wanted kinds reorder it, else one
+     * rounded copy for both */
+    if (!rc && dw && (round & CONV_EXACT_X) && !jw.ready[0]) rc = round_input(&jw, 0, &e, 0, &x, g->N * g->C * g->S);
+    if (!rc && dx && (round & CONV_EXACT_W)) rc = round_input(&jd, 1, &e, 1, &w, g->O * g->Kg);
+    if (!rc && (round & CONV_EXACT_DY)) {
+        if ((!dx || reorders(&jd, 0)) && (!dw || reorders(&jw, 1))) {
+            jd.round[0] = dx != NULL;
+            jw.round[1] = dw != NULL;
+        } else {
+            rc = rounded_copy(&e, 2, &dy, g->N * g->O * g->L);
+            jd.data[0] = jw.data[1] = (void *)dy;
+        }
     }
     /* both wanted: diff_dst is reordered into the primitives' layout once, by backward data, and
      * backward weights reads that copy (one reorder of dy a layer and step instead of two) */
@@ -716,6 +763,7 @@ static int conv_backward_run(const conv_geom *g, int dev, const float *x, const 
     if (dyb) fnn_free(dev, dyb, dyb_bytes);
     job_end(&jd, od);
     job_end(&jw, ow);
+    emulated_free(&e);
     if (!rc && db && !dw)   /* the bias gradient alone: sums of dy per channel, in a fixed order */
         for (int64_t o = 0; o < g->O; o++) {
             double s = 0;
