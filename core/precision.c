@@ -129,6 +129,18 @@ static void convert_range(void *ctx, int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; r++) convert_run(j, r * j->ld, r * j->cols, j->cols);
 }
 
+/* A conversion runs beside a GEMM (its operands rounded, its result narrowed) whose OpenMP team,
+ * under the oneDNN kernels, spins a little after it (GOMP_SPINCOUNT, fastnn/C.lua) before it sleeps:
+ * waking it costs little there, and a second thread pays from CONV_SPLIT_WARM elements (an mlp layer's
+ * 128 x 784 operand: 11 us on one thread; mlp_fmnist under autocast 0.585 -> 0.525 ms a step,
+ * Emerald Rapids, 2 vCPUs). Under the portable kernels the team sleeps (passive): the usual threshold */
+enum { CONV_SPLIT_WARM = 1 << 15 };
+static int convert_threads(int64_t n) {
+    if (fnn_in_parallel()) return 1;
+    if (!fnn_blas_portable() && n >= CONV_SPLIT_WARM) return fnn_get_num_threads();
+    return fnn_threads_for(n);
+}
+
 static void convert(int kind, const void *src, int64_t rows, int64_t cols, int64_t ld, void *dst) {
     conv_job j = {.src = src, .cols = cols, .ld = ld, .dst = dst, .kind = kind};
     int64_t units = rows;
@@ -137,7 +149,7 @@ static void convert(int kind, const void *src, int64_t rows, int64_t cols, int64
         units = (j.n + CONV_CHUNK - 1) / CONV_CHUNK;
     }
     if (units <= 0) return;
-    fnn_parallel_for(units, fnn_in_parallel() ? 1 : fnn_threads_for(rows * cols), convert_range, &j);
+    fnn_parallel_for(units, convert_threads(rows * cols), convert_range, &j);
 }
 
 void fnn_to_bf16_matrix(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
