@@ -74,7 +74,7 @@ describe('the layers', function()
    end)
 
    -- DESIGN.md names the spine's files with their line counts and their total ("the day's read");
-   -- a change to the spine must change those numbers too
+   -- a change to the spine must change those numbers too (luajit tools/spine_counts.lua rewrites them)
    it("DESIGN.md counts the spine's lines as they are", function()
       local fh = assert(io.open('DESIGN.md'))
       local text = fh:read('*a')
