@@ -2,6 +2,7 @@
 -- anomaly detection, freeing the graph, and its errors.
 local fnn = require 'fastnn'
 local Param = fnn.Param
+local nn = fnn.nn
 
 local approx = require('support').approx
 
@@ -43,6 +44,41 @@ describe('backward', function()
       collectgarbage(); collectgarbage()
       ;(p:tensor() * 4):sum():backward()             -- now private: accumulated in place
       assert.equals(900, p:grad():sum():item())
+   end)
+
+   -- add, sub (its first input) and add_scalar hand the incoming gradient on by reference: both
+   -- inputs of an add, and the user's seed, may then share one buffer. Large enough (2^18 elements)
+   -- for the accumulation's threads
+   it('keeps gradients that share a buffer apart: adding into one changes no other', function()
+      fnn.set_num_threads(2)
+      local function close(want, got, what)
+         local d = (got - want):abs():max():item()
+         assert(d <= 1e-5 * (want:abs():max():item() + 1), ('%s: off by %g'):format(what, d))
+      end
+      local a, b = Param(fnn.randn(512, 512)), Param(fnn.randn(512, 512))
+      local seed = fnn.randn(512, 512)
+      local seed_sum = seed:sum():item()
+      ;(a:tensor() + b:tensor()):backward(seed)     -- a, b and the seed: one buffer
+      close(seed, a:grad(), 'a after the add')
+      close(seed, b:grad(), 'b after the add')
+      ;(a:tensor() * 2):sum():backward()             -- into a alone
+      close(seed + 2, a:grad(), 'a after a second backward')
+      close(seed, b:grad(), 'b untouched by a\'s accumulation')
+      assert.equals(seed_sum, seed:sum():item())     -- the user's seed too
+      ;((b:tensor() - a:tensor()) + 1):sum():backward()   -- sub's first input and add_scalar pass it on too
+      close(seed + 1, b:grad(), 'b after sub')
+      close(seed + 1, a:grad(), 'a after sub')       -- + 2 - 1
+      assert.equals(seed_sum, seed:sum():item())
+      -- a residual add whose input a LayerNorm also reads (a block between, as attention or an MLP):
+      -- the add passes its gradient on to x, and LayerNorm's is added into it in place
+      local ln = nn.LayerNorm(512)
+      local x = Param(fnn.randn(512, 512))
+      local r = fnn.randn(512, 512)
+      ;((x:tensor() + ln:forward(x:tensor()) * 0.5) * r):sum():backward()
+      local xr = Param(x:tensor())
+      ;(ln:forward(xr:tensor()) * 0.5 * r):sum():backward()
+      close(r + xr:grad(), x:grad(), 'the residual stream')
+      fnn.set_num_threads(1)
    end)
 
    it('names the op that made a tensor, nil for plain data', function()

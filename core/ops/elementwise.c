@@ -322,12 +322,20 @@ static int apply(const fnn_op_def *def, fnn_tensor *out, int nin, const fnn_tens
 
 /* gradient rows: a = g, b = saved[0] (first input), c = saved[1] (second input) */
 
+/* g itself as input k's gradient, summed down to its shape where it was broadcast: no copy. Sharing
+ * g's buffer is safe: gradients are never written in place except by the engine's accumulation,
+ * which adds into a buffer only when it holds it alone (engine.c's owns_buffer) */
+static int grad_pass(fnn_node *n, int k, fnn_tensor *din, const fnn_tensor *g) {
+    if (!n->next[k]) return FNN_STATUS_OK;
+    return fnn_sum_to_shape(din, g, n->in_ndim[k], n->in_shape[k]);
+}
+
 static int add_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    FNN_TRY(grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_copy, 0, 0));
-    return grad_map(n, 1, &din[1], 1, G(n, g), FNN_MAP_copy, 0, 0);
+    FNN_TRY(grad_pass(n, 0, &din[0], g));
+    return grad_pass(n, 1, &din[1], g);
 }
 static int sub_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
-    FNN_TRY(grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_copy, 0, 0));
+    FNN_TRY(grad_pass(n, 0, &din[0], g));
     return grad_map(n, 1, &din[1], 1, G(n, g), FNN_MAP_neg, 0, 0);
 }
 static int mul_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
@@ -462,7 +470,7 @@ int fnn_ge(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) { return b
 
 /* ================= with a number (k0 = s) ================= */
 
-static int add_s_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_copy, 0, 0); }
+static int add_s_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_pass(n, 0, &din[0], g); }
 static int mul_s_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_g_times_k, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
 static int rsub_s_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 1, G(n, g), FNN_MAP_neg, 0, 0); }
 static int rdiv_s_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) { return grad_map(n, 0, &din[0], 2, G(n, g), FNN_MAP_rdiv_s_d, FNN_ATTRS(n, elementwise_attrs)->k0, 0); }
