@@ -322,21 +322,31 @@ static int job_scratch(conv_job *j, int dev, bool need_col, bool want_dw, bool w
     return FNN_STATUS_OK;
 }
 
+/* y (n floats) rounded into yh, the op's bfloat16 output, when it has one */
+static void narrow_into(uint16_t *yh, const float *y, int64_t n) {
+    if (yh && n > 0) fnn_to_bf16_matrix(yh, y, 1, n, n);
+}
+
 /* y = conv(x, w) + b over the whole batch: the depthwise kernel, or im2col + sgemm per image. exact:
- * CONV_EXACT_X, _W for the inputs that hold bfloat16 values (the depthwise kernels are float32 only) */
+ * CONV_EXACT_X, _W for the inputs that hold bfloat16 values (the depthwise kernels are float32 only);
+ * yh: NULL, or where y is also written rounded to bfloat16 (fnn_conv_args.yh) */
 static int run_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                       fnn_tensor *keep_x, unsigned exact) {
+                       fnn_tensor *keep_x, unsigned exact, uint16_t *yh) {
     if (g->N * g->O * g->L == 0) return FNN_STATUS_OK;
-    int rc = fnn_onednn_conv_forward(g, dev, x, w, b, y, keep_x, exact);
+    int rc = fnn_onednn_conv_forward(g, dev, x, w, b, y, keep_x, exact, yh);
     if (rc != FNN_ONEDNN_DECLINED) return rc;
-    if (g->depthwise) { fnn_depthwise_forward(g, x, w, b, y); return FNN_STATUS_OK; }
-    conv_job j = {g, conv_image_slots(g->N, 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L),
-                  x, w, b, NULL, y, NULL, NULL, NULL, NULL, NULL, NULL, NULL, exact};
-    void *block;
-    int64_t bytes;
-    FNN_TRY(job_scratch(&j, dev, true, false, false, &block, &bytes));
-    run_slots(j.slots, conv_forward_slot, &j);
-    if (block) fnn_free(dev, block, bytes);
+    if (g->depthwise) {
+        fnn_depthwise_forward(g, x, w, b, y);
+    } else {
+        conv_job j = {g, conv_image_slots(g->N, 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L),
+                      x, w, b, NULL, y, NULL, NULL, NULL, NULL, NULL, NULL, NULL, exact};
+        void *block;
+        int64_t bytes;
+        FNN_TRY(job_scratch(&j, dev, true, false, false, &block, &bytes));
+        run_slots(j.slots, conv_forward_slot, &j);
+        if (block) fnn_free(dev, block, bytes);
+    }
+    narrow_into(yh, y, g->N * g->O * g->L);
     return FNN_STATUS_OK;
 }
 
@@ -603,8 +613,11 @@ static int conv_apply(const fnn_op_def *def, const fnn_conv_row *row, fnn_tensor
     if (!rc && b && fnn_is_bf16(b)) rc = fnn_cast(&bw, b, FNN_DTYPE_FLOAT32), bf = &bw;
     if (!rc && narrow) rc = fnn_new_output(&y32, out->device, out->ndim, out->shape);
     fnn_set_op(o->op);   /* the casts named themselves: what follows is the convolution's */
+    /* the CPU's rows round y into out themselves (fnn_conv_args.yh); another backend's result is rounded here */
+    const bool row_narrows = narrow && fnn_device_type_of(x->device) == FNN_DEVICE_CPU;
     fnn_conv_args a = {g, NULL, NULL, NULL, narrow ? fnn_data(&y32) : fnn_data(out), NULL, NULL, NULL, NULL, NULL,
-                       NULL, (fnn_is_bf16(x) ? 1u : 0u) | (fnn_is_bf16(w) ? 2u : 0u)};
+                       NULL, (fnn_is_bf16(x) ? 1u : 0u) | (fnn_is_bf16(w) ? 2u : 0u),
+                       row_narrows ? (uint16_t *)fnn_bytes(out) : NULL};
     /* dw will be wanted (a node whose weight needs a gradient): the row may keep x in its kernels'
      * layout for the backward weights, one more copy of x until the backward (saved[2]) */
     const fnn_tensor *wdep[1] = {w};
@@ -614,7 +627,7 @@ static int conv_apply(const fnn_op_def *def, const fnn_conv_row *row, fnn_tensor
     if (!rc && bf) a.b = fnn_contiguous_data(bf, &bt, &rc);
     const int64_t numel = fnn_tensor_numel(out);
     if (!rc && numel > 0) rc = row->forward(fnn_device_ordinal(x->device), &a);
-    if (!rc && narrow && numel > 0) fnn_to_bf16_matrix(fnn_bytes(out), fnn_data(&y32), 1, numel, numel);
+    if (!rc && narrow && !row_narrows && numel > 0) fnn_to_bf16_matrix(fnn_bytes(out), fnn_data(&y32), 1, numel, numel);
     const fnn_tensor *ins[3] = {x, w, b};
     if (!rc && fnn_needs_node(3, ins)) {
         fnn_node *n = fnn_attach_node(out, def, 3, ins);
@@ -643,7 +656,7 @@ static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, bo
     fnn_tensor_init(&xw);
     fnn_tensor_init(&ww);
     int rc;
-    fnn_conv_args a = {&g, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
+    fnn_conv_args a = {&g, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL};
     a.dy = fnn_contiguous_data(dout, &dyt, &rc);
     if (!rc) rc = grad_outputs(n, dout->device, din, &a.dx, &a.dw, &a.db);
     const fnn_tensor *x = &n->saved[0], *w = &n->saved[1];
@@ -774,21 +787,24 @@ static unsigned exact_of(const fnn_conv_args *a, unsigned x_role, unsigned w_rol
 
 static int cpu_conv_forward(int ordinal, const fnn_conv_args *a) {
     return run_forward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), a->x, a->w, a->b, a->y, a->keep_x,
-                       exact_of(a, CONV_EXACT_X, CONV_EXACT_W));
+                       exact_of(a, CONV_EXACT_X, CONV_EXACT_W), a->yh);
 }
 static int cpu_conv_backward(int ordinal, const fnn_conv_args *a) {
     return run_backward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), a->x, a->w, a->dy, NULL, a->dx, a->dw, a->db,
                         a->x_kept, exact_of(a, CONV_EXACT_X, CONV_EXACT_W));
 }
 static int cpu_conv_transpose_forward(int ordinal, const fnn_conv_args *a) {
-    return run_backward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), NULL, a->w, a->x, a->b, a->y, NULL, NULL,
-                        NULL, exact_of(a, CONV_EXACT_DY, CONV_EXACT_W));
+    const conv_geom *g = a->g;
+    FNN_TRY(run_backward(g, fnn_make_device(FNN_DEVICE_CPU, ordinal), NULL, a->w, a->x, a->b, a->y, NULL, NULL,
+                         NULL, exact_of(a, CONV_EXACT_DY, CONV_EXACT_W)));
+    narrow_into(a->yh, a->y, g->N * g->C * g->S);   /* y is the geometry's input gradient */
+    return FNN_STATUS_OK;
 }
 static int cpu_conv_transpose_backward(int ordinal, const fnn_conv_args *a) {
     const conv_geom *g = a->g;
     const int dev = fnn_make_device(FNN_DEVICE_CPU, ordinal);
     int rc = FNN_STATUS_OK;
-    if (a->dx) rc = run_forward(g, dev, a->dy, a->w, NULL, a->dx, NULL, exact_of(a, 0, CONV_EXACT_W));
+    if (a->dx) rc = run_forward(g, dev, a->dy, a->w, NULL, a->dx, NULL, exact_of(a, 0, CONV_EXACT_W), NULL);
     if (!rc && a->dw)
         rc = run_backward(g, dev, a->dy, NULL, a->x, NULL, NULL, a->dw, NULL, NULL, exact_of(a, CONV_EXACT_DY, 0));
     if (!rc && a->db)

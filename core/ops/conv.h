@@ -66,12 +66,13 @@ void fnn_depthwise_weight_grad(const conv_geom *g, const float *x, const float *
  * none) is that tensor's data, which the backward weights read instead of reordering x again where
  * its layout and batch split still match (else x is reordered as without it). exact (CONV_EXACT_*):
  * the inputs known to hold bfloat16 values (widened from bf16 tensors), which bf16 precision without
- * bf16 units uses as they are, without scanning or rounding them again (a hint: 0 is always right). */
+ * bf16 units uses as they are, without scanning or rounding them again (a hint: 0 is always right).
+ * yh (forward; NULL: none): y also rounded to bfloat16 there, each image slot's part as it is made. */
 enum { FNN_ONEDNN_DECLINED = 1 };
 enum { CONV_EXACT_X = 1u, CONV_EXACT_W = 2u, CONV_EXACT_DY = 4u };
 bool fnn_onednn_conv_wants(const conv_geom *g);
 int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x, unsigned exact);
+                            fnn_tensor *keep_x, unsigned exact, uint16_t *yh);
 int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
                              const float *bias_in, float *dx, float *dw, float *db, const void *x_kept,
                              unsigned exact);
@@ -97,6 +98,10 @@ typedef struct fnn_conv_args {
      * tensors, which only the CPU's rows get): bf16 precision uses them without rounding them again.
      * A hint, 0 always right; the CUDA rows ignore it */
     unsigned exact;
+    /* forward, the CPU's rows only (a bfloat16 output is the host's): NULL, or the op's bfloat16 output,
+     * where the row also writes y rounded to nearest even (oneDNN's image slots while their part of y
+     * is in cache, the other kernels in one pass after) */
+    uint16_t *yh;
 } fnn_conv_args;
 /* conv1d/2d/3d: forward y = conv(x, w) + b; backward dx = conv^T(dy, w), dw, db = the sums of dy per
  * output channel. conv_transpose1d/2d/3d: forward y = conv^T(x, w) + b (the input gradient of the

@@ -453,6 +453,7 @@ typedef struct {
     char *shared[3];            /* input i's p-layout copies (run_on), per slot shared_slot bytes; NULL: in block */
     bool ready[3];              /* shared[i] already holds them */
     bool round[3];              /* input i's p-layout copies rounded to bfloat16 values in place (run_on) */
+    uint16_t *yh;               /* forward: each slot's part of the output also rounded to bfloat16 there */
     size_t shared_slot[3];      /* their bytes per slot */
     dnnl_status_t st[MAX_SLOTS];
 } onednn_job;
@@ -474,6 +475,8 @@ static void job_slot(void *ctx, int64_t s0, int64_t s1) {
         char *sh[3];
         for (int i = 0; i < 3; i++) sh[i] = j->shared[i] ? j->shared[i] + (size_t)s * j->shared_slot[i] : NULL;
         j->st[s] = run_on(p, j->block + (size_t)s * j->per_slot, d, j->bias_arg, bias, sh, j->ready, j->round);
+        if (j->st[s] == dnnl_success && j->yh)   /* the slot's output rounded while it is in cache */
+            fnn_to_bf16_matrix(j->yh + n0 * j->stride[2], (const float *)d[2], 1, nb * j->stride[2], nb * j->stride[2]);
         if (j->st[s] == dnnl_success && j->bias_in)   /* dx + bias_in per input channel */
             for (int64_t n = 0; n < nb; n++)
                 for (int64_t c = 0; c < g->C; c++) {
@@ -601,15 +604,15 @@ static void emulated_free(emulated_inputs *e) {
 }
 
 static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x, unsigned round);
+                            fnn_tensor *keep_x, unsigned round, uint16_t *yh);
 static int conv_backward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
                              const float *dy_in, const float *bias_in, float *dx, float *dw, float *db,
                              const void *x_kept, unsigned round);
 
 int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x, unsigned exact) {
+                            fnn_tensor *keep_x, unsigned exact, uint16_t *yh) {
     if (!fnn_onednn_conv_wants(g)) return FNN_ONEDNN_DECLINED;
-    return conv_forward_run(g, dev, x, w, b, y, keep_x, to_round(CONV_EXACT_X | CONV_EXACT_W, exact));
+    return conv_forward_run(g, dev, x, w, b, y, keep_x, to_round(CONV_EXACT_X | CONV_EXACT_W, exact), yh);
 }
 
 /* the forward's blocked copy of x for the backward weights (fnn_onednn_conv_forward's keep_x): this
@@ -667,7 +670,7 @@ static void kept_use(onednn_job *j, const void *kept, bool round_x) {
 }
 
 static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x, unsigned round) {
+                            fnn_tensor *keep_x, unsigned round, uint16_t *yh) {
     void *const data[3] = {(void *)x, (void *)w, y};
     const int64_t stride[3] = {g->C * g->S, 0, g->O * g->L};
     const double flops = 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L;
@@ -679,6 +682,7 @@ static int conv_forward_run(const conv_geom *g, int dev, const float *x, const f
     if (!rc && (round & CONV_EXACT_X)) rc = round_input(&j, 0, &e, 0, &x, g->N * g->C * g->S);
     if (!rc && (round & CONV_EXACT_W)) rc = round_input(&j, 1, &e, 1, &w, g->O * g->Kg);
     if (!rc && keep_x) rc = kept_make(&j, dev, keep_x);
+    j.yh = yh;
     if (!rc) rc = job_run(&j, dev);
     job_end(&j, owned);
     emulated_free(&e);
@@ -780,8 +784,8 @@ static int conv_backward_run(const conv_geom *g, int dev, const float *x, const 
 #else
 bool fnn_onednn_conv_wants(const conv_geom *g) { (void)g; return false; }
 int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x, unsigned exact) {
-    (void)g; (void)dev; (void)x; (void)w; (void)b; (void)y; (void)keep_x; (void)exact;
+                            fnn_tensor *keep_x, unsigned exact, uint16_t *yh) {
+    (void)g; (void)dev; (void)x; (void)w; (void)b; (void)y; (void)keep_x; (void)exact; (void)yh;
     return FNN_ONEDNN_DECLINED;
 }
 int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
