@@ -22,7 +22,7 @@ static int push(node_list *l, fnn_node *n) {
     return FNN_STATUS_OK;
 }
 
-static void add_into(float *dst, const int64_t *stride, const float *src, int ndim, const int64_t *shape);
+static void add_into(fnn_tensor *dst, const float *src);
 
 /* acc holds a buffer nobody else sees: contiguous CPU storage with one reference */
 static bool owns_buffer(const fnn_tensor *acc) {
@@ -55,16 +55,6 @@ static int add_grads(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) 
     return rc;
 }
 
-/* dst[i] += src[i] for i in [0, n), blocks over the pool (a residual stream's gradient: LayerNorm's dx
- * into the one the residual add passed on, 2048 x 128 in char_gpt) */
-typedef struct { float *dst; const float *src; } add_flat_job;
-static void add_flat_range(void *ctx, int64_t lo, int64_t hi) {
-    const add_flat_job *j = ctx;
-    float *d = j->dst;
-    const float *s = j->src;
-    for (int64_t i = lo; i < hi; i++) d[i] += s[i];
-}
-
 /* accumulate g into *acc (g is consumed); in place when acc owns its buffer, so a weight
  * shared by 50 unrolled steps accumulates into one buffer instead of 50 fresh ones */
 static int accumulate(fnn_tensor *acc, fnn_tensor *g) {
@@ -73,9 +63,7 @@ static int accumulate(fnn_tensor *acc, fnn_tensor *g) {
         fnn_tensor tmp;
         int rc;
         const float *src = fnn_contiguous_data(g, &tmp, &rc);
-        const int64_t n = fnn_tensor_numel(acc);   /* owns_buffer: acc is contiguous */
-        add_flat_job j = {fnn_data(acc), src};
-        if (!rc) fnn_parallel_for(n, fnn_in_parallel() ? 1 : fnn_threads_for(n), add_flat_range, &j);
+        if (!rc) add_into(acc, src);
         fnn_tensor_clear(&tmp);
         fnn_tensor_clear(g);
         return rc;
@@ -109,11 +97,30 @@ static int check_finite(const fnn_node *n, const fnn_tensor *g, int k) {
     return FNN_STATUS_OK;
 }
 
-/* dst (a strided view) += src (contiguous, same shape) */
-static void add_into(float *dst, const int64_t *stride, const float *src, int ndim, const int64_t *shape) {
-    int64_t n = fnn_numel_of(ndim, shape);
+/* dst[i] += src[i] for i in [lo, hi): blocks over the pool (add_into's dense case) */
+typedef struct { float *dst; const float *src; } add_flat_job;
+static void add_flat_range(void *ctx, int64_t lo, int64_t hi) {
+    const add_flat_job *j = ctx;
+    float *d = j->dst;
+    const float *s = j->src;
+    for (int64_t i = lo; i < hi; i++) d[i] += s[i];
+}
+
+/* t (a CPU float32 tensor, maybe a strided view) += src (contiguous, t's shape). A contiguous t (an
+ * accumulator the engine holds alone, a slice along the first dim) splits over the pool: the residual
+ * stream's gradient, LayerNorm's dx added into the one the residual add passed on, is 2048 x 128 in
+ * char_gpt */
+static void add_into(fnn_tensor *t, const float *src) {
+    const int ndim = t->ndim;
+    const int64_t *shape = t->shape, *stride = t->stride;
+    const int64_t n = fnn_numel_of(ndim, shape);
+    float *dst = fnn_data(t);
     if (n == 0) return;
-    if (ndim == 0) { dst[0] += src[0]; return; }
+    if (fnn_tensor_is_contiguous(t)) {
+        add_flat_job j = {dst, src};
+        fnn_parallel_for(n, fnn_in_parallel() ? 1 : fnn_threads_for(n), add_flat_range, &j);
+        return;
+    }
     int64_t inner = shape[ndim - 1], is = stride[ndim - 1], idx[FNN_MAX_DIMS] = {0};
     for (int64_t done = 0; done < n; done += inner) {
         int64_t off = 0;
@@ -243,7 +250,7 @@ static int embed_into(fnn_node *n, lazy_set *lazy, bool *done) {
     else FNN_TRY(fnn_select_view(&view, acc, d, a->start));
     int rc;
     const float *src = fnn_contiguous_data(g, &tmp, &rc);
-    if (!rc) add_into(fnn_data(&view), view.stride, src, view.ndim, view.shape);
+    if (!rc) add_into(&view, src);
     fnn_tensor_clear(&tmp);
     fnn_tensor_clear(&view);
     if (!rc) *done = true;

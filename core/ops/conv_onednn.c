@@ -573,16 +573,13 @@ static bool reorders(const onednn_job *j, int i) {
     return j->prim[0] != NULL;
 }
 
-/* the rounded copy of *p (n floats, input slot e of x, w, dy), made once; *p then points to it */
+/* *p (n floats, the input in slot of e: x, w, dy) pointed at its rounded copy, kept in e (or at itself
+ * where its values are bf16 already) */
 static int rounded_copy(emulated_inputs *e, int slot, const float **p, int64_t n) {
-    if (!e->owned[slot]) {
-        const float *r = fnn_bf16_values(*p, n, &e->owned[slot]);
-        if (!r) return FNN_STATUS_OOM;
-        e->n[slot] = n;
-        *p = r;
-    } else {
-        *p = e->owned[slot];
-    }
+    const float *r = fnn_bf16_values(*p, n, &e->owned[slot]);
+    if (!r) return FNN_STATUS_OOM;
+    e->n[slot] = n;
+    *p = r;
     return FNN_STATUS_OK;
 }
 
