@@ -387,6 +387,9 @@ bool fnn_bf16_units_pay(bool amx);
 void fnn_to_bf16_matrix(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld);
 void fnn_round_bf16_matrix(float *dst, const float *src, int64_t rows, int64_t cols, int64_t ld);
 void fnn_from_bf16(float *dst, const uint16_t *src, int64_t n);   /* n bf16 values widened, exactly */
+/* x (bfloat16, in host memory) widened, exactly, into a new contiguous float32 tensor: a view's rows read
+ * in place through its strides, with no bfloat16 copy first; anything else as fnn_cast to float32 */
+int fnn_bf16_widen_view(fnn_tensor *out, const fnn_tensor *x);
 /* the same, and n floats rounded to bf16 bits, serially: for loops already split over the threads */
 void fnn_bf16_widen_run(float *dst, const uint16_t *src, int64_t n);
 void fnn_bf16_narrow_run(uint16_t *dst, const float *src, int64_t n);

@@ -161,6 +161,46 @@ void fnn_round_bf16_matrix(float *dst, const float *src, int64_t rows, int64_t c
 }
 
 void fnn_from_bf16(float *dst, const uint16_t *src, int64_t n) { convert(CONV_WIDEN, src, 1, n, n, dst); }
+
+/* a bfloat16 view's rows (its last dim) widened into a dense float32 array, rows lo..hi-1 of units of
+ * rows_per: each row's offset found once per unit, then stepped as fnn_strided_copy steps it */
+typedef struct {
+    const uint16_t *src;
+    float *dst;
+    int ndim;
+    const int64_t *shape, *stride;
+    int64_t rows, rows_per;
+} view_job;
+
+static void widen_view_units(void *ctx, int64_t lo, int64_t hi) {
+    const view_job *j = ctx;
+    const int nd = j->ndim;
+    const int64_t inner = j->shape[nd - 1], is = j->stride[nd - 1];
+    const conv_job row = {.src = j->src, .dst = j->dst, .kind = CONV_WIDEN};
+    int64_t r = lo * j->rows_per, end = hi * j->rows_per < j->rows ? hi * j->rows_per : j->rows;
+    int64_t idx[FNN_MAX_DIMS] = {0};
+    for (int64_t d = nd - 2, rest = r; d >= 0; d--) idx[d] = rest % j->shape[d], rest /= j->shape[d];
+    for (; r < end; r++) {
+        int64_t off = 0;
+        for (int d = 0; d < nd - 1; d++) off += idx[d] * j->stride[d];
+        if (is == 1) convert_run(&row, off, r * inner, inner);
+        else for (int64_t i = 0; i < inner; i++) j->dst[r * inner + i] = fnn_bf16_to_f32(j->src[off + i * is]);
+        for (int d = nd - 2; d >= 0; d--) { if (++idx[d] < j->shape[d]) break; idx[d] = 0; }
+    }
+}
+
+int fnn_bf16_widen_view(fnn_tensor *out, const fnn_tensor *x) {
+    if (!fnn_in_host_memory(x) || x->dtype != FNN_DTYPE_BFLOAT16 || x->ndim == 0 || fnn_tensor_is_contiguous(x))
+        return fnn_cast(out, x, FNN_DTYPE_FLOAT32);
+    FNN_TRY(fnn_new_output(out, x->device, x->ndim, x->shape));
+    const int64_t n = fnn_tensor_numel(x), inner = x->shape[x->ndim - 1];
+    if (n == 0) return FNN_STATUS_OK;
+    view_job j = {.src = fnn_bytes(x), .dst = fnn_data(out), .ndim = x->ndim, .shape = x->shape,
+                  .stride = x->stride, .rows = n / inner};
+    j.rows_per = inner >= CONV_CHUNK ? 1 : CONV_CHUNK / inner;
+    fnn_parallel_for((j.rows + j.rows_per - 1) / j.rows_per, convert_threads(n), widen_view_units, &j);
+    return FNN_STATUS_OK;
+}
 /* the same on the calling thread, for kernels already inside their own parallel loop (a tile, a plane) */
 void fnn_bf16_widen_run(float *dst, const uint16_t *src, int64_t n) {
     convert_run(&(conv_job){.src = src, .dst = dst, .kind = CONV_WIDEN}, 0, 0, n);

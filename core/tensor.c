@@ -288,7 +288,8 @@ static void strided_copy_u16(uint16_t *dst, const uint16_t *src, int ndim, const
     for (int64_t k = 0; k < n; k += inner) {
         int64_t off = 0;
         for (int d = 0; d < ndim - 1; d++) off += idx[d] * stride[d];
-        for (int64_t i = 0; i < inner; i++) dst[k + i] = src[off + i * is];
+        if (is == 1) memcpy(dst + k, src + off, sizeof(uint16_t) * (size_t)inner);   /* dense rows: a view's */
+        else for (int64_t i = 0; i < inner; i++) dst[k + i] = src[off + i * is];
         for (int d = ndim - 2; d >= 0; d--) { if (++idx[d] < shape[d]) break; idx[d] = 0; }
     }
 }

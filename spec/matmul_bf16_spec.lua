@@ -229,3 +229,73 @@ describe('matmul and attention under autocast', function()
       assert.equals('bfloat16', want:dtype())
    end)
 end)
+
+-- The row rounds each head's operands itself under bf16 precision (P, the incoming gradient and dS
+-- once each into scratch, a widened bf16 q, k or v not at all): held to the same arithmetic written
+-- with matmul and softmax under set_float32_precision('bf16'), where every product rounds its own
+-- operands. The scale is a power of two (D 16), so rounding dS before or after scaling is the same;
+-- only the order of the float32 sums differs, hence a tolerance far below bf16's step (2^-8): an operand
+-- left unrounded, or rounded when it held bf16 values already, moves the numbers by about that step.
+describe('attention under bf16 precision against matmul and softmax under it', function()
+   local function composed(q, k, v, causal)
+      local s = q:matmul(k:transpose(3, 4)) * 0.25
+      if causal then s = s:masked_fill(fnn.ones(q:size(3), k:size(3)):triu(1 + k:size(3) - q:size(3)), -math.huge) end
+      return s:softmax(-1):matmul(v)
+   end
+   local function close(got, want, what, tol)
+      local g, w = got:to_flat(), want:to_flat()
+      local big = 0
+      for i = 1, #w do big = math.max(big, math.abs(w[i])) end
+      for i = 1, #w do
+         assert(math.abs(g[i] - w[i]) <= (tol or 2e-5) * big, ('%s element %d: got %.9g, want %.9g (largest %.3g)'):format(
+            what, i, g[i], w[i], big))
+      end
+   end
+   local CASES = {
+      {name = 'causal, char_gpt\'s head [2,2,64,16]', q = {2, 2, 64, 16}, tk = 64, causal = true},
+      {name = 'not causal, Tq 5 < Tk 9', q = {1, 3, 5, 16}, tk = 9},
+      -- the flash path's dS takes rowsum(dO o) for rowsum(P dP) (FlashAttention-2): equal in exact arithmetic,
+      -- but o was made from rounded P, so dq and dk differ by about bf16's step; o and dv do not
+      {name = 'causal, 131 keys (the flash path)', q = {1, 2, 131, 16}, tk = 131, causal = true, dqdk_tol = 1e-2},
+   }
+   for _, kernels in ipairs(KERNELS) do
+      for _, threads in ipairs{1, 2} do
+         for ci, case in ipairs(CASES) do
+            for _, dtype in ipairs{'float32', 'bfloat16'} do
+               it(('%s, %s q/k/v, %s kernels, %d thread(s): output and gradients'):format(case.name, dtype, kernels,
+                  threads), function()
+                  fnn.set_kernels(kernels)
+                  fnn.set_num_threads(threads)
+                  fnn.set_float32_precision('bf16')
+                  fnn.manual_seed(40 + ci)
+                  local B, H, T, D = table.unpack(case.q)
+                  local leaves = {fnn.randn(B, H, T, D), fnn.randn(B, H, case.tk, D), fnn.randn(B, H, case.tk, D)}
+                  local r = fnn.randn(B, H, T, D)
+                  local function run(fused)
+                     local ps, xs = {}, {}
+                     for i, t in ipairs(leaves) do
+                        ps[i] = nn.Param(t)
+                        xs[i] = dtype == 'bfloat16' and ps[i]:tensor():bf16() or ps[i]:tensor()
+                     end
+                     local y
+                     if fused then
+                        y = fnn.attention(xs[1], xs[2], xs[3], {causal = case.causal}):float()
+                     else
+                        y = composed(xs[1]:float(), xs[2]:float(), xs[3]:float(), case.causal)
+                        if dtype == 'bfloat16' then y = y:bf16():float() end   -- the rule: bf16 in, bf16 out
+                     end
+                     ;(y * r):sum():backward()
+                     return y, {ps[1]:grad(), ps[2]:grad(), ps[3]:grad()}
+                  end
+                  local y, g = run(true)
+                  local ry, rg = run(false)
+                  close(y, ry, 'output')
+                  close(g[3], rg[3], 'dv')
+                  close(g[1], rg[1], 'dq', case.dqdk_tol)
+                  close(g[2], rg[2], 'dk', case.dqdk_tol)
+               end)
+            end
+         end
+      end
+   end
+end)

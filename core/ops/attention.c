@@ -30,13 +30,14 @@
 enum { ATTN_GEMM_MIN = 4096 };
 
 /* c[m,n] = alpha op(a) op(b) (+ c when sum_into), row-major; ta: a is stored [k,m]; tb: b is stored [n,k]
- * (ta && tb unused) */
+ * (ta && tb unused); exact: bit 0 a, bit 1 b hold bf16 values already (bf16 precision rounds neither) */
 static void attn_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                      const float *b, int64_t ldb, float *c, int64_t ldc, int sum_into) {
+                      const float *b, int64_t ldb, float *c, int64_t ldc, int sum_into, unsigned exact) {
     /* one or two rows (a decode step's query) stay in plain loops at any length: a cblas call on a
      * single row costs more than the row itself */
     if ((m > 2 && m * n * k >= ATTN_GEMM_MIN) || fnn_prec_bf16(FNN_PREC_MATMUL)) {   /* bf16: rounded operands */
-        fnn_gemm_prec(FNN_PREC_MATMUL, ta, tb, m, n, k, alpha, a, lda, b, ldb, sum_into ? 1.0f : 0.0f, c, ldc);
+        fnn_gemm_prec_exact(FNN_PREC_MATMUL, exact, ta, tb, m, n, k, alpha, a, lda, b, ldb, sum_into ? 1.0f : 0.0f,
+                            c, ldc);
         return;
     }
     if (!ta && tb) {   /* rows of a against rows of b: contiguous dots in 8 lanes (they vectorize) */
@@ -275,14 +276,28 @@ static inline bool attn_own(int64_t m, int64_t mnk) {
     return m > 2 && mnk <= ATTN_OWN_MAX && fnn_blas_portable() && !fnn_prec_bf16(FNN_PREC_MATMUL);
 }
 
+/* bf16 precision off the bf16 units (operands rounded, float32 products): a head's operands that are used
+ * twice or are kept float32 (P, g, dS) are rounded once into a thread's scratch, not by each product */
+static inline bool attn_round_once(void) { return fnn_prec_bf16(FNN_PREC_MATMUL) && !fnn_bf16_native(); }
+
+/* a's exact bits for q, k, v (fnn_attn_args.exact) as attn_gemm's bit for its operand a (1) or b (2) */
+static inline unsigned attn_exact(const fnn_attn_args *a, unsigned which, unsigned as) {
+    return a->exact & which ? as : 0u;
+}
+
 static void attn_fwd_heads(void *ctx, int64_t lo, int64_t hi) {
     const attn_fwd_ctx *cx = ctx;
     const fnn_attn_args *a = cx->a;
     const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv, off = Tk - Tq;
-    const bool own = attn_own(Tq, Tq * Tk * (D > Dv ? D : Dv));
-    const int64_t sbytes = (int64_t)sizeof(float) * (D * Tk > 0 ? D * Tk : 1);
-    float *kt = own ? fnn_alloc(FNN_DEVICE_CPU, sbytes) : NULL;   /* k^T of one head; NULL: the cblas path */
+    const bool own = attn_own(Tq, Tq * Tk * (D > Dv ? D : Dv)), round_p = !own && attn_round_once();
+    const int64_t sfloats = own ? D * Tk : round_p ? Tq * Tk : 0;
+    const int64_t sbytes = (int64_t)sizeof(float) * (sfloats > 0 ? sfloats : 1);
+    /* own: k^T of one head (mm_nn); round_p: P rounded for the product with v; else NULL (if the allocation
+     * fails under round_p, the products round P themselves) */
+    float *scratch = sfloats > 0 ? fnn_alloc(FNN_DEVICE_CPU, sbytes) : NULL;
+    float *kt = own ? scratch : NULL, *rp = round_p ? scratch : NULL;
     const int lim_n = a->causal ? LIM_N : LIM_NONE, lim_k = a->causal ? LIM_K : LIM_NONE;
+    const unsigned qk = attn_exact(a, 1u, 1u) | attn_exact(a, 2u, 2u), ve = attn_exact(a, 4u, 2u);
     for (int64_t bh = lo; bh < hi; bh++) {
         const int64_t b = bh / H, h = bh % H;
         const float *q = a->q.p + b * a->q.s[0] + h * a->q.s[1];
@@ -293,15 +308,23 @@ static void attn_fwd_heads(void *ctx, int64_t lo, int64_t hi) {
             attn_transpose(kt, k, Tk, D, a->k.s[2]);
             mm_nn(Tq, Tk, D, a->scale, q, a->q.s[2], kt, Tk, p, Tk, lim_n, off, 0);
         } else {
-            attn_gemm(0, 1, Tq, Tk, D, a->scale, q, a->q.s[2], k, a->k.s[2], p, Tk, 0);
+            attn_gemm(0, 1, Tq, Tk, D, a->scale, q, a->q.s[2], k, a->k.s[2], p, Tk, 0, qk);
         }
         const unsigned char *pad = cx->pad ? cx->pad + b * Tk : NULL;
         for (int64_t i = 0; i < Tq; i++)
             attn_softmax_row(p + i * Tk, Tk, a->causal ? i + off : Tk - 1, pad);
-        if (kt) mm_nn(Tq, Dv, Tk, 1.0f, p, Tk, v, a->v.s[2], o, H * Dv, lim_k, off, 0);
-        else attn_gemm(0, 0, Tq, Dv, Tk, 1.0f, p, Tk, v, a->v.s[2], o, H * Dv, 0);
+        if (kt) {
+            mm_nn(Tq, Dv, Tk, 1.0f, p, Tk, v, a->v.s[2], o, H * Dv, lim_k, off, 0);
+        } else if (rp) {   /* P stays float32 for the backward; its rounded copy multiplies v */
+            fnn_round_bf16_matrix(rp, p, Tq, Tk, Tk);
+            attn_gemm(0, 0, Tq, Dv, Tk, 1.0f, rp, Tk, v, a->v.s[2], o, H * Dv, 0, 1u | ve);
+        } else {
+            attn_gemm(0, 0, Tq, Dv, Tk, 1.0f, p, Tk, v, a->v.s[2], o, H * Dv, 0, ve);
+        }
+        if (a->oh)   /* the head's bfloat16 output, while its rows are in cache */
+            for (int64_t i = 0; i < Tq; i++) fnn_bf16_narrow_run(a->oh + (o - a->o) + i * H * Dv, o + i * H * Dv, Dv);
     }
-    if (kt) fnn_free(FNN_DEVICE_CPU, kt, sbytes);
+    if (scratch) fnn_free(FNN_DEVICE_CPU, scratch, sbytes);
 }
 
 /* one row of dS = P (dP - rowsum(P dP)) over keys 0..n-1 in place of dP, zeros after (8 lanes) */
@@ -323,8 +346,14 @@ static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
     /* one scratch for P^T, then v^T, then dS^T, in turn */
     const int64_t sfloats = Tk * (Tq > Dv ? Tq : Dv), sbytes = (int64_t)sizeof(float) * (sfloats > 0 ? sfloats : 1);
     float *t = own ? fnn_alloc(FNN_DEVICE_CPU, sbytes) : NULL;   /* NULL: the cblas path */
+    /* bf16 precision off the units: P and the head's g rounded once into rp, rg (g multiplies twice); dS,
+     * scratch of its own, rounded in place before its two products */
+    const bool round_once = !t && attn_round_once();
+    const int64_t rfloats = round_once ? Tq * Tk + Tq * Dv : 0, rbytes = (int64_t)sizeof(float) * rfloats;
+    float *rp = rfloats > 0 ? fnn_alloc(FNN_DEVICE_CPU, rbytes) : NULL, *rg = rp ? rp + Tq * Tk : NULL;
     const int lim_n = a->causal ? LIM_N : LIM_NONE, lim_k = a->causal ? LIM_K : LIM_NONE;
     const int lim_lo = a->causal ? LIM_K_LO : LIM_NONE;
+    const unsigned qe = attn_exact(a, 1u, 2u), ke = attn_exact(a, 2u, 2u), ve = attn_exact(a, 4u, 2u);
     for (int64_t bh = lo; bh < hi; bh++) {
         const int64_t b = bh / H, h = bh % H;
         const float *q = a->q.p + b * a->q.s[0] + h * a->q.s[1];
@@ -335,11 +364,22 @@ static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
         float *dv = a->dv ? a->dv + b * Tk * H * Dv + h * Dv : NULL;
         float *dq = a->dq ? a->dq + b * Tq * H * D + h * D : NULL;
         float *dk = a->dk ? a->dk + b * Tk * H * D + h * D : NULL;
+        /* g as the products read it: rounded once (rg, dense) or in place through its stride */
+        const float *gr = g;
+        int64_t ldg = a->g.s[2];
+        unsigned ge = 0;
+        if (rg) {
+            fnn_round_bf16_matrix(rg, g, Tq, Dv, ldg);
+            gr = rg, ldg = Dv, ge = 1u;
+        }
         if (dv && t) {
             attn_transpose(t, p, Tq, Tk, Tk);
             mm_nn(Tk, Dv, Tq, 1.0f, t, Tq, g, a->g.s[2], dv, H * Dv, lim_lo, -off, 0);
+        } else if (dv && rp) {
+            fnn_round_bf16_matrix(rp, p, Tq, Tk, Tk);
+            attn_gemm(1, 0, Tk, Dv, Tq, 1.0f, rp, Tk, gr, ldg, dv, H * Dv, 0, 1u | 2u);
         } else if (dv) {
-            attn_gemm(1, 0, Tk, Dv, Tq, 1.0f, p, Tk, g, a->g.s[2], dv, H * Dv, 0);
+            attn_gemm(1, 0, Tk, Dv, Tq, 1.0f, p, Tk, gr, ldg, dv, H * Dv, 0, ge << 1);
         }
         if (!dq && !dk) continue;
         float *ds = a->ds + bh * Tq * Tk;
@@ -347,23 +387,27 @@ static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
             attn_transpose(t, v, Tk, Dv, a->v.s[2]);
             mm_nn(Tq, Tk, Dv, 1.0f, g, a->g.s[2], t, Tk, ds, Tk, lim_n, off, 0);
         } else {
-            attn_gemm(0, 1, Tq, Tk, Dv, 1.0f, g, a->g.s[2], v, a->v.s[2], ds, Tk, 0);
+            attn_gemm(0, 1, Tq, Tk, Dv, 1.0f, gr, ldg, v, a->v.s[2], ds, Tk, 0, ge | ve);
         }
         for (int64_t i = 0; i < Tq; i++) {   /* dS, zero outside the causal band */
             int64_t last = a->causal ? i + off : Tk - 1;
             if (last > Tk - 1) last = Tk - 1;
             attn_ds_row(p + i * Tk, ds + i * Tk, last + 1 > 0 ? last + 1 : 0, Tk);
         }
+        /* dS is read by its two products only: rounded in place, as each would round it */
+        const unsigned dse = rp ? 1u : 0u;
+        if (rp) fnn_round_bf16_matrix(ds, ds, Tq, Tk, Tk);
         if (dq && t) mm_nn(Tq, D, Tk, a->scale, ds, Tk, k, a->k.s[2], dq, H * D, lim_k, off, 0);
-        else if (dq) attn_gemm(0, 0, Tq, D, Tk, a->scale, ds, Tk, k, a->k.s[2], dq, H * D, 0);
+        else if (dq) attn_gemm(0, 0, Tq, D, Tk, a->scale, ds, Tk, k, a->k.s[2], dq, H * D, 0, dse | ke);
         if (dk && t) {
             attn_transpose(t, ds, Tq, Tk, Tk);
             mm_nn(Tk, D, Tq, a->scale, t, Tq, q, a->q.s[2], dk, H * D, lim_lo, -off, 0);
         } else if (dk) {
-            attn_gemm(1, 0, Tk, D, Tq, a->scale, ds, Tk, q, a->q.s[2], dk, H * D, 0);
+            attn_gemm(1, 0, Tk, D, Tq, a->scale, ds, Tk, q, a->q.s[2], dk, H * D, 0, dse | qe);
         }
     }
     if (t) fnn_free(FNN_DEVICE_CPU, t, sbytes);
+    if (rp) fnn_free(FNN_DEVICE_CPU, rp, rbytes);
 }
 
 /* ================= the flash path: past one key block, FlashAttention-2 in blocks ================= */
@@ -446,6 +490,7 @@ static void attn_fwd_flash(void *ctx, int64_t lo, int64_t hi) {
     const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv, off = Tk - Tq, nqb = cx->nqb;
     const int64_t ldo = H * Dv;
     const bool own = attn_flash_own(a), two_pass = fnn_prec_bf16(FNN_PREC_MATMUL);
+    const unsigned qk = attn_exact(a, 1u, 1u) | attn_exact(a, 2u, 2u), ve = attn_exact(a, 4u, 2u);
     const int lim_n = a->causal ? LIM_N : LIM_NONE, lim_k = a->causal ? LIM_K : LIM_NONE;
     const int64_t bq = Tq < ATTN_BQ ? Tq : ATTN_BQ;   /* a decode step's one query: a small scratch */
     const int64_t sbytes = (int64_t)sizeof(float) * (bq * ATTN_BK + 3 * bq + (own ? D * ATTN_BK : 0));
@@ -477,7 +522,7 @@ static void attn_fwd_flash(void *ctx, int64_t lo, int64_t hi) {
                     attn_transpose(kt, kj, nk, D, a->k.s[2]);
                     mm_nn(mq, nk, D, a->scale, q, a->q.s[2], kt, nk, s, ATTN_BK, lim_n, lim, 0);
                 } else {
-                    attn_gemm(0, 1, mq, nk, D, a->scale, q, a->q.s[2], kj, a->k.s[2], s, ATTN_BK, 0);
+                    attn_gemm(0, 1, mq, nk, D, a->scale, q, a->q.s[2], kj, a->k.s[2], s, ATTN_BK, 0, qk);
                 }
                 for (int64_t i = 0; i < mq; i++) {
                     float *si = s + i * ATTN_BK;
@@ -492,7 +537,7 @@ static void attn_fwd_flash(void *ctx, int64_t lo, int64_t hi) {
                 }
                 if (pass == 0) continue;
                 if (own) mm_nn(mq, Dv, nk, 1.0f, s, ATTN_BK, vj, a->v.s[2], o, ldo, lim_k, lim, 1);
-                else attn_gemm(0, 0, mq, Dv, nk, 1.0f, s, ATTN_BK, vj, a->v.s[2], o, ldo, 1);
+                else attn_gemm(0, 0, mq, Dv, nk, 1.0f, s, ATTN_BK, vj, a->v.s[2], o, ldo, 1, ve);
             }
             if (pass == 0 || !two_pass)
                 for (int64_t i = 0; i < mq; i++) lse[i] = lrow[i] > 0 ? mrow[i] + logf(lrow[i]) : FNN_INFF;
@@ -517,6 +562,8 @@ static void attn_bwd_flash(void *ctx, int64_t lo, int64_t hi) {
     const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv, off = Tk - Tq;
     const int64_t ldq = H * D, ldv = H * Dv, BB = (Tq < ATTN_BQ ? Tq : ATTN_BQ) * (int64_t)ATTN_BK;
     const bool own = attn_flash_own(a), ds = a->dq || a->dk, bf16 = fnn_prec_bf16(FNN_PREC_MATMUL);
+    const unsigned qk = attn_exact(a, 1u, 1u) | attn_exact(a, 2u, 2u), qe = attn_exact(a, 1u, 2u),
+                   ke = attn_exact(a, 2u, 2u), ve = attn_exact(a, 4u, 2u);
     const int lim_n = a->causal ? LIM_N : LIM_NONE, lim_k = a->causal ? LIM_K : LIM_NONE;
     const int lim_lo = a->causal ? LIM_K_LO : LIM_NONE;
     /* P, dP then dS, a transposed block (own), k^T and v^T of a key block (own), and Di of the head's queries */
@@ -558,8 +605,8 @@ static void attn_bwd_flash(void *ctx, int64_t lo, int64_t hi) {
             for (int64_t j0 = 0; j0 < kend; j0 += ATTN_BK) {
                 const int64_t nk = Tk - j0 < ATTN_BK ? Tk - j0 : ATTN_BK;
                 const float *kj = k + j0 * a->k.s[2], *vj = v + j0 * a->v.s[2];
-                attn_gemm(0, 1, mq, nk, D, a->scale, qi, a->q.s[2], kj, a->k.s[2], s, ATTN_BK, 0);
-                attn_gemm(0, 1, mq, nk, Dv, 1.0f, gi, a->g.s[2], vj, a->v.s[2], dp, ATTN_BK, 0);
+                attn_gemm(0, 1, mq, nk, D, a->scale, qi, a->q.s[2], kj, a->k.s[2], s, ATTN_BK, 0, qk);
+                attn_gemm(0, 1, mq, nk, Dv, 1.0f, gi, a->g.s[2], vj, a->v.s[2], dp, ATTN_BK, 0, ve);
                 for (int64_t i = 0; i < mq; i++) {
                     float *si = s + i * ATTN_BK, *dpi = dp + i * ATTN_BK;
                     const int64_t n = attn_seen(a, i0 + i, j0, nk);
@@ -584,29 +631,29 @@ static void attn_bwd_flash(void *ctx, int64_t lo, int64_t hi) {
                 const int64_t mq = Tq - i0 < ATTN_BQ ? Tq - i0 : ATTN_BQ, lim = i0 + off - j0;
                 const float *qi = q + i0 * a->q.s[2], *gi = g + i0 * a->g.s[2];
                 if (own) mm_nn(mq, nk, D, a->scale, qi, a->q.s[2], kt, nk, s, ATTN_BK, lim_n, lim, 0);
-                else attn_gemm(0, 1, mq, nk, D, a->scale, qi, a->q.s[2], kj, a->k.s[2], s, ATTN_BK, 0);
+                else attn_gemm(0, 1, mq, nk, D, a->scale, qi, a->q.s[2], kj, a->k.s[2], s, ATTN_BK, 0, qk);
                 for (int64_t i = 0; i < mq; i++)
                     attn_lse_row(s + i * ATTN_BK, nk, attn_seen(a, i0 + i, j0, nk), pj, lse[i0 + i]);
                 if (dv && own) {   /* dV += P^T dO */
                     attn_transpose(tt, s, mq, nk, ATTN_BK);
                     mm_nn(nk, Dv, mq, 1.0f, tt, mq, gi, a->g.s[2], dv + j0 * ldv, ldv, lim_lo, -lim, 1);
                 } else if (dv) {
-                    attn_gemm(1, 0, nk, Dv, mq, 1.0f, s, ATTN_BK, gi, a->g.s[2], dv + j0 * ldv, ldv, 1);
+                    attn_gemm(1, 0, nk, Dv, mq, 1.0f, s, ATTN_BK, gi, a->g.s[2], dv + j0 * ldv, ldv, 1, 0u);
                 }
                 if (!ds) continue;
                 if (own) mm_nn(mq, nk, Dv, 1.0f, gi, a->g.s[2], vt, nk, dp, ATTN_BK, lim_n, lim, 0);   /* dP = dO V^T */
-                else attn_gemm(0, 1, mq, nk, Dv, 1.0f, gi, a->g.s[2], vj, a->v.s[2], dp, ATTN_BK, 0);
+                else attn_gemm(0, 1, mq, nk, Dv, 1.0f, gi, a->g.s[2], vj, a->v.s[2], dp, ATTN_BK, 0, ve);
                 for (int64_t i = 0; i < mq; i++)
                     attn_ds_block_row(s + i * ATTN_BK, dp + i * ATTN_BK, attn_seen(a, i0 + i, j0, nk), nk, di[i0 + i]);
                 if (dq && own)   /* dQ += scale dS K */
                     mm_nn(mq, D, nk, a->scale, dp, ATTN_BK, kj, a->k.s[2], dq + i0 * ldq, ldq, lim_k, lim, 1);
                 else if (dq)
-                    attn_gemm(0, 0, mq, D, nk, a->scale, dp, ATTN_BK, kj, a->k.s[2], dq + i0 * ldq, ldq, 1);
+                    attn_gemm(0, 0, mq, D, nk, a->scale, dp, ATTN_BK, kj, a->k.s[2], dq + i0 * ldq, ldq, 1, ke);
                 if (dk && own) {   /* dK += scale dS^T Q */
                     attn_transpose(tt, dp, mq, nk, ATTN_BK);
                     mm_nn(nk, D, mq, a->scale, tt, mq, qi, a->q.s[2], dk + j0 * ldq, ldq, lim_lo, -lim, 1);
                 } else if (dk) {
-                    attn_gemm(1, 0, nk, D, mq, a->scale, dp, ATTN_BK, qi, a->q.s[2], dk + j0 * ldq, ldq, 1);
+                    attn_gemm(1, 0, nk, D, mq, a->scale, dp, ATTN_BK, qi, a->q.s[2], dk + j0 * ldq, ldq, 1, qe);
                 }
             }
         }
@@ -648,7 +695,8 @@ static int attention_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     int rc = FNN_STATUS_OK;
     for (int i = 0; i < 3; i++) {
         fnn_tensor_init(&wide[i]);
-        if (!rc && fnn_is_bf16(qkv[i])) rc = fnn_cast(&wide[i], qkv[i], FNN_DTYPE_FLOAT32), qkv[i] = &wide[i];
+        if (!rc && fnn_is_bf16(qkv[i]))
+            rc = fnn_bf16_widen_view(&wide[i], qkv[i]), qkv[i] = &wide[i], a.exact |= 1u << i;
     }
     q = qkv[0], k = qkv[1], v = qkv[2];
     fnn_set_op("attention");
@@ -737,9 +785,10 @@ static int cpu_attention(int ordinal, const fnn_attn_args *a) {
     }
     if (pad) fnn_free(FNN_DEVICE_CPU, pad, pad_bytes);
     if (fx.failed) return FNN_FAIL(FNN_STATUS_OOM, "attention: cannot allocate a thread's block scratch");
-    /* the bfloat16 output: one pass over the threads after the heads (as linear's narrow_output) */
+    /* the bfloat16 output: the whole-P heads round theirs; after the flash path's blocks (their output rows
+     * are rescaled until the last key block), one pass over the threads (as linear's narrow_output) */
     const int64_t on = a->B * a->Tq * a->H * a->Dv;
-    if (a->oh && on > 0) fnn_to_bf16_matrix(a->oh, a->o, 1, on, on);
+    if (a->oh && !a->p && on > 0) fnn_to_bf16_matrix(a->oh, a->o, 1, on, on);
     return FNN_STATUS_OK;
 }
 static int cpu_attention_grad(int ordinal, const fnn_attn_args *a) {
@@ -811,11 +860,12 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
      * and a bfloat16 mask (read by the rows as float32 or int64) */
     const fnn_tensor *qf = q, *kf = k, *vf = v;
     int rc = FNN_STATUS_OK;
-    if (fnn_is_bf16(q)) rc = fnn_cast(&wide[0], q, FNN_DTYPE_FLOAT32), qf = &wide[0];
-    if (!rc && fnn_is_bf16(k)) rc = fnn_cast(&wide[1], k, FNN_DTYPE_FLOAT32), kf = &wide[1];
-    if (!rc && fnn_is_bf16(v)) rc = fnn_cast(&wide[2], v, FNN_DTYPE_FLOAT32), vf = &wide[2];
+    if (fnn_is_bf16(q)) rc = fnn_bf16_widen_view(&wide[0], q), qf = &wide[0];
+    if (!rc && fnn_is_bf16(k)) rc = fnn_bf16_widen_view(&wide[1], k), kf = &wide[1];
+    if (!rc && fnn_is_bf16(v)) rc = fnn_bf16_widen_view(&wide[2], v), vf = &wide[2];
     if (!rc && m && fnn_is_bf16(m)) rc = fnn_cast(&wide[3], m, FNN_DTYPE_FLOAT32), m = &wide[3];
     fnn_set_op("attention");   /* the casts named themselves */
+    a.exact = (qf != q ? 1u : 0u) | (kf != k ? 2u : 0u) | (vf != v ? 4u : 0u);   /* widened: bf16 values */
     if (!rc) rc = attn_read(qf, &qt, &a.q, &qu);
     if (!rc) rc = attn_read(kf, &kt, &a.k, &ku);
     if (!rc) rc = attn_read(vf, &vt, &a.v, &vu);

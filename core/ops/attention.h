@@ -47,6 +47,9 @@ typedef struct fnn_attn_args {
      * nearest even, bf16.h) after the heads; o stays float32 (the lse backward reads it). Only the CPU's row
      * reads it: the entry takes and makes bfloat16 on the CPU only (cuda/attention.cu's rows take float32) */
     uint16_t *oh;
+    /* bits 0, 1, 2: q, k, v hold bfloat16 values (widened from bfloat16 tensors), so bf16 precision's products
+     * take them as they are, unscanned and unrounded (fnn_gemm_prec_exact). Only the CPU's rows read it */
+    unsigned exact;
 } fnn_attn_args;
 typedef int (*fnn_attn_fn)(int ordinal, const fnn_attn_args *a);
 
