@@ -149,6 +149,31 @@ describe('optim.Adam and AdamW', function()
       run('AdamW', {lr = 0.05, betas = {0.9, 0.999}, weight_decay = 0.5}, 0.5, true)
    end)
 
+   it('flushes a moment to zero once it falls below the smallest normal float, and w follows the formula', function()
+      -- one step with gradient 1, then gradient 0: m = 0.1 * 0.9^k. After 800 such steps m is 2.2e-38, normal;
+      -- after 830, 9.3e-40, subnormal in float32, where PyTorch keeps it (and pays an assist a step on x86):
+      -- here exactly 0. v = 0.001 * 0.999^k stays normal. w moves as the formula in doubles says throughout
+      local p = nn.Param(fnn.tensor{1})
+      local opt = optim.Adam({p}, 0.1)
+      local ref, st = 1, {t = 0, m = 0, v = 0}
+      local function step(c)
+         opt:zero_grad()
+         backward_quadratic(p, c)
+         opt:step()
+         ref = adam_ref(ref, c * ref, st, 0.1, 0.9, 0.999, 1e-8, 0, false)
+      end
+      step(1)
+      for _ = 1, 800 do step(0) end
+      local m = opt:state().params[1].exp_avg:item()
+      assert.is_true(m >= 1.17549435e-38, ('m %.9g after 800 steps'):format(m))
+      assert.is_true(math.abs(m - st.m) <= 1e-3 * st.m, ('m %.9g, formula %.9g'):format(m, st.m))
+      for _ = 1, 30 do step(0) end
+      assert.is_true(st.m > 0 and st.m < 1.17549435e-38, 'the formula\'s m is subnormal now')
+      assert.equals(0, opt:state().params[1].exp_avg:item())
+      assert.is_true(opt:state().params[1].exp_avg_sq:item() > 1e-4)
+      approx({ref}, p:tensor(), 1e-4)   -- 831 float32 updates' rounding against doubles
+   end)
+
    it('converges on a quadratic', function()
       local target = fnn.tensor{3, -1, 0.5, 2}
       local p = nn.Param(fnn.zeros(4))
