@@ -78,16 +78,20 @@ describe('linear on bfloat16', function()
       end
    end
 
-   it('rounds the gradient for both backward products under autocast, and sums it unrounded for db', function()
+   for _, xtype in ipairs{'bfloat16', 'float32'} do
+   it(('rounds the gradient for both backward products under autocast, and sums it unrounded for db (%s x)'):format(
+      xtype), function()
       -- independent of the composition (which runs the same rule): products of bf16-rounded operands
-      -- summed in doubles, against the float32 sums within 1e-5 of their magnitude
+      -- summed in doubles, against the float32 sums within 1e-5 of their magnitude. A float32 x is rounded
+      -- once by the forward, whose copy dW reads: held to round(x) too
       local round = require('spec.bf16_reference').round
       fnn.manual_seed(12)
       local B, K, N = 9, 7, 13
       local px, pw, pb = nn.Param(fnn.randn(B, K)), nn.Param(fnn.randn(N, K)), nn.Param(fnn.randn(N))
       local r = fnn.randn(B, N)   -- the output's gradient: float32 with more bits than bf16
       fnn.autocast('bf16', function()
-         local loss = (fnn.linear(px:tensor():bf16(), pw:tensor(), pb:tensor()) * r):sum()
+         local x = xtype == 'bfloat16' and px:tensor():bf16() or px:tensor()
+         local loss = (fnn.linear(x, pw:tensor(), pb:tensor()) * r):sum()
          loss:backward()
       end)
       local X, W, G = px:tensor():bf16():to_flat(), pw:tensor():to_flat(), r:to_flat()
@@ -118,7 +122,7 @@ describe('linear on bfloat16', function()
             near(dw[j * K + k + 1], s, m, 'dw')
          end
       end
-   end)
+   end)   end
 
    it('keeps the rule for non-contiguous operands: a transposed bf16 x, a bf16 bias at stride 2', function()
       fnn.manual_seed(3)

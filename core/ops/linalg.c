@@ -444,7 +444,9 @@ int fnn_outer(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) {
 
 /* linear's node: its activation (FNN_ACT_*); saved: x, w, and what the activation's gradient reads
  * (relu: the output y; gelu: the pre-activation z) */
-typedef struct { int act; } linear_attrs;
+/* act: FNN_ACT_*; x_rounded: saved[0] is x rounded to bf16 values (autocast off the bf16 units), which
+ * the rule's dW takes as exact (the node is autocast's, so its backward runs in bf16 precision too) */
+typedef struct { int act, x_rounded; } linear_attrs;
 
 /* backward: dx = g w (sgemm), dw = g^T x (one sgemm over the flattened batch), db = column sums of g;
  * with an activation, G is dz = g act'(.) first, made with db in one pass by the row */
@@ -467,6 +469,7 @@ static int linear_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     kernel kdx = kn, kdw = kn;   /* dx = G W, dw = G^T X: W, X the second operands, exact when widened */
     if (fnn_is_bf16(w) && n->next[0]) rc = fnn_cast(&ww, w, FNN_DTYPE_FLOAT32), w = &ww, kdx.exact = 2u;
     if (!rc && fnn_is_bf16(x) && n->next[1]) rc = fnn_cast(&xw, x, FNN_DTYPE_FLOAT32), x = &xw, kdw.exact = 2u;
+    if (FNN_ATTRS(n, linear_attrs)->x_rounded) kdw.exact = 2u;
     if (!rc) rc = rows_operand(&G, g, &gtmp);          /* G [M, out] */
     if (!rc && act) {                                  /* dz [M, out] (and db), then G = dz */
         int64_t shape[2] = {G.r, w->shape[0]};
@@ -617,6 +620,18 @@ int fnn_linear_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, con
      * and the float32 result the row rounds into out (relu's gradient reads it, as it read the float32 y) */
     const fnn_tensor *xf = x, *wf = w, *bf = b;
     if (!rc && fnn_is_bf16(x)) rc = fnn_cast(&xw, x, FNN_DTYPE_FLOAT32), xf = &xw;
+    /* inside autocast off the bf16 units a float32 x is rounded once, here: the product takes the copy as
+     * exact, and the node saves it for dW in place of x (the same bytes; x itself may be freed), where the
+     * rule would round x a second time */
+    const bool round_x = !rc && node && fnn_autocast_depth() > 0 && !fnn_is_bf16(x) && fnn_in_host_memory(x) &&
+                         !fnn_bf16_native() && fnn_tensor_numel(x) > 0;
+    if (round_x) {
+        const float *src = fnn_contiguous_data(x, &xtmp, &rc);
+        if (!rc) rc = fnn_new_output(&xw, x->device, x->ndim, x->shape);
+        if (!rc) fnn_round_bf16_matrix(fnn_data(&xw), src, 1, fnn_tensor_numel(x), fnn_tensor_numel(x));
+        fnn_tensor_clear(&xtmp);
+        xf = &xw;
+    }
     if (!rc && fnn_is_bf16(w)) rc = fnn_cast(&ww, w, FNN_DTYPE_FLOAT32), wf = &ww;
     if (!rc && b && fnn_is_bf16(b)) rc = fnn_cast(&bw, b, FNN_DTYPE_FLOAT32), bf = &bw;
     if (!rc && narrow) rc = fnn_new_output(&y32, x->device, x->ndim, shape);
@@ -639,33 +654,36 @@ int fnn_linear_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, con
             if (bf) a.bias = fnn_data(bf), a.bias_stride = bf->stride[0];
             if (act) a.act = act, a.y = C.p;
             if (narrow) a.yh = fnn_bytes(out);
-            a.exact = (fnn_is_bf16(x) ? 1u : 0u) | (fnn_is_bf16(w) ? 2u : 0u);   /* X and W^T: widened */
+            a.exact = (fnn_is_bf16(x) || round_x ? 1u : 0u) | (fnn_is_bf16(w) ? 2u : 0u);   /* widened or rounded */
             rc = row->forward(fnn_device_ordinal(x->device), &a);
         }
     }
     fnn_tensor_clear(&xtmp);
     fnn_tensor_clear(&wtmp);
     fnn_tensor_clear(&ctmp);
-    fnn_tensor_clear(&xw);
     fnn_tensor_clear(&ww);
     fnn_tensor_clear(&bw);
     if (rc || !node) {
+        fnn_tensor_clear(&xw);
         fnn_tensor_clear(&z);
         fnn_tensor_clear(&y32);
         if (rc) fnn_tensor_clear(out);
         return rc;
     }
 
-    /* x and w saved as given (a bfloat16 x: half the bytes), widened again by the rule */
+    /* x and w saved as given (a bfloat16 x: half the bytes), widened again by the rule; or x's rounded copy */
     fnn_node *n = fnn_attach_node(out, &LINEAR, 3, ins);
-    if (!n || fnn_save(n, 0, x) || fnn_save(n, 1, w) ||
+    if (!n || fnn_save(n, 0, round_x ? &xw : x) || fnn_save(n, 1, w) ||
         (act == FNN_ACT_RELU && fnn_save(n, 2, narrow ? &y32 : out)) || (keep_z && fnn_save(n, 2, &z))) {
+        fnn_tensor_clear(&xw);
         fnn_tensor_clear(&z);
         fnn_tensor_clear(&y32);
         fnn_tensor_clear(out);
         return fnn_last_status();
     }
     FNN_ATTRS(n, linear_attrs)->act = act;
+    FNN_ATTRS(n, linear_attrs)->x_rounded = round_x;
+    fnn_tensor_clear(&xw);
     fnn_tensor_clear(&z);
     fnn_tensor_clear(&y32);
     return FNN_STATUS_OK;
