@@ -442,10 +442,10 @@ int fnn_outer(fnn_tensor *out, const fnn_tensor *a, const fnn_tensor *b) {
 
 /* ================= linear: x [..., in] w^T [in, out] + b [out] -> [..., out] ================= */
 
-/* linear's node: its activation (FNN_ACT_*); saved: x, w, and what the activation's gradient reads
- * (relu: the output y; gelu: the pre-activation z) */
-/* act: FNN_ACT_*; x_rounded: saved[0] is x rounded to bf16 values (autocast off the bf16 units), which
- * the rule's dW takes as exact (the node is autocast's, so its backward runs in bf16 precision too) */
+/* linear's node: its activation (FNN_ACT_*) and x_rounded, whether saved[0] is x rounded to bf16 values
+ * (autocast off the bf16 units), which the rule's dW takes as exact (the node is autocast's, so its
+ * backward runs in bf16 precision too); saved: x, w, and what the activation's gradient reads (relu: the
+ * output y; gelu: the pre-activation z) */
 typedef struct { int act, x_rounded; } linear_attrs;
 
 /* backward: dx = g w (sgemm), dw = g^T x (one sgemm over the flattened batch), db = column sums of g;
