@@ -25,7 +25,7 @@ FNN_RULE void fnn_rule_sgd(int64_t i, float *w, const float *g, float *buf, floa
  * The moments flush to zero below the smallest normal float (PyTorch keeps them subnormal). Where the
  * gradient stops (a dead ReLU unit, an embedding row no batch uses) m decays by b1 a step through the
  * subnormals for ~150 steps, each a microcode assist on x86: 2,000 steps of an mlp with dead units
- * left 97% of its first layer's m subnormal and Adam ~7x slower. A subnormal m moves w by under
+ * left 97% of its first layer's m subnormal and Adam 3.7x slower. A subnormal m moves w by under
  * step_size 1e-38 / eps, below float32's resolution of any w but 0 */
 #define FNN_ADAM_FLUSH(x) ((x) < 1.17549435e-38f && (x) > -1.17549435e-38f ? 0.0f : (x))
 FNN_RULE void fnn_rule_adam(int64_t i, float *w, const float *g, float *m, float *v, float *vmax, float decay,

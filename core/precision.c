@@ -162,6 +162,14 @@ void fnn_round_bf16_matrix(float *dst, const float *src, int64_t rows, int64_t c
 
 void fnn_from_bf16(float *dst, const uint16_t *src, int64_t n) { convert(CONV_WIDEN, src, 1, n, n, dst); }
 
+/* the same on the calling thread, for kernels already inside their own parallel loop (a tile, a plane) */
+void fnn_bf16_widen_run(float *dst, const uint16_t *src, int64_t n) {
+    convert_run(&(conv_job){.src = src, .dst = dst, .kind = CONV_WIDEN}, 0, 0, n);
+}
+void fnn_bf16_narrow_run(uint16_t *dst, const float *src, int64_t n) {
+    convert_run(&(conv_job){.src = src, .dst = dst, .kind = CONV_TO_BF16}, 0, 0, n);
+}
+
 /* a bfloat16 view's rows (its last dim) widened into a dense float32 array, rows lo..hi-1 of units of
  * rows_per: each row's offset found once per unit, then stepped as fnn_strided_copy steps it */
 typedef struct {
@@ -200,11 +208,4 @@ int fnn_bf16_widen_view(fnn_tensor *out, const fnn_tensor *x) {
     j.rows_per = inner >= CONV_CHUNK ? 1 : CONV_CHUNK / inner;
     fnn_parallel_for((j.rows + j.rows_per - 1) / j.rows_per, convert_threads(n), widen_view_units, &j);
     return FNN_STATUS_OK;
-}
-/* the same on the calling thread, for kernels already inside their own parallel loop (a tile, a plane) */
-void fnn_bf16_widen_run(float *dst, const uint16_t *src, int64_t n) {
-    convert_run(&(conv_job){.src = src, .dst = dst, .kind = CONV_WIDEN}, 0, 0, n);
-}
-void fnn_bf16_narrow_run(uint16_t *dst, const float *src, int64_t n) {
-    convert_run(&(conv_job){.src = src, .dst = dst, .kind = CONV_TO_BF16}, 0, 0, n);
 }

@@ -378,8 +378,8 @@ static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
         } else if (dv && rp) {
             fnn_round_bf16_matrix(rp, p, Tq, Tk, Tk);
             attn_gemm(1, 0, Tk, Dv, Tq, 1.0f, rp, Tk, gr, ldg, dv, H * Dv, 0, 1u | 2u);
-        } else if (dv) {
-            attn_gemm(1, 0, Tk, Dv, Tq, 1.0f, p, Tk, gr, ldg, dv, H * Dv, 0, ge << 1);
+        } else if (dv) {   /* no scratch: g as it is (gr), each product rounding its own copies */
+            attn_gemm(1, 0, Tk, Dv, Tq, 1.0f, p, Tk, gr, ldg, dv, H * Dv, 0, 0u);
         }
         if (!dq && !dk) continue;
         float *ds = a->ds + bh * Tq * Tk;
