@@ -312,6 +312,7 @@ static inline void fnn_parallel_for(int64_t n, int threads, fnn_range_fn fn, voi
  * -DFASTNN_CLONES_MAX_V3 (CMake's FASTNN_MAX_CLONE=v3) stops at v3, so that an AVX-512 machine runs
  * the core's own kernels as an AVX2-only CPU would (bench/run.sh --avx2, beside ONEDNN_MAX_CPU_ISA). */
 #if defined(__x86_64__) && defined(__GLIBC__) && !defined(__clang__) && __GNUC__ >= 11 && !defined(FASTNN_NO_CLONES)
+#define FNN_HAVE_CLONES 1   /* code that only pays off in the v3 and v4 variants asks for it at run time */
 #define FNN_CLONES_V3 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #ifdef FASTNN_CLONES_MAX_V3
 #define FNN_CLONES_V4 FNN_CLONES_V3

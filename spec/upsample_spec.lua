@@ -4,6 +4,7 @@
 -- and with align_corners, one-pixel inputs and outputs, unbatched and non-contiguous inputs;
 -- gradients against the naive adjoints (also on a size split over threads); output shapes; and
 -- the errors, at the caller's line.
+local ffi = require 'ffi'
 local fnn = require 'fastnn'
 local nn = fnn.nn
 local support = require 'support'
@@ -37,18 +38,23 @@ local function nearest_terms(xs, dims, size, f)
    end
 end
 
--- bilinear along one axis: the (input, weight) pairs of output o (0-based), in doubles
+-- bilinear along one axis: the (input, weight) pairs of output o (0-based), the source index and
+-- the weights rounded to float at each step as PyTorch computes them for float tensors (so that a
+-- weight is 0 exactly where the kernel's is)
+local f32box = ffi.new('float[1]')
+local function f32(v) f32box[0] = v; return f32box[0] end
 local function linear_taps(o, n_in, n_out, align_corners)
    local src
    if align_corners then
-      src = n_out > 1 and o * (n_in - 1) / (n_out - 1) or 0
+      src = n_out > 1 and f32(f32((n_in - 1) / (n_out - 1)) * o) or 0
    else
-      src = max((o + 0.5) * n_in / n_out - 0.5, 0)
+      src = max(f32(f32(f32(n_in / n_out) * f32(o + 0.5)) - 0.5), 0)
    end
    local i0 = min(floor(src), n_in - 1)
    local i1 = min(i0 + 1, n_in - 1)
-   local l = src - i0
-   return {{i0, 1 - l}, {i1, l}}
+   local l = f32(src - i0)
+   if i1 == i0 then return {{i0, 1}} end   -- the last input read twice: one tap (the kernel's lists)
+   return {{i0, f32(1 - l)}, {i1, l}}
 end
 
 local function bilinear_terms(xs, size, align_corners, f)
@@ -176,6 +182,53 @@ describe('upsample, bilinear', function()
          end
       end)
    end
+
+   -- rows of 16 or more run in blocks of 8 lanes through a shuffle of a 16-wide window (forward:
+   -- 8 outputs; backward: the r-th readers of 8 inputs), padded to each axis' most readers;
+   -- blocks that spread wider (downsampling past 2, upsampling past 2 backward) and the tails
+   -- run the scalar loop
+   local WIDE = {
+      {{2, 3, 5, 32}, {10, 64}}, {{1, 2, 4, 37}, {3, 81}}, {{1, 1, 3, 100}, {2, 30}},
+      {{1, 2, 2, 64}, {3, 40}}, {{1, 1, 2, 20}, {4, 160}}, {{1, 1, 3, 16}, {5, 16}},
+   }
+   it('gives the naive values and adjoint on rows wide enough for vectors', function()
+      for _, align in ipairs{false, true} do
+         for i, c in ipairs(WIDE) do
+            fnn.manual_seed(60 + i)
+            local px = fnn.Param(fnn.randn(c[1]))
+            local y = fnn.upsample(px:tensor(), {size = c[2], mode = 'bilinear', align_corners = align})
+            local g = fnn.randn(y:shape())
+            y:backward(g)
+            local ry, rdx = naive_bilinear(px:tensor():detach(), c[2], align, g:to_flat())
+            approx(ry, y)
+            approx(rdx, px:grad())
+         end
+      end
+   end)
+
+   it('keeps the padding of the vector blocks out of non-finite gradients', function()
+      -- every dy +inf: an input's gradient is +inf, or nan where one of its taps has weight 0
+      -- (0 * inf, in the naive sum too); a pad lane that read the window would make nan of +inf
+      for _, align in ipairs{false, true} do
+         for _, c in ipairs(WIDE) do
+            local px = fnn.Param(fnn.randn(c[1]))
+            local y = fnn.upsample(px:tensor(), {size = c[2], mode = 'bilinear', align_corners = align})
+            local g = fnn.ones(y:shape()) * math.huge
+            y:backward(g)
+            local _, rdx = naive_bilinear(px:tensor():detach(), c[2], align, g:to_flat())
+            local got, infs = px:grad():to_flat(), 0
+            for k = 1, #rdx do
+               if rdx[k] ~= rdx[k] then
+                  assert.is_true(got[k] ~= got[k], ('%s %s element %d: expected nan got %g'):format(tostring(align), fnn.shape_str(px:tensor()), k, got[k]))
+               else
+                  assert.equals(rdx[k], got[k])
+                  infs = infs + 1
+               end
+            end
+            assert.is_true(infs > 0)
+         end
+      end
+   end)
 
    it('takes a scale factor and half-pixel centres by default', function()
       -- [1, 2] doubled: centres at -0.25 (clamped to 0), 0.25, 0.75, 1.25 (clamped to the last)

@@ -1002,30 +1002,64 @@ int fnn_upsample_nearest(fnn_tensor *out, const fnn_tensor *x, int dims, const i
 
 /* one axis: output o blends inputs i0[o] and i1[o] (i1 = i0 + 1, or i0 at the last input) with
  * weights w0[o] + w1[o] = 1; the adjoint as lists: input i gets the sum over k in
- * first[i] .. first[i + 1] - 1 of wt[k] * dy[from[k]] */
+ * first[i] .. first[i + 1] - 1 of wt[k] * dy[from[k]]. The same lists padded to K per input, laid
+ * out by reader rank (entry r of input i at r * in + i: pfrom, pwt), so that a vector of inputs
+ * reads its r-th readers together; a pad reads the zero one past the outputs (index out) with
+ * weight 0, adding +0 after the real terms, which leaves every sum's bits as the lists give them.
+ * Indices are 32-bit (the sizes are checked), the lanes' width in the shuffles below. */
 typedef struct {
-    int64_t *i0, *i1, *first, *from;
-    float *w0, *w1, *wt;
+    int32_t *i0, *i1, *first, *from, *pfrom;
+    float *w0, *w1, *wt, *pwt;
+    int32_t K;
 } linear_axis;
 
-/* ints and floats one axis needs */
-static int64_t axis_ints(int64_t in, int64_t out) { return 2 * out + (in + 1) + 2 * out; }
-static int64_t axis_floats(int64_t out) { return 2 * out + 2 * out; }
+/* int32s and floats one axis needs */
+static int64_t axis_ints(int64_t in, int64_t out, int64_t K) { return 2 * out + (in + 1) + 2 * out + K * in; }
+static int64_t axis_floats(int64_t in, int64_t out, int64_t K) { return 2 * out + 2 * out + K * in; }
 
-/* PyTorch's source index in float: align_corners maps the corner centres onto each other
- * ((in - 1) / (out - 1), 0 for one output); otherwise half-pixel centres, clamped at 0 */
-static void axis_fill(linear_axis *a, int64_t in, int64_t out, bool align_corners, int64_t **ib, float **fb) {
-    a->i0 = *ib; a->i1 = a->i0 + out; a->first = a->i1 + out; a->from = a->first + in + 1; *ib = a->from + 2 * out;
-    a->w0 = *fb; a->w1 = a->w0 + out; a->wt = a->w1 + out; *fb = a->wt + 2 * out;
-    float scale = align_corners ? (out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f) : (float)in / (float)out;
+/* output o's inputs and second weight. PyTorch's source index in float: align_corners maps the
+ * corner centres onto each other ((in - 1) / (out - 1), 0 for one output); otherwise half-pixel
+ * centres, clamped at 0 */
+static void axis_map(int64_t o, int64_t in, float scale, bool align_corners, int32_t *i0, int32_t *i1, float *w1) {
+    float src = align_corners ? scale * (float)o : scale * ((float)o + 0.5f) - 0.5f;
+    if (src < 0) src = 0;
+    int64_t i = (int64_t)src;
+    if (i > in - 1) i = in - 1;
+    *i0 = (int32_t)i;
+    *i1 = (int32_t)(i < in - 1 ? i + 1 : i);
+    *w1 = src - (float)i;
+}
+/* the source index's step (IEEE division, as cuda/pool.cu's pool_linear_scale) */
+static float axis_scale(int64_t in, int64_t out, bool align_corners) {
+    return align_corners ? (out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f) : (float)in / (float)out;
+}
+
+/* the most readers of one input along an axis of in -> out (the padded lists' K, at least 1) */
+static int32_t axis_readers(int64_t in, int64_t out, bool align_corners) {
+    /* i0 and i1 are nondecreasing in o, so the readers of input i are a run: from the first o with
+     * i1 >= i while i0 <= i */
+    const float scale = axis_scale(in, out, align_corners);
+    int32_t K = 1, a0, a1;
+    float w;
+    int64_t lo = 0;
+    for (int64_t i = 0; i < in; i++) {
+        while (lo < out && (axis_map(lo, in, scale, align_corners, &a0, &a1, &w), a1 < i)) lo++;
+        int32_t run = 0;
+        for (int64_t o = lo; o < out && (axis_map(o, in, scale, align_corners, &a0, &a1, &w), a0 <= i); o++) run++;
+        if (run > K) K = run;
+    }
+    return K;
+}
+
+static void axis_fill(linear_axis *a, int64_t in, int64_t out, int32_t K, bool align_corners, int32_t **ib,
+                      float **fb) {
+    a->K = K;
+    a->i0 = *ib; a->i1 = a->i0 + out; a->first = a->i1 + out; a->from = a->first + in + 1; a->pfrom = a->from + 2 * out;
+    *ib = a->pfrom + (int64_t)K * in;
+    a->w0 = *fb; a->w1 = a->w0 + out; a->wt = a->w1 + out; a->pwt = a->wt + 2 * out; *fb = a->pwt + (int64_t)K * in;
+    const float scale = axis_scale(in, out, align_corners);
     for (int64_t o = 0; o < out; o++) {
-        float src = align_corners ? scale * (float)o : scale * ((float)o + 0.5f) - 0.5f;
-        if (src < 0) src = 0;
-        int64_t i = (int64_t)src;
-        if (i > in - 1) i = in - 1;
-        a->i0[o] = i;
-        a->i1[o] = i < in - 1 ? i + 1 : i;
-        a->w1[o] = src - (float)i;
+        axis_map(o, in, scale, align_corners, &a->i0[o], &a->i1[o], &a->w1[o]);
         a->w0[o] = 1.0f - a->w1[o];
     }
     /* the lists: outputs read input i as i0 or i1, both nondecreasing in o, so each input's
@@ -1041,38 +1075,139 @@ static void axis_fill(linear_axis *a, int64_t in, int64_t out, bool align_corner
     for (int64_t i = 0; i < in; i++) {
         while (o0 < out && a->i1[o0] < i) o0++;
         for (int64_t o = o0; o < out && a->i0[o] <= i; o++) {
-            if (a->i0[o] == i && a->i1[o] == i) { a->from[k] = o; a->wt[k++] = 1.0f; }
-            else if (a->i0[o] == i) { a->from[k] = o; a->wt[k++] = a->w0[o]; }
-            else if (a->i1[o] == i) { a->from[k] = o; a->wt[k++] = a->w1[o]; }
+            if (a->i0[o] == i && a->i1[o] == i) { a->from[k] = (int32_t)o; a->wt[k++] = 1.0f; }
+            else if (a->i0[o] == i) { a->from[k] = (int32_t)o; a->wt[k++] = a->w0[o]; }
+            else if (a->i1[o] == i) { a->from[k] = (int32_t)o; a->wt[k++] = a->w1[o]; }
         }
     }
+    for (int64_t i = 0; i < in; i++)
+        for (int64_t r = 0; r < K; r++) {
+            const int64_t e = a->first[i] + r;
+            const bool real = e < a->first[i + 1];
+            a->pfrom[r * in + i] = real ? a->from[e] : (int32_t)out;
+            a->pwt[r * in + i] = real ? a->wt[e] : 0.0f;
+        }
+}
+
+/* The W axis in vectors of 8 without gathers (slow where they exist: GCC does not emit them for
+ * Intel since the GDS microcode): a block of 8 outputs (forward) or of 8 inputs' r-th readers
+ * (backward) whose indices lie in a window of 16 consecutive floats takes its operands from two
+ * loads and a two-vector shuffle (vpermi2ps; vpermps twice and a blend on AVX2). Blocks whose
+ * indices spread wider (downsampling past 2), rows under 16 and the tails run the scalar loop. The
+ * lanes compute what the scalar loop does, so the bits do not depend on the path. */
+#define BIL_LANES 8
+#define BIL_WINDOW 16
+typedef float bil_v8 __attribute__((vector_size(32)));
+typedef int32_t bil_i8 __attribute__((vector_size(32)));
+#if defined(__GNUC__) && !defined(__clang__)
+#define BIL_SHUFFLE(lo, hi, k) __builtin_shuffle((lo), (hi), (k))
+#else   /* other compilers (never run: bil_vectors is false without GCC's variants) */
+#define BIL_SHUFFLE(lo, hi, k) ({ bil_v8 s_; for (int l_ = 0; l_ < BIL_LANES; l_++) \
+    s_[l_] = (k)[l_] < BIL_LANES ? (lo)[(k)[l_]] : (hi)[(k)[l_] - BIL_LANES]; s_; })
+#endif
+
+/* whether the blocks run in vectors: in the v3 and v4 variants (the baseline's SSE lowers the
+ * shuffle to scalar moves, slower than the scalar loop) */
+static bool bil_vectors(void) {
+#ifdef FNN_HAVE_CLONES
+    return __builtin_cpu_supports("x86-64-v3");
+#else
+    return false;
+#endif
+}
+
+typedef struct {
+    int64_t nf, nb;           /* forward blocks Wo / 8, backward blocks W / 8 */
+    int32_t *fbase;           /* [nf] window start in the input row, -1: scalar */
+    int32_t *frel0, *frel1;   /* [nf * 8] i0, i1 less the window start */
+    int32_t *bbase;           /* [K * nb] window start in t for readers of rank r, -1: scalar */
+    int32_t *brel, *bmask;    /* [K * W] reader less the window start (a pad: 0), all ones for a real reader */
+} bil_plan;
+
+static int64_t plan_ints(int64_t W, int64_t Wo, int64_t K) {
+    return Wo / BIL_LANES + 2 * Wo + K * (W / BIL_LANES) + 2 * K * W;
+}
+
+static void plan_fill(bil_plan *pl, const linear_axis *a, int64_t W, int64_t Wo, int32_t **ib) {
+    const int64_t K = a->K;
+    const bool vectors = bil_vectors();
+    pl->nf = Wo / BIL_LANES; pl->nb = W / BIL_LANES;
+    pl->fbase = *ib; pl->frel0 = pl->fbase + pl->nf; pl->frel1 = pl->frel0 + Wo;
+    pl->bbase = pl->frel1 + Wo; pl->brel = pl->bbase + K * pl->nb; pl->bmask = pl->brel + K * W;
+    *ib = pl->bmask + K * W;
+    for (int64_t f = 0; f < pl->nf; f++) {   /* i0 <= i1 are nondecreasing: the window is [i0 first, i1 last] */
+        const int64_t o0 = f * BIL_LANES;
+        int64_t base = a->i0[o0];
+        if (base > W - BIL_WINDOW) base = W - BIL_WINDOW;
+        const bool fits = vectors && base >= 0 && a->i1[o0 + BIL_LANES - 1] - base < BIL_WINDOW;
+        pl->fbase[f] = fits ? (int32_t)base : -1;
+        for (int64_t l = 0; l < BIL_LANES; l++) {
+            pl->frel0[o0 + l] = fits ? (int32_t)(a->i0[o0 + l] - base) : 0;
+            pl->frel1[o0 + l] = fits ? (int32_t)(a->i1[o0 + l] - base) : 0;
+        }
+    }
+    for (int64_t r = 0; r < K; r++)
+        for (int64_t b = 0; b < pl->nb; b++) {
+            const int32_t *from = a->pfrom + r * W + b * BIL_LANES;
+            int32_t lo = INT32_MAX, hi = -1;
+            for (int64_t l = 0; l < BIL_LANES; l++)
+                if (from[l] < Wo) { lo = from[l] < lo ? from[l] : lo; hi = from[l] > hi ? from[l] : hi; }
+            const bool fits = vectors && (hi < 0 || hi - lo < BIL_WINDOW);
+            pl->bbase[r * pl->nb + b] = fits ? (hi < 0 ? 0 : lo) : -1;
+            for (int64_t l = 0; l < BIL_LANES; l++) {
+                const bool real = from[l] < Wo;
+                pl->brel[r * W + b * BIL_LANES + l] = fits && real ? from[l] - lo : 0;
+                pl->bmask[r * W + b * BIL_LANES + l] = real ? -1 : 0;
+            }
+        }
 }
 
 typedef struct {
     int64_t planes, H, W, Ho, Wo;
     linear_axis ah, aw;
+    bil_plan plan;            /* the W axis in vectors */
     int slots;
     const float *x, *dy;
-    float *y, *dx, *rows;      /* rows: per slot, two rows of Wo floats */
+    float *y, *dx, *rows;     /* rows: per slot, two rows of Wo + 16 floats */
 } bilinear_job;
+
+/* unaligned vector loads and stores (no vector-valued functions: those change the ABI of the
+ * baseline variant) */
+#define BIL_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
+#define BIL_STORE(p, v) memcpy((p), &(v), sizeof(v))
 
 /* row r of the input planes interpolated along W into buf [Wo] */
 static inline void bilinear_hrow(const bilinear_job *j, int64_t r, float *restrict buf) {
     const float *restrict xr = j->x + r * j->W;
-    const int64_t *i0 = j->aw.i0, *i1 = j->aw.i1;
-    const float *w0 = j->aw.w0, *w1 = j->aw.w1;
-    for (int64_t o = 0; o < j->Wo; o++) buf[o] = w0[o] * xr[i0[o]] + w1[o] * xr[i1[o]];
+    const int32_t *restrict i0 = j->aw.i0, *restrict i1 = j->aw.i1;
+    const float *restrict w0 = j->aw.w0, *restrict w1 = j->aw.w1;
+    const bil_plan *pl = &j->plan;
+    for (int64_t f = 0; f < pl->nf; f++) {
+        const int64_t o0 = f * BIL_LANES;
+        if (pl->fbase[f] < 0) {
+            for (int64_t o = o0; o < o0 + BIL_LANES; o++) buf[o] = w0[o] * xr[i0[o]] + w1[o] * xr[i1[o]];
+            continue;
+        }
+        bil_v8 lo, hi, u0, u1, v;
+        bil_i8 k0, k1;
+        BIL_LOAD(lo, xr + pl->fbase[f]); BIL_LOAD(hi, xr + pl->fbase[f] + BIL_LANES);
+        BIL_LOAD(k0, pl->frel0 + o0); BIL_LOAD(k1, pl->frel1 + o0);
+        BIL_LOAD(u0, w0 + o0); BIL_LOAD(u1, w1 + o0);
+        v = u0 * BIL_SHUFFLE(lo, hi, k0) + u1 * BIL_SHUFFLE(lo, hi, k1);
+        BIL_STORE(buf + o0, v);
+    }
+    for (int64_t o = pl->nf * BIL_LANES; o < j->Wo; o++) buf[o] = w0[o] * xr[i0[o]] + w1[o] * xr[i1[o]];
 }
 
 /* output rows (plane, oy) of slot s: y = h0 * row(i0) + h1 * row(i1), each row interpolated along W
  * once and kept while consecutive output rows read it (two rows of cache) */
-static void bilinear_forward_slot(void *ctx, int64_t s0, int64_t s1) {
+static FNN_CLONES_V4 void bilinear_forward_slot(void *ctx, int64_t s0, int64_t s1) {
     const bilinear_job *j = ctx;
     const int64_t H = j->H, Ho = j->Ho, Wo = j->Wo;
     for (int64_t s = s0; s < s1; s++) {
         int64_t lo, hi;
         split_range(j->planes * Ho, j->slots, s, &lo, &hi);
-        float *buf[2] = {j->rows + s * 2 * Wo, j->rows + s * 2 * Wo + Wo};
+        float *buf[2] = {j->rows + s * 2 * (Wo + BIL_WINDOW), j->rows + s * 2 * (Wo + BIL_WINDOW) + Wo + BIL_WINDOW};
         int64_t key[2] = {-1, -1};   /* input row (plane * H + i) each buffer holds */
         for (int64_t u = lo; u < hi; u++) {
             int64_t p = u / Ho, oy = u % Ho;
@@ -1096,47 +1231,85 @@ static void bilinear_forward_slot(void *ctx, int64_t s0, int64_t s1) {
     }
 }
 
+/* dxr [W] = the weighted sum of t over the columns that read each input, the r-th readers of a
+ * block of inputs at once (a pad adds +0: t[Wo] = 0 on the scalar path, a zero mask in vectors; a
+ * sum that starts at +0 never holds -0, so +0 leaves it as it is) */
+static inline void bilinear_wsum(const bilinear_job *j, const float *restrict t, float *restrict dxr) {
+    const int64_t W = j->W, K = j->aw.K;
+    const bil_plan *pl = &j->plan;
+    for (int64_t r = 0; r < K; r++) {
+        const int32_t *restrict fr = j->aw.pfrom + r * W;
+        const float *restrict wr = j->aw.pwt + r * W;
+        for (int64_t b = 0; b < pl->nb; b++) {
+            const int64_t i0 = b * BIL_LANES, base = pl->bbase[r * pl->nb + b];
+            if (base < 0) {
+                for (int64_t iw = i0; iw < i0 + BIL_LANES; iw++) dxr[iw] = (r ? dxr[iw] : 0.0f) + wr[iw] * t[fr[iw]];
+                continue;
+            }
+            bil_v8 lo, hi, w, acc = {0};
+            bil_i8 k, m;
+            BIL_LOAD(lo, t + base); BIL_LOAD(hi, t + base + BIL_LANES);
+            BIL_LOAD(w, wr + i0); BIL_LOAD(k, pl->brel + r * W + i0); BIL_LOAD(m, pl->bmask + r * W + i0);
+            if (r) BIL_LOAD(acc, dxr + i0);
+            acc += (bil_v8)((bil_i8)(w * BIL_SHUFFLE(lo, hi, k)) & m);
+            BIL_STORE(dxr + i0, acc);
+        }
+        for (int64_t iw = pl->nb * BIL_LANES; iw < W; iw++) dxr[iw] = (r ? dxr[iw] : 0.0f) + wr[iw] * t[fr[iw]];
+    }
+}
+
 /* input rows (plane, i) of slot s: t [Wo] = the sum of the dy rows that read row i, weighted;
- * then dx[i][iw] = the weighted sum of t over the columns that read iw */
-static void bilinear_backward_slot(void *ctx, int64_t s0, int64_t s1) {
+ * then dx[i] from t along W (bilinear_wsum), one row behind: the windows' loads then find t's
+ * stores in cache, not in flight (an unaligned load across two pending stores waits for both) */
+static FNN_CLONES_V4 void bilinear_backward_slot(void *ctx, int64_t s0, int64_t s1) {
     const bilinear_job *j = ctx;
     const int64_t H = j->H, W = j->W, Wo = j->Wo, Ho = j->Ho;
-    const int64_t *hf = j->ah.first, *hfrom = j->ah.from, *wf = j->aw.first, *wfrom = j->aw.from;
-    const float *hwt = j->ah.wt, *wwt = j->aw.wt;
+    const int32_t *hf = j->ah.first, *hfrom = j->ah.from;
+    const float *hwt = j->ah.wt;
     for (int64_t s = s0; s < s1; s++) {
         int64_t lo, hi;
         split_range(j->planes * H, j->slots, s, &lo, &hi);
-        float *restrict t = j->rows + s * 2 * Wo;
+        float *tb[2] = {j->rows + s * 2 * (Wo + BIL_WINDOW), j->rows + s * 2 * (Wo + BIL_WINDOW) + Wo + BIL_WINDOW};
+        for (int64_t o = Wo; o < Wo + BIL_WINDOW; o++) tb[0][o] = tb[1][o] = 0.0f;   /* the pads' reader, the windows' tail */
+        int cur = 0;
+        int64_t pending = -1;   /* the row whose t waits in tb[cur ^ 1] */
         for (int64_t u = lo; u < hi; u++) {
             int64_t p = u / H, i = u % H;
-            float *restrict dxr = j->dx + u * W;
-            if (hf[i] == hf[i + 1]) { memset(dxr, 0, sizeof(float) * (size_t)W); continue; }
+            if (hf[i] == hf[i + 1]) { memset(j->dx + u * W, 0, sizeof(float) * (size_t)W); continue; }
+            float *restrict t = tb[cur];
             for (int64_t k = hf[i]; k < hf[i + 1]; k++) {
                 const float *restrict dyr = j->dy + (p * Ho + hfrom[k]) * Wo;
                 const float c = hwt[k];
                 if (k == hf[i]) for (int64_t o = 0; o < Wo; o++) t[o] = c * dyr[o];
                 else for (int64_t o = 0; o < Wo; o++) t[o] += c * dyr[o];
             }
-            for (int64_t iw = 0; iw < W; iw++) {
-                float acc = 0;
-                for (int64_t k = wf[iw]; k < wf[iw + 1]; k++) acc += wwt[k] * t[wfrom[k]];
-                dxr[iw] = acc;
-            }
+            if (pending >= 0) bilinear_wsum(j, tb[cur ^ 1], j->dx + pending * W);
+            pending = u;
+            cur ^= 1;
         }
+        if (pending >= 0) bilinear_wsum(j, tb[cur ^ 1], j->dx + pending * W);
     }
 }
 
-/* scratch of a bilinear job: both axes' maps, then two rows per slot */
+/* scratch of a bilinear job: both axes' maps, the W axis' plan, then two rows per slot; the maps'
+ * 32-bit indices bound the sizes */
 static int bilinear_scratch(bilinear_job *j, int device, bool align_corners, void **block, int64_t *bytes) {
-    int64_t ints = axis_ints(j->H, j->Ho) + axis_ints(j->W, j->Wo);
-    int64_t floats = axis_floats(j->Ho) + axis_floats(j->Wo);
-    *bytes = (int64_t)sizeof(int64_t) * ints + (int64_t)sizeof(float) * (floats + 2 * j->Wo * (j->slots > 0 ? j->slots : 1));
+    const int64_t lim = INT32_MAX / 4;
+    FNN_CHECK(j->H <= lim && j->W <= lim && j->Ho <= lim && j->Wo <= lim, FNN_STATUS_SHAPE,
+              "upsample_bilinear2d: plane %lldx%lld -> %lldx%lld has a side past %lld", (long long)j->H,
+              (long long)j->W, (long long)j->Ho, (long long)j->Wo, (long long)lim);
+    const int32_t kw = axis_readers(j->W, j->Wo, align_corners);   /* rows sum through the lists: no pads */
+    int64_t ints = axis_ints(j->H, j->Ho, 0) + axis_ints(j->W, j->Wo, kw) + plan_ints(j->W, j->Wo, kw);
+    int64_t floats = axis_floats(j->H, j->Ho, 0) + axis_floats(j->W, j->Wo, kw);
+    *bytes = (int64_t)sizeof(int32_t) * ints +
+             (int64_t)sizeof(float) * (floats + 2 * (j->Wo + BIL_WINDOW) * (j->slots > 0 ? j->slots : 1));
     *block = fnn_alloc(device, *bytes);
     if (!*block) return fnn_last_status();
-    int64_t *ib = *block;
+    int32_t *ib = *block;
     float *fb = (float *)(ib + ints);
-    axis_fill(&j->ah, j->H, j->Ho, align_corners, &ib, &fb);
-    axis_fill(&j->aw, j->W, j->Wo, align_corners, &ib, &fb);
+    axis_fill(&j->ah, j->H, j->Ho, 0, align_corners, &ib, &fb);
+    axis_fill(&j->aw, j->W, j->Wo, kw, align_corners, &ib, &fb);
+    plan_fill(&j->plan, &j->aw, j->W, j->Wo, &ib);
     j->rows = fb;
     return FNN_STATUS_OK;
 }
@@ -1144,7 +1317,7 @@ static int bilinear_scratch(bilinear_job *j, int device, bool align_corners, voi
 /* the CPU's upsample_bilinear2d row: both axes' maps and two rows per slot in scratch */
 static int upsample_bilinear_cpu(int ordinal, const fnn_pool_args *a) {
     const int cpu = fnn_make_device(FNN_DEVICE_CPU, ordinal);
-    bilinear_job j = {a->planes, a->in[1], a->in[2], a->out[1], a->out[2], {0}, {0}, 0, a->x, NULL, a->y, NULL, NULL};
+    bilinear_job j = {a->planes, a->in[1], a->in[2], a->out[1], a->out[2], {0}, {0}, {0}, 0, a->x, NULL, a->y, NULL, NULL};
     j.slots = slots_for(j.planes * j.Ho, j.planes * 3 * j.Ho * j.Wo);
     void *block = NULL;
     int64_t bytes = 0;
@@ -1155,7 +1328,7 @@ static int upsample_bilinear_cpu(int ordinal, const fnn_pool_args *a) {
 }
 static int upsample_bilinear_grad_cpu(int ordinal, const fnn_pool_args *a) {
     const int cpu = fnn_make_device(FNN_DEVICE_CPU, ordinal);
-    bilinear_job j = {a->planes, a->in[1], a->in[2], a->out[1], a->out[2], {0}, {0}, 0, NULL, a->dy, NULL, a->dx, NULL};
+    bilinear_job j = {a->planes, a->in[1], a->in[2], a->out[1], a->out[2], {0}, {0}, {0}, 0, NULL, a->dy, NULL, a->dx, NULL};
     j.slots = slots_for(j.planes * j.H, j.planes * (3 * j.Ho * j.Wo + j.H * j.W));
     void *block = NULL;
     int64_t bytes = 0;
