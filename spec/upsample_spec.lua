@@ -152,6 +152,16 @@ describe('upsample, nearest', function()
    end)
 end)
 
+-- x as a Param through bilinear resizing to size, then backward from make_g(y's shape): the
+-- Param, y and the gradient
+local function bilinear_backward(x, size, align, make_g)
+   local px = fnn.Param(x)
+   local y = fnn.upsample(px:tensor(), {size = size, mode = 'bilinear', align_corners = align})
+   local g = make_g(y:shape())
+   y:backward(g)
+   return px, y, g
+end
+
 describe('upsample, bilinear', function()
    local CASES = {
       {{2, 2, 5, 7}, {9, 4}}, {{1, 3, 4, 4}, {8, 8}}, {{1, 2, 6, 9}, {2, 3}}, {{1, 1, 1, 3}, {3, 1}},
@@ -173,10 +183,7 @@ describe('upsample, bilinear', function()
       it(('has the naive adjoint as gradient with align_corners = %s'):format(tostring(align)), function()
          for i, c in ipairs(CASES) do
             fnn.manual_seed(30 + i)
-            local px = fnn.Param(fnn.randn(c[1]))
-            local y = fnn.upsample(px:tensor(), {size = c[2], mode = 'bilinear', align_corners = align})
-            local g = fnn.randn(y:shape())
-            y:backward(g)
+            local px, _, g = bilinear_backward(fnn.randn(c[1]), c[2], align, fnn.randn)
             local _, dx = naive_bilinear(px:tensor():detach(), c[2], align, g:to_flat())
             approx(dx, px:grad())
          end
@@ -195,10 +202,7 @@ describe('upsample, bilinear', function()
       for _, align in ipairs{false, true} do
          for i, c in ipairs(WIDE) do
             fnn.manual_seed(60 + i)
-            local px = fnn.Param(fnn.randn(c[1]))
-            local y = fnn.upsample(px:tensor(), {size = c[2], mode = 'bilinear', align_corners = align})
-            local g = fnn.randn(y:shape())
-            y:backward(g)
+            local px, y, g = bilinear_backward(fnn.randn(c[1]), c[2], align, fnn.randn)
             local ry, rdx = naive_bilinear(px:tensor():detach(), c[2], align, g:to_flat())
             approx(ry, y)
             approx(rdx, px:grad())
@@ -211,10 +215,8 @@ describe('upsample, bilinear', function()
       -- (0 * inf, in the naive sum too); a pad lane that read the window would make nan of +inf
       for _, align in ipairs{false, true} do
          for _, c in ipairs(WIDE) do
-            local px = fnn.Param(fnn.randn(c[1]))
-            local y = fnn.upsample(px:tensor(), {size = c[2], mode = 'bilinear', align_corners = align})
-            local g = fnn.ones(y:shape()) * math.huge
-            y:backward(g)
+            local px, _, g = bilinear_backward(fnn.randn(c[1]), c[2], align,
+                                               function(shape) return fnn.ones(shape) * math.huge end)
             local _, rdx = naive_bilinear(px:tensor():detach(), c[2], align, g:to_flat())
             local got, infs = px:grad():to_flat(), 0
             for k = 1, #rdx do
