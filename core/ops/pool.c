@@ -1121,11 +1121,11 @@ typedef struct {
     int32_t *fbase;           /* [nf] window start in the input row, -1: scalar */
     int32_t *frel0, *frel1;   /* [nf * 8] i0, i1 less the window start */
     int32_t *bbase;           /* [K * nb] window start in t for readers of rank r, -1: scalar */
-    int32_t *brel, *bmask;    /* [K * W] reader less the window start (a pad: 0), all ones for a real reader */
+    int32_t *brel;            /* [K * W] reader less the window start (a pad: 0) */
 } bil_plan;
 
 static int64_t plan_ints(int64_t W, int64_t Wo, int64_t K) {
-    return Wo / BIL_LANES + 2 * Wo + K * (W / BIL_LANES) + 2 * K * W;
+    return Wo / BIL_LANES + 2 * Wo + K * (W / BIL_LANES) + K * W;
 }
 
 static void plan_fill(bil_plan *pl, const linear_axis *a, int64_t W, int64_t Wo, int32_t **ib) {
@@ -1133,8 +1133,8 @@ static void plan_fill(bil_plan *pl, const linear_axis *a, int64_t W, int64_t Wo,
     const bool vectors = bil_vectors();
     pl->nf = Wo / BIL_LANES; pl->nb = W / BIL_LANES;
     pl->fbase = *ib; pl->frel0 = pl->fbase + pl->nf; pl->frel1 = pl->frel0 + Wo;
-    pl->bbase = pl->frel1 + Wo; pl->brel = pl->bbase + K * pl->nb; pl->bmask = pl->brel + K * W;
-    *ib = pl->bmask + K * W;
+    pl->bbase = pl->frel1 + Wo; pl->brel = pl->bbase + K * pl->nb;
+    *ib = pl->brel + K * W;
     for (int64_t f = 0; f < pl->nf; f++) {   /* i0 <= i1 are nondecreasing: the window is [i0 first, i1 last] */
         const int64_t o0 = f * BIL_LANES;
         int64_t base = a->i0[o0];
@@ -1154,11 +1154,7 @@ static void plan_fill(bil_plan *pl, const linear_axis *a, int64_t W, int64_t Wo,
                 if (from[l] < Wo) { lo = from[l] < lo ? from[l] : lo; hi = from[l] > hi ? from[l] : hi; }
             const bool fits = vectors && (hi < 0 || hi - lo < BIL_WINDOW);
             pl->bbase[r * pl->nb + b] = fits ? (hi < 0 ? 0 : lo) : -1;
-            for (int64_t l = 0; l < BIL_LANES; l++) {
-                const bool real = from[l] < Wo;
-                pl->brel[r * W + b * BIL_LANES + l] = fits && real ? from[l] - lo : 0;
-                pl->bmask[r * W + b * BIL_LANES + l] = real ? -1 : 0;
-            }
+            for (int64_t l = 0; l < BIL_LANES; l++) pl->brel[r * W + b * BIL_LANES + l] = fits && from[l] < Wo ? from[l] - lo : 0;
         }
 }
 
@@ -1232,8 +1228,8 @@ static FNN_CLONES_V4 void bilinear_forward_slot(void *ctx, int64_t s0, int64_t s
 }
 
 /* dxr [W] = the weighted sum of t over the columns that read each input, the r-th readers of a
- * block of inputs at once (a pad adds +0: t[Wo] = 0 on the scalar path, a zero mask in vectors; a
- * sum that starts at +0 never holds -0, so +0 leaves it as it is) */
+ * block of inputs at once (a pad, index Wo, adds +0: t[Wo] = 0 on the scalar path, masked in
+ * vectors; a sum that starts at +0 never holds -0, so +0 leaves it as it is) */
 static inline void bilinear_wsum(const bilinear_job *j, const float *restrict t, float *restrict dxr) {
     const int64_t W = j->W, K = j->aw.K;
     const bil_plan *pl = &j->plan;
@@ -1247,11 +1243,11 @@ static inline void bilinear_wsum(const bilinear_job *j, const float *restrict t,
                 continue;
             }
             bil_v8 lo, hi, w, acc = {0};
-            bil_i8 k, m;
+            bil_i8 k, f;
             BIL_LOAD(lo, t + base); BIL_LOAD(hi, t + base + BIL_LANES);
-            BIL_LOAD(w, wr + i0); BIL_LOAD(k, pl->brel + r * W + i0); BIL_LOAD(m, pl->bmask + r * W + i0);
+            BIL_LOAD(w, wr + i0); BIL_LOAD(k, pl->brel + r * W + i0); BIL_LOAD(f, fr + i0);
             if (r) BIL_LOAD(acc, dxr + i0);
-            acc += (bil_v8)((bil_i8)(w * BIL_SHUFFLE(lo, hi, k)) & m);
+            acc += (bil_v8)((bil_i8)(w * BIL_SHUFFLE(lo, hi, k)) & (f < (int32_t)j->Wo));   /* a pad reads Wo */
             BIL_STORE(dxr + i0, acc);
         }
         for (int64_t iw = pl->nb * BIL_LANES; iw < W; iw++) dxr[iw] = (r ? dxr[iw] : 0.0f) + wr[iw] * t[fr[iw]];
