@@ -238,8 +238,10 @@ static int seq_fill_rows(int ordinal, float *y, int64_t rows, int64_t cols, cons
     return fnn_cuda_seq_copy(ordinal, y, ds, b1 ? b1 : b2, ss, cshape);
 }
 
+/* exact unused: no move here rounds in place (round_bf16 NULL), cuBLAS's bf16 GEMM converts its operands */
 static int seq_gemm(int ordinal, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc, unsigned exact) {
+    (void)exact;
     return fnn_cuda_gemm_prec(FNN_PREC_RNN, ordinal, ta, tb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, 0, b, (int)ldb,
                               0, beta, c, (int)ldc, 0, 1);
 }
@@ -249,9 +251,10 @@ static int seq_colsum(int ordinal, float *out, const float *m, int64_t rows, int
     return fnn_cuda_reduce(ordinal, FNN_RED_SUM, out, NULL, m, 1, rows, cols, 1.0, 0);
 }
 
-/* no packed weights (cuBLAS reads W_hh as it is) and no blocks of rows: every step's launches cover the batch */
+/* no packed weights (cuBLAS reads W_hh as it is), no blocks of rows (every step's launches cover the batch)
+ * and no rounding in place */
 static const fnn_rnn_moves seq_moves = {fnn_cuda_seq_copy, seq_fill_rows, seq_gemm, seq_colsum,
-                                        nullptr, nullptr, nullptr, nullptr, nullptr};
+                                        nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
 
 extern "C" const fnn_rnn_row fnn_cuda_rnn_rows[] = {
     {"lstm_cell", rnn_lstm_cell, rnn_lstm_cell_grad, NULL},

@@ -399,6 +399,85 @@ describe('recurrent layers under bf16, wide enough for W_hh prepared once (16 ro
    end
 end)
 
+describe('LSTM under bf16: the backward\'s dZ', function()
+   -- dZ (the gates' pre-activation gradients) feeds three products (dW_ih, dW_hh, dx), which take it rounded
+   -- to bfloat16 (rounded once, in place, off the bf16 units: core/ops/rnn.c), and the two bias gradients,
+   -- which sum it in float32 as it was: checked against the step written out in double precision
+   for _, path in ipairs(PATHS) do
+      it('the bias gradients sum it in float32, not its rounding for the weight products (' .. path .. ' kernels)', function()
+         fnn.manual_seed(29)
+         local N, I, H = 6, 8, 16
+         local layer = nn.LSTM(I, H, {batch_first = true})
+         local x, r = fnn.randn(N, 1, I), fnn.randn(N, 1, H)
+         local got = with_precision({rnn = 'bf16'}, function()
+            fnn.set_kernels(path)
+            layer:zero_grad()
+            local xp = nn.Param(x)   -- dx wanted too: dZ is then an operand of three products
+            ;(layer:forward(xp:tensor()) * r):sum():backward()
+            return {layer.bias_ih_l0:grad():to_flat(), layer.bias_hh_l0:grad():to_flat()}
+         end)
+         fnn.set_kernels(PATHS[1])
+         -- one step from zero states: z = round(x) round(W_ih)^T + b_ih + b_hh, gates i, f, g, o
+         local xs, w = rounded(x):to_flat(), rounded(layer.weight_ih_l0:tensor()):to_flat()
+         local bi, bh, rr = layer.bias_ih_l0:tensor():to_flat(), layer.bias_hh_l0:tensor():to_flat(), r:to_flat()
+         local function sig(v) return 1 / (1 + math.exp(-v)) end
+         local want, scale = {}, 0
+         for j = 1, 4 * H do want[j] = 0 end
+         for n = 0, N - 1 do
+            local z = {}
+            for j = 0, 4 * H - 1 do
+               local acc = bi[j + 1] + bh[j + 1]
+               for p = 0, I - 1 do acc = acc + xs[n * I + p + 1] * w[j * I + p + 1] end
+               z[j] = acc
+            end
+            for u = 0, H - 1 do
+               local i, g, o = sig(z[u]), math.tanh(z[2 * H + u]), sig(z[3 * H + u])
+               local c = i * g
+               local tc, dh = math.tanh(c), rr[n * H + u + 1]
+               local dc = dh * o * (1 - tc * tc)
+               local dz = {dc * g * i * (1 - i), 0, dc * i * (1 - g * g), dh * tc * o * (1 - o)}   -- df: c0 = 0
+               for q = 0, 3 do want[q * H + u + 1] = want[q * H + u + 1] + dz[q + 1] end
+            end
+         end
+         for j = 1, 4 * H do scale = math.max(scale, math.abs(want[j])) end
+         for b = 1, 2 do
+            local worst = 0
+            for j = 1, 4 * H do worst = math.max(worst, math.abs(got[b][j] - want[j])) end
+            -- float32 sums of exact operands: ~1e-7 of the scale; dZ rounded to bf16 first: ~1e-3
+            assert.is_true(worst <= 1e-5 * scale, ('bias %d: off by %.3g of %.3g'):format(b, worst, scale))
+         end
+      end)
+
+      it('dW_ih and dx take it rounded: one row, whose dZ is its bias gradient (' .. path .. ' kernels)', function()
+         fnn.manual_seed(31)
+         local I, H = 8, 16
+         local layer = nn.LSTM(I, H, {batch_first = true})
+         local x, r = fnn.randn(1, 1, I), fnn.randn(1, 1, H)
+         local dz, dw, dx = unpack(with_precision({rnn = 'bf16'}, function()
+            fnn.set_kernels(path)
+            layer:zero_grad()
+            local xp = nn.Param(x)
+            ;(layer:forward(xp:tensor()) * r):sum():backward()
+            return {layer.bias_ih_l0:grad():to_flat(), layer.weight_ih_l0:grad():to_flat(), xp:grad():to_flat()}
+         end))
+         fnn.set_kernels(PATHS[1])
+         local xs, w = x:to_flat(), layer.weight_ih_l0:tensor():to_flat()
+         local scale = 0
+         for j = 1, 4 * H do
+            for p = 1, I do   -- one product of two bf16 values: exact in float32
+               assert.equals(bf16(dz[j]) * bf16(xs[p]), dw[(j - 1) * I + p], ('dW_ih[%d,%d]'):format(j, p))
+            end
+            scale = math.max(scale, math.abs(dz[j]))
+         end
+         for p = 1, I do
+            local want = 0
+            for j = 1, 4 * H do want = want + bf16(dz[j]) * bf16(w[(j - 1) * I + p]) end
+            assert.is_true(math.abs(dx[p] - want) <= 1e-6 * scale, ('dx[%d]: %.9g against %.9g'):format(p, dx[p], want))
+         end
+      end)
+   end
+end)
+
 describe('the ops that take bfloat16 in C on the CPU and narrow their own output (NATIVE_HOST)', function()
    local precision = require 'fastnn.precision'
    it('names only ops and layers that exist, the convolutions and their layers among them', function()

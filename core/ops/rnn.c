@@ -181,7 +181,7 @@ static rnn_layout rnn_layout_of(int kind, int64_t N, int64_t T, int64_t I, int64
 enum { RNN_STEP_ROWS = 256, RNN_PACK_MIN_STEPS = 4 };
 /* row-major C[m, n] = op(A) op(B) + beta C (beta 0 or 1); empty sizes need no call */
 static void rnn_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc, unsigned exact) {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
         if (beta == 0.0f) for (int64_t r = 0; r < m; r++) memset(c + r * ldc, 0, sizeof(float) * (size_t)n);
@@ -192,9 +192,9 @@ static void rnn_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const fl
      * 2 threads); the backward's steps (dZ W_hh: 0.109-0.116 against 0.101-0.105) and the all-steps
      * products (input projection, weight gradients) stay with the GEMM */
     if (m <= RNN_STEP_ROWS && !ta && tb &&
-        fnn_gemm_fused_prec(FNN_PREC_RNN, 0, ta, tb, m, n, k, a, lda, b, ldb, NULL, beta, c, ldc))
+        fnn_gemm_fused_prec(FNN_PREC_RNN, exact, ta, tb, m, n, k, a, lda, b, ldb, NULL, beta, c, ldc))
         return;
-    fnn_gemm_prec(FNN_PREC_RNN, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+    fnn_gemm_prec_exact(FNN_PREC_RNN, exact, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* ---- the cells' forward: one step, rows lo..hi-1 of the batch (fnn_rnn_args) ---- */
@@ -312,10 +312,20 @@ static int cpu_fill_rows(int ordinal, float *y, int64_t rows, int64_t cols, cons
 }
 
 static int cpu_gemm(int ordinal, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc, unsigned exact) {
     (void)ordinal;
-    rnn_gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    rnn_gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, exact);
     return FNN_STATUS_OK;
+}
+
+/* off the bf16 units every product under bf16 precision rounds its operands into copies: the backward's
+ * dZ (lstm_seq: 1600 x 1024) is an operand of three (dW_ih, dW_hh, dx), rounded in place once instead
+ * (lstm_seq under autocast: 14.3 -> 13.7 ms a step, medians of 5 interleaved pairs, Emerald Rapids) */
+static bool cpu_round_bf16(int ordinal, float *x, int64_t n) {
+    (void)ordinal;
+    if (!fnn_prec_bf16(FNN_PREC_RNN) || fnn_bf16_native()) return false;
+    fnn_round_bf16_matrix(x, x, 1, n, n);
+    return true;
 }
 
 /* column sums of m [rows, cols] into out [cols]: blocks of columns over the pool, each summed down
@@ -396,7 +406,7 @@ static int cpu_run_blocks(int ordinal, int64_t blocks, int64_t rows, int (*fn)(v
 }
 
 static const fnn_rnn_moves cpu_moves = {cpu_copy, cpu_fill_rows, cpu_gemm, cpu_colsum, cpu_pack, cpu_gemm_packed,
-                                        cpu_unpack, cpu_row_blocks, cpu_run_blocks};
+                                        cpu_unpack, cpu_row_blocks, cpu_run_blocks, cpu_round_bf16};
 
 /* ---- the loop's moves through a row, on any backend ---- */
 typedef struct {
@@ -411,10 +421,10 @@ static int side_rows(const rnn_side *d, float *dst, int64_t dld, const float *sr
     return d->mv->copy(d->ord, dst, ds, src, ss, shape);
 }
 
-/* row-major C[m, n] = op(A) op(B) + beta C */
+/* row-major C[m, n] = op(A) op(B) + beta C; exact as the moves' gemm */
 static int side_gemm(const rnn_side *d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-                     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    return d->mv->gemm(d->ord, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+                     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc, unsigned exact) {
+    return d->mv->gemm(d->ord, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, exact);
 }
 
 /* a loop's per-step product C [m, n] = A [m, k] op(B) + beta C, the same B at every step: B prepared once
@@ -453,7 +463,7 @@ static bool step_product(rnn_product *p, const rnn_side *d, int64_t steps, int64
 static int step_product_run(const rnn_product *p, int64_t m, const float *a, float *c) {
     const void *packed = m == p->m[0] ? p->packed[0] : m == p->m[1] ? p->packed[1] : NULL;
     if (packed && p->d->mv->gemm_packed(p->d->ord, packed, a, c)) return FNN_STATUS_OK;
-    return side_gemm(p->d, false, p->tb, m, p->n, p->k, a, p->lda, p->b, p->ldb, p->beta, c, p->ldc);
+    return side_gemm(p->d, false, p->tb, m, p->n, p->k, a, p->lda, p->b, p->ldb, p->beta, c, p->ldc, 0u);
 }
 
 /* how many blocks of rows a loop of `steps` steps runs in, with its product p prepared for them */
@@ -567,16 +577,7 @@ static int rnn_seq_rule(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
         if ((rc = fnn_new_output(&din[IN_C0], dev, 2, hshape))) goto done;
         if ((rc = side_rows(&d, fnn_data(&din[IN_C0]), H, dc, H, N, H))) goto done;
     }
-    if (nd->next[IN_WIH]) {   /* dW_ih = dZ^T xs: one GEMM over all steps */
-        int64_t wshape[2] = {GH, I};
-        if ((rc = fnn_new_output(&din[IN_WIH], dev, 2, wshape))) goto done;
-        if ((rc = side_gemm(&d, true, false, GH, I, P, dZ, GH, xs, I, 0.0f, fnn_data(&din[IN_WIH]), I))) goto done;
-    }
-    if (nd->next[IN_WHH]) {   /* dW_hh = dZh^T hs[0..T-1] */
-        int64_t wshape[2] = {GH, H};
-        if ((rc = fnn_new_output(&din[IN_WHH], dev, 2, wshape))) goto done;
-        if ((rc = side_gemm(&d, true, false, GH, H, P, dHZ, GH, hs, H, 0.0f, fnn_data(&din[IN_WHH]), H))) goto done;
-    }
+    /* the biases first: their sums take dZ as it is, before it is rounded for the products below */
     for (int k = IN_BIH; k <= IN_BHH; k++) {
         if (!nd->next[k]) continue;
         int64_t bshape[1] = {GH};
@@ -587,12 +588,28 @@ static int rnn_seq_rule(fnn_node *nd, const fnn_tensor *g, fnn_tensor *din) {
             rc = d.mv->colsum(d.ord, fnn_data(&din[k]), k == IN_BIH ? dZ : dHZ, P, GH);
         if (rc) goto done;
     }
+    /* dZ read by two or three products (lstm: dW_ih, dW_hh, dx) is rounded once, in place, where each
+     * would round a copy of its own (the same values: the bias sums above are done with it) */
+    const int dz_uses = (nd->next[IN_WIH] != NULL) + (nd->next[IN_X] != NULL) + (dHZ == dZ && nd->next[IN_WHH] != NULL);
+    const unsigned dze = dz_uses >= 2 && d.mv->round_bf16 && d.mv->round_bf16(d.ord, dZ, P * GH) ? 1u : 0u;
+    if (nd->next[IN_WIH]) {   /* dW_ih = dZ^T xs: one GEMM over all steps */
+        int64_t wshape[2] = {GH, I};
+        if ((rc = fnn_new_output(&din[IN_WIH], dev, 2, wshape))) goto done;
+        if ((rc = side_gemm(&d, true, false, GH, I, P, dZ, GH, xs, I, 0.0f, fnn_data(&din[IN_WIH]), I, dze))) goto done;
+    }
+    if (nd->next[IN_WHH]) {   /* dW_hh = dZh^T hs[0..T-1] */
+        int64_t wshape[2] = {GH, H};
+        if ((rc = fnn_new_output(&din[IN_WHH], dev, 2, wshape))) goto done;
+        if ((rc = side_gemm(&d, true, false, GH, H, P, dHZ, GH, hs, H, 0.0f, fnn_data(&din[IN_WHH]), H,
+                            dHZ == dZ ? dze : 0u)))
+            goto done;
+    }
     if (nd->next[IN_X]) {   /* dx = dZ W_ih, back from processing order to [N, T, I] */
         int64_t tshape[2] = {P, I}, xshape[3] = {N, T, I};
         if ((rc = fnn_new_output(&tmp, dev, 2, tshape))) goto done;
         if ((rc = fnn_new_output(&din[IN_X], dev, 3, xshape))) goto done;
         float *dxs = fnn_data(&tmp), *dx = fnn_data(&din[IN_X]);
-        if ((rc = side_gemm(&d, false, false, P, I, GH, dZ, GH, w_ih, I, 0.0f, dxs, I))) goto done;
+        if ((rc = side_gemm(&d, false, false, P, I, GH, dZ, GH, w_ih, I, 0.0f, dxs, I, dze))) goto done;
         /* dx[n, t(s)] = dxs[s N + n], one strided copy */
         const int64_t shape[4] = {N, T, I, 1}, dst[4] = {T * I, I, 1, 0};
         const int64_t src[4] = {I, reverse ? -N * I : N * I, 1, 0};
@@ -680,7 +697,7 @@ static int rnn_fwd_steps(const fnn_rnn_row *row, int ord, const rnn_fwd *f) {
      * every row of z starts as their sum and the GEMM adds onto it */
     const float *b2 = kind == FNN_RNN_GRU ? NULL : bh;
     if (bi || b2) rc = d.mv->fill_rows(ord, z, P, GH, bi, b2);
-    if (!rc) rc = side_gemm(&d, false, true, P, GH, I, xs, I, wi, I, bi || b2 ? 1.0f : 0.0f, z, GH);
+    if (!rc) rc = side_gemm(&d, false, true, P, GH, I, xs, I, wi, I, bi || b2 ? 1.0f : 0.0f, z, GH, 0u);
     if (!rc) rc = h0p ? side_rows(&d, hs, H, h0p, H, N, H) : d.mv->fill_rows(ord, hs, N, H, NULL, NULL);
     if (!rc && kind == FNN_RNN_LSTM)
         rc = c0p ? side_rows(&d, cs, H, c0p, H, N, H) : d.mv->fill_rows(ord, cs, N, H, NULL, NULL);

@@ -57,9 +57,10 @@ typedef struct fnn_rnn_moves {
                 const int64_t *shape);
     /* y [rows, cols] contiguous = b1 + b2 on every row (NULL adds nothing; both NULL: zeros) */
     int (*fill_rows)(int ordinal, float *y, int64_t rows, int64_t cols, const float *b1, const float *b2);
-    /* row-major C [m, n] = op(A) op(B) + beta C, beta 0 or 1 (k = 0: beta C) */
+    /* row-major C [m, n] = op(A) op(B) + beta C, beta 0 or 1 (k = 0: beta C); exact: bit 0 A, bit 1 B hold
+     * bfloat16 values already (round_bf16 made them), which bf16 precision need not round again */
     int (*gemm)(int ordinal, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+                const float *b, int64_t ldb, float beta, float *c, int64_t ldc, unsigned exact);
     /* out [cols] = the column sums of m [rows, cols] */
     int (*colsum)(int ordinal, float *out, const float *m, int64_t rows, int64_t cols);
     /* optional (NULL: every step calls gemm): op(B) prepared once for the steps' products C [m, n] =
@@ -79,6 +80,10 @@ typedef struct fnn_rnn_moves {
     int64_t (*row_blocks)(int ordinal, int64_t rows);
     int (*run_blocks)(int ordinal, int64_t blocks, int64_t rows, int (*fn)(void *ctx, int64_t r0, int64_t r1),
                       void *ctx);
+    /* optional (NULL: never): x [n] rounded in place to the bfloat16 values the backend's products would
+     * round it to, where they round their operands themselves (bf16 precision off the bf16 units), so that
+     * an operand of several products is rounded once; false where nothing was done */
+    bool (*round_bf16)(int ordinal, float *x, int64_t n);
 } fnn_rnn_moves;
 
 typedef struct fnn_rnn_row {
