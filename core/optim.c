@@ -340,15 +340,19 @@ static int run(const fnn_optim_args *a, span_fn span, int64_t work) {
     return FNN_STATUS_OK;
 }
 
-static void sgd_span(const fnn_optim_args *a, float *w, const float *g, float *buf, float *s1, float *s2,
-                     int64_t lo, int64_t hi) {
+/* The spans below are written as adam_span is (restrict pointers, the rule's constants hoisted, a loop per
+ * case, AVX2 and AVX-512 variants): element for element the rule's bits at any lane width. As the
+ * plain loops they replace (an option's branch inside, pointers that might alias), 4M parameters took
+ * 5.1 ms a step of RMSprop and 3.7 of Lion against Adam's 1.4 (Emerald Rapids, 2 threads) */
+FNN_CLONES_V4 static void sgd_span(const fnn_optim_args *a, float *restrict w, const float *restrict g,
+                                   float *restrict buf, float *s1, float *s2, int64_t lo, int64_t hi) {
     (void)s1, (void)s2;
     const float lr = a->lr, wd = a->wd, mom = a->momentum, damp = a->damp;
     const int nesterov = a->nesterov;
-    /* a loop per case, each calling the rule with its constants, so each vectorizes on its own */
     if (!buf) for (int64_t i = lo; i < hi; i++) fnn_rule_sgd(i, w, g, NULL, lr, wd, 0, 0, 0, 0);
     else if (a->first_step) for (int64_t i = lo; i < hi; i++) fnn_rule_sgd(i, w, g, buf, lr, wd, mom, damp, nesterov, 1);
-    else for (int64_t i = lo; i < hi; i++) fnn_rule_sgd(i, w, g, buf, lr, wd, mom, damp, nesterov, 0);
+    else if (nesterov) for (int64_t i = lo; i < hi; i++) fnn_rule_sgd(i, w, g, buf, lr, wd, mom, damp, 1, 0);
+    else for (int64_t i = lo; i < hi; i++) fnn_rule_sgd(i, w, g, buf, lr, wd, mom, damp, 0, 0);
 }
 static int sgd_cpu(int ordinal, const fnn_optim_args *a) { (void)ordinal; return run(a, sgd_span, a->n); }
 
@@ -415,38 +419,47 @@ static int adam_many_cpu(int ordinal, const fnn_optim_args *a, int count) {
     return FNN_STATUS_OK;
 }
 
-static void rmsprop_span(const fnn_optim_args *a, float *w, const float *g, float *s0, float *s1, float *s2,
-                         int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; i++) fnn_rule_rmsprop(i, w, g, s0, s1, s2, a->lr, a->alpha, a->eps, a->wd, a->momentum);
+FNN_CLONES_V4 static void rmsprop_span(const fnn_optim_args *a, float *restrict w, const float *restrict g,
+                                       float *restrict sq, float *restrict ga, float *restrict buf, int64_t lo,
+                                       int64_t hi) {
+    const float lr = a->lr, alpha = a->alpha, eps = a->eps, wd = a->wd, mom = a->momentum;
+    if (ga && buf) for (int64_t i = lo; i < hi; i++) fnn_rule_rmsprop(i, w, g, sq, ga, buf, lr, alpha, eps, wd, mom);
+    else if (ga) for (int64_t i = lo; i < hi; i++) fnn_rule_rmsprop(i, w, g, sq, ga, NULL, lr, alpha, eps, wd, mom);
+    else if (buf) for (int64_t i = lo; i < hi; i++) fnn_rule_rmsprop(i, w, g, sq, NULL, buf, lr, alpha, eps, wd, mom);
+    else for (int64_t i = lo; i < hi; i++) fnn_rule_rmsprop(i, w, g, sq, NULL, NULL, lr, alpha, eps, wd, mom);
 }
 static int rmsprop_cpu(int ordinal, const fnn_optim_args *a) { (void)ordinal; return run(a, rmsprop_span, 2 * a->n); }
 
-static void adagrad_span(const fnn_optim_args *a, float *w, const float *g, float *s0, float *s1, float *s2,
-                         int64_t lo, int64_t hi) {
+FNN_CLONES_V4 static void adagrad_span(const fnn_optim_args *a, float *restrict w, const float *restrict g,
+                                       float *restrict sum, float *s1, float *s2, int64_t lo, int64_t hi) {
     (void)s1, (void)s2;
-    for (int64_t i = lo; i < hi; i++) fnn_rule_adagrad(i, w, g, s0, a->lr, a->eps, a->wd);
+    const float lr = a->lr, eps = a->eps, wd = a->wd;
+    for (int64_t i = lo; i < hi; i++) fnn_rule_adagrad(i, w, g, sum, lr, eps, wd);
 }
 static int adagrad_cpu(int ordinal, const fnn_optim_args *a) { (void)ordinal; return run(a, adagrad_span, 2 * a->n); }
 
-static void adadelta_span(const fnn_optim_args *a, float *w, const float *g, float *s0, float *s1, float *s2,
-                          int64_t lo, int64_t hi) {
+FNN_CLONES_V4 static void adadelta_span(const fnn_optim_args *a, float *restrict w, const float *restrict g,
+                                        float *restrict sq, float *restrict acc, float *s2, int64_t lo, int64_t hi) {
     (void)s2;
-    for (int64_t i = lo; i < hi; i++) fnn_rule_adadelta(i, w, g, s0, s1, a->lr, a->alpha, a->eps, a->wd);
+    const float lr = a->lr, rho = a->alpha, eps = a->eps, wd = a->wd;
+    for (int64_t i = lo; i < hi; i++) fnn_rule_adadelta(i, w, g, sq, acc, lr, rho, eps, wd);
 }
 static int adadelta_cpu(int ordinal, const fnn_optim_args *a) { (void)ordinal; return run(a, adadelta_span, 2 * a->n); }
 
-static void radam_span(const fnn_optim_args *a, float *w, const float *g, float *s0, float *s1, float *s2,
-                       int64_t lo, int64_t hi) {
+FNN_CLONES_V4 static void radam_span(const fnn_optim_args *a, float *restrict w, const float *restrict g,
+                                     float *restrict m, float *restrict v, float *s2, int64_t lo, int64_t hi) {
     (void)s2;
-    const int rect = a->rectified;
-    for (int64_t i = lo; i < hi; i++) fnn_rule_radam(i, w, g, s0, s1, a->lr, a->beta1, a->beta2, a->eps, a->wd, rect);
+    const float f = a->lr, b1 = a->beta1, b2 = a->beta2, eps = a->eps, wd = a->wd;
+    if (a->rectified) for (int64_t i = lo; i < hi; i++) fnn_rule_radam(i, w, g, m, v, f, b1, b2, eps, wd, 1);
+    else for (int64_t i = lo; i < hi; i++) fnn_rule_radam(i, w, g, m, v, f, b1, b2, eps, wd, 0);
 }
 static int radam_cpu(int ordinal, const fnn_optim_args *a) { (void)ordinal; return run(a, radam_span, 2 * a->n); }
 
-static void lion_span(const fnn_optim_args *a, float *w, const float *g, float *s0, float *s1, float *s2,
-                      int64_t lo, int64_t hi) {
+FNN_CLONES_V4 static void lion_span(const fnn_optim_args *a, float *restrict w, const float *restrict g,
+                                    float *restrict m, float *s1, float *s2, int64_t lo, int64_t hi) {
     (void)s1, (void)s2;
-    for (int64_t i = lo; i < hi; i++) fnn_rule_lion(i, w, g, s0, a->lr, a->beta1, a->beta2, a->decay);
+    const float lr = a->lr, b1 = a->beta1, b2 = a->beta2, decay = a->decay;
+    for (int64_t i = lo; i < hi; i++) fnn_rule_lion(i, w, g, m, lr, b1, b2, decay);
 }
 static int lion_cpu(int ordinal, const fnn_optim_args *a) { (void)ordinal; return run(a, lion_span, a->n); }
 
