@@ -394,6 +394,9 @@ int fnn_bf16_widen_view(fnn_tensor *out, const fnn_tensor *x);
 /* the same, and n floats rounded to bf16 bits, serially: for loops already split over the threads */
 void fnn_bf16_widen_run(float *dst, const uint16_t *src, int64_t n);
 void fnn_bf16_narrow_run(uint16_t *dst, const float *src, int64_t n);
+/* the same over rows x cols at leading dimensions dld (dst) and sld (src), one call for many short rows */
+void fnn_bf16_widen_rows(float *dst, int64_t dld, const uint16_t *src, int64_t sld, int64_t rows, int64_t cols);
+void fnn_bf16_narrow_rows(uint16_t *dst, int64_t dld, const float *src, int64_t sld, int64_t rows, int64_t cols);
 /* x's n values as bfloat16 values held in float32, for a float32 kernel standing in for bf16 units:
  * x itself when every value is one already (autocast's activations), else a rounded copy that *owned
  * holds (the caller fnn_frees it, n floats); NULL with an error set when out of memory */

@@ -169,6 +169,26 @@ void fnn_bf16_widen_run(float *dst, const uint16_t *src, int64_t n) {
 void fnn_bf16_narrow_run(uint16_t *dst, const float *src, int64_t n) {
     convert_run(&(conv_job){.src = src, .dst = dst, .kind = CONV_TO_BF16}, 0, 0, n);
 }
+/* rows x cols bf16 values at leading dimension sld widened into floats at dld, serially: short rows (a head's
+ * q, 32 values) in one call */
+FNN_CLONES_V4 void fnn_bf16_widen_rows(float *dst, int64_t dld, const uint16_t *src, int64_t sld, int64_t rows,
+                                       int64_t cols) {
+    for (int64_t r = 0; r < rows; r++) {
+        float *restrict d = dst + r * dld;
+        const uint16_t *restrict x = src + r * sld;
+        for (int64_t i = 0; i < cols; i++) d[i] = fnn_bf16_to_f32(x[i]);
+    }
+}
+/* rows x cols floats at leading dimension sld rounded into bf16 bits at dld, serially: short rows (a head's
+ * output, 32 values) in one call */
+FNN_CLONES_V4 void fnn_bf16_narrow_rows(uint16_t *dst, int64_t dld, const float *src, int64_t sld, int64_t rows,
+                                        int64_t cols) {
+    for (int64_t r = 0; r < rows; r++) {
+        uint16_t *restrict d = dst + r * dld;
+        const float *restrict x = src + r * sld;
+        for (int64_t i = 0; i < cols; i++) d[i] = fnn_bf16_from_f32(x[i]);
+    }
+}
 
 /* a bfloat16 view's rows (its last dim) widened into a dense float32 array, rows lo..hi-1 of units of
  * rows_per: each row's offset found once per unit, then stepped as fnn_strided_copy steps it */
@@ -180,19 +200,22 @@ typedef struct {
     int64_t rows, rows_per;
 } view_job;
 
-static void widen_view_units(void *ctx, int64_t lo, int64_t hi) {
+/* each row's conversion inline, in this function's AVX2 / AVX-512 variants: a view's rows are often short
+ * (attention's heads: 32 values, 8,192 rows a tensor), where a call per row cost more than its values */
+FNN_CLONES_V4 static void widen_view_units(void *ctx, int64_t lo, int64_t hi) {
     const view_job *j = ctx;
     const int nd = j->ndim;
     const int64_t inner = j->shape[nd - 1], is = j->stride[nd - 1];
-    const conv_job row = {.src = j->src, .dst = j->dst, .kind = CONV_WIDEN};
     int64_t r = lo * j->rows_per, end = hi * j->rows_per < j->rows ? hi * j->rows_per : j->rows;
     int64_t idx[FNN_MAX_DIMS] = {0};
     for (int64_t d = nd - 2, rest = r; d >= 0; d--) idx[d] = rest % j->shape[d], rest /= j->shape[d];
     for (; r < end; r++) {
         int64_t off = 0;
         for (int d = 0; d < nd - 1; d++) off += idx[d] * j->stride[d];
-        if (is == 1) convert_run(&row, off, r * inner, inner);
-        else for (int64_t i = 0; i < inner; i++) j->dst[r * inner + i] = fnn_bf16_to_f32(j->src[off + i * is]);
+        const uint16_t *restrict src = j->src + off;
+        float *restrict dst = j->dst + r * inner;
+        if (is == 1) for (int64_t i = 0; i < inner; i++) dst[i] = fnn_bf16_to_f32(src[i]);
+        else for (int64_t i = 0; i < inner; i++) dst[i] = fnn_bf16_to_f32(src[i * is]);
         for (int d = nd - 2; d >= 0; d--) { if (++idx[d] < j->shape[d]) break; idx[d] = 0; }
     }
 }

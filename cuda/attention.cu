@@ -150,7 +150,7 @@ static int attn_forward(int ord, const fnn_attn_args *a) {
               "attention: q %s and k %s are too large for one GEMM", fnn_shape_dims(4, qshape).s,
               fnn_shape_dims(4, kshape).s);
     const int64_t ps[3] = {H * Tq * Tk, Tq * Tk, Tk}, os[3] = {Tq * H * Dv, Dv, H * Dv};
-    const fnn_attn_mat mp = {a->p, {ps[0], ps[1], ps[2]}};
+    const fnn_attn_mat mp = {a->p, {ps[0], ps[1], ps[2]}, nullptr};
     int rc = attn_dgemm(ord, 0, 1, B, H, Tq, Tk, D, a->scale, &a->q, &a->k, a->p, ps);
     if (!rc) rc = attn_softmax(ord, a->p, B * H * Tq, Tq, Tk, H, a->causal, a->mask, a->mask_i64, a->ms0, a->ms1);
     if (!rc) rc = attn_dgemm(ord, 0, 0, B, H, Tq, Dv, Tk, 1.0f, &mp, &a->v, a->o, os);
@@ -161,14 +161,14 @@ static int attn_forward(int ord, const fnn_attn_args *a) {
 static int attn_backward(int ord, const fnn_attn_args *a) {
     const int64_t B = a->B, H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv;
     const int64_t ps[3] = {H * Tq * Tk, Tq * Tk, Tk};
-    const fnn_attn_mat mp = {a->p, {ps[0], ps[1], ps[2]}};
+    const fnn_attn_mat mp = {a->p, {ps[0], ps[1], ps[2]}, nullptr};
     int rc = FNN_STATUS_OK;
     if (a->dv) {   /* dv = P^T dO */
         const int64_t cs[3] = {Tk * H * Dv, Dv, H * Dv};
         rc = attn_dgemm(ord, 1, 0, B, H, Tk, Dv, Tq, 1.0f, &mp, &a->g, a->dv, cs);
     }
     if (!rc && a->ds) {
-        const fnn_attn_mat mds = {a->ds, {ps[0], ps[1], ps[2]}};
+        const fnn_attn_mat mds = {a->ds, {ps[0], ps[1], ps[2]}, nullptr};
         rc = attn_dgemm(ord, 0, 1, B, H, Tq, Tk, Dv, 1.0f, &a->g, &a->v, a->ds, ps);   /* dP = dO v^T */
         if (!rc) rc = attn_softmax_grad(ord, a->ds, a->p, B * H * Tq, Tq, Tk, a->causal);
         if (!rc && a->dq) {   /* dq = scale dS k */

@@ -174,7 +174,8 @@ static int attn_read(const fnn_tensor *t, fnn_tensor *tmp, fnn_attn_mat *m, cons
     if (direct) *used = t;
     else { FNN_TRY(fnn_materialize(tmp, t)); *used = tmp; }
     const fnn_tensor *u = *used;
-    m->p = fnn_data(u);
+    m->p = fnn_is_bf16(u) ? NULL : fnn_data(u);   /* bfloat16: the CPU's whole-P rows widen it by head */
+    m->h = fnn_is_bf16(u) ? (const uint16_t *)fnn_bytes(u) : NULL;
     m->s[0] = u->stride[0];
     m->s[1] = u->stride[1];
     m->s[2] = T <= 1 ? (Cc > 1 ? Cc : 1) : u->stride[2];   /* one row: any ld >= C will do */
@@ -205,7 +206,45 @@ static void attn_run(int64_t heads, double flops, fnn_range_fn fn, void *ctx) {
 typedef struct {
     const fnn_attn_args *a;
     const unsigned char *pad;
+    int failed;   /* a part could not allocate its heads' widening scratch */
 } attn_fwd_ctx;
+
+/* the floats a thread widens a head's bfloat16 q, k and v into (attn_head): 0 when all are float32 */
+static int64_t attn_wide_floats(const fnn_attn_args *a) {
+    return (a->q.h ? a->Tq * a->D : 0) + (a->k.h ? a->Tk * a->D : 0) + (a->v.h ? a->Tk * a->Dv : 0);
+}
+
+/* head (b, h) of m, rows x cols, as float32 rows: in place, or (bfloat16) widened into buf, dense; *ld is
+ * their stride. A head's values widen in cache, where a pass over each whole tensor first cost 12% of
+ * char_gpt's attention forward under autocast (its rows are 32 values, 768 bytes apart) */
+static const float *attn_head(const fnn_attn_mat *m, int64_t b, int64_t h, int64_t rows, int64_t cols, float *buf,
+                              int64_t *ld) {
+    const int64_t off = b * m->s[0] + h * m->s[1];
+    if (!m->h) {
+        *ld = m->s[2];
+        return m->p + off;
+    }
+    fnn_bf16_widen_rows(buf, cols, m->h + off, m->s[2], rows, cols);
+    *ld = cols;
+    return buf;
+}
+
+/* a thread's scratch for attn_head: q's, k's and v's parts (NULL where float32) */
+typedef struct { float *q, *k, *v, *all; int64_t bytes; } attn_wide;
+static bool attn_wide_alloc(attn_wide *w, const fnn_attn_args *a) {
+    const int64_t n = attn_wide_floats(a);
+    *w = (attn_wide){NULL, NULL, NULL, NULL, (int64_t)sizeof(float) * n};
+    if (n == 0) return true;
+    if (!(w->all = fnn_alloc(FNN_DEVICE_CPU, w->bytes))) return false;
+    float *at = w->all;
+    if (a->q.h) w->q = at, at += a->Tq * a->D;
+    if (a->k.h) w->k = at, at += a->Tk * a->D;
+    if (a->v.h) w->v = at;
+    return true;
+}
+static void attn_wide_free(attn_wide *w) {
+    if (w->all) fnn_free(FNN_DEVICE_CPU, w->all, w->bytes);
+}
 
 /* the largest of s[0..n) over the keys that are not padding (pad NULL: every key), -inf when none */
 static inline float attn_row_max(const float *restrict s, int64_t n, const unsigned char *restrict pad) {
@@ -286,8 +325,13 @@ static inline unsigned attn_exact(const fnn_attn_args *a, unsigned which, unsign
 }
 
 static void attn_fwd_heads(void *ctx, int64_t lo, int64_t hi) {
-    const attn_fwd_ctx *cx = ctx;
+    attn_fwd_ctx *cx = ctx;
     const fnn_attn_args *a = cx->a;
+    attn_wide wide;
+    if (!attn_wide_alloc(&wide, a)) {
+        __atomic_store_n(&cx->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
     const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv, off = Tk - Tq;
     const bool own = attn_own(Tq, Tq * Tk * (D > Dv ? D : Dv)), round_p = !own && attn_round_once();
     const int64_t sfloats = own ? D * Tk : round_p ? Tq * Tk : 0;
@@ -300,31 +344,33 @@ static void attn_fwd_heads(void *ctx, int64_t lo, int64_t hi) {
     const unsigned qk = attn_exact(a, 1u, 1u) | attn_exact(a, 2u, 2u), ve = attn_exact(a, 4u, 2u);
     for (int64_t bh = lo; bh < hi; bh++) {
         const int64_t b = bh / H, h = bh % H;
-        const float *q = a->q.p + b * a->q.s[0] + h * a->q.s[1];
-        const float *k = a->k.p + b * a->k.s[0] + h * a->k.s[1];
-        const float *v = a->v.p + b * a->v.s[0] + h * a->v.s[1];
+        int64_t ldq, ldk, ldv;
+        const float *q = attn_head(&a->q, b, h, Tq, D, wide.q, &ldq);
+        const float *k = attn_head(&a->k, b, h, Tk, D, wide.k, &ldk);
+        const float *v = attn_head(&a->v, b, h, Tk, Dv, wide.v, &ldv);
         float *p = a->p + bh * Tq * Tk, *o = a->o + b * Tq * H * Dv + h * Dv;
         if (kt) {
-            attn_transpose(kt, k, Tk, D, a->k.s[2]);
-            mm_nn(Tq, Tk, D, a->scale, q, a->q.s[2], kt, Tk, p, Tk, lim_n, off, 0);
+            attn_transpose(kt, k, Tk, D, ldk);
+            mm_nn(Tq, Tk, D, a->scale, q, ldq, kt, Tk, p, Tk, lim_n, off, 0);
         } else {
-            attn_gemm(0, 1, Tq, Tk, D, a->scale, q, a->q.s[2], k, a->k.s[2], p, Tk, 0, qk);
+            attn_gemm(0, 1, Tq, Tk, D, a->scale, q, ldq, k, ldk, p, Tk, 0, qk);
         }
         const unsigned char *pad = cx->pad ? cx->pad + b * Tk : NULL;
         for (int64_t i = 0; i < Tq; i++)
             attn_softmax_row(p + i * Tk, Tk, a->causal ? i + off : Tk - 1, pad);
         if (kt) {
-            mm_nn(Tq, Dv, Tk, 1.0f, p, Tk, v, a->v.s[2], o, H * Dv, lim_k, off, 0);
+            mm_nn(Tq, Dv, Tk, 1.0f, p, Tk, v, ldv, o, H * Dv, lim_k, off, 0);
         } else if (rp) {   /* P stays float32 for the backward; its rounded copy multiplies v */
             fnn_round_bf16_matrix(rp, p, Tq, Tk, Tk);
-            attn_gemm(0, 0, Tq, Dv, Tk, 1.0f, rp, Tk, v, a->v.s[2], o, H * Dv, 0, 1u | ve);
+            attn_gemm(0, 0, Tq, Dv, Tk, 1.0f, rp, Tk, v, ldv, o, H * Dv, 0, 1u | ve);
         } else {
-            attn_gemm(0, 0, Tq, Dv, Tk, 1.0f, p, Tk, v, a->v.s[2], o, H * Dv, 0, ve);
+            attn_gemm(0, 0, Tq, Dv, Tk, 1.0f, p, Tk, v, ldv, o, H * Dv, 0, ve);
         }
         if (a->oh)   /* the head's bfloat16 output, while its rows are in cache */
             for (int64_t i = 0; i < Tq; i++) fnn_bf16_narrow_run(a->oh + (o - a->o) + i * H * Dv, o + i * H * Dv, Dv);
     }
     if (scratch) fnn_free(FNN_DEVICE_CPU, scratch, sbytes);
+    attn_wide_free(&wide);
 }
 
 /* one row of dS = P (dP - rowsum(P dP)) over keys 0..n-1 in place of dP, zeros after (8 lanes) */
@@ -339,8 +385,20 @@ static FNN_CLONES_V3 void attn_ds_row(const float *restrict p, float *restrict d
     for (j = n; j < Tk; j++) d[j] = 0;
 }
 
+/* the CPU backward's heads: the op's arguments, and a part that could not allocate its scratch */
+typedef struct {
+    const fnn_attn_args *a;
+    int failed;
+} attn_bwd_ctx;
+
 static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
-    const fnn_attn_args *a = ctx;
+    attn_bwd_ctx *cx = ctx;
+    const fnn_attn_args *a = cx->a;
+    attn_wide wide;
+    if (!attn_wide_alloc(&wide, a)) {
+        __atomic_store_n(&cx->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
     const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv, off = Tk - Tq;
     const bool own = Tk > 2 && attn_own(Tq, Tq * Tk * (D > Dv ? D : Dv));
     /* one scratch for P^T, then v^T, then dS^T, in turn */
@@ -356,9 +414,10 @@ static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
     const unsigned qe = attn_exact(a, 1u, 2u), ke = attn_exact(a, 2u, 2u), ve = attn_exact(a, 4u, 2u);
     for (int64_t bh = lo; bh < hi; bh++) {
         const int64_t b = bh / H, h = bh % H;
-        const float *q = a->q.p + b * a->q.s[0] + h * a->q.s[1];
-        const float *k = a->k.p + b * a->k.s[0] + h * a->k.s[1];
-        const float *v = a->v.p + b * a->v.s[0] + h * a->v.s[1];
+        int64_t ldq, ldk, ldv;
+        const float *q = attn_head(&a->q, b, h, Tq, D, wide.q, &ldq);
+        const float *k = attn_head(&a->k, b, h, Tk, D, wide.k, &ldk);
+        const float *v = attn_head(&a->v, b, h, Tk, Dv, wide.v, &ldv);
         const float *g = a->g.p + b * a->g.s[0] + h * a->g.s[1];
         const float *p = a->p + bh * Tq * Tk;
         float *dv = a->dv ? a->dv + b * Tk * H * Dv + h * Dv : NULL;
@@ -384,10 +443,10 @@ static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
         if (!dq && !dk) continue;
         float *ds = a->ds + bh * Tq * Tk;
         if (t) {   /* dP (only the causal band is written) */
-            attn_transpose(t, v, Tk, Dv, a->v.s[2]);
+            attn_transpose(t, v, Tk, Dv, ldv);
             mm_nn(Tq, Tk, Dv, 1.0f, g, a->g.s[2], t, Tk, ds, Tk, lim_n, off, 0);
         } else {
-            attn_gemm(0, 1, Tq, Tk, Dv, 1.0f, gr, ldg, v, a->v.s[2], ds, Tk, 0, ge | ve);
+            attn_gemm(0, 1, Tq, Tk, Dv, 1.0f, gr, ldg, v, ldv, ds, Tk, 0, ge | ve);
         }
         for (int64_t i = 0; i < Tq; i++) {   /* dS, zero outside the causal band */
             int64_t last = a->causal ? i + off : Tk - 1;
@@ -397,17 +456,18 @@ static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
         /* dS is read by its two products only: rounded in place, as each would round it */
         const unsigned dse = rp ? 1u : 0u;
         if (rp) fnn_round_bf16_matrix(ds, ds, Tq, Tk, Tk);
-        if (dq && t) mm_nn(Tq, D, Tk, a->scale, ds, Tk, k, a->k.s[2], dq, H * D, lim_k, off, 0);
-        else if (dq) attn_gemm(0, 0, Tq, D, Tk, a->scale, ds, Tk, k, a->k.s[2], dq, H * D, 0, dse | ke);
+        if (dq && t) mm_nn(Tq, D, Tk, a->scale, ds, Tk, k, ldk, dq, H * D, lim_k, off, 0);
+        else if (dq) attn_gemm(0, 0, Tq, D, Tk, a->scale, ds, Tk, k, ldk, dq, H * D, 0, dse | ke);
         if (dk && t) {
             attn_transpose(t, ds, Tq, Tk, Tk);
-            mm_nn(Tk, D, Tq, a->scale, t, Tq, q, a->q.s[2], dk, H * D, lim_lo, -off, 0);
+            mm_nn(Tk, D, Tq, a->scale, t, Tq, q, ldq, dk, H * D, lim_lo, -off, 0);
         } else if (dk) {
-            attn_gemm(1, 0, Tk, D, Tq, a->scale, ds, Tk, q, a->q.s[2], dk, H * D, 0, dse | qe);
+            attn_gemm(1, 0, Tk, D, Tq, a->scale, ds, Tk, q, ldq, dk, H * D, 0, dse | qe);
         }
     }
     if (t) fnn_free(FNN_DEVICE_CPU, t, sbytes);
     if (rp) fnn_free(FNN_DEVICE_CPU, rp, rbytes);
+    attn_wide_free(&wide);
 }
 
 /* ================= the flash path: past one key block, FlashAttention-2 in blocks ================= */
@@ -689,14 +749,16 @@ static int attention_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
     if (!row || !row->backward) return FNN_ROW_REFUSED("attention", q->device, true);
     fnn_attn_args a = {0};
     const fnn_tensor *used;
-    /* a bfloat16 q, k or v (saved as given) widened, exactly: the float32 op of the widened composition */
+    /* a bfloat16 q, k or v (saved as given): read as it is by the whole-P rows (widened by head), widened
+     * whole, exactly, for the flash path (lse kept): the float32 op of the widened composition */
+    const bool lse_kept = p->ndim == 1;
     fnn_tensor wide[3];
     const fnn_tensor *qkv[3] = {q, k, v};
     int rc = FNN_STATUS_OK;
     for (int i = 0; i < 3; i++) {
         fnn_tensor_init(&wide[i]);
-        if (!rc && fnn_is_bf16(qkv[i]))
-            rc = fnn_bf16_widen_view(&wide[i], qkv[i]), qkv[i] = &wide[i], a.exact |= 1u << i;
+        if (fnn_is_bf16(qkv[i])) a.exact |= 1u << i;
+        if (!rc && lse_kept && fnn_is_bf16(qkv[i])) rc = fnn_bf16_widen_view(&wide[i], qkv[i]), qkv[i] = &wide[i];
     }
     q = qkv[0], k = qkv[1], v = qkv[2];
     fnn_set_op("attention");
@@ -710,7 +772,6 @@ static int attention_rule(fnn_node *n, const fnn_tensor *g, fnn_tensor *din) {
         int64_t shape[4] = {B, T[i], H, Cc[i]};
         rc = fnn_new_output(&t[i], q->device, 4, shape);
     }
-    const bool lse_kept = p->ndim == 1;
     int64_t sshape[4] = {B, H, Tq, Tk};
     if (!rc && !lse_kept && (n->next[0] || n->next[1])) rc = fnn_new_output(&ds, q->device, 4, sshape);
     if (!rc && lse_kept) {
@@ -778,8 +839,9 @@ static int cpu_attention(int ordinal, const fnn_attn_args *a) {
     const double flops = 2.0 * (double)(a->B * a->H) * (double)(a->Tq * a->Tk) * (double)(a->D + a->Dv);
     attn_flash_ctx fx = {a, pad, (a->Tq + ATTN_BQ - 1) / ATTN_BQ, 0};
     if (a->p) {
-        attn_fwd_ctx cx = {a, pad};
+        attn_fwd_ctx cx = {a, pad, 0};
         attn_run(a->B * a->H, flops, attn_fwd_heads, &cx);
+        fx.failed = cx.failed;
     } else {
         attn_run(a->B * a->H * fx.nqb, flops, attn_fwd_flash, &fx);
     }
@@ -795,7 +857,9 @@ static int cpu_attention_grad(int ordinal, const fnn_attn_args *a) {
     (void)ordinal;
     const double flops = 2.0 * (double)(a->B * a->H) * (double)(a->Tq * a->Tk) * (double)(2 * a->D + 2 * a->Dv);
     if (a->p) {
-        attn_run(a->B * a->H, flops, attn_bwd_heads, (void *)a);
+        attn_bwd_ctx cx = {a, 0};
+        attn_run(a->B * a->H, flops, attn_bwd_heads, &cx);
+        if (cx.failed) return FNN_FAIL(FNN_STATUS_OOM, "attention: cannot allocate a thread's head scratch");
         return FNN_STATUS_OK;
     }
     const int64_t pad_bytes = a->mask ? a->B * a->Tk : 0;
@@ -856,22 +920,23 @@ int fnn_attention(fnn_tensor *out, const fnn_tensor *q, const fnn_tensor *k, con
     for (int i = 0; i < 4; i++) fnn_tensor_init(&wide[i]);
     fnn_attn_args a = {0};
     const fnn_tensor *qu = NULL, *ku = NULL, *vu = NULL;
-    /* bfloat16 q, k, v widened once, exactly, into contiguous float32 operands (the composition's :float()),
-     * and a bfloat16 mask (read by the rows as float32 or int64) */
-    const fnn_tensor *qf = q, *kf = k, *vf = v;
-    int rc = FNN_STATUS_OK;
-    if (fnn_is_bf16(q)) rc = fnn_bf16_widen_view(&wide[0], q), qf = &wide[0];
-    if (!rc && fnn_is_bf16(k)) rc = fnn_bf16_widen_view(&wide[1], k), kf = &wide[1];
-    if (!rc && fnn_is_bf16(v)) rc = fnn_bf16_widen_view(&wide[2], v), vf = &wide[2];
-    if (!rc && m && fnn_is_bf16(m)) rc = fnn_cast(&wide[3], m, FNN_DTYPE_FLOAT32), m = &wide[3];
-    fnn_set_op("attention");   /* the casts named themselves */
-    a.exact = (qf != q ? 1u : 0u) | (kf != k ? 2u : 0u) | (vf != v ? 4u : 0u);   /* widened: bf16 values */
-    if (!rc) rc = attn_read(qf, &qt, &a.q, &qu);
-    if (!rc) rc = attn_read(kf, &kt, &a.k, &ku);
-    if (!rc) rc = attn_read(vf, &vt, &a.v, &vu);
     /* what the row keeps (attention.h): P, or lse. With lse and a backward to come, the output's storage
      * holds [o | lse | the mask as float32 0/1], saved whole (a node has four slots: q, k, v and this) */
     const bool keep_lse = row->lse_from_tk > 0 && Tk >= row->lse_from_tk;
+    /* bfloat16 q, k, v: read as they are by the whole-P rows (each head widened in a thread's scratch), or
+     * for the flash path widened once, exactly, into contiguous float32 operands (the composition's
+     * :float()); a bfloat16 mask as float32 (the rows read float32 or int64) */
+    const fnn_tensor *qf = q, *kf = k, *vf = v;
+    int rc = FNN_STATUS_OK;
+    if (keep_lse && fnn_is_bf16(q)) rc = fnn_bf16_widen_view(&wide[0], q), qf = &wide[0];
+    if (!rc && keep_lse && fnn_is_bf16(k)) rc = fnn_bf16_widen_view(&wide[1], k), kf = &wide[1];
+    if (!rc && keep_lse && fnn_is_bf16(v)) rc = fnn_bf16_widen_view(&wide[2], v), vf = &wide[2];
+    if (!rc && m && fnn_is_bf16(m)) rc = fnn_cast(&wide[3], m, FNN_DTYPE_FLOAT32), m = &wide[3];
+    fnn_set_op("attention");   /* the casts named themselves */
+    a.exact = (fnn_is_bf16(q) ? 1u : 0u) | (fnn_is_bf16(k) ? 2u : 0u) | (fnn_is_bf16(v) ? 4u : 0u);   /* bf16 values */
+    if (!rc) rc = attn_read(qf, &qt, &a.q, &qu);
+    if (!rc) rc = attn_read(kf, &kt, &a.k, &ku);
+    if (!rc) rc = attn_read(vf, &vt, &a.v, &vu);
     const int64_t on = B * Tq * H * Dv, ln = keep_lse && grad ? B * H * Tq : 0, mn = ln && m ? B * Tk : 0;
     int64_t oshape[4] = {B, Tq, H, Dv}, pshape[4] = {B, H, Tq, Tk}, flat[1] = {on + ln + mn};
     if (!rc) rc = keep_lse ? fnn_new_output(&o, q->device, 1, flat) : fnn_new_output(&o, q->device, 4, oshape);

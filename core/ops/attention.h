@@ -22,6 +22,9 @@ extern "C" {
 typedef struct fnn_attn_mat {
     const float *p;
     int64_t s[3];
+    /* bfloat16 values in place of p (NULL then), read through the same strides: only the CPU's whole-P rows
+     * take them, each head widened into a thread's scratch as it starts (no float32 copy of the tensor) */
+    const uint16_t *h;
 } fnn_attn_mat;
 
 typedef struct fnn_attn_args {
