@@ -367,7 +367,7 @@ static void attn_fwd_heads(void *ctx, int64_t lo, int64_t hi) {
             attn_gemm(0, 0, Tq, Dv, Tk, 1.0f, p, Tk, v, ldv, o, H * Dv, 0, ve);
         }
         if (a->oh)   /* the head's bfloat16 output, while its rows are in cache */
-            for (int64_t i = 0; i < Tq; i++) fnn_bf16_narrow_run(a->oh + (o - a->o) + i * H * Dv, o + i * H * Dv, Dv);
+            fnn_bf16_narrow_rows(a->oh + (o - a->o), H * Dv, o, H * Dv, Tq, Dv);
     }
     if (scratch) fnn_free(FNN_DEVICE_CPU, scratch, sbytes);
     attn_wide_free(&wide);
