@@ -102,20 +102,25 @@ typedef struct {
 } conv_job;
 enum { CONV_TO_BF16, CONV_ROUND, CONV_WIDEN };
 
-/* n elements of one run: src + s into dst + d (element offsets) */
-FNN_CLONES_V4 static void convert_run(const conv_job *j, int64_t s, int64_t d, int64_t n) {
-    if (j->kind == CONV_TO_BF16) {
-        const float *x = (const float *)j->src + s;
-        uint16_t *y = (uint16_t *)j->dst + d;
-        for (int64_t i = 0; i < n; i++) y[i] = fnn_bf16_from_f32(x[i]);
-    } else if (j->kind == CONV_ROUND) {
-        const float *x = (const float *)j->src + s;
-        float *y = (float *)j->dst + d;
-        for (int64_t i = 0; i < n; i++) y[i] = fnn_bf16_round(x[i]);
-    } else {
-        const uint16_t *x = (const uint16_t *)j->src + s;
-        float *y = (float *)j->dst + d;
-        for (int64_t i = 0; i < n; i++) y[i] = fnn_bf16_to_f32(x[i]);
+/* rows x cols elements of a kind's conversion, serially: row r from src + s + r sld into dst + d + r dld
+ * (element offsets). Many short rows go in one call (a head's 32 values: a call per row cost more than
+ * its values); the dense case is one long row. ROUND may run in place (dst == src) */
+FNN_CLONES_V4 static void convert_rows(int kind, const void *src, int64_t s, int64_t sld, void *dst, int64_t d,
+                                       int64_t dld, int64_t rows, int64_t cols) {
+    for (int64_t r = 0; r < rows; r++, s += sld, d += dld) {
+        if (kind == CONV_TO_BF16) {
+            const float *x = (const float *)src + s;
+            uint16_t *y = (uint16_t *)dst + d;
+            for (int64_t i = 0; i < cols; i++) y[i] = fnn_bf16_from_f32(x[i]);
+        } else if (kind == CONV_ROUND) {
+            const float *x = (const float *)src + s;
+            float *y = (float *)dst + d;
+            for (int64_t i = 0; i < cols; i++) y[i] = fnn_bf16_round(x[i]);
+        } else {
+            const uint16_t *x = (const uint16_t *)src + s;
+            float *y = (float *)dst + d;
+            for (int64_t i = 0; i < cols; i++) y[i] = fnn_bf16_to_f32(x[i]);
+        }
     }
 }
 
@@ -123,10 +128,10 @@ static void convert_range(void *ctx, int64_t lo, int64_t hi) {
     const conv_job *j = ctx;
     if (j->n > 0) {   /* dense: chunks lo..hi */
         int64_t a = lo * CONV_CHUNK, b = hi * CONV_CHUNK < j->n ? hi * CONV_CHUNK : j->n;
-        convert_run(j, a, a, b - a);
+        convert_rows(j->kind, j->src, a, 0, j->dst, a, 0, 1, b - a);
         return;
     }
-    for (int64_t r = lo; r < hi; r++) convert_run(j, r * j->ld, r * j->cols, j->cols);
+    convert_rows(j->kind, j->src, lo * j->ld, j->ld, j->dst, lo * j->cols, j->cols, hi - lo, j->cols);
 }
 
 /* A conversion runs beside a GEMM (its operands rounded, its result narrowed) whose OpenMP team,
@@ -164,30 +169,16 @@ void fnn_from_bf16(float *dst, const uint16_t *src, int64_t n) { convert(CONV_WI
 
 /* the same on the calling thread, for kernels already inside their own parallel loop (a tile, a plane) */
 void fnn_bf16_widen_run(float *dst, const uint16_t *src, int64_t n) {
-    convert_run(&(conv_job){.src = src, .dst = dst, .kind = CONV_WIDEN}, 0, 0, n);
+    convert_rows(CONV_WIDEN, src, 0, 0, dst, 0, 0, 1, n);
 }
 void fnn_bf16_narrow_run(uint16_t *dst, const float *src, int64_t n) {
-    convert_run(&(conv_job){.src = src, .dst = dst, .kind = CONV_TO_BF16}, 0, 0, n);
+    convert_rows(CONV_TO_BF16, src, 0, 0, dst, 0, 0, 1, n);
 }
-/* rows x cols bf16 values at leading dimension sld widened into floats at dld, serially: short rows (a head's
- * q, 32 values) in one call */
-FNN_CLONES_V4 void fnn_bf16_widen_rows(float *dst, int64_t dld, const uint16_t *src, int64_t sld, int64_t rows,
-                                       int64_t cols) {
-    for (int64_t r = 0; r < rows; r++) {
-        float *restrict d = dst + r * dld;
-        const uint16_t *restrict x = src + r * sld;
-        for (int64_t i = 0; i < cols; i++) d[i] = fnn_bf16_to_f32(x[i]);
-    }
+void fnn_bf16_widen_rows(float *dst, int64_t dld, const uint16_t *src, int64_t sld, int64_t rows, int64_t cols) {
+    convert_rows(CONV_WIDEN, src, 0, sld, dst, 0, dld, rows, cols);
 }
-/* rows x cols floats at leading dimension sld rounded into bf16 bits at dld, serially: short rows (a head's
- * output, 32 values) in one call */
-FNN_CLONES_V4 void fnn_bf16_narrow_rows(uint16_t *dst, int64_t dld, const float *src, int64_t sld, int64_t rows,
-                                        int64_t cols) {
-    for (int64_t r = 0; r < rows; r++) {
-        uint16_t *restrict d = dst + r * dld;
-        const float *restrict x = src + r * sld;
-        for (int64_t i = 0; i < cols; i++) d[i] = fnn_bf16_from_f32(x[i]);
-    }
+void fnn_bf16_narrow_rows(uint16_t *dst, int64_t dld, const float *src, int64_t sld, int64_t rows, int64_t cols) {
+    convert_rows(CONV_TO_BF16, src, 0, sld, dst, 0, dld, rows, cols);
 }
 
 /* a bfloat16 view's rows (its last dim) widened into a dense float32 array, rows lo..hi-1 of units of

@@ -209,11 +209,6 @@ typedef struct {
     int failed;   /* a part could not allocate its heads' widening scratch */
 } attn_fwd_ctx;
 
-/* the floats a thread widens a head's bfloat16 q, k and v into (attn_head): 0 when all are float32 */
-static int64_t attn_wide_floats(const fnn_attn_args *a) {
-    return (a->q.h ? a->Tq * a->D : 0) + (a->k.h ? a->Tk * a->D : 0) + (a->v.h ? a->Tk * a->Dv : 0);
-}
-
 /* head (b, h) of m, rows x cols, as float32 rows: in place, or (bfloat16) widened into buf, dense; *ld is
  * their stride. A head's values widen in cache, where a pass over each whole tensor first cost 12% of
  * char_gpt's attention forward under autocast (its rows are 32 values, 768 bytes apart) */
@@ -229,13 +224,17 @@ static const float *attn_head(const fnn_attn_mat *m, int64_t b, int64_t h, int64
     return buf;
 }
 
-/* a thread's scratch for attn_head: q's, k's and v's parts (NULL where float32) */
+/* a thread's scratch for attn_head: q's, k's and v's parts (NULL where float32). false, with *failed set
+ * for the part's caller, when it cannot be allocated */
 typedef struct { float *q, *k, *v, *all; int64_t bytes; } attn_wide;
-static bool attn_wide_alloc(attn_wide *w, const fnn_attn_args *a) {
-    const int64_t n = attn_wide_floats(a);
+static bool attn_wide_alloc(attn_wide *w, const fnn_attn_args *a, int *failed) {
+    const int64_t n = (a->q.h ? a->Tq * a->D : 0) + (a->k.h ? a->Tk * a->D : 0) + (a->v.h ? a->Tk * a->Dv : 0);
     *w = (attn_wide){NULL, NULL, NULL, NULL, (int64_t)sizeof(float) * n};
     if (n == 0) return true;
-    if (!(w->all = fnn_alloc(FNN_DEVICE_CPU, w->bytes))) return false;
+    if (!(w->all = fnn_alloc(FNN_DEVICE_CPU, w->bytes))) {
+        __atomic_store_n(failed, 1, __ATOMIC_RELAXED);
+        return false;
+    }
     float *at = w->all;
     if (a->q.h) w->q = at, at += a->Tq * a->D;
     if (a->k.h) w->k = at, at += a->Tk * a->D;
@@ -328,10 +327,7 @@ static void attn_fwd_heads(void *ctx, int64_t lo, int64_t hi) {
     attn_fwd_ctx *cx = ctx;
     const fnn_attn_args *a = cx->a;
     attn_wide wide;
-    if (!attn_wide_alloc(&wide, a)) {
-        __atomic_store_n(&cx->failed, 1, __ATOMIC_RELAXED);
-        return;
-    }
+    if (!attn_wide_alloc(&wide, a, &cx->failed)) return;
     const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv, off = Tk - Tq;
     const bool own = attn_own(Tq, Tq * Tk * (D > Dv ? D : Dv)), round_p = !own && attn_round_once();
     const int64_t sfloats = own ? D * Tk : round_p ? Tq * Tk : 0;
@@ -395,10 +391,7 @@ static void attn_bwd_heads(void *ctx, int64_t lo, int64_t hi) {
     attn_bwd_ctx *cx = ctx;
     const fnn_attn_args *a = cx->a;
     attn_wide wide;
-    if (!attn_wide_alloc(&wide, a)) {
-        __atomic_store_n(&cx->failed, 1, __ATOMIC_RELAXED);
-        return;
-    }
+    if (!attn_wide_alloc(&wide, a, &cx->failed)) return;
     const int64_t H = a->H, Tq = a->Tq, Tk = a->Tk, D = a->D, Dv = a->Dv, off = Tk - Tq;
     const bool own = Tk > 2 && attn_own(Tq, Tq * Tk * (D > Dv ? D : Dv));
     /* one scratch for P^T, then v^T, then dS^T, in turn */
