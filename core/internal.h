@@ -249,8 +249,11 @@ int fnn_check_same_device(const char *op, const fnn_tensor *a, const fnn_tensor 
 FNN_LAYER int fnn_materialize(fnn_tensor *out, const fnn_tensor *x);
 /* dst (contiguous) = src's elements in row-major order, for elements of esize bytes (2, 4 or 8) */
 FNN_LAYER void fnn_strided_copy(void *dst, const void *src, int esize, int ndim, const int64_t *shape, const int64_t *stride);
-/* y's m rows of row bytes = x's rows ids[j] - base (rows stride bytes apart): a gather of dataset rows */
-FNN_LAYER void fnn_gather_rows(char *y, const char *x, int64_t stride, size_t row, const int64_t *ids, int64_t m, int64_t base);
+/* y's m rows of row bytes = x's rows ids[j] - base (rows stride bytes apart): a gather of dataset rows.
+ * stream: y is fresh memory the caller will not read soon (a loader's new batch), written with
+ * non-temporal stores where its rows allow (core/ops/index.c) */
+FNN_LAYER void fnn_gather_rows(char *y, const char *x, int64_t stride, size_t row, const int64_t *ids, int64_t m, int64_t base,
+                               bool stream);
 /* borrow x's data contiguous: *tmp is filled only when a copy was needed (clear it after);
  * _data for float32 tensors, _bytes for any dtype */
 const float *fnn_contiguous_data(const fnn_tensor *x, fnn_tensor *tmp, int *rc);

@@ -197,6 +197,27 @@ describe('take_rows', function()
       end
    end)
 
+   -- a fresh batch's rows of 64 bytes and more (a multiple of 16) are streamed past the cache
+   -- (core/ops/index.c's copy_stream: 64 bytes a step, the rest by memcpy): rows that are whole steps,
+   -- rows with a 16- or 48-byte rest, a row of 48 bytes and one of 68 (plain copies), on one thread
+   -- and split over the threads, against a naive copy and against index_select (plain stores)
+   it('streams fresh rows of 64 bytes and up, with and without a rest, as a naive loop', function()
+      fnn.manual_seed(5)
+      for _, cols in ipairs{12, 16, 17, 20, 28, 784} do
+         local src = fnn.randn(3000, cols)
+         local from = src:to_table()
+         for _, m in ipairs{1, 3, 128, 2999} do
+            local ids = {}
+            for i = 1, m do ids[i] = (i * 7919 + 5) % 3000 + 1 end
+            local t = assert(take_rows(src, ids))
+            local want = {}
+            for i, id in ipairs(ids) do want[i] = from[id] end
+            assert.are.same(want, t:to_table(), cols .. ' floats a row, ' .. m .. ' rows')
+            assert.are.same(src:index_select(1, fnn.long(ids)):to_table(), t:to_table())
+         end
+      end
+   end)
+
    it('refuses an id out of range', function()
       local _, err = take_rows(x, {1, 5})
       assert.matches('take_rows: id 5 outside 1%.%.4 %(rows of %[4,3%]%)', err)

@@ -182,8 +182,11 @@ static int rows_check(const char *op, const fnn_tensor *x, int64_t n, const int6
     return rows_check_known(op, x, n, ids, -1);
 }
 
-/* y (contiguous, n rows of x's row) = x's rows ids (checked; x on the cpu) */
-static void rows_write(char *y, const fnn_tensor *x, int64_t n, const int64_t *ids) {
+/* y (contiguous, n rows of x's row) = x's rows ids (checked; x on the cpu). fresh: y was just allocated
+ * for this batch. A loader's fresh batch lands in memory its GC freed long ago (see the reuse notes
+ * below), so the rows are streamed past the cache (fnn_gather_rows' stream): no read of the cold lines
+ * before they are written; a reused buffer is in cache and takes plain stores */
+static void rows_write(char *y, const fnn_tensor *x, int64_t n, const int64_t *ids, bool fresh) {
     int64_t row = fnn_numel_of(x->ndim - 1, x->shape + 1);
     if (row == 0 || n == 0) return;
     /* one row's dims contiguous: a memcpy per row, whatever the row stride */
@@ -197,7 +200,7 @@ static void rows_write(char *y, const fnn_tensor *x, int64_t n, const int64_t *i
     const char *src = fnn_bytes(x);
     size_t row_bytes = (size_t)row * (size_t)esize;
     if (rows_contiguous) {
-        fnn_gather_rows(y, src, x->stride[0] * esize, row_bytes, ids, n, 1);
+        fnn_gather_rows(y, src, x->stride[0] * esize, row_bytes, ids, n, 1, fresh);
         return;
     }
     /* strided rows: copy each one row-major */
@@ -214,7 +217,7 @@ int fnn_take_rows(fnn_tensor *out, const fnn_tensor *x, int64_t n, const int64_t
     shape[0] = n;
     if (fnn_device_type_of(x->device) != FNN_DEVICE_CPU) return device_take_rows(out, x, n, ids, shape);
     FNN_TRY(fnn_new_output_dtype(out, x->device, x->dtype, x->ndim, shape));
-    rows_write(fnn_bytes(out), x, n, ids);
+    rows_write(fnn_bytes(out), x, n, ids, true);
     return FNN_STATUS_OK;
 }
 
@@ -286,12 +289,12 @@ int fnn_take_batch_into(fnn_tensor *inputs, fnn_tensor *targets, fnn_tensor *xbu
         memcpy(xshape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
         xshape[0] = cap;
         FNN_TRY(ensure_buffer(xbuf, a->dtype, a->ndim, xshape));
-        rows_write(fnn_bytes(xbuf), a, n, ids);
+        rows_write(fnn_bytes(xbuf), a, n, ids, false);
         if (b) {
             memcpy(yshape, b->shape, sizeof(int64_t) * (size_t)b->ndim);
             yshape[0] = cap;
             FNN_TRY(ensure_buffer(ybuf, b->dtype, b->ndim, yshape));
-            rows_write(fnn_bytes(ybuf), b, n, ids);
+            rows_write(fnn_bytes(ybuf), b, n, ids, false);
         }
     }
     /* the batch: views of the buffers' first n rows (the last batch of a pass is shorter) */
