@@ -405,6 +405,50 @@ describe('max_pool2d', function()
       approx({0, 2, 0, 0, 2, 0, 0, 0, 0}, p2:grad())
    end)
 
+   -- the 2x2 path runs rows in vector blocks of 8 or 4 outputs, the last block moved back over the
+   -- one before (core/ops/pool.c): rows of 4 to 16 outputs, with and without a last unused column,
+   -- values of a few levels (ties in every lane and candidate position), nan and infinities, float32
+   -- and bfloat16, with and without a graph: maxima and the gradient's routing against the naive loop
+   it('runs rows in vector blocks with the scalar loop\'s ties, nan and routing', function()
+      local function exact(expected, t, what)   -- equal values (infinities too), nan for nan
+         local got = t:to_flat()
+         assert.equals(#expected, #got, what)
+         for i = 1, #expected do
+            local e, g = expected[i], got[i]
+            assert.is_true(e ~= e and g ~= g or e == g, ('%s: element %d: expected %s got %s'):format(what, i, e, g))
+         end
+      end
+      local rng = 7
+      local function draw(n)   -- a fixed stream: levels -1, 0, 1, and now and then nan or an infinity
+         local v = {}
+         for i = 1, n do
+            rng = (rng * 1103515245 + 12345) % 2147483648
+            local r = rng % 40
+            v[i] = r == 0 and 0 / 0 or r == 1 and math.huge or r == 2 and -math.huge or (r % 3) - 1
+         end
+         return v
+      end
+      for _, W in ipairs{7, 8, 9, 11, 14, 16, 17, 19, 28, 33} do
+         for _, H in ipairs{2, 5} do
+            local shape = {2, 3, H, W}
+            local xv = draw(2 * 3 * H * W)
+            for _, dt in ipairs{'float', 'bf16'} do
+               local px = fnn.Param(fnn.tensor(xv, shape))
+               local x = dt == 'bf16' and px:tensor():bf16() or px:tensor()
+               local y = fnn.max_pool2d(x, 2)
+               local gy = fnn.arange(1, y:numel() + 1):float():reshape(y:shape())   -- distinct: the routing shows
+               local expected, oshape, dx = naive_max_pool(px:tensor(), {k = {2, 2}}, gy)
+               local what = ('[2,3,%d,%d] %s'):format(H, W, dt)
+               assert.same(oshape, y:shape(), what)
+               exact(expected, y:float(), what)
+               y:float():backward(gy)
+               exact(dx, px:grad(), what .. ' gradient')
+               exact(expected, fnn.no_grad(function() return fnn.max_pool2d(x, 2) end):float(), what .. ' no graph')
+            end
+         end
+      end
+   end)
+
    it('propagates a nan in its window, as PyTorch', function()
       local x = fnn.tensor({0 / 0, 2, 3, 4, 5, 6, 7, 8}, {1, 1, 2, 4})
       local y = fnn.max_pool2d(x, 2)

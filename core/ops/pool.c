@@ -293,62 +293,161 @@ typedef struct {
 
 /* ---- the 2x2 stride-2 kernels over one [H, W] plane (every window inside it) ---- */
 
+/* whether vectors of 8 floats pay: in the v3 and v4 variants (the baseline's SSE lowers their
+ * shuffles to scalar moves, slower than the scalar loop; vectors of 4 map onto SSE's own) */
+static bool vectors8(void) {
+#ifdef FNN_HAVE_CLONES
+    return __builtin_cpu_supports("x86-64-v3");
+#else
+    return false;
+#endif
+}
+
 /* c ? a : b for a mask c of all ones or zeros: branch-free, so the rows vectorize */
 static inline int32_t isel(uint32_t mask, int32_t a, int32_t b) { return (int32_t)(((uint32_t)a & mask) | ((uint32_t)b & ~mask)); }
 static inline float fsel(uint32_t mask, float a, float b) { return fnn_u2f((fnn_f2u(a) & mask) | (fnn_f2u(b) & ~mask)); }
 
-/* y = the maxima, idx (or NULL) their offsets; the candidates in order a b / c d: the first
- * maximum wins ties and a nan wins over numbers, as the general loop below */
-static void max_2x2_plane(const float *x, float *y, float *idx, int64_t W, int64_t Ho, int64_t Wo) {
-    for (int64_t oy = 0; oy < Ho; oy++) {
-        const float *r0 = x + 2 * oy * W, *r1 = r0 + W;
-        float *yr = y + oy * Wo;
-        if (!idx) {   /* no graph: the maxima alone */
-            for (int64_t ox = 0; ox < Wo; ox++) {
-                float m = r0[2 * ox], c1 = r0[2 * ox + 1], c2 = r1[2 * ox], c3 = r1[2 * ox + 1];
-                m = fsel(-(uint32_t)((c1 > m) | (c1 != c1)), c1, m);
-                m = fsel(-(uint32_t)((c2 > m) | (c2 != c2)), c2, m);
-                yr[ox] = fsel(-(uint32_t)((c3 > m) | (c3 != c3)), c3, m);
-            }
-            continue;
-        }
-        float *ir = idx + oy * Wo;
-        const int32_t base = (int32_t)(2 * oy * W), w1 = (int32_t)W;
-        for (int64_t ox = 0; ox < Wo; ox++) {
-            float m = r0[2 * ox], c1 = r0[2 * ox + 1], c2 = r1[2 * ox], c3 = r1[2 * ox + 1];
-            int32_t at = base + 2 * (int32_t)ox;
-            uint32_t t = -(uint32_t)((c1 > m) | (c1 != c1));   /* c != c: nan wins, as PyTorch */
-            m = fsel(t, c1, m); at = isel(t, base + 2 * (int32_t)ox + 1, at);
-            t = -(uint32_t)((c2 > m) | (c2 != c2));
-            m = fsel(t, c2, m); at = isel(t, base + w1 + 2 * (int32_t)ox, at);
-            t = -(uint32_t)((c3 > m) | (c3 != c3));
-            m = fsel(t, c3, m); at = isel(t, base + w1 + 2 * (int32_t)ox + 1, at);
-            yr[ox] = m;
-            put_i32(ir, ox, at);
-        }
+/* The 2x2 kernels run a row in blocks of 8 outputs (4 where a row has fewer than 8), the last block
+ * moved back to end at the row's end (it recomputes a few outputs, with the same bits; blocks of 4 in
+ * the baseline variant, vectors8): a block's 16
+ * (8) inputs of a row are two loads, split into the even and odd columns by two constant shuffles
+ * (vpermt2ps; shufps). Rows under 4 outputs run the scalar loop. The lanes compute what the scalar
+ * loop does (candidates in order a b / c d; the first maximum wins ties and a nan wins over numbers,
+ * as the general loop below), so the bits and offsets do not depend on the path. */
+typedef float mp_v8 __attribute__((vector_size(32)));
+typedef int32_t mp_i8 __attribute__((vector_size(32)));
+typedef float mp_v4 __attribute__((vector_size(16)));
+typedef int32_t mp_i4 __attribute__((vector_size(16)));
+#define MP_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
+#define MP_STORE(p, v) memcpy((p), &(v), sizeof(v))
+#define MP_SEL(t, a, b, VI) ((((VI)(a)) & (t)) | (((VI)(b)) & ~(t)))   /* lanes of a where t, else b (bits) */
+
+/* one block of L outputs at column o0 of a row: the maxima into yr, their offsets into ir (or not) */
+#define MP_MAX_BLOCK(VF, VI, L, EVEN, ODD, IOTA2)                                                        \
+    do {                                                                                                \
+        VF l0, h0, l1, h1;                                                                              \
+        MP_LOAD(l0, r0 + 2 * o0); MP_LOAD(h0, r0 + 2 * o0 + L);                                         \
+        MP_LOAD(l1, r1 + 2 * o0); MP_LOAD(h1, r1 + 2 * o0 + L);                                         \
+        VF m = __builtin_shuffle(l0, h0, EVEN), c1 = __builtin_shuffle(l0, h0, ODD);                     \
+        VF c2 = __builtin_shuffle(l1, h1, EVEN), c3 = __builtin_shuffle(l1, h1, ODD);                    \
+        VI t1 = (c1 > m) | (c1 != c1);                                                                  \
+        m = (VF)MP_SEL(t1, c1, m, VI);                                                                  \
+        VI t2 = (c2 > m) | (c2 != c2);                                                                  \
+        m = (VF)MP_SEL(t2, c2, m, VI);                                                                  \
+        VI t3 = (c3 > m) | (c3 != c3);                                                                  \
+        m = (VF)MP_SEL(t3, c3, m, VI);                                                                  \
+        MP_STORE(yr + o0, m);                                                                           \
+        if (ir) {                                                                                       \
+            const VI a0 = (base + 2 * (int32_t)o0) + IOTA2;   /* candidate a's offsets */               \
+            VI at = MP_SEL(t1, a0 + 1, a0, VI);                                                         \
+            at = MP_SEL(t2, a0 + w1, at, VI);                                                           \
+            at = MP_SEL(t3, a0 + (w1 + 1), at, VI);                                                     \
+            MP_STORE(ir + o0, at);                                                                      \
+        }                                                                                               \
+    } while (0)
+
+/* the scalar loop over outputs lo..hi-1 of a row (the general case's order and nan rule) */
+static inline void max_2x2_scalar(const float *r0, const float *r1, float *yr, float *ir, int32_t base, int32_t w1,
+                                  int64_t lo, int64_t hi) {
+    for (int64_t ox = lo; ox < hi; ox++) {
+        float m = r0[2 * ox], c1 = r0[2 * ox + 1], c2 = r1[2 * ox], c3 = r1[2 * ox + 1];
+        int32_t at = base + 2 * (int32_t)ox;
+        uint32_t t = -(uint32_t)((c1 > m) | (c1 != c1));   /* c != c: nan wins, as PyTorch */
+        m = fsel(t, c1, m); at = isel(t, base + 2 * (int32_t)ox + 1, at);
+        t = -(uint32_t)((c2 > m) | (c2 != c2));
+        m = fsel(t, c2, m); at = isel(t, base + w1 + 2 * (int32_t)ox, at);
+        t = -(uint32_t)((c3 > m) | (c3 != c3));
+        m = fsel(t, c3, m); at = isel(t, base + w1 + 2 * (int32_t)ox + 1, at);
+        yr[ox] = m;
+        if (ir) put_i32(ir, ox, at);
     }
 }
 
+/* y = the maxima, idx (or NULL) their offsets */
+static FNN_CLONES_V4 void max_2x2_plane(const float *x, float *y, float *idx, int64_t W, int64_t Ho, int64_t Wo) {
+    static const mp_i8 even8 = {0, 2, 4, 6, 8, 10, 12, 14}, odd8 = {1, 3, 5, 7, 9, 11, 13, 15};
+    static const mp_i8 iota8 = {0, 2, 4, 6, 8, 10, 12, 14};
+    static const mp_i4 even4 = {0, 2, 4, 6}, odd4 = {1, 3, 5, 7}, iota4 = {0, 2, 4, 6};
+    const bool wide = vectors8();
+    for (int64_t oy = 0; oy < Ho; oy++) {
+        const float *r0 = x + 2 * oy * W, *r1 = r0 + W;
+        float *yr = y + oy * Wo, *ir = idx ? idx + oy * Wo : NULL;
+        const int32_t base = (int32_t)(2 * oy * W), w1 = (int32_t)W;
+        if (Wo >= 8 && wide) {
+            for (int64_t o = 0; o < Wo; o += 8) {
+                const int64_t o0 = o + 8 <= Wo ? o : Wo - 8;
+                MP_MAX_BLOCK(mp_v8, mp_i8, 8, even8, odd8, iota8);
+            }
+        } else if (Wo >= 4) {
+            for (int64_t o = 0; o < Wo; o += 4) {
+                const int64_t o0 = o + 4 <= Wo ? o : Wo - 4;
+                MP_MAX_BLOCK(mp_v4, mp_i4, 4, even4, odd4, iota4);
+            }
+        } else {
+            max_2x2_scalar(r0, r1, yr, ir, base, w1, 0, Wo);
+        }
+    }
+}
+#undef MP_MAX_BLOCK
+
+/* one block of L outputs' gradients at column o0: each lane's dy to the one of its four inputs its
+ * offset names, 0 to the other three; the two rows' even and odd columns interleaved back by two
+ * constant shuffles each (vpermt2ps; unpcklps/unpckhps) */
+#define MP_GRAD_BLOCK(VF, VI, L, LO, HI)                                                                 \
+    do {                                                                                                \
+        VF d;                                                                                           \
+        VI at;                                                                                          \
+        MP_LOAD(d, dr + o0); MP_LOAD(at, ir + o0);                                                      \
+        at -= (base + 2 * (int32_t)o0) + iota;                                                          \
+        const VI z = {0}, dv = (VI)d;                                                                   \
+        VF e0 = (VF)MP_SEL(at == 0, dv, z, VI), e1 = (VF)MP_SEL(at == 1, dv, z, VI);                    \
+        VF e2 = (VF)MP_SEL(at == w1, dv, z, VI), e3 = (VF)MP_SEL(at == w1 + 1, dv, z, VI);              \
+        VF q0 = __builtin_shuffle(e0, e1, LO), q1 = __builtin_shuffle(e0, e1, HI);                       \
+        VF q2 = __builtin_shuffle(e2, e3, LO), q3 = __builtin_shuffle(e2, e3, HI);                       \
+        MP_STORE(g0 + 2 * o0, q0); MP_STORE(g0 + 2 * o0 + L, q1);                                        \
+        MP_STORE(g1 + 2 * o0, q2); MP_STORE(g1 + 2 * o0 + L, q3);                                        \
+    } while (0)
+
 /* dx = dy at each window's argmax, 0 elsewhere: the windows tile the plane, so every element is
  * written once (no zero fill first) */
-static void max_2x2_plane_grad(float *dx, const float *dy, const float *idx, int64_t H, int64_t W, int64_t Ho,
-                               int64_t Wo) {
+static FNN_CLONES_V4 void max_2x2_plane_grad(float *dx, const float *dy, const float *idx, int64_t H, int64_t W,
+                                             int64_t Ho, int64_t Wo) {
+    static const mp_i8 lo8 = {0, 8, 1, 9, 2, 10, 3, 11}, hi8 = {4, 12, 5, 13, 6, 14, 7, 15};
+    static const mp_i4 lo4 = {0, 4, 1, 5}, hi4 = {2, 6, 3, 7};
+    const bool wide = vectors8();
     for (int64_t oy = 0; oy < Ho; oy++) {
-        float *r0 = dx + 2 * oy * W, *r1 = r0 + W;
+        float *g0 = dx + 2 * oy * W, *g1 = g0 + W;
         const float *dr = dy + oy * Wo, *ir = idx + oy * Wo;
         const int32_t base = (int32_t)(2 * oy * W), w1 = (int32_t)W;
-        for (int64_t ox = 0; ox < Wo; ox++) {
+        int64_t done = 0;
+        if (Wo >= 8 && wide) {
+            const mp_i8 iota = {0, 2, 4, 6, 8, 10, 12, 14};
+            for (int64_t o = 0; o < Wo; o += 8) {
+                const int64_t o0 = o + 8 <= Wo ? o : Wo - 8;
+                MP_GRAD_BLOCK(mp_v8, mp_i8, 8, lo8, hi8);
+            }
+            done = Wo;
+        } else if (Wo >= 4) {
+            const mp_i4 iota = {0, 2, 4, 6};
+            for (int64_t o = 0; o < Wo; o += 4) {
+                const int64_t o0 = o + 4 <= Wo ? o : Wo - 4;
+                MP_GRAD_BLOCK(mp_v4, mp_i4, 4, lo4, hi4);
+            }
+            done = Wo;
+        }
+        for (int64_t ox = done; ox < Wo; ox++) {
             int32_t at = get_i32(ir, ox) - (base + 2 * (int32_t)ox);
             float d = dr[ox];
-            r0[2 * ox] = fsel(-(uint32_t)(at == 0), d, 0.0f);
-            r0[2 * ox + 1] = fsel(-(uint32_t)(at == 1), d, 0.0f);
-            r1[2 * ox] = fsel(-(uint32_t)(at == w1), d, 0.0f);
-            r1[2 * ox + 1] = fsel(-(uint32_t)(at == w1 + 1), d, 0.0f);
+            g0[2 * ox] = fsel(-(uint32_t)(at == 0), d, 0.0f);
+            g0[2 * ox + 1] = fsel(-(uint32_t)(at == 1), d, 0.0f);
+            g1[2 * ox] = fsel(-(uint32_t)(at == w1), d, 0.0f);
+            g1[2 * ox + 1] = fsel(-(uint32_t)(at == w1 + 1), d, 0.0f);
         }
-        for (int64_t ix = 2 * Wo; ix < W; ix++) r0[ix] = r1[ix] = 0;
+        for (int64_t ix = 2 * Wo; ix < W; ix++) g0[ix] = g1[ix] = 0;
     }
     if (2 * Ho < H) memset(dx + 2 * Ho * W, 0, sizeof(float) * (size_t)((H - 2 * Ho) * W));
 }
+#undef MP_GRAD_BLOCK
 
 static void avg_2x2_plane(const float *x, float *y, int64_t W, int64_t Ho, int64_t Wo) {
     for (int64_t oy = 0; oy < Ho; oy++) {
@@ -1101,20 +1200,11 @@ typedef float bil_v8 __attribute__((vector_size(32)));
 typedef int32_t bil_i8 __attribute__((vector_size(32)));
 #if defined(__GNUC__) && !defined(__clang__)
 #define BIL_SHUFFLE(lo, hi, k) __builtin_shuffle((lo), (hi), (k))
-#else   /* other compilers (never run: bil_vectors is false without GCC's variants) */
+#else   /* other compilers (never run: vectors8 is false without GCC's variants) */
 #define BIL_SHUFFLE(lo, hi, k) ({ bil_v8 s_; for (int l_ = 0; l_ < BIL_LANES; l_++) \
     s_[l_] = (k)[l_] < BIL_LANES ? (lo)[(k)[l_]] : (hi)[(k)[l_] - BIL_LANES]; s_; })
 #endif
 
-/* whether the blocks run in vectors: in the v3 and v4 variants (the baseline's SSE lowers the
- * shuffle to scalar moves, slower than the scalar loop) */
-static bool bil_vectors(void) {
-#ifdef FNN_HAVE_CLONES
-    return __builtin_cpu_supports("x86-64-v3");
-#else
-    return false;
-#endif
-}
 
 typedef struct {
     int64_t nf, nb;           /* forward blocks Wo / 8, backward blocks W / 8 */
@@ -1130,7 +1220,7 @@ static int64_t plan_ints(int64_t W, int64_t Wo, int64_t K) {
 
 static void plan_fill(bil_plan *pl, const linear_axis *a, int64_t W, int64_t Wo, int32_t **ib) {
     const int64_t K = a->K;
-    const bool vectors = bil_vectors();
+    const bool vectors = vectors8();
     pl->nf = Wo / BIL_LANES; pl->nb = W / BIL_LANES;
     pl->fbase = *ib; pl->frel0 = pl->fbase + pl->nf; pl->frel1 = pl->frel0 + Wo;
     pl->bbase = pl->frel1 + Wo; pl->brel = pl->bbase + K * pl->nb;
