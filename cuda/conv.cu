@@ -19,6 +19,7 @@
  * defines: fnn_cuda_conv_rows (the family's rows, core/ops/conv.h) */
 #include "common.cuh"
 #include "ops/conv.h"
+#include "ops/elementwise_ops.h"
 
 /* col[n image_stride + (c taps + t) row_stride + l] = x[n, c] read at tap t = (kz, ki, kj) of output
  * position l = (oz, oy, ox), zero in the padding; x [count, C, D, H, W] contiguous */
@@ -374,7 +375,13 @@ static int dev_backward(const conv_geom *g, int dev, const float *x, const float
  * a transposed op's forward is that convolution's input gradient (its bias as bias_in), its backward
  * that convolution's forward (dx), weight gradient (dw) and the channel sums of dy (db) ==== */
 static int conv_forward_row(int ordinal, const fnn_conv_args *a) {
-    return dev_forward(a->g, fnn_make_device(FNN_DEVICE_CUDA, ordinal), a->x, a->w, a->b, a->y);
+    FNN_TRY(dev_forward(a->g, fnn_make_device(FNN_DEVICE_CUDA, ordinal), a->x, a->w, a->b, a->y));
+    const conv_geom *g = a->g;
+    int64_t n = g->N * g->O * g->L, st[3][FNN_MAX_DIMS] = {{1}, {1}, {1}};
+    if (a->act != FNN_ACT_RELU || n == 0) return FNN_STATUS_OK;
+    /* y = relu(y) in place by the map formula, as linear's activation (cuda/linalg.cu) */
+    const float *x[3] = {a->y, a->y, a->y};
+    return fnn_cuda_map(ordinal, FNN_MAP_relu_f, a->y, x, &st[0][0], 1, &n, 0, 0);
 }
 static int conv_backward_row(int ordinal, const fnn_conv_args *a) {
     return dev_backward(a->g, fnn_make_device(FNN_DEVICE_CUDA, ordinal), a->x, a->w, a->dy, NULL, a->dx, a->dw,

@@ -258,7 +258,7 @@ describe('the conv layers on bfloat16', function()
       {function() return nn.ConvTranspose2d(3, 2, 3, {stride = 2}) end, {2, 3, 4, 5}, 'conv_transpose2d'},
       {function() return nn.DepthwiseConv2d(3, 3, {depth_multiplier = 2}) end, {2, 3, 6, 5}, 'conv2d'},
       {function() return nn.SeparableConv1d(3, 4, 3, {padding = 'same'}) end, {2, 3, 11}, 'conv1d'},
-      {function() return nn.Conv2D(4, 3, {activation = 'relu'}) end, {2, 3, 6, 7}, 'relu'},
+      {function() return nn.Conv2D(4, 3, {activation = 'relu'}) end, {2, 3, 6, 7}, 'conv2d'},   -- the relu in its node
       {function() return nn.Conv1DTranspose(2, 3) end, {2, 3, 8}, 'conv_transpose1d'},
    }
    for _, kernels in ipairs(KERNELS) do

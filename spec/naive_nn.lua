@@ -32,7 +32,7 @@ local function batched(shape) local t = {1} for i = 1, #shape do t[i + 1] = shap
 -- ---- convolutions ----
 -- y of fnn.conv<nd>d / conv_transpose<nd>d (transposed true) by conv_reference's loops; the options
 -- as the binding documents them (padding a number, per dim a number or {before, after}, 'valid',
--- 'same', 'causal'), resolved here from those rules
+-- 'same', 'causal'), resolved here from those rules; activation 'relu' applied after the bias
 function M.conv(transposed, x, w, b, opts)
    opts = opts or {}
    local ws = w:shape()
@@ -67,6 +67,7 @@ function M.conv(transposed, x, w, b, opts)
    local y = {}
    for i = 1, numel(ys) do
       y[i] = (acc[i] or 0) + (bv and bv[floor((i - 1) / inner) % ys[2] + 1] or 0)
+      if opts.activation == 'relu' and not (y[i] > 0) then y[i] = 0 end   -- the relu formula: a > 0 ? a : 0
    end
    return fnn.tensor(y, unbatched and tail(ys) or ys)
 end

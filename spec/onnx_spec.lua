@@ -232,7 +232,7 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
    end)
 
    it('convolutional nets: Conv (padded, strided, grouped, dilated, without bias; 1-d and 2-d), MaxPool and '
-      .. 'AveragePool (ceil_mode, count_include_pad)', function()
+      .. 'AveragePool (ceil_mode, count_include_pad), a Conv with its relu', function()
       fnn.manual_seed(7)
       local m = nn.Sequential(nn.Conv2d(1, 4, 3, {padding = 1}), nn.ReLU(), nn.MaxPool2d(2),
                               nn.Conv2d(4, 8, 3, {stride = 2, padding = 1, groups = 2, bias = false}), nn.ReLU(),
@@ -243,6 +243,12 @@ describe('onnx.export writes MLPs onnxruntime runs with fastnn\'s numbers', func
       local info = round_trip('cnn', m, x, {{x}, {fnn.randn(5, 1, 13, 13)}}, {dynamic_batch = true})
       assert.same({'Conv', 'Relu', 'MaxPool', 'Conv', 'Relu', 'Conv', 'AveragePool', 'Flatten', 'Gemm', 'Identity'},
                   info.ops)
+      -- a convolution with its relu in the node: Conv then Relu
+      local fused = nn.Sequential(nn.Conv2d(1, 4, 3, {padding = 1, activation = 'relu'}), nn.MaxPool2d(2), nn.Flatten(),
+                                  nn.Linear(36, 3))
+      local xf = fnn.randn(2, 1, 6, 6)
+      info = round_trip('conv_relu', fused, xf, {{xf}})
+      assert.same({'Conv', 'Relu', 'MaxPool', 'Flatten', 'Gemm', 'Identity'}, info.ops)
       local c1 = nn.Sequential(nn.Conv1d(3, 6, 5, {padding = 2, stride = 2}), nn.Tanh(), nn.AvgPool1d(3, {padding = 1}),
                                nn.MaxPool1d(2, {ceil_mode = true}))
       local s = fnn.randn(4, 3, 17)

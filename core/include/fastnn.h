@@ -342,6 +342,10 @@ FNN_API int fnn_conv_transpose(fnn_tensor *out, const fnn_tensor *x, const fnn_t
  * follows its input) */
 FNN_API int fnn_conv_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd, const int *stride, const int *padding, const int *dilation, int groups, int dtype);
 FNN_API int fnn_conv_transpose_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd, const int *stride, const int *padding, const int *output_padding, const int *dilation, int groups, int dtype);
+/* fnn_conv_to with an activation in the same node (Keras' Conv2D(..., activation = 'relu')): NULL or "none",
+ * or "relu": y = relu(conv(x, w) + b), the values and gradients of conv then relu, with no tensor between
+ * (the CPU's oneDNN kernels apply it as a post-op) */
+FNN_API int fnn_conv_act_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd, const int *stride, const int *padding, const int *dilation, int groups, const char *activation, int dtype);
 /* conv2d: x [N,C,H,W], w [O, C/groups, kh, kw], b [O] or NULL -> [N,O,Ho,Wo]; fnn_conv with
  * nd = 2 and the same padding on both sides */
 FNN_API int fnn_conv2d(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups);

@@ -28,6 +28,8 @@
  * row of the tensors' backend (conv.h's fnn_conv_row): the CPU's rows sit at the end of this file,
  * the device's (im2col / col2im + cuBLAS, direct depthwise kernels) in cuda/conv.cu. */
 #include "conv.h"
+#include "elementwise.h"
+#include "elementwise_ops.h"
 #include <limits.h>
 #include <math.h>
 #include <string.h>
@@ -327,13 +329,20 @@ static void narrow_into(uint16_t *yh, const float *y, int64_t n) {
     if (yh && n > 0) fnn_to_bf16_matrix(yh, y, 1, n, n);
 }
 
-/* y = conv(x, w) + b over the whole batch: the depthwise kernel, or im2col + sgemm per image. exact:
- * CONV_EXACT_X, _W for the inputs that hold bfloat16 values (the depthwise kernels are float32 only);
- * yh: NULL, or where y is also written rounded to bfloat16 (fnn_conv_args.yh) */
+/* y = relu(y) over n floats (the elementwise family's relu formula), split over the pool */
+static void relu_range(void *ctx, int64_t lo, int64_t hi) {
+    float *y = ctx;
+    for (int64_t i = lo; i < hi; i++) y[i] = y[i] > 0 ? y[i] : 0.0f;
+}
+
+/* y = act(conv(x, w) + b) over the whole batch: oneDNN (the activation a post-op), the depthwise kernel,
+ * or im2col + sgemm per image (the activation a pass after). exact: CONV_EXACT_X, _W for the inputs that
+ * hold bfloat16 values (the depthwise kernels are float32 only); yh: NULL, or where y is also written
+ * rounded to bfloat16 (fnn_conv_args.yh), after the activation */
 static int run_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                       fnn_tensor *keep_x, unsigned exact, uint16_t *yh) {
+                       fnn_tensor *keep_x, unsigned exact, uint16_t *yh, int act) {
     if (g->N * g->O * g->L == 0) return FNN_STATUS_OK;
-    int rc = fnn_onednn_conv_forward(g, dev, x, w, b, y, keep_x, exact, yh);
+    int rc = fnn_onednn_conv_forward(g, dev, x, w, b, y, keep_x, exact, yh, act);
     if (rc != FNN_ONEDNN_DECLINED) return rc;
     if (g->depthwise) {
         fnn_depthwise_forward(g, x, w, b, y);
@@ -346,7 +355,9 @@ static int run_forward(const conv_geom *g, int dev, const float *x, const float 
         run_slots(j.slots, conv_forward_slot, &j);
         if (block) fnn_free(dev, block, bytes);
     }
-    narrow_into(yh, y, g->N * g->O * g->L);
+    const int64_t n = g->N * g->O * g->L;
+    if (act == FNN_ACT_RELU) fnn_parallel_for(n, fnn_in_parallel() ? 1 : fnn_threads_for(n), relu_range, y);
+    narrow_into(yh, y, n);
     return FNN_STATUS_OK;
 }
 
@@ -422,11 +433,13 @@ typedef struct {
     bool transposed;
     const char *op;
     int64_t stride[3], pad[6], outpad[3], dil[3], groups;
+    int act;   /* conv1d/2d/3d: FNN_ACT_RELU or FNN_ACT_NONE (opts_read's default; the entry sets it) */
 } conv_opts;
 
 static void opts_read(conv_opts *o, int nd, bool transposed, const int *stride, const int *padding,
                       const int *output_padding, const int *dilation, int groups) {
     o->nd = nd; o->transposed = transposed; o->op = CONV_NAMES[transposed][nd]; o->groups = groups;
+    o->act = FNN_ACT_NONE;
     for (int i = 0; i < nd; i++) {
         o->stride[i] = stride ? stride[i] : 1;
         o->dil[i] = dilation ? dilation[i] : 1;
@@ -540,23 +553,25 @@ typedef struct {
     int64_t stride[3], pad_before[3], dilation[3];
     int64_t groups;
     int nd;   /* spatial dims: 1, 2 or 3 */
+    int act;  /* FNN_ACT_RELU: y = relu(conv + b), saved[3] the float32 y its gradient reads */
 } conv_attrs;
 
-/* fnn_node_attr's reader for the family (fnn.onnx.export): nd, groups, and stride<i>, pad<i> (before),
- * dilation<i> for spatial dim i = 0 .. nd-1 */
+/* fnn_node_attr's reader for the family (fnn.onnx.export): nd, groups, activation (FNN_ACT_*: 0 none,
+ * 1 relu), and stride<i>, pad<i> (before), dilation<i> for spatial dim i = 0 .. nd-1 */
 int fnn_conv_attr(const fnn_node *n, const char *name, double *value) {
     const conv_attrs *a = FNN_ATTRS((fnn_node *)n, conv_attrs);
     int i = -1;
     if (!strcmp(name, "nd")) { *value = a->nd; return FNN_STATUS_OK; }
     if (!strcmp(name, "groups")) { *value = (double)a->groups; return FNN_STATUS_OK; }
+    if (!strcmp(name, "activation")) { *value = a->act; return FNN_STATUS_OK; }
     const char *digit = name + strcspn(name, "012");
     if (digit[0] && !digit[1] && digit[0] - '0' < a->nd) i = digit[0] - '0';
     size_t stem = (size_t)(digit - name);
     if (i >= 0 && stem == 6 && !strncmp(name, "stride", 6)) *value = (double)a->stride[i];
     else if (i >= 0 && stem == 3 && !strncmp(name, "pad", 3)) *value = (double)a->pad_before[i];
     else if (i >= 0 && stem == 8 && !strncmp(name, "dilation", 8)) *value = (double)a->dilation[i];
-    else return FNN_FAIL(FNN_STATUS_ARG, "node_attr: %s has nd, groups and stride<i>, pad<i>, dilation<i> (i < %d), "
-                         "not '%s'", n->op->info.name, a->nd, name);
+    else return FNN_FAIL(FNN_STATUS_ARG, "node_attr: %s has nd, groups, activation and stride<i>, pad<i>, "
+                         "dilation<i> (i < %d), not '%s'", n->op->info.name, a->nd, name);
     return FNN_STATUS_OK;
 }
 
@@ -569,6 +584,7 @@ static void node_record(fnn_node *n, const conv_opts *o) {
     }
     a->groups = o->groups;
     a->nd = o->nd;
+    a->act = o->act;
 }
 
 /* the geometry of a node's convolution, from its input, weight and output shapes */
@@ -595,8 +611,9 @@ static int grad_outputs(const fnn_node *n, int dev, fnn_tensor *din, float **dx,
 }
 
 /* the shared part of a convolution's entry, once out is made: borrow the operands contiguous, run
- * the forward through the row of x's backend (nothing to run for an empty output) and record def's
- * node, which keeps x (for dw) and w (for dx). bfloat16 operands (the CPU only) are widened, exactly,
+ * the forward through the row of x's backend (nothing to run for an empty output, its activation too)
+ * and record def's node, which keeps x (for dw), w (for dx) and, with an activation, the float32 y.
+ * bfloat16 operands (the CPU only) are widened, exactly,
  * and flagged so (fnn_conv_args.exact); a bfloat16 out gets the row's float32 result rounded (to
  * nearest even), so the numbers are those of the float32 op on the widened operands, rounded. x and
  * w are saved as given (a bfloat16 x: half the bytes), widened again by the backward */
@@ -617,7 +634,7 @@ static int conv_apply(const fnn_op_def *def, const fnn_conv_row *row, fnn_tensor
     const bool row_narrows = narrow && fnn_device_type_of(x->device) == FNN_DEVICE_CPU;
     fnn_conv_args a = {g, NULL, NULL, NULL, narrow ? fnn_data(&y32) : fnn_data(out), NULL, NULL, NULL, NULL, NULL,
                        NULL, (fnn_is_bf16(x) ? 1u : 0u) | (fnn_is_bf16(w) ? 2u : 0u),
-                       row_narrows ? (uint16_t *)fnn_bytes(out) : NULL};
+                       row_narrows ? (uint16_t *)fnn_bytes(out) : NULL, o->act};
     /* dw will be wanted (a node whose weight needs a gradient): the row may keep x in its kernels'
      * layout for the backward weights, one more copy of x until the backward (saved[2]) */
     const fnn_tensor *wdep[1] = {w};
@@ -638,6 +655,7 @@ static int conv_apply(const fnn_op_def *def, const fnn_conv_row *row, fnn_tensor
             if (n->next[1]) rc = fnn_save(n, 0, fnn_is_bf16(x) || xt.ndim < 0 ? x : &xt);
             if (!rc && n->next[0]) rc = fnn_save(n, 1, fnn_is_bf16(w) || wt.ndim < 0 ? w : &wt);
             if (!rc && n->next[1] && kept.ndim >= 0) rc = fnn_save(n, 2, &kept);   /* x as the row keeps it */
+            if (!rc && o->act) rc = fnn_save(n, 3, narrow ? &y32 : out);   /* relu's gradient reads y */
         }
     }
     for (int i = 0; i < 8; i++) fnn_tensor_clear(tmps[i]);
@@ -656,7 +674,7 @@ static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, bo
     fnn_tensor_init(&xw);
     fnn_tensor_init(&ww);
     int rc;
-    fnn_conv_args a = {&g, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL};
+    fnn_conv_args a = {&g, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, FNN_ACT_NONE};
     a.dy = fnn_contiguous_data(dout, &dyt, &rc);
     if (!rc) rc = grad_outputs(n, dout->device, din, &a.dx, &a.dw, &a.db);
     const fnn_tensor *x = &n->saved[0], *w = &n->saved[1];
@@ -677,9 +695,16 @@ static int row_backward(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din, bo
 
 /* ---- conv1d, conv2d, conv3d ---- */
 
-/* dx = conv^T(dy, w), dw, db: the convolution's own backward */
+/* dx = conv^T(dy, w), dw, db: the convolution's own backward; with an activation dy = g relu'(y) first
+ * (the elementwise family's relu gradient formula, y > 0 ? g : 0, on dout's backend) */
 static int conv_rule(fnn_node *n, const fnn_tensor *dout, fnn_tensor *din) {
-    return row_backward(n, dout, din, false);
+    if (!FNN_ATTRS(n, conv_attrs)->act) return row_backward(n, dout, din, false);
+    fnn_tensor dz;
+    const fnn_tensor *ins[2] = {dout, &n->saved[3]};
+    FNN_TRY(fnn_elementwise_map(n->op->info.name, &dz, 2, ins, FNN_MAP_relu_g));
+    int rc = row_backward(n, &dz, din, false);
+    fnn_tensor_clear(&dz);
+    return rc;
 }
 static const fnn_op_def CONV1D = {.info = {.name = "conv1d", .family = "conv", .differentiable = 1},
     .backward = conv_rule};
@@ -724,10 +749,21 @@ int fnn_conv(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fn
 
 int fnn_conv_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd,
                 const int *stride, const int *padding, const int *dilation, int groups, int dtype) {
+    return fnn_conv_act_to(out, x, w, b, nd, stride, padding, dilation, groups, NULL, dtype);
+}
+
+/* with an activation applied in the same node (Keras' Conv2D(..., activation = 'relu')): NULL or "none",
+ * or "relu", which the CPU's oneDNN kernels apply as a post-op, with no pass or tensor between */
+int fnn_conv_act_to(fnn_tensor *out, const fnn_tensor *x, const fnn_tensor *w, const fnn_tensor *b, int nd,
+                    const int *stride, const int *padding, const int *dilation, int groups, const char *activation,
+                    int dtype) {
     fnn_tensor_init(out);
     FNN_CHECK(nd >= 1 && nd <= 3, FNN_STATUS_ARG, "conv: %d spatial dims, expected 1, 2 or 3", nd);
     conv_opts o;
     opts_read(&o, nd, false, stride, padding, NULL, dilation, groups);
+    if (activation && !strcmp(activation, "relu")) o.act = FNN_ACT_RELU;
+    else FNN_CHECK(!activation || !strcmp(activation, "none"), FNN_STATUS_ARG,
+                   "%s: activation '%s' is not 'relu' or 'none'", o.op, activation);
     return conv_run(CONV_DEFS[nd], &o, out, x, w, b, dtype);
 }
 
@@ -787,7 +823,7 @@ static unsigned exact_of(const fnn_conv_args *a, unsigned x_role, unsigned w_rol
 
 static int cpu_conv_forward(int ordinal, const fnn_conv_args *a) {
     return run_forward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), a->x, a->w, a->b, a->y, a->keep_x,
-                       exact_of(a, CONV_EXACT_X, CONV_EXACT_W), a->yh);
+                       exact_of(a, CONV_EXACT_X, CONV_EXACT_W), a->yh, a->act);
 }
 static int cpu_conv_backward(int ordinal, const fnn_conv_args *a) {
     return run_backward(a->g, fnn_make_device(FNN_DEVICE_CPU, ordinal), a->x, a->w, a->dy, NULL, a->dx, a->dw, a->db,
@@ -804,7 +840,8 @@ static int cpu_conv_transpose_backward(int ordinal, const fnn_conv_args *a) {
     const conv_geom *g = a->g;
     const int dev = fnn_make_device(FNN_DEVICE_CPU, ordinal);
     int rc = FNN_STATUS_OK;
-    if (a->dx) rc = run_forward(g, dev, a->dy, a->w, NULL, a->dx, NULL, exact_of(a, 0, CONV_EXACT_W), NULL);
+    if (a->dx)
+        rc = run_forward(g, dev, a->dy, a->w, NULL, a->dx, NULL, exact_of(a, 0, CONV_EXACT_W), NULL, FNN_ACT_NONE);
     if (!rc && a->dw)
         rc = run_backward(g, dev, a->dy, NULL, a->x, NULL, NULL, a->dw, NULL, NULL, exact_of(a, CONV_EXACT_DY, 0));
     if (!rc && a->db)

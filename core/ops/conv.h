@@ -67,12 +67,14 @@ void fnn_depthwise_weight_grad(const conv_geom *g, const float *x, const float *
  * its layout and batch split still match (else x is reordered as without it). exact (CONV_EXACT_*):
  * the inputs known to hold bfloat16 values (widened from bf16 tensors), which bf16 precision without
  * bf16 units uses as they are, without scanning or rounding them again (a hint: 0 is always right).
- * yh (forward; NULL: none): y also rounded to bfloat16 there, each image slot's part as it is made. */
+ * yh (forward; NULL: none): y also rounded to bfloat16 there, each image slot's part as it is made.
+ * act (forward): FNN_ACT_RELU makes y = relu(conv + b), oneDNN's eltwise post-op inside the kernel,
+ * before yh's rounding; FNN_ACT_NONE none. */
 enum { FNN_ONEDNN_DECLINED = 1 };
 enum { CONV_EXACT_X = 1u, CONV_EXACT_W = 2u, CONV_EXACT_DY = 4u };
 bool fnn_onednn_conv_wants(const conv_geom *g);
 int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x, unsigned exact, uint16_t *yh);
+                            fnn_tensor *keep_x, unsigned exact, uint16_t *yh, int act);
 int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
                              const float *bias_in, float *dx, float *dw, float *db, const void *x_kept,
                              unsigned exact);
@@ -102,8 +104,12 @@ typedef struct fnn_conv_args {
      * where the row also writes y rounded to nearest even (oneDNN's image slots while their part of y
      * is in cache, the other kernels in one pass after) */
     uint16_t *yh;
+    /* forward of conv1d/2d/3d: FNN_ACT_RELU (internal.h) makes y = relu(conv(x, w) + b) (a > 0 ? a : 0, and
+     * oneDNN's post-op on the CPU), applied before yh's rounding; FNN_ACT_NONE (0) none. Every row applies it */
+    int act;
 } fnn_conv_args;
-/* conv1d/2d/3d: forward y = conv(x, w) + b; backward dx = conv^T(dy, w), dw, db = the sums of dy per
+/* conv1d/2d/3d: forward y = act(conv(x, w) + b); backward (of the convolution: the entry's rule makes
+ * dy = g relu'(y) first where there is an activation) dx = conv^T(dy, w), dw, db = the sums of dy per
  * output channel. conv_transpose1d/2d/3d: forward y = conv^T(x, w) + b (the input gradient of the
  * geometry's convolution, b per its input channel); backward dx = conv(dy, w), dw = the weight
  * gradient of conv(dy, .) against x, db = the sums of dy per channel. dw and db come out as sums in

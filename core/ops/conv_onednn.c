@@ -50,6 +50,7 @@ typedef struct {
     int64_t v[27];   /* the geometry's sizes (key_of) */
     int kind, threads;
     int bf16;        /* float32 precision "bf16" (precision.c): the two inputs bfloat16 inside, sums float32 */
+    int act;         /* forward: FNN_ACT_RELU, an eltwise relu post-op after the bias; else FNN_ACT_NONE */
 } conv_key;
 
 /* one tensor argument of a primitive: the user's plain layout and the primitive's own; where they
@@ -77,7 +78,7 @@ static struct {
     conv_prim *entries[CACHE_CAP];
 } cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static void key_of(conv_key *k, const conv_geom *g, int kind, int threads) {
+static void key_of(conv_key *k, const conv_geom *g, int kind, int threads, int act) {
     const int64_t v[27] = {g->N,  g->C,  g->O,  g->D,  g->H,  g->W,  g->Do, g->Ho, g->Wo,
                            g->kd, g->kh, g->kw, g->sd, g->sh, g->sw, g->pd, g->ph, g->pw,
                            g->dd, g->dh, g->dw, g->groups, 0, 0, 0, 0, 0};
@@ -85,6 +86,7 @@ static void key_of(conv_key *k, const conv_geom *g, int kind, int threads) {
     memcpy(k->v, v, sizeof v);
     k->kind = kind;
     k->threads = threads;
+    k->act = kind == K_FWD || kind == K_FWD_BIAS ? act : FNN_ACT_NONE;
     /* bf16 precision without bf16 units runs float32 primitives on rounded inputs (emulated_inputs) */
     k->bf16 = fnn_prec_bf16(FNN_PREC_CONV) && fnn_bf16_native();
 }
@@ -226,18 +228,30 @@ static void prim_create_here(conv_prim *p, const conv_geom *g, int kind) {
           (g->Ho - 1) * g->sh + (g->kh - 1) * g->dh + 1 - g->H - g->ph,
           (g->Wo - 1) * g->sw + (g->kw - 1) * g->dw + 1 - g->W - g->pw);
     const bool with_bias = kind == K_FWD_BIAS || kind == K_BWD_WEIGHTS_BIAS;
-    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_attr_t attr = NULL, conv_attr = NULL;
     dnnl_primitive_desc_t hint = NULL, pd = NULL;
     dnnl_convolution_desc_t fd, bd;
     bool ok = false;
     if (dnnl_primitive_attr_create(&attr) != dnnl_success) return;
     if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) goto done;
+    /* y = relu(conv + b) inside the kernel, before the reorder out: the primitive's own attributes (its
+     * reorders keep attr: a reorder takes no eltwise post-op) */
+    if (p->key.act == FNN_ACT_RELU) {
+        dnnl_post_ops_t post = NULL;
+        bool set = dnnl_primitive_attr_clone(&conv_attr, attr) == dnnl_success &&
+                   dnnl_post_ops_create(&post) == dnnl_success &&
+                   dnnl_post_ops_append_eltwise(post, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) == dnnl_success &&
+                   dnnl_primitive_attr_set_post_ops(conv_attr, post) == dnnl_success;
+        if (post) dnnl_post_ops_destroy(post);
+        if (!set) goto done;
+    }
     if (dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &hsrc, &hwei,
                                                    with_bias ? &p->bias : NULL, &hdst, st, dil, pl,
                                                    pr) != dnnl_success)
         goto done;
     if (kind == K_FWD || kind == K_FWD_BIAS) {
-        if (dnnl_primitive_desc_create(&pd, &fd, attr, fnn_onednn_engine(), NULL) != dnnl_success) goto done;
+        if (dnnl_primitive_desc_create(&pd, &fd, conv_attr ? conv_attr : attr, fnn_onednn_engine(), NULL) != dnnl_success)
+            goto done;
     } else {
         if (dnnl_primitive_desc_create(&hint, &fd, attr, fnn_onednn_engine(), NULL) != dnnl_success) goto done;
         dnnl_status_t s = kind == K_BWD_DATA
@@ -288,14 +302,15 @@ static void prim_create_here(conv_prim *p, const conv_geom *g, int kind) {
 done:
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (hint) dnnl_primitive_desc_destroy(hint);
+    if (conv_attr) dnnl_primitive_attr_destroy(conv_attr);
     dnnl_primitive_attr_destroy(attr);
 }
 
 /* the cached primitive of (g, kind), made on first use; *owned: not cached, the caller frees it
  * (prim_release). NULL on an allocation failure (error set) */
-static conv_prim *prim_get(const conv_geom *g, int kind, int threads, bool *owned) {
+static conv_prim *prim_get(const conv_geom *g, int kind, int threads, int act, bool *owned) {
     conv_key k;
-    key_of(&k, g, kind, threads);
+    key_of(&k, g, kind, threads, act);
     *owned = false;
     pthread_mutex_lock(&cache.lock);
     for (int i = 0; i < cache.n; i++)
@@ -489,7 +504,7 @@ static void job_slot(void *ctx, int64_t s0, int64_t s1) {
 /* the primitives of one kind over the batch (see onednn_job) into j: FNN_ONEDNN_DECLINED where
  * oneDNN refuses it; job_end releases them whatever this returns */
 static int job_prepare(onednn_job *j, const conv_geom *g, int kind, void *const data[3], const int64_t stride[3],
-                       int bias_arg, const float *bias, const float *bias_in, double flops, bool owned[2]) {
+                       int bias_arg, const float *bias, const float *bias_in, double flops, int act, bool owned[2]) {
     int slots = conv_image_slots(g->N, flops);
     if (slots > MAX_SLOTS) slots = MAX_SLOTS;
     memset(j, 0, sizeof *j);
@@ -501,7 +516,8 @@ static int job_prepare(onednn_job *j, const conv_geom *g, int kind, void *const 
     for (int k = 0; k < sizes; k++) {
         conv_geom sub = *g;
         sub.N = j->q + k;
-        if (!(j->prim[k] = prim_get(&sub, kind, slots > 1 ? 1 : threads_here(), &owned[k]))) return fnn_last_status();
+        if (!(j->prim[k] = prim_get(&sub, kind, slots > 1 ? 1 : threads_here(), act, &owned[k])))
+            return fnn_last_status();
         if (!j->prim[k]->prim) return FNN_ONEDNN_DECLINED;
     }
     return FNN_STATUS_OK;
@@ -601,15 +617,15 @@ static void emulated_free(emulated_inputs *e) {
 }
 
 static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x, unsigned round, uint16_t *yh);
+                            fnn_tensor *keep_x, unsigned round, uint16_t *yh, int act);
 static int conv_backward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
                              const float *dy_in, const float *bias_in, float *dx, float *dw, float *db,
                              const void *x_kept, unsigned round);
 
 int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x, unsigned exact, uint16_t *yh) {
+                            fnn_tensor *keep_x, unsigned exact, uint16_t *yh, int act) {
     if (!fnn_onednn_conv_wants(g)) return FNN_ONEDNN_DECLINED;
-    return conv_forward_run(g, dev, x, w, b, y, keep_x, to_round(CONV_EXACT_X | CONV_EXACT_W, exact), yh);
+    return conv_forward_run(g, dev, x, w, b, y, keep_x, to_round(CONV_EXACT_X | CONV_EXACT_W, exact), yh, act);
 }
 
 /* the forward's blocked copy of x for the backward weights (fnn_onednn_conv_forward's keep_x): this
@@ -667,7 +683,7 @@ static void kept_use(onednn_job *j, const void *kept, bool round_x) {
 }
 
 static int conv_forward_run(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x, unsigned round, uint16_t *yh) {
+                            fnn_tensor *keep_x, unsigned round, uint16_t *yh, int act) {
     void *const data[3] = {(void *)x, (void *)w, y};
     const int64_t stride[3] = {g->C * g->S, 0, g->O * g->L};
     const double flops = 2.0 * (double)g->N * (double)g->O * (double)g->Kg * (double)g->L;
@@ -675,7 +691,7 @@ static int conv_forward_run(const conv_geom *g, int dev, const float *x, const f
     bool owned[2];
     emulated_inputs e;
     memset(&e, 0, sizeof e);
-    int rc = job_prepare(&j, g, b ? K_FWD_BIAS : K_FWD, data, stride, DNNL_ARG_BIAS, b, NULL, flops, owned);
+    int rc = job_prepare(&j, g, b ? K_FWD_BIAS : K_FWD, data, stride, DNNL_ARG_BIAS, b, NULL, flops, act, owned);
     if (!rc && (round & CONV_EXACT_X)) rc = round_input(&j, 0, &e, 0, &x, g->N * g->C * g->S);
     if (!rc && (round & CONV_EXACT_W)) rc = round_input(&j, 1, &e, 1, &w, g->O * g->Kg);
     if (!rc && keep_x) rc = kept_make(&j, dev, keep_x);
@@ -713,13 +729,13 @@ static int conv_backward_run(const conv_geom *g, int dev, const float *x, const 
     {
         void *const data[3] = {(void *)dy, (void *)w, dx};
         const int64_t stride[3] = {g->O * g->L, 0, g->C * g->S};
-        rc = job_prepare(&jd, g, K_BWD_DATA, data, stride, 0, NULL, bias_in, flops, od);
+        rc = job_prepare(&jd, g, K_BWD_DATA, data, stride, 0, NULL, bias_in, flops, FNN_ACT_NONE, od);
     }
     if (!rc) {
         void *const data[3] = {(void *)x, (void *)dy, dw};
         const int64_t stride[3] = {g->C * g->S, g->O * g->L, 0};
         rc = job_prepare(&jw, g, db && dw ? K_BWD_WEIGHTS_BIAS : K_BWD_WEIGHTS, data, stride, DNNL_ARG_DIFF_BIAS,
-                         dw ? db : NULL, NULL, flops, ow);
+                         dw ? db : NULL, NULL, flops, FNN_ACT_NONE, ow);
         /* src as the forward reordered it */
         if (!rc && dw && x_kept) kept_use(&jw, x_kept, (round & CONV_EXACT_X) != 0);
     }

@@ -243,6 +243,11 @@ static int map(const char *name, fnn_tensor *out, int nin, const fnn_tensor *con
     return map_f32(name, out, nin, ins, code, k0, k1);
 }
 
+int fnn_elementwise_map(const char *op, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code) {
+    fnn_tensor_init(out);
+    return map(op, out, nin, ins, code, 0.0f, 0.0f);
+}
+
 static int map_f32(const char *name, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code, float k0,
                    float k1) {
     int ndim = 0;

@@ -34,6 +34,11 @@ typedef struct fnn_map_row {
 /* the CPU rows: core/ops/elementwise.c; the CUDA rows: cuda/ */
 FNN_ROW_GLUE(elementwise, fnn_map_row)
 
+/* out = the formula `code` (an FNN_MAP_* code, elementwise_ops.h) of nin float inputs, broadcast, on
+ * their backend's map row; op names it in errors. No node: for another family's rule that needs one of
+ * the formulas (conv's activation gradient: relu_g of the gradient and the saved output) */
+FNN_LAYER int fnn_elementwise_map(const char *op, fnn_tensor *out, int nin, const fnn_tensor *const *ins, int code);
+
 #ifdef __cplusplus
 }
 #endif

@@ -76,6 +76,8 @@ local function conv(op, xs, ws, bias, opts, extra)
    return c
 end
 local W = {wide = true}
+-- a case whose output passes a relu: values (and parity) only (see the relu cases below)
+local function relu_case(c) c.gradcheck = false; return c end
 
 local function transpose34(x) return x:transpose(3, 4) end
 
@@ -166,8 +168,18 @@ return {
    conv('conv_transpose2d', {2, 3, 4, 4}, {3, 1, 3, 3}, true, {groups = 3, stride = 2}),
    conv('conv_transpose2d', {2, 3, 6, 4}, {3, 2, 2, 2}, true, {stride = 2}, {view = transpose34}),
 
+   -- activation 'relu' in the node: oneDNN's post-op (batch 2, 3: one primitive and image slots), im2col +
+   -- gemm (a 1-channel input's weight gradient), depthwise (the direct kernels) and conv1d / conv3d.
+   -- Values and parity only: random sums meet relu's kink, which finite differences straddle; their
+   -- gradcheck is conv_activation_spec's, on inputs kept off it
+   relu_case(conv('conv2d', {2, 3, 7, 6}, {4, 3, 3, 3}, true, {padding = 1, activation = 'relu'})),
+   relu_case(conv('conv2d', {3, 1, 6, 5}, {4, 1, 3, 3}, false, {stride = 2, activation = 'relu'})),
+   relu_case(conv('conv2d', {2, 3, 5, 6}, {6, 1, 3, 3}, true, {groups = 3, padding = 1, activation = 'relu'})),
+   relu_case(conv('conv1d', {2, 3, 9}, {4, 3, 3}, true, {padding = 'causal', activation = 'relu'})),
+   relu_case(conv('conv3d', {1, 2, 3, 4, 4}, {3, 2, 2, 2, 2}, true, {padding = 1, activation = 'relu'}, W)),
    -- bfloat16 operands: every input bf16 (a bf16 output), a bf16 x alone (float32); depthwise
    bf16_case('conv2d', {2, 2, 4, 3}, {3, 2, 1, 2}, 3, {padding = 1}, true),
+   relu_case(bf16_case('conv2d', {2, 2, 4, 3}, {3, 2, 1, 2}, 3, {padding = 1, activation = 'relu'}, true)),
    bf16_case('conv1d', {2, 3, 7}, {4, 3, 1}, 4, {stride = 2}, false),
    bf16_case('conv3d', {1, 2, 3, 3, 2}, {4, 1, 2, 2, 1}, 4, {groups = 2}, true),
    bf16_case('conv_transpose1d', {2, 3, 5}, {3, 2, 2}, 2, {stride = 2}, true),

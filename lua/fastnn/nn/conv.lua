@@ -152,6 +152,7 @@ function M.describe(self, extra)
    if not all_equal(s.dil, 1) then parts[#parts + 1] = 'd=' .. dims(s.dil) end
    if s.groups ~= 1 and not self._depthwise then parts[#parts + 1] = 'g=' .. s.groups end
    if s.mode then parts[#parts + 1] = s.mode end
+   if s.act then parts[#parts + 1] = s.act end
    if extra then parts[#parts + 1] = extra end
    if not self.bias then parts[#parts + 1] = 'no bias' end
    return ('nn.%s(%s)'):format(self._name, concat(parts, ', '))
@@ -171,7 +172,11 @@ end
 
 local Conv = nn.Module:extend('Conv')
 Conv._transposed = false
-function Conv._declare(name, nd) return declare(name, nd, false) end
+function Conv._declare(name, nd)
+   return declare(name, nd, false, {{'activation', 'string', nil, "'relu': relu(conv + b) from the same node, with no "
+                                     .. "tensor between (Keras' Conv2D(activation = 'relu')); nil or 'none': none",
+                                     values = {'relu', 'none'}}})
+end
 
 -- the user is level 3 as seen from __init (2 is Module's __call)
 function Conv:__init(inputs, outputs, kernel, opts)
@@ -194,7 +199,8 @@ local ConvTranspose = Conv:extend('ConvTranspose')
 ConvTranspose._transposed = true
 function ConvTranspose._declare(name, nd) return declare(name, nd, true) end
 
--- nn.Conv1d(in, out, kernel, {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true}):
+-- nn.Conv1d(in, out, kernel, {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true,
+-- activation = nil ('relu': relu(conv + b) from one node)}):
 -- 1-d convolution over [N, in, L] (or [in, L]) -> [N, out, Lo]. kernel, stride, padding and
 -- dilation are numbers or {l}; padding may also be {{before, after}}, 'valid', 'same' (stride 1:
 -- PyTorch's; stride > 1: TensorFlow's, Lo = ceil(L / stride)) or 'causal' (dilation (k - 1) on the
@@ -202,7 +208,8 @@ function ConvTranspose._declare(name, nd) return declare(name, nd, true) end
 -- both U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in/groups * k (PyTorch's default).
 local Conv1d = dims_class(Conv, 'Conv1d', 1)
 
--- nn.Conv2d(in, out, kernel, {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true}):
+-- nn.Conv2d(in, out, kernel, {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true,
+-- activation = nil ('relu': relu(conv + b) from one node)}):
 -- 2-d convolution over [N, in, H, W] (or [in, H, W]) -> [N, out, Ho, Wo]. kernel, stride, padding
 -- and dilation are numbers or {h, w}; a padding entry may be {before, after}; padding may also be
 -- 'valid' or 'same' (stride 1: PyTorch's, the odd pad at the bottom/right; stride > 1:
@@ -210,7 +217,8 @@ local Conv1d = dims_class(Conv, 'Conv1d', 1)
 -- U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in/groups * kh * kw (PyTorch's default).
 local Conv2d = dims_class(Conv, 'Conv2d', 2)
 
--- nn.Conv3d(in, out, kernel, {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true}):
+-- nn.Conv3d(in, out, kernel, {stride = 1, padding = 0, dilation = 1, groups = 1, bias = true,
+-- activation = nil ('relu': relu(conv + b) from one node)}):
 -- 3-d convolution over [N, in, D, H, W] (or [in, D, H, W]) -> [N, out, Do, Ho, Wo]. kernel,
 -- stride, padding and dilation are numbers or {d, h, w}; padding also 'valid' or 'same' (as
 -- nn.Conv2d). weight Param [out, in/groups, kd, kh, kw], bias [out], both

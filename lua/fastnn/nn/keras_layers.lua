@@ -202,12 +202,14 @@ local function conv_declaration(name, torch_name, depthwise)
    e[#e + 1] = {'kernel_size', 'integer|table', nil, 'the kernel (in the one-table form)'}
    e[#e + 1] = {'activation', 'string|function', nil, "a name of nn.activation_fn, a function, or nil/'linear' for none"}
    for _, o in ipairs(require('fastnn.options').registry['nn.' .. torch_name].entries) do
+      if o.name == 'activation' then goto continue end   -- Keras' own entry above (the inner's: see _make)
       local k = KERAS_NAME[o.name]
       if k then
          e[#e + 1] = {k, o.types, nil, o.doc .. (' (%s: %s)'):format("PyTorch's name", o.name), values = o.values,
                       min = o.min, max = o.max, default_doc = o.default ~= nil and tostring(o.default) or nil}
       end
       e[#e + 1] = o
+      ::continue::
    end
    return require('fastnn.options').declare('nn.' .. name, e)
 end
@@ -246,9 +248,18 @@ function KerasConv:_parse(a, b, c)
    if not ok then error((shape.strip_where(err):gsub('^nn%.' .. torch_name, 'nn.' .. name)), 4) end
 end
 
+-- the inner layers that apply a relu themselves, in the convolution's node ({activation = 'relu'})
+local FUSES_RELU = {Conv1d = true, Conv2d = true, Conv3d = true}
+
 function KerasConv:_make(s)
    local c = channels(self._title, s, self._nd)
    if self._depthwise then return nn[self._torch](c, self.kernel_size, self._opts) end
+   if self.activation == 'relu' and FUSES_RELU[self._torch] then
+      local opts = {activation = 'relu'}
+      for k, v in pairs(self._opts) do opts[k] = v end
+      self._identity = true   -- forward returns the inner layer's output: the relu is in it
+      return nn[self._torch](c, self.filters, self.kernel_size, opts)
+   end
    return nn[self._torch](c, self.filters, self.kernel_size, self._opts)
 end
 

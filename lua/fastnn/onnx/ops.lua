@@ -216,14 +216,17 @@ local function conv_geometry(n, op_type, transposed)
    return geo
 end
 
+-- Conv, then its activation option (n.attr 'activation': 1 relu) as Relu
 local function conv_export(g, n)
    local geo, pads = conv_geometry(n, 'Conv', false), {}
    for d = 1, geo.nd do pads[d], pads[geo.nd + d] = geo.before[d], math.max(0, geo.rest[d]) end
-   return g:node('Conv', geo.inputs, {kernel_shape = geo.kernel, strides = geo.strides, pads = pads,
-                                      dilations = geo.dils, group = n.attr('groups')})
+   local y = g:node('Conv', geo.inputs, {kernel_shape = geo.kernel, strides = geo.strides, pads = pads,
+                                         dilations = geo.dils, group = n.attr('groups')})
+   if n.attr('activation') == 1 then y = g:node('Relu', {y}) end
+   return y
 end
 
-M.conv2d = {onnx = {'Conv'}, optional = {[3] = true}, export = conv_export, import = {Conv = function(node, x)
+M.conv2d = {onnx = {'Conv', 'Relu'}, optional = {[3] = true}, export = conv_export, import = {Conv = function(node, x)
    no_auto_pad(node)
    local nd = x[2]:dim() - 2
    if nd < 1 or nd > 3 then error(('Conv with %d spatial dims (1 to 3 are read)'):format(nd), 0) end

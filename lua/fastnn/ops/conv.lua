@@ -1,11 +1,12 @@
 -- fastnn.ops.conv: bindings for core/ops/conv.c. Channels first: [N,C,L], [N,C,H,W], [N,C,D,H,W]
 -- (or unbatched, without N).
---   fnn.conv1d/conv2d/conv3d(x, w, b, {stride = 1, padding = 0, dilation = 1, groups = 1})
+--   fnn.conv1d/conv2d/conv3d(x, w, b, {stride = 1, padding = 0, dilation = 1, groups = 1, activation = nil})
 --        w [out, in/groups, k...], b [out] or nil. stride and dilation are numbers or one per dim;
 --        padding is a number, one per dim (each a number or {before, after}), 'valid' (0),
 --        'same' (stride 1: PyTorch's, total pad d(k-1) with the odd one at the end; stride > 1:
 --        TensorFlow's, output ceil(in / stride), the extra pad at the end) or, for conv1d,
---        'causal' (d(k-1) before, none after: output length = input length)
+--        'causal' (d(k-1) before, none after: output length = input length); activation 'relu'
+--        gives relu(conv + b) from one node (the CPU's oneDNN kernels apply it inside: no pass between)
 --   fnn.conv_transpose1d/2d/3d(x, w, b, {stride, padding, output_padding = 0, dilation, groups})
 --        w [in, out/groups, k...], b [out]; out = (in-1) s - 2p + d(k-1) + output_padding + 1
 --        (PyTorch's); output_padding must be smaller than the stride or the dilation; padding
@@ -32,7 +33,7 @@ local function is_int(v) return type(v) == 'number' and v == floor(v) end
 
 local ffi = require 'ffi'
 local ffi_string = ffi.string
-local fnn_conv, fnn_conv_transpose = C.fnn_conv_to, C.fnn_conv_transpose_to
+local fnn_conv, fnn_conv_act, fnn_conv_transpose = C.fnn_conv_to, C.fnn_conv_act_to, C.fnn_conv_transpose_to
 local max, ceil = math.max, math.ceil
 local stride_buf, pad_buf, opad_buf, dil_buf = ffi.new('int[3]'), ffi.new('int[6]'), ffi.new('int[3]'),
    ffi.new('int[3]')
@@ -94,7 +95,7 @@ local function padding_of(op, nd, transposed, v, level)
          :format(op, got, TUPLE[nd], (nd == 1 and not transposed) and " or 'causal'" or ''), level + 1)
 end
 
--- the options of a convolution -> its spec {op, nd, transposed, stride, dil, pad, opad, groups}
+-- the options of a convolution -> its spec {op, nd, transposed, stride, dil, pad, opad, groups, act}
 local function parse(op, nd, transposed, opts, level)
    if opts == nil then opts = {} end
    if type(opts) ~= 'table' then
@@ -109,6 +110,14 @@ local function parse(op, nd, transposed, opts, level)
               dil = tuple(op, 'dilation', opts.dilation, 1, nd, level + 1),
               pad = padding_of(op, nd, transposed, opts.padding, level + 1),
               opad = transposed and tuple(op, 'output_padding', opts.output_padding, 0, nd, level + 1) or {0, 0, 0}}
+   local act = rawget(opts, 'activation')   -- raw: a layer that does not declare it (transposed, depthwise) has none
+   if act ~= nil and act ~= 'none' then
+      if transposed or act ~= 'relu' then
+         error(("%s: activation %s is not 'relu' or 'none'%s"):format(op, show_value(act),
+               transposed and ' (a transposed convolution takes none)' or ''), level + 1)
+      end
+      s.act = act
+   end
    if transposed and s.pad == 'same' then
       for i = 1, nd do
          if s.opad[i] ~= 0 then
@@ -177,6 +186,7 @@ local function run(s, x, w, b, label, level, dtype)
    dtype = dtype or -1
    if s.transposed then
       rc = fnn_conv_transpose(out, x, w, b, nd, stride_buf, pad_buf, opad_buf, dil_buf, s.groups, dtype)
+   elseif s.act then rc = fnn_conv_act(out, x, w, b, nd, stride_buf, pad_buf, dil_buf, s.groups, s.act, dtype)
    else rc = fnn_conv(out, x, w, b, nd, stride_buf, pad_buf, dil_buf, s.groups, dtype) end
    if rc ~= 0 then
       local msg = ffi_string(C.fnn_last_error())
@@ -200,6 +210,10 @@ local function conv_options(op, transposed)
    if transposed then
       entries[#entries + 1] = {'output_padding', 'any', 0, 'added to one side of each output size: an integer or one '
                                .. 'per spatial dim'}
+   end
+   if not transposed then
+      entries[#entries + 1] = {'activation', 'string', nil, "'relu': y = relu(conv + b) in the same node, no tensor "
+                               .. "between (Keras' Conv2D(activation = 'relu')); nil or 'none': none", values = {'relu', 'none'}}
    end
    return require('fastnn.options').declare('fnn.' .. op, entries)
 end
