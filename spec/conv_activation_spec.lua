@@ -171,7 +171,7 @@ io.write(y:min():item() >= 0 and 'relu held\n' or 'a negative output\n')
       end
    end)
 
-   it('is an option of nn.Conv1d/2d/3d, printed, and of Keras\' Conv2D (one node)', function()
+   it('is an option of nn.Conv1d/2d/3d, printed, and of Keras\' Conv2D (one node), as Dense\'s is', function()
       fnn.manual_seed(25)
       local layer = nn.Conv2d(3, 5, 3, {padding = 1, activation = 'relu'})
       assert.matches('relu', tostring(layer))
@@ -190,6 +190,15 @@ io.write(y:min():item() >= 0 and 'relu held\n' or 'a negative output\n')
       local ref = fnn.conv2d(x, k.inner.weight:tensor(), k.inner.bias:tensor(), {padding = 1}):relu()
       assert(rel_diff(ref, yk) <= 1e-6)
       assert.matches('relu', tostring(k))
+      -- and Dense: relu and gelu in the Linear's node, the numbers of the composition
+      for _, act in ipairs{'relu', 'gelu'} do
+         local d = nn.Dense(6, act)
+         local v = fnn.randn(4, 5)
+         local yd = d(v)
+         assert.equals('linear', yd:grad_fn())
+         assert(rel_diff(fnn.linear(v, d.inner.weight:tensor(), d.inner.bias:tensor())[act](
+            fnn.linear(v, d.inner.weight:tensor(), d.inner.bias:tensor())), yd) <= 1e-6, act)
+      end
    end)
 
    it('refuses another activation, and a transposed convolution\'s, at the caller\'s line', function()

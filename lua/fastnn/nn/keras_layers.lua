@@ -330,8 +330,9 @@ local SeparableConv2D = conv_class('SeparableConv2D', 'SeparableConv2d', 2)
 -- (Keras): a fully connected layer that declares only its output width and reads its input width
 -- at build (Sequential:build, GraphBuilder:add, or its first input). Built, it is an nn.Linear(in,
 -- units) (weight [units, in], bias [units], PyTorch's init) followed by the activation (any name of
--- nn.activation_fn, nil or 'linear' for none). x [..., in] -> [..., units]: the last dim is
--- contracted, so one kernel also maps every step of a sequence.
+-- nn.activation_fn, nil or 'linear' for none; 'relu' and 'gelu' go into the Linear's own node).
+-- x [..., in] -> [..., units]: the last dim is contracted, so one kernel also maps every step of a
+-- sequence.
 local Dense = KerasLayer:extend('Dense')
 Dense._title = 'Dense'
 M.Dense = Dense
@@ -356,6 +357,10 @@ function Dense:_make(s)
    if #s < 2 then
       error(('nn.Dense: build: input shape [%s] has no feature dim (expected [N, features])'):format(
          table.concat(s, ',')), 0)
+   end
+   if self.activation == 'relu' or self.activation == 'gelu' then   -- in the Linear's node (its activation option)
+      self._identity = true   -- forward returns the inner layer's output: the activation is in it
+      return nn.Linear(s[#s], self.units, {bias = self.use_bias, activation = self.activation})
    end
    return nn.Linear(s[#s], self.units, {bias = self.use_bias})
 end
