@@ -373,6 +373,34 @@ describe('gradients', function()
       g = grad_of(fnn.ones(2, 3), function(t) return (t:mean(1, true) * fnn.tensor{{3, 6, 9}}):sum() end)
       approx({1.5, 3, 4.5, 1.5, 3, 4.5}, g)
    end)
+   -- the backward fills dx [outer, red, inner] row by row, over the threads past a size (reduction.c's
+   -- spread_rows: the output row counted along, one run per output where inner is 1): every element
+   -- against g's value for its output, on shapes whose thread parts begin inside a run
+   it('sum and mean spread a large gradient over any dim, split over the threads, as a naive loop', function()
+      fnn.manual_seed(5)
+      -- (past 2^18 elements the rows go over the threads, FNN_PARALLEL_MIN_WORK)
+      for _, case in ipairs{{{67, 61, 67}, 3}, {{67, 61, 67}, 2}, {{67, 61, 67}, 1}, {{5, 100003}, 2},
+                            {{100003, 3}, 1}, {{3, 7, 11}, 3}} do
+         local shape, dim = case[1], case[2]
+         for _, op in ipairs{'sum', 'mean'} do
+            local p = fnn.Param(fnn.randn(shape))
+            local y = p:tensor()[op](p:tensor(), dim)
+            local g = fnn.randn(y:shape())
+            y:backward(g)
+            local gv, dx = g:to_flat(), p:grad():to_flat()
+            local inner = 1
+            for d = dim + 1, #shape do inner = inner * shape[d] end
+            local red, scale = shape[dim], op == 'mean' and 1 / shape[dim] or 1
+            local bad
+            for i = 1, #dx do   -- element i: output (outer index, inner index) = ((i-1) // (red*inner), (i-1) % inner)
+               local o = math.floor((i - 1) / (red * inner)) * inner + (i - 1) % inner
+               local want = gv[o + 1] * scale
+               if math.abs(dx[i] - want) > 1e-6 * math.max(1, math.abs(want)) then bad = i break end
+            end
+            assert.is_nil(bad, ('%s over dim %d of %s: element %s'):format(op, dim, fnn.shape_str(p:tensor()), bad))
+         end
+      end
+   end)
    it('broadcasting in an elementwise op sums the gradient back (fnn_sum_to_shape)', function()
       local g = grad_of(fnn.tensor{1, 2, 3}, function(t) return (t + fnn.ones(4, 3)):sum() end)
       approx({4, 4, 4}, g)
