@@ -797,8 +797,8 @@ static int conv_backward_run(const conv_geom *g, int dev, const float *x, const 
 #else
 bool fnn_onednn_conv_wants(const conv_geom *g) { (void)g; return false; }
 int fnn_onednn_conv_forward(const conv_geom *g, int dev, const float *x, const float *w, const float *b, float *y,
-                            fnn_tensor *keep_x, unsigned exact, uint16_t *yh) {
-    (void)g; (void)dev; (void)x; (void)w; (void)b; (void)y; (void)keep_x; (void)exact; (void)yh;
+                            fnn_tensor *keep_x, unsigned exact, uint16_t *yh, int act) {
+    (void)g; (void)dev; (void)x; (void)w; (void)b; (void)y; (void)keep_x; (void)exact; (void)yh; (void)act;
     return FNN_ONEDNN_DECLINED;
 }
 int fnn_onednn_conv_backward(const conv_geom *g, int dev, const float *x, const float *w, const float *dy,
