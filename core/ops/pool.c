@@ -320,6 +320,12 @@ typedef float mp_v4 __attribute__((vector_size(16)));
 typedef int32_t mp_i4 __attribute__((vector_size(16)));
 #define MP_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
 #define MP_STORE(p, v) memcpy((p), &(v), sizeof(v))
+#if defined(__GNUC__) && !defined(__clang__)
+#define MP_SHUFFLE(lo, hi, k) __builtin_shuffle((lo), (hi), (k))
+#else   /* other compilers (the fuzzers' clang): lane by lane, the same values */
+#define MP_SHUFFLE(lo, hi, k) ({ __typeof__(lo) s_; const int n_ = (int)(sizeof(s_) / sizeof(s_[0]));   \
+    for (int l_ = 0; l_ < n_; l_++) s_[l_] = (k)[l_] < n_ ? (lo)[(k)[l_]] : (hi)[(k)[l_] - n_]; s_; })
+#endif
 #define MP_SEL(t, a, b, VI) ((((VI)(a)) & (t)) | (((VI)(b)) & ~(t)))   /* lanes of a where t, else b (bits) */
 
 /* one block of L outputs at column o0 of a row: the maxima into yr, their offsets into ir (or not) */
@@ -328,8 +334,8 @@ typedef int32_t mp_i4 __attribute__((vector_size(16)));
         VF l0, h0, l1, h1;                                                                              \
         MP_LOAD(l0, r0 + 2 * o0); MP_LOAD(h0, r0 + 2 * o0 + L);                                         \
         MP_LOAD(l1, r1 + 2 * o0); MP_LOAD(h1, r1 + 2 * o0 + L);                                         \
-        VF m = __builtin_shuffle(l0, h0, EVEN), c1 = __builtin_shuffle(l0, h0, ODD);                     \
-        VF c2 = __builtin_shuffle(l1, h1, EVEN), c3 = __builtin_shuffle(l1, h1, ODD);                    \
+        VF m = MP_SHUFFLE(l0, h0, EVEN), c1 = MP_SHUFFLE(l0, h0, ODD);                     \
+        VF c2 = MP_SHUFFLE(l1, h1, EVEN), c3 = MP_SHUFFLE(l1, h1, ODD);                    \
         VI t1 = (c1 > m) | (c1 != c1);                                                                  \
         m = (VF)MP_SEL(t1, c1, m, VI);                                                                  \
         VI t2 = (c2 > m) | (c2 != c2);                                                                  \
@@ -402,8 +408,8 @@ static FNN_CLONES_V4 void max_2x2_plane(const float *x, float *y, float *idx, in
         const VI z = {0}, dv = (VI)d;                                                                   \
         VF e0 = (VF)MP_SEL(at == 0, dv, z, VI), e1 = (VF)MP_SEL(at == 1, dv, z, VI);                    \
         VF e2 = (VF)MP_SEL(at == w1, dv, z, VI), e3 = (VF)MP_SEL(at == w1 + 1, dv, z, VI);              \
-        VF q0 = __builtin_shuffle(e0, e1, LO), q1 = __builtin_shuffle(e0, e1, HI);                       \
-        VF q2 = __builtin_shuffle(e2, e3, LO), q3 = __builtin_shuffle(e2, e3, HI);                       \
+        VF q0 = MP_SHUFFLE(e0, e1, LO), q1 = MP_SHUFFLE(e0, e1, HI);                       \
+        VF q2 = MP_SHUFFLE(e2, e3, LO), q3 = MP_SHUFFLE(e2, e3, HI);                       \
         MP_STORE(g0 + 2 * o0, q0); MP_STORE(g0 + 2 * o0 + L, q1);                                        \
         MP_STORE(g1 + 2 * o0, q2); MP_STORE(g1 + 2 * o0 + L, q3);                                        \
     } while (0)
