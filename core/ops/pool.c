@@ -293,6 +293,19 @@ typedef struct {
 
 /* ---- the 2x2 stride-2 kernels over one [H, W] plane (every window inside it) ---- */
 
+/* GCC vector extensions shared by the 2x2 max pool and bilinear upsampling: unaligned loads and
+ * stores (no vector-valued functions: those change the ABI of the baseline variant), and a two-vector
+ * shuffle by an index vector (GCC's builtin; elsewhere, as the fuzzers' clang, lane by lane: the
+ * same values) */
+#define VEC_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
+#define VEC_STORE(p, v) memcpy((p), &(v), sizeof(v))
+#if defined(__GNUC__) && !defined(__clang__)
+#define VEC_SHUFFLE(lo, hi, k) __builtin_shuffle((lo), (hi), (k))
+#else
+#define VEC_SHUFFLE(lo, hi, k) ({ __typeof__(lo) s_; const int n_ = (int)(sizeof(s_) / sizeof(s_[0]));   \
+    for (int l_ = 0; l_ < n_; l_++) s_[l_] = (k)[l_] < n_ ? (lo)[(k)[l_]] : (hi)[(k)[l_] - n_]; s_; })
+#endif
+
 /* whether vectors of 8 floats pay: in the v3 and v4 variants (the baseline's SSE lowers their
  * shuffles to scalar moves, slower than the scalar loop; vectors of 4 map onto SSE's own) */
 static bool vectors8(void) {
@@ -318,37 +331,29 @@ typedef float mp_v8 __attribute__((vector_size(32)));
 typedef int32_t mp_i8 __attribute__((vector_size(32)));
 typedef float mp_v4 __attribute__((vector_size(16)));
 typedef int32_t mp_i4 __attribute__((vector_size(16)));
-#define MP_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
-#define MP_STORE(p, v) memcpy((p), &(v), sizeof(v))
-#if defined(__GNUC__) && !defined(__clang__)
-#define MP_SHUFFLE(lo, hi, k) __builtin_shuffle((lo), (hi), (k))
-#else   /* other compilers (the fuzzers' clang): lane by lane, the same values */
-#define MP_SHUFFLE(lo, hi, k) ({ __typeof__(lo) s_; const int n_ = (int)(sizeof(s_) / sizeof(s_[0]));   \
-    for (int l_ = 0; l_ < n_; l_++) s_[l_] = (k)[l_] < n_ ? (lo)[(k)[l_]] : (hi)[(k)[l_] - n_]; s_; })
-#endif
 #define MP_SEL(t, a, b, VI) ((((VI)(a)) & (t)) | (((VI)(b)) & ~(t)))   /* lanes of a where t, else b (bits) */
 
 /* one block of L outputs at column o0 of a row: the maxima into yr, their offsets into ir (or not) */
 #define MP_MAX_BLOCK(VF, VI, L, EVEN, ODD, IOTA2)                                                        \
     do {                                                                                                \
         VF l0, h0, l1, h1;                                                                              \
-        MP_LOAD(l0, r0 + 2 * o0); MP_LOAD(h0, r0 + 2 * o0 + L);                                         \
-        MP_LOAD(l1, r1 + 2 * o0); MP_LOAD(h1, r1 + 2 * o0 + L);                                         \
-        VF m = MP_SHUFFLE(l0, h0, EVEN), c1 = MP_SHUFFLE(l0, h0, ODD);                     \
-        VF c2 = MP_SHUFFLE(l1, h1, EVEN), c3 = MP_SHUFFLE(l1, h1, ODD);                    \
+        VEC_LOAD(l0, r0 + 2 * o0); VEC_LOAD(h0, r0 + 2 * o0 + L);                                         \
+        VEC_LOAD(l1, r1 + 2 * o0); VEC_LOAD(h1, r1 + 2 * o0 + L);                                         \
+        VF m = VEC_SHUFFLE(l0, h0, EVEN), c1 = VEC_SHUFFLE(l0, h0, ODD);                     \
+        VF c2 = VEC_SHUFFLE(l1, h1, EVEN), c3 = VEC_SHUFFLE(l1, h1, ODD);                    \
         VI t1 = (c1 > m) | (c1 != c1);                                                                  \
         m = (VF)MP_SEL(t1, c1, m, VI);                                                                  \
         VI t2 = (c2 > m) | (c2 != c2);                                                                  \
         m = (VF)MP_SEL(t2, c2, m, VI);                                                                  \
         VI t3 = (c3 > m) | (c3 != c3);                                                                  \
         m = (VF)MP_SEL(t3, c3, m, VI);                                                                  \
-        MP_STORE(yr + o0, m);                                                                           \
+        VEC_STORE(yr + o0, m);                                                                           \
         if (ir) {                                                                                       \
             const VI a0 = (base + 2 * (int32_t)o0) + IOTA2;   /* candidate a's offsets */               \
             VI at = MP_SEL(t1, a0 + 1, a0, VI);                                                         \
             at = MP_SEL(t2, a0 + w1, at, VI);                                                           \
             at = MP_SEL(t3, a0 + (w1 + 1), at, VI);                                                     \
-            MP_STORE(ir + o0, at);                                                                      \
+            VEC_STORE(ir + o0, at);                                                                      \
         }                                                                                               \
     } while (0)
 
@@ -403,15 +408,15 @@ static FNN_CLONES_V4 void max_2x2_plane(const float *x, float *y, float *idx, in
     do {                                                                                                \
         VF d;                                                                                           \
         VI at;                                                                                          \
-        MP_LOAD(d, dr + o0); MP_LOAD(at, ir + o0);                                                      \
+        VEC_LOAD(d, dr + o0); VEC_LOAD(at, ir + o0);                                                      \
         at -= (base + 2 * (int32_t)o0) + iota;                                                          \
         const VI z = {0}, dv = (VI)d;                                                                   \
         VF e0 = (VF)MP_SEL(at == 0, dv, z, VI), e1 = (VF)MP_SEL(at == 1, dv, z, VI);                    \
         VF e2 = (VF)MP_SEL(at == w1, dv, z, VI), e3 = (VF)MP_SEL(at == w1 + 1, dv, z, VI);              \
-        VF q0 = MP_SHUFFLE(e0, e1, LO), q1 = MP_SHUFFLE(e0, e1, HI);                       \
-        VF q2 = MP_SHUFFLE(e2, e3, LO), q3 = MP_SHUFFLE(e2, e3, HI);                       \
-        MP_STORE(g0 + 2 * o0, q0); MP_STORE(g0 + 2 * o0 + L, q1);                                        \
-        MP_STORE(g1 + 2 * o0, q2); MP_STORE(g1 + 2 * o0 + L, q3);                                        \
+        VF q0 = VEC_SHUFFLE(e0, e1, LO), q1 = VEC_SHUFFLE(e0, e1, HI);                       \
+        VF q2 = VEC_SHUFFLE(e2, e3, LO), q3 = VEC_SHUFFLE(e2, e3, HI);                       \
+        VEC_STORE(g0 + 2 * o0, q0); VEC_STORE(g0 + 2 * o0 + L, q1);                                        \
+        VEC_STORE(g1 + 2 * o0, q2); VEC_STORE(g1 + 2 * o0 + L, q3);                                        \
     } while (0)
 
 /* dx = dy at each window's argmax, 0 elsewhere: the windows tile the plane, so every element is
@@ -1204,12 +1209,6 @@ static void axis_fill(linear_axis *a, int64_t in, int64_t out, int32_t K, bool a
 #define BIL_WINDOW 16
 typedef float bil_v8 __attribute__((vector_size(32)));
 typedef int32_t bil_i8 __attribute__((vector_size(32)));
-#if defined(__GNUC__) && !defined(__clang__)
-#define BIL_SHUFFLE(lo, hi, k) __builtin_shuffle((lo), (hi), (k))
-#else   /* other compilers (never run: vectors8 is false without GCC's variants) */
-#define BIL_SHUFFLE(lo, hi, k) ({ bil_v8 s_; for (int l_ = 0; l_ < BIL_LANES; l_++) \
-    s_[l_] = (k)[l_] < BIL_LANES ? (lo)[(k)[l_]] : (hi)[(k)[l_] - BIL_LANES]; s_; })
-#endif
 
 
 typedef struct {
@@ -1263,10 +1262,6 @@ typedef struct {
     float *y, *dx, *rows;     /* rows: per slot, two rows of Wo + 16 floats */
 } bilinear_job;
 
-/* unaligned vector loads and stores (no vector-valued functions: those change the ABI of the
- * baseline variant) */
-#define BIL_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
-#define BIL_STORE(p, v) memcpy((p), &(v), sizeof(v))
 
 /* row r of the input planes interpolated along W into buf [Wo] */
 static inline void bilinear_hrow(const bilinear_job *j, int64_t r, float *restrict buf) {
@@ -1282,11 +1277,11 @@ static inline void bilinear_hrow(const bilinear_job *j, int64_t r, float *restri
         }
         bil_v8 lo, hi, u0, u1, v;
         bil_i8 k0, k1;
-        BIL_LOAD(lo, xr + pl->fbase[f]); BIL_LOAD(hi, xr + pl->fbase[f] + BIL_LANES);
-        BIL_LOAD(k0, pl->frel0 + o0); BIL_LOAD(k1, pl->frel1 + o0);
-        BIL_LOAD(u0, w0 + o0); BIL_LOAD(u1, w1 + o0);
-        v = u0 * BIL_SHUFFLE(lo, hi, k0) + u1 * BIL_SHUFFLE(lo, hi, k1);
-        BIL_STORE(buf + o0, v);
+        VEC_LOAD(lo, xr + pl->fbase[f]); VEC_LOAD(hi, xr + pl->fbase[f] + BIL_LANES);
+        VEC_LOAD(k0, pl->frel0 + o0); VEC_LOAD(k1, pl->frel1 + o0);
+        VEC_LOAD(u0, w0 + o0); VEC_LOAD(u1, w1 + o0);
+        v = u0 * VEC_SHUFFLE(lo, hi, k0) + u1 * VEC_SHUFFLE(lo, hi, k1);
+        VEC_STORE(buf + o0, v);
     }
     for (int64_t o = pl->nf * BIL_LANES; o < j->Wo; o++) buf[o] = w0[o] * xr[i0[o]] + w1[o] * xr[i1[o]];
 }
@@ -1340,11 +1335,11 @@ static inline void bilinear_wsum(const bilinear_job *j, const float *restrict t,
             }
             bil_v8 lo, hi, w, acc = {0};
             bil_i8 k, f;
-            BIL_LOAD(lo, t + base); BIL_LOAD(hi, t + base + BIL_LANES);
-            BIL_LOAD(w, wr + i0); BIL_LOAD(k, pl->brel + r * W + i0); BIL_LOAD(f, fr + i0);
-            if (r) BIL_LOAD(acc, dxr + i0);
-            acc += (bil_v8)((bil_i8)(w * BIL_SHUFFLE(lo, hi, k)) & (f < (int32_t)j->Wo));   /* a pad reads Wo */
-            BIL_STORE(dxr + i0, acc);
+            VEC_LOAD(lo, t + base); VEC_LOAD(hi, t + base + BIL_LANES);
+            VEC_LOAD(w, wr + i0); VEC_LOAD(k, pl->brel + r * W + i0); VEC_LOAD(f, fr + i0);
+            if (r) VEC_LOAD(acc, dxr + i0);
+            acc += (bil_v8)((bil_i8)(w * VEC_SHUFFLE(lo, hi, k)) & (f < (int32_t)j->Wo));   /* a pad reads Wo */
+            VEC_STORE(dxr + i0, acc);
         }
         for (int64_t iw = pl->nb * BIL_LANES; iw < W; iw++) dxr[iw] = (r ? dxr[iw] : 0.0f) + wr[iw] * t[fr[iw]];
     }
